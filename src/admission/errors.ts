@@ -1,0 +1,27 @@
+/**
+ * One catalogue of the admission endpoint's transport errors: each has a code tests assert on,
+ * an HTTP status, and a message template. They are answered as AdmissionReviews with an error
+ * status, so the API server logs a reason rather than an opaque failure.
+ */
+
+export interface ReviewErrorKind {
+  code: string;
+  status: number;
+  message: (detail: string) => string;
+}
+
+export const REVIEW_ERRORS = {
+  BAD_CONTENT_TYPE: { code: 'PORTCULLIS_BAD_CONTENT_TYPE', status: 415, message: (d: string) => `content type must be application/json, got ${d}` },
+  BODY_TOO_LARGE: { code: 'PORTCULLIS_BODY_TOO_LARGE', status: 413, message: (d: string) => `request body is larger than ${d}` },
+  MALFORMED_JSON: { code: 'PORTCULLIS_MALFORMED_JSON', status: 400, message: (d: string) => `request body is not JSON: ${d}` },
+  NOT_A_REVIEW: { code: 'PORTCULLIS_NOT_A_REVIEW', status: 400, message: (d: string) => `not an AdmissionReview: ${d}` },
+  UNKNOWN_WEBHOOK: { code: 'PORTCULLIS_UNKNOWN_WEBHOOK', status: 404, message: (d: string) => `no webhook is served at ${d}` },
+} as const satisfies Record<string, ReviewErrorKind>;
+
+export class ReviewError extends Error {
+  readonly kind: ReviewErrorKind;
+  constructor(kind: ReviewErrorKind, detail: string) {
+    super(kind.message(detail));
+    this.kind = kind;
+  }
+}

@@ -1,0 +1,45 @@
+/** Decoding an AdmissionReview request and encoding the response for a Decision. */
+import type { AdmissionRequest, AdmissionResponse, AdmissionReview, Decision } from '../api/review.ts';
+import { REVIEW_ERRORS, ReviewError } from './errors.ts';
+
+export const REVIEW_VERSIONS = new Set(['admission.k8s.io/v1', 'admission.k8s.io/v1beta1']);
+const OPERATIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
+
+export function decodeReview(body: unknown): { apiVersion: string; request: AdmissionRequest } {
+  const fail = (detail: string): never => {
+    throw new ReviewError(REVIEW_ERRORS.NOT_A_REVIEW, detail);
+  };
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) fail('the body is not a JSON object');
+  const review = body as Partial<AdmissionReview>;
+  if (review.kind !== 'AdmissionReview') fail(`kind is ${JSON.stringify(review.kind)}, want AdmissionReview`);
+  if (!REVIEW_VERSIONS.has(review.apiVersion ?? '')) fail(`apiVersion ${JSON.stringify(review.apiVersion)} is not admission.k8s.io/v1 or v1beta1`);
+  const request = review.request;
+  if (!request || typeof request !== 'object') fail('request is missing');
+  if (typeof request!.uid !== 'string' || request!.uid === '') fail('request.uid is missing');
+  if (!OPERATIONS.has(request!.operation)) fail(`request.operation ${JSON.stringify(request!.operation)} is not CREATE, UPDATE, DELETE or CONNECT`);
+  if (!request!.kind || !request!.resource) fail('request.kind and request.resource are required');
+  return { apiVersion: review.apiVersion!, request: request! };
+}
+
+export function encodeReview(apiVersion: string, uid: string, decision: Decision): AdmissionReview {
+  const response: AdmissionResponse = { uid, allowed: decision.allowed };
+  if (!decision.allowed || decision.code) {
+    response.status = { code: decision.code ?? 403, reason: decision.reason, message: decision.message };
+  }
+  if (decision.patch?.length) {
+    response.patchType = 'JSONPatch';
+    response.patch = Buffer.from(JSON.stringify(decision.patch)).toString('base64');
+  }
+  if (decision.warnings?.length) response.warnings = decision.warnings;
+  if (decision.auditAnnotations) response.auditAnnotations = decision.auditAnnotations;
+  return { apiVersion, kind: 'AdmissionReview', response };
+}
+
+/** A transport failure, still answered in the AdmissionReview shape. */
+export function encodeFailure(err: ReviewError, apiVersion = 'admission.k8s.io/v1', uid = ''): AdmissionReview {
+  return {
+    apiVersion,
+    kind: 'AdmissionReview',
+    response: { uid, allowed: false, status: { code: err.kind.status, reason: err.kind.code, message: err.message } },
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * admission: the HTTPS endpoint the API server calls. Decodes and checks each AdmissionReview,
+ * finds the compiled webhook for /admit/<suite>/<webhook>, asks it for a Decision, and encodes
+ * the response. It never evaluates rules itself and makes no API calls.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { CertificateStore } from '../certs/store.ts';
+import type { SuiteRegistry } from '../registry/registry.ts';
+import type { Logger } from '../log.ts';
+import { REVIEW_ERRORS, ReviewError } from './errors.ts';
+import { decodeReview, encodeFailure, encodeReview } from './review.ts';
+import type { Metrics } from './metrics.ts';
+
+/** The API server sends objects up to its own 3 MiB limit, twice for an UPDATE. */
+export const BODY_LIMIT = 7 * 1024 * 1024;
+
+export interface AdmissionServerOptions {
+  registry: SuiteRegistry;
+  certificates: CertificateStore;
+  metrics: Metrics;
+  log: Logger;
+}
+
+export function createAdmissionServer(options: AdmissionServerOptions): FastifyInstance {
+  const { registry, certificates, metrics, log } = options;
+  const app = Fastify({
+    https: { SNICallback: certificates.sniCallback, minVersion: 'TLSv1.2' },
+    bodyLimit: BODY_LIMIT,
+    logger: false,
+    return503OnClosing: false,
+  });
+
+  app.setErrorHandler((error, _request, reply) => {
+    const reviewError = toReviewError(error);
+    log.warn('rejected an admission request', { code: reviewError.kind.code, message: reviewError.message });
+    metrics.countRejected(reviewError.kind.code);
+    void reply.code(reviewError.kind.status).send(encodeFailure(reviewError));
+  });
+
+  app.post<{ Params: { suite: string; webhook: string } }>('/admit/:suite/:webhook', async (request, reply) => {
+    const started = process.hrtime.bigint();
+    const { apiVersion, request: admissionRequest } = decodeReview(request.body);
+    const { suite, webhook: name } = request.params;
+    const webhook = registry.webhook(suite, name);
+    if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
+    const decision = webhook.admit(admissionRequest);
+    metrics.observeReview(suite, name, decision.allowed, Number(process.hrtime.bigint() - started) / 1e9);
+    if (!decision.allowed) log.info('denied', { suite, webhook: name, uid: admissionRequest.uid, message: decision.message });
+    return reply.send(encodeReview(apiVersion, admissionRequest.uid, decision));
+  });
+  return app;
+}
+
+function toReviewError(error: unknown): ReviewError {
+  if (error instanceof ReviewError) return error;
+  const code = (error as { code?: string }).code;
+  const message = (error as Error).message ?? String(error);
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ReviewError(REVIEW_ERRORS.BAD_CONTENT_TYPE, message);
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ReviewError(REVIEW_ERRORS.BODY_TOO_LARGE, `${BODY_LIMIT} bytes`);
+  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error instanceof SyntaxError || code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    return new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, message);
+  }
+  if (code === 'FST_ERR_NOT_FOUND') return new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, message);
+  return new ReviewError(REVIEW_ERRORS.NOT_A_REVIEW, message);
+}

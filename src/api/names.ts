@@ -1,0 +1,14 @@
+/** The names the contract fixes for everything made on behalf of a suite. */
+import { GROUP } from './types.ts';
+
+export const OPERATOR_NAME = 'portcullis-operator';
+export const POD_LABELS = { 'app.kubernetes.io/name': 'portcullis' } as const;
+export const MANAGED_BY_LABELS = { 'app.kubernetes.io/managed-by': 'portcullis' } as const;
+export const SUITE_LABEL = `${GROUP}/suite`;
+export const CA_SECRET = 'portcullis-ca';
+
+export const configurationName = (suite: string) => `portcullis-${suite}`;
+export const tlsSecretName = (suite: string) => `portcullis-${suite}-tls`;
+export const defaultServiceName = (suite: string) => `portcullis-${suite}`;
+export const webhookFullName = (suite: string, webhook: string) => `${webhook}.${suite}.${GROUP}`;
+export const admitPath = (suite: string, webhook: string) => `/admit/${suite}/${webhook}`;

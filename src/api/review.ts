@@ -1,0 +1,85 @@
+/**
+ * The AdmissionReview wire types (admission.k8s.io v1 and v1beta1 share this shape) and the
+ * Decision a handler returns. A handler is a pure function of an AdmissionRequest to a Decision;
+ * turning a Decision into a response (uid, patch encoding) is the admission server's job.
+ */
+import type { JsonPatchOperation, Reason } from './types.ts';
+
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+export interface GroupVersionResource {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+export interface AdmissionRequest {
+  uid: string;
+  kind: GroupVersionKind;
+  resource: GroupVersionResource;
+  subResource?: string;
+  requestKind?: GroupVersionKind;
+  requestResource?: GroupVersionResource;
+  requestSubResource?: string;
+  name?: string;
+  namespace?: string;
+  operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+  userInfo: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+  object?: Record<string, unknown> | null;
+  oldObject?: Record<string, unknown> | null;
+  dryRun?: boolean;
+  options?: Record<string, unknown> | null;
+}
+
+export interface AdmissionReview {
+  apiVersion: string;
+  kind: 'AdmissionReview';
+  request?: AdmissionRequest;
+  response?: AdmissionResponse;
+}
+
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  status?: { code?: number; reason?: string; message?: string };
+  patch?: string;
+  patchType?: 'JSONPatch';
+  warnings?: string[];
+  auditAnnotations?: Record<string, string>;
+}
+
+export interface Decision {
+  allowed: boolean;
+  code?: number;
+  reason?: string;
+  message?: string;
+  patch?: JsonPatchOperation[];
+  warnings?: string[];
+  auditAnnotations?: Record<string, string>;
+}
+
+export const REASON_CODES: Record<Reason, number> = {
+  Unauthorized: 401,
+  Forbidden: 403,
+  Invalid: 422,
+  RequestEntityTooLarge: 413,
+};
+
+export const allowed = (): Decision => ({ allowed: true });
+
+export const denied = (message: string, reason: Reason = 'Forbidden'): Decision => ({
+  allowed: false,
+  code: REASON_CODES[reason],
+  reason,
+  message,
+});
+
+export const patched = (patch: JsonPatchOperation[]): Decision =>
+  patch.length ? { allowed: true, patch } : { allowed: true };
+
+/** A handler or expression that failed, answered according to the webhook's failurePolicy. */
+export const errored = (message: string, failurePolicy: 'Fail' | 'Ignore'): Decision =>
+  failurePolicy === 'Ignore' ? { allowed: true } : denied(message, 'Forbidden');

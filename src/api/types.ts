@@ -1,0 +1,136 @@
+/**
+ * api: the AdmissionSuite resource as users write it (spec) and as the operator reports it
+ * (status), the names derived from it, its defaults, and the validation of a spec with field
+ * paths. Pure data and functions: nothing here talks to the API server.
+ */
+
+export const GROUP = 'admission.portcullis.dev';
+export const VERSION = 'v1alpha1';
+export const KIND = 'AdmissionSuite';
+export const PLURAL = 'admissionsuites';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export type FailurePolicy = 'Fail' | 'Ignore';
+export type WebhookType = 'Validating' | 'Mutating';
+export type ValidationAction = 'Deny' | 'Warn' | 'Audit';
+export type Reason = 'Unauthorized' | 'Forbidden' | 'Invalid' | 'RequestEntityTooLarge';
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+}
+
+export interface RuleWithOperations {
+  operations?: string[];
+  apiGroups?: string[];
+  apiVersions?: string[];
+  resources?: string[];
+  scope?: string;
+}
+
+export interface MatchCondition {
+  name: string;
+  expression: string;
+}
+
+export interface Validation {
+  expression: string;
+  message?: string;
+  messageExpression?: string;
+  reason?: Reason;
+}
+
+export interface JsonPatchOperation {
+  op: 'add' | 'remove' | 'replace' | 'move' | 'copy' | 'test';
+  path: string;
+  value?: unknown;
+  from?: string;
+}
+
+export interface Mutation {
+  condition?: string;
+  patch?: JsonPatchOperation[];
+  patchExpression?: string;
+}
+
+export interface Variable {
+  name: string;
+  expression: string;
+}
+
+export interface ParamsRef {
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+  notFoundAction?: 'Deny' | 'Allow';
+}
+
+export interface HandlerRef {
+  name: string;
+  config?: Record<string, unknown>;
+}
+
+export interface WebhookSpec {
+  name: string;
+  type: WebhookType;
+  rules: RuleWithOperations[];
+  namespaceSelector?: LabelSelector;
+  objectSelector?: LabelSelector;
+  matchConditions?: MatchCondition[];
+  matchPolicy?: 'Exact' | 'Equivalent';
+  failurePolicy?: FailurePolicy;
+  timeoutSeconds?: number;
+  sideEffects?: 'None' | 'NoneOnDryRun';
+  reinvocationPolicy?: 'Never' | 'IfNeeded';
+  admissionReviewVersions?: string[];
+  params?: ParamsRef;
+  variables?: Variable[];
+  validations?: Validation[];
+  validationActions?: ValidationAction[];
+  mutations?: Mutation[];
+  handler?: HandlerRef;
+}
+
+export interface SuiteSpec {
+  service?: { namespace?: string; name?: string; port?: number };
+  url?: string;
+  certificate?: { duration?: string; renewBefore?: string; keyAlgorithm?: 'ECDSA' | 'RSA' };
+  failurePolicy?: FailurePolicy;
+  timeoutSeconds?: number;
+  namespaceSelector?: LabelSelector;
+  webhooks: WebhookSpec[];
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+export interface SuiteStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  certificate?: { notAfter?: string; caNotAfter?: string; renewalTime?: string };
+  webhooks?: { name: string; type: WebhookType }[];
+}
+
+export interface ObjectMeta {
+  name: string;
+  uid: string;
+  generation?: number;
+  resourceVersion?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+export interface AdmissionSuite {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata: ObjectMeta;
+  spec: SuiteSpec;
+  status?: SuiteStatus;
+}

@@ -1,0 +1,80 @@
+/**
+ * The checks on a suite's spec that need no compiler: shape, names, mutually exclusive fields.
+ * Every problem is reported with its field path, all at once, so one apply shows them all.
+ */
+import { parseDuration } from './duration.ts';
+import type { SuiteSpec, WebhookSpec } from './types.ts';
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const REASONS = new Set(['Unauthorized', 'Forbidden', 'Invalid', 'RequestEntityTooLarge']);
+
+export function validateSuiteName(name: string): FieldError[] {
+  // The suite name is part of DNS names (service, webhook names) and of configuration names.
+  return DNS_LABEL.test(name) && name.length <= 40
+    ? []
+    : [{ field: 'metadata.name', message: 'must be a DNS label of at most 40 characters' }];
+}
+
+export function validateSpec(spec: SuiteSpec | undefined): FieldError[] {
+  if (!spec) return [{ field: 'spec', message: 'is required' }];
+  const errors: FieldError[] = [];
+  const err = (field: string, message: string) => errors.push({ field, message });
+
+  if (spec.service && spec.url) err('spec', 'exactly one of service and url may be set, not both');
+  if (spec.url !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(spec.url);
+    } catch {
+      err('spec.url', 'must be a URL');
+    }
+    if (url && (url.protocol !== 'https:' || url.username || url.search || url.hash)) {
+      err('spec.url', 'must be an https URL with no user, query or fragment');
+    }
+  }
+  const cert = spec.certificate ?? {};
+  const duration = cert.duration === undefined ? 2160 * 3600_000 : parseDuration(cert.duration);
+  if (duration === undefined) err('spec.certificate.duration', `"${cert.duration}" is not a duration such as 2160h`);
+  if (cert.renewBefore !== undefined) {
+    const before = parseDuration(cert.renewBefore);
+    if (before === undefined) err('spec.certificate.renewBefore', `"${cert.renewBefore}" is not a duration such as 720h`);
+    else if (duration !== undefined && before >= duration) err('spec.certificate.renewBefore', 'must be shorter than duration');
+  }
+  if (!Array.isArray(spec.webhooks) || spec.webhooks.length === 0) {
+    err('spec.webhooks', 'must list at least one webhook');
+    return errors;
+  }
+  const seen = new Set<string>();
+  spec.webhooks.forEach((webhook, i) => {
+    const path = `spec.webhooks[${i}]`;
+    if (seen.has(webhook.name)) err(`${path}.name`, `duplicate webhook name "${webhook.name}"`);
+    seen.add(webhook.name);
+    errors.push(...validateWebhook(webhook, path));
+  });
+  return errors;
+}
+
+function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
+  const errors: FieldError[] = [];
+  const err = (field: string, message: string) => errors.push({ field: `${path}${field}`, message });
+  if (!DNS_LABEL.test(webhook.name ?? '')) err('.name', 'must be a DNS label');
+  if (webhook.type !== 'Validating' && webhook.type !== 'Mutating') err('.type', 'must be Validating or Mutating');
+  if (!Array.isArray(webhook.rules) || webhook.rules.length === 0) err('.rules', 'must list at least one rule');
+
+  const hasRules = (webhook.validations?.length ?? 0) + (webhook.mutations?.length ?? 0) > 0;
+  if (webhook.handler && hasRules) err('', 'a webhook has either a handler or validations/mutations, not both');
+  if (!webhook.handler && !hasRules) err('', `needs a handler or ${webhook.type === 'Mutating' ? 'mutations' : 'validations'}`);
+  if (webhook.type === 'Mutating' && webhook.validations?.length) err('.validations', 'only Validating webhooks have validations');
+  if (webhook.type === 'Validating' && webhook.mutations?.length) err('.mutations', 'only Mutating webhooks have mutations');
+  webhook.validations?.forEach((v, i) => {
+    if (v.reason !== undefined && !REASONS.has(v.reason)) err(`.validations[${i}].reason`, 'must be one of Unauthorized, Forbidden, Invalid, RequestEntityTooLarge');
+  });
+  const actions = webhook.validationActions ?? [];
+  if (actions.includes('Deny') && actions.includes('Warn')) err('.validationActions', 'Deny and Warn may not be used together');
+  return errors;
+}

@@ -1,0 +1,53 @@
+/**
+ * The certificate store: the serving certificate of every suite, as TLS secure contexts picked
+ * per handshake by server name (SNI). Filled from the Secrets the operator watches, so a
+ * renewal is live on the next handshake and open connections keep the context they began with.
+ */
+import tls from 'node:tls';
+import { readCertificate } from './x509.ts';
+
+interface Entry {
+  names: string[];
+  certPem: string;
+  context: tls.SecureContext;
+}
+
+export class CertificateStore {
+  private readonly bySuite = new Map<string, Entry>();
+  private readonly byName = new Map<string, tls.SecureContext>();
+
+  /** Installs (or replaces) the certificate a suite is served with. Unchanged PEM is a no-op. */
+  set(suite: string, certPem: string, keyPem: string): void {
+    if (this.bySuite.get(suite)?.certPem === certPem) return;
+    const context = tls.createSecureContext({ cert: certPem, key: keyPem });
+    this.bySuite.set(suite, { names: readCertificate(certPem).dnsNames, certPem, context });
+    this.reindex();
+  }
+
+  remove(suite: string): void {
+    if (this.bySuite.delete(suite)) this.reindex();
+  }
+
+  /** The PEM a suite is served with now, if any. */
+  served(suite: string): string | undefined {
+    return this.bySuite.get(suite)?.certPem;
+  }
+
+  contextFor(serverName: string): tls.SecureContext | undefined {
+    return this.byName.get(serverName.toLowerCase());
+  }
+
+  /** For Node's SNICallback. */
+  readonly sniCallback = (serverName: string, callback: (err: Error | null, ctx?: tls.SecureContext) => void): void => {
+    const context = this.contextFor(serverName);
+    if (context) callback(null, context);
+    else callback(new Error(`no certificate for server name "${serverName}"`));
+  };
+
+  private reindex(): void {
+    this.byName.clear();
+    for (const entry of this.bySuite.values()) {
+      for (const name of entry.names) this.byName.set(name.toLowerCase(), entry.context);
+    }
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * The objects a suite should have, as pure functions of the suite, the operator's settings and
+ * the certificates: the serving Secret, the Service, and the webhook configurations. The
+ * reconciler applies them; nothing here talks to the API server.
+ */
+import { API_VERSION, KIND, type AdmissionSuite, type WebhookSpec, type WebhookType } from '../api/types.ts';
+import {
+  admitPath,
+  configurationName,
+  defaultServiceName,
+  MANAGED_BY_LABELS,
+  POD_LABELS,
+  SUITE_LABEL,
+  tlsSecretName,
+  webhookFullName,
+} from '../api/names.ts';
+import type { OperatorConfig } from '../config.ts';
+import type { KubeObject } from '../kube/client.ts';
+
+export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+
+/**
+ * What the API server must never send us, so that a stopped operator cannot lock the cluster
+ * out of healing itself. Evaluated by the API server, so it holds with no operator running.
+ */
+export const SELF_PROTECTION_CONDITION = {
+  name: 'portcullis-self-protection',
+  expression: [
+    "!(request.resource.group == '' && request.resource.resource == 'nodes')",
+    "!(request.resource.group == 'coordination.k8s.io' && request.resource.resource == 'leases')",
+    "!(request.resource.group == 'certificates.k8s.io' && request.resource.resource == 'certificatesigningrequests')",
+    "!(request.resource.group in ['authentication.k8s.io', 'authorization.k8s.io'])",
+    "!(request.resource.group == 'admission.portcullis.dev')",
+  ].join(' && '),
+};
+
+export function ownerReference(suite: AdmissionSuite) {
+  return { apiVersion: API_VERSION, kind: KIND, name: suite.metadata.name, uid: suite.metadata.uid, controller: true, blockOwnerDeletion: false };
+}
+
+function metadataFor(suite: AdmissionSuite, name: string, namespace?: string) {
+  return {
+    name,
+    ...(namespace ? { namespace } : {}),
+    labels: { ...MANAGED_BY_LABELS, [SUITE_LABEL]: suite.metadata.name },
+    ownerReferences: [ownerReference(suite)],
+  };
+}
+
+export interface ServiceRef {
+  namespace: string;
+  name: string;
+  port: number;
+}
+
+export function serviceRef(suite: AdmissionSuite, config: OperatorConfig): ServiceRef {
+  const service = suite.spec.service ?? {};
+  return {
+    namespace: service.namespace ?? config.namespace,
+    name: service.name ?? defaultServiceName(suite.metadata.name),
+    port: service.port ?? 443,
+  };
+}
+
+/** The names the suite's serving certificate must carry. */
+export function servingNames(suite: AdmissionSuite, config: OperatorConfig): string[] {
+  if (suite.spec.url) return [new URL(suite.spec.url).hostname];
+  const { name, namespace } = serviceRef(suite, config);
+  return [`${name}.${namespace}.svc`, `${name}.${namespace}.svc.cluster.local`, `${name}.${namespace}`, name];
+}
+
+export function tlsSecret(suite: AdmissionSuite, config: OperatorConfig, certPem: string, keyPem: string, caBundle: string): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: metadataFor(suite, tlsSecretName(suite.metadata.name), config.namespace),
+    type: 'kubernetes.io/tls',
+    data: {
+      'tls.crt': Buffer.from(certPem).toString('base64'),
+      'tls.key': Buffer.from(keyPem).toString('base64'),
+      'ca.crt': Buffer.from(caBundle).toString('base64'),
+    },
+  };
+}
+
+export function service(suite: AdmissionSuite, config: OperatorConfig): KubeObject | undefined {
+  if (suite.spec.url) return undefined;
+  const ref = serviceRef(suite, config);
+  const spec =
+    config.mode === 'local'
+      ? // No kube-proxy outside a cluster: the API server resolves the ExternalName and dials localhost.
+        { type: 'ExternalName', externalName: 'localhost' }
+      : { type: 'ClusterIP', selector: { ...POD_LABELS }, ports: [{ name: 'https', port: ref.port, targetPort: config.servingPort, protocol: 'TCP' }] };
+  return { apiVersion: 'v1', kind: 'Service', metadata: metadataFor(suite, ref.name, ref.namespace), spec };
+}
+
+function clientConfig(suite: AdmissionSuite, webhook: WebhookSpec, config: OperatorConfig, caBundle: string) {
+  const path = admitPath(suite.metadata.name, webhook.name);
+  const bundle = Buffer.from(caBundle).toString('base64');
+  if (suite.spec.url) return { url: `${suite.spec.url.replace(/\/+$/, '')}${path}`, caBundle: bundle };
+  const ref = serviceRef(suite, config);
+  // For an ExternalName Service the API server dials <externalName>:<this port>.
+  const port = config.mode === 'local' ? config.servingPort : ref.port;
+  return { service: { namespace: ref.namespace, name: ref.name, path, port }, caBundle: bundle };
+}
+
+function namespaceSelector(suite: AdmissionSuite, webhook: WebhookSpec, config: OperatorConfig) {
+  const selector = webhook.namespaceSelector ?? suite.spec.namespaceSelector ?? {};
+  const protectedNamespaces = [...new Set([config.namespace, 'kube-system', 'kube-node-lease'])];
+  return {
+    ...selector,
+    matchExpressions: [...(selector.matchExpressions ?? []), { key: NAMESPACE_NAME_LABEL, operator: 'NotIn', values: protectedNamespaces }],
+  };
+}
+
+function webhookEntry(suite: AdmissionSuite, webhook: WebhookSpec, config: OperatorConfig, caBundle: string) {
+  const entry: Record<string, unknown> = {
+    name: webhookFullName(suite.metadata.name, webhook.name),
+    clientConfig: clientConfig(suite, webhook, config, caBundle),
+    rules: webhook.rules,
+    namespaceSelector: namespaceSelector(suite, webhook, config),
+    objectSelector: webhook.objectSelector ?? {},
+    matchConditions: [SELF_PROTECTION_CONDITION, ...(webhook.matchConditions ?? [])],
+    matchPolicy: webhook.matchPolicy ?? 'Equivalent',
+    failurePolicy: webhook.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail',
+    timeoutSeconds: webhook.timeoutSeconds ?? suite.spec.timeoutSeconds ?? 5,
+    sideEffects: webhook.sideEffects ?? 'None',
+    admissionReviewVersions: webhook.admissionReviewVersions ?? ['v1', 'v1beta1'],
+  };
+  if (webhook.type === 'Mutating') entry.reinvocationPolicy = webhook.reinvocationPolicy ?? 'Never';
+  return entry;
+}
+
+export const CONFIGURATION_KINDS: Record<WebhookType, string> = {
+  Mutating: 'MutatingWebhookConfiguration',
+  Validating: 'ValidatingWebhookConfiguration',
+};
+
+/** One configuration per webhook type the suite uses, webhooks in declared order. */
+export function webhookConfigurations(suite: AdmissionSuite, config: OperatorConfig, caBundle: string): Map<WebhookType, KubeObject> {
+  const out = new Map<WebhookType, KubeObject>();
+  for (const type of ['Mutating', 'Validating'] as const) {
+    const webhooks = suite.spec.webhooks.filter((w) => w.type === type);
+    if (webhooks.length === 0) continue;
+    out.set(type, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: CONFIGURATION_KINDS[type],
+      metadata: metadataFor(suite, configurationName(suite.metadata.name)),
+      webhooks: webhooks.map((w) => webhookEntry(suite, w, config, caBundle)),
+    });
+  }
+  return out;
+}

@@ -1,0 +1,74 @@
+/**
+ * controller: the work queue, the reconciler, status conditions and Events. A reconcile request
+ * is only a suite's name; the reconciler reads all it needs, so it never depends on which event
+ * woke it. The queue deduplicates names, runs one at a time, and backs off failures.
+ */
+
+const BASE_DELAY_MS = 500;
+const MAX_DELAY_MS = 60_000;
+
+export type ReconcileResult = { requeueAfterMs?: number } | void;
+
+export class WorkQueue {
+  private readonly pending = new Set<string>();
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; due: number }>();
+  private readonly failures = new Map<string, number>();
+  private running = false;
+  private stopped = false;
+  private readonly reconcile: (name: string) => Promise<ReconcileResult>;
+  private readonly onError: (name: string, err: unknown, retryInMs: number) => void;
+
+  constructor(reconcile: (name: string) => Promise<ReconcileResult>, onError: (name: string, err: unknown, retryInMs: number) => void) {
+    this.reconcile = reconcile;
+    this.onError = onError;
+  }
+
+  add(name: string): void {
+    if (this.stopped) return;
+    this.pending.add(name);
+    void this.drain();
+  }
+
+  /** Adds `name` after `delayMs`, unless an earlier wake-up for it is already set. */
+  addAfter(name: string, delayMs: number): void {
+    const due = Date.now() + delayMs;
+    const existing = this.timers.get(name);
+    if (existing && existing.due <= due) return;
+    if (existing) clearTimeout(existing.timer);
+    const timer = setTimeout(() => {
+      this.timers.delete(name);
+      this.add(name);
+    }, Math.min(delayMs, 2 ** 31 - 1));
+    timer.unref();
+    this.timers.set(name, { timer, due });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const { timer } of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    this.pending.clear();
+  }
+
+  private async drain(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    while (!this.stopped && this.pending.size > 0) {
+      const name = this.pending.values().next().value!;
+      this.pending.delete(name);
+      try {
+        const result = await this.reconcile(name);
+        this.failures.delete(name);
+        if (result && result.requeueAfterMs !== undefined) this.addAfter(name, result.requeueAfterMs);
+      } catch (err) {
+        const failures = (this.failures.get(name) ?? 0) + 1;
+        this.failures.set(name, failures);
+        // Capped exponential backoff with jitter, so many failing suites do not retry in step.
+        const delay = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (failures - 1)) * (0.75 + Math.random() / 2);
+        this.onError(name, err, Math.round(delay));
+        this.addAfter(name, delay);
+      }
+    }
+    this.running = false;
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * AlwaysPullImages, after the Kubernetes admission plugin of that name: every container's
+ * imagePullPolicy becomes Always, so a Pod cannot use an image pulled by someone else's
+ * credentials. On UPDATE only containers whose image changed are touched, as upstream.
+ */
+import { allowed, denied, patched, type AdmissionRequest } from '../api/review.ts';
+import type { JsonPatchOperation } from '../api/types.ts';
+import type { Handler } from './handler.ts';
+
+const CONTAINER_LISTS = ['initContainers', 'containers', 'ephemeralContainers'] as const;
+
+interface Container {
+  name?: string;
+  image?: string;
+  imagePullPolicy?: string;
+}
+
+type PodSpec = Partial<Record<(typeof CONTAINER_LISTS)[number], Container[]>>;
+
+function podSpec(object: unknown): PodSpec | undefined {
+  return (object as { spec?: PodSpec } | null | undefined)?.spec;
+}
+
+/** Upstream skips UPDATEs that bring no new image: old Pods keep running as they are. */
+function isRelevant(request: AdmissionRequest): boolean {
+  if (request.resource.resource !== 'pods' || request.resource.group !== '') return false;
+  if (request.subResource && request.subResource !== 'ephemeralcontainers') return false;
+  if (request.operation === 'CREATE') return true;
+  if (request.operation !== 'UPDATE') return false;
+  const oldImages = new Set(CONTAINER_LISTS.flatMap((list) => (podSpec(request.oldObject)?.[list] ?? []).map((c) => c.image)));
+  return CONTAINER_LISTS.some((list) => (podSpec(request.object)?.[list] ?? []).some((c) => !oldImages.has(c.image)));
+}
+
+export const alwaysPullImages: Handler<Record<string, never>> = {
+  name: 'AlwaysPullImages',
+  resources: [{ group: '', resource: 'pods' }],
+  parseConfig(config) {
+    const extra = Object.keys(config);
+    return { config: {}, errors: extra.map((key) => ({ field: key, message: 'AlwaysPullImages takes no configuration' })) };
+  },
+  mutate(request) {
+    if (!isRelevant(request)) return allowed();
+    const spec = podSpec(request.object);
+    const ops: JsonPatchOperation[] = [];
+    for (const list of CONTAINER_LISTS) {
+      spec?.[list]?.forEach((container, i) => {
+        if (container.imagePullPolicy === 'Always') return;
+        ops.push({ op: container.imagePullPolicy === undefined ? 'add' : 'replace', path: `/spec/${list}/${i}/imagePullPolicy`, value: 'Always' });
+      });
+    }
+    return patched(ops);
+  },
+  validate(request) {
+    if (!isRelevant(request)) return allowed();
+    const spec = podSpec(request.object);
+    for (const list of CONTAINER_LISTS) {
+      const container = spec?.[list]?.find((c) => c.imagePullPolicy !== 'Always');
+      if (container) return denied(`spec.${list}[${spec![list]!.indexOf(container)}].imagePullPolicy: Unsupported value: "${container.imagePullPolicy ?? ''}": supported values: "Always"`, 'Invalid');
+    }
+    return allowed();
+  },
+};

@@ -1,0 +1,21 @@
+/**
+ * handlers: the built-in handlers (the classic admission plugins, as webhooks), one file each,
+ * and their registry. A handler is a pure function of the request and its validated config.
+ * Handlers must not import the controller or the admission server.
+ */
+import type { AdmissionRequest, Decision } from '../api/review.ts';
+
+export interface ServedResource {
+  group: string;
+  resource: string;
+}
+
+export interface Handler<Config = Record<string, unknown>> {
+  name: string;
+  /** The resources the handler understands; a suite may not point it elsewhere. */
+  resources: ServedResource[];
+  /** Checks and defaults `config`; returns problems as [field under config, message]. */
+  parseConfig(config: Record<string, unknown>): { config: Config; errors: { field: string; message: string }[] };
+  mutate?(request: AdmissionRequest, config: Config): Decision;
+  validate?(request: AdmissionRequest, config: Config): Decision;
+}

@@ -1,0 +1,25 @@
+/**
+ * health: the plain-HTTP side port with /healthz (the process answers), /readyz (caches synced
+ * and the admission endpoint listening) and /metrics. Owns no state of its own.
+ */
+import http from 'node:http';
+
+export interface HealthSources {
+  ready(): boolean;
+  metrics(): string;
+}
+
+export function createHealthServer(sources: HealthSources): http.Server {
+  return http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz') return reply(res, 200, 'ok\n');
+    if (path === '/readyz') return sources.ready() ? reply(res, 200, 'ok\n') : reply(res, 503, 'not ready\n');
+    if (path === '/metrics') return reply(res, 200, sources.metrics(), 'text/plain; version=0.0.4');
+    return reply(res, 404, 'not found\n');
+  });
+}
+
+function reply(res: http.ServerResponse, status: number, body: string, type = 'text/plain'): void {
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}

@@ -1,0 +1,90 @@
+/**
+ * kube: the Kubernetes client, watches and caches, and the small verbs the controller uses
+ * (server-side apply, get-or-undefined, status replace). Knows nothing about admission.
+ */
+import fs from 'node:fs';
+import * as k8s from '@kubernetes/client-node';
+
+export type KubeObject = k8s.KubernetesObject & Record<string, unknown>;
+
+export const FIELD_MANAGER = 'portcullis-operator';
+
+export interface Kube {
+  config: k8s.KubeConfig;
+  objects: k8s.KubernetesObjectApi;
+  core: k8s.CoreV1Api;
+  custom: k8s.CustomObjectsApi;
+}
+
+/** In a pod: the service account. Elsewhere: the kubeconfig named, or KUBECONFIG / ~/.kube/config. */
+export function loadKubeConfig(kubeconfigPath?: string): k8s.KubeConfig {
+  const config = new k8s.KubeConfig();
+  if (kubeconfigPath) config.loadFromFile(kubeconfigPath);
+  else config.loadFromDefault();
+  return config;
+}
+
+/** True when there is a cluster to talk to without starting a local one. */
+export function clusterConfigured(): boolean {
+  if (process.env.KUBERNETES_SERVICE_HOST) return true;
+  const files = (process.env.KUBECONFIG ?? `${process.env.HOME}/.kube/config`).split(':').filter(Boolean);
+  return files.some((file) => fs.existsSync(file));
+}
+
+export function connect(config: k8s.KubeConfig): Kube {
+  return {
+    config,
+    objects: k8s.KubernetesObjectApi.makeApiClient(config),
+    core: config.makeApiClient(k8s.CoreV1Api),
+    custom: config.makeApiClient(k8s.CustomObjectsApi),
+  };
+}
+
+export function statusCode(err: unknown): number | undefined {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+export const isNotFound = (err: unknown) => statusCode(err) === 404;
+export const isConflict = (err: unknown) => statusCode(err) === 409;
+
+/** The object, or undefined when it does not exist. */
+export async function getObject<T extends KubeObject>(kube: Kube, header: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<T | undefined> {
+  try {
+    return (await kube.objects.read(header as Parameters<k8s.KubernetesObjectApi["read"]>[0])) as T;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Server-side apply: declares the fields we own; an unchanged object is not written. */
+export async function apply<T extends KubeObject>(kube: Kube, object: T): Promise<T> {
+  return (await kube.objects.patch(object, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply)) as T;
+}
+
+export async function deleteIfExists(kube: Kube, header: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<boolean> {
+  try {
+    await kube.objects.delete(header as k8s.KubernetesObject);
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
+  }
+}
+
+/** A short description of an API error for conditions and Events. */
+export function describeError(err: unknown): string {
+  const code = statusCode(err);
+  const body = (err as { body?: unknown }).body;
+  let message = (err as Error).message ?? String(err);
+  if (body && typeof body === 'object' && 'message' in body) message = String((body as { message: unknown }).message);
+  else if (typeof body === 'string') {
+    try {
+      message = JSON.parse(body).message ?? message;
+    } catch {
+      // not JSON; keep the error's own message
+    }
+  }
+  return code ? `${code}: ${message}` : message.split('\n')[0]!;
+}

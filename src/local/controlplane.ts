@@ -1,0 +1,253 @@
+/**
+ * local: a real etcd + kube-apiserver + kube-controller-manager on loopback, started the way
+ * controller-runtime's envtest starts them (self-made CA, admin client certificate in
+ * system:masters, RBAC, service-account keys), plus a kubeconfig that both client-node and
+ * kubectl read. Used by `npm start` when no cluster is configured, and by the tests.
+ * Must never be needed inside a cluster.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import fs from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import { createCA, issueLeaf, type KeyPairPem } from '../certs/x509.ts';
+import { ensureBinaries, type ControlPlaneBinaries } from './binaries.ts';
+import { freePort } from './ports.ts';
+
+export interface ControlPlane {
+  kubeconfigPath: string;
+  server: string;
+  dataDir: string;
+  auditLogPath: string;
+  binaries: ControlPlaneBinaries;
+  /** Stops the API server alone (etcd keeps the data), for outage tests. */
+  stopApiServer(): Promise<void>;
+  startApiServer(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface ControlPlaneOptions {
+  /** Where certificates, etcd data, logs and the kubeconfig go; a fresh temp dir by default. */
+  dataDir?: string;
+  /** Admission plugins that a managed cluster typically does not offer (tests of our own versions need them off). */
+  disableAdmissionPlugins?: string[];
+  log?: (line: string) => void;
+}
+
+const DEFAULT_DISABLED_PLUGINS = ['ServiceAccount', 'LimitRanger', 'DefaultTolerationSeconds'];
+const READY_TIMEOUT_MS = 180_000;
+
+export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const binaries = await ensureBinaries();
+  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-cp-'));
+  const certDir = path.join(dataDir, 'pki');
+  fs.mkdirSync(certDir, { recursive: true });
+
+  const [etcdClientPort, etcdPeerPort, apiPort, kcmPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const server = `https://127.0.0.1:${apiPort}`;
+  const pki = await writePki(certDir);
+  const auditLogPath = path.join(dataDir, 'audit.log');
+  const auditPolicyPath = path.join(dataDir, 'audit-policy.yaml');
+  fs.writeFileSync(auditPolicyPath, AUDIT_POLICY);
+
+  const kubeconfigPath = path.join(dataDir, 'kubeconfig');
+  writeKubeconfig(kubeconfigPath, server, pki.ca.certPem, pki.admin);
+  const kcmKubeconfig = path.join(dataDir, 'controller-manager.kubeconfig');
+  writeKubeconfig(kcmKubeconfig, server, pki.ca.certPem, pki.controllerManager);
+
+  const processes: { name: string; child: ChildProcess }[] = [];
+  const launch = (name: string, command: string, args: string[]): ChildProcess => {
+    const out = fs.openSync(path.join(dataDir, `${name}.log`), 'a');
+    const child = spawn(command, args, { stdio: ['ignore', out, out] });
+    fs.closeSync(out);
+    processes.push({ name, child });
+    child.on('exit', (code, signal) => {
+      if (!stopping) log(`controlplane: ${name} exited (${signal ?? code}); its log is ${path.join(dataDir, `${name}.log`)}`);
+    });
+    return child;
+  };
+  let stopping = false;
+
+  launch('etcd', binaries.etcd, [
+    `--data-dir=${path.join(dataDir, 'etcd')}`,
+    `--listen-client-urls=http://127.0.0.1:${etcdClientPort}`,
+    `--advertise-client-urls=http://127.0.0.1:${etcdClientPort}`,
+    `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+    `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`,
+    '--unsafe-no-fsync=true',
+    '--log-level=warn',
+  ]);
+
+  const apiserverArgs = [
+    `--etcd-servers=http://127.0.0.1:${etcdClientPort}`,
+    `--cert-dir=${certDir}`,
+    `--tls-cert-file=${pki.files.servingCert}`,
+    `--tls-private-key-file=${pki.files.servingKey}`,
+    `--client-ca-file=${pki.files.caCert}`,
+    `--secure-port=${apiPort}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    '--endpoint-reconciler-type=none',
+    '--service-cluster-ip-range=10.0.0.0/24',
+    '--allow-privileged=true',
+    '--authorization-mode=RBAC',
+    `--disable-admission-plugins=${(options.disableAdmissionPlugins ?? DEFAULT_DISABLED_PLUGINS).join(',')}`,
+    `--service-account-issuer=${server}/`,
+    `--service-account-key-file=${pki.files.saPublic}`,
+    `--service-account-signing-key-file=${pki.files.saPrivate}`,
+    `--audit-policy-file=${auditPolicyPath}`,
+    `--audit-log-path=${auditLogPath}`,
+    '--audit-log-mode=blocking',
+  ];
+  let apiserver: ChildProcess | undefined;
+  const startApiServer = async () => {
+    apiserver = launch('kube-apiserver', binaries.kubeApiserver, apiserverArgs);
+    await waitReady(server, pki, apiserver, path.join(dataDir, 'kube-apiserver.log'));
+  };
+  const stop = async () => {
+    stopping = true;
+    for (const { child } of [...processes].reverse()) await terminate(child);
+  };
+  process.once('exit', () => processes.forEach(({ child }) => child.kill('SIGKILL')));
+
+  try {
+    log(`controlplane: starting etcd and kube-apiserver at ${server} (data in ${dataDir})`);
+    await startApiServer();
+    launch('kube-controller-manager', binaries.kubeControllerManager, [
+      `--kubeconfig=${kcmKubeconfig}`,
+      `--authentication-kubeconfig=${kcmKubeconfig}`,
+      `--authorization-kubeconfig=${kcmKubeconfig}`,
+      // Garbage collection (owner references) and the namespace controller (Namespace deletion).
+      '--controllers=garbage-collector-controller,namespace-controller',
+      '--leader-elect=false',
+      '--bind-address=127.0.0.1',
+      `--secure-port=${kcmPort}`,
+      `--cert-dir=${path.join(certDir, 'kcm')}`,
+    ]);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    kubeconfigPath,
+    server,
+    dataDir,
+    auditLogPath,
+    binaries,
+    stop,
+    startApiServer,
+    stopApiServer: async () => {
+      if (apiserver) await terminate(apiserver);
+    },
+  };
+}
+
+interface Pki {
+  ca: KeyPairPem;
+  admin: KeyPairPem;
+  controllerManager: KeyPairPem;
+  files: { caCert: string; servingCert: string; servingKey: string; saPublic: string; saPrivate: string };
+}
+
+async function writePki(dir: string): Promise<Pki> {
+  const notAfter = new Date(Date.now() + 365 * 24 * 3600_000);
+  const ca = await createCA({ commonName: 'portcullis-local-controlplane-ca', notAfter });
+  const serving = await issueLeaf(ca, {
+    commonName: 'kube-apiserver',
+    dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'],
+    ipAddresses: ['127.0.0.1', '10.0.0.1'],
+    usage: 'server',
+    notAfter,
+  });
+  const admin = await issueLeaf(ca, { commonName: 'portcullis-admin', organization: 'system:masters', usage: 'client', notAfter });
+  const controllerManager = await issueLeaf(ca, { commonName: 'system:kube-controller-manager', usage: 'client', notAfter });
+  const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const files = {
+    caCert: path.join(dir, 'ca.crt'),
+    servingCert: path.join(dir, 'apiserver.crt'),
+    servingKey: path.join(dir, 'apiserver.key'),
+    saPublic: path.join(dir, 'sa.pub'),
+    saPrivate: path.join(dir, 'sa.key'),
+  };
+  fs.writeFileSync(files.caCert, ca.certPem);
+  fs.writeFileSync(files.servingCert, serving.certPem);
+  fs.writeFileSync(files.servingKey, serving.keyPem, { mode: 0o600 });
+  fs.writeFileSync(files.saPublic, sa.publicKey.export({ type: 'spki', format: 'pem' }));
+  fs.writeFileSync(files.saPrivate, sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  return { ca, admin, controllerManager, files };
+}
+
+const b64 = (text: string) => Buffer.from(text).toString('base64');
+
+/** JSON is YAML: kubectl and client-node both read this file. */
+function writeKubeconfig(file: string, server: string, caPem: string, user: KeyPairPem): void {
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'portcullis-local', cluster: { server, 'certificate-authority-data': b64(caPem) } }],
+    users: [{ name: 'admin', user: { 'client-certificate-data': b64(user.certPem), 'client-key-data': b64(user.keyPem) } }],
+    contexts: [{ name: 'portcullis-local', context: { cluster: 'portcullis-local', user: 'admin' } }],
+    'current-context': 'portcullis-local',
+  };
+  fs.writeFileSync(file, JSON.stringify(config, null, 2), { mode: 0o600 });
+}
+
+async function waitReady(server: string, pki: Pki, child: ChildProcess, logFile: string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let last = '';
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`kube-apiserver exited with ${child.exitCode}; see ${logFile}:\n${tail(logFile)}`);
+    try {
+      const status = await get(`${server}/readyz`, pki);
+      if (status === 200) return;
+      last = `readyz answered ${status}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  throw new Error(`kube-apiserver was not ready within ${READY_TIMEOUT_MS / 1000}s (${last}); see ${logFile}:\n${tail(logFile)}`);
+}
+
+function get(url: string, pki: Pki): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = https.get(url, { ca: pki.ca.certPem, cert: pki.admin.certPem, key: pki.admin.keyPem, timeout: 2000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+  });
+}
+
+function tail(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').slice(-20).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+function terminate(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: None
+    verbs: [get, list, watch]
+  - level: Metadata
+`;

@@ -1,0 +1,26 @@
+/** Installs what the operator needs into a control plane with no deploy/ applied: the CRD and the operator's namespace. */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import * as k8s from '@kubernetes/client-node';
+import { apply, connect } from '../kube/client.ts';
+
+export const CRD_FILE = fileURLToPath(new URL('../../crds/admission.portcullis.dev_admissionsuites.yaml', import.meta.url));
+
+export async function installForLocalRun(config: k8s.KubeConfig, namespace: string): Promise<void> {
+  const kube = connect(config);
+  const crd = k8s.loadYaml<k8s.KubernetesObject & Record<string, unknown>>(fs.readFileSync(CRD_FILE, 'utf8'));
+  await apply(kube, crd);
+  await apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+  await waitForCrd(kube, crd.metadata!.name!);
+}
+
+async function waitForCrd(kube: ReturnType<typeof connect>, name: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const crd = (await kube.objects.read({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name } })) as {
+      status?: { conditions?: { type: string; status: string }[] };
+    };
+    if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`CRD ${name} was not established`);
+}

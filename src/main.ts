@@ -1,0 +1,52 @@
+/**
+ * The operator's entry point: flags and environment to config, then start. With no cluster
+ * configured it starts a local control plane of its own (local mode) and runs against it.
+ * SIGTERM and SIGINT become a clean stop.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseConfig } from './config.ts';
+import { clusterConfigured, loadKubeConfig } from './kube/client.ts';
+import { logger } from './log.ts';
+import { startOperator } from './operator.ts';
+
+async function main(): Promise<void> {
+  const config = parseConfig(process.argv.slice(2), process.env);
+  const stops: (() => Promise<void>)[] = [];
+
+  if (!config.kubeconfig && !clusterConfigured()) {
+    // Imported lazily: the local control plane is never needed in a cluster.
+    const { startControlPlane } = await import('./local/controlplane.ts');
+    const { installForLocalRun } = await import('./local/install.ts');
+    const dataDir = path.join(fileURLToPath(new URL('../.local', import.meta.url)), 'controlplane');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    const controlPlane = await startControlPlane({ dataDir });
+    stops.push(() => controlPlane.stop());
+    config.kubeconfig = controlPlane.kubeconfigPath;
+    config.mode = 'local';
+    await installForLocalRun(loadKubeConfig(config.kubeconfig), config.namespace);
+    logger.info('started a local control plane', { kubeconfig: config.kubeconfig });
+    process.stdout.write(`\nLocal control plane: kubectl --kubeconfig ${config.kubeconfig} get admissionsuites\n`);
+  }
+
+  const operator = await startOperator(config, loadKubeConfig(config.kubeconfig));
+  stops.unshift(() => operator.stop());
+  process.stdout.write(`Portcullis is ready: serving admission on :${operator.servingPort} (mode ${config.mode})\n`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('stopping', { signal });
+    for (const stop of stops) await stop().catch((err) => logger.error('stop failed', { error: String(err) }));
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  logger.error('portcullis failed to start', { error: err instanceof Error ? err.message : String(err) });
+  process.exit(1);
+});

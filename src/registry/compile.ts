@@ -1,0 +1,102 @@
+/**
+ * registry: each suite's spec compiled once per generation into webhooks ready to answer
+ * requests (CEL programs, handler configs), kept in a store that the control side fills and
+ * the request side only reads. Nothing here does I/O.
+ */
+import { validateSpec, validateSuiteName, type FieldError } from '../api/validate.ts';
+import type { AdmissionSuite, FailurePolicy, WebhookSpec, WebhookType } from '../api/types.ts';
+import { webhookFullName } from '../api/names.ts';
+import { errored, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { findHandler } from '../handlers/registry.ts';
+import { CompileError, firstLine } from '../policy/cel.ts';
+import { compileRules } from '../policy/rules.ts';
+
+export interface CompiledWebhook {
+  suite: string;
+  name: string;
+  fullName: string;
+  type: WebhookType;
+  failurePolicy: FailurePolicy;
+  admit(request: AdmissionRequest): Decision;
+}
+
+export interface CompiledSuite {
+  name: string;
+  generation: number;
+  /** Empty when the suite can work; otherwise nothing of it is served or registered. */
+  errors: FieldError[];
+  webhooks: Map<string, CompiledWebhook>;
+}
+
+export function compileSuite(suite: AdmissionSuite): CompiledSuite {
+  const name = suite.metadata.name;
+  const generation = suite.metadata.generation ?? 0;
+  const errors = [...validateSuiteName(name), ...validateSpec(suite.spec)];
+  const webhooks = new Map<string, CompiledWebhook>();
+  if (errors.length === 0) {
+    suite.spec.webhooks.forEach((spec, i) => {
+      const path = `spec.webhooks[${i}]`;
+      const failurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
+      try {
+        const admit = spec.handler ? compileHandler(spec, path) : compileRules(spec, path, failurePolicy);
+        webhooks.set(spec.name, {
+          suite: name,
+          name: spec.name,
+          fullName: webhookFullName(name, spec.name),
+          type: spec.type,
+          failurePolicy,
+          admit: guarded(admit, failurePolicy),
+        });
+      } catch (err) {
+        if (err instanceof HandlerConfigError) errors.push(...err.errors);
+        else if (err instanceof CompileError) errors.push({ field: err.field, message: err.message.slice(err.field.length + 2) });
+        else throw err;
+      }
+    });
+  }
+  return { name, generation, errors, webhooks: errors.length ? new Map() : webhooks };
+}
+
+/** A handler that throws is an error answered by failurePolicy, never a dead request. */
+function guarded(admit: (request: AdmissionRequest) => Decision, failurePolicy: FailurePolicy) {
+  return (request: AdmissionRequest): Decision => {
+    try {
+      return admit(request);
+    } catch (err) {
+      return errored(`internal error: ${firstLine(err)}`, failurePolicy);
+    }
+  };
+}
+
+class HandlerConfigError extends Error {
+  readonly errors: FieldError[];
+  constructor(errors: FieldError[]) {
+    super(errors.map((e) => `${e.field}: ${e.message}`).join('; '));
+    this.errors = errors;
+  }
+}
+
+function compileHandler(spec: WebhookSpec, path: string): (request: AdmissionRequest) => Decision {
+  const ref = spec.handler!;
+  const handler = findHandler(ref.name);
+  if (!handler) throw new HandlerConfigError([{ field: `${path}.handler.name`, message: `no built-in handler named "${ref.name}"` }]);
+  const side = spec.type === 'Mutating' ? handler.mutate : handler.validate;
+  if (!side) {
+    throw new HandlerConfigError([{ field: `${path}.type`, message: `handler ${handler.name} has no ${spec.type.toLowerCase()} side` }]);
+  }
+  const errors: FieldError[] = [];
+  spec.rules.forEach((rule, r) => {
+    for (const group of rule.apiGroups ?? []) {
+      for (const resource of rule.resources ?? []) {
+        const base = resource.split('/')[0];
+        if (!handler.resources.some((s) => s.group === group && s.resource === base)) {
+          errors.push({ field: `${path}.rules[${r}]`, message: `handler ${handler.name} does not serve ${group || 'core'}/${resource}` });
+        }
+      }
+    }
+  });
+  const parsed = handler.parseConfig(ref.config ?? {});
+  errors.push(...parsed.errors.map((e) => ({ field: `${path}.handler.config.${e.field}`, message: e.message })));
+  if (errors.length) throw new HandlerConfigError(errors);
+  return (request) => side.call(handler, request, parsed.config);
+}

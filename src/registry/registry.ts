@@ -1,0 +1,31 @@
+/**
+ * The suite registry: compiled suites by name, each swapped in whole so a request sees one
+ * generation, never a mix. Compiles only when the generation changes.
+ */
+import type { AdmissionSuite } from '../api/types.ts';
+import { compileSuite, type CompiledSuite, type CompiledWebhook } from './compile.ts';
+
+export class SuiteRegistry {
+  private readonly suites = new Map<string, CompiledSuite>();
+
+  /** Brings the entry for `suite` up to its generation; returns the compiled suite. */
+  sync(suite: AdmissionSuite): CompiledSuite {
+    const current = this.suites.get(suite.metadata.name);
+    if (current && current.generation === (suite.metadata.generation ?? 0)) return current;
+    const compiled = compileSuite(suite);
+    this.suites.set(compiled.name, compiled);
+    return compiled;
+  }
+
+  remove(name: string): void {
+    this.suites.delete(name);
+  }
+
+  get(name: string): CompiledSuite | undefined {
+    return this.suites.get(name);
+  }
+
+  webhook(suite: string, webhook: string): CompiledWebhook | undefined {
+    return this.suites.get(suite)?.webhooks.get(webhook);
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The one real control plane of a test run (etcd, kube-apiserver, kube-controller-manager),
+ * started by the root hooks, and the clients tests use against it. No mocked Kubernetes API.
+ */
+import { execFile } from 'node:child_process';
+import * as k8s from '@kubernetes/client-node';
+import { startControlPlane, type ControlPlane } from '../../src/local/controlplane.ts';
+import { installForLocalRun } from '../../src/local/install.ts';
+import { connect, type Kube } from '../../src/kube/client.ts';
+
+export const OPERATOR_NAMESPACE = 'portcullis-system';
+
+export interface TestCluster {
+  controlPlane: ControlPlane;
+  kubeConfig: k8s.KubeConfig;
+  kube: Kube;
+  apps: k8s.AppsV1Api;
+  admissionregistration: k8s.AdmissionregistrationV1Api;
+}
+
+let current: TestCluster | undefined;
+
+export async function startCluster(): Promise<TestCluster> {
+  const controlPlane = await startControlPlane();
+  const kubeConfig = new k8s.KubeConfig();
+  kubeConfig.loadFromFile(controlPlane.kubeconfigPath);
+  await installForLocalRun(kubeConfig, OPERATOR_NAMESPACE);
+  current = {
+    controlPlane,
+    kubeConfig,
+    kube: connect(kubeConfig),
+    apps: kubeConfig.makeApiClient(k8s.AppsV1Api),
+    admissionregistration: kubeConfig.makeApiClient(k8s.AdmissionregistrationV1Api),
+  };
+  return current;
+}
+
+export async function stopCluster(): Promise<void> {
+  await current?.controlPlane.stop();
+  current = undefined;
+}
+
+export function cluster(): TestCluster {
+  if (!current) throw new Error('the test control plane is not running: test/support/hooks.ts starts it (mocha --require)');
+  return current;
+}
+
+export interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** The kubectl built with the control plane, against the test cluster. */
+export function kubectl(args: string[], input?: string): Promise<CommandResult> {
+  const { controlPlane } = cluster();
+  return new Promise((resolve) => {
+    const child = execFile(controlPlane.binaries.kubectl, ['--kubeconfig', controlPlane.kubeconfigPath, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+    if (input !== undefined) child.stdin!.end(input);
+  });
+}
