@@ -95,7 +95,10 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     watchCache<KubernetesObject>(kubeConfig, {
       path: `/apis/admissionregistration.k8s.io/v1/${resource}`,
       labelSelector: managedSelector,
-      list: () => kube.objects.list('admissionregistration.k8s.io/v1', resource === 'mutatingwebhookconfigurations' ? 'MutatingWebhookConfiguration' : 'ValidatingWebhookConfiguration', undefined, undefined, undefined, undefined, managedSelector),
+      list: () =>
+        resource === 'mutatingwebhookconfigurations'
+          ? kube.admissionregistration.listMutatingWebhookConfiguration({ labelSelector: managedSelector })
+          : kube.admissionregistration.listValidatingWebhookConfiguration({ labelSelector: managedSelector }),
       log,
       onChange: (object) => {
         const suite = object.metadata?.labels?.[SUITE_LABEL];

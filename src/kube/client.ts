@@ -14,6 +14,7 @@ export interface Kube {
   objects: k8s.KubernetesObjectApi;
   core: k8s.CoreV1Api;
   custom: k8s.CustomObjectsApi;
+  admissionregistration: k8s.AdmissionregistrationV1Api;
 }
 
 /** In a pod: the service account. Elsewhere: the kubeconfig named, or KUBECONFIG / ~/.kube/config. */
@@ -37,6 +38,7 @@ export function connect(config: k8s.KubeConfig): Kube {
     objects: k8s.KubernetesObjectApi.makeApiClient(config),
     core: config.makeApiClient(k8s.CoreV1Api),
     custom: config.makeApiClient(k8s.CustomObjectsApi),
+    admissionregistration: config.makeApiClient(k8s.AdmissionregistrationV1Api),
   };
 }
 
@@ -76,15 +78,19 @@ export async function deleteIfExists(kube: Kube, header: { apiVersion: string; k
 /** A short description of an API error for conditions and Events. */
 export function describeError(err: unknown): string {
   const code = statusCode(err);
-  const body = (err as { body?: unknown }).body;
-  let message = (err as Error).message ?? String(err);
-  if (body && typeof body === 'object' && 'message' in body) message = String((body as { message: unknown }).message);
-  else if (typeof body === 'string') {
+  const status = statusBody((err as { body?: unknown }).body);
+  const message = status?.message ?? ((err as Error).message ?? String(err)).split('\n')[0]!;
+  return code ? `${code}: ${message}` : message;
+}
+
+/** The API server's Status from an error body, which client-node may hand over as JSON text (even twice encoded). */
+function statusBody(body: unknown): { message?: string } | undefined {
+  for (let i = 0; i < 2 && typeof body === 'string'; i++) {
     try {
-      message = JSON.parse(body).message ?? message;
+      body = JSON.parse(body);
     } catch {
-      // not JSON; keep the error's own message
+      return undefined;
     }
   }
-  return code ? `${code}: ${message}` : message.split('\n')[0]!;
+  return body && typeof body === 'object' ? (body as { message?: string }) : undefined;
 }

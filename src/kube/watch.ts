@@ -4,6 +4,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
+import { describeError } from './client.ts';
 
 export interface WatchedCache<T extends k8s.KubernetesObject> {
   list(): T[];
@@ -40,7 +41,7 @@ export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfi
     if (stopped) return;
     failures += 1;
     const delay = Math.min(MAX_RESTART_DELAY_MS, 500 * 2 ** Math.min(failures, 8)) * (0.5 + Math.random() / 2);
-    options.log.warn('watch broke; restarting', { path: options.path, error: String((err as Error)?.message ?? err), delayMs: Math.round(delay) });
+    options.log.warn('watch broke; restarting', { path: options.path, error: describeError(err), delayMs: Math.round(delay) });
     setTimeout(() => {
       if (!stopped) void start();
     }, delay).unref();

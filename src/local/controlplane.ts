@@ -110,6 +110,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const stop = async () => {
     stopping = true;
     for (const { child } of [...processes].reverse()) await terminate(child);
+    // A data dir we made is ours to remove; one the caller named is left for inspection.
+    if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   };
   process.once('exit', () => processes.forEach(({ child }) => child.kill('SIGKILL')));
 
@@ -163,7 +165,8 @@ async function writePki(dir: string): Promise<Pki> {
     notAfter,
   });
   const admin = await issueLeaf(ca, { commonName: 'portcullis-admin', organization: 'system:masters', usage: 'client', notAfter });
-  const controllerManager = await issueLeaf(ca, { commonName: 'system:kube-controller-manager', usage: 'client', notAfter });
+  // In system:masters: the controllers' own RBAC roles are bootstrapped for per-controller service accounts, which this control plane does not run.
+  const controllerManager = await issueLeaf(ca, { commonName: 'system:kube-controller-manager', organization: 'system:masters', usage: 'client', notAfter });
   const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const files = {
     caCert: path.join(dir, 'ca.crt'),
