@@ -30,9 +30,16 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     return503OnClosing: false,
   });
 
+  // Only JSON is an AdmissionReview; anything else is refused with 415 before it is read.
+  app.removeContentTypeParser('text/plain');
+
+  app.setNotFoundHandler((request) => {
+    throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `${request.method} ${request.url}`);
+  });
+
   app.setErrorHandler((error, _request, reply) => {
     const reviewError = toReviewError(error);
-    log.warn('rejected an admission request', { code: reviewError.kind.code, message: reviewError.message });
+    log.warn('rejected an admission request', { code: reviewError.kind.code, reason: reviewError.message });
     metrics.countRejected(reviewError.kind.code);
     void reply.code(reviewError.kind.status).send(encodeFailure(reviewError));
   });
@@ -45,7 +52,7 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
     const decision = webhook.admit(admissionRequest);
     metrics.observeReview(suite, name, decision.allowed, Number(process.hrtime.bigint() - started) / 1e9);
-    if (!decision.allowed) log.info('denied', { suite, webhook: name, uid: admissionRequest.uid, message: decision.message });
+    if (!decision.allowed) log.info('denied', { suite, webhook: name, uid: admissionRequest.uid, denial: decision.message });
     return reply.send(encodeReview(apiVersion, admissionRequest.uid, decision));
   });
   return app;
@@ -60,6 +67,5 @@ function toReviewError(error: unknown): ReviewError {
   if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error instanceof SyntaxError || code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
     return new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, message);
   }
-  if (code === 'FST_ERR_NOT_FOUND') return new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, message);
   return new ReviewError(REVIEW_ERRORS.NOT_A_REVIEW, message);
 }

@@ -4,6 +4,7 @@
  * Kubernetes client, no HTTP. Errors carry the field path of the expression they came from.
  */
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
+import { registerLists } from './library/lists.ts';
 
 /** The variables VAP declares; `object`, `oldObject` and `params` are untyped (dyn), as in VAP. */
 const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject', 'request', 'variables'] as const;
@@ -11,6 +12,7 @@ const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject'
 function newEnvironment(): Environment {
   const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false });
   for (const name of ACTIVATION_VARIABLES) env.registerVariable(name, 'dyn');
+  registerLists(env);
   return env;
 }
 

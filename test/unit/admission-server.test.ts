@@ -1,0 +1,143 @@
+/**
+ * The admission endpoint over real, verified TLS: routing by /admit/<suite>/<webhook>, the
+ * response shape the API server expects, and bad input answered with a 4xx and a reason while
+ * the server keeps serving.
+ */
+import { expect } from 'chai';
+import https from 'node:https';
+import type { FastifyInstance } from 'fastify';
+import { createAdmissionServer } from '../../src/admission/server.ts';
+import { Metrics } from '../../src/admission/metrics.ts';
+import { REVIEW_ERRORS } from '../../src/admission/errors.ts';
+import { CertificateStore } from '../../src/certs/store.ts';
+import { createCA, issueLeaf } from '../../src/certs/x509.ts';
+import { SuiteRegistry } from '../../src/registry/registry.ts';
+import { logger } from '../../src/log.ts';
+import type { AdmissionSuite } from '../../src/api/types.ts';
+import { fixtures } from '../fixtures/reviews.ts';
+
+const SERVER_NAME = 'portcullis-guards.portcullis-system.svc';
+
+const suite: AdmissionSuite = {
+  apiVersion: 'admission.portcullis.dev/v1alpha1',
+  kind: 'AdmissionSuite',
+  metadata: { name: 'guards', uid: 'u1', generation: 1 },
+  spec: {
+    webhooks: [
+      {
+        name: 'replicas',
+        type: 'Validating',
+        rules: [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }],
+        validations: [{ expression: 'object.spec.replicas <= 2', message: 'at most 2 replicas' }],
+      },
+      {
+        name: 'labels',
+        type: 'Mutating',
+        rules: [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }],
+        mutations: [{ patch: [{ op: 'add', path: '/metadata/labels/checked', value: 'yes' }] }],
+      },
+    ],
+  },
+};
+
+interface Reply {
+  status: number;
+  body: any;
+}
+
+describe('admission: the HTTPS endpoint', function () {
+  let app: FastifyInstance;
+  let port: number;
+  let caPem: string;
+
+  function post(path: string, body: string, contentType = 'application/json'): Promise<Reply> {
+    return new Promise((resolve, reject) => {
+      const req = https.request(
+        { host: '127.0.0.1', port, path, method: 'POST', servername: SERVER_NAME, ca: caPem, headers: { 'content-type': contentType } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  before(async function () {
+    const ca = await createCA({ commonName: 'unit-ca', notAfter: new Date(Date.now() + 86_400_000) });
+    caPem = ca.certPem;
+    const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
+    const certificates = new CertificateStore();
+    certificates.set('guards', leaf.certPem, leaf.keyPem);
+    const registry = new SuiteRegistry();
+    registry.sync(suite);
+    app = createAdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    port = (app.server.address() as { port: number }).port;
+  });
+
+  after(() => app.close());
+
+  it('denies with the reason code and echoes the request uid and apiVersion', async function () {
+    const review = fixtures.deploymentCreate();
+    const reply = await post('/admit/guards/replicas', JSON.stringify(review));
+    expect(reply.status).to.equal(200);
+    expect(reply.body).to.deep.equal({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response: { uid: review.request!.uid, allowed: false, status: { code: 422, reason: 'Invalid', message: 'at most 2 replicas' } },
+    });
+  });
+
+  it('answers a v1beta1 review in v1beta1', async function () {
+    const review = { ...fixtures.deploymentCreate(), apiVersion: 'admission.k8s.io/v1beta1' };
+    const reply = await post('/admit/guards/replicas', JSON.stringify(review));
+    expect(reply.body.apiVersion).to.equal('admission.k8s.io/v1beta1');
+    expect(reply.body.response.uid).to.equal(review.request!.uid);
+  });
+
+  it('answers a mutation with a base64 JSONPatch', async function () {
+    const reply = await post('/admit/guards/labels', JSON.stringify(fixtures.deploymentCreate()));
+    expect(reply.body.response).to.include({ allowed: true, patchType: 'JSONPatch' });
+    expect(JSON.parse(Buffer.from(reply.body.response.patch, 'base64').toString())).to.deep.equal([{ op: 'add', path: '/metadata/labels/checked', value: 'yes' }]);
+  });
+
+  const badInputs: [string, string, string, string, number][] = [
+    ['malformed JSON', '/admit/guards/replicas', '{"apiVersion": ', 'application/json', 400],
+    ['an empty body', '/admit/guards/replicas', '', 'application/json', 400],
+    ['a JSON array', '/admit/guards/replicas', '[]', 'application/json', 400],
+    ['a review without a request', '/admit/guards/replicas', '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}', 'application/json', 400],
+    ['an unknown review version', '/admit/guards/replicas', JSON.stringify({ ...fixtures.deploymentCreate(), apiVersion: 'admission.k8s.io/v2' }), 'application/json', 400],
+    ['the wrong content type', '/admit/guards/replicas', 'hello', 'text/plain', 415],
+    ['an unknown webhook', '/admit/guards/nope', JSON.stringify(fixtures.deploymentCreate()), 'application/json', 404],
+    ['an unknown path', '/elsewhere', JSON.stringify(fixtures.deploymentCreate()), 'application/json', 404],
+  ];
+  for (const [what, path, body, type, status] of badInputs) {
+    it(`answers ${what} with ${status} and a reason, and keeps serving`, async function () {
+      const reply = await post(path, body, type);
+      expect(reply.status).to.equal(status);
+      expect(reply.body.kind).to.equal('AdmissionReview');
+      expect(reply.body.response.allowed).to.equal(false);
+      expect(reply.body.response.status.code).to.equal(status);
+      expect(reply.body.response.status.message).to.be.a('string').and.not.equal('');
+      const ok = await post('/admit/guards/replicas', JSON.stringify({ ...fixtures.deploymentCreate(), request: { ...fixtures.deploymentCreate().request, object: { spec: { replicas: 1 } } } }));
+      expect(ok.body.response.allowed).to.equal(true);
+    });
+  }
+
+  it('names the catalogue code of a transport error', async function () {
+    const reply = await post('/admit/guards/replicas', '{');
+    expect(reply.body.response.status.reason).to.equal(REVIEW_ERRORS.MALFORMED_JSON.code);
+  });
+
+  it('refuses a TLS handshake for a server name it has no certificate for', async function () {
+    const outcome = await new Promise<string>((resolve) => {
+      const req = https.request({ host: '127.0.0.1', port, path: '/admit/guards/replicas', method: 'POST', servername: 'other.example.svc', ca: caPem }, () => resolve('answered'));
+      req.on('error', (err) => resolve(`refused: ${err.message}`));
+      req.end('{}');
+    });
+    expect(outcome).to.match(/^refused/);
+  });
+});

@@ -1,0 +1,133 @@
+/** The declarative rules of a webhook, evaluated as the admission server would: CEL validations and JSON-patch mutations. */
+import { expect } from 'chai';
+import { compileRules } from '../../src/policy/rules.ts';
+import { CompileError } from '../../src/policy/cel.ts';
+import type { WebhookSpec } from '../../src/api/types.ts';
+import { fixtures, requestOf } from '../fixtures/reviews.ts';
+
+const deploymentRule = [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
+
+function validating(spec: Partial<WebhookSpec>): WebhookSpec {
+  return { name: 'w', type: 'Validating', rules: deploymentRule, ...spec };
+}
+
+describe('policy: validations', function () {
+  const request = () => requestOf(fixtures.deploymentCreate());
+
+  it('admits when every expression holds and denies with the message and reason code when one does not', function () {
+    const admit = compileRules(validating({ validations: [{ expression: 'object.spec.replicas <= 5' }, { expression: 'object.spec.replicas < 3', message: 'fewer than 3, please', reason: 'Forbidden' }] }), 'spec.webhooks[0]', 'Fail');
+    const decision = admit(request());
+    expect(decision).to.include({ allowed: false, code: 403, reason: 'Forbidden', message: 'fewer than 3, please' });
+    expect(admit({ ...request(), object: { spec: { replicas: 1 } } })).to.deep.equal({ allowed: true });
+  });
+
+  it('treats whole JSON numbers as int, as Kubernetes does', function () {
+    const admit = compileRules(
+      validating({ validations: [{ expression: 'type(object.spec.replicas) == int && object.spec.replicas / 2 == 1 && object.spec.replicas % 2 == 1' }] }),
+      'p',
+      'Fail',
+    );
+    expect(admit(request()).allowed).to.equal(true);
+  });
+
+  it('falls back from an empty or failing messageExpression to message, then to the expression', function () {
+    const admit = (validation: object) => compileRules(validating({ validations: [{ expression: 'false', ...validation }] }), 'p', 'Fail')(request());
+    expect(admit({ messageExpression: "'replicas: ' + string(object.spec.replicas)" }).message).to.equal('replicas: 3');
+    expect(admit({ messageExpression: "''", message: 'static' }).message).to.equal('static');
+    expect(admit({ messageExpression: 'object.nope', message: 'static' }).message).to.equal('static');
+    expect(admit({}).message).to.equal('failed expression: false');
+  });
+
+  it('defaults the reason to Invalid (422) and maps each reason to its HTTP code', function () {
+    const codes: Record<string, number> = { Unauthorized: 401, Forbidden: 403, Invalid: 422, RequestEntityTooLarge: 413 };
+    expect(compileRules(validating({ validations: [{ expression: 'false' }] }), 'p', 'Fail')(request()).code).to.equal(422);
+    for (const [reason, code] of Object.entries(codes)) {
+      const decision = compileRules(validating({ validations: [{ expression: 'false', reason: reason as never }] }), 'p', 'Fail')(request());
+      expect(decision.code, reason).to.equal(code);
+    }
+  });
+
+  it('turns Warn into warnings and Audit into audit annotations, admitting', function () {
+    const admit = compileRules(validating({ validations: [{ expression: 'false', message: 'm1' }, { expression: 'false', message: 'm2' }], validationActions: ['Warn', 'Audit'] }), 'p', 'Fail');
+    const decision = admit(request());
+    expect(decision.allowed).to.equal(true);
+    expect(decision.warnings).to.deep.equal(['m1', 'm2']);
+    expect(JSON.parse(decision.auditAnnotations!['validation-failure']!)).to.deep.equal(['m1', 'm2']);
+  });
+
+  it('follows failurePolicy when an expression errors at run time', function () {
+    const spec = validating({ validations: [{ expression: 'object.spec.missing > 1' }] });
+    const fail = compileRules(spec, 'p', 'Fail')(request());
+    expect(fail.allowed).to.equal(false);
+    expect(fail.message).to.contain("expression 'object.spec.missing > 1' resulted in error");
+    expect(compileRules(spec, 'p', 'Ignore')(request())).to.deep.equal({ allowed: true });
+  });
+
+  it('computes variables lazily and at most once per request', function () {
+    const admit = compileRules(
+      validating({ variables: [{ name: 'r', expression: 'object.spec.replicas' }, { name: 'twice', expression: 'variables.r * 2' }], validations: [{ expression: 'variables.twice == 6 && variables.r == 3' }] }),
+      'p',
+      'Fail',
+    );
+    expect(admit(request()).allowed).to.equal(true);
+  });
+
+  it('refuses at compile time what VAP refuses, naming the field', function () {
+    const compileError = (spec: WebhookSpec) => {
+      try {
+        compileRules(spec, 'spec.webhooks[2]', 'Fail');
+      } catch (err) {
+        return err as CompileError;
+      }
+      throw new Error('compiled');
+    };
+    expect(compileError(validating({ validations: [{ expression: 'object.spec.replicas <' }] })).field).to.equal('spec.webhooks[2].validations[0].expression');
+    expect(compileError(validating({ validations: [{ expression: '1 + 1' }] })).message).to.contain('must evaluate to bool');
+    expect(compileError(validating({ validations: [{ expression: 'true', messageExpression: '42' }] })).field).to.equal('spec.webhooks[2].validations[0].messageExpression');
+    expect(compileError(validating({ validations: [{ expression: 'undeclared.x' }] })).field).to.equal('spec.webhooks[2].validations[0].expression');
+  });
+});
+
+describe('policy: mutations', function () {
+  const pod = () => requestOf(fixtures.podCreate());
+  const mutating = (mutations: WebhookSpec['mutations']): WebhookSpec => ({ name: 'm', type: 'Mutating', rules: deploymentRule, mutations });
+
+  it('applies literal patches in order, each condition seeing the result of the one before', function () {
+    const admit = compileRules(
+      mutating([
+        { condition: '!has(object.metadata.labels)', patch: [{ op: 'add', path: '/metadata/labels', value: {} }] },
+        { condition: "!('team' in object.metadata.labels)", patch: [{ op: 'add', path: '/metadata/labels/team', value: 'unassigned' }] },
+      ]),
+      'p',
+      'Fail',
+    );
+    expect(admit(pod()).patch).to.deep.equal([{ op: 'add', path: '/metadata/labels', value: { team: 'unassigned' } }]);
+  });
+
+  it('applies a patchExpression over all containers and is idempotent', function () {
+    const admit = compileRules(
+      mutating([
+        {
+          patchExpression:
+            'object.spec.containers.map(c, {"op": "add", "path": "/spec/containers/" + string(object.spec.containers.indexOf(c)) + "/imagePullPolicy", "value": "Always"})',
+        },
+      ]),
+      'p',
+      'Fail',
+    );
+    const request = pod();
+    const decision = admit(request);
+    expect(decision.patch).to.deep.equal([{ op: 'add', path: '/spec/containers/0/imagePullPolicy', value: 'Always' }]);
+    const containers = (request.object as { spec: { containers: { imagePullPolicy?: string }[] } }).spec.containers;
+    containers[0]!.imagePullPolicy = 'Always';
+    expect(admit(request)).to.deep.equal({ allowed: true });
+  });
+
+  it('follows failurePolicy when a patch cannot apply', function () {
+    const spec = mutating([{ patch: [{ op: 'replace', path: '/metadata/annotations/x', value: 'y' }] }]);
+    const failed = compileRules(spec, 'spec.webhooks[0]', 'Fail')(pod());
+    expect(failed.allowed).to.equal(false);
+    expect(failed.message).to.contain('spec.webhooks[0].mutations[0]');
+    expect(compileRules(spec, 'p', 'Ignore')(pod())).to.deep.equal({ allowed: true });
+  });
+});
