@@ -20,6 +20,7 @@ import { connect, describeError } from './kube/client.ts';
 import { watchCache, type WatchedCache } from './kube/watch.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
+import type { ClusterView } from './handlers/handler.ts';
 
 export interface Operator {
   registry: SuiteRegistry;
@@ -35,7 +36,23 @@ const managedSelector = Object.entries(MANAGED_BY_LABELS).map(([k, v]) => `${k}=
 export async function startOperator(config: OperatorConfig, kubeConfig: KubeConfig): Promise<Operator> {
   const log = componentLogger('operator');
   const kube = connect(kubeConfig);
-  const registry = new SuiteRegistry();
+  const namespaces = watchCache<KubernetesObject>(kubeConfig, {
+    path: '/api/v1/namespaces',
+    list: () => kube.core.listNamespace(),
+    log,
+    onChange: () => undefined,
+  });
+  const limitRanges = watchCache<KubernetesObject>(kubeConfig, {
+    path: '/api/v1/limitranges',
+    list: () => kube.core.listLimitRangeForAllNamespaces(),
+    log,
+    onChange: () => undefined,
+  });
+  const view: ClusterView = {
+    namespace: (name) => namespaces.get(name) as Record<string, any> | undefined,
+    limitRanges: (namespace) => limitRanges.list().filter((lr) => lr.metadata?.namespace === namespace) as Record<string, any>[],
+  };
+  const registry = new SuiteRegistry(view);
   const certificates = new CertificateStore();
   const metrics = new Metrics();
   const events = new EventRecorder(kube, componentLogger('events'), os.hostname());
@@ -119,7 +136,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     servingPort,
     stop: async () => {
       queue.stop();
-      await Promise.all([suites.stop(), secrets.stop(), ...ownedWatches.map((w) => w.stop())]);
+      await Promise.all([suites.stop(), secrets.stop(), namespaces.stop(), limitRanges.stop(), ...ownedWatches.map((w) => w.stop())]);
       await new Promise((resolve) => health.close(resolve));
       await admission.close();
     },

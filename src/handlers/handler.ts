@@ -10,12 +10,25 @@ export interface ServedResource {
   resource: string;
 }
 
+/**
+ * The read-only cluster state a handler may consult, served from the operator's watch caches
+ * (never an API call on the request path), as upstream plugins read their informers.
+ */
+export interface ClusterView {
+  /** A Namespace object (labels, annotations), or undefined when it is not (yet) known. */
+  namespace(name: string): Record<string, any> | undefined;
+  /** The LimitRange objects of a namespace. */
+  limitRanges(namespace: string): Record<string, any>[];
+}
+
+export const EMPTY_VIEW: ClusterView = { namespace: () => undefined, limitRanges: () => [] };
+
 export interface Handler<Config = Record<string, unknown>> {
   name: string;
   /** The resources the handler understands; a suite may not point it elsewhere. */
   resources: ServedResource[];
   /** Checks and defaults `config`; returns problems as [field under config, message]. */
   parseConfig(config: Record<string, unknown>): { config: Config; errors: { field: string; message: string }[] };
-  mutate?(request: AdmissionRequest, config: Config): Decision;
-  validate?(request: AdmissionRequest, config: Config): Decision;
+  mutate?(request: AdmissionRequest, config: Config, view: ClusterView): Decision;
+  validate?(request: AdmissionRequest, config: Config, view: ClusterView): Decision;
 }

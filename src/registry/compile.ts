@@ -8,6 +8,7 @@ import type { AdmissionSuite, FailurePolicy, WebhookSpec, WebhookType } from '..
 import { webhookFullName } from '../api/names.ts';
 import { errored, type AdmissionRequest, type Decision } from '../api/review.ts';
 import { findHandler } from '../handlers/registry.ts';
+import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 import { CompileError, firstLine } from '../policy/cel.ts';
 import { compileRules } from '../policy/rules.ts';
 
@@ -28,7 +29,7 @@ export interface CompiledSuite {
   webhooks: Map<string, CompiledWebhook>;
 }
 
-export function compileSuite(suite: AdmissionSuite): CompiledSuite {
+export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VIEW): CompiledSuite {
   const name = suite.metadata.name;
   const generation = suite.metadata.generation ?? 0;
   const errors = [...validateSuiteName(name), ...validateSpec(suite.spec)];
@@ -38,7 +39,7 @@ export function compileSuite(suite: AdmissionSuite): CompiledSuite {
       const path = `spec.webhooks[${i}]`;
       const failurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
       try {
-        const admit = spec.handler ? compileHandler(spec, path) : compileRules(spec, path, failurePolicy);
+        const admit = spec.handler ? compileHandler(spec, path, view) : compileRules(spec, path, failurePolicy);
         webhooks.set(spec.name, {
           suite: name,
           name: spec.name,
@@ -76,7 +77,7 @@ class HandlerConfigError extends Error {
   }
 }
 
-function compileHandler(spec: WebhookSpec, path: string): (request: AdmissionRequest) => Decision {
+function compileHandler(spec: WebhookSpec, path: string, view: ClusterView): (request: AdmissionRequest) => Decision {
   const ref = spec.handler!;
   const handler = findHandler(ref.name);
   if (!handler) throw new HandlerConfigError([{ field: `${path}.handler.name`, message: `no built-in handler named "${ref.name}"` }]);
@@ -98,5 +99,5 @@ function compileHandler(spec: WebhookSpec, path: string): (request: AdmissionReq
   const parsed = handler.parseConfig(ref.config ?? {});
   errors.push(...parsed.errors.map((e) => ({ field: `${path}.handler.config.${e.field}`, message: e.message })));
   if (errors.length) throw new HandlerConfigError(errors);
-  return (request) => side.call(handler, request, parsed.config);
+  return (request) => side.call(handler, request, parsed.config, view);
 }

@@ -4,15 +4,21 @@
  */
 import type { AdmissionSuite } from '../api/types.ts';
 import { compileSuite, type CompiledSuite, type CompiledWebhook } from './compile.ts';
+import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 
 export class SuiteRegistry {
   private readonly suites = new Map<string, CompiledSuite>();
+  private readonly view: ClusterView;
+
+  constructor(view: ClusterView = EMPTY_VIEW) {
+    this.view = view;
+  }
 
   /** Brings the entry for `suite` up to its generation; returns the compiled suite. */
   sync(suite: AdmissionSuite): CompiledSuite {
     const current = this.suites.get(suite.metadata.name);
     if (current && current.generation === (suite.metadata.generation ?? 0)) return current;
-    const compiled = compileSuite(suite);
+    const compiled = compileSuite(suite, this.view);
     this.suites.set(compiled.name, compiled);
     return compiled;
   }

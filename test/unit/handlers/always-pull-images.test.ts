@@ -1,8 +1,9 @@
 /** Built-in handlers, with the cases of the upstream plugins' own tests. */
 import { expect } from 'chai';
-import { alwaysPullImages } from '../../src/handlers/always-pull-images.ts';
-import type { AdmissionRequest } from '../../src/api/review.ts';
-import { fixtures, requestOf } from '../fixtures/reviews.ts';
+import { alwaysPullImages } from '../../../src/handlers/always-pull-images.ts';
+import { EMPTY_VIEW } from '../../../src/handlers/handler.ts';
+import type { AdmissionRequest } from '../../../src/api/review.ts';
+import { fixtures, requestOf } from '../../fixtures/reviews.ts';
 
 function podUpdate(oldImages: string[], newImages: string[]): AdmissionRequest {
   const request = requestOf(fixtures.podCreate());
@@ -14,7 +15,7 @@ describe('handlers: AlwaysPullImages', function () {
   it('sets Always on init, regular and ephemeral containers of a new Pod', function () {
     const request = requestOf(fixtures.podCreate());
     (request.object as any).spec.ephemeralContainers = [{ name: 'debug', image: 'busybox' }];
-    expect(alwaysPullImages.mutate!(request, {}).patch).to.deep.equal([
+    expect(alwaysPullImages.mutate!(request, {}, EMPTY_VIEW).patch).to.deep.equal([
       { op: 'replace', path: '/spec/initContainers/0/imagePullPolicy', value: 'Always' },
       { op: 'add', path: '/spec/containers/0/imagePullPolicy', value: 'Always' },
       { op: 'add', path: '/spec/ephemeralContainers/0/imagePullPolicy', value: 'Always' },
@@ -22,19 +23,19 @@ describe('handlers: AlwaysPullImages', function () {
   });
 
   it('leaves an UPDATE that brings no new image alone, and mutates one that does', function () {
-    expect(alwaysPullImages.mutate!(podUpdate(['a:1'], ['a:1']), {})).to.deep.equal({ allowed: true });
-    expect(alwaysPullImages.mutate!(podUpdate(['a:1'], ['a:2']), {}).patch).to.have.length(1);
+    expect(alwaysPullImages.mutate!(podUpdate(['a:1'], ['a:1']), {}, EMPTY_VIEW)).to.deep.equal({ allowed: true });
+    expect(alwaysPullImages.mutate!(podUpdate(['a:1'], ['a:2']), {}, EMPTY_VIEW).patch).to.have.length(1);
   });
 
   it('ignores resources other than pods and DELETE with no object', function () {
     const request = requestOf(fixtures.deploymentCreate());
-    expect(alwaysPullImages.mutate!(request, {})).to.deep.equal({ allowed: true });
+    expect(alwaysPullImages.mutate!(request, {}, EMPTY_VIEW)).to.deep.equal({ allowed: true });
     const del = { ...requestOf(fixtures.podCreate()), operation: 'DELETE' as const, object: null };
-    expect(alwaysPullImages.validate!(del, {})).to.deep.equal({ allowed: true });
+    expect(alwaysPullImages.validate!(del, {}, EMPTY_VIEW)).to.deep.equal({ allowed: true });
   });
 
   it('the validating side denies a Pod whose container does not pull always, naming the field', function () {
-    const decision = alwaysPullImages.validate!(requestOf(fixtures.podCreate()), {});
+    const decision = alwaysPullImages.validate!(requestOf(fixtures.podCreate()), {}, EMPTY_VIEW);
     expect(decision).to.include({ allowed: false, code: 422 });
     expect(decision.message).to.contain('spec.initContainers[0].imagePullPolicy');
   });
