@@ -15,6 +15,12 @@ export interface OperatorConfig {
   mode: 'cluster' | 'local';
   caDurationMs: number;
   caRenewBeforeMs?: number;
+  /** How long a new CA is in every caBundle before it signs, and an old one stays after. */
+  caOverlapMs: number;
+  /** Leader election (client-go's defaults). */
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
   kubeconfig?: string;
 }
 
@@ -24,6 +30,10 @@ export const DEFAULTS: OperatorConfig = {
   metricsPort: 8080,
   mode: 'cluster',
   caDurationMs: 10 * 365 * 24 * 3600_000,
+  caOverlapMs: 60_000,
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
 };
 
 const FLAGS: Record<string, (config: OperatorConfig, value: string) => void> = {
@@ -36,6 +46,10 @@ const FLAGS: Record<string, (config: OperatorConfig, value: string) => void> = {
   },
   'ca-duration': (c, v) => (c.caDurationMs = duration(v, 'ca-duration')),
   'ca-renew-before': (c, v) => (c.caRenewBeforeMs = duration(v, 'ca-renew-before')),
+  'ca-overlap': (c, v) => (c.caOverlapMs = duration(v, 'ca-overlap')),
+  'lease-duration': (c, v) => (c.leaseDurationMs = duration(v, 'lease-duration')),
+  'renew-deadline': (c, v) => (c.renewDeadlineMs = duration(v, 'renew-deadline')),
+  'retry-period': (c, v) => (c.retryPeriodMs = duration(v, 'retry-period')),
   kubeconfig: (c, v) => (c.kubeconfig = v),
 };
 

@@ -1,67 +1,87 @@
 /**
- * Wires the pieces of one operator process: watches fill the suite registry and the certificate
- * store; the work queue drives the reconciler; the admission server reads the two stores.
- * On stop the writers stop first and the servers close last, since they may still be answering.
+ * Wires the pieces of one operator process. Every replica watches suites and Secrets, compiles
+ * every suite into the registry, fills the certificate store and serves admission; the elected
+ * leader alone runs the work queue that drives the reconcilers (the only writers). On stop the
+ * writers stop first and the servers close last, since they may still be answering.
  */
 import os from 'node:os';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyListenOptions } from 'fastify';
 import { GROUP, PLURAL, VERSION, type AdmissionSuite } from './api/types.ts';
-import { CA_SECRET, MANAGED_BY_LABELS, SUITE_LABEL, tlsSecretName } from './api/names.ts';
+import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME, SUITE_LABEL, tlsSecretName } from './api/names.ts';
 import { createAdmissionServer } from './admission/server.ts';
-import { Metrics } from './admission/metrics.ts';
+import { Metrics } from './health/metrics.ts';
+import { isSignedBy } from './certs/x509.ts';
 import { CertificateStore } from './certs/store.ts';
 import type { OperatorConfig } from './config.ts';
+import { CA_KEY, CaReconciler } from './controller/ca.ts';
 import { EventRecorder } from './controller/events.ts';
+import { LeaderElector } from './controller/leader.ts';
 import { WorkQueue } from './controller/queue.ts';
 import { SuiteReconciler } from './controller/reconciler.ts';
 import { createHealthServer } from './health/server.ts';
-import { connect, describeError } from './kube/client.ts';
+import type { ClusterView } from './handlers/handler.ts';
+import { connect, describeError, NotLeaderError, type Kube } from './kube/client.ts';
 import { watchCache, type WatchedCache } from './kube/watch.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
-import type { ClusterView } from './handlers/handler.ts';
 
 export interface Operator {
   registry: SuiteRegistry;
   certificates: CertificateStore;
+  kube: Kube;
   servingPort: number;
+  isLeader(): boolean;
+  /** Starts the admission endpoint when it was held back (`serve: false`). */
+  serve(): Promise<void>;
   stop(): Promise<void>;
 }
 
+export interface StartOptions {
+  /** Hold the admission endpoint back until serve() (tests of "register only when serving"). */
+  serve?: boolean;
+}
+
 type SecretObject = KubernetesObject & { data?: Record<string, string> };
+type ConfigurationObject = KubernetesObject & { webhooks?: { clientConfig?: { caBundle?: string } }[] };
 
 const managedSelector = Object.entries(MANAGED_BY_LABELS).map(([k, v]) => `${k}=${v}`).join(',');
 
-export async function startOperator(config: OperatorConfig, kubeConfig: KubeConfig): Promise<Operator> {
+export async function startOperator(config: OperatorConfig, kubeConfig: KubeConfig, options: StartOptions = {}): Promise<Operator> {
   const log = componentLogger('operator');
   const kube = connect(kubeConfig);
-  const namespaces = watchCache<KubernetesObject>(kubeConfig, {
-    path: '/api/v1/namespaces',
-    list: () => kube.core.listNamespace(),
-    log,
-    onChange: () => undefined,
-  });
+  const identity = `${os.hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 7)}`;
+  const certificates = new CertificateStore();
+  const metrics = new Metrics(() => kube.writes.count);
+  const events = new EventRecorder(kube, componentLogger('events'), identity);
+  const noop = () => undefined;
+
+  const namespaces = watchCache<KubernetesObject>(kubeConfig, { path: '/api/v1/namespaces', list: () => kube.core.listNamespace(), log, onChange: noop });
   const limitRanges = watchCache<KubernetesObject>(kubeConfig, {
     path: '/api/v1/limitranges',
     list: () => kube.core.listLimitRangeForAllNamespaces(),
     log,
-    onChange: () => undefined,
+    onChange: noop,
   });
   const view: ClusterView = {
     namespace: (name) => namespaces.get(name) as Record<string, any> | undefined,
     limitRanges: (namespace) => limitRanges.list().filter((lr) => lr.metadata?.namespace === namespace) as Record<string, any>[],
   };
   const registry = new SuiteRegistry(view);
-  const certificates = new CertificateStore();
-  const metrics = new Metrics();
-  const events = new EventRecorder(kube, componentLogger('events'), os.hostname());
 
   const admission: FastifyInstance = createAdmissionServer({ registry, certificates, metrics, log: componentLogger('admission') });
-  await admission.listen({ port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::' });
-  const servingPort = (admission.server.address() as { port: number }).port;
+  const listen = async () => {
+    // reusePort: replicas on one host share the port (Node 24).
+    await admission.listen({ port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true } as FastifyListenOptions);
+  };
+  let servingPort = config.servingPort;
+  if (options.serve !== false) {
+    await listen();
+    servingPort = (admission.server.address() as { port: number }).port;
+  }
   const effective: OperatorConfig = { ...config, servingPort };
 
+  // The watches' callbacks first run after their first list, by which time the queue exists.
   const suites: WatchedCache<AdmissionSuite> = watchCache<AdmissionSuite>(kubeConfig, {
     path: `/apis/${GROUP}/${VERSION}/${PLURAL}`,
     list: () => kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }) as Promise<KubernetesListObject<AdmissionSuite>>,
@@ -71,6 +91,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       if (deleted) {
         registry.remove(name);
         certificates.remove(name);
+        queue.add(CA_KEY);
         return;
       }
       // Every replica compiles every suite, once per generation, so every replica can serve it.
@@ -79,13 +100,6 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     },
   });
 
-  // The watches' callbacks first run after the first list, by which time the queue exists.
-  const reconciler = new SuiteReconciler({ kube, config: effective, registry, suites, events, log: componentLogger('reconciler') });
-  const queue = new WorkQueue(
-    (name) => reconciler.reconcile(name),
-    (name, err, retryInMs) => log.warn('reconcile failed; will retry', { suite: name, error: describeError(err), retryInMs }),
-  );
-
   const secrets = watchCache<SecretObject>(kubeConfig, {
     path: `/api/v1/namespaces/${config.namespace}/secrets`,
     labelSelector: managedSelector,
@@ -93,6 +107,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     log,
     onChange: (secret, deleted) => {
       const name = secret.metadata!.name!;
+      queue.add(CA_KEY);
       if (name === CA_SECRET) {
         for (const suite of suites.list()) queue.add(suite.metadata!.name!);
         return;
@@ -108,35 +123,105 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   });
 
   // What we registered, so a configuration deleted or edited by hand is put back.
-  const ownedWatches = ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'].map((resource) =>
-    watchCache<KubernetesObject>(kubeConfig, {
+  const configurations = (['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'] as const).map((resource) =>
+    watchCache<ConfigurationObject>(kubeConfig, {
       path: `/apis/admissionregistration.k8s.io/v1/${resource}`,
       labelSelector: managedSelector,
       list: () =>
-        resource === 'mutatingwebhookconfigurations'
+        (resource === 'mutatingwebhookconfigurations'
           ? kube.admissionregistration.listMutatingWebhookConfiguration({ labelSelector: managedSelector })
-          : kube.admissionregistration.listValidatingWebhookConfiguration({ labelSelector: managedSelector }),
+          : kube.admissionregistration.listValidatingWebhookConfiguration({ labelSelector: managedSelector })) as Promise<KubernetesListObject<ConfigurationObject>>,
       log,
       onChange: (object) => {
+        queue.add(CA_KEY);
         const suite = object.metadata?.labels?.[SUITE_LABEL];
         if (suite && suites.get(suite)) queue.add(suite);
       },
     }),
   );
 
+  const caReconciler = new CaReconciler({
+    kube,
+    namespace: config.namespace,
+    settings: { durationMs: config.caDurationMs, renewBeforeMs: config.caRenewBeforeMs, overlapMs: config.caOverlapMs },
+    log: componentLogger('ca'),
+    facts: {
+      allBundlesCarry: (certPem) =>
+        configurations.every((cache) =>
+          cache.list().every((c) => (c.webhooks ?? []).every((w) => Buffer.from(w.clientConfig?.caBundle ?? '', 'base64').toString().includes(certPem.trim()))),
+        ),
+      anyLeafSignedBy: (certPem) =>
+        secrets.list().some((s) => s.metadata?.name !== CA_SECRET && s.data?.['tls.crt'] && isSignedBy(Buffer.from(s.data['tls.crt'], 'base64').toString(), certPem)) ||
+        suites.list().some((s) => {
+          const served = certificates.served(s.metadata!.name!);
+          return served !== undefined && isSignedBy(served, certPem);
+        }),
+    },
+  });
+  const reconciler = new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, events, log: componentLogger('reconciler') });
+  const queue = new WorkQueue(
+    async (name) => {
+      try {
+        return name === CA_KEY ? await caReconciler.reconcile() : await reconciler.reconcile(name);
+      } catch (err) {
+        // Leadership moved mid-reconcile: the new leader takes it from here.
+        if (err instanceof NotLeaderError) return;
+        throw err;
+      }
+    },
+    {
+      onError: (name, err, retryInMs, failures) => log.warn('reconcile failed; will retry', { key: name, error: describeError(err), retryInMs, failures }),
+      onRecovered: (name, failures) => {
+        const suite = suites.get(name);
+        if (suite) void events.record(suite, 'Normal', 'Recovered', `reconciled after ${failures} failed attempt(s), retried with backoff`);
+      },
+    },
+  );
+  queue.setActive(false);
+
+  const elector = new LeaderElector(
+    kube,
+    {
+      namespace: config.namespace,
+      name: OPERATOR_NAME,
+      identity,
+      leaseDurationMs: config.leaseDurationMs,
+      renewDeadlineMs: config.renewDeadlineMs,
+      retryPeriodMs: config.retryPeriodMs,
+    },
+    componentLogger('leader'),
+    (leading) => {
+      log.info(leading ? 'leading: this replica writes' : 'not leading: this replica serves only', { identity });
+      if (leading) {
+        // Level-based: a new leader looks at everything, adopting what exists.
+        queue.add(CA_KEY);
+        for (const suite of suites.list()) queue.add(suite.metadata!.name!);
+      }
+      queue.setActive(leading);
+    },
+  );
+  kube.mayWrite = () => elector.isLeader();
+  void Promise.all([suites.synced, secrets.synced]).then(() => elector.start());
+
   let synced = false;
   void Promise.all([suites.synced, secrets.synced]).then(() => (synced = true));
-  const health = createHealthServer({ ready: () => synced, metrics: () => metrics.render() });
+  const health = createHealthServer({ ready: () => synced && admission.server.listening, metrics: () => metrics.render() });
   await new Promise<void>((resolve) => health.listen(config.metricsPort, config.mode === 'local' ? '127.0.0.1' : '::', resolve));
 
-  log.info('operator started', { namespace: config.namespace, mode: config.mode, servingPort, metricsPort: config.metricsPort });
+  log.info('operator started', { namespace: config.namespace, mode: config.mode, servingPort, metricsPort: config.metricsPort, identity });
   return {
     registry,
     certificates,
+    kube,
     servingPort,
+    isLeader: () => elector.isLeader(),
+    serve: async () => {
+      if (!admission.server.listening) await listen();
+    },
     stop: async () => {
       queue.stop();
-      await Promise.all([suites.stop(), secrets.stop(), namespaces.stop(), limitRanges.stop(), ...ownedWatches.map((w) => w.stop())]);
+      await elector.stop();
+      await Promise.all([suites, secrets, namespaces, limitRanges, ...configurations].map((w) => w.stop()));
       await new Promise((resolve) => health.close(resolve));
       await admission.close();
     },

@@ -9,7 +9,7 @@ import type { SuiteRegistry } from '../registry/registry.ts';
 import type { Logger } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { decodeReview, encodeFailure, encodeReview } from './review.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../health/metrics.ts';
 
 /** The API server sends objects up to its own 3 MiB limit, twice for an UPDATE. */
 export const BODY_LIMIT = 7 * 1024 * 1024;

@@ -1,6 +1,6 @@
 /** Kubernetes Events on a suite, so `kubectl describe asuite` shows what the operator did and why it retries. */
 import { API_VERSION, KIND, type AdmissionSuite } from '../api/types.ts';
-import type { Kube } from '../kube/client.ts';
+import { write, type Kube } from '../kube/client.ts';
 import type { Logger } from '../log.ts';
 
 /** Events of cluster-scoped objects live in the default namespace. */
@@ -20,7 +20,7 @@ export class EventRecorder {
   async record(suite: Pick<AdmissionSuite, 'metadata'>, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const now = new Date();
     try {
-      await this.kube.objects.create({
+      await write(this.kube, () => this.kube.objects.create({
         apiVersion: 'events.k8s.io/v1',
         kind: 'Event',
         metadata: { generateName: `${suite.metadata.name}.`, namespace: EVENT_NAMESPACE },
@@ -32,7 +32,7 @@ export class EventRecorder {
         reason,
         note: message.slice(0, 1024),
         regarding: { apiVersion: API_VERSION, kind: KIND, name: suite.metadata.name, uid: suite.metadata.uid },
-      } as never);
+      } as never));
     } catch (err) {
       // An Event is a courtesy; failing to write one must not fail the reconcile.
       this.log.debug('could not record an event', { error: String(err) });

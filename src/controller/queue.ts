@@ -9,18 +9,31 @@ const MAX_DELAY_MS = 60_000;
 
 export type ReconcileResult = { requeueAfterMs?: number } | void;
 
+export interface QueueHooks {
+  onError(name: string, err: unknown, retryInMs: number, failures: number): void;
+  /** A name reconciled after `failures` failed attempts. */
+  onRecovered(name: string, failures: number): void;
+}
+
 export class WorkQueue {
   private readonly pending = new Set<string>();
   private readonly timers = new Map<string, { timer: NodeJS.Timeout; due: number }>();
   private readonly failures = new Map<string, number>();
   private running = false;
   private stopped = false;
+  private active = true;
   private readonly reconcile: (name: string) => Promise<ReconcileResult>;
-  private readonly onError: (name: string, err: unknown, retryInMs: number) => void;
+  private readonly hooks: QueueHooks;
 
-  constructor(reconcile: (name: string) => Promise<ReconcileResult>, onError: (name: string, err: unknown, retryInMs: number) => void) {
+  constructor(reconcile: (name: string) => Promise<ReconcileResult>, hooks: QueueHooks) {
     this.reconcile = reconcile;
-    this.onError = onError;
+    this.hooks = hooks;
+  }
+
+  /** An inactive queue (a replica that is not the leader) keeps its names but runs nothing. */
+  setActive(active: boolean): void {
+    this.active = active;
+    if (active) void this.drain();
   }
 
   add(name: string): void {
@@ -53,11 +66,13 @@ export class WorkQueue {
   private async drain(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    while (!this.stopped && this.pending.size > 0) {
+    while (!this.stopped && this.active && this.pending.size > 0) {
       const name = this.pending.values().next().value!;
       this.pending.delete(name);
       try {
         const result = await this.reconcile(name);
+        const failed = this.failures.get(name);
+        if (failed) this.hooks.onRecovered(name, failed);
         this.failures.delete(name);
         if (result && result.requeueAfterMs !== undefined) this.addAfter(name, result.requeueAfterMs);
       } catch (err) {
@@ -65,7 +80,7 @@ export class WorkQueue {
         this.failures.set(name, failures);
         // Capped exponential backoff with jitter, so many failing suites do not retry in step.
         const delay = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (failures - 1)) * (0.75 + Math.random() / 2);
-        this.onError(name, err, Math.round(delay));
+        this.hooks.onError(name, err, Math.round(delay), failures);
         this.addAfter(name, delay);
       }
     }

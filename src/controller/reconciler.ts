@@ -6,14 +6,15 @@
 import tls from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import type { AdmissionSuite, SuiteStatus, WebhookType } from '../api/types.ts';
-import { CA_SECRET, configurationName, tlsSecretName, webhookFullName, MANAGED_BY_LABELS } from '../api/names.ts';
+import { configurationName, tlsSecretName, webhookFullName } from '../api/names.ts';
 import { GROUP, VERSION, PLURAL } from '../api/types.ts';
 import { parseDuration } from '../api/duration.ts';
-import { caFromSecretData, caIsUsable, caToSecretData, newCA, type CaMaterial } from '../certs/authority.ts';
+import type { CaMaterial } from '../certs/authority.ts';
+import type { CaReconciler } from './ca.ts';
 import { issueLeaf, isSignedBy, readCertificate } from '../certs/x509.ts';
 import { renewalTime } from '../certs/renewal.ts';
 import type { OperatorConfig } from '../config.ts';
-import { apply, deleteIfExists, describeError, getObject, isConflict, type Kube, type KubeObject } from '../kube/client.ts';
+import { apply, deleteIfExists, describeError, getObject, isConflict, NotLeaderError, write, type Kube, type KubeObject } from '../kube/client.ts';
 import type { WatchedCache } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
@@ -30,6 +31,7 @@ export interface ReconcilerDeps {
   kube: Kube;
   config: OperatorConfig;
   registry: SuiteRegistry;
+  ca: CaReconciler;
   suites: WatchedCache<AdmissionSuite>;
   events: EventRecorder;
   log: Logger;
@@ -58,6 +60,7 @@ export class SuiteReconciler {
     try {
       return await this.converge(suite);
     } catch (err) {
+      if (err instanceof NotLeaderError) throw err;
       const message = describeError(err);
       await this.writeStatus(suite, [{ type: 'Ready', status: 'False', reason: 'ReconcileFailed', message }], {}).catch(() => undefined);
       await this.deps.events.record(suite, 'Warning', 'ReconcileFailed', `${message}; retrying with backoff`);
@@ -82,7 +85,7 @@ export class SuiteReconciler {
       return;
     }
 
-    const ca = await this.ensureCA();
+    const ca = await this.deps.ca.material();
     const serving = await this.ensureServingCertificate(suite, ca);
     const certificateStatus = {
       notAfter: serving.notAfter.toISOString(),
@@ -125,20 +128,6 @@ export class SuiteReconciler {
     return { requeueAfterMs: Math.max(1000, serving.renewalTime.getTime() - this.now().getTime()) };
   }
 
-  private async ensureCA(): Promise<CaMaterial> {
-    const { kube, config } = this.deps;
-    const header = { apiVersion: 'v1', kind: 'Secret', metadata: { name: CA_SECRET, namespace: config.namespace } };
-    const secret = await getObject<KubeObject & { data?: Record<string, string> }>(kube, header);
-    const existing = caFromSecretData(secret?.data);
-    const settings = { durationMs: config.caDurationMs, renewBeforeMs: config.caRenewBeforeMs };
-    if (caIsUsable(existing, settings, this.now())) return existing;
-    const ca = await newCA(settings, this.now());
-    // The CA belongs to no suite: it goes with the operator's namespace.
-    await apply(kube, { ...header, metadata: { ...header.metadata, labels: { ...MANAGED_BY_LABELS } }, type: 'Opaque', data: caToSecretData(ca) });
-    this.deps.log.info('issued a new operator CA', { notAfter: ca.notAfter.toISOString() });
-    return ca;
-  }
-
   private async ensureServingCertificate(suite: AdmissionSuite, ca: CaMaterial): Promise<ServingCertificate> {
     const { kube, config } = this.deps;
     const names = servingNames(suite, config);
@@ -148,11 +137,14 @@ export class SuiteReconciler {
     const secret = await getObject<KubeObject & { data?: Record<string, string> }>(kube, header);
     const decode = (key: string) => (secret?.data?.[key] ? Buffer.from(secret.data[key], 'base64').toString() : '');
     const certPem = decode('tls.crt');
-    if (certPem && decode('tls.key') && decode('ca.crt') === ca.bundle) {
+    const keyPem = decode('tls.key');
+    if (certPem && keyPem && isSignedBy(certPem, ca.certPem)) {
       const facts = readCertificate(certPem);
       const renewal = renewalTime(facts.notBefore, facts.notAfter, renewBeforeMs);
-      const namesMatch = names.every((n) => facts.dnsNames.includes(n)) || isIpHost(names);
-      if (namesMatch && isSignedBy(certPem, ca.certPem) && renewal > this.now()) {
+      const namesMatch = isIpHost(names) || names.every((n) => facts.dnsNames.includes(n));
+      if (namesMatch && renewal > this.now()) {
+        // The bundle changes during a CA rotation; the certificate need not.
+        if (decode('ca.crt') !== ca.bundle) await apply(kube, tlsSecret(suite, config, certPem, keyPem, ca.bundle));
         return { certPem, notAfter: facts.notAfter, renewalTime: renewal };
       }
     }
@@ -216,16 +208,17 @@ export class SuiteReconciler {
       conditions: setConditions(current.conditions, conditions, generation, this.now()),
     };
     if (JSON.stringify(status) === JSON.stringify(current)) return;
-    const write = (base: AdmissionSuite) =>
-      this.deps.kube.custom.replaceClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: PLURAL, name: suite.metadata.name, body: { ...base, status } });
+    const kube = this.deps.kube;
+    const replace = (base: AdmissionSuite) =>
+      write(kube, () => kube.custom.replaceClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: PLURAL, name: suite.metadata.name, body: { ...base, status } }));
     try {
-      await write(suite);
+      await replace(suite);
     } catch (err) {
       if (!isConflict(err)) throw err;
       // The cache was behind: write over the newest version, whose spec we have just converged only if unchanged.
       const fresh = (await this.deps.kube.custom.getClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, name: suite.metadata.name })) as AdmissionSuite;
       if (fresh.metadata.generation !== suite.metadata.generation) return;
-      await write(fresh);
+      await replace(fresh);
     }
   }
 }

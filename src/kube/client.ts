@@ -11,6 +11,10 @@ export const FIELD_MANAGER = 'portcullis-operator';
 
 export interface Kube {
   config: k8s.KubeConfig;
+  /** Writes of this process; with many replicas only the leader's may grow. */
+  writes: { count: number };
+  /** Every write asks first; a replica that is not the leader must not write. */
+  mayWrite: () => boolean;
   objects: k8s.KubernetesObjectApi;
   core: k8s.CoreV1Api;
   custom: k8s.CustomObjectsApi;
@@ -35,6 +39,8 @@ export function clusterConfigured(): boolean {
 export function connect(config: k8s.KubeConfig): Kube {
   return {
     config,
+    writes: { count: 0 },
+    mayWrite: () => true,
     objects: k8s.KubernetesObjectApi.makeApiClient(config),
     core: config.makeApiClient(k8s.CoreV1Api),
     custom: config.makeApiClient(k8s.CustomObjectsApi),
@@ -60,14 +66,27 @@ export async function getObject<T extends KubeObject>(kube: Kube, header: { apiV
   }
 }
 
+export class NotLeaderError extends Error {
+  constructor() {
+    super('this replica is not the leader; it does not write');
+  }
+}
+
+/** Runs one write through the leader gate and counts it. */
+export async function write<T>(kube: Kube, call: () => Promise<T>): Promise<T> {
+  if (!kube.mayWrite()) throw new NotLeaderError();
+  kube.writes.count += 1;
+  return call();
+}
+
 /** Server-side apply: declares the fields we own; an unchanged object is not written. */
 export async function apply<T extends KubeObject>(kube: Kube, object: T): Promise<T> {
-  return (await kube.objects.patch(object, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply)) as T;
+  return write(kube, async () => (await kube.objects.patch(object, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply)) as T);
 }
 
 export async function deleteIfExists(kube: Kube, header: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<boolean> {
   try {
-    await kube.objects.delete(header as k8s.KubernetesObject);
+    await write(kube, () => kube.objects.delete(header as k8s.KubernetesObject));
     return true;
   } catch (err) {
     if (isNotFound(err)) return false;

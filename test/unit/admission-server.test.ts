@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import https from 'node:https';
 import type { FastifyInstance } from 'fastify';
 import { createAdmissionServer } from '../../src/admission/server.ts';
-import { Metrics } from '../../src/admission/metrics.ts';
+import { Metrics } from '../../src/health/metrics.ts';
 import { REVIEW_ERRORS } from '../../src/admission/errors.ts';
 import { CertificateStore } from '../../src/certs/store.ts';
 import { createCA, issueLeaf } from '../../src/certs/x509.ts';

@@ -1,9 +1,15 @@
-/** Prometheus counters of the request flow, in the text exposition format; no client library needed for this few. */
+/** Prometheus counters of the request flow and of API writes, in the text exposition format; no client library needed for this few. */
 
 export class Metrics {
+  private readonly writes: () => number;
   private readonly reviews = new Map<string, number>();
   private readonly seconds = new Map<string, number>();
   private readonly rejected = new Map<string, number>();
+
+  /** `writes` counts this process's writes to the API server (non-zero only on the leader). */
+  constructor(writes: () => number = () => 0) {
+    this.writes = writes;
+  }
 
   observeReview(suite: string, webhook: string, allowed: boolean, seconds: number): void {
     const key = `suite="${suite}",webhook="${webhook}",allowed="${allowed}"`;
@@ -27,6 +33,9 @@ export class Metrics {
       '# HELP portcullis_admission_rejected_requests_total Requests refused before a decision (malformed, unknown webhook).',
       '# TYPE portcullis_admission_rejected_requests_total counter',
       ...[...this.rejected].map(([code, n]) => `portcullis_admission_rejected_requests_total{code="${code}"} ${n}`),
+      '# HELP portcullis_api_writes_total Writes this process made to the Kubernetes API (only the leader writes).',
+      '# TYPE portcullis_api_writes_total counter',
+      `portcullis_api_writes_total ${this.writes()}`,
     ];
     return `${lines.join('\n')}\n`;
   }
