@@ -171,9 +171,10 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     },
     {
       onError: (name, err, retryInMs, failures) => log.warn('reconcile failed; will retry', { key: name, error: describeError(err), retryInMs, failures }),
-      onRecovered: (name, failures) => {
+      onRecovered: (name, failures, lastError) => {
         const suite = suites.get(name);
-        if (suite) void events.record(suite, 'Normal', 'Recovered', `reconciled after ${failures} failed attempt(s), retried with backoff`);
+        const message = `reconciled after ${failures} failed attempt(s), retried with capped exponential backoff; last error: ${describeError(lastError)}`;
+        if (suite) void events.record(suite, 'Normal', 'Recovered', message);
       },
     },
   );

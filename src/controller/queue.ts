@@ -12,13 +12,13 @@ export type ReconcileResult = { requeueAfterMs?: number } | void;
 export interface QueueHooks {
   onError(name: string, err: unknown, retryInMs: number, failures: number): void;
   /** A name reconciled after `failures` failed attempts. */
-  onRecovered(name: string, failures: number): void;
+  onRecovered(name: string, failures: number, lastError: unknown): void;
 }
 
 export class WorkQueue {
   private readonly pending = new Set<string>();
   private readonly timers = new Map<string, { timer: NodeJS.Timeout; due: number }>();
-  private readonly failures = new Map<string, number>();
+  private readonly failures = new Map<string, { count: number; lastError: unknown }>();
   private running = false;
   private stopped = false;
   private active = true;
@@ -72,12 +72,12 @@ export class WorkQueue {
       try {
         const result = await this.reconcile(name);
         const failed = this.failures.get(name);
-        if (failed) this.hooks.onRecovered(name, failed);
+        if (failed) this.hooks.onRecovered(name, failed.count, failed.lastError);
         this.failures.delete(name);
         if (result && result.requeueAfterMs !== undefined) this.addAfter(name, result.requeueAfterMs);
       } catch (err) {
-        const failures = (this.failures.get(name) ?? 0) + 1;
-        this.failures.set(name, failures);
+        const failures = (this.failures.get(name)?.count ?? 0) + 1;
+        this.failures.set(name, { count: failures, lastError: err });
         // Capped exponential backoff with jitter, so many failing suites do not retry in step.
         const delay = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (failures - 1)) * (0.75 + Math.random() / 2);
         this.hooks.onError(name, err, Math.round(delay), failures);

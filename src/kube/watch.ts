@@ -22,7 +22,7 @@ export interface WatchOptions<T extends k8s.KubernetesObject> {
   log: Logger;
 }
 
-const MAX_RESTART_DELAY_MS = 30_000;
+const MAX_RESTART_DELAY_MS = 10_000;
 
 export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfig, options: WatchOptions<T>): WatchedCache<T> {
   const informer = k8s.makeInformer<T>(config, options.path, options.list, options.labelSelector);
