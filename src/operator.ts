@@ -89,6 +89,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     onChange: (suite, deleted) => {
       const name = suite.metadata!.name!;
       if (deleted) {
+        log.info('suite deleted; no longer served', { suite: name });
         registry.remove(name);
         certificates.remove(name);
         queue.add(CA_KEY);

@@ -1,6 +1,6 @@
 /** Kubernetes Events on a suite, so `kubectl describe asuite` shows what the operator did and why it retries. */
 import { API_VERSION, KIND, type AdmissionSuite } from '../api/types.ts';
-import { write, type Kube } from '../kube/client.ts';
+import { describeError, write, type Kube } from '../kube/client.ts';
 import type { Logger } from '../log.ts';
 
 /** Events of cluster-scoped objects live in the default namespace. */
@@ -23,7 +23,8 @@ export class EventRecorder {
       await write(this.kube, () => this.kube.objects.create({
         apiVersion: 'events.k8s.io/v1',
         kind: 'Event',
-        metadata: { generateName: `${suite.metadata.name}.`, namespace: EVENT_NAMESPACE },
+        // client-go's naming: <object>.<unix nanos in hex>.
+        metadata: { name: `${suite.metadata.name}.${(BigInt(now.getTime()) * 1_000_000n + process.hrtime.bigint() % 1_000_000n).toString(16)}`, namespace: EVENT_NAMESPACE },
         eventTime: now.toISOString().replace('Z', '000Z'),
         reportingController: 'admission.portcullis.dev/operator',
         reportingInstance: this.instance,
@@ -35,7 +36,7 @@ export class EventRecorder {
       } as never));
     } catch (err) {
       // An Event is a courtesy; failing to write one must not fail the reconcile.
-      this.log.debug('could not record an event', { error: String(err) });
+      this.log.warn('could not record an event', { reason, error: describeError(err) });
     }
   }
 }

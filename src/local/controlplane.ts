@@ -58,13 +58,14 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   writeKubeconfig(kcmKubeconfig, server, pki.ca.certPem, pki.controllerManager);
 
   const processes: { name: string; child: ChildProcess }[] = [];
+  const expectedExits = new Set<ChildProcess>();
   const launch = (name: string, command: string, args: string[]): ChildProcess => {
     const out = fs.openSync(path.join(dataDir, `${name}.log`), 'a');
     const child = spawn(command, args, { stdio: ['ignore', out, out] });
     fs.closeSync(out);
     processes.push({ name, child });
     child.on('exit', (code, signal) => {
-      if (!stopping) log(`controlplane: ${name} exited (${signal ?? code}); its log is ${path.join(dataDir, `${name}.log`)}`);
+      if (!stopping && !expectedExits.has(child)) log(`controlplane: ${name} exited (${signal ?? code}); its log is ${path.join(dataDir, `${name}.log`)}`);
     });
     return child;
   };
@@ -142,7 +143,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     stop,
     startApiServer,
     stopApiServer: async () => {
-      if (apiserver) await terminate(apiserver);
+      if (!apiserver) return;
+      expectedExits.add(apiserver);
+      await terminate(apiserver);
     },
   };
 }
