@@ -23,6 +23,7 @@ import { createHealthServer } from './health/server.ts';
 import type { ClusterView } from './handlers/handler.ts';
 import { connect, describeError, NotLeaderError, type Kube } from './kube/client.ts';
 import { watchCache, type WatchedCache } from './kube/watch.ts';
+import { ObjectWatches } from './kube/objects.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
 
@@ -67,7 +68,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     namespace: (name) => namespaces.get(name) as Record<string, any> | undefined,
     limitRanges: (namespace) => limitRanges.list().filter((lr) => lr.metadata?.namespace === namespace) as Record<string, any>[],
   };
-  const registry = new SuiteRegistry(view);
+  const params = new ObjectWatches(kube, log);
+  const registry = new SuiteRegistry(view, params);
 
   const admission: FastifyInstance = createAdmissionServer({ registry, certificates, metrics, log: componentLogger('admission') });
   const listen = async () => {
@@ -223,7 +225,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     stop: async () => {
       queue.stop();
       await elector.stop();
-      await Promise.all([suites, secrets, namespaces, limitRanges, ...configurations].map((w) => w.stop()));
+      await Promise.all([suites, secrets, namespaces, limitRanges, params, ...configurations].map((w) => w.stop()));
       await new Promise((resolve) => health.close(resolve));
       await admission.close();
     },

@@ -6,11 +6,12 @@
 import { validateSpec, validateSuiteName, type FieldError } from '../api/validate.ts';
 import type { AdmissionSuite, FailurePolicy, WebhookSpec, WebhookType } from '../api/types.ts';
 import { webhookFullName } from '../api/names.ts';
-import { errored, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, errored, type AdmissionRequest, type Decision } from '../api/review.ts';
+import type { Lookup, ObjectRef } from '../kube/objects.ts';
 import { findHandler } from '../handlers/registry.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 import { CompileError, firstLine } from '../policy/cel.ts';
-import { compileRules } from '../policy/rules.ts';
+import { compileRules, type RulesAdmit } from '../policy/rules.ts';
 
 export interface CompiledWebhook {
   suite: string;
@@ -29,7 +30,15 @@ export interface CompiledSuite {
   webhooks: Map<string, CompiledWebhook>;
 }
 
-export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VIEW): CompiledSuite {
+/** Where a suite's `params` come from: watch caches, never an API call per request. */
+export interface ParamsSource {
+  watch(ref: Omit<ObjectRef, 'name'>): void;
+  get(ref: ObjectRef): Lookup;
+}
+
+export const NO_PARAMS: ParamsSource = { watch: () => undefined, get: () => ({ state: 'pending', reason: 'params are not watched here' }) };
+
+export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VIEW, params: ParamsSource = NO_PARAMS): CompiledSuite {
   const name = suite.metadata.name;
   const generation = suite.metadata.generation ?? 0;
   const errors = [...validateSuiteName(name), ...validateSpec(suite.spec)];
@@ -39,7 +48,7 @@ export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VI
       const path = `spec.webhooks[${i}]`;
       const failurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
       try {
-        const admit = spec.handler ? compileHandler(spec, path, view) : compileRules(spec, path, failurePolicy);
+        const admit = spec.handler ? compileHandler(spec, path, view) : withContext(compileRules(spec, path, failurePolicy), spec, failurePolicy, view, params);
         webhooks.set(spec.name, {
           suite: name,
           name: spec.name,
@@ -66,6 +75,23 @@ function guarded(admit: (request: AdmissionRequest) => Decision, failurePolicy: 
     } catch (err) {
       return errored(`internal error: ${firstLine(err)}`, failurePolicy);
     }
+  };
+}
+
+/** Binds `params` and `namespaceObject` for each request, as VAP does. */
+function withContext(rules: RulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource) {
+  const ref = spec.params;
+  if (ref) params.watch(ref);
+  return (request: AdmissionRequest): Decision => {
+    const namespaceObject = request.namespace ? view.namespace(request.namespace) : undefined;
+    if (!ref) return rules(request, { namespaceObject });
+    const found = params.get(ref);
+    if (found.state === 'found') return rules(request, { params: found.object, namespaceObject });
+    if (found.state === 'absent') {
+      if ((ref.notFoundAction ?? 'Deny') === 'Allow') return allowed();
+      return errored(`no params found for webhook ${spec.name}: ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name} does not exist (notFoundAction Deny)`, failurePolicy);
+    }
+    return errored(`params of webhook ${spec.name} are not available: ${found.reason}`, failurePolicy);
   };
 }
 

@@ -3,22 +3,24 @@
  * generation, never a mix. Compiles only when the generation changes.
  */
 import type { AdmissionSuite } from '../api/types.ts';
-import { compileSuite, type CompiledSuite, type CompiledWebhook } from './compile.ts';
+import { compileSuite, NO_PARAMS, type CompiledSuite, type CompiledWebhook, type ParamsSource } from './compile.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 
 export class SuiteRegistry {
   private readonly suites = new Map<string, CompiledSuite>();
   private readonly view: ClusterView;
+  private readonly params: ParamsSource;
 
-  constructor(view: ClusterView = EMPTY_VIEW) {
+  constructor(view: ClusterView = EMPTY_VIEW, params: ParamsSource = NO_PARAMS) {
     this.view = view;
+    this.params = params;
   }
 
   /** Brings the entry for `suite` up to its generation; returns the compiled suite. */
   sync(suite: AdmissionSuite): CompiledSuite {
     const current = this.suites.get(suite.metadata.name);
     if (current && current.generation === (suite.metadata.generation ?? 0)) return current;
-    const compiled = compileSuite(suite, this.view);
+    const compiled = compileSuite(suite, this.view, this.params);
     this.suites.set(compiled.name, compiled);
     return compiled;
   }
