@@ -8,13 +8,14 @@ import os from 'node:os';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { FastifyInstance, FastifyListenOptions } from 'fastify';
 import { GROUP, PLURAL, VERSION, type AdmissionSuite } from './api/types.ts';
-import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME, SUITE_LABEL, tlsSecretName } from './api/names.ts';
+import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME, SUITE_LABEL, SUITE_VALIDATION, tlsSecretName } from './api/names.ts';
 import { createAdmissionServer } from './admission/server.ts';
 import { Metrics } from './health/metrics.ts';
 import { isSignedBy } from './certs/x509.ts';
 import { CertificateStore } from './certs/store.ts';
 import type { OperatorConfig } from './config.ts';
 import { CA_KEY, CaReconciler } from './controller/ca.ts';
+import { SELF_CERTIFICATE, SELF_KEY, SelfReconciler } from './controller/self.ts';
 import { EventRecorder } from './controller/events.ts';
 import { LeaderElector } from './controller/leader.ts';
 import { WorkQueue } from './controller/queue.ts';
@@ -112,7 +113,16 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       const name = secret.metadata!.name!;
       queue.add(CA_KEY);
       if (name === CA_SECRET) {
+        queue.add(SELF_KEY);
         for (const suite of suites.list()) queue.add(suite.metadata!.name!);
+        return;
+      }
+      if (name === SUITE_VALIDATION.secret) {
+        const crt = secret.data?.['tls.crt'];
+        const key = secret.data?.['tls.key'];
+        if (deleted || !crt || !key) certificates.remove(SELF_CERTIFICATE);
+        else certificates.set(SELF_CERTIFICATE, Buffer.from(crt, 'base64').toString(), Buffer.from(key, 'base64').toString());
+        queue.add(SELF_KEY);
         return;
       }
       const suite = secret.metadata?.labels?.[SUITE_LABEL];
@@ -137,6 +147,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       log,
       onChange: (object) => {
         queue.add(CA_KEY);
+        if (object.metadata?.name === SUITE_VALIDATION.configuration) queue.add(SELF_KEY);
         const suite = object.metadata?.labels?.[SUITE_LABEL];
         if (suite && suites.get(suite)) queue.add(suite);
       },
@@ -161,11 +172,14 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         }),
     },
   });
+  const selfReconciler = new SelfReconciler({ kube, config: effective, ca: caReconciler, log: componentLogger('suite-validation') });
   const reconciler = new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, events, log: componentLogger('reconciler') });
   const queue = new WorkQueue(
     async (name) => {
       try {
-        return name === CA_KEY ? await caReconciler.reconcile() : await reconciler.reconcile(name);
+        if (name === CA_KEY) return await caReconciler.reconcile();
+        if (name === SELF_KEY) return await selfReconciler.reconcile();
+        return await reconciler.reconcile(name);
       } catch (err) {
         // Leadership moved mid-reconcile: the new leader takes it from here.
         if (err instanceof NotLeaderError) return;
@@ -199,6 +213,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       if (leading) {
         // Level-based: a new leader looks at everything, adopting what exists.
         queue.add(CA_KEY);
+        queue.add(SELF_KEY);
         for (const suite of suites.list()) queue.add(suite.metadata!.name!);
       }
       queue.setActive(leading);

@@ -8,6 +8,10 @@ import type { CertificateStore } from '../certs/store.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { Logger } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
+import { SUITE_VALIDATION } from '../api/names.ts';
+import type { AdmissionSuite } from '../api/types.ts';
+import { allowed, denied, type Decision } from '../api/review.ts';
+import { compileSuite } from '../registry/compile.ts';
 import { decodeReview, encodeFailure, encodeReview } from './review.ts';
 import type { Metrics } from '../health/metrics.ts';
 
@@ -44,6 +48,12 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     void reply.code(reviewError.kind.status).send(encodeFailure(reviewError));
   });
 
+  // The operator's own webhook: a suite that cannot work is refused on apply, naming its fields.
+  app.post(SUITE_VALIDATION.path, async (request, reply) => {
+    const { apiVersion, request: admissionRequest } = decodeReview(request.body);
+    return reply.send(encodeReview(apiVersion, admissionRequest.uid, validateSuite(admissionRequest.object as unknown as AdmissionSuite)));
+  });
+
   app.post<{ Params: { suite: string; webhook: string } }>('/admit/:suite/:webhook', async (request, reply) => {
     const started = process.hrtime.bigint();
     const { apiVersion, request: admissionRequest } = decodeReview(request.body);
@@ -56,6 +66,13 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     return reply.send(encodeReview(apiVersion, admissionRequest.uid, decision));
   });
   return app;
+}
+
+function validateSuite(suite: AdmissionSuite): Decision {
+  const errors = compileSuite(suite).errors;
+  if (errors.length === 0) return allowed();
+  const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+  return denied(`AdmissionSuite "${suite?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
 }
 
 function toReviewError(error: unknown): ReviewError {

@@ -12,3 +12,13 @@ export const tlsSecretName = (suite: string) => `portcullis-${suite}-tls`;
 export const defaultServiceName = (suite: string) => `portcullis-${suite}`;
 export const webhookFullName = (suite: string, webhook: string) => `${webhook}.${suite}.${GROUP}`;
 export const admitPath = (suite: string, webhook: string) => `/admit/${suite}/${webhook}`;
+
+/** The operator's own webhook that validates AdmissionSuites on apply. */
+export const SUITE_VALIDATION = {
+  configuration: 'portcullis-admissionsuites',
+  webhook: `admissionsuites.${GROUP}`,
+  path: '/validate/admissionsuites',
+  service: 'portcullis-operator',
+  secret: 'portcullis-operator-tls',
+  crd: `admissionsuites.${GROUP}`,
+} as const;

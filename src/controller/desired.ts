@@ -11,7 +11,6 @@ import {
   MANAGED_BY_LABELS,
   POD_LABELS,
   SUITE_LABEL,
-  tlsSecretName,
   webhookFullName,
 } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
@@ -34,11 +33,11 @@ export const SELF_PROTECTION_CONDITION = {
   ].join(' && '),
 };
 
-export function ownerReference(suite: AdmissionSuite) {
+export function ownerReference(suite: AdmissionSuite): OwnerReference {
   return { apiVersion: API_VERSION, kind: KIND, name: suite.metadata.name, uid: suite.metadata.uid, controller: true, blockOwnerDeletion: false };
 }
 
-function metadataFor(suite: AdmissionSuite, name: string, namespace?: string) {
+export function metadataFor(suite: AdmissionSuite, name: string, namespace?: string): ObjectMetadata {
   return {
     name,
     ...(namespace ? { namespace } : {}),
@@ -69,11 +68,27 @@ export function servingNames(suite: AdmissionSuite, config: OperatorConfig): str
   return [`${name}.${namespace}.svc`, `${name}.${namespace}.svc.cluster.local`, `${name}.${namespace}`, name];
 }
 
-export function tlsSecret(suite: AdmissionSuite, config: OperatorConfig, certPem: string, keyPem: string, caBundle: string): KubeObject {
+export interface ObjectMetadata {
+  name: string;
+  namespace?: string;
+  labels: Record<string, string>;
+  ownerReferences: OwnerReference[];
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export function tlsSecret(metadata: ObjectMetadata, certPem: string, keyPem: string, caBundle: string): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: metadataFor(suite, tlsSecretName(suite.metadata.name), config.namespace),
+    metadata,
     type: 'kubernetes.io/tls',
     data: {
       'tls.crt': Buffer.from(certPem).toString('base64'),

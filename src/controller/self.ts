@@ -1,0 +1,106 @@
+/**
+ * The operator's own webhook that refuses invalid AdmissionSuites on apply (field paths in the
+ * message). It has `failurePolicy: Ignore`, so a stopped operator never blocks editing or
+ * deleting suites, and everything of it is owned by the AdmissionSuite CRD, so uninstalling the
+ * CRD removes it. Reconciled like a suite: certificate, Service, probe, then registration.
+ */
+import { GROUP, PLURAL, VERSION } from '../api/types.ts';
+import { MANAGED_BY_LABELS, POD_LABELS, SUITE_VALIDATION } from '../api/names.ts';
+import type { OperatorConfig } from '../config.ts';
+import { apply, getObject, type Kube, type KubeObject } from '../kube/client.ts';
+import type { Logger } from '../log.ts';
+import type { CaReconciler } from './ca.ts';
+import type { ObjectMetadata, OwnerReference } from './desired.ts';
+import type { ReconcileResult } from './queue.ts';
+import { ensureLeaf, probeEndpoint } from './serving.ts';
+
+/** The work-queue key of the suite-validation webhook; not a DNS label, so no suite can have it. */
+export const SELF_KEY = '#self';
+/** The certificate-store key of the operator's own serving certificate. */
+export const SELF_CERTIFICATE = '#operator';
+
+const CERT_DURATION_MS = 2160 * 3600_000;
+
+export interface SelfReconcilerDeps {
+  kube: Kube;
+  config: OperatorConfig;
+  ca: CaReconciler;
+  log: Logger;
+  now?: () => Date;
+}
+
+export class SelfReconciler {
+  private readonly deps: SelfReconcilerDeps;
+  private readonly now: () => Date;
+
+  constructor(deps: SelfReconcilerDeps) {
+    this.deps = deps;
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  async reconcile(): Promise<ReconcileResult> {
+    const { kube, config } = this.deps;
+    const crd = await getObject<KubeObject & { metadata: { uid: string } }>(kube, {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: SUITE_VALIDATION.crd },
+    });
+    if (!crd) return;
+    const owner: OwnerReference = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: SUITE_VALIDATION.crd, uid: crd.metadata.uid };
+    const metadata = (name: string, namespace?: string): ObjectMetadata => ({
+      name,
+      ...(namespace ? { namespace } : {}),
+      labels: { ...MANAGED_BY_LABELS, [`${GROUP}/component`]: 'suite-validation' },
+      ownerReferences: [owner],
+    });
+    const serverName = `${SUITE_VALIDATION.service}.${config.namespace}.svc`;
+
+    const ca = await this.deps.ca.material();
+    const serving = await ensureLeaf(
+      kube,
+      ca,
+      {
+        metadata: metadata(SUITE_VALIDATION.secret, config.namespace),
+        names: [serverName, `${serverName}.cluster.local`, `${SUITE_VALIDATION.service}.${config.namespace}`, SUITE_VALIDATION.service],
+        durationMs: CERT_DURATION_MS,
+        keyAlgorithm: 'ECDSA',
+      },
+      this.now(),
+    );
+    await apply(kube, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: metadata(SUITE_VALIDATION.service, config.namespace),
+      spec:
+        config.mode === 'local'
+          ? { type: 'ExternalName', externalName: 'localhost' }
+          : { type: 'ClusterIP', selector: { ...POD_LABELS }, ports: [{ name: 'https', port: 443, targetPort: config.servingPort, protocol: 'TCP' }] },
+    });
+    const probe = await probeEndpoint(config.servingPort, serverName, ca.bundle, serving.certPem);
+    if (probe !== true) {
+      this.deps.log.debug('suite validation not registered yet', { reason: probe });
+      return { requeueAfterMs: 250 };
+    }
+    await apply(kube, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: metadata(SUITE_VALIDATION.configuration),
+      webhooks: [
+        {
+          name: SUITE_VALIDATION.webhook,
+          clientConfig: {
+            service: { namespace: config.namespace, name: SUITE_VALIDATION.service, path: SUITE_VALIDATION.path, port: config.mode === 'local' ? config.servingPort : 443 },
+            caBundle: Buffer.from(ca.bundle).toString('base64'),
+          },
+          rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [PLURAL], scope: 'Cluster' }],
+          // Ignore: with no operator running, suites can still be created, edited and deleted.
+          failurePolicy: 'Ignore',
+          sideEffects: 'None',
+          timeoutSeconds: 5,
+          admissionReviewVersions: ['v1'],
+        },
+      ],
+    });
+    return { requeueAfterMs: Math.max(1000, serving.renewalTime.getTime() - this.now().getTime()) };
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Serving certificates and the check that an endpoint serves one: shared by the suites and by the
+ * operator's own suite-validation webhook. A leaf is reused while it is signed by the current CA,
+ * carries the names and is not due; otherwise a new one is issued and written.
+ */
+import tls from 'node:tls';
+import { X509Certificate } from 'node:crypto';
+import type { CaMaterial } from '../certs/authority.ts';
+import { issueLeaf, isSignedBy, readCertificate, type KeyAlgorithm } from '../certs/x509.ts';
+import { renewalTime } from '../certs/renewal.ts';
+import { apply, getObject, type Kube, type KubeObject } from '../kube/client.ts';
+import { tlsSecret, type ObjectMetadata } from './desired.ts';
+
+const PROBE_TIMEOUT_MS = 2000;
+
+export interface LeafSpec {
+  /** The Secret's metadata (name, namespace, labels, owner). */
+  metadata: ObjectMetadata;
+  names: string[];
+  durationMs: number;
+  renewBeforeMs?: number;
+  keyAlgorithm: KeyAlgorithm;
+}
+
+export interface ServingCertificate {
+  certPem: string;
+  notAfter: Date;
+  renewalTime: Date;
+  /** The serial of a certificate issued by this call; undefined when the existing one was kept. */
+  issuedSerial?: string;
+}
+
+export async function ensureLeaf(kube: Kube, ca: CaMaterial, spec: LeafSpec, now: Date): Promise<ServingCertificate> {
+  const header = { apiVersion: 'v1', kind: 'Secret', metadata: { name: spec.metadata.name, namespace: spec.metadata.namespace } };
+  const secret = await getObject<KubeObject & { data?: Record<string, string> }>(kube, header);
+  const decode = (key: string) => (secret?.data?.[key] ? Buffer.from(secret.data[key], 'base64').toString() : '');
+  const certPem = decode('tls.crt');
+  const keyPem = decode('tls.key');
+  const ipHost = isIpHost(spec.names);
+  if (certPem && keyPem && isSignedBy(certPem, ca.certPem)) {
+    const facts = readCertificate(certPem);
+    const renewal = renewalTime(facts.notBefore, facts.notAfter, spec.renewBeforeMs);
+    const namesMatch = ipHost || spec.names.every((n) => facts.dnsNames.includes(n));
+    if (namesMatch && renewal > now) {
+      // The bundle changes during a CA rotation; the certificate need not.
+      if (decode('ca.crt') !== ca.bundle) await apply(kube, tlsSecret(spec.metadata, certPem, keyPem, ca.bundle));
+      return { certPem, notAfter: facts.notAfter, renewalTime: renewal };
+    }
+  }
+  const issued = await issueLeaf(ca, {
+    commonName: spec.names[0]!,
+    dnsNames: ipHost ? [] : spec.names,
+    ipAddresses: ipHost ? spec.names : [],
+    usage: 'server',
+    notAfter: new Date(now.getTime() + spec.durationMs),
+    keyAlgorithm: spec.keyAlgorithm,
+  });
+  await apply(kube, tlsSecret(spec.metadata, issued.certPem, issued.keyPem, ca.bundle));
+  return {
+    certPem: issued.certPem,
+    notAfter: issued.notAfter,
+    renewalTime: renewalTime(issued.notBefore, issued.notAfter, spec.renewBeforeMs),
+    issuedSerial: issued.serial,
+  };
+}
+
+/** true, or why the endpoint on `port` does not yet serve `certPem` verifiably under `bundle` for `servername`. */
+export function probeEndpoint(port: number, servername: string, bundle: string, certPem: string): Promise<true | string> {
+  const expected = new X509Certificate(certPem).raw;
+  return new Promise((resolve) => {
+    const socket = tls.connect({
+      host: '127.0.0.1',
+      port,
+      ...(isIpHost([servername]) ? {} : { servername }),
+      ca: bundle,
+      timeout: PROBE_TIMEOUT_MS,
+    });
+    const done = (result: true | string) => {
+      socket.destroy();
+      resolve(result);
+    };
+    socket.once('secureConnect', () => {
+      const served = socket.getPeerX509Certificate();
+      done(served && Buffer.compare(served.raw, expected) === 0 ? true : 'the endpoint does not serve the current certificate yet');
+    });
+    socket.once('error', (err) => done(`the admission endpoint is not serving ${servername} yet: ${err.message}`));
+    socket.once('timeout', () => done('the admission endpoint did not answer the TLS handshake'));
+  });
+}
+
+export function isIpHost(names: string[]): boolean {
+  return names.length === 1 && /^[\d.]+$|:/.test(names[0]!);
+}

@@ -1,0 +1,62 @@
+/**
+ * The operator's own webhook refuses a suite that cannot work, on apply, naming the field; it is
+ * owned by the AdmissionSuite CRD, so uninstalling the CRD removes it.
+ */
+import { expect } from 'chai';
+import { cluster, kubectl } from '../support/cluster.ts';
+import { startTestOperator } from '../support/operator.ts';
+import { createSuite, deleteSuite, getSuite } from '../support/suites.ts';
+import { refusal } from '../support/objects.ts';
+import { eventually } from '../support/wait.ts';
+import type { Operator } from '../../src/operator.ts';
+import type { SuiteSpec } from '../../src/api/types.ts';
+
+const configmaps = [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];
+const broken: SuiteSpec = {
+  webhooks: [{ name: 'bad', type: 'Validating', rules: configmaps, validations: [{ expression: 'true' }, { expression: 'object.metadata.name.startsWith(' }] }],
+};
+
+describe('suite validation on apply', function () {
+  let operator: Operator;
+
+  before(async function () {
+    operator = await startTestOperator();
+    await eventually(
+      async () => (await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: 'portcullis-admissionsuites' })) ?? Promise.reject(new Error('not registered')),
+      { what: 'the suite-validation webhook to be registered' },
+    );
+  });
+
+  after(async function () {
+    for (const name of ['refused', 'valid-then-broken']) await deleteSuite(name);
+    await operator.stop();
+  });
+
+  it('refuses a suite whose expression does not compile, naming the field path', async function () {
+    const refused = await eventually(async () => (await refusal(() => createSuite('refused', broken))) ?? Promise.reject(new Error('admitted')), {
+      what: 'the refusal',
+    });
+    expect(refused.code).to.equal(422);
+    expect(refused.message).to.contain('admissionsuites.admission.portcullis.dev');
+    expect(refused.message).to.contain('spec.webhooks[0].validations[1].expression');
+    expect(await getSuite('refused')).to.equal(undefined);
+  });
+
+  it('refuses through kubectl, and refuses an edit that breaks a valid suite', async function () {
+    const manifest = JSON.stringify({ apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: 'refused' }, spec: { ...broken, url: 'https://a.example', service: { name: 'x' } } });
+    const result = await kubectl(['apply', '-f', '-'], manifest);
+    expect(result.code).to.not.equal(0);
+    expect(result.stderr).to.contain('exactly one of service and url');
+    await createSuite('valid-then-broken', { webhooks: [{ name: 'ok', type: 'Validating', rules: configmaps, objectSelector: { matchLabels: { never: 'matches' } }, validations: [{ expression: 'true' }] }] });
+    const edit = await kubectl(['patch', 'asuite', 'valid-then-broken', '--type=json', '-p', '[{"op":"replace","path":"/spec/webhooks/0/validations/0/expression","value":"1 + "}]']);
+    expect(edit.code).to.not.equal(0);
+    expect(edit.stderr).to.contain('spec.webhooks[0].validations[0].expression');
+  });
+
+  it('is owned by the AdmissionSuite CRD and fails open', async function () {
+    const crd = await cluster().kube.objects.read({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'admissionsuites.admission.portcullis.dev' } });
+    const configuration = await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: 'portcullis-admissionsuites' });
+    expect(configuration.metadata?.ownerReferences).to.deep.include({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: 'admissionsuites.admission.portcullis.dev', uid: crd.metadata!.uid });
+    expect(configuration.webhooks![0]!.failurePolicy).to.equal('Ignore');
+  });
+});
