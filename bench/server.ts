@@ -1,0 +1,41 @@
+/**
+ * One HTTPS server for the load benchmark, run as its own process (pinned to one core by
+ * bench/run.ts): `portcullis` is the real admission server with the bench suite; `floor` is a
+ * bare Node HTTPS server that reads and parses the same body and answers an allow with its uid.
+ * Prints "listening <port>" when ready.
+ */
+import fs from 'node:fs';
+import https from 'node:https';
+import { createAdmissionServer } from '../src/admission/server.ts';
+import { CertificateStore } from '../src/certs/store.ts';
+import { Metrics } from '../src/health/metrics.ts';
+import { logger } from '../src/log.ts';
+import { SuiteRegistry } from '../src/registry/registry.ts';
+import { benchSuite } from './fixtures.ts';
+
+const [kind, certFile, keyFile] = process.argv.slice(2);
+const cert = fs.readFileSync(certFile!, 'utf8');
+const key = fs.readFileSync(keyFile!, 'utf8');
+
+if (kind === 'floor') {
+  const server = https.createServer({ cert, key }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const review = JSON.parse(Buffer.concat(chunks).toString());
+      const body = JSON.stringify({ apiVersion: review.apiVersion, kind: 'AdmissionReview', response: { uid: review.request.uid, allowed: true } });
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+  });
+  server.listen(0, '127.0.0.1', () => console.log(`listening ${(server.address() as { port: number }).port}`));
+} else {
+  const registry = new SuiteRegistry();
+  registry.sync(benchSuite());
+  const certificates = new CertificateStore();
+  certificates.set('bench', cert, key);
+  logger.level = 'error';
+  const app = createAdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  console.log(`listening ${(app.server.address() as { port: number }).port}`);
+}
