@@ -39,3 +39,4 @@ if (kind === 'floor') {
   await app.listen({ port: 0, host: '127.0.0.1' });
   console.log(`listening ${(app.server.address() as { port: number }).port}`);
 }
+process.on('SIGINT', () => process.exit(0));
