@@ -5,24 +5,13 @@ import * as k8s from '@kubernetes/client-node';
 import { cluster, OPERATOR_NAMESPACE } from '../support/cluster.ts';
 import { startTestOperator } from '../support/operator.ts';
 import { deleteSuite, waitForCondition } from '../support/suites.ts';
-import { ensureNamespace, refusal } from '../support/objects.ts';
+import { deployment, ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { apply } from '../../src/kube/client.ts';
 import type { Operator } from '../../src/operator.ts';
 
 const NS = 'contract-example-e2e';
 const SAMPLE = 'config/samples/platform-guards.yaml';
-
-function deployment(name: string, replicas: number): k8s.V1Deployment {
-  return {
-    metadata: { name },
-    spec: {
-      replicas,
-      selector: { matchLabels: { app: name } },
-      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] } },
-    },
-  };
-}
 
 describe('the contract example suite, as written', function () {
   let operator: Operator;

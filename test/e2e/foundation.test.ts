@@ -10,6 +10,7 @@ import { startTestOperator } from '../support/operator.ts';
 import { condition, createSuite, deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { eventually } from '../support/wait.ts';
 import { getObject, type KubeObject } from '../../src/kube/client.ts';
+import { deployment, errorStatus } from '../support/objects.ts';
 import type { Operator } from '../../src/operator.ts';
 import type { SuiteSpec } from '../../src/api/types.ts';
 
@@ -25,22 +26,6 @@ const replicaLimit: SuiteSpec = {
     },
   ],
 };
-
-function deployment(name: string, replicas: number): k8s.V1Deployment {
-  return {
-    metadata: { name, namespace: NS },
-    spec: {
-      replicas,
-      selector: { matchLabels: { app: name } },
-      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] } },
-    },
-  };
-}
-
-function errorBody(err: unknown): { code?: number; message?: string } {
-  const body = (err as { body?: unknown }).body;
-  return typeof body === 'string' ? JSON.parse(body) : (body as object);
-}
 
 describe('Foundation: one suite admitting end to end through the real API server', function () {
   let operator: Operator;
@@ -67,9 +52,9 @@ describe('Foundation: one suite admitting end to end through the real API server
     const denial = await eventually(
       async () => {
         try {
-          await cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment('too-many', 6) });
+          await cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment('too-many', 6, NS) });
         } catch (err) {
-          return errorBody(err);
+          return errorStatus(err);
         }
         await cluster().apps.deleteNamespacedDeployment({ namespace: NS, name: 'too-many' });
         throw new Error('a Deployment with 6 replicas was admitted');
@@ -80,12 +65,12 @@ describe('Foundation: one suite admitting end to end through the real API server
     expect(denial.message).to.contain('replica-limit.replica-guard.admission.portcullis.dev');
     expect(denial.message).to.contain('replicas must be no greater than 5');
 
-    const admitted = await cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment('within', 3) });
+    const admitted = await cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment('within', 3, NS) });
     expect(admitted.spec?.replicas).to.equal(3);
   });
 
   it('is enforced for kubectl too', async function () {
-    const manifest = JSON.stringify({ apiVersion: 'apps/v1', kind: 'Deployment', ...deployment('kubectl-too-many', 7) });
+    const manifest = JSON.stringify({ apiVersion: 'apps/v1', kind: 'Deployment', ...deployment('kubectl-too-many', 7, NS) });
     const result = await kubectl(['create', '-f', '-'], manifest);
     expect(result.code).to.not.equal(0);
     expect(result.stderr).to.contain('admission webhook "replica-limit.replica-guard.admission.portcullis.dev" denied the request');
@@ -176,7 +161,7 @@ describe('Foundation: one suite admitting end to end through the real API server
       { what: 'garbage collection of the suite objects', timeoutMs: 60_000 },
     );
     expect(await getSuite('replica-guard')).to.equal(undefined);
-    const admitted = await eventually(() => cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment('too-many-after', 6) }), {
+    const admitted = await eventually(() => cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment('too-many-after', 6, NS) }), {
       what: 'a 6-replica Deployment to be admitted',
     });
     expect(admitted.spec?.replicas).to.equal(6);

@@ -11,6 +11,7 @@ import { startTestOperator } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { ensureNamespace, errorStatus } from '../support/objects.ts';
 import type { Operator } from '../../src/operator.ts';
+import { deleteIfExists } from '../../src/kube/client.ts';
 
 const SUITE = 'rotating';
 const NS = 'rotation-e2e';
@@ -27,6 +28,8 @@ describe('lifecycle: certificate rotation under load', function () {
 
   before(async function () {
     await ensureNamespace(NS);
+    // A fresh install: the CA that earlier tests made has a lifetime of years.
+    await deleteIfExists(cluster().kube, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'portcullis-ca', namespace: OPERATOR_NAMESPACE } });
     operator = await startTestOperator({ caDurationMs: 150_000, caOverlapMs: 3_000 });
     await createSuite(SUITE, {
       certificate: { duration: '60s' },

@@ -21,8 +21,12 @@ describe('suite validation on apply', function () {
 
   before(async function () {
     operator = await startTestOperator();
+    // Test operators each serve on a port of their own: wait until the registration points at this one.
     await eventually(
-      async () => (await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: 'portcullis-admissionsuites' })) ?? Promise.reject(new Error('not registered')),
+      async () => {
+        const configuration = await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: 'portcullis-admissionsuites' });
+        if (configuration.webhooks?.[0]?.clientConfig.service?.port !== operator.servingPort) throw new Error('registered for another operator');
+      },
       { what: 'the suite-validation webhook to be registered' },
     );
   });

@@ -27,3 +27,15 @@ export async function refusal(call: () => Promise<unknown>): Promise<{ code?: nu
     return errorStatus(err);
   }
 }
+
+/** A small Deployment of the pause image; pods are never scheduled here, only stored. */
+export function deployment(name: string, replicas: number, namespace?: string): k8s.V1Deployment {
+  return {
+    metadata: { name, ...(namespace ? { namespace } : {}) },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10' }] } },
+    },
+  };
+}
