@@ -25,6 +25,13 @@ describe('deploy/: the install manifests', function () {
     expect(deployment.stdout).to.equal('portcullis-operator');
   });
 
+  it('describe the CRD to kubectl explain', async function () {
+    const explained = await kubectl(['explain', 'admissionsuite.spec.webhooks.validations']);
+    expect(explained.code, explained.stderr).to.equal(0);
+    expect(explained.stdout).to.contain('CEL validations with ValidatingAdmissionPolicy semantics');
+    expect(explained.stdout).to.contain('messageExpression');
+  });
+
   it('let the operator read Secrets in its namespace and nowhere else', async function () {
     expect(await canI('get', 'secrets', '-n', 'portcullis-system')).to.equal('yes');
     expect(await canI('create', 'secrets', '-n', 'portcullis-system')).to.equal('yes');
