@@ -25,7 +25,7 @@ export const EMPTY_VIEW: ClusterView = { namespace: () => undefined, limitRanges
 
 export interface Handler<Config = Record<string, unknown>> {
   name: string;
-  /** The resources the handler understands; a suite may not point it elsewhere. */
+  /** The resources the handler understands; a suite may not point it elsewhere. A group or resource of '*' means any. */
   resources: ServedResource[];
   /** Checks and defaults `config`; returns problems as [field under config, message]. */
   parseConfig(config: Record<string, unknown>): { config: Config; errors: { field: string; message: string }[] };

@@ -1,8 +1,24 @@
 /** The built-in handlers by name. A new handler is one file and one line here. */
 import { alwaysPullImages } from './always-pull-images.ts';
+import { defaultResources } from './default-resources.ts';
+import { defaultTolerationSeconds } from './default-toleration-seconds.ts';
+import { denyServiceExternalIPs } from './deny-service-external-ips.ts';
 import type { Handler } from './handler.ts';
+import { imageRegistryAllowlist } from './image-registry-allowlist.ts';
+import { namespaceProtection } from './namespace-protection.ts';
+import { podNodeSelector } from './pod-node-selector.ts';
+import { requiredLabels } from './required-labels.ts';
 
-const HANDLERS: Handler<any>[] = [alwaysPullImages];
+const HANDLERS: Handler<any>[] = [
+  alwaysPullImages,
+  defaultTolerationSeconds,
+  namespaceProtection,
+  denyServiceExternalIPs,
+  imageRegistryAllowlist,
+  defaultResources,
+  podNodeSelector,
+  requiredLabels,
+];
 
 const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));
 

@@ -116,7 +116,7 @@ function compileHandler(spec: WebhookSpec, path: string, view: ClusterView): (re
     for (const group of rule.apiGroups ?? []) {
       for (const resource of rule.resources ?? []) {
         const base = resource.split('/')[0];
-        if (!handler.resources.some((s) => s.group === group && s.resource === base)) {
+        if (!handler.resources.some((s) => (s.group === '*' || s.group === group) && (s.resource === '*' || s.resource === base))) {
           errors.push({ field: `${path}.rules[${r}]`, message: `handler ${handler.name} does not serve ${group || 'core'}/${resource}` });
         }
       }
