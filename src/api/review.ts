@@ -80,6 +80,9 @@ export const denied = (message: string, reason: Reason = 'Forbidden'): Decision 
 export const patched = (patch: JsonPatchOperation[]): Decision =>
   patch.length ? { allowed: true, patch } : { allowed: true };
 
-/** A handler or expression that failed, answered according to the webhook's failurePolicy. */
-export const errored = (message: string, failurePolicy: 'Fail' | 'Ignore'): Decision =>
-  failurePolicy === 'Ignore' ? { allowed: true } : denied(message, 'Forbidden');
+/**
+ * A handler or expression that failed, answered according to the webhook's failurePolicy.
+ * Declarative rules fail as ValidatingAdmissionPolicy does (Invalid, 422); handlers as Forbidden.
+ */
+export const errored = (message: string, failurePolicy: 'Fail' | 'Ignore', reason: Reason = 'Forbidden'): Decision =>
+  failurePolicy === 'Ignore' ? { allowed: true } : denied(message, reason);

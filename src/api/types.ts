@@ -53,6 +53,12 @@ export interface Mutation {
   patchExpression?: string;
 }
 
+/** As ValidatingAdmissionPolicy's auditAnnotations: recorded by the API server as `<webhook name>/<key>`. */
+export interface AuditAnnotation {
+  key: string;
+  valueExpression: string;
+}
+
 export interface Variable {
   name: string;
   expression: string;
@@ -88,6 +94,7 @@ export interface WebhookSpec {
   variables?: Variable[];
   validations?: Validation[];
   validationActions?: ValidationAction[];
+  auditAnnotations?: AuditAnnotation[];
   mutations?: Mutation[];
   handler?: HandlerRef;
 }

@@ -11,6 +11,7 @@ export interface FieldError {
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const AUDIT_KEY = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const REASONS = new Set(['Unauthorized', 'Forbidden', 'Invalid', 'RequestEntityTooLarge']);
 
 export function validateSuiteName(name: string): FieldError[] {
@@ -66,13 +67,21 @@ function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
   if (webhook.type !== 'Validating' && webhook.type !== 'Mutating') err('.type', 'must be Validating or Mutating');
   if (!Array.isArray(webhook.rules) || webhook.rules.length === 0) err('.rules', 'must list at least one rule');
 
-  const hasRules = (webhook.validations?.length ?? 0) + (webhook.mutations?.length ?? 0) > 0;
+  const hasRules = (webhook.validations?.length ?? 0) + (webhook.auditAnnotations?.length ?? 0) + (webhook.mutations?.length ?? 0) > 0;
   if (webhook.handler && hasRules) err('', 'a webhook has either a handler or validations/mutations, not both');
   if (!webhook.handler && !hasRules) err('', `needs a handler or ${webhook.type === 'Mutating' ? 'mutations' : 'validations'}`);
   if (webhook.type === 'Mutating' && webhook.validations?.length) err('.validations', 'only Validating webhooks have validations');
   if (webhook.type === 'Validating' && webhook.mutations?.length) err('.mutations', 'only Mutating webhooks have mutations');
   webhook.validations?.forEach((v, i) => {
     if (v.reason !== undefined && !REASONS.has(v.reason)) err(`.validations[${i}].reason`, 'must be one of Unauthorized, Forbidden, Invalid, RequestEntityTooLarge');
+  });
+  if (webhook.type === 'Mutating' && webhook.auditAnnotations?.length) err('.auditAnnotations', 'only Validating webhooks have auditAnnotations');
+  const keys = new Set<string>();
+  webhook.auditAnnotations?.forEach((a, i) => {
+    // The API server records `<webhook name>/<key>`, which must be a qualified name.
+    if (!AUDIT_KEY.test(a.key ?? '') || a.key.length > 63) err(`.auditAnnotations[${i}].key`, 'must be a qualified name of at most 63 characters (letters, digits, -, _ and .)');
+    if (keys.has(a.key)) err(`.auditAnnotations[${i}].key`, `duplicate key "${a.key}"`);
+    keys.add(a.key);
   });
   const actions = webhook.validationActions ?? [];
   if (actions.includes('Deny') && actions.includes('Warn')) err('.validationActions', 'Deny and Warn may not be used together');

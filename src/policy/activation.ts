@@ -2,6 +2,7 @@
 import type { AdmissionRequest } from '../api/review.ts';
 import { type Program } from './cel.ts';
 import { toCel } from './values.ts';
+import { celErrorText } from './errors.ts';
 
 export interface CompiledVariable {
   name: string;
@@ -64,7 +65,8 @@ export function buildActivation(
           try {
             value = variable.program(activation);
           } catch (err) {
-            failure = err;
+            // Worded as the API server's composition does, so the message names the variable.
+            failure = new Error(`composited variable "${variable.name}" fails to evaluate: ${celErrorText(err)}`);
           }
         }
         if (failure) throw failure;

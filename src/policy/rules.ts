@@ -6,8 +6,10 @@ import jsonpatch from 'fast-json-patch';
 import type { FailurePolicy, JsonPatchOperation, Reason, ValidationAction, WebhookSpec } from '../api/types.ts';
 import { allowed, denied, errored, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
 import { compile, CompileError, firstLine, type Program } from './cel.ts';
+import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type CompiledVariable } from './activation.ts';
 import { fromCel } from './values.ts';
+import { closeBudget, CostBudgetError, openBudget } from './cost.ts';
 
 interface CompiledValidation {
   expression: string;
@@ -16,6 +18,22 @@ interface CompiledValidation {
   messageProgram?: Program;
   reason: Reason;
   field: string;
+}
+
+interface CompiledAuditAnnotation {
+  key: string;
+  valueExpression: string;
+  program: Program;
+}
+
+interface CompiledValidations {
+  suite: string;
+  webhook: string;
+  failurePolicy: FailurePolicy;
+  actions: ValidationAction[];
+  variables: CompiledVariable[];
+  validations: CompiledValidation[];
+  auditAnnotations: CompiledAuditAnnotation[];
 }
 
 interface CompiledMutation {
@@ -32,97 +50,202 @@ export interface RulesContext {
 
 export type RulesAdmit = (request: AdmissionRequest, context?: RulesContext) => Decision;
 
-/** Compiles the rules of `webhook` (at `path`, e.g. `spec.webhooks[0]`); throws CompileError naming the field. */
-export function compileRules(webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): RulesAdmit {
+/**
+ * Compiles the rules of `webhook` of suite `suite` (at `path`, e.g. `spec.webhooks[0]`); throws
+ * CompileError naming the field.
+ */
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): RulesAdmit {
   const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => ({
     name: v.name,
     program: compile(v.expression, `${path}.variables[${i}].expression`),
   }));
-  const validations: CompiledValidation[] = (webhook.validations ?? []).map((v, i) => {
-    const field = `${path}.validations[${i}]`;
-    return {
-      expression: v.expression,
-      program: compile(v.expression, `${field}.expression`, 'bool'),
-      message: v.message,
-      messageProgram: v.messageExpression ? compile(v.messageExpression, `${field}.messageExpression`, 'string') : undefined,
-      reason: v.reason ?? 'Invalid',
-      field,
-    };
-  });
-  const mutations: CompiledMutation[] = (webhook.mutations ?? []).map((m, i) => {
-    const field = `${path}.mutations[${i}]`;
-    if (!m.patch === !m.patchExpression) throw new CompileError(field, 'exactly one of patch and patchExpression must be set');
-    return {
-      field,
-      condition: m.condition ? compile(m.condition, `${field}.condition`, 'bool') : undefined,
-      patch: m.patch,
-      patchProgram: m.patchExpression ? compile(m.patchExpression, `${field}.patchExpression`, 'list') : undefined,
-    };
-  });
-  const actions = new Set<ValidationAction>(webhook.validationActions ?? ['Deny']);
 
   if (webhook.type === 'Mutating') {
+    const mutations: CompiledMutation[] = (webhook.mutations ?? []).map((m, i) => {
+      const field = `${path}.mutations[${i}]`;
+      if (!m.patch === !m.patchExpression) throw new CompileError(field, 'exactly one of patch and patchExpression must be set');
+      return {
+        field,
+        condition: m.condition ? compile(m.condition, `${field}.condition`, 'bool') : undefined,
+        patch: m.patch,
+        patchProgram: m.patchExpression ? compile(m.patchExpression, `${field}.patchExpression`, 'list') : undefined,
+      };
+    });
     return (request, context = {}) => {
+      const budget = openBudget();
       try {
         return mutate(request, mutations, variables, context);
       } catch (err) {
-        return errored(firstLine(err), failurePolicy);
+        return errored(firstLine(err), failurePolicy, 'Invalid');
+      } finally {
+        closeBudget(budget);
       }
     };
   }
-  return (request, context = {}) => {
-    try {
-      return validate(request, validations, variables, actions, context);
-    } catch (err) {
-      return errored(firstLine(err), failurePolicy);
-    }
+
+  const compiled: CompiledValidations = {
+    suite,
+    webhook: webhook.name,
+    failurePolicy,
+    actions: webhook.validationActions ?? ['Deny'],
+    variables,
+    validations: (webhook.validations ?? []).map((v, i) => {
+      const field = `${path}.validations[${i}]`;
+      return {
+        expression: v.expression,
+        program: compile(v.expression, `${field}.expression`, 'bool'),
+        message: v.message,
+        messageProgram: v.messageExpression ? compile(v.messageExpression, `${field}.messageExpression`, 'string') : undefined,
+        reason: v.reason ?? 'Invalid',
+        field,
+      };
+    }),
+    auditAnnotations: (webhook.auditAnnotations ?? []).map((a, i) => ({
+      key: a.key,
+      valueExpression: a.valueExpression,
+      program: compile(a.valueExpression, `${path}.auditAnnotations[${i}].valueExpression`, 'string', 'null'),
+    })),
   };
+  return (request, context = {}) => validate(request, compiled, context);
 }
 
-function validate(
-  request: AdmissionRequest,
-  validations: CompiledValidation[],
-  variables: CompiledVariable[],
-  actions: Set<ValidationAction>,
-  context: RulesContext,
-): Decision {
+/**
+ * As the API server's validator and dispatcher do it: every validation is evaluated; a failure
+ * (or, under failurePolicy Fail, an error) goes to each validationAction: Deny collects it and the
+ * first one collected is the answer, Warn adds a warning, Audit adds it to `validation_failure`.
+ */
+function validate(request: AdmissionRequest, compiled: CompiledValidations, context: RulesContext): Decision {
   const object = request.operation === 'DELETE' ? null : request.object;
-  const activation = buildActivation(request, object, variables, context);
-  const failures: string[] = [];
-  for (const validation of validations) {
-    let result: unknown;
-    try {
-      result = validation.program(activation);
-    } catch (err) {
-      throw new Error(`expression '${validation.expression}' resulted in error: ${firstLine(err)}`);
+  const activation = buildActivation(request, object, compiled.variables, context);
+  const { failurePolicy } = compiled;
+  // One cost budget (cost.ts) for the validations, then their messageExpressions from what is left,
+  // as the API server spends it; running out answers for the whole webhook.
+  const budget = openBudget();
+  try {
+    // undefined: holds; a message: an error (failurePolicy Fail); null: fails, its message comes later
+    const outcomes: (Failure | null | undefined)[] = [];
+    for (const validation of compiled.validations) {
+      try {
+        // Anything but true denies, as in the API server (a non-bool is not an error there).
+        outcomes.push(validation.program(activation) === true ? undefined : null);
+      } catch (err) {
+        if (err instanceof CostBudgetError) return outOfBudget(compiled, err.message);
+        outcomes.push(failurePolicy === 'Ignore' ? undefined : { message: `expression '${validation.expression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' });
+      }
     }
-    if (result === true) continue;
-    if (result !== false) throw new Error(`expression '${validation.expression}' did not evaluate to a bool`);
-    const message = failureMessage(validation, activation);
-    if (actions.has('Deny')) return withAudit(denied(message, validation.reason), actions, [message]);
-    failures.push(message);
+    const failures: (Failure | undefined)[] = [];
+    for (const [index, outcome] of outcomes.entries()) {
+      const validation = compiled.validations[index]!;
+      try {
+        failures.push(outcome === null ? { message: failureMessage(validation, activation), reason: validation.reason } : outcome);
+      } catch (err) {
+        if (!(err instanceof CostBudgetError)) throw err;
+        // The API server turns every decision that is not already an error into this one.
+        const failure = failurePolicy === 'Ignore' ? undefined : { message: `failed messageExpression: ${err.message}`, reason: 'Invalid' as const };
+        for (let i = 0; i < outcomes.length; i++) failures[i] = outcomes[i] ?? failure;
+        break;
+      }
+    }
+    const verdict = new Verdict(compiled);
+    failures.forEach((failure, index) => verdict.add(failure, index));
+
+    openBudget(); // audit annotations get a budget of their own, as in the API server
+    for (const annotation of compiled.auditAnnotations) {
+      let value: unknown;
+      try {
+        value = annotation.program(activation);
+      } catch (err) {
+        if (err instanceof CostBudgetError) return outOfBudget(compiled, err.message);
+        if (failurePolicy === 'Fail') verdict.denials.push({ message: `expression '${annotation.valueExpression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' });
+        continue;
+      }
+      if (typeof value === 'string' && value.trim() !== '') verdict.annotations[annotation.key] = value.trim().slice(0, MAX_AUDIT_VALUE);
+      else if (value !== null && typeof value !== 'string' && failurePolicy === 'Fail') {
+        verdict.denials.push({ message: `valueExpression '${annotation.valueExpression}' resulted in unsupported return type: ${celTypeName(value)}. Return type must be either string or null.`, reason: 'Invalid' });
+      }
+    }
+    return verdict.decision();
+  } finally {
+    closeBudget(budget);
   }
-  const decision = allowed();
-  if (failures.length && actions.has('Warn')) decision.warnings = failures;
-  return withAudit(decision, actions, failures);
 }
 
-function withAudit(decision: Decision, actions: Set<ValidationAction>, failures: string[]): Decision {
-  if (failures.length && actions.has('Audit')) decision.auditAnnotations = { 'validation-failure': JSON.stringify(failures) };
-  return decision;
+interface Failure {
+  message: string;
+  reason: Reason;
 }
 
-/** VAP's order: messageExpression if it yields a non-empty string, then message, then the expression. */
+/**
+ * The failures of one webhook routed to its validationActions: Deny collects them and the first
+ * one collected is the answer, Warn adds a warning, Audit adds it to `validation_failure`.
+ */
+class Verdict {
+  readonly denials: Failure[] = [];
+  readonly warnings: string[] = [];
+  readonly audited: AuditedFailure[] = [];
+  readonly annotations: Record<string, string> = {};
+  private readonly compiled: CompiledValidations;
+  constructor(compiled: CompiledValidations) {
+    this.compiled = compiled;
+  }
+
+  add(failure: Failure | undefined, index: number): void {
+    if (!failure) return;
+    const { actions } = this.compiled;
+    if (actions.includes('Deny')) this.denials.push(failure);
+    if (actions.includes('Warn')) this.warnings.push(failure.message);
+    if (actions.includes('Audit')) this.audited.push({ message: failure.message, policy: this.compiled.suite, binding: this.compiled.webhook, expressionIndex: index, validationActions: actions });
+  }
+
+  decision(): Decision {
+    const { denials, warnings, audited, annotations } = this;
+    if (audited.length) annotations.validation_failure = JSON.stringify(audited.slice(0, MAX_AUDITED_FAILURES));
+    const decision = denials.length ? denied(denials[0]!.message, denials[0]!.reason) : allowed();
+    if (warnings.length) decision.warnings = warnings;
+    if (Object.keys(annotations).length) decision.auditAnnotations = annotations;
+    return decision;
+  }
+}
+
+/** A webhook whose evaluation ran out of cost budget: one error, by failurePolicy, and nothing else (as the API server). */
+function outOfBudget(compiled: CompiledValidations, message: string): Decision {
+  const verdict = new Verdict(compiled);
+  if (compiled.failurePolicy === 'Fail') verdict.add({ message, reason: 'Invalid' }, 0);
+  return verdict.decision();
+}
+
+/** The JSON of one entry of VAP's `validation_failure` audit annotation; policy and binding are the suite and webhook. */
+interface AuditedFailure {
+  message: string;
+  policy: string;
+  binding: string;
+  expressionIndex: number;
+  validationActions: ValidationAction[];
+}
+
+const MAX_AUDIT_VALUE = 10 * 1024;
+const MAX_AUDITED_FAILURES = 50;
+const MAX_MESSAGE_BYTES = 5 * 1024;
+
+/**
+ * VAP's order: messageExpression if it yields a non-empty single-line string of at most 5 KiB
+ * (trimmed), then message (trimmed), then "failed expression: <expression>".
+ */
 function failureMessage(validation: CompiledValidation, activation: object): string {
   if (validation.messageProgram) {
     try {
       const text = validation.messageProgram(activation);
-      if (typeof text === 'string' && text.trim() !== '') return text;
-    } catch {
-      // VAP falls back to the static message when messageExpression fails.
+      if (typeof text === 'string') {
+        const trimmed = text.trim();
+        if (trimmed !== '' && !trimmed.includes('\n') && Buffer.byteLength(trimmed) <= MAX_MESSAGE_BYTES) return trimmed;
+      }
+    } catch (err) {
+      // VAP falls back to the static message when messageExpression fails, unless the budget ran out.
+      if (err instanceof CostBudgetError) throw err;
     }
   }
-  return validation.message ?? `failed expression: ${validation.expression}`;
+  const message = validation.message?.trim();
+  return message || `failed expression: ${validation.expression.trim()}`;
 }
 
 function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: RulesContext): Decision {

@@ -48,7 +48,7 @@ export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VI
       const path = `spec.webhooks[${i}]`;
       const failurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
       try {
-        const admit = spec.handler ? compileHandler(spec, path, view) : withContext(compileRules(spec, path, failurePolicy), spec, failurePolicy, view, params);
+        const admit = spec.handler ? compileHandler(spec, path, view) : withContext(compileRules(name, spec, path, failurePolicy), spec, failurePolicy, view, params);
         webhooks.set(spec.name, {
           suite: name,
           name: spec.name,
@@ -89,9 +89,10 @@ function withContext(rules: RulesAdmit, spec: WebhookSpec, failurePolicy: Failur
     if (found.state === 'found') return rules(request, { params: found.object, namespaceObject });
     if (found.state === 'absent') {
       if ((ref.notFoundAction ?? 'Deny') === 'Allow') return allowed();
-      return errored(`no params found for webhook ${spec.name}: ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name} does not exist (notFoundAction Deny)`, failurePolicy);
+      // The API server's words for a VAP binding whose params are missing.
+      return errored('failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction', failurePolicy, 'Invalid');
     }
-    return errored(`params of webhook ${spec.name} are not available: ${found.reason}`, failurePolicy);
+    return errored(`params of webhook ${spec.name} are not available: ${found.reason}`, failurePolicy, 'Invalid');
   };
 }
 

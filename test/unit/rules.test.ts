@@ -15,7 +15,7 @@ describe('policy: validations', function () {
   const request = () => requestOf(fixtures.deploymentCreate());
 
   it('admits when every expression holds and denies with the message and reason code when one does not', function () {
-    const admit = compileRules(validating({ validations: [{ expression: 'object.spec.replicas <= 5' }, { expression: 'object.spec.replicas < 3', message: 'fewer than 3, please', reason: 'Forbidden' }] }), 'spec.webhooks[0]', 'Fail');
+    const admit = compileRules('s', validating({ validations: [{ expression: 'object.spec.replicas <= 5' }, { expression: 'object.spec.replicas < 3', message: 'fewer than 3, please', reason: 'Forbidden' }] }), 'spec.webhooks[0]', 'Fail');
     const decision = admit(request());
     expect(decision).to.include({ allowed: false, code: 403, reason: 'Forbidden', message: 'fewer than 3, please' });
     expect(admit({ ...request(), object: { spec: { replicas: 1 } } })).to.deep.equal({ allowed: true });
@@ -23,6 +23,7 @@ describe('policy: validations', function () {
 
   it('treats whole JSON numbers as int, as Kubernetes does', function () {
     const admit = compileRules(
+      's',
       validating({ validations: [{ expression: 'type(object.spec.replicas) == int && object.spec.replicas / 2 == 1 && object.spec.replicas % 2 == 1' }] }),
       'p',
       'Fail',
@@ -31,7 +32,7 @@ describe('policy: validations', function () {
   });
 
   it('falls back from an empty or failing messageExpression to message, then to the expression', function () {
-    const admit = (validation: object) => compileRules(validating({ validations: [{ expression: 'false', ...validation }] }), 'p', 'Fail')(request());
+    const admit = (validation: object) => compileRules('s', validating({ validations: [{ expression: 'false', ...validation }] }), 'p', 'Fail')(request());
     expect(admit({ messageExpression: "'replicas: ' + string(object.spec.replicas)" }).message).to.equal('replicas: 3');
     expect(admit({ messageExpression: "''", message: 'static' }).message).to.equal('static');
     expect(admit({ messageExpression: 'object.nope', message: 'static' }).message).to.equal('static');
@@ -40,42 +41,79 @@ describe('policy: validations', function () {
 
   it('defaults the reason to Invalid (422) and maps each reason to its HTTP code', function () {
     const codes: Record<string, number> = { Unauthorized: 401, Forbidden: 403, Invalid: 422, RequestEntityTooLarge: 413 };
-    expect(compileRules(validating({ validations: [{ expression: 'false' }] }), 'p', 'Fail')(request()).code).to.equal(422);
+    expect(compileRules('s', validating({ validations: [{ expression: 'false' }] }), 'p', 'Fail')(request()).code).to.equal(422);
     for (const [reason, code] of Object.entries(codes)) {
-      const decision = compileRules(validating({ validations: [{ expression: 'false', reason: reason as never }] }), 'p', 'Fail')(request());
+      const decision = compileRules('s', validating({ validations: [{ expression: 'false', reason: reason as never }] }), 'p', 'Fail')(request());
       expect(decision.code, reason).to.equal(code);
     }
   });
 
   it('turns Warn into warnings and Audit into audit annotations, admitting', function () {
-    const admit = compileRules(validating({ validations: [{ expression: 'false', message: 'm1' }, { expression: 'false', message: 'm2' }], validationActions: ['Warn', 'Audit'] }), 'p', 'Fail');
+    const admit = compileRules('s', validating({ validations: [{ expression: 'false', message: 'm1' }, { expression: 'false', message: 'm2' }], validationActions: ['Warn', 'Audit'] }), 'p', 'Fail');
     const decision = admit(request());
     expect(decision.allowed).to.equal(true);
     expect(decision.warnings).to.deep.equal(['m1', 'm2']);
-    expect(JSON.parse(decision.auditAnnotations!['validation-failure']!)).to.deep.equal(['m1', 'm2']);
+    expect(JSON.parse(decision.auditAnnotations!.validation_failure!)).to.deep.equal([
+      { message: 'm1', policy: 's', binding: 'w', expressionIndex: 0, validationActions: ['Warn', 'Audit'] },
+      { message: 'm2', policy: 's', binding: 'w', expressionIndex: 1, validationActions: ['Warn', 'Audit'] },
+    ]);
+  });
+
+  it('evaluates every validation and answers with the first denial, as the API server does', function () {
+    const admit = compileRules('s', validating({ validations: [{ expression: 'true' }, { expression: 'false', message: 'second', reason: 'Forbidden' }, { expression: 'false', message: 'third' }], validationActions: ['Deny', 'Audit'] }), 'p', 'Fail');
+    const decision = admit(request());
+    expect(decision).to.include({ allowed: false, code: 403, message: 'second' });
+    expect(JSON.parse(decision.auditAnnotations!.validation_failure!).map((f: { expressionIndex: number }) => f.expressionIndex)).to.deep.equal([1, 2]);
+  });
+
+  it('denies on anything but true, and trims messages as the API server does', function () {
+    const admit = compileRules('s', validating({ validations: [{ expression: 'object.metadata.name', message: '  padded  ' }] }), 'p', 'Fail');
+    expect(admit(request())).to.include({ allowed: false, message: 'padded' });
+    const multiLine = compileRules('s', validating({ validations: [{ expression: 'false', messageExpression: "'two\\nlines'", message: 'one line' }] }), 'p', 'Fail');
+    expect(multiLine(request()).message).to.equal('one line');
+  });
+
+  it('records auditAnnotations whatever the decision, leaving out null and blank values', function () {
+    const admit = compileRules(
+      's',
+      validating({
+        validations: [{ expression: 'true' }],
+        auditAnnotations: [
+          { key: 'replicas', valueExpression: "'replicas: ' + string(object.spec.replicas)" },
+          { key: 'none', valueExpression: 'null' },
+          { key: 'blank', valueExpression: "'  '" },
+        ],
+      }),
+      'p',
+      'Fail',
+    );
+    expect(admit(request())).to.deep.equal({ allowed: true, auditAnnotations: { replicas: 'replicas: 3' } });
   });
 
   it('follows failurePolicy when an expression errors at run time', function () {
     const spec = validating({ validations: [{ expression: 'object.spec.missing > 1' }] });
-    const fail = compileRules(spec, 'p', 'Fail')(request());
+    const fail = compileRules('s', spec, 'p', 'Fail')(request());
     expect(fail.allowed).to.equal(false);
-    expect(fail.message).to.contain("expression 'object.spec.missing > 1' resulted in error");
-    expect(compileRules(spec, 'p', 'Ignore')(request())).to.deep.equal({ allowed: true });
+    expect(fail).to.include({ code: 422, message: "expression 'object.spec.missing > 1' resulted in error: no such key: missing" });
+    expect(compileRules('s', spec, 'p', 'Ignore')(request())).to.deep.equal({ allowed: true });
   });
 
   it('computes variables lazily and at most once per request', function () {
     const admit = compileRules(
+      's',
       validating({ variables: [{ name: 'r', expression: 'object.spec.replicas' }, { name: 'twice', expression: 'variables.r * 2' }], validations: [{ expression: 'variables.twice == 6 && variables.r == 3' }] }),
       'p',
       'Fail',
     );
     expect(admit(request()).allowed).to.equal(true);
+    const failing = compileRules('s', validating({ variables: [{ name: 'gone', expression: 'object.spec.nope' }], validations: [{ expression: 'variables.gone == 1' }] }), 'p', 'Fail');
+    expect(failing(request()).message).to.equal(`expression 'variables.gone == 1' resulted in error: composited variable "gone" fails to evaluate: no such key: nope`);
   });
 
   it('refuses at compile time what VAP refuses, naming the field', function () {
     const compileError = (spec: WebhookSpec) => {
       try {
-        compileRules(spec, 'spec.webhooks[2]', 'Fail');
+        compileRules('s', spec, 'spec.webhooks[2]', 'Fail');
       } catch (err) {
         return err as CompileError;
       }
@@ -94,6 +132,7 @@ describe('policy: mutations', function () {
 
   it('applies literal patches in order, each condition seeing the result of the one before', function () {
     const admit = compileRules(
+      's',
       mutating([
         { condition: '!has(object.metadata.labels)', patch: [{ op: 'add', path: '/metadata/labels', value: {} }] },
         { condition: "!('team' in object.metadata.labels)", patch: [{ op: 'add', path: '/metadata/labels/team', value: 'unassigned' }] },
@@ -106,6 +145,7 @@ describe('policy: mutations', function () {
 
   it('applies a patchExpression over all containers and is idempotent', function () {
     const admit = compileRules(
+      's',
       mutating([
         {
           patchExpression:
@@ -125,9 +165,9 @@ describe('policy: mutations', function () {
 
   it('follows failurePolicy when a patch cannot apply', function () {
     const spec = mutating([{ patch: [{ op: 'replace', path: '/metadata/annotations/x', value: 'y' }] }]);
-    const failed = compileRules(spec, 'spec.webhooks[0]', 'Fail')(pod());
+    const failed = compileRules('s', spec, 'spec.webhooks[0]', 'Fail')(pod());
     expect(failed.allowed).to.equal(false);
     expect(failed.message).to.contain('spec.webhooks[0].mutations[0]');
-    expect(compileRules(spec, 'p', 'Ignore')(pod())).to.deep.equal({ allowed: true });
+    expect(compileRules('s', spec, 'p', 'Ignore')(pod())).to.deep.equal({ allowed: true });
   });
 });

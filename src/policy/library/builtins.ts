@@ -1,0 +1,183 @@
+/**
+ * Replacing cel-js's own overloads where their behaviour differs from cel-go's (UTF-16 indices,
+ * Unicode case mapping, JS RegExp), plus the small value helpers the libraries share: CEL type
+ * names, errors, equality and ordering of runtime values.
+ *
+ * cel-js refuses to register a second overload with the same signature and offers no way to
+ * remove one, so `replaceBuiltin` swaps the handler of the registered declaration in the
+ * environment's overload table (reached through a type-checked probe expression) and then
+ * verifies that the swap took, so a cel-js upgrade that changes these internals fails at start-up
+ * rather than silently keeping the old behaviour. It must run after the environment's first
+ * `registerFunction` (which gives the environment its own table) and nothing may be registered
+ * after it.
+ */
+import { EvaluationError, Optional, type Environment } from '@marcbachmann/cel-js';
+import { Duration, UnsignedInt } from '@marcbachmann/cel-js/evaluator';
+
+interface Declaration {
+  signature: string;
+  handler: (...args: never[]) => unknown;
+}
+interface Candidates {
+  declarations: Declaration[];
+  findFunction(argTypes: unknown[], receiverType?: unknown): Declaration | null;
+}
+
+function candidatesOf(env: Environment, probe: string): Candidates {
+  const program = env.parse(probe);
+  const checked = program.check();
+  if (!checked.valid) throw new Error(`replaceBuiltin: probe '${probe}' does not type-check: ${checked.error?.message}`);
+  const candidates = (program.ast as unknown as { candidates?: Candidates }).candidates;
+  if (!candidates || !Array.isArray(candidates.declarations)) throw new Error(`replaceBuiltin: cel-js internals changed (no candidates for '${probe}')`);
+  return candidates;
+}
+
+/**
+ * Replaces the handler of the overload `signature` (as cel-js prints it, e.g.
+ * `string.indexOf(string, int): int`); `probe` is an expression whose root calls it.
+ */
+export function replaceBuiltin(env: Environment, probe: string, signature: string, handler: (...args: never[]) => unknown): void {
+  const candidates = candidatesOf(env, probe);
+  const index = candidates.declarations.findIndex((d) => d.signature === signature);
+  if (index < 0) throw new Error(`replaceBuiltin: no overload '${signature}' (have ${candidates.declarations.map((d) => d.signature).join(', ')})`);
+  const old = candidates.declarations[index]!;
+  candidates.declarations[index] = Object.freeze(Object.assign(Object.create(Object.getPrototypeOf(old)) as object, old, { handler })) as Declaration;
+  const after = candidatesOf(env, probe).declarations.find((d) => d.signature === signature);
+  if (after?.handler !== handler) throw new Error(`replaceBuiltin: cel-js internals changed (replacing '${signature}' did not take)`);
+}
+
+/** An evaluation error with cel-go's message. */
+export function celError(message: string): EvaluationError {
+  return new EvaluationError(message);
+}
+
+export { Duration, UnsignedInt, Optional };
+
+/** The CEL type name of a runtime value, as cel-go prints it in messages. */
+export function typeName(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return 'string';
+    case 'bigint':
+      return 'int';
+    case 'number':
+      return 'double';
+    case 'boolean':
+      return 'bool';
+  }
+  if (value === null || value === undefined) return 'null_type';
+  if (Array.isArray(value) || value instanceof Set) return 'list';
+  if (value instanceof UnsignedInt) return 'uint';
+  if (value instanceof Uint8Array) return 'bytes';
+  if (value instanceof Date) return 'google.protobuf.Timestamp';
+  if (value instanceof Duration) return 'google.protobuf.Duration';
+  if (value instanceof Optional) return 'optional_type';
+  const ctor = (value as object).constructor;
+  if (ctor === Object || ctor === Map || ctor === undefined) return 'map';
+  const named = (value as { celTypeName?: string }).celTypeName;
+  return named ?? ctor.name;
+}
+
+function isNumber(v: unknown): v is bigint | number | UnsignedInt {
+  return typeof v === 'bigint' || typeof v === 'number' || v instanceof UnsignedInt;
+}
+
+function numeric(v: bigint | number | UnsignedInt): bigint | number {
+  return v instanceof UnsignedInt ? v.value : v;
+}
+
+/** Compares two numbers of any CEL numeric type exactly (int64 against double without rounding). */
+function compareNumbers(a: bigint | number, b: bigint | number): number {
+  if (typeof a === 'bigint' && typeof b === 'bigint') return a < b ? -1 : a > b ? 1 : 0;
+  if (typeof a === 'number' && typeof b === 'number') return a < b ? -1 : a > b ? 1 : a === b ? 0 : NaN;
+  if (typeof a === 'number') return -compareNumbers(b, a);
+  // a bigint, b double
+  const d = b as number;
+  if (Number.isNaN(d)) return NaN;
+  if (d === Infinity) return -1;
+  if (d === -Infinity) return 1;
+  const whole = BigInt(Math.trunc(d));
+  if ((a as bigint) !== whole) return (a as bigint) < whole ? -1 : 1;
+  const frac = d - Math.trunc(d);
+  return frac > 0 ? -1 : frac < 0 ? 1 : 0;
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+}
+
+/** Compares strings by code point (UTF-8 byte order), as cel-go does. */
+export function compareStrings(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.codePointAt(i)!;
+    const y = b.codePointAt(i)!;
+    if (x !== y) return x < y ? -1 : 1;
+    if (x > 0xffff) i++;
+  }
+  return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;
+}
+
+/**
+ * The order of two comparable CEL values (-1, 0, 1), numbers compared across types as
+ * Kubernetes enables; undefined when CEL defines no order between them.
+ */
+export function celCompare(a: unknown, b: unknown): number | undefined {
+  if (isNumber(a) && isNumber(b)) {
+    const c = compareNumbers(numeric(a), numeric(b));
+    return Number.isNaN(c) ? undefined : c;
+  }
+  if (typeof a === 'string' && typeof b === 'string') return compareStrings(a, b);
+  if (typeof a === 'boolean' && typeof b === 'boolean') return a === b ? 0 : a ? 1 : -1;
+  if (a instanceof Uint8Array && b instanceof Uint8Array) return compareBytes(a, b);
+  if (a instanceof Date && b instanceof Date) return Math.sign(a.getTime() - b.getTime());
+  if (a instanceof Duration && b instanceof Duration) {
+    if (a.seconds !== b.seconds) return a.seconds < b.seconds ? -1 : 1;
+    return Math.sign(a.nanos - b.nanos);
+  }
+  const custom = (a as { compareTo?: (o: unknown) => number | undefined } | null)?.compareTo;
+  if (typeof custom === 'function' && a !== null && b !== null && typeof b === 'object' && (a as object).constructor === (b as object).constructor) return custom.call(a, b);
+  return undefined;
+}
+
+function entriesOf(v: object): [unknown, unknown][] {
+  return v instanceof Map ? [...v.entries()] : Object.entries(v);
+}
+
+/** CEL equality of runtime values: numbers by value across int/uint/double; lists in order; maps by keys. */
+export function celEquals(a: unknown, b: unknown): boolean {
+  if (a === b) return typeof a !== 'number' || !Number.isNaN(a);
+  if (isNumber(a) && isNumber(b)) return compareNumbers(numeric(a), numeric(b)) === 0;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  if (a instanceof Uint8Array || b instanceof Uint8Array) return a instanceof Uint8Array && b instanceof Uint8Array && compareBytes(a, b) === 0;
+  if (a instanceof Date || b instanceof Date) return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();
+  if (a instanceof Duration || b instanceof Duration) return a instanceof Duration && b instanceof Duration && celCompare(a, b) === 0;
+  if (a instanceof Optional || b instanceof Optional) {
+    if (!(a instanceof Optional && b instanceof Optional)) return false;
+    return a.hasValue() === b.hasValue() && (!a.hasValue() || celEquals(a.value(), b.value()));
+  }
+  const aList = Array.isArray(a) || a instanceof Set;
+  const bList = Array.isArray(b) || b instanceof Set;
+  if (aList !== bList) return false;
+  if (aList) {
+    const x = [...(a as Iterable<unknown>)];
+    const y = [...(b as Iterable<unknown>)];
+    return x.length === y.length && x.every((v, i) => celEquals(v, y[i]));
+  }
+  const ctorA = a.constructor;
+  const ctorB = b.constructor;
+  const plainA = ctorA === Object || ctorA === Map || ctorA === undefined;
+  const plainB = ctorB === Object || ctorB === Map || ctorB === undefined;
+  if (plainA && plainB) {
+    const x = entriesOf(a);
+    const y = entriesOf(b);
+    if (x.length !== y.length) return false;
+    return x.every(([k, v]) => y.some(([k2, v2]) => celEquals(k, k2) && celEquals(v, v2)));
+  }
+  if (ctorA !== ctorB) return false;
+  const custom = (a as { equals?: (o: unknown) => boolean }).equals;
+  return typeof custom === 'function' ? custom.call(a, b) : false;
+}

@@ -1,0 +1,93 @@
+/**
+ * The parts of CEL's optional types (enabled in Kubernetes since 1.28) that cel-js lacks:
+ * optional.ofNonZeroValue(), the optMap / optFlatMap macros, and equality of optionals. The rest
+ * (`.?`, `[?`, optional.of/none, hasValue, value, or, orValue) is cel-js's own. Optional list and
+ * map entries (`[?x]`, `{?'k': v}`) need cel-js's parser and are not available.
+ */
+import type { Environment } from '@marcbachmann/cel-js';
+import { celEquals, celError, Duration, Optional, UnsignedInt } from './builtins.ts';
+
+/** cel-go's IsZeroValue: false, 0, 0u, 0.0, '', b'', [], {}, null, a zero duration, the epoch. */
+function isZeroValue(v: unknown): boolean {
+  if (v === null || v === false || v === '' || v === 0n || v === 0) return true;
+  if (v instanceof UnsignedInt) return v.value === 0n;
+  if (v instanceof Uint8Array) return v.length === 0;
+  if (Array.isArray(v)) return v.length === 0;
+  if (v instanceof Set || v instanceof Map) return v.size === 0;
+  if (v instanceof Duration) return v.seconds === 0n && v.nanos === 0;
+  if (v instanceof Date) return v.getTime() === 0;
+  if (typeof v === 'object' && (v.constructor === Object || v.constructor === undefined)) return Object.keys(v).length === 0;
+  return false;
+}
+
+interface MacroNode {
+  op: string;
+  args: unknown;
+}
+interface Checker {
+  check(node: MacroNode, ctx: unknown): TypeDecl;
+  getType(name: string): TypeDecl;
+  createError(code: string, message: string, node: MacroNode): Error;
+  registry: unknown;
+}
+interface TypeDecl {
+  kind: string;
+  valueType?: TypeDecl;
+}
+interface Evaluator {
+  run(node: MacroNode, ctx: unknown): unknown;
+}
+interface Context {
+  forkWithVariable(name: string, type: TypeDecl): Context & { reuse(parent: unknown): Context & { setIterValue(v: unknown, ev: Evaluator): unknown } };
+}
+
+interface OptionalMapMacro {
+  receiver: MacroNode;
+  name: string;
+  expr: MacroNode;
+  scope: ReturnType<Context['forkWithVariable']> | undefined;
+  typeCheck(checker: Checker, m: OptionalMapMacro, ctx: Context): TypeDecl;
+  evaluate(ev: Evaluator, m: OptionalMapMacro, ctx: unknown): unknown;
+}
+
+/** `opt.optMap(x, expr)` (flat: false) and `opt.optFlatMap(x, expr)` (flat: true). */
+function optionalMapMacro(name: 'optMap' | 'optFlatMap', flat: boolean) {
+  return ({ args, receiver }: { args: MacroNode[]; receiver: MacroNode }): OptionalMapMacro => {
+    const variable = args[0]!;
+    if (variable.op !== 'id' || typeof variable.args !== 'string') throw celError(`${name}() variable name must be a simple identifier`);
+    const macro: OptionalMapMacro = {
+      receiver,
+      name: variable.args,
+      expr: args[1]!,
+      scope: undefined,
+      typeCheck(checker: Checker, m: OptionalMapMacro, ctx: Context): TypeDecl {
+        const type = checker.check(m.receiver, ctx);
+        if (type.kind !== 'optional' && type.kind !== 'dyn') throw checker.createError('optional_expected', `${name}() receiver must be optional, got '${String(type)}'`, m.receiver);
+        m.scope = ctx.forkWithVariable(m.name, type.kind === 'optional' ? type.valueType! : checker.getType('dyn'));
+        const result = checker.check(m.expr, m.scope);
+        if (flat) {
+          if (result.kind !== 'optional' && result.kind !== 'dyn') throw checker.createError('optional_expected', `${name}() expression must be optional, got '${String(result)}'`, m.expr);
+          return result.kind === 'optional' ? result : checker.getType('optional');
+        }
+        return checker.getType('optional');
+      },
+      evaluate(ev: Evaluator, m: OptionalMapMacro, ctx: unknown): unknown {
+        const opt = ev.run(m.receiver, ctx);
+        if (!(opt instanceof Optional)) throw celError(`${name}() receiver must be optional`);
+        if (!opt.hasValue()) return Optional.none();
+        const result = ev.run(m.expr, m.scope!.reuse(ctx).setIterValue(opt.value(), ev));
+        if (!flat) return Optional.of(result);
+        if (!(result instanceof Optional)) throw celError(`${name}() expression must be optional`);
+        return result;
+      },
+    };
+    return macro;
+  };
+}
+
+export function registerOptionals(env: Environment): void {
+  env.registerFunction('OptionalNamespace.ofNonZeroValue(dyn): optional<dyn>', (_: unknown, v: unknown) => (isZeroValue(v) ? Optional.none() : Optional.of(v)));
+  env.registerFunction('optional.optMap(ast, ast): optional<dyn>', optionalMapMacro('optMap', false) as never);
+  env.registerFunction('optional.optFlatMap(ast, ast): optional<dyn>', optionalMapMacro('optFlatMap', true) as never);
+  env.registerOperator('optional == optional', (a: Optional, b: Optional) => celEquals(a, b));
+}

@@ -1,0 +1,246 @@
+/**
+ * The differential harness: each policy of the table is installed twice in one control plane,
+ * as a native ValidatingAdmissionPolicy + binding scoped to namespace diff-vap, and as a webhook
+ * of the AdmissionSuite `diff` scoped to namespace diff-hook. The same steps go through the API
+ * server to both, and the outcomes must be the same: admitted or refused, the HTTP code, and the
+ * policy's own part of the message and of each warning (each side's wrapper stripped), and the
+ * audit annotations in the API server's audit log. The native VAP is the oracle: no expected
+ * outcome is typed by hand.
+ */
+import { expect } from 'chai';
+import fs from 'node:fs';
+import { cluster } from '../support/cluster.ts';
+import { startTestOperator } from '../support/operator.ts';
+import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
+import { rawRequest } from '../support/raw.ts';
+import { eventually } from '../support/wait.ts';
+import { apply, deleteIfExists, type KubeObject } from '../../src/kube/client.ts';
+import { webhookFullName } from '../../src/api/names.ts';
+import type { Operator } from '../../src/operator.ts';
+import type { WebhookSpec } from '../../src/api/types.ts';
+import { POLICIES, type PolicyRow, type Step } from './differential/policies.ts';
+
+const SUITE = 'diff';
+const VAP_NS = 'diff-vap';
+const HOOK_NS = 'diff-hook';
+const PARAMS_NS = 'diff-params';
+const ROW_LABEL = 'diff-row';
+const PROBE: PolicyRow = { name: 'probe', resource: 'configmaps', validations: [{ expression: 'false', message: 'probe' }], steps: [] };
+
+const GROUPS = { configmaps: '', deployments: 'apps' } as const;
+const onlyNamespace = (ns: string) => ({ matchLabels: { 'kubernetes.io/metadata.name': ns } });
+const policyName = (row: PolicyRow) => `diff-${row.name}`;
+const paramsName = (row: PolicyRow) => `${row.name}-params`;
+
+function resourceRule(row: PolicyRow) {
+  return {
+    apiGroups: [GROUPS[row.resource]],
+    apiVersions: ['v1'],
+    operations: row.operations ?? ['CREATE', 'UPDATE', 'DELETE'],
+    resources: [row.resource],
+  };
+}
+
+function nativePolicy(row: PolicyRow): KubeObject[] {
+  const policy = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name: policyName(row) },
+    spec: {
+      failurePolicy: row.failurePolicy ?? 'Fail',
+      ...(row.params ? { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' } } : {}),
+      matchConstraints: { resourceRules: [resourceRule(row)] },
+      ...(row.matchConditions ? { matchConditions: row.matchConditions } : {}),
+      ...(row.variables ? { variables: row.variables } : {}),
+      validations: row.validations,
+      ...(row.auditAnnotations ? { auditAnnotations: row.auditAnnotations } : {}),
+    },
+  };
+  const binding = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicyBinding',
+    metadata: { name: policyName(row) },
+    spec: {
+      policyName: policyName(row),
+      validationActions: row.validationActions ?? ['Deny'],
+      ...(row.params ? { paramRef: { name: paramsName(row), namespace: PARAMS_NS, parameterNotFoundAction: row.params.notFoundAction ?? 'Deny' } } : {}),
+      matchResources: { namespaceSelector: onlyNamespace(VAP_NS), objectSelector: { matchLabels: { [ROW_LABEL]: row.name } } },
+    },
+  };
+  return [policy, binding];
+}
+
+function suiteWebhook(row: PolicyRow): WebhookSpec {
+  return {
+    name: row.name,
+    type: 'Validating',
+    rules: [resourceRule(row)],
+    failurePolicy: row.failurePolicy ?? 'Fail',
+    namespaceSelector: onlyNamespace(HOOK_NS),
+    objectSelector: { matchLabels: { [ROW_LABEL]: row.name } },
+    ...(row.matchConditions ? { matchConditions: row.matchConditions } : {}),
+    ...(row.params ? { params: { apiVersion: 'v1', kind: 'ConfigMap', namespace: PARAMS_NS, name: paramsName(row), notFoundAction: row.params.notFoundAction ?? 'Deny' } } : {}),
+    ...(row.variables ? { variables: row.variables } : {}),
+    validations: row.validations,
+    ...(row.auditAnnotations ? { auditAnnotations: row.auditAnnotations } : {}),
+    validationActions: row.validationActions ?? ['Deny'],
+  };
+}
+
+function objectFor(row: PolicyRow, step: Step): Record<string, unknown> {
+  const metadata = { name: row.name, labels: { [ROW_LABEL]: row.name, ...step.labels } };
+  if (row.resource === 'configmaps') return { apiVersion: 'v1', kind: 'ConfigMap', metadata, data: step.data ?? {} };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata,
+    spec: {
+      replicas: step.replicas ?? 1,
+      selector: { matchLabels: { app: row.name } },
+      template: { metadata: { labels: { app: row.name } }, spec: { containers: [{ name: 'app', image: step.image ?? 'registry.k8s.io/pause:3.10' }] } },
+    },
+  };
+}
+
+interface Outcome {
+  status: number;
+  message: string;
+  warnings: string[];
+}
+
+/** The policy's own words: each side's wrapper taken off. */
+const WRAPPERS = [/^ValidatingAdmissionPolicy '[^']*' with binding '[^']*' denied request: /, /^admission webhook "[^"]*" denied the request: /];
+const WARNING_WRAPPERS = [/^Validation failed for ValidatingAdmissionPolicy '[^']*' with binding '[^']*': /];
+const strip = (text: string, wrappers: RegExp[]) => wrappers.reduce((t, w) => t.replace(w, ''), text);
+
+async function run(row: PolicyRow, step: Step, namespace: string): Promise<Outcome> {
+  const base = row.resource === 'configmaps' ? `/api/v1/namespaces/${namespace}/configmaps` : `/apis/apps/v1/namespaces/${namespace}/deployments`;
+  const query = step.dryRun ? '?dryRun=All' : '';
+  const response =
+    step.op === 'create'
+      ? await rawRequest('POST', base + query, objectFor(row, step))
+      : step.op === 'update'
+        ? await rawRequest('PUT', `${base}/${row.name}${query}`, objectFor(row, step))
+        : await rawRequest('DELETE', `${base}/${row.name}${query}`);
+  const ok = response.status < 300;
+  return {
+    status: response.status,
+    message: ok ? '' : strip(response.body.message ?? '', WRAPPERS),
+    warnings: response.warnings.map((w) => strip(w, WARNING_WRAPPERS)),
+  };
+}
+
+interface AuditEvent {
+  verb: string;
+  stage: string;
+  objectRef?: { namespace?: string; name?: string; resource?: string };
+  annotations?: Record<string, string>;
+  requestReceivedTimestamp: string;
+}
+
+/** The policy's part of the audit annotations of the request on `row`'s object in `namespace`, per request in order. */
+function auditAnnotations(events: AuditEvent[], row: PolicyRow, namespace: string, prefix: string): Record<string, unknown>[] {
+  return events
+    .filter((e) => e.stage === 'ResponseComplete' && e.objectRef?.namespace === namespace && e.objectRef?.name === row.name && e.objectRef?.resource === row.resource && e.verb !== 'get')
+    .map((e) => {
+      const out: Record<string, unknown> = {};
+      for (const [key, value] of Object.entries(e.annotations ?? {})) {
+        if (key === 'validation.policy.admission.k8s.io/validation_failure' || key === `${prefix}/validation_failure`) {
+          // The policy's part of each failure: names of policy and binding differ by design.
+          out.validation_failure = (JSON.parse(value) as Record<string, unknown>[]).map(({ message, expressionIndex, validationActions }) => ({ message, expressionIndex, validationActions }));
+        } else if (key.startsWith(`${prefix}/`)) {
+          out[key.slice(prefix.length + 1)] = value;
+        }
+      }
+      return out;
+    });
+}
+
+describe('Differential: AdmissionSuite validations against the API server’s own ValidatingAdmissionPolicy', function () {
+  this.timeout(180_000);
+  let operator: Operator;
+  const outcomes = new Map<string, { vap: Outcome[]; hook: Outcome[] }>();
+
+  before(async function () {
+    const { kube } = cluster();
+    for (const ns of [VAP_NS, HOOK_NS, PARAMS_NS]) await apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { team: 'differential' } } });
+    for (const row of POLICIES) {
+      if (row.params?.data) await apply(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace: PARAMS_NS }, data: row.params.data });
+    }
+    operator = await startTestOperator();
+    // The probe goes last on both sides: once it is enforced, so is every policy before it.
+    for (const row of [...POLICIES, PROBE]) for (const object of nativePolicy(row)) await apply(kube, object);
+    await createSuite(SUITE, { webhooks: [...POLICIES, PROBE].map(suiteWebhook) });
+    await waitForCondition(SUITE, 'Ready', 'True', 60_000);
+    for (const namespace of [VAP_NS, HOOK_NS]) {
+      await eventually(
+        async () => {
+          const outcome = await run(PROBE, { op: 'create' }, namespace);
+          if (outcome.status < 300) {
+            await run(PROBE, { op: 'delete' }, namespace);
+            throw new Error(`the probe was admitted in ${namespace}`);
+          }
+        },
+        { what: `the probe policy to be enforced in ${namespace}`, timeoutMs: 60_000 },
+      );
+    }
+  });
+
+  after(async function () {
+    await deleteSuite(SUITE);
+    const { kube } = cluster();
+    for (const row of [...POLICIES, PROBE]) {
+      for (const object of nativePolicy(row).reverse()) await deleteIfExists(kube, object as never);
+    }
+    await operator?.stop();
+  });
+
+  it(`has at least 40 policies, each a DNS label, each once`, function () {
+    expect(POLICIES.length).to.be.at.least(40);
+    expect(new Set(POLICIES.map((r) => r.name)).size).to.equal(POLICIES.length);
+  });
+
+  for (const row of POLICIES) {
+    it(`${row.name}: the same outcome as the native policy`, async function () {
+      const vap: Outcome[] = [];
+      const hook: Outcome[] = [];
+      for (const step of row.steps) {
+        vap.push(await run(row, step, VAP_NS));
+        hook.push(await run(row, step, HOOK_NS));
+      }
+      outcomes.set(row.name, { vap, hook });
+      const label = row.steps.map((s, i) => `${i}:${s.op}${s.dryRun ? '(dry-run)' : ''}`).join(' ');
+      expect(hook, `steps ${label}`).to.deep.equal(vap);
+    });
+  }
+
+  it('exercised the policies for real: the oracle refused with every reason and warned', function () {
+    const all = [...outcomes.values()].flatMap((o) => o.vap);
+    const codes = new Set(all.filter((o) => o.status >= 400).map((o) => o.status));
+    expect([...codes].sort()).to.include.members([401, 403, 413, 422]);
+    expect(all.filter((o) => o.status >= 400).length).to.be.at.least(30);
+    expect(all.filter((o) => o.warnings.length > 0).length).to.be.at.least(2);
+  });
+
+  it('records the same audit annotations in the API server’s audit log', async function () {
+    const audited = POLICIES.filter((row) => row.validationActions?.includes('Audit') || row.auditAnnotations);
+    expect(audited.length).to.be.at.least(3);
+    await eventually(
+      async () => {
+        const events = fs
+          .readFileSync(cluster().controlPlane.auditLogPath, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as AuditEvent);
+        for (const row of audited) {
+          const vap = auditAnnotations(events, row, VAP_NS, policyName(row));
+          const hook = auditAnnotations(events, row, HOOK_NS, webhookFullName(SUITE, row.name));
+          expect(vap.length, `${row.name}: requests audited`).to.equal(row.steps.length);
+          expect(vap.some((a) => Object.keys(a).length > 0), `${row.name}: the oracle annotated`).to.equal(true);
+          expect(hook, `${row.name}: audit annotations`).to.deep.equal(vap);
+        }
+      },
+      { what: 'the audit log to hold the same annotations for both', timeoutMs: 10_000 },
+    );
+  });
+});

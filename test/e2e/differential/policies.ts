@@ -1,0 +1,275 @@
+/**
+ * The differential table: policies installed both as a native ValidatingAdmissionPolicy (the
+ * oracle) and as an AdmissionSuite webhook, with the steps sent to both. Nothing here says what
+ * the outcome should be: the API server's own VAP decides, and the suite must agree.
+ * Every semantic point of ValidatingAdmissionPolicy that Portcullis promises has a row.
+ */
+import type { MatchCondition, Reason, ValidationAction, Variable } from '../../../src/api/types.ts';
+
+export interface PolicyValidation {
+  expression: string;
+  message?: string;
+  messageExpression?: string;
+  reason?: Reason;
+}
+
+export interface Step {
+  op: 'create' | 'update' | 'delete';
+  /** ConfigMap data, for rows on configmaps. */
+  data?: Record<string, string>;
+  /** Deployment replicas, for rows on deployments. */
+  replicas?: number;
+  image?: string;
+  labels?: Record<string, string>;
+  dryRun?: boolean;
+}
+
+export interface PolicyRow {
+  /** A DNS label: the policy's, the webhook's and the object's name. */
+  name: string;
+  resource: 'configmaps' | 'deployments';
+  operations?: ('CREATE' | 'UPDATE' | 'DELETE')[];
+  failurePolicy?: 'Fail' | 'Ignore';
+  variables?: Variable[];
+  validations: PolicyValidation[];
+  auditAnnotations?: { key: string; valueExpression: string }[];
+  validationActions?: ValidationAction[];
+  matchConditions?: MatchCondition[];
+  /** A ConfigMap as params: `data` present means it exists; absent means it is missing. */
+  params?: { data?: Record<string, string>; notFoundAction?: 'Deny' | 'Allow' };
+  steps: Step[];
+}
+
+const cmLifecycle = (first: Record<string, string>, second: Record<string, string>): Step[] => [
+  { op: 'create', data: first },
+  { op: 'create', data: second },
+  { op: 'update', data: first },
+  { op: 'delete' },
+];
+const replicasLifecycle = (...counts: number[]): Step[] => [...counts.map((replicas) => ({ op: 'create' as const, replicas })), { op: 'update', replicas: counts[0] }, { op: 'delete' }];
+
+export const POLICIES: PolicyRow[] = [
+  // --- object / oldObject, and the standard macros
+  { name: 'has-key', resource: 'configmaps', validations: [{ expression: 'has(object.data.owner)', message: 'owner is required' }], steps: cmLifecycle({ x: '1' }, { owner: 'a' }) },
+  { name: 'all-keys', resource: 'configmaps', validations: [{ expression: "object.data.all(k, k.startsWith('app-'))" }], steps: cmLifecycle({ 'app-a': '1', b: '2' }, { 'app-a': '1' }) },
+  { name: 'exists-one', resource: 'configmaps', validations: [{ expression: "object.data.exists_one(k, object.data[k] == 'primary')", message: 'exactly one primary' }], steps: cmLifecycle({ a: 'primary', b: 'primary' }, { a: 'primary', b: 'replica' }) },
+  {
+    name: 'filter-map',
+    resource: 'configmaps',
+    validations: [{ expression: "object.data.filter(k, k.endsWith('-url')).map(k, object.data[k]).all(v, v.startsWith('https://'))", message: 'urls must be https' }],
+    steps: cmLifecycle({ 'api-url': 'http://x' }, { 'api-url': 'https://x', other: 'http://y' }),
+  },
+  {
+    name: 'size-message',
+    resource: 'configmaps',
+    validations: [{ expression: 'size(object.data) <= 2', messageExpression: "'too many keys: ' + string(size(object.data))" }],
+    steps: cmLifecycle({ a: '1', b: '2', c: '3' }, { a: '1' }),
+  },
+  {
+    name: 'immutable-data',
+    resource: 'configmaps',
+    validations: [{ expression: 'oldObject == null || object.data == oldObject.data', message: 'data is immutable' }],
+    steps: [{ op: 'create', data: { a: '1' } }, { op: 'update', data: { a: '1' }, labels: { touched: 'yes' } }, { op: 'update', data: { a: '2' } }, { op: 'delete' }],
+  },
+  {
+    name: 'old-object-on-create',
+    resource: 'configmaps',
+    operations: ['CREATE'],
+    validations: [{ expression: "oldObject.data.a == '1'", message: 'never reached' }],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
+  { name: 'delete-object-null', resource: 'configmaps', operations: ['DELETE'], validations: [{ expression: 'object != null', message: 'object is null on DELETE' }], steps: [{ op: 'create', data: { a: '1' } }, { op: 'delete' }] },
+  {
+    name: 'delete-protected',
+    resource: 'configmaps',
+    operations: ['DELETE'],
+    validations: [{ expression: "!(has(oldObject.data.protected) && oldObject.data.protected == 'yes')", messageExpression: "'configmap ' + oldObject.metadata.name + ' is protected'", reason: 'Forbidden' }],
+    steps: [{ op: 'create', data: { protected: 'yes' } }, { op: 'delete' }, { op: 'update', data: { protected: 'no' } }, { op: 'delete' }],
+  },
+  {
+    name: 'nested-containers',
+    resource: 'deployments',
+    validations: [{ expression: "object.spec.template.spec.containers.all(c, c.image.startsWith('registry.k8s.io/'))", message: 'images must come from registry.k8s.io' }],
+    steps: [{ op: 'create', replicas: 1, image: 'docker.io/library/nginx:1.27' }, { op: 'create', replicas: 1 }, { op: 'delete' }],
+  },
+  { name: 'in-list', resource: 'configmaps', validations: [{ expression: "object.data.tier in ['web', 'db']", message: 'tier must be web or db' }], steps: cmLifecycle({ tier: 'cache' }, { tier: 'db' }) },
+  {
+    name: 'string-functions',
+    resource: 'configmaps',
+    validations: [{ expression: "object.data.host.endsWith('.example.com') && object.data.host.contains('api') && size(object.data.host) < 30 && object.data.host.matches('^[a-z.]+$')", message: 'bad host' }],
+    steps: cmLifecycle({ host: 'www.example.org' }, { host: 'api.example.com' }),
+  },
+
+  // --- integers are int64
+  { name: 'int-division', resource: 'deployments', validations: [{ expression: 'object.spec.replicas / 2 <= 2', message: 'half the replicas must be at most 2' }], steps: replicasLifecycle(6, 5) },
+  { name: 'int-modulo', resource: 'deployments', validations: [{ expression: 'object.spec.replicas % 2 == 1', message: 'replicas must be odd' }], steps: replicasLifecycle(4, 3) },
+  { name: 'int-add', resource: 'deployments', validations: [{ expression: 'object.spec.replicas + 1 <= 4', messageExpression: "'replicas+1 is ' + string(object.spec.replicas + 1)" }], steps: replicasLifecycle(4, 3) },
+  { name: 'int-type', resource: 'deployments', validations: [{ expression: 'type(object.spec.replicas) != int', message: 'replicas is an int' }], steps: [{ op: 'create', replicas: 2 }] },
+  { name: 'double-ratio', resource: 'deployments', validations: [{ expression: 'double(object.spec.replicas) / 4.0 < 1.0', messageExpression: "'ratio ' + string(double(object.spec.replicas) / 4.0)" }], steps: replicasLifecycle(6, 2) },
+  {
+    name: 'scale-down',
+    resource: 'deployments',
+    validations: [{ expression: 'oldObject == null || object.spec.replicas >= oldObject.spec.replicas', messageExpression: "'cannot scale down from ' + string(oldObject.spec.replicas)" }],
+    steps: [{ op: 'create', replicas: 3 }, { op: 'update', replicas: 4 }, { op: 'update', replicas: 2 }, { op: 'delete' }],
+  },
+
+  // --- request attributes
+  { name: 'req-operation', resource: 'configmaps', validations: [{ expression: "request.operation != 'UPDATE'", messageExpression: "'operation ' + request.operation + ' is not allowed'" }], steps: cmLifecycle({ a: '1' }, { a: '2' }) },
+  {
+    name: 'req-userinfo',
+    resource: 'configmaps',
+    validations: [{ expression: "!('system:masters' in request.userInfo.groups)", messageExpression: "'user ' + request.userInfo.username + ' is a cluster admin'" }],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
+  { name: 'req-dry-run', resource: 'configmaps', validations: [{ expression: '!request.dryRun', message: 'dry run seen' }], steps: [{ op: 'create', data: { a: '1' }, dryRun: true }, { op: 'create', data: { a: '1' } }, { op: 'delete', dryRun: true }, { op: 'delete' }] },
+  {
+    name: 'req-name',
+    resource: 'configmaps',
+    validations: [{ expression: "request.name != object.metadata.name || !request.namespace.startsWith('diff-')", messageExpression: "'request names ' + request.name" }],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
+  {
+    name: 'req-kind-resource',
+    resource: 'configmaps',
+    validations: [
+      {
+        expression: "!(request.kind.kind == 'ConfigMap' && request.kind.version == 'v1' && request.kind.group == '' && request.resource.resource == 'configmaps' && request.resource.group == '' && request.subResource == '')",
+        message: 'kind and resource as sent',
+      },
+    ],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
+  {
+    name: 'req-options',
+    resource: 'configmaps',
+    validations: [{ expression: 'request.options == null', messageExpression: "'options of kind ' + request.options.kind" }],
+    steps: cmLifecycle({ a: '1' }, { a: '2' }),
+  },
+
+  // --- variables
+  {
+    name: 'vars-composed',
+    resource: 'configmaps',
+    variables: [
+      { name: 'count', expression: 'size(object.data)' },
+      { name: 'doubled', expression: 'variables.count * 2' },
+    ],
+    validations: [{ expression: 'variables.doubled <= 4', messageExpression: "'doubled is ' + string(variables.doubled)" }],
+    steps: cmLifecycle({ a: '1', b: '2', c: '3' }, { a: '1' }),
+  },
+  {
+    name: 'vars-lazy',
+    resource: 'configmaps',
+    variables: [{ name: 'missing', expression: 'object.data.missing' }],
+    validations: [{ expression: "has(object.data.ok) || variables.missing == 'x'", message: 'ok or missing' }],
+    steps: cmLifecycle({ ok: '1' }, { other: '1' }),
+  },
+  {
+    name: 'vars-int',
+    resource: 'configmaps',
+    variables: [{ name: 'n', expression: 'int(object.data.n)' }],
+    validations: [{ expression: 'type(variables.n) == int && variables.n % 2 == 0', messageExpression: "'n is ' + string(variables.n)" }],
+    steps: cmLifecycle({ n: '3' }, { n: '4' }),
+  },
+
+  // --- messages
+  { name: 'msg-static', resource: 'configmaps', validations: [{ expression: "object.data.v == 'ok'", message: 'v must be ok' }], steps: cmLifecycle({ v: 'no' }, { v: 'ok' }) },
+  { name: 'msg-expression', resource: 'configmaps', validations: [{ expression: "object.data.v == 'ok'", messageExpression: "'v is ' + object.data.v" }], steps: cmLifecycle({ v: 'no' }, { v: 'ok' }) },
+  { name: 'msg-expression-empty', resource: 'configmaps', validations: [{ expression: "object.data.v == 'ok'", messageExpression: "''", message: 'static fallback' }], steps: cmLifecycle({ v: 'no' }, { v: 'ok' }) },
+  {
+    name: 'msg-expression-error',
+    resource: 'configmaps',
+    validations: [{ expression: "object.data.v == 'ok'", messageExpression: "'v is ' + object.data.missing", message: 'static fallback' }],
+    steps: cmLifecycle({ v: 'no' }, { v: 'ok' }),
+  },
+  { name: 'msg-expression-error-bare', resource: 'configmaps', validations: [{ expression: "object.data.v == 'ok'", messageExpression: 'object.data.missing' }], steps: cmLifecycle({ v: 'no' }, { v: 'ok' }) },
+  { name: 'msg-none', resource: 'configmaps', validations: [{ expression: "object.data.v == 'ok'" }], steps: cmLifecycle({ v: 'no' }, { v: 'ok' }) },
+  { name: 'msg-blank', resource: 'configmaps', validations: [{ expression: "object.data.v == 'ok'", messageExpression: "'   '" }], steps: [{ op: 'create', data: { v: 'no' } }] },
+
+  // --- reasons and their HTTP codes
+  { name: 'reason-unauthorized', resource: 'configmaps', validations: [{ expression: 'false', message: 'no', reason: 'Unauthorized' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'reason-forbidden', resource: 'configmaps', validations: [{ expression: 'false', message: 'no', reason: 'Forbidden' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'reason-invalid', resource: 'configmaps', validations: [{ expression: 'false', message: 'no', reason: 'Invalid' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'reason-too-large', resource: 'configmaps', validations: [{ expression: 'false', message: 'no', reason: 'RequestEntityTooLarge' }], steps: [{ op: 'create', data: { a: '1' } }] },
+
+  // --- validationActions
+  {
+    name: 'action-warn',
+    resource: 'configmaps',
+    validationActions: ['Warn'],
+    validations: [
+      { expression: 'has(object.data.a)', message: 'a is missing' },
+      { expression: 'has(object.data.b)', messageExpression: "'b is missing among ' + string(size(object.data)) + ' keys'" },
+    ],
+    steps: cmLifecycle({ c: '1' }, { a: '1' }),
+  },
+  { name: 'action-audit', resource: 'configmaps', validationActions: ['Audit'], validations: [{ expression: 'has(object.data.a)', message: 'a is missing (audit)' }], steps: cmLifecycle({ c: '1' }, { a: '1' }) },
+  { name: 'action-warn-audit', resource: 'configmaps', validationActions: ['Warn', 'Audit'], validations: [{ expression: 'has(object.data.a)', message: 'a is missing (warn, audit)' }], steps: cmLifecycle({ c: '1' }, { a: '1' }) },
+  {
+    name: 'action-deny-audit',
+    resource: 'configmaps',
+    validationActions: ['Deny', 'Audit'],
+    validations: [
+      { expression: 'has(object.data.a)', message: 'a is missing (deny, audit)' },
+      { expression: 'has(object.data.b)', message: 'b is missing (deny, audit)' },
+    ],
+    steps: cmLifecycle({ c: '1' }, { a: '1', b: '2' }),
+  },
+  {
+    name: 'multi-deny',
+    resource: 'configmaps',
+    validations: [
+      { expression: 'has(object.data.a)', message: 'a is missing', reason: 'Forbidden' },
+      { expression: 'has(object.data.b)', message: 'b is missing' },
+    ],
+    steps: [{ op: 'create', data: { c: '1' } }, { op: 'create', data: { a: '1' } }, { op: 'create', data: { a: '1', b: '2' } }],
+  },
+  {
+    name: 'audit-annotations',
+    resource: 'configmaps',
+    validations: [{ expression: 'true' }],
+    auditAnnotations: [
+      { key: 'data-keys', valueExpression: "'keys: ' + string(size(object.data))" },
+      { key: 'maybe', valueExpression: "has(object.data.tag) ? object.data.tag : null" },
+    ],
+    steps: cmLifecycle({ tag: 'blue' }, { a: '1' }),
+  },
+
+  // --- run-time errors follow failurePolicy
+  { name: 'err-no-key-fail', resource: 'configmaps', failurePolicy: 'Fail', validations: [{ expression: "object.data.missing == 'x'", message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'err-no-key-ignore', resource: 'configmaps', failurePolicy: 'Ignore', validations: [{ expression: "object.data.missing == 'x'", message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'err-overload-fail', resource: 'configmaps', failurePolicy: 'Fail', validations: [{ expression: 'object.data.a + 1 > 0', message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'err-overload-ignore', resource: 'configmaps', failurePolicy: 'Ignore', validations: [{ expression: 'object.data.a + 1 > 0', message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'err-div-zero', resource: 'deployments', validations: [{ expression: 'object.spec.replicas / (object.spec.replicas - 2) > 0', message: 'unreachable' }], steps: replicasLifecycle(2, 3) },
+  { name: 'err-not-bool', resource: 'configmaps', validations: [{ expression: 'object.data.v', message: 'unreachable' }], steps: [{ op: 'create', data: { v: 'text' } }] },
+  { name: 'err-second-of-two', resource: 'configmaps', validations: [{ expression: 'has(object.data.a)', message: 'a is missing' }, { expression: "object.data.b == 'x'", message: 'b must be x' }], steps: cmLifecycle({ a: '1' }, { c: '1' }) },
+
+  // --- params and namespaceObject
+  {
+    name: 'params-found',
+    resource: 'configmaps',
+    params: { data: { max: '2' } },
+    validations: [{ expression: 'size(object.data) <= int(params.data.max)', messageExpression: "'at most ' + params.data.max + ' keys'" }],
+    steps: cmLifecycle({ a: '1', b: '2', c: '3' }, { a: '1' }),
+  },
+  { name: 'params-missing-deny', resource: 'configmaps', params: { notFoundAction: 'Deny' }, validations: [{ expression: 'true' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'params-missing-deny-ignore', resource: 'configmaps', failurePolicy: 'Ignore', params: { notFoundAction: 'Deny' }, validations: [{ expression: 'true' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'params-missing-allow', resource: 'configmaps', params: { notFoundAction: 'Allow' }, validations: [{ expression: 'false', message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'params-unset', resource: 'configmaps', validations: [{ expression: 'params != null', message: 'params is null without a paramKind' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  {
+    name: 'namespace-object',
+    resource: 'configmaps',
+    validations: [{ expression: "namespaceObject.metadata.labels['team'] != 'differential'", messageExpression: "'namespace of team ' + namespaceObject.metadata.labels['team']" }],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
+
+  // --- matchConditions (evaluated by the API server before the policy)
+  {
+    name: 'match-conditions',
+    resource: 'configmaps',
+    operations: ['CREATE', 'UPDATE'],
+    matchConditions: [{ name: 'not-skipped', expression: '!has(object.data.skip)' }],
+    validations: [{ expression: 'false', message: 'matched' }],
+    steps: [{ op: 'create', data: { skip: 'yes' } }, { op: 'update', data: { a: '1' } }],
+  },
+];

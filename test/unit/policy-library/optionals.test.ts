@@ -1,0 +1,33 @@
+/** The optional-type functions cel-js lacks: optional.ofNonZeroValue, optMap, optFlatMap, equality. */
+import { expect } from 'chai';
+import { evaluate } from './evaluate.ts';
+
+describe('policy library: optionals', function () {
+  it('ofNonZeroValue is none for zero values of every type', function () {
+    for (const zero of ['null', "''", '0', '0.0', 'false', '[]', '{}']) {
+      expect(evaluate(`optional.ofNonZeroValue(${zero}).hasValue()`), zero).to.equal(false);
+    }
+    expect(evaluate('optional.ofNonZeroValue(42).or(optional.of(20)).value() == 42')).to.equal(true);
+    expect(evaluate('optional.ofNonZeroValue(object.labels).hasValue()', { labels: {} })).to.equal(false);
+  });
+
+  it('optMap transforms a present value and keeps none', function () {
+    expect(evaluate('optional.of(42).optMap(y, y + 1).value()')).to.equal(43n);
+    expect(evaluate('optional.none().optMap(y, y + 1).hasValue()')).to.equal(false);
+    expect(evaluate('object.?spec.?replicas.optMap(r, r * 2).orValue(0)', { spec: { replicas: 3 } })).to.equal(6n);
+    expect(evaluate('object.?spec.?replicas.optMap(r, r * 2).orValue(0)', { spec: {} })).to.equal(0n);
+  });
+
+  it('optFlatMap chains optional lookups', function () {
+    expect(evaluate("{'key': {'subkey': 'subvalue'}}.?key.optFlatMap(k, k.?subkey).value()")).to.equal('subvalue');
+    expect(evaluate('object.?metadata.optFlatMap(m, m.?labels).optFlatMap(l, l.?app).orValue("none")', { metadata: { labels: {} } })).to.equal('none');
+  });
+
+  it('compares optionals by presence and value', function () {
+    expect(evaluate('optional.none() == optional.none()')).to.equal(true);
+    expect(evaluate('optional.of(1) == optional.of(1)')).to.equal(true);
+    expect(evaluate('optional.of(1) == optional.none()')).to.equal(false);
+    expect(evaluate('optional.of(1) != optional.of(2)')).to.equal(true);
+    expect(evaluate('object.?a == optional.of(1.0)', { a: 1 })).to.equal(true);
+  });
+});
