@@ -18,21 +18,38 @@ export interface Activation {
   variables: Record<string, unknown>;
 }
 
+/**
+ * `request` as VAP builds it (apiserver plugin/cel CreateAdmissionRequest, turned into JSON): no
+ * object or oldObject, an empty uid, and the omitempty fields (subResource, name, namespace,
+ * userInfo's parts, options) absent when empty, so `has()` and errors behave as there.
+ */
 export function requestAttributes(request: AdmissionRequest): Record<string, unknown> {
-  return toCel({
+  const userInfo = request.userInfo ?? {};
+  const attributes: Record<string, unknown> = {
+    uid: '',
     kind: request.kind,
     resource: request.resource,
-    subResource: request.subResource ?? '',
     requestKind: request.requestKind ?? request.kind,
     requestResource: request.requestResource ?? request.resource,
-    requestSubResource: request.requestSubResource ?? request.subResource ?? '',
-    name: request.name ?? '',
-    namespace: request.namespace ?? '',
     operation: request.operation,
-    userInfo: request.userInfo ?? {},
+    userInfo: withoutEmpty({ username: userInfo.username, uid: userInfo.uid, groups: userInfo.groups, extra: userInfo.extra }),
     dryRun: request.dryRun ?? false,
-    options: request.options ?? null,
-  }) as Record<string, unknown>;
+  };
+  const subResource = request.subResource ?? '';
+  const requestSubResource = request.requestSubResource ?? subResource;
+  Object.assign(attributes, withoutEmpty({ subResource, requestSubResource, name: request.name, namespace: request.namespace, options: request.options ?? undefined }));
+  return toCel(attributes) as Record<string, unknown>;
+}
+
+/** Go's omitempty: no empty strings, lists, maps or nulls. */
+function withoutEmpty(fields: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === undefined || value === null || value === '') continue;
+    if (Array.isArray(value) ? value.length === 0 : typeof value === 'object' && Object.keys(value as object).length === 0) continue;
+    out[key] = value;
+  }
+  return out;
 }
 
 /**

@@ -16,6 +16,7 @@ import { registerQuantity } from './library/quantity.ts';
 import { registerSets, validateSetsCall } from './library/sets.ts';
 import { registerOptionals } from './library/optionals.ts';
 import { withCost } from './cost.ts';
+import { useCelGoLogic } from './logic.ts';
 
 /** The variables VAP declares; `object`, `oldObject` and `params` are untyped (dyn), as in VAP. */
 const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject', 'request', 'variables'] as const;
@@ -57,7 +58,11 @@ function validateCall(call: CallNode): void {
   }
 }
 
-const environment = newEnvironment();
+const withParams = newEnvironment();
+// As VAP: `params` is declared only for a policy that has a paramKind (here: a webhook with params).
+const withoutParams = newEnvironment(Object.fromEntries(ACTIVATION_VARIABLES.filter((n) => n !== 'params').map((n) => [n, 'dyn'])));
+
+export type ResultType = 'bool' | 'string' | 'list' | 'null';
 
 export type Program = ParseResult;
 
@@ -69,8 +74,12 @@ export class CompileError extends Error {
   }
 }
 
-/** Parses and type-checks `expression`; `expect` is the type it must be able to yield. */
-export function compile(expression: string, field: string, ...expect: ('bool' | 'string' | 'list' | 'null')[]): Program {
+/**
+ * Parses and type-checks `expression`; `expect` lists the types it may yield (any when empty);
+ * `params` says whether the variable `params` is declared.
+ */
+export function compile(expression: string, field: string, expect: ResultType[] = [], options: { params?: boolean } = {}): Program {
+  const environment = options.params === false ? withoutParams : withParams;
   let program: Program;
   try {
     program = environment.parse(expression);
@@ -84,10 +93,22 @@ export function compile(expression: string, field: string, ...expect: ('bool' | 
   } catch (err) {
     throw new CompileError(field, `compilation failed: ${firstLine(err)}`);
   }
-  if (expect.length && checked.type && checked.type !== 'dyn' && !expect.some((type) => checked.type!.startsWith(type))) {
-    throw new CompileError(field, `must evaluate to ${expect.join(' or ')}, but evaluates to ${checked.type}`);
+  const type = checked.type ?? 'dyn';
+  // As the API server: a validation, message or audit value must be of its exact type (dyn is
+  // refused); a patchExpression may be any list, typed or not.
+  const fits = (want: string) => (want === 'list' ? type === 'dyn' || type.startsWith('list') : type === want);
+  if (expect.length && !expect.some(fits)) {
+    const names = expect.map(celGoTypeName);
+    const wanted = names.length === 1 ? names[0] : `one of [${names.join(' ')}]`;
+    throw new CompileError(field, `must evaluate to ${wanted} but got ${celGoTypeName(type)}`);
   }
+  useCelGoLogic(program.ast);
   return withCost(program);
+}
+
+/** cel-go's name of a type, as the API server's messages print it. */
+function celGoTypeName(type: string): string {
+  return type === 'null' ? 'null_type' : type;
 }
 
 export function firstLine(err: unknown): string {

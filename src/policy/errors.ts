@@ -7,7 +7,8 @@ import { firstLine } from './cel.ts';
 const REWRITES: [RegExp, string][] = [
   [/^No such key: index out of bounds, index (-?\d+) >= size (\d+)$/, "index '$1' out of range in list size '$2'"],
   [/^No such key: (.*)$/, 'no such key: $1'],
-  [/dyn<([^>]+)>/g, '$1'],
+  // cel-go's run-time overload error names no types.
+  [/^no such overload\b.*$/, 'no such overload'],
 ];
 
 /** The text of a CEL evaluation error, in cel-go's words where they differ. */

@@ -55,9 +55,10 @@ export type RulesAdmit = (request: AdmissionRequest, context?: RulesContext) => 
  * CompileError naming the field.
  */
 export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): RulesAdmit {
+  const scope = { params: webhook.params !== undefined };
   const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => ({
     name: v.name,
-    program: compile(v.expression, `${path}.variables[${i}].expression`),
+    program: compile(v.expression, `${path}.variables[${i}].expression`, [], scope),
   }));
 
   if (webhook.type === 'Mutating') {
@@ -66,9 +67,9 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
       if (!m.patch === !m.patchExpression) throw new CompileError(field, 'exactly one of patch and patchExpression must be set');
       return {
         field,
-        condition: m.condition ? compile(m.condition, `${field}.condition`, 'bool') : undefined,
+        condition: m.condition ? compile(m.condition, `${field}.condition`, ['bool'], scope) : undefined,
         patch: m.patch,
-        patchProgram: m.patchExpression ? compile(m.patchExpression, `${field}.patchExpression`, 'list') : undefined,
+        patchProgram: m.patchExpression ? compile(m.patchExpression, `${field}.patchExpression`, ['list'], scope) : undefined,
       };
     });
     return (request, context = {}) => {
@@ -93,9 +94,9 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
       const field = `${path}.validations[${i}]`;
       return {
         expression: v.expression,
-        program: compile(v.expression, `${field}.expression`, 'bool'),
+        program: compile(v.expression, `${field}.expression`, ['bool'], scope),
         message: v.message,
-        messageProgram: v.messageExpression ? compile(v.messageExpression, `${field}.messageExpression`, 'string') : undefined,
+        messageProgram: v.messageExpression ? compile(v.messageExpression, `${field}.messageExpression`, ['string'], scope) : undefined,
         reason: v.reason ?? 'Invalid',
         field,
       };
@@ -103,7 +104,7 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
     auditAnnotations: (webhook.auditAnnotations ?? []).map((a, i) => ({
       key: a.key,
       valueExpression: a.valueExpression,
-      program: compile(a.valueExpression, `${path}.auditAnnotations[${i}].valueExpression`, 'string', 'null'),
+      program: compile(a.valueExpression, `${path}.auditAnnotations[${i}].valueExpression`, ['string', 'null'], scope),
     })),
   };
   return (request, context = {}) => validate(request, compiled, context);

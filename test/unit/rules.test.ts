@@ -35,7 +35,7 @@ describe('policy: validations', function () {
     const admit = (validation: object) => compileRules('s', validating({ validations: [{ expression: 'false', ...validation }] }), 'p', 'Fail')(request());
     expect(admit({ messageExpression: "'replicas: ' + string(object.spec.replicas)" }).message).to.equal('replicas: 3');
     expect(admit({ messageExpression: "''", message: 'static' }).message).to.equal('static');
-    expect(admit({ messageExpression: 'object.nope', message: 'static' }).message).to.equal('static');
+    expect(admit({ messageExpression: "'x' + object.nope", message: 'static' }).message).to.equal('static');
     expect(admit({}).message).to.equal('failed expression: false');
   });
 
@@ -66,8 +66,8 @@ describe('policy: validations', function () {
     expect(JSON.parse(decision.auditAnnotations!.validation_failure!).map((f: { expressionIndex: number }) => f.expressionIndex)).to.deep.equal([1, 2]);
   });
 
-  it('denies on anything but true, and trims messages as the API server does', function () {
-    const admit = compileRules('s', validating({ validations: [{ expression: 'object.metadata.name', message: '  padded  ' }] }), 'p', 'Fail');
+  it('trims messages and refuses multi-line ones, as the API server does', function () {
+    const admit = compileRules('s', validating({ validations: [{ expression: 'false', message: '  padded  ' }] }), 'p', 'Fail');
     expect(admit(request())).to.include({ allowed: false, message: 'padded' });
     const multiLine = compileRules('s', validating({ validations: [{ expression: 'false', messageExpression: "'two\\nlines'", message: 'one line' }] }), 'p', 'Fail');
     expect(multiLine(request()).message).to.equal('one line');
@@ -120,7 +120,10 @@ describe('policy: validations', function () {
       throw new Error('compiled');
     };
     expect(compileError(validating({ validations: [{ expression: 'object.spec.replicas <' }] })).field).to.equal('spec.webhooks[2].validations[0].expression');
-    expect(compileError(validating({ validations: [{ expression: '1 + 1' }] })).message).to.contain('must evaluate to bool');
+    expect(compileError(validating({ validations: [{ expression: '1 + 1' }] })).message).to.contain('must evaluate to bool but got int');
+    // As in VAP, an untyped result is refused: it could be anything at run time.
+    expect(compileError(validating({ validations: [{ expression: 'object.metadata.name' }] })).message).to.contain('must evaluate to bool but got dyn');
+    expect(compileError(validating({ validations: [{ expression: 'true', messageExpression: 'object.metadata.name' }] })).message).to.contain('must evaluate to string but got dyn');
     expect(compileError(validating({ validations: [{ expression: 'true', messageExpression: '42' }] })).field).to.equal('spec.webhooks[2].validations[0].messageExpression');
     expect(compileError(validating({ validations: [{ expression: 'undeclared.x' }] })).field).to.equal('spec.webhooks[2].validations[0].expression');
   });

@@ -21,7 +21,7 @@ export interface ArgNode {
   type: string;
 }
 
-interface RawNode {
+export interface RawNode {
   op: string;
   args: unknown;
   checkedType?: { name: string };
@@ -40,6 +40,18 @@ function argNode(node: RawNode): ArgNode {
 
 /** Calls `visit` for every call in the checked AST `root`, outermost first. */
 export function forEachCall(root: unknown, visit: (call: CallNode) => void): void {
+  forEachNode(root, (node) => {
+    const args = node.args;
+    if (node.op === 'call' && Array.isArray(args) && typeof args[0] === 'string' && Array.isArray(args[1])) {
+      visit({ name: args[0], args: (args[1] as unknown[]).filter(isNode).map(argNode) });
+    } else if (node.op === 'rcall' && Array.isArray(args) && typeof args[0] === 'string' && isNode(args[1]) && Array.isArray(args[2])) {
+      visit({ name: args[0], receiver: argNode(args[1]), args: (args[2] as unknown[]).filter(isNode).map(argNode) });
+    }
+  });
+}
+
+/** Calls `visit` for every node of cel-js's checked AST `root`, macro expansions included, outermost first. */
+export function forEachNode(root: unknown, visit: (node: RawNode) => void): void {
   const stack: unknown[] = [root];
   const seen = new Set<unknown>();
   while (stack.length) {
@@ -55,12 +67,8 @@ export function forEachCall(root: unknown, visit: (call: CallNode) => void): voi
       if (node && typeof node === 'object' && node.constructor === Object) for (const v of Object.values(node)) if (typeof v === 'object') stack.push(v);
       continue;
     }
+    visit(node);
     const args = node.args;
-    if (node.op === 'call' && Array.isArray(args) && typeof args[0] === 'string' && Array.isArray(args[1])) {
-      visit({ name: args[0], args: (args[1] as unknown[]).filter(isNode).map(argNode) });
-    } else if (node.op === 'rcall' && Array.isArray(args) && typeof args[0] === 'string' && isNode(args[1]) && Array.isArray(args[2])) {
-      visit({ name: args[0], receiver: argNode(args[1]), args: (args[2] as unknown[]).filter(isNode).map(argNode) });
-    }
     if (node.op === 'value') continue;
     if (Array.isArray(args)) for (const a of args) stack.push(a);
     else if (typeof args === 'object' && args !== null) stack.push(args);

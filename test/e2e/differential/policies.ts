@@ -48,6 +48,9 @@ const cmLifecycle = (first: Record<string, string>, second: Record<string, strin
 ];
 const replicasLifecycle = (...counts: number[]): Step[] => [...counts.map((replicas) => ({ op: 'create' as const, replicas })), { op: 'update', replicas: counts[0] }, { op: 'delete' }];
 
+/** The one reason the contract offers beyond VAP's: VAP refuses it on write, a suite answers 401. */
+export const UNAUTHORIZED_ROW: PolicyRow = { name: 'reason-unauthorized', resource: 'configmaps', validations: [{ expression: 'false', message: 'no', reason: 'Unauthorized' }], steps: [{ op: 'create', data: { a: '1' } }] };
+
 export const POLICIES: PolicyRow[] = [
   // --- object / oldObject, and the standard macros
   { name: 'has-key', resource: 'configmaps', validations: [{ expression: 'has(object.data.owner)', message: 'owner is required' }], steps: cmLifecycle({ x: '1' }, { owner: 'a' }) },
@@ -186,8 +189,7 @@ export const POLICIES: PolicyRow[] = [
   { name: 'msg-none', resource: 'configmaps', validations: [{ expression: "object.data.v == 'ok'" }], steps: cmLifecycle({ v: 'no' }, { v: 'ok' }) },
   { name: 'msg-blank', resource: 'configmaps', validations: [{ expression: "object.data.v == 'ok'", messageExpression: "'   '" }], steps: [{ op: 'create', data: { v: 'no' } }] },
 
-  // --- reasons and their HTTP codes
-  { name: 'reason-unauthorized', resource: 'configmaps', validations: [{ expression: 'false', message: 'no', reason: 'Unauthorized' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  // --- reasons and their HTTP codes (Unauthorized, which the contract offers and VAP refuses, is tested on its own)
   { name: 'reason-forbidden', resource: 'configmaps', validations: [{ expression: 'false', message: 'no', reason: 'Forbidden' }], steps: [{ op: 'create', data: { a: '1' } }] },
   { name: 'reason-invalid', resource: 'configmaps', validations: [{ expression: 'false', message: 'no', reason: 'Invalid' }], steps: [{ op: 'create', data: { a: '1' } }] },
   { name: 'reason-too-large', resource: 'configmaps', validations: [{ expression: 'false', message: 'no', reason: 'RequestEntityTooLarge' }], steps: [{ op: 'create', data: { a: '1' } }] },
@@ -230,10 +232,11 @@ export const POLICIES: PolicyRow[] = [
     validations: [{ expression: 'true' }],
     auditAnnotations: [
       { key: 'data-keys', valueExpression: "'keys: ' + string(size(object.data))" },
-      { key: 'maybe', valueExpression: "has(object.data.tag) ? object.data.tag : null" },
+      { key: 'blank', valueExpression: "'  '" },
     ],
     steps: cmLifecycle({ tag: 'blue' }, { a: '1' }),
   },
+  { name: 'audit-annotation-null', resource: 'configmaps', auditAnnotations: [{ key: 'tag', valueExpression: "has(object.data.tag) ? 'tag ' + object.data.tag : null" }], validations: [], steps: cmLifecycle({ tag: 'blue' }, { a: '1' }) },
 
   // --- run-time errors follow failurePolicy
   { name: 'err-no-key-fail', resource: 'configmaps', failurePolicy: 'Fail', validations: [{ expression: "object.data.missing == 'x'", message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
@@ -262,6 +265,13 @@ export const POLICIES: PolicyRow[] = [
     validations: [{ expression: "namespaceObject.metadata.labels['team'] != 'differential'", messageExpression: "'namespace of team ' + namespaceObject.metadata.labels['team']" }],
     steps: [{ op: 'create', data: { a: '1' } }],
   },
+
+  // --- what VAP refuses when it is written, a suite refuses when it is applied
+  { name: 'write-parse-error', resource: 'configmaps', validations: [{ expression: "object.data.a == 'x' &&" }], steps: [] },
+  { name: 'write-undeclared', resource: 'configmaps', validations: [{ expression: "undeclared.data.a == 'x'" }], steps: [] },
+  { name: 'write-message-int', resource: 'configmaps', validations: [{ expression: 'false', messageExpression: 'size(object.data)' }], steps: [] },
+  { name: 'write-audit-int', resource: 'configmaps', validations: [], auditAnnotations: [{ key: 'count', valueExpression: 'size(object.data)' }], steps: [] },
+  { name: 'write-variable-error', resource: 'configmaps', variables: [{ name: 'v', expression: 'object.data.a.' }], validations: [{ expression: 'true' }], steps: [] },
 
   // --- matchConditions (evaluated by the API server before the policy)
   {
