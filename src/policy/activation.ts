@@ -16,6 +16,8 @@ export interface Activation {
   params: unknown;
   namespaceObject: unknown;
   variables: Record<string, unknown>;
+  /** Bound only for a webhook whose expressions use it (library/authz.ts). */
+  authorizer?: unknown;
 }
 
 /**
@@ -60,7 +62,7 @@ export function buildActivation(
   request: AdmissionRequest,
   object: unknown,
   variables: readonly CompiledVariable[],
-  extra: { params?: unknown; namespaceObject?: unknown } = {},
+  extra: { params?: unknown; namespaceObject?: unknown; authorizer?: unknown } = {},
 ): Activation {
   const activation: Activation = {
     object: object === undefined || object === null ? null : toCel(object),
@@ -70,6 +72,7 @@ export function buildActivation(
     namespaceObject: extra.namespaceObject === undefined ? null : toCel(extra.namespaceObject),
     variables: {},
   };
+  if (extra.authorizer !== undefined) activation.authorizer = extra.authorizer;
   for (const variable of variables) {
     let computed = false;
     let value: unknown;

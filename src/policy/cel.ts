@@ -15,6 +15,8 @@ import { registerCIDR } from './library/cidr.ts';
 import { registerQuantity } from './library/quantity.ts';
 import { registerSets, validateSetsCall } from './library/sets.ts';
 import { registerOptionals } from './library/optionals.ts';
+import { replaceDoubleBuiltins } from './library/doubles.ts';
+import { AUTHORIZER_TYPE, registerAuthz } from './library/authz.ts';
 import { withCost } from './cost.ts';
 import { useCelGoLogic } from './logic.ts';
 
@@ -27,6 +29,7 @@ const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject'
  */
 export function newEnvironment(variables: Readonly<Record<string, string>> = Object.fromEntries(ACTIVATION_VARIABLES.map((n) => [n, 'dyn']))): Environment {
   const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false });
+  registerAuthz(env); // first: its types are those of the variable `authorizer`
   for (const [name, type] of Object.entries(variables)) env.registerVariable(name, type);
   registerLists(env);
   registerStrings(env);
@@ -41,6 +44,7 @@ export function newEnvironment(variables: Readonly<Record<string, string>> = Obj
   // cel-js's own overloads replaced by cel-go's behaviour; after every registration (see builtins.ts)
   replaceStringBuiltins(env);
   replaceRegexBuiltins(env);
+  replaceDoubleBuiltins(env);
   return env;
 }
 
@@ -58,9 +62,23 @@ function validateCall(call: CallNode): void {
   }
 }
 
-const withParams = newEnvironment();
-// As VAP: `params` is declared only for a policy that has a paramKind (here: a webhook with params).
-const withoutParams = newEnvironment(Object.fromEntries(ACTIVATION_VARIABLES.filter((n) => n !== 'params').map((n) => [n, 'dyn'])));
+/**
+ * As VAP: `params` is declared only for a policy that has a paramKind (here: a webhook with
+ * params); `authorizer` (and `authorizer.requestResource`) everywhere but in messageExpressions.
+ */
+const environments = new Map<string, Environment>();
+function vapEnvironment(params: boolean, authorizer: boolean): Environment {
+  const key = `${params}/${authorizer}`;
+  let env = environments.get(key);
+  if (!env) {
+    const variables: Record<string, string> = Object.fromEntries(ACTIVATION_VARIABLES.filter((n) => params || n !== 'params').map((n) => [n, 'dyn']));
+    if (authorizer) variables.authorizer = AUTHORIZER_TYPE;
+    environments.set(key, (env = newEnvironment(variables)));
+  }
+  return env;
+}
+vapEnvironment(true, true);
+vapEnvironment(false, true);
 
 export type ResultType = 'bool' | 'string' | 'list' | 'null';
 
@@ -76,10 +94,10 @@ export class CompileError extends Error {
 
 /**
  * Parses and type-checks `expression`; `expect` lists the types it may yield (any when empty);
- * `params` says whether the variable `params` is declared.
+ * `params` and `authorizer` say whether those variables are declared (by default they are).
  */
-export function compile(expression: string, field: string, expect: ResultType[] = [], options: { params?: boolean } = {}): Program {
-  const environment = options.params === false ? withoutParams : withParams;
+export function compile(expression: string, field: string, expect: ResultType[] = [], options: { params?: boolean; authorizer?: boolean } = {}): Program {
+  const environment = vapEnvironment(options.params !== false, options.authorizer !== false);
   let program: Program;
   try {
     program = environment.parse(expression);

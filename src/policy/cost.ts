@@ -11,8 +11,9 @@
  *   map literals 30, constants and `&&` `||` `?:` nothing. This static part is summed per AST
  *   region at compile time and charged as one number: once per evaluation for the expression
  *   outside comprehensions, once per iteration for a comprehension's loop step (plus the loop
- *   bookkeeping cel-go's expansion of the macro costs: `all` 3, `exists` 4). Branches that
- *   short-circuit are charged as if taken.
+ *   bookkeeping cel-go's expansion of the macro costs: `all` 3, `exists` 4). The branches of
+ *   `?:` are charged when taken (a wrapper on its dispatch); the right side of `&&` / `||` is
+ *   charged even when short-circuited (a few units more than cel-go).
  * - comprehensions (`all`, `exists`, `exists_one`, `map`, `filter`): the per-iteration charge is
  *   made in the loop's `condition` callback, which cel-js calls before every step. Once the limit
  *   is passed the condition answers false, so every loop ends at once (no exception per
@@ -111,18 +112,18 @@ function evaluate(program: ParseResult, staticCost: number, activation: unknown)
   }
   const start = meter.cost;
   const callEnd = start + PER_CALL_LIMIT;
-  const limit = callEnd < meter.budgetEnd ? callEnd : meter.budgetEnd;
-  meter.limit = limit;
+  meter.limit = callEnd < meter.budgetEnd ? callEnd : meter.budgetEnd;
   try {
     meter.cost += staticCost;
     let result: unknown;
     try {
       result = program(activation as never);
     } catch (err) {
-      if (meter.cost > limit) throw overrun();
+      // (meter.limit, not the limit set above: nested runs move it on by what they spent)
+      if (meter.cost > meter.limit) throw overrun();
       throw err;
     }
-    if (meter.cost > limit) throw overrun();
+    if (meter.cost > meter.limit) throw overrun();
     return result;
   } finally {
     if (outerLimit === Infinity) meter.limit = Infinity;
@@ -427,7 +428,10 @@ type CallCost = (args: unknown[], result: unknown, receiver: boolean) => number;
 const CALL_COSTS: Record<string, CallCost> = {
   startsWith: (a) => traverse(actualSize(a[1])),
   endsWith: (a) => traverse(actualSize(a[1])),
-  contains: (a) => traverse(actualSize(a[0])) * traverse(actualSize(a[1])),
+  // string.contains(sub), or sets.contains(list, list) (a call on the `sets` namespace in cel-js)
+  contains: (a) => (a.length === 3 ? setsCost(a, 1) : traverse(actualSize(a[0])) * traverse(actualSize(a[1]))),
+  intersects: (a) => setsCost(a, 1),
+  equivalent: (a) => setsCost(a, 2),
   matches: (a) => regexCost(a[0], a[1]),
   find: (a) => regexCost(a[0], a[1]),
   findAll: (a) => regexCost(a[0], a[1]),
@@ -457,9 +461,34 @@ const CALL_COSTS: Record<string, CallCost> = {
   isQuantity: (a) => traverse(actualSize(a[0])),
   semver: (a) => traverse(actualSize(a[0])),
   isSemver: (a) => traverse(actualSize(a[0])),
+  isCanonical: (a) => Math.ceil(actualSize(a[a.length - 1]) * 2 * STRING_TRAVERSAL),
+  containsIP: (a) => traverse(2 * actualSize(a[0])) + (typeof a[1] === 'string' ? traverse(a[1].length) : 0),
+  containsCIDR: (a) => traverse(2 * actualSize(a[0])) + traverse(actualSize(a[0])) + 1 + (typeof a[1] === 'string' ? traverse(a[1].length) : 0),
   // an authorization check (a SubjectAccessReview) costs enough to allow two per expression
   check: () => 350_000,
+  // the lists extension (version 3): by the size of what they allocate (cel-go ext/lists.go)
+  slice: (_, result) => allocatingList(1, actualSize(result)),
+  range: (_, result) => allocatingList(1, actualSize(result)),
+  reverse: (_, result) => allocatingList(1, actualSize(result)),
+  flatten: (a) => allocatingList(typeof a[1] === 'bigint' ? Number(a[1]) : 1, actualSize(a[0])),
+  distinct: (a) => selfCompare(a[0]),
+  sort: (a) => selfCompare(a[0]),
 };
+
+/** cel-go's sets: the product of the two lists' sizes (after the namespace receiver). */
+function setsCost(a: unknown[], factor: number): number {
+  return 1 + Math.floor(actualSize(a[a.length - 2]) * actualSize(a[a.length - 1]) * factor);
+}
+
+function allocatingList(factor: number, size: number): number {
+  return Math.floor(size * (factor < 0 ? 1 : factor)) + 1 + LIST_CREATE;
+}
+
+function selfCompare(list: unknown): number {
+  const size = actualSize(list);
+  const first = Array.isArray(list) ? list[0] : undefined;
+  return allocatingList(isSequence(first) ? 2 + STRING_TRAVERSAL : 2, size * size);
+}
 
 function isSequence(v: unknown): boolean {
   return typeof v === 'string' || v instanceof Uint8Array;

@@ -10,6 +10,10 @@ import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type CompiledVariable } from './activation.ts';
 import { fromCel } from './values.ts';
 import { closeBudget, CostBudgetError, openBudget } from './cost.ts';
+import type { Authorizer } from '../api/authorization.ts';
+import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
+import { requestAuthorizer } from './library/authz.ts';
+import { forEachNode } from './library/validate.ts';
 
 interface CompiledValidation {
   expression: string;
@@ -49,12 +53,43 @@ export interface RulesContext {
 }
 
 export type RulesAdmit = (request: AdmissionRequest, context?: RulesContext) => Decision;
+/** Rules that may have to ask `authorizer` checks first: a Promise then, a Decision otherwise. */
+export type AuthorizingRulesAdmit = (request: AdmissionRequest, context?: RulesContext) => Decision | Promise<Decision>;
+
+/** What one evaluation binds besides the request: the RulesContext, and `authorizer` when used. */
+type EvaluationContext = RulesContext & { authorizer?: unknown };
 
 /**
  * Compiles the rules of `webhook` of suite `suite` (at `path`, e.g. `spec.webhooks[0]`); throws
- * CompileError naming the field.
+ * CompileError naming the field. With an `authorizer`, a webhook whose expressions use
+ * `authorizer` answers asynchronously when it has checks to ask (authorization.ts); without one,
+ * such checks are evaluation errors and every answer is synchronous. A webhook whose expressions
+ * do not name `authorizer` is always evaluated synchronously and binds nothing for it.
  */
-export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): RulesAdmit {
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): RulesAdmit;
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer: Authorizer | undefined): AuthorizingRulesAdmit;
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer?: Authorizer): AuthorizingRulesAdmit {
+  const admit = compileSyncRules(suite, webhook, path, failurePolicy);
+  if (!admit.authorizing) return admit;
+  if (!authorizer) {
+    return (request, context = {}) => admit(request, { ...context, authorizer: requestAuthorizer(request, new AuthorizationSession(undefined)) });
+  }
+  return (request, context = {}) => {
+    const decision = evaluateAuthorizing(authorizer, (session) => admit(request, { ...context, authorizer: requestAuthorizer(request, session) }));
+    return decision instanceof Promise ? decision.catch((err: unknown) => errored(firstLine(err), failurePolicy, 'Invalid')) : decision;
+  };
+}
+
+/** True when `program` names the variable `authorizer` (or `authorizer.requestResource`). */
+function usesAuthorizer(program: Program | undefined): boolean {
+  let found = false;
+  if (program) forEachNode(program.ast, (node) => (found ||= node.op === 'id' && node.args === 'authorizer'));
+  return found;
+}
+
+type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean };
+
+function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): SyncRules {
   const scope = { params: webhook.params !== undefined };
   const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => ({
     name: v.name,
@@ -72,7 +107,8 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
         patchProgram: m.patchExpression ? compile(m.patchExpression, `${field}.patchExpression`, ['list'], scope) : undefined,
       };
     });
-    return (request, context = {}) => {
+    const authorizing = variables.some((v) => usesAuthorizer(v.program)) || mutations.some((m) => usesAuthorizer(m.condition) || usesAuthorizer(m.patchProgram));
+    const admit = (request: AdmissionRequest, context: EvaluationContext = {}) => {
       const budget = openBudget();
       try {
         return mutate(request, mutations, variables, context);
@@ -82,6 +118,7 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
         closeBudget(budget);
       }
     };
+    return Object.assign(admit, { authorizing });
   }
 
   const compiled: CompiledValidations = {
@@ -96,7 +133,8 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
         expression: v.expression,
         program: compile(v.expression, `${field}.expression`, ['bool'], scope),
         message: v.message,
-        messageProgram: v.messageExpression ? compile(v.messageExpression, `${field}.messageExpression`, ['string'], scope) : undefined,
+        // As VAP: `authorizer` is not declared for messageExpressions (a variable may still use it).
+        messageProgram: v.messageExpression ? compile(v.messageExpression, `${field}.messageExpression`, ['string'], { ...scope, authorizer: false }) : undefined,
         reason: v.reason ?? 'Invalid',
         field,
       };
@@ -107,7 +145,8 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
       program: compile(a.valueExpression, `${path}.auditAnnotations[${i}].valueExpression`, ['string', 'null'], scope),
     })),
   };
-  return (request, context = {}) => validate(request, compiled, context);
+  const authorizing = [...variables.map((v) => v.program), ...compiled.validations.map((v) => v.program), ...compiled.auditAnnotations.map((a) => a.program)].some(usesAuthorizer);
+  return Object.assign((request: AdmissionRequest, context: EvaluationContext = {}) => validate(request, compiled, context), { authorizing });
 }
 
 /**
@@ -115,7 +154,7 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
  * (or, under failurePolicy Fail, an error) goes to each validationAction: Deny collects it and the
  * first one collected is the answer, Warn adds a warning, Audit adds it to `validation_failure`.
  */
-function validate(request: AdmissionRequest, compiled: CompiledValidations, context: RulesContext): Decision {
+function validate(request: AdmissionRequest, compiled: CompiledValidations, context: EvaluationContext): Decision {
   const object = request.operation === 'DELETE' ? null : request.object;
   const activation = buildActivation(request, object, compiled.variables, context);
   const { failurePolicy } = compiled;
@@ -249,7 +288,7 @@ function failureMessage(validation: CompiledValidation, activation: object): str
   return message || `failed expression: ${validation.expression.trim()}`;
 }
 
-function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: RulesContext): Decision {
+function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: EvaluationContext): Decision {
   const original = request.object;
   if (!original) return allowed();
   let working = structuredClone(original);

@@ -244,6 +244,7 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     it(`${row.name}: the same outcome as the native policy`, async function () {
       const refused = refusedOnWrite.get(row.name);
       if (refused) {
+        if (process.env.PORTCULLIS_DIFF_VERBOSE) console.log(`      ${row.name}: refused on write ${JSON.stringify(refused)}`);
         expect(refused.suite, `the suite refuses what VAP refuses (${JSON.stringify(refused.vap)})`).to.not.equal(undefined);
         expect(refused.vap, `VAP refuses what the suite refuses (${JSON.stringify(refused.suite)})`).to.not.equal(undefined);
         expect(refused.suite!.field, 'the field refused').to.equal(refused.vap!.field);
@@ -259,6 +260,8 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
         hook.push(await run(row, step, HOOK_NS));
       }
       outcomes.set(row.name, { vap, hook });
+      // PORTCULLIS_DIFF_VERBOSE=1 prints what the oracle answered, to read a row's behaviour.
+      if (process.env.PORTCULLIS_DIFF_VERBOSE) console.log(`      ${row.name}: ${JSON.stringify(vap)}`);
       const label = row.steps.map((s, i) => `${i}:${s.op}${s.dryRun ? '(dry-run)' : ''}`).join(' ');
       expect(hook, `steps ${label}`).to.deep.equal(vap);
     });

@@ -273,6 +273,121 @@ export const POLICIES: PolicyRow[] = [
   { name: 'write-audit-int', resource: 'configmaps', validations: [], auditAnnotations: [{ key: 'count', valueExpression: 'size(object.data)' }], steps: [] },
   { name: 'write-variable-error', resource: 'configmaps', variables: [{ name: 'v', expression: 'object.data.a.' }], validations: [{ expression: 'true' }], steps: [] },
 
+  // --- the Kubernetes CEL libraries
+  {
+    name: 'lib-strings',
+    resource: 'configmaps',
+    validations: [
+      {
+        expression: "object.data.name.lowerAscii() == object.data.name && object.data.name.indexOf('-') != 0 && object.data.name.split('-').size() <= 3",
+        messageExpression:
+          "'bad name ' + object.data.name.upperAscii() + ' ' + object.data.name.replace('-', '_') + ' ' + string(object.data.name.lastIndexOf('-')) + ' ' + object.data.name.charAt(1) + ' ' + object.data.name.split('-').join('/') + ' ' + object.data.name.substring(1, 3) + ' [' + '  x '.trim() + ']'",
+      },
+    ],
+    steps: cmLifecycle({ name: 'Ab-Cd-e-f' }, { name: 'ab-c' }),
+  },
+  {
+    name: 'lib-strings-format',
+    resource: 'configmaps',
+    validations: [{ expression: 'size(object.data) < 2', messageExpression: "'%s has %d keys, first %s'.format([object.metadata.name, size(object.data), strings.quote(object.data.a)])" }],
+    steps: cmLifecycle({ a: 'say "hi"', b: '2' }, { a: '1' }),
+  },
+  {
+    name: 'lib-regex',
+    resource: 'configmaps',
+    validations: [{ expression: "object.data.version.matches('^v[0-9]+[.][0-9]+$')", messageExpression: "'version ' + object.data.version.find('[0-9]+') + ' parts ' + object.data.version.findAll('[0-9]+').join(',') + ' first ' + object.data.version.findAll('[0-9]+', 1).join(',')" }],
+    steps: cmLifecycle({ version: 'v1.2.3' }, { version: 'v1.2' }),
+  },
+  {
+    name: 'lib-lists',
+    resource: 'configmaps',
+    validations: [
+      {
+        expression: "object.data.keys.split(',').isSorted() && object.data.counts.split(',').map(c, int(c)).sum() <= 10",
+        messageExpression:
+          "'index of a ' + string(object.data.keys.split(',').indexOf('a')) + ', last b ' + string(object.data.keys.split(',').lastIndexOf('b')) + ', sum ' + string(object.data.counts.split(',').map(c, int(c)).sum()) + ', min ' + string(object.data.counts.split(',').map(c, int(c)).min()) + ', max ' + string(object.data.counts.split(',').map(c, int(c)).max())",
+      },
+    ],
+    steps: cmLifecycle({ keys: 'b,a,c,b', counts: '3,9,1' }, { keys: 'a,b', counts: '1,2' }),
+  },
+  {
+    name: 'lib-url',
+    resource: 'configmaps',
+    validations: [
+      {
+        expression: "isURL(object.data.endpoint) && url(object.data.endpoint).getScheme() == 'https'",
+        message: 'endpoint must be an https URL',
+        messageExpression: "'host ' + url(object.data.endpoint).getHost() + ' hostname ' + url(object.data.endpoint).getHostname() + ' port ' + url(object.data.endpoint).getPort() + ' path ' + url(object.data.endpoint).getEscapedPath() + ' x ' + url(object.data.endpoint).getQuery()['x'].join(',')",
+      },
+    ],
+    steps: [{ op: 'create', data: { endpoint: 'http://example.com:8080/a%20b?x=1&x=2&y=3' } }, { op: 'create', data: { endpoint: 'not a url' } }, { op: 'create', data: { endpoint: 'https://example.com/' } }, { op: 'delete' }],
+  },
+  {
+    name: 'lib-quantity',
+    resource: 'configmaps',
+    validations: [
+      {
+        expression: "isQuantity(object.data.memory) && quantity(object.data.memory).isLessThan(quantity('1Gi'))",
+        message: 'memory must be a quantity under 1Gi',
+        messageExpression:
+          "'memory ' + object.data.memory + ' compares ' + string(quantity(object.data.memory).compareTo(quantity('1Gi'))) + ', plus 1Mi is ' + string(quantity(object.data.memory).add(quantity('1Mi')).asInteger()) + ', integer ' + string(quantity(object.data.memory).isInteger()) + ', sign ' + string(sign(quantity(object.data.memory)))",
+      },
+    ],
+    steps: [{ op: 'create', data: { memory: '2Gi' } }, { op: 'create', data: { memory: 'lots' } }, { op: 'create', data: { memory: '512Mi' } }, { op: 'delete' }],
+  },
+  { name: 'lib-quantity-error', resource: 'configmaps', validations: [{ expression: 'quantity(object.data.memory).isInteger()', message: 'unreachable' }], steps: [{ op: 'create', data: { memory: 'lots' } }] },
+  { name: 'lib-url-error', resource: 'configmaps', validations: [{ expression: "url(object.data.endpoint).getHost() != ''", message: 'unreachable' }], steps: [{ op: 'create', data: { endpoint: 'not a url' } }] },
+  {
+    name: 'lib-ip-cidr',
+    resource: 'configmaps',
+    validations: [
+      {
+        expression: "isIP(object.data.ip) && cidr('10.0.0.0/8').containsIP(ip(object.data.ip))",
+        message: 'ip must be in 10.0.0.0/8',
+        messageExpression:
+          "'family ' + string(ip(object.data.ip).family()) + ' loopback ' + string(ip(object.data.ip).isLoopback()) + ' global ' + string(ip(object.data.ip).isGlobalUnicast()) + ' in 127/8 ' + string(cidr('127.0.0.0/8').containsIP(object.data.ip)) + ' masked ' + string(cidr('10.1.2.3/8').masked()) + ' prefix ' + string(cidr('10.0.0.0/8').prefixLength())",
+      },
+    ],
+    steps: [{ op: 'create', data: { ip: '127.0.0.1' } }, { op: 'create', data: { ip: '::1' } }, { op: 'create', data: { ip: '10.1.2.3' } }, { op: 'delete' }],
+  },
+  {
+    name: 'lib-format',
+    resource: 'configmaps',
+    validations: [{ expression: '!format.dns1123Label().validate(object.data.label).hasValue()', messageExpression: "'invalid label: ' + format.dns1123Label().validate(object.data.label).value().join('; ')" }],
+    steps: cmLifecycle({ label: 'Bad_Label' }, { label: 'good' }),
+  },
+  {
+    name: 'lib-sets',
+    resource: 'configmaps',
+    validations: [
+      {
+        expression: "sets.contains(object.data.allowed.split(','), object.data.used.split(','))",
+        messageExpression: "'intersects ' + string(sets.intersects(object.data.allowed.split(','), object.data.used.split(','))) + ' equivalent ' + string(sets.equivalent(object.data.allowed.split(','), object.data.used.split(',')))",
+      },
+    ],
+    steps: cmLifecycle({ allowed: 'a,b', used: 'b,c' }, { allowed: 'a,b,c', used: 'c,a' }),
+  },
+  {
+    name: 'lib-optional',
+    resource: 'configmaps',
+    validations: [
+      {
+        expression: "object.data.?tier.orValue('standard') != 'forbidden' && !object.?spec.hasValue()",
+        messageExpression: "'tier ' + object.data.?tier.orValue('none') + ' ' + string(optional.of(1).hasValue()) + ' ' + string(optional.none().hasValue()) + ' ' + object.data.?tier.value()",
+      },
+    ],
+    steps: cmLifecycle({ tier: 'forbidden' }, { other: '1' }),
+  },
+  {
+    name: 'double-to-string',
+    resource: 'deployments',
+    validations: [{ expression: 'false', messageExpression: "string(double(object.spec.replicas) * 1000000.0) + ' ' + string(double(object.spec.replicas) / 3.0) + ' ' + string(double(object.spec.replicas) / 10000000.0) + ' ' + string(double(object.spec.replicas))" }],
+    steps: [{ op: 'create', replicas: 3 }],
+  },
+  { name: 'lib-numeric-cross-type', resource: 'deployments', validations: [{ expression: 'object.spec.replicas < 2.5 && object.spec.replicas != 1.0', messageExpression: "'replicas ' + string(object.spec.replicas)" }], steps: replicasLifecycle(3, 1, 2) },
+  { name: 'write-strings-reverse', resource: 'configmaps', validations: [{ expression: "object.data.v.reverse() == 'x'" }], steps: [] },
+  { name: 'write-regex-backreference', resource: 'configmaps', validations: [{ expression: "object.data.v.matches('(a)\\\\1')" }], steps: [] },
+
   // --- matchConditions (evaluated by the API server before the policy)
   {
     name: 'match-conditions',

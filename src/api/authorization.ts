@@ -1,0 +1,66 @@
+/**
+ * Authorization checks as CEL's `authorizer` asks them (apiserver `pkg/cel/library/authz.go`): the
+ * attributes of one check, its answer, and the `Authorizer` the request side is handed. The policy
+ * engine only ever sees this interface; src/kube implements it with SubjectAccessReviews.
+ */
+
+/** The user a check is made for: the request's user, or a service account (`authorizer.serviceAccount`). */
+export interface AuthorizationUser {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+/** A resource check (SubjectAccessReview `resourceAttributes`; the version is always `*`, as in the API server). */
+export interface ResourceAttributes {
+  verb: string;
+  group: string;
+  resource: string;
+  subresource: string;
+  namespace: string;
+  name: string;
+  /** Raw selectors, sent as `rawSelector`; the API server parses them (and ignores them when they do not parse). */
+  fieldSelector?: string;
+  labelSelector?: string;
+}
+
+/** A non-resource check (`nonResourceAttributes`). */
+export interface NonResourceAttributes {
+  verb: string;
+  path: string;
+}
+
+export interface AuthorizationAttributes {
+  user: AuthorizationUser;
+  /** Exactly one of `resource` and `nonResource`. */
+  resource?: ResourceAttributes;
+  nonResource?: NonResourceAttributes;
+}
+
+/** A SubjectAccessReview's status: `allowed()`, `reason()`, and `evaluationError` for `errored()`/`error()`. */
+export interface AuthorizationDecision {
+  allowed: boolean;
+  reason: string;
+  /** Empty when the authorizer had no error. */
+  evaluationError: string;
+}
+
+/** Answers one check; rejects when it cannot be asked at all (an evaluation error, then failurePolicy applies). */
+export interface Authorizer {
+  check(attributes: AuthorizationAttributes): Promise<AuthorizationDecision>;
+}
+
+/**
+ * A key equal for equivalent checks: groups and extra values sorted, as the API server's caching
+ * authorizer (admission/plugin/authorizer/caching_authorizer.go) makes its keys.
+ */
+export function authorizationKey(attributes: AuthorizationAttributes): string {
+  const { user, resource: r, nonResource: n } = attributes;
+  const groups = user.groups?.length ? [...user.groups].sort() : [];
+  const extra = user.extra ? Object.keys(user.extra).sort().map((k) => [k, [...(user.extra![k] ?? [])].sort()]) : [];
+  const check = r
+    ? ['r', r.verb, r.group, r.resource, r.subresource, r.namespace, r.name, r.fieldSelector ?? '', r.labelSelector ?? '']
+    : ['n', n?.verb ?? '', n?.path ?? ''];
+  return JSON.stringify([user.username, user.uid ?? '', groups, extra, check]);
+}
