@@ -27,6 +27,8 @@ import { watchCache, type WatchedCache } from './kube/watch.ts';
 import { ObjectWatches } from './kube/objects.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
+import { CachingAuthorizer, SubjectAccessReviewer } from './kube/authorizer.ts';
+import type { Authorizer } from './api/authorization.ts';
 
 export interface Operator {
   registry: SuiteRegistry;
@@ -42,6 +44,11 @@ export interface Operator {
 export interface StartOptions {
   /** Hold the admission endpoint back until serve() (tests of "register only when serving"). */
   serve?: boolean;
+  /**
+   * What answers CEL's `authorizer` checks. By default SubjectAccessReviews made with the
+   * operator's own credentials (`kubeConfig`), behind a 10-second cache shared by all requests.
+   */
+  authorizer?: Authorizer;
 }
 
 type SecretObject = KubernetesObject & { data?: Record<string, string> };
@@ -70,7 +77,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     limitRanges: (namespace) => limitRanges.list().filter((lr) => lr.metadata?.namespace === namespace) as Record<string, any>[],
   };
   const params = new ObjectWatches(kube, log);
-  const registry = new SuiteRegistry(view, params);
+  const authorizer = options.authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig));
+  const registry = new SuiteRegistry(view, params, authorizer);
 
   const admission: FastifyInstance = createAdmissionServer({ registry, certificates, metrics, log: componentLogger('admission') });
   const listen = async () => {

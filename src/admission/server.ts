@@ -1,7 +1,8 @@
 /**
  * admission: the HTTPS endpoint the API server calls. Decodes and checks each AdmissionReview,
  * finds the compiled webhook for /admit/<suite>/<webhook>, asks it for a Decision, and encodes
- * the response. It never evaluates rules itself and makes no API calls.
+ * the response. It never evaluates rules itself and makes no API calls of its own (a webhook
+ * whose rules use `authorizer` asks SubjectAccessReviews through the Authorizer it was compiled with).
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { CertificateStore } from '../certs/store.ts';
@@ -70,7 +71,9 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     const { suite, webhook: name } = request.params;
     const webhook = registry.webhook(suite, name);
     if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
-    const decision = webhook.admit(admissionRequest);
+    // Synchronous for almost every webhook; a Promise while `authorizer` checks are asked.
+    let decision = webhook.admit(admissionRequest);
+    if (decision instanceof Promise) decision = await decision;
     metrics.observeReview(suite, name, decision.allowed, Number(process.hrtime.bigint() - started) / 1e9);
     if (!decision.allowed) log.info('denied', { suite, webhook: name, uid: admissionRequest.uid, denial: decision.message });
     return reply.send(encodeReview(apiVersion, admissionRequest.uid, decision));

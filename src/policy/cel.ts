@@ -15,6 +15,7 @@ import { registerCIDR } from './library/cidr.ts';
 import { registerQuantity } from './library/quantity.ts';
 import { registerSets, validateSetsCall } from './library/sets.ts';
 import { registerOptionals } from './library/optionals.ts';
+import { registerComprehensions } from './library/comprehensions.ts';
 import { replaceDoubleBuiltins } from './library/doubles.ts';
 import { AUTHORIZER_TYPE, registerAuthz } from './library/authz.ts';
 import { withCost } from './cost.ts';
@@ -41,6 +42,7 @@ export function newEnvironment(variables: Readonly<Record<string, string>> = Obj
   registerQuantity(env);
   registerSets(env);
   registerOptionals(env);
+  registerComprehensions(env);
   // cel-js's own overloads replaced by cel-go's behaviour; after every registration (see builtins.ts)
   replaceStringBuiltins(env);
   replaceRegexBuiltins(env);

@@ -392,28 +392,41 @@ export function actualSize(v: unknown): number {
   return 1;
 }
 
-/** Kubernetes' `traversalCost`: a string costs a tenth of its length, containers the sum of their elements. */
+/**
+ * Kubernetes' `traversalCost`, remembered per container: CEL values never change, and a
+ * comprehension asks for the same list's cost once per iteration (`list.indexOf(c)` inside a
+ * `map` over that list), which would otherwise walk it n times.
+ */
+const traversalCosts = new WeakMap<object, number>();
 function traversalCost(v: unknown): number {
+  if (typeof v !== 'object' || v === null) return deepTraversalCost(v);
+  let cost = traversalCosts.get(v);
+  if (cost === undefined) traversalCosts.set(v, (cost = deepTraversalCost(v)));
+  return cost;
+}
+
+/** Kubernetes' `traversalCost`: a string costs a tenth of its length, containers the sum of their elements. */
+function deepTraversalCost(v: unknown): number {
   if (typeof v === 'string') return Math.floor(v.length * STRING_TRAVERSAL);
   if (v instanceof Uint8Array) return Math.floor(v.length * STRING_TRAVERSAL);
   if (Array.isArray(v)) {
     let cost = 0;
-    for (const e of v) cost += traversalCost(e);
+    for (const e of v) cost += deepTraversalCost(e);
     return cost;
   }
   if (v instanceof Set) {
     let cost = 0;
-    for (const e of v) cost += traversalCost(e);
+    for (const e of v) cost += deepTraversalCost(e);
     return cost;
   }
   if (v instanceof Map) {
     let cost = 0;
-    for (const [k, e] of v) cost += traversalCost(k) + traversalCost(e);
+    for (const [k, e] of v) cost += deepTraversalCost(k) + deepTraversalCost(e);
     return cost;
   }
   if (typeof v === 'object' && v !== null && (v.constructor === Object || v.constructor === undefined)) {
     let cost = 0;
-    for (const k in v) cost += traversalCost(k) + traversalCost((v as Record<string, unknown>)[k]);
+    for (const k in v) cost += deepTraversalCost(k) + deepTraversalCost((v as Record<string, unknown>)[k]);
     return cost;
   }
   return 1;

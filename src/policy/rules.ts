@@ -291,16 +291,22 @@ function failureMessage(validation: CompiledValidation, activation: object): str
 function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: EvaluationContext): Decision {
   const original = request.object;
   if (!original) return allowed();
-  let working = structuredClone(original);
+  // Copied when the first patch applies, not before: most requests need no change.
+  let working = original;
   for (const mutation of mutations) {
     const activation = buildActivation(request, working, variables, context);
     if (mutation.condition && mutation.condition(activation) !== true) continue;
-    const ops = mutation.patch ?? (fromCel(mutation.patchProgram!(activation)) as JsonPatchOperation[]);
+    // A literal patch is copied: applied in place, its values would otherwise be shared with the next request.
+    const ops = mutation.patch ? structuredClone(mutation.patch) : (fromCel(mutation.patchProgram!(activation)) as JsonPatchOperation[]);
+    if (ops.length === 0) continue;
+    // A JSON round trip is the cheapest deep copy of a JSON document (half of structuredClone's time).
+    if (working === original) working = JSON.parse(JSON.stringify(original)) as typeof original;
     try {
-      working = jsonpatch.applyPatch(working, ops as jsonpatch.Operation[], true, false).newDocument;
+      // `working` is our own copy: patched in place, not cloned again per mutation.
+      working = jsonpatch.applyPatch(working, ops as jsonpatch.Operation[], true, true).newDocument;
     } catch (err) {
       throw new Error(`${mutation.field}: patch failed: ${firstLine(err)}`);
     }
   }
-  return patched(jsonpatch.compare(original, working) as JsonPatchOperation[]);
+  return working === original ? allowed() : patched(jsonpatch.compare(original, working) as JsonPatchOperation[]);
 }

@@ -11,7 +11,8 @@ import type { Lookup, ObjectRef } from '../kube/objects.ts';
 import { findHandler } from '../handlers/registry.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 import { CompileError, firstLine } from '../policy/cel.ts';
-import { compileRules, type RulesAdmit } from '../policy/rules.ts';
+import { compileRules, type AuthorizingRulesAdmit } from '../policy/rules.ts';
+import type { Authorizer } from '../api/authorization.ts';
 
 export interface CompiledWebhook {
   suite: string;
@@ -19,7 +20,8 @@ export interface CompiledWebhook {
   fullName: string;
   type: WebhookType;
   failurePolicy: FailurePolicy;
-  admit(request: AdmissionRequest): Decision;
+  /** A Promise only while a webhook that uses `authorizer` waits for its checks. */
+  admit(request: AdmissionRequest): Decision | Promise<Decision>;
 }
 
 export interface CompiledSuite {
@@ -38,7 +40,8 @@ export interface ParamsSource {
 
 export const NO_PARAMS: ParamsSource = { watch: () => undefined, get: () => ({ state: 'pending', reason: 'params are not watched here' }) };
 
-export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VIEW, params: ParamsSource = NO_PARAMS): CompiledSuite {
+/** `authorizer` answers CEL's `authorizer` checks (SubjectAccessReviews); without one they are evaluation errors. */
+export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VIEW, params: ParamsSource = NO_PARAMS, authorizer?: Authorizer): CompiledSuite {
   const name = suite.metadata.name;
   const generation = suite.metadata.generation ?? 0;
   const errors = [...validateSuiteName(name), ...validateSpec(suite.spec)];
@@ -48,7 +51,7 @@ export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VI
       const path = `spec.webhooks[${i}]`;
       const failurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
       try {
-        const admit = spec.handler ? compileHandler(spec, path, view) : withContext(compileRules(name, spec, path, failurePolicy), spec, failurePolicy, view, params);
+        const admit = spec.handler ? compileHandler(spec, path, view) : withContext(compileRules(name, spec, path, failurePolicy, authorizer), spec, failurePolicy, view, params);
         webhooks.set(spec.name, {
           suite: name,
           name: spec.name,
@@ -67,22 +70,24 @@ export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VI
   return { name, generation, errors, webhooks: errors.length ? new Map() : webhooks };
 }
 
-/** A handler that throws is an error answered by failurePolicy, never a dead request. */
-function guarded(admit: (request: AdmissionRequest) => Decision, failurePolicy: FailurePolicy) {
-  return (request: AdmissionRequest): Decision => {
+/** A handler that throws (or rejects) is an error answered by failurePolicy, never a dead request. */
+function guarded(admit: (request: AdmissionRequest) => Decision | Promise<Decision>, failurePolicy: FailurePolicy) {
+  const internal = (err: unknown) => errored(`internal error: ${firstLine(err)}`, failurePolicy);
+  return (request: AdmissionRequest): Decision | Promise<Decision> => {
     try {
-      return admit(request);
+      const decision = admit(request);
+      return decision instanceof Promise ? decision.catch(internal) : decision;
     } catch (err) {
-      return errored(`internal error: ${firstLine(err)}`, failurePolicy);
+      return internal(err);
     }
   };
 }
 
 /** Binds `params` and `namespaceObject` for each request, as VAP does. */
-function withContext(rules: RulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource) {
+function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource) {
   const ref = spec.params;
   if (ref) params.watch(ref);
-  return (request: AdmissionRequest): Decision => {
+  return (request: AdmissionRequest): Decision | Promise<Decision> => {
     const namespaceObject = request.namespace ? view.namespace(request.namespace) : undefined;
     if (!ref) return rules(request, { namespaceObject });
     const found = params.get(ref);

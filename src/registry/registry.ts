@@ -5,22 +5,26 @@
 import type { AdmissionSuite } from '../api/types.ts';
 import { compileSuite, NO_PARAMS, type CompiledSuite, type CompiledWebhook, type ParamsSource } from './compile.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
+import type { Authorizer } from '../api/authorization.ts';
 
 export class SuiteRegistry {
   private readonly suites = new Map<string, CompiledSuite>();
   private readonly view: ClusterView;
   private readonly params: ParamsSource;
+  private readonly authorizer: Authorizer | undefined;
 
-  constructor(view: ClusterView = EMPTY_VIEW, params: ParamsSource = NO_PARAMS) {
+  /** `authorizer` answers the CEL `authorizer` checks of every suite (see compileSuite). */
+  constructor(view: ClusterView = EMPTY_VIEW, params: ParamsSource = NO_PARAMS, authorizer?: Authorizer) {
     this.view = view;
     this.params = params;
+    this.authorizer = authorizer;
   }
 
   /** Brings the entry for `suite` up to its generation; returns the compiled suite. */
   sync(suite: AdmissionSuite): CompiledSuite {
     const current = this.suites.get(suite.metadata.name);
     if (current && current.generation === (suite.metadata.generation ?? 0)) return current;
-    const compiled = compileSuite(suite, this.view, this.params);
+    const compiled = compileSuite(suite, this.view, this.params, this.authorizer);
     this.suites.set(compiled.name, compiled);
     return compiled;
   }

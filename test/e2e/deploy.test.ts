@@ -45,4 +45,8 @@ describe('deploy/: the install manifests', function () {
     expect(await canI('update', 'admissionsuites.admission.portcullis.dev')).to.equal('no');
     expect(await canI('delete', 'namespaces')).to.equal('no');
   });
+
+  it("let the operator ask SubjectAccessReviews for CEL's authorizer", async function () {
+    expect(await canI('create', 'subjectaccessreviews.authorization.k8s.io')).to.equal('yes');
+  });
 });

@@ -143,6 +143,16 @@ export function celCompare(a: unknown, b: unknown): number | undefined {
   return undefined;
 }
 
+function objectsEqual(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  let size = 0;
+  for (const key in a) {
+    if (!Object.hasOwn(b, key) || !celEquals(a[key], b[key])) return false;
+    size++;
+  }
+  for (const _ in b) size--;
+  return size === 0;
+}
+
 function entriesOf(v: object): [unknown, unknown][] {
   return v instanceof Map ? [...v.entries()] : Object.entries(v);
 }
@@ -172,6 +182,8 @@ export function celEquals(a: unknown, b: unknown): boolean {
   const plainA = ctorA === Object || ctorA === Map || ctorA === undefined;
   const plainB = ctorB === Object || ctorB === Map || ctorB === undefined;
   if (plainA && plainB) {
+    // JSON objects (the common case: Kubernetes objects) by key lookup; CEL maps with other keys by entries.
+    if (ctorA !== Map && ctorB !== Map) return objectsEqual(a as Record<string, unknown>, b as Record<string, unknown>);
     const x = entriesOf(a);
     const y = entriesOf(b);
     if (x.length !== y.length) return false;

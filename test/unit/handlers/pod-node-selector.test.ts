@@ -112,17 +112,17 @@ describe('handlers: PodNodeSelector', function () {
     }
   });
 
-  it('a namespace the cache has not seen is an error, answered by the failurePolicy', function () {
+  it('a namespace the cache has not seen is an error, answered by the failurePolicy', async function () {
     const rules = [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }];
     const compiled = (failurePolicy: 'Fail' | 'Ignore') =>
       compileSuite(
         { apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: 's', uid: 'u' }, spec: { webhooks: [{ name: 'w', type: 'Mutating', failurePolicy, rules, handler: { name: 'PodNodeSelector' } }] } },
         viewOf(),
       ).webhooks.get('w')!;
-    const failed = compiled('Fail').admit(create(podIn()));
+    const failed = await compiled('Fail').admit(create(podIn()));
     expect(failed).to.include({ allowed: false, code: 403 });
     expect(failed.message).to.contain(`PodNodeSelector: namespace "${NS}" is not in the operator's cache yet`);
-    expect(compiled('Ignore').admit(create(podIn()))).to.deep.equal({ allowed: true });
+    expect(await compiled('Ignore').admit(create(podIn()))).to.deep.equal({ allowed: true });
   });
 
   it('a suite with a bad config is refused, naming the field', function () {
