@@ -16,6 +16,7 @@ import { registerQuantity } from './library/quantity.ts';
 import { registerSets, validateSetsCall } from './library/sets.ts';
 import { registerOptionals } from './library/optionals.ts';
 import { registerComprehensions } from './library/comprehensions.ts';
+import { celGoOverloadMessage, replaceNumericComparisons } from './library/numeric.ts';
 import { replaceDoubleBuiltins } from './library/doubles.ts';
 import { AUTHORIZER_TYPE, registerAuthz } from './library/authz.ts';
 import { withCost } from './cost.ts';
@@ -46,6 +47,7 @@ export function newEnvironment(variables: Readonly<Record<string, string>> = Obj
   // cel-js's own overloads replaced by cel-go's behaviour; after every registration (see builtins.ts)
   replaceStringBuiltins(env);
   replaceRegexBuiltins(env);
+  replaceNumericComparisons(env);
   replaceDoubleBuiltins(env);
   return env;
 }
@@ -107,7 +109,7 @@ export function compile(expression: string, field: string, expect: ResultType[] 
     throw new CompileError(field, `compilation failed: ${firstLine(err)}`);
   }
   const checked = program.check();
-  if (!checked.valid) throw new CompileError(field, `compilation failed: ${firstLine(checked.error)}`);
+  if (!checked.valid) throw new CompileError(field, `compilation failed: ${celGoOverloadMessage(firstLine(checked.error))}`);
   try {
     validateProgram(program);
   } catch (err) {

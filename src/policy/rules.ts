@@ -7,7 +7,7 @@ import type { FailurePolicy, JsonPatchOperation, Reason, ValidationAction, Webho
 import { allowed, denied, errored, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
 import { compile, CompileError, firstLine, type Program } from './cel.ts';
 import { celErrorText, celTypeName } from './errors.ts';
-import { buildActivation, type CompiledVariable } from './activation.ts';
+import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
 import { fromCel } from './values.ts';
 import { closeBudget, CostBudgetError, openBudget } from './cost.ts';
 import type { Authorizer } from '../api/authorization.ts';
@@ -36,6 +36,8 @@ interface CompiledValidations {
   failurePolicy: FailurePolicy;
   actions: ValidationAction[];
   variables: CompiledVariable[];
+  /** Some variable names `authorizer` (then messageExpressions get an activation without it). */
+  variablesAuthorize: boolean;
   validations: CompiledValidation[];
   auditAnnotations: CompiledAuditAnnotation[];
 }
@@ -127,6 +129,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
     failurePolicy,
     actions: webhook.validationActions ?? ['Deny'],
     variables,
+    variablesAuthorize: variables.some((v) => usesAuthorizer(v.program)),
     validations: (webhook.validations ?? []).map((v, i) => {
       const field = `${path}.validations[${i}]`;
       return {
@@ -145,7 +148,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       program: compile(a.valueExpression, `${path}.auditAnnotations[${i}].valueExpression`, ['string', 'null'], scope),
     })),
   };
-  const authorizing = [...variables.map((v) => v.program), ...compiled.validations.map((v) => v.program), ...compiled.auditAnnotations.map((a) => a.program)].some(usesAuthorizer);
+  const authorizing = compiled.variablesAuthorize || [...compiled.validations.map((v) => v.program), ...compiled.auditAnnotations.map((a) => a.program)].some(usesAuthorizer);
   return Object.assign((request: AdmissionRequest, context: EvaluationContext = {}) => validate(request, compiled, context), { authorizing });
 }
 
@@ -174,10 +177,14 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
       }
     }
     const failures: (Failure | undefined)[] = [];
+    // The API server evaluates messageExpressions in an activation of their own, without
+    // `authorizer`: a variable that asks it fails there, and the message falls back.
+    let messageActivation: Activation | undefined;
     for (const [index, outcome] of outcomes.entries()) {
       const validation = compiled.validations[index]!;
       try {
-        failures.push(outcome === null ? { message: failureMessage(validation, activation), reason: validation.reason } : outcome);
+        if (outcome === null && compiled.variablesAuthorize && validation.messageProgram) messageActivation ??= buildActivation(request, object, compiled.variables, { ...context, authorizer: undefined });
+        failures.push(outcome === null ? { message: failureMessage(validation, messageActivation ?? activation), reason: validation.reason } : outcome);
       } catch (err) {
         if (!(err instanceof CostBudgetError)) throw err;
         // The API server turns every decision that is not already an error into this one.

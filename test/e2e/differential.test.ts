@@ -19,7 +19,7 @@ import { SUITE_VALIDATION, webhookFullName } from '../../src/api/names.ts';
 import { API_VERSION, GROUP, PLURAL, VERSION } from '../../src/api/types.ts';
 import type { Operator } from '../../src/operator.ts';
 import type { WebhookSpec } from '../../src/api/types.ts';
-import { POLICIES, UNAUTHORIZED_ROW, type PolicyRow, type Step } from './differential/policies.ts';
+import { AUTHZ_USER, POLICIES, UNAUTHORIZED_ROW, type PolicyRow, type Step } from './differential/policies.ts';
 
 const SUITE = 'diff';
 const VAP_NS = 'diff-vap';
@@ -117,12 +117,13 @@ const strip = (text: string, wrappers: RegExp[]) => wrappers.reduce((t, w) => t.
 async function run(row: PolicyRow, step: Step, namespace: string): Promise<Outcome> {
   const base = row.resource === 'configmaps' ? `/api/v1/namespaces/${namespace}/configmaps` : `/apis/apps/v1/namespaces/${namespace}/deployments`;
   const query = step.dryRun ? '?dryRun=All' : '';
+  const as = { as: step.as };
   const response =
     step.op === 'create'
-      ? await rawRequest('POST', base + query, objectFor(row, step))
+      ? await rawRequest('POST', base + query, objectFor(row, step), as)
       : step.op === 'update'
-        ? await rawRequest('PUT', `${base}/${row.name}${query}`, objectFor(row, step))
-        : await rawRequest('DELETE', `${base}/${row.name}${query}`);
+        ? await rawRequest('PUT', `${base}/${row.name}${query}`, objectFor(row, step), as)
+        : await rawRequest('DELETE', `${base}/${row.name}${query}`, undefined, as);
   const ok = response.status < 300;
   return {
     status: response.status,
@@ -189,6 +190,21 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     for (const row of POLICIES) {
       if (row.params?.data) await apply(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace: PARAMS_NS }, data: row.params.data });
     }
+    // AUTHZ_USER may write ConfigMaps on both sides but not delete them; the robot may list in diff-params.
+    const role = (namespace: string, name: string, verbs: string[]) => ({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name, namespace }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs }] });
+    const binding = (namespace: string, name: string, subject: Record<string, string>) => ({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [subject],
+    });
+    for (const ns of [VAP_NS, HOOK_NS]) {
+      await apply(kube, role(ns, 'diff-writer', ['create', 'update', 'get']));
+      await apply(kube, binding(ns, 'diff-writer', { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: AUTHZ_USER }));
+    }
+    await apply(kube, role(PARAMS_NS, 'diff-robot', ['list']));
+    await apply(kube, binding(PARAMS_NS, 'diff-robot', { kind: 'ServiceAccount', name: 'robot', namespace: PARAMS_NS }));
     operator = await startTestOperator();
     await eventually(
       async () => {

@@ -12,7 +12,8 @@ export interface RawResponse {
   warnings: string[];
 }
 
-export async function rawRequest(method: string, path: string, body?: unknown): Promise<RawResponse> {
+/** `as` impersonates that user (the API server adds system:authenticated), as `kubectl --as`. */
+export async function rawRequest(method: string, path: string, body?: unknown, user: { as?: string } = {}): Promise<RawResponse> {
   const { kubeConfig } = cluster();
   const server = new URL(kubeConfig.getCurrentCluster()!.server);
   const options: https.RequestOptions = {
@@ -20,7 +21,7 @@ export async function rawRequest(method: string, path: string, body?: unknown): 
     host: server.hostname,
     port: server.port,
     path,
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json', ...(user.as ? { 'Impersonate-User': user.as } : {}) },
   };
   await kubeConfig.applyToHTTPSOptions(options);
   const payload = body === undefined ? undefined : JSON.stringify(body);

@@ -22,7 +22,12 @@ export interface Step {
   image?: string;
   labels?: Record<string, string>;
   dryRun?: boolean;
+  /** The user making the request (impersonated; see AUTHZ_USER), instead of the admin. */
+  as?: string;
 }
+
+/** A user who may create, update and read ConfigMaps in the policies' namespaces, but not delete them. */
+export const AUTHZ_USER = 'diff-alice';
 
 export interface PolicyRow {
   /** A DNS label: the policy's, the webhook's and the object's name. */
@@ -387,6 +392,41 @@ export const POLICIES: PolicyRow[] = [
   { name: 'lib-numeric-cross-type', resource: 'deployments', validations: [{ expression: 'object.spec.replicas < 2.5 && object.spec.replicas != 1.0', messageExpression: "'replicas ' + string(object.spec.replicas)" }], steps: replicasLifecycle(3, 1, 2) },
   { name: 'write-strings-reverse', resource: 'configmaps', validations: [{ expression: "object.data.v.reverse() == 'x'" }], steps: [] },
   { name: 'write-regex-backreference', resource: 'configmaps', validations: [{ expression: "object.data.v.matches('(a)\\\\1')" }], steps: [] },
+
+  // --- authorizer: SubjectAccessReviews for the requesting user (the admin, or AUTHZ_USER)
+  {
+    name: 'authz-resource',
+    resource: 'configmaps',
+    variables: [{ name: 'secrets', expression: "authorizer.group('').resource('secrets').namespace('diff-params').check('get')" }],
+    validations: [{ expression: 'variables.secrets.allowed()', messageExpression: "'may not read secrets (' + variables.secrets.reason() + ', errored ' + string(variables.secrets.errored()) + ')'" }],
+    steps: [{ op: 'create', data: { a: '1' }, as: AUTHZ_USER }, { op: 'create', data: { a: '1' } }],
+  },
+  {
+    name: 'authz-request-resource',
+    resource: 'configmaps',
+    operations: ['CREATE'],
+    validations: [{ expression: "authorizer.requestResource.check('delete').allowed()", message: 'whoever creates it must be able to delete it' }],
+    steps: [{ op: 'create', data: { a: '1' }, as: AUTHZ_USER }, { op: 'create', data: { a: '1' } }],
+  },
+  {
+    name: 'authz-service-account',
+    resource: 'configmaps',
+    operations: ['CREATE'],
+    variables: [{ name: 'robot', expression: "authorizer.serviceAccount('diff-params', 'robot').group('').resource('configmaps').namespace('diff-params')" }],
+    validations: [
+      { expression: "variables.robot.check('list').allowed()", message: 'the robot must be able to list' },
+      { expression: "variables.robot.check('delete').allowed()", message: 'the robot must be able to delete' },
+    ],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
+  {
+    name: 'authz-path',
+    resource: 'configmaps',
+    operations: ['CREATE'],
+    validations: [{ expression: "!authorizer.path('/healthz').check('get').allowed() || authorizer.path('/metrics').check('get').allowed()", message: 'may read /healthz but not /metrics' }],
+    steps: [{ op: 'create', data: { a: '1' }, as: AUTHZ_USER }, { op: 'create', data: { a: '1' } }],
+  },
+  { name: 'write-authz-in-message', resource: 'configmaps', validations: [{ expression: 'false', messageExpression: "string(authorizer.path('/healthz').check('get').allowed())" }], steps: [] },
 
   // --- matchConditions (evaluated by the API server before the policy)
   {

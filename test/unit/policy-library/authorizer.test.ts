@@ -4,10 +4,20 @@
  * here that records its calls), asked once per request and cached briefly across requests.
  */
 import { expect } from 'chai';
+import http from 'node:http';
+import https from 'node:https';
+import type { FastifyInstance } from 'fastify';
+import { createAdmissionServer } from '../../../src/admission/server.ts';
+import { Metrics } from '../../../src/health/metrics.ts';
+import { CertificateStore } from '../../../src/certs/store.ts';
+import { createCA, issueLeaf } from '../../../src/certs/x509.ts';
+import { SuiteRegistry } from '../../../src/registry/registry.ts';
+import { logger } from '../../../src/log.ts';
+import { KubeConfig } from '@kubernetes/client-node';
 import { compileRules } from '../../../src/policy/rules.ts';
 import { CompileError } from '../../../src/policy/cel.ts';
 import { COST_LIMIT_MESSAGE } from '../../../src/policy/cost.ts';
-import { CachingAuthorizer, subjectAccessReview } from '../../../src/kube/authorizer.ts';
+import { CachingAuthorizer, SubjectAccessReviewer, subjectAccessReview } from '../../../src/kube/authorizer.ts';
 import { compileSuite } from '../../../src/registry/compile.ts';
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../../../src/api/authorization.ts';
 import type { FailurePolicy, WebhookSpec } from '../../../src/api/types.ts';
@@ -246,13 +256,13 @@ describe('policy library: authorizer', function () {
     expect(admit(request()).message).to.equal("expression 'authorizer.path('/x').check('get').allowed()' resulted in error: authorization checks are not available here");
   });
 
-  it('is not declared for messageExpressions, as in VAP, though a variable read there may use it', async function () {
+  it('is not declared for messageExpressions, and a variable that asks it fails there, as in VAP (the message falls back)', async function () {
     expect(() => admitWith(undefined, { validations: [{ expression: 'false', messageExpression: "authorizer.path('/x').check('get').reason()" }] }))
       .to.throw(CompileError)
       .with.property('field', 'spec.webhooks[0].validations[0].messageExpression');
     const fake = new FakeAuthorizer();
-    const admit = admitWith(fake, { variables: [{ name: 'why', expression: "authorizer.path('/x').check('get').reason()" }], validations: [{ expression: 'false', messageExpression: "'why: ' + variables.why" }] });
-    expect(await admit(request())).to.include({ allowed: false, message: `why: ${ALLOW.reason}` });
+    const admit = admitWith(fake, { variables: [{ name: 'why', expression: "authorizer.path('/x').check('get').reason()" }], validations: [{ expression: "variables.why == ''", message: 'static', messageExpression: "'why: ' + variables.why" }] });
+    expect(await admit(request())).to.include({ allowed: false, message: 'static' });
   });
 
   it('costs 350,000 a check: a third check passes the per-expression limit', async function () {
@@ -266,5 +276,110 @@ describe('policy library: authorizer', function () {
     expect(() => admitWith(undefined, { validations: [{ expression: "authorizer.group('apps').check('get').allowed()" }] })).to.throw(CompileError);
     expect(() => admitWith(undefined, { validations: [{ expression: "authorizer.path('/x').check('get')" }] })).to.throw(CompileError, 'must evaluate to bool');
     expect(() => admitWith(undefined, { validations: [{ expression: "authorizer.requestResource.name('x').check('get').errored()" }] })).not.to.throw();
+  });
+});
+
+describe('kube: SubjectAccessReviewer', function () {
+  let server: http.Server;
+  let received: { path?: string; body?: unknown } = {};
+  let reply: { status: number; body: unknown } = { status: 201, body: {} };
+  let reviewer: SubjectAccessReviewer;
+
+  before(async function () {
+    server = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        received = { path: req.url, body: JSON.parse(body) };
+        res.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify(reply.body));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const config = new KubeConfig();
+    const port = (server.address() as { port: number }).port;
+    config.loadFromOptions({
+      clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+      users: [{ name: 'u', token: 't' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    reviewer = new SubjectAccessReviewer(config, 1_000);
+  });
+  after(() => new Promise((resolve) => server.close(resolve)));
+
+  it('creates a SubjectAccessReview for the user and resource, and maps its status', async function () {
+    reply = { status: 201, body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', status: { allowed: false, reason: 'nope', evaluationError: 'broken role' } } };
+    const decision = await reviewer.check({ user: ADMIN, resource: { verb: 'get', group: '', resource: 'pods', subresource: '', namespace: 'team-a', name: 'p' } });
+    expect(decision).to.deep.equal({ allowed: false, reason: 'nope', evaluationError: 'broken role' });
+    expect(received.path).to.equal('/apis/authorization.k8s.io/v1/subjectaccessreviews');
+    expect(received.body).to.deep.equal({
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: {
+        user: 'admin',
+        uid: '014fbff9a07c',
+        groups: ['system:authenticated', 'system:masters'],
+        resourceAttributes: { verb: 'get', group: '', version: '*', resource: 'pods', subresource: '', namespace: 'team-a', name: 'p' },
+      },
+    });
+  });
+
+  it('rejects when the review cannot be made', async function () {
+    reply = { status: 403, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'subjectaccessreviews.authorization.k8s.io is forbidden', reason: 'Forbidden', code: 403 } };
+    const failure = await reviewer.check({ user: ADMIN, nonResource: { verb: 'get', path: '/x' } }).then(
+      () => undefined,
+      (err: Error) => err.message,
+    );
+    expect(failure).to.match(/^SubjectAccessReview failed: 403: subjectaccessreviews.authorization.k8s.io is forbidden/);
+  });
+});
+
+describe('admission server: a webhook that asks authorizer checks', function () {
+  const SERVER_NAME = 'portcullis-authz.portcullis-system.svc';
+  let app: FastifyInstance;
+  let port: number;
+  let caPem: string;
+  const fake = new FakeAuthorizer((a) => (a.user.username === 'admin' ? ALLOW : DENY));
+
+  function post(path: string, body: string): Promise<any> {
+    return new Promise((resolve, reject) => {
+      const req = https.request({ host: '127.0.0.1', port, path, method: 'POST', servername: SERVER_NAME, ca: caPem, headers: { 'content-type': 'application/json' } }, (res) => {
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => resolve(JSON.parse(text)));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
+  before(async function () {
+    const ca = await createCA({ commonName: 'unit-ca', notAfter: new Date(Date.now() + 86_400_000) });
+    caPem = ca.certPem;
+    const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
+    const certificates = new CertificateStore();
+    certificates.set('authz', leaf.certPem, leaf.keyPem);
+    const registry = new SuiteRegistry(undefined, undefined, fake);
+    registry.sync({
+      apiVersion: 'admission.portcullis.dev/v1alpha1',
+      kind: 'AdmissionSuite',
+      metadata: { name: 'authz', uid: 'u', generation: 1 },
+      spec: { webhooks: [validating({ validations: [{ expression: "authorizer.requestResource.check('update').allowed()", message: 'may not update' }] })] },
+    });
+    app = createAdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    port = (app.server.address() as { port: number }).port;
+  });
+  after(() => app.close());
+
+  it('answers once the checks are answered', async function () {
+    const review = fixtures.deploymentCreate();
+    const allowed = await post('/admit/authz/w', JSON.stringify(review));
+    expect(allowed.response).to.deep.equal({ uid: review.request!.uid, allowed: true });
+    const other = { ...review, request: { ...review.request!, userInfo: { username: 'jane', groups: ['system:authenticated'] } } };
+    const denied = await post('/admit/authz/w', JSON.stringify(other));
+    expect(denied.response).to.include({ uid: review.request!.uid, allowed: false });
+    expect(denied.response.status.message).to.equal('may not update');
+    expect(fake.calls.map((c) => c.user.username)).to.deep.equal(['admin', 'jane']);
   });
 });

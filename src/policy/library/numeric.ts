@@ -1,0 +1,210 @@
+/**
+ * Comparing numbers across int, uint and double as cel-go does (Kubernetes enables
+ * cel.CrossTypeNumericComparisons). cel-js has the cross-type overloads (`1 < 1.5`, `dyn(1) ==
+ * 1.0`) but differs where cel-go:
+ * - refuses to order NaN: `x < y` with a NaN operand is the error "NaN values cannot be ordered"
+ *   (cel-js: false);
+ * - compares an int or uint with a double by converting it to a double (so 2^63-1 == 2^63.0),
+ *   after range checks, where JavaScript compares exactly;
+ * - compares the elements of lists and the values of maps with the same heterogeneous equality:
+ *   `dyn([1u]) == dyn([1])`, `dyn(1u) in [1, 2]`, `{'a': 1} == dyn({'a': 1u})` are true (cel-js:
+ *   false, its element equality knows no uint).
+ * The overloads' handlers are replaced as builtins.ts does for functions: in the environment's
+ * operator table, reached through a checked probe, and verified by evaluating probes.
+ */
+import type { Environment } from '@marcbachmann/cel-js';
+import { celEquals, celError, UnsignedInt } from './builtins.ts';
+
+type Num = bigint | number | UnsignedInt;
+
+function isNumber(v: unknown): v is Num {
+  return typeof v === 'bigint' || typeof v === 'number' || v instanceof UnsignedInt;
+}
+
+const TWO_63 = 9223372036854775808; // float64(math.MaxInt64), as Go compares a double with it
+const TWO_64 = 18446744073709551616; // float64(math.MaxUint64)
+
+const sign = (a: number | bigint, b: number | bigint) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** cel-go's order of two numbers (types/compare.go): -1, 0, 1, or undefined when one is NaN. */
+export function compareNumbers(a: Num, b: Num): number | undefined {
+  if (typeof a === 'number' && typeof b === 'number') return Number.isNaN(a) || Number.isNaN(b) ? undefined : sign(a, b);
+  if (typeof a === 'number') return compareDouble(a, b as bigint | UnsignedInt);
+  if (typeof b === 'number') {
+    const c = compareDouble(b, a);
+    return c === undefined ? undefined : -c;
+  }
+  // int and uint: exactly
+  return sign(a instanceof UnsignedInt ? a.value : a, b instanceof UnsignedInt ? b.value : (b as bigint));
+}
+
+function compareDouble(d: number, other: bigint | UnsignedInt): number | undefined {
+  if (Number.isNaN(d)) return undefined;
+  if (other instanceof UnsignedInt) {
+    if (d < 0) return -1;
+    if (d > TWO_64) return 1;
+    return sign(d, Number(other.value));
+  }
+  if (d < -TWO_63) return -1;
+  if (d > TWO_63) return 1;
+  return sign(d, Number(other));
+}
+
+function isList(v: unknown): v is unknown[] | Set<unknown> {
+  return Array.isArray(v) || v instanceof Set;
+}
+
+function isMap(v: unknown): v is Map<unknown, unknown> | Record<string, unknown> {
+  if (v instanceof Map) return true;
+  return typeof v === 'object' && v !== null && (v.constructor === Object || v.constructor === undefined);
+}
+
+const MISSING = Symbol('missing');
+
+/** The value of `key` in a CEL map, keys compared as CEL does (1, 1u and 1.0 are one key). */
+function lookup(map: Map<unknown, unknown> | Record<string, unknown>, key: unknown): unknown {
+  if (map instanceof Map) {
+    if (map.has(key)) return map.get(key);
+    if (isNumber(key)) for (const [k, v] of map) if (isNumber(k) && compareNumbers(k, key) === 0) return v;
+    return MISSING;
+  }
+  // cel-js keeps the keys of map literals as strings ({1: 'a'} is {'1': 'a'})
+  const name = typeof key === 'string' ? key : key instanceof UnsignedInt ? String(key.value) : String(key);
+  return Object.hasOwn(map, name) ? map[name] : MISSING;
+}
+
+function size(map: Map<unknown, unknown> | Record<string, unknown>): number {
+  return map instanceof Map ? map.size : Object.keys(map).length;
+}
+
+function entries(map: Map<unknown, unknown> | Record<string, unknown>): Iterable<[unknown, unknown]> {
+  return map instanceof Map ? map : Object.entries(map);
+}
+
+/** CEL's heterogeneous equality, numbers compared as cel-go compares them, inside lists and maps too. */
+export function numericEquals(a: unknown, b: unknown): boolean {
+  if (isNumber(a) && isNumber(b)) return compareNumbers(a, b) === 0;
+  if (isList(a) && isList(b)) {
+    const x = Array.isArray(a) ? a : [...a];
+    const y = Array.isArray(b) ? b : [...b];
+    if (x.length !== y.length) return false;
+    for (let i = 0; i < x.length; i++) if (!numericEquals(x[i], y[i])) return false;
+    return true;
+  }
+  if (isMap(a) && isMap(b)) {
+    if (size(a) !== size(b)) return false;
+    for (const [k, v] of entries(a)) {
+      const other = lookup(b, k);
+      if (other === MISSING || !numericEquals(v, other)) return false;
+    }
+    return true;
+  }
+  return celEquals(a, b);
+}
+
+function includes(value: unknown, list: unknown[] | Set<unknown>): boolean {
+  if (list instanceof Set && list.has(value)) return true;
+  for (const v of list) if (numericEquals(value, v)) return true;
+  return false;
+}
+
+function ordered(test: (c: number) => boolean) {
+  return (a: Num, b: Num): boolean => {
+    const c = compareNumbers(a, b);
+    if (c === undefined) throw celError('NaN values cannot be ordered');
+    return test(c);
+  };
+}
+
+interface Declaration {
+  signature: string;
+  handler: (...args: never[]) => unknown;
+}
+interface Candidates {
+  declarations: Declaration[];
+  add(decl: Declaration): void;
+}
+
+/** Replaces the handlers of the operator overloads `handlers` (signature -> handler) among those of `probe`'s root operator. */
+function replaceOperators(env: Environment, probe: string, handlers: Record<string, (...args: never[]) => unknown>): void {
+  const program = env.parse(probe);
+  if (!program.check().valid) throw new Error(`replaceOperators: probe '${probe}' does not type-check`);
+  const candidates = (program.ast as unknown as { candidates?: Candidates }).candidates;
+  if (!candidates || !Array.isArray(candidates.declarations) || typeof candidates.add !== 'function') {
+    throw new Error(`replaceOperators: cel-js internals changed (no operator candidates for '${probe}')`);
+  }
+  for (const [signature, handler] of Object.entries(handlers)) {
+    const index = candidates.declarations.findIndex((d) => d.signature === signature);
+    if (index < 0) throw new Error(`replaceOperators: no overload '${signature}'`);
+    const old = candidates.declarations[index]!;
+    candidates.declarations[index] = Object.freeze(Object.assign(Object.create(Object.getPrototypeOf(old) as object) as object, old, { handler })) as Declaration;
+  }
+  // the table caches the overload found per operand types: adding a declaration clears that cache
+  const last = candidates.declarations[candidates.declarations.length - 1]!;
+  candidates.add(last);
+  candidates.declarations.pop();
+}
+
+/** Expressions whose values show the replacement took (cel-js internals may change under an upgrade). */
+const CHECKS: [string, unknown][] = [
+  ['9223372036854775807 < 9223372036854775808.0', false],
+  ['dyn(9223372036854775807) == dyn(9223372036854775808.0)', true],
+  ['dyn([1u]) == dyn([1])', true],
+  ['dyn({"a": 1}) != dyn({"a": 1.0})', false],
+  ['dyn(1u) in [1, 2]', true],
+  ['1.5 > 1 && 2u >= 1.5 && -1 < 0u', true],
+];
+
+export function replaceNumericComparisons(env: Environment): void {
+  const order: [string, (c: number) => boolean][] = [
+    ['<', (c) => c < 0],
+    ['<=', (c) => c <= 0],
+    ['>', (c) => c > 0],
+    ['>=', (c) => c >= 0],
+  ];
+  for (const [op, test] of order) {
+    const handler = ordered(test);
+    const handlers: Record<string, (...args: never[]) => unknown> = {};
+    for (const pair of ['double double', 'int double', 'double int', 'uint double', 'double uint']) {
+      const [l, r] = pair.split(' ');
+      handlers[`${l} ${op} ${r}: bool`] = handler;
+    }
+    replaceOperators(env, `1.0 ${op} 1.0`, handlers);
+  }
+  const equal = (a: unknown, b: unknown) => numericEquals(a, b);
+  const unequal = (a: unknown, b: unknown) => !numericEquals(a, b);
+  const pairs = ['dyn<int> == dyn<double>', 'dyn<double> == dyn<int>', 'dyn<uint> == dyn<double>', 'dyn<double> == dyn<uint>', 'list<V> == list<V>', 'map<K, V> == map<K, V>'];
+  replaceOperators(env, '1 == 1', Object.fromEntries(pairs.map((p) => [`${p}: bool`, equal])));
+  replaceOperators(env, '1 != 1', Object.fromEntries(pairs.map((p) => [`${p.replace('==', '!=')}: bool`, unequal])));
+  replaceOperators(env, '1 in [1]', { 'V in list<V>: bool': (value: unknown, list: unknown[] | Set<unknown>) => includes(value, list) });
+
+  for (const [expression, want] of CHECKS) {
+    const program = env.parse(expression);
+    if (!program.check().valid || program({}) !== want) throw new Error(`replaceNumericComparisons: cel-js internals changed ('${expression}' is not ${String(want)})`);
+  }
+  const nan = env.parse('dyn(1) < double("NaN")');
+  let ordersNaN = true;
+  try {
+    nan.check();
+    nan({});
+  } catch {
+    ordersNaN = false;
+  }
+  if (ordersNaN) throw new Error('replaceNumericComparisons: cel-js internals changed (NaN is ordered)');
+}
+
+const OPERATOR_NAMES: Record<string, string> = { '-': '_-_', '+': '_+_', '*': '_*_', '/': '_/_', '%': '_%_', '==': '_==_', '!=': '_!=_', '<': '_<_', '<=': '_<=_', '>': '_>_', '>=': '_>=_', in: '@in' };
+
+/**
+ * cel-js's compile-time "no such overload: int == double" in cel-go's words, "found no matching
+ * overload for '_==_' applied to '(int, double)'" (`2u == 2` and `1.0 == 1` do not compile in
+ * either: cross-type equality is for dyn values). Other messages are returned as they are.
+ */
+export function celGoOverloadMessage(message: string): string {
+  const goType = (t: string) => t.replaceAll('<', '(').replaceAll('>', ')').replace(/^null$/, 'null_type');
+  const unary = /^no such overload: ([-!])([\w.<>, ]+)$/.exec(message);
+  if (unary) return `found no matching overload for '${unary[1]}_' applied to '(${goType(unary[2]!)})'`;
+  const binary = /^no such overload: ([\w.<>, ]+?) (==|!=|<=|>=|<|>|\+|-|\*|\/|%|in) ([\w.<>, ]+)$/.exec(message);
+  if (binary) return `found no matching overload for '${OPERATOR_NAMES[binary[2]!]}' applied to '(${goType(binary[1]!)}, ${goType(binary[3]!)})'`;
+  return message;
+}
