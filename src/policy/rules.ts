@@ -8,6 +8,7 @@ import { allowed, denied, errored, patched, type AdmissionRequest, type Decision
 import { compile, CompileError, firstLine, type Program } from './cel.ts';
 import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
+import { CopyOnWritePatcher } from './patch.ts';
 import { fromCel } from './values.ts';
 import { closeBudget, CostBudgetError, openBudget } from './cost.ts';
 import type { Authorizer } from '../api/authorization.ts';
@@ -298,19 +299,17 @@ function failureMessage(validation: CompiledValidation, activation: object): str
 function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: EvaluationContext): Decision {
   const original = request.object;
   if (!original) return allowed();
-  // Copied when the first patch applies, not before: most requests need no change.
+  // Copied where a patch applies and nowhere else: most of a large object never changes.
+  const patcher = new CopyOnWritePatcher();
+  const converted = new WeakMap<object, unknown>();
   let working = original;
   for (const mutation of mutations) {
-    const activation = buildActivation(request, working, variables, context);
+    const activation = buildActivation(request, working, variables, context, converted);
     if (mutation.condition && mutation.condition(activation) !== true) continue;
     // A literal patch is copied: applied in place, its values would otherwise be shared with the next request.
     const ops = mutation.patch ? structuredClone(mutation.patch) : (fromCel(mutation.patchProgram!(activation)) as JsonPatchOperation[]);
-    if (ops.length === 0) continue;
-    // A JSON round trip is the cheapest deep copy of a JSON document (half of structuredClone's time).
-    if (working === original) working = JSON.parse(JSON.stringify(original)) as typeof original;
     try {
-      // `working` is our own copy: patched in place, not cloned again per mutation.
-      working = jsonpatch.applyPatch(working, ops as jsonpatch.Operation[], true, true).newDocument;
+      working = patcher.apply(working, ops);
     } catch (err) {
       throw new Error(`${mutation.field}: patch failed: ${firstLine(err)}`);
     }
