@@ -5,18 +5,21 @@
  */
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
 import { registerLists, validateListCall } from './library/lists.ts';
+import { registerListsExt, validateListsExtCall } from './library/lists-ext.ts';
 import { checkFormatCall, registerStrings, replaceStringBuiltins } from './library/strings.ts';
 import { registerRegex, replaceRegexBuiltins, validateRegexCall } from './library/regex.ts';
 import { forEachCall, type CallNode } from './library/validate.ts';
+import { validateHomogeneousLiterals } from './library/homogeneous.ts';
 import { registerURLs } from './library/urls.ts';
 import { registerFormat } from './library/format.ts';
 import { registerIP } from './library/ip.ts';
 import { registerCIDR } from './library/cidr.ts';
 import { registerQuantity } from './library/quantity.ts';
+import { registerSemver } from './library/semver.ts';
 import { registerSets, validateSetsCall } from './library/sets.ts';
 import { registerOptionals } from './library/optionals.ts';
 import { registerComprehensions } from './library/comprehensions.ts';
-import { celGoOverloadMessage, replaceNumericComparisons } from './library/numeric.ts';
+import { celGoCheckMessage, replaceNumericComparisons } from './library/numeric.ts';
 import { replaceDoubleBuiltins } from './library/doubles.ts';
 import { AUTHORIZER_TYPE, registerAuthz } from './library/authz.ts';
 import { withCost } from './cost.ts';
@@ -34,6 +37,7 @@ export function newEnvironment(variables: Readonly<Record<string, string>> = Obj
   registerAuthz(env); // first: its types are those of the variable `authorizer`
   for (const [name, type] of Object.entries(variables)) env.registerVariable(name, type);
   registerLists(env);
+  registerListsExt(env);
   registerStrings(env);
   registerRegex(env);
   registerURLs(env);
@@ -41,6 +45,7 @@ export function newEnvironment(variables: Readonly<Record<string, string>> = Obj
   registerIP(env);
   registerCIDR(env);
   registerQuantity(env);
+  registerSemver(env);
   registerSets(env);
   registerOptionals(env);
   registerComprehensions(env);
@@ -60,6 +65,7 @@ export function validateProgram(program: Program): void {
 function validateCall(call: CallNode): void {
   validateRegexCall(call);
   validateListCall(call);
+  validateListsExtCall(call);
   validateSetsCall(call);
   if (call.name === 'format' && typeof call.receiver?.literal === 'string' && call.args.length === 1 && call.args[0]!.elements) {
     checkFormatCall(call.receiver.literal, call.args[0]!.elements.map((e) => e.type));
@@ -109,8 +115,9 @@ export function compile(expression: string, field: string, expect: ResultType[] 
     throw new CompileError(field, `compilation failed: ${firstLine(err)}`);
   }
   const checked = program.check();
-  if (!checked.valid) throw new CompileError(field, `compilation failed: ${celGoOverloadMessage(firstLine(checked.error))}`);
+  if (!checked.valid) throw new CompileError(field, `compilation failed: ${celGoCheckMessage(checked.error)}`);
   try {
+    validateHomogeneousLiterals(program.ast); // not in validateProgram: the cel-spec suite mixes types in literals
     validateProgram(program);
   } catch (err) {
     throw new CompileError(field, `compilation failed: ${firstLine(err)}`);

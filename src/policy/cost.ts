@@ -28,6 +28,7 @@
  * overrun into CostLimitError, or CostBudgetError when the policy's budget is what ran out.
  */
 import type { ParseResult } from '@marcbachmann/cel-js';
+import { sortIsTracked } from './library/lists-ext.ts';
 
 /** Per expression (apiserver `PerCallLimit`). */
 export const PER_CALL_LIMIT = 1_000_000;
@@ -198,6 +199,16 @@ class Instrumenter {
     return typeof v === 'object' && v !== null && v.constructor === this.nodeClass;
   }
 
+  /** A literal cel-go folds to a constant: `1`, `-1`, and lists and maps of those (`[[1], [-2]]`). */
+  private isConstant(n: unknown): boolean {
+    if (!this.isNode(n)) return false;
+    if (n.op === 'value') return true;
+    if (n.op === '-_') return this.isNode(n.args) && n.args.op === 'value';
+    if (n.op === 'list') return (n.args as unknown[]).every((e) => this.isConstant(e));
+    if (n.op === 'map') return (n.args as unknown[][]).every((e) => e.every((x) => this.isConstant(x)));
+    return false;
+  }
+
   private sum(nodes: unknown): number {
     let total = 0;
     if (Array.isArray(nodes)) for (const n of nodes) total += this.cost(n);
@@ -240,12 +251,12 @@ class Instrumenter {
       case 'list': {
         // a literal of constants is a constant in cel-go (OptOptimize)
         const elements = this.sum(args);
-        return (args as Node[]).every((n) => this.isNode(n) && n.op === 'value') ? 0 : LIST_CREATE + elements;
+        return (args as Node[]).every((n) => this.isConstant(n)) ? 0 : LIST_CREATE + elements;
       }
       case 'map': {
         let total = 0;
         for (const entry of args as unknown[][]) total += this.sum(entry);
-        return (args as Node[][]).every((e) => e.every((n) => this.isNode(n) && n.op === 'value')) ? 0 : MAP_CREATE + total;
+        return (args as Node[][]).every((e) => e.every((n) => this.isConstant(n))) ? 0 : MAP_CREATE + total;
       }
       case 'call': {
         const [name, callArgs] = args as [string, unknown[]];
@@ -335,7 +346,7 @@ class Instrumenter {
     node.handle = ((values: unknown[], b: unknown, c: unknown) => {
       const result = handle(values, b, c);
       if (!(result instanceof Promise)) {
-        const extra = cost(values, result, receiver) - 1;
+        const extra = cost(values, result, receiver, node) - 1;
         if (extra !== 0 && (meter.cost += extra) > meter.limit) throw (overran(), new CostLimitError());
       }
       return result;
@@ -435,7 +446,7 @@ function deepTraversalCost(v: unknown): number {
 const traverse = (n: number) => Math.ceil(n * STRING_TRAVERSAL);
 const regexCost = (s: unknown, re: unknown) => Math.ceil((1 + actualSize(s)) * STRING_TRAVERSAL) * Math.ceil(actualSize(re) * REGEX_LENGTH);
 
-type CallCost = (args: unknown[], result: unknown, receiver: boolean) => number;
+type CallCost = (args: unknown[], result: unknown, receiver: boolean, node: Node) => number;
 
 /** Total cost of one call (the 1 of the call itself is already in the static count). `args` include the receiver first. */
 const CALL_COSTS: Record<string, CallCost> = {
@@ -485,7 +496,8 @@ const CALL_COSTS: Record<string, CallCost> = {
   reverse: (_, result) => allocatingList(1, actualSize(result)),
   flatten: (a) => allocatingList(typeof a[1] === 'bigint' ? Number(a[1]) : 1, actualSize(a[0])),
   distinct: (a) => selfCompare(a[0]),
-  sort: (a) => selfCompare(a[0]),
+  // cel-go's tracker charges sort only when the checker resolved one overload (a known element type)
+  sort: (a, _, __, node) => (sortIsTracked(((node.args as unknown[])[1] as Node | undefined)?.checkedType?.name) ? selfCompare(a[0]) : 1),
 };
 
 /** cel-go's sets: the product of the two lists' sizes (after the namespace receiver). */

@@ -208,3 +208,38 @@ export function celGoOverloadMessage(message: string): string {
   if (binary) return `found no matching overload for '${OPERATOR_NAMES[binary[2]!]}' applied to '(${goType(binary[1]!)}, ${goType(binary[3]!)})'`;
   return message;
 }
+
+interface CheckedCall {
+  op?: string;
+  args?: unknown;
+  argTypes?: { name?: string }[];
+}
+
+/**
+ * A type-check error in cel-go's words: a function call no overload takes, "found no matching
+ * overload for 'slice' applied to 'list(int).(int, uint)'" (cel-js names the receiver's kind only,
+ * so the types are read from the checked call node the error carries); otherwise as
+ * celGoOverloadMessage.
+ */
+export function celGoCheckMessage(err: unknown): string {
+  const message = firstLineOf(err);
+  const node = (err as { node?: CheckedCall } | null)?.node;
+  if (/^found no matching overload for '/.test(message) && node && Array.isArray(node.args) && Array.isArray(node.argTypes)) {
+    const goType = (t: string | undefined) => (t ?? 'dyn').replaceAll('<', '(').replaceAll('>', ')').replaceAll('optional(', 'optional_type(').replace(/^null$/, 'null_type');
+    const args = node.argTypes.map((t) => goType(t?.name)).join(', ');
+    if (node.op === 'rcall') {
+      const [name, receiver] = node.args as [string, { checkedType?: { name?: string } } | undefined];
+      const type = receiver?.checkedType?.name;
+      const namespace = type && /^([A-Z][A-Za-z]*)Namespace$/.exec(type)?.[1];
+      if (namespace) return `found no matching overload for '${namespace.toLowerCase()}.${name}' applied to '(${args})'`;
+      return `found no matching overload for '${name}' applied to '${goType(type)}.(${args})'`;
+    }
+    if (node.op === 'call') return `found no matching overload for '${(node.args as [string])[0]}' applied to '(${args})'`;
+  }
+  return celGoOverloadMessage(message);
+}
+
+function firstLineOf(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.split('\n')[0]!.trim();
+}

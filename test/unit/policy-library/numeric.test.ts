@@ -23,7 +23,9 @@ describe('policy library: cross-type numeric comparison', function () {
 
   it('equates numbers of any type in dyn values, lists, maps and `in`', function () {
     expect(evaluate('object.n == 1.0 && object.n == 1u && object.d == 1', { n: 1, d: 1.0 })).to.equal(true);
-    expect(evaluate('dyn([1u]) == dyn([1]) && dyn([1, 2.0]) == dyn([1.0, 2u])')).to.equal(true);
+    // (a literal mixing numeric types, `[1, 2.0]`, does not compile in the API server: see homogeneous-literals.test.ts)
+    expect(evaluate('dyn([1u]) == dyn([1]) && dyn([1, 2]) == dyn([1.0, 2.0])')).to.equal(true);
+    expect(evaluate('object.l == [1.0, 2.0]', { l: [1, 2.0] })).to.equal(true);
     expect(evaluate("dyn({'a': 1}) == {'a': 1u} && dyn({'a': 1}) != {'a': 2.0}")).to.equal(true);
     expect(evaluate('dyn(1u) in [1, 2] && dyn(1.0) in [1u] && 2 in dyn([1.0, 2.0])')).to.equal(true);
     expect(evaluate('object.l == [1, 2]', { l: [1.0, 2.0] })).to.equal(true);
