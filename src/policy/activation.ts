@@ -1,7 +1,7 @@
 /** The CEL activation of one request, as VAP builds it: object, oldObject, request, params, variables. */
 import type { AdmissionRequest } from '../api/review.ts';
 import { type Program } from './cel.ts';
-import { toCel, toCelShared } from './values.ts';
+import { toCel } from './values.ts';
 import { celErrorText } from './errors.ts';
 
 export interface CompiledVariable {
@@ -63,16 +63,13 @@ export function buildActivation(
   object: unknown,
   variables: readonly CompiledVariable[],
   extra: { params?: unknown; namespaceObject?: unknown; authorizer?: unknown } = {},
-  /** For several activations of one request (mutations): conversions shared by object identity. */
-  converted?: WeakMap<object, unknown>,
 ): Activation {
-  const convert = converted ? (value: unknown) => toCelShared(value, converted) : toCel;
   const activation: Activation = {
-    object: object === undefined || object === null ? null : convert(object),
-    oldObject: request.oldObject ? convert(request.oldObject) : null,
+    object: object === undefined || object === null ? null : toCel(object),
+    oldObject: request.oldObject ? toCel(request.oldObject) : null,
     request: requestAttributes(request),
-    params: extra.params === undefined ? null : convert(extra.params),
-    namespaceObject: extra.namespaceObject === undefined ? null : convert(extra.namespaceObject),
+    params: extra.params === undefined ? null : toCel(extra.params),
+    namespaceObject: extra.namespaceObject === undefined ? null : toCel(extra.namespaceObject),
     variables: {},
   };
   if (extra.authorizer !== undefined) activation.authorizer = extra.authorizer;

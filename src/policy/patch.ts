@@ -36,7 +36,8 @@ export class CopyOnWritePatcher {
     let node = this.own(root) as Json;
     const ownedRoot = node as T;
     for (let i = 0; i < keys.length - 1; i++) {
-      const key = keys[i]!.replace(/~1/g, '/').replace(/~0/g, '~');
+      const raw = keys[i]!;
+      const key = raw.includes('~') ? raw.replace(/~1/g, '/').replace(/~0/g, '~') : raw;
       const child = (node as Record<string, unknown>)[key];
       // A missing step is left for applyOperation to refuse with its own message.
       if (child === null || typeof child !== 'object' || !Object.hasOwn(node, key)) break;

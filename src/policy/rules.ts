@@ -301,10 +301,9 @@ function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variab
   if (!original) return allowed();
   // Copied where a patch applies and nowhere else: most of a large object never changes.
   const patcher = new CopyOnWritePatcher();
-  const converted = new WeakMap<object, unknown>();
   let working = original;
   for (const mutation of mutations) {
-    const activation = buildActivation(request, working, variables, context, converted);
+    const activation = buildActivation(request, working, variables, context);
     if (mutation.condition && mutation.condition(activation) !== true) continue;
     // A literal patch is copied: applied in place, its values would otherwise be shared with the next request.
     const ops = mutation.patch ? structuredClone(mutation.patch) : (fromCel(mutation.patchProgram!(activation)) as JsonPatchOperation[]);
