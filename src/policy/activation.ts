@@ -63,13 +63,16 @@ export function buildActivation(
   object: unknown,
   variables: readonly CompiledVariable[],
   extra: { params?: unknown; namespaceObject?: unknown; authorizer?: unknown } = {},
+  /** The variables the expressions name (all when absent): the others are left null, unconverted. */
+  uses?: ReadonlySet<string>,
 ): Activation {
+  const used = (name: string) => !uses || uses.has(name);
   const activation: Activation = {
-    object: object === undefined || object === null ? null : toCel(object),
-    oldObject: request.oldObject ? toCel(request.oldObject) : null,
-    request: requestAttributes(request),
-    params: extra.params === undefined ? null : toCel(extra.params),
-    namespaceObject: extra.namespaceObject === undefined ? null : toCel(extra.namespaceObject),
+    object: object === undefined || object === null || !used('object') ? null : toCel(object),
+    oldObject: request.oldObject && used('oldObject') ? toCel(request.oldObject) : null,
+    request: used('request') ? requestAttributes(request) : null,
+    params: extra.params === undefined || !used('params') ? null : toCel(extra.params),
+    namespaceObject: extra.namespaceObject === undefined || !used('namespaceObject') ? null : toCel(extra.namespaceObject),
     variables: {},
   };
   if (extra.authorizer !== undefined) activation.authorizer = extra.authorizer;

@@ -41,6 +41,8 @@ interface CompiledValidations {
   variablesAuthorize: boolean;
   validations: CompiledValidation[];
   auditAnnotations: CompiledAuditAnnotation[];
+  /** The activation variables its expressions name. */
+  uses: ReadonlySet<string>;
 }
 
 interface CompiledMutation {
@@ -83,11 +85,16 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
   };
 }
 
+/** The activation variables (`object`, `request`, ...) that `programs` name: the others need not be built per request. */
+function namesUsed(programs: (Program | undefined)[]): Set<string> {
+  const names = new Set<string>();
+  for (const program of programs) if (program) forEachNode(program.ast, (node) => node.op === 'id' && typeof node.args === 'string' && names.add(node.args));
+  return names;
+}
+
 /** True when `program` names the variable `authorizer` (or `authorizer.requestResource`). */
 function usesAuthorizer(program: Program | undefined): boolean {
-  let found = false;
-  if (program) forEachNode(program.ast, (node) => (found ||= node.op === 'id' && node.args === 'authorizer'));
-  return found;
+  return namesUsed([program]).has('authorizer');
 }
 
 type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean };
@@ -105,16 +112,17 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       if (!m.patch === !m.patchExpression) throw new CompileError(field, 'exactly one of patch and patchExpression must be set');
       return {
         field,
-        condition: m.condition ? compile(m.condition, `${field}.condition`, ['bool'], scope) : undefined,
+        condition: m.condition ? compile(m.condition, `${field}.condition`, ['bool'], { ...scope, mixedLiterals: true }) : undefined,
         patch: m.patch,
-        patchProgram: m.patchExpression ? compile(m.patchExpression, `${field}.patchExpression`, ['list'], scope) : undefined,
+        patchProgram: m.patchExpression ? compile(m.patchExpression, `${field}.patchExpression`, ['list'], { ...scope, mixedLiterals: true }) : undefined,
       };
     });
-    const authorizing = variables.some((v) => usesAuthorizer(v.program)) || mutations.some((m) => usesAuthorizer(m.condition) || usesAuthorizer(m.patchProgram));
+    const uses = namesUsed([...variables.map((v) => v.program), ...mutations.flatMap((m) => [m.condition, m.patchProgram])]);
+    const authorizing = uses.has('authorizer');
     const admit = (request: AdmissionRequest, context: EvaluationContext = {}) => {
       const budget = openBudget();
       try {
-        return mutate(request, mutations, variables, context);
+        return mutate(request, mutations, variables, context, uses);
       } catch (err) {
         return errored(firstLine(err), failurePolicy, 'Invalid');
       } finally {
@@ -148,7 +156,13 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       valueExpression: a.valueExpression,
       program: compile(a.valueExpression, `${path}.auditAnnotations[${i}].valueExpression`, ['string', 'null'], scope),
     })),
+    uses: new Set(),
   };
+  compiled.uses = namesUsed([
+    ...variables.map((v) => v.program),
+    ...compiled.validations.flatMap((v) => [v.program, v.messageProgram]),
+    ...compiled.auditAnnotations.map((a) => a.program),
+  ]);
   const authorizing = compiled.variablesAuthorize || [...compiled.validations.map((v) => v.program), ...compiled.auditAnnotations.map((a) => a.program)].some(usesAuthorizer);
   return Object.assign((request: AdmissionRequest, context: EvaluationContext = {}) => validate(request, compiled, context), { authorizing });
 }
@@ -160,7 +174,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
  */
 function validate(request: AdmissionRequest, compiled: CompiledValidations, context: EvaluationContext): Decision {
   const object = request.operation === 'DELETE' ? null : request.object;
-  const activation = buildActivation(request, object, compiled.variables, context);
+  const activation = buildActivation(request, object, compiled.variables, context, compiled.uses);
   const { failurePolicy } = compiled;
   // One cost budget (cost.ts) for the validations, then their messageExpressions from what is left,
   // as the API server spends it; running out answers for the whole webhook.
@@ -184,7 +198,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
     for (const [index, outcome] of outcomes.entries()) {
       const validation = compiled.validations[index]!;
       try {
-        if (outcome === null && compiled.variablesAuthorize && validation.messageProgram) messageActivation ??= buildActivation(request, object, compiled.variables, { ...context, authorizer: undefined });
+        if (outcome === null && compiled.variablesAuthorize && validation.messageProgram) messageActivation ??= buildActivation(request, object, compiled.variables, { ...context, authorizer: undefined }, compiled.uses);
         failures.push(outcome === null ? { message: failureMessage(validation, messageActivation ?? activation), reason: validation.reason } : outcome);
       } catch (err) {
         if (!(err instanceof CostBudgetError)) throw err;
@@ -296,14 +310,14 @@ function failureMessage(validation: CompiledValidation, activation: object): str
   return message || `failed expression: ${validation.expression.trim()}`;
 }
 
-function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: EvaluationContext): Decision {
+function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: EvaluationContext, uses: ReadonlySet<string>): Decision {
   const original = request.object;
   if (!original) return allowed();
   // Copied where a patch applies and nowhere else: most of a large object never changes.
   const patcher = new CopyOnWritePatcher();
   let working = original;
   for (const mutation of mutations) {
-    const activation = buildActivation(request, working, variables, context);
+    const activation = buildActivation(request, working, variables, context, uses);
     if (mutation.condition && mutation.condition(activation) !== true) continue;
     // A literal patch is copied: applied in place, its values would otherwise be shared with the next request.
     const ops = mutation.patch ? structuredClone(mutation.patch) : (fromCel(mutation.patchProgram!(activation)) as JsonPatchOperation[]);

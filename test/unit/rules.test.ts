@@ -110,6 +110,23 @@ describe('policy: validations', function () {
     expect(failing(request()).message).to.equal(`expression 'variables.gone == 1' resulted in error: composited variable "gone" fails to evaluate: no such key: nope`);
   });
 
+  it('binds every variable an expression names, wherever it names it (macros, has(), optionals, bind)', function () {
+    const expressions = [
+      'has(object.spec.replicas)',
+      '[1].all(x, has(object.spec.replicas))',
+      'object.?spec.?replicas.hasValue()',
+      "[1].exists(x, request.operation == 'CREATE')",
+      '[object].all(o, o.spec.replicas > 0)',
+      'cel.bind(x, object.spec.replicas, x > 0)',
+      '[1].transformList(i, v, object.spec.replicas)[0] > 0',
+      'variables.r > 0',
+    ];
+    for (const expression of expressions) {
+      const admit = compileRules('s', validating({ variables: [{ name: 'r', expression: 'object.spec.replicas' }], validations: [{ expression }] }), 'p', 'Fail');
+      expect(admit(request()), expression).to.deep.equal({ allowed: true });
+    }
+  });
+
   it('refuses at compile time what VAP refuses, naming the field', function () {
     const compileError = (spec: WebhookSpec) => {
       try {
@@ -164,6 +181,14 @@ describe('policy: mutations', function () {
     const containers = (request.object as { spec: { containers: { imagePullPolicy?: string }[] } }).spec.containers;
     containers[0]!.imagePullPolicy = 'Always';
     expect(admit(request)).to.deep.equal({ allowed: true });
+  });
+
+  it('builds patches whose values are of every type (no homogeneous-literal rule: mutations are not VAP)', function () {
+    const admit = compileRules('s', mutating([{ patchExpression: "[{'op': 'add', 'path': '/metadata/annotations', 'value': {'a': 'b'}}, {'op': 'add', 'path': '/spec/priority', 'value': 7}]" }]), 'p', 'Fail');
+    expect(admit(pod()).patch).to.deep.equal([
+      { op: 'add', path: '/spec/priority', value: 7 },
+      { op: 'add', path: '/metadata/annotations', value: { a: 'b' } },
+    ]);
   });
 
   it('follows failurePolicy when a patch cannot apply', function () {
