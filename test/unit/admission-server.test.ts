@@ -4,19 +4,12 @@
  * the server keeps serving.
  */
 import { expect } from 'chai';
+import { startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
 import https from 'node:https';
-import type { FastifyInstance } from 'fastify';
-import { createAdmissionServer } from '../../src/admission/server.ts';
-import { Metrics } from '../../src/health/metrics.ts';
 import { REVIEW_ERRORS } from '../../src/admission/errors.ts';
-import { CertificateStore } from '../../src/certs/store.ts';
-import { createCA, issueLeaf } from '../../src/certs/x509.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
-import { logger } from '../../src/log.ts';
 import type { AdmissionSuite } from '../../src/api/types.ts';
 import { fixtures } from '../fixtures/reviews.ts';
-
-const SERVER_NAME = 'portcullis-guards.portcullis-system.svc';
 
 const suite: AdmissionSuite = {
   apiVersion: 'admission.portcullis.dev/v1alpha1',
@@ -40,45 +33,17 @@ const suite: AdmissionSuite = {
   },
 };
 
-interface Reply {
-  status: number;
-  body: any;
-}
-
 describe('admission: the HTTPS endpoint', function () {
-  let app: FastifyInstance;
-  let port: number;
-  let caPem: string;
-
-  function post(path: string, body: string, contentType = 'application/json'): Promise<Reply> {
-    return new Promise((resolve, reject) => {
-      const req = https.request(
-        { host: '127.0.0.1', port, path, method: 'POST', servername: SERVER_NAME, ca: caPem, headers: { 'content-type': contentType } },
-        (res) => {
-          let text = '';
-          res.on('data', (chunk) => (text += chunk));
-          res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
-    });
-  }
+  let endpoint: TestEndpoint;
+  const post = (path: string, body: string, contentType?: string) => endpoint.post(path, body, contentType);
 
   before(async function () {
-    const ca = await createCA({ commonName: 'unit-ca', notAfter: new Date(Date.now() + 86_400_000) });
-    caPem = ca.certPem;
-    const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
-    const certificates = new CertificateStore();
-    certificates.set('guards', leaf.certPem, leaf.keyPem);
     const registry = new SuiteRegistry();
     registry.sync(suite);
-    app = createAdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    port = (app.server.address() as { port: number }).port;
+    endpoint = await startTestEndpoint(registry, 'guards');
   });
 
-  after(() => app.close());
+  after(() => endpoint.close());
 
   it('denies with the reason code and echoes the request uid and apiVersion', async function () {
     const review = fixtures.deploymentCreate();
@@ -134,7 +99,7 @@ describe('admission: the HTTPS endpoint', function () {
 
   it('refuses a TLS handshake for a server name it has no certificate for', async function () {
     const outcome = await new Promise<string>((resolve) => {
-      const req = https.request({ host: '127.0.0.1', port, path: '/admit/guards/replicas', method: 'POST', servername: 'other.example.svc', ca: caPem }, () => resolve('answered'));
+      const req = https.request({ host: '127.0.0.1', port: endpoint.port, path: '/admit/guards/replicas', method: 'POST', servername: 'other.example.svc', ca: endpoint.caPem }, () => resolve('answered'));
       req.on('error', (err) => resolve(`refused: ${err.message}`));
       req.end('{}');
     });

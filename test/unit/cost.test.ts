@@ -4,8 +4,7 @@
  * expression is stopped and answered by failurePolicy, and the server keeps answering.
  */
 import { expect } from 'chai';
-import https from 'node:https';
-import type { FastifyInstance } from 'fastify';
+import { startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
 import { compileRules } from '../../src/policy/rules.ts';
 import { compile } from '../../src/policy/cel.ts';
 import { COST_BUDGET_MESSAGE, COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET } from '../../src/policy/cost.ts';
@@ -13,12 +12,7 @@ import { toCel } from '../../src/policy/values.ts';
 import { requestAttributes } from '../../src/policy/activation.ts';
 import type { AdmissionSuite, WebhookSpec } from '../../src/api/types.ts';
 import type { AdmissionRequest } from '../../src/api/review.ts';
-import { createAdmissionServer } from '../../src/admission/server.ts';
-import { Metrics } from '../../src/health/metrics.ts';
-import { CertificateStore } from '../../src/certs/store.ts';
-import { createCA, issueLeaf } from '../../src/certs/x509.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
-import { logger } from '../../src/log.ts';
 import { benchSuite, podReview } from '../../bench/fixtures.ts';
 import { fixtures, requestOf } from '../fixtures/reviews.ts';
 
@@ -188,36 +182,16 @@ describe('policy: cost limits', function () {
         ],
       },
     };
-    let app: FastifyInstance;
-    let port: number;
-    let caPem: string;
-
-    function post(path: string, body: string): Promise<{ body: any; at: number }> {
-      return new Promise((resolve, reject) => {
-        const req = https.request({ host: '127.0.0.1', port, path, method: 'POST', servername: SERVER_NAME, ca: caPem, headers: { 'content-type': 'application/json' } }, (res) => {
-          let text = '';
-          res.on('data', (chunk) => (text += chunk));
-          res.on('end', () => resolve({ body: JSON.parse(text), at: Date.now() }));
-        });
-        req.on('error', reject);
-        req.end(body);
-      });
-    }
+    let endpoint: TestEndpoint;
+    const post = (path: string, body: string) => endpoint.post(path, body);
 
     before(async function () {
-      const ca = await createCA({ commonName: 'unit-ca', notAfter: new Date(Date.now() + 86_400_000) });
-      caPem = ca.certPem;
-      const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
-      const certificates = new CertificateStore();
-      certificates.set('costly', leaf.certPem, leaf.keyPem);
       const registry = new SuiteRegistry();
       registry.sync(suite);
-      app = createAdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger });
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      port = (app.server.address() as { port: number }).port;
+      endpoint = await startTestEndpoint(registry, 'costly');
     });
 
-    after(() => app.close());
+    after(() => endpoint.close());
 
     it('stops it within a second and answers the requests that came meanwhile', async function () {
       const review = fixtures.deploymentCreate();

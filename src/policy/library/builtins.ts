@@ -193,3 +193,32 @@ export function celEquals(a: unknown, b: unknown): boolean {
   const custom = (a as { equals?: (o: unknown) => boolean }).equals;
   return typeof custom === 'function' ? custom.call(a, b) : false;
 }
+
+/** Values CEL orders with <, as the lists and sort functions require. */
+export function isComparable(v: unknown): boolean {
+  return (
+    typeof v === 'bigint' ||
+    typeof v === 'number' ||
+    typeof v === 'string' ||
+    typeof v === 'boolean' ||
+    v instanceof UnsignedInt ||
+    v instanceof Uint8Array ||
+    v instanceof Date ||
+    v instanceof Duration
+  );
+}
+
+/** cel-go's (Go) type name of a value that cannot be a comprehension's range. */
+export function goTypeName(v: unknown): string {
+  if (typeof v === 'bigint') return 'types.Int';
+  if (typeof v === 'number') return 'types.Double';
+  if (typeof v === 'string') return 'types.String';
+  if (typeof v === 'boolean') return 'types.Bool';
+  if (v === null || v === undefined) return 'types.Null';
+  if (v instanceof UnsignedInt) return 'types.Uint';
+  if (v instanceof Uint8Array) return 'types.Bytes';
+  if (v instanceof Date) return 'types.Timestamp';
+  if (v instanceof Duration) return 'types.Duration';
+  if (v instanceof Optional) return '*types.Optional';
+  return typeName(v);
+}

@@ -18,7 +18,7 @@
  */
 import { ParseError, type Environment } from '@marcbachmann/cel-js';
 import { charge, instrument } from '../cost.ts';
-import { celEquals, celError, Duration, Optional, typeName, UnsignedInt } from './builtins.ts';
+import { celEquals, celError, goTypeName, typeName, UnsignedInt } from './builtins.ts';
 import { celGoType } from './lists.ts';
 
 type Kind = 'all' | 'exists' | 'existsOne' | 'transformList' | 'transformMap' | 'transformMapEntry';
@@ -200,20 +200,6 @@ function typeCheck(checker: Checker, m: TwoVarMacro, ctx: Scope): TypeDecl {
 // ---------------------------------------------------------------------------------------------
 // Evaluation
 
-/** cel-go's (Go) type name of a value that cannot be a comprehension's range. */
-function goTypeName(v: unknown): string {
-  if (typeof v === 'bigint') return 'types.Int';
-  if (typeof v === 'number') return 'types.Double';
-  if (typeof v === 'string') return 'types.String';
-  if (typeof v === 'boolean') return 'types.Bool';
-  if (v === null || v === undefined) return 'types.Null';
-  if (v instanceof UnsignedInt) return 'types.Uint';
-  if (v instanceof Uint8Array) return 'types.Bytes';
-  if (v instanceof Date) return 'types.Timestamp';
-  if (v instanceof Duration) return 'types.Duration';
-  if (v instanceof Optional) return '*types.Optional';
-  return typeName(v);
-}
 
 /** Calls `each(first, second)` for every entry of a list or map; false from `each` stops. */
 function forEachEntry(range: unknown, keyOf: Parts['keyOf'], each: (first: unknown, second: unknown) => boolean): void {

@@ -18,7 +18,7 @@
  */
 import { ParseError, type Environment } from '@marcbachmann/cel-js';
 import { charge, instrument } from '../cost.ts';
-import { celCompare, celEquals, celError, Duration, Optional, typeName, UnsignedInt } from './builtins.ts';
+import { celCompare, celEquals, celError, goTypeName, isComparable, Optional, typeName } from './builtins.ts';
 import { celGoType } from './lists.ts';
 import type { CallNode } from './validate.ts';
 
@@ -63,18 +63,6 @@ function distinct(list: unknown[]): unknown[] {
   return unique;
 }
 
-function isSortable(v: unknown): boolean {
-  return (
-    typeof v === 'bigint' ||
-    typeof v === 'number' ||
-    typeof v === 'string' ||
-    typeof v === 'boolean' ||
-    v instanceof UnsignedInt ||
-    v instanceof Uint8Array ||
-    v instanceof Date ||
-    v instanceof Duration
-  );
-}
 
 /** cel-go's sortListByAssociatedKeys: `list` in the order of `keys` (sort.Slice over the indices). */
 export function sortByKeys(list: unknown[], keys: unknown[]): unknown[] {
@@ -83,7 +71,7 @@ export function sortByKeys(list: unknown[], keys: unknown[]): unknown[] {
   }
   if (list.length === 0) return list;
   const type = typeName(keys[0]);
-  if (!isSortable(keys[0])) throw celError('list elements must be comparable');
+  if (!isComparable(keys[0])) throw celError('list elements must be comparable');
   const indices = keys.map((_, i) => i);
   let mismatch = false;
   goSortSlice(indices, (i, j) => {
@@ -322,19 +310,6 @@ function sortByEvaluate(ev: Evaluator, m: SortByMacro, ctx: unknown): unknown {
   return sortByKeys(list, keys);
 }
 
-function goTypeName(v: unknown): string {
-  if (typeof v === 'bigint') return 'types.Int';
-  if (typeof v === 'number') return 'types.Double';
-  if (typeof v === 'string') return 'types.String';
-  if (typeof v === 'boolean') return 'types.Bool';
-  if (v === null || v === undefined) return 'types.Null';
-  if (v instanceof UnsignedInt) return 'types.Uint';
-  if (v instanceof Uint8Array) return 'types.Bytes';
-  if (v instanceof Date) return 'types.Timestamp';
-  if (v instanceof Duration) return 'types.Duration';
-  if (v instanceof Optional) return '*types.Optional';
-  return typeName(v);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Go's sort.Slice (pdqsort_func, Go 1.19 and later), so that the order of equal keys is Go's.

@@ -5,7 +5,7 @@
  * values of untyped fields are checked at run time with the API server's messages.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celCompare, celEquals, celError, Duration, UnsignedInt } from './builtins.ts';
+import { celCompare, celEquals, celError, Duration, isComparable, UnsignedInt } from './builtins.ts';
 import type { CallNode } from './validate.ts';
 
 export { celEquals };
@@ -19,18 +19,6 @@ const COMPARABLE = ['int', 'uint', 'double', 'bool', 'google.protobuf.Duration',
 /** Element types `sum` adds. */
 const SUMMABLE = ['int', 'uint', 'double', 'google.protobuf.Duration'];
 
-function isComparable(v: unknown): boolean {
-  return (
-    typeof v === 'bigint' ||
-    typeof v === 'number' ||
-    typeof v === 'string' ||
-    typeof v === 'boolean' ||
-    v instanceof UnsignedInt ||
-    v instanceof Uint8Array ||
-    v instanceof Date ||
-    v instanceof Duration
-  );
-}
 
 function isSorted(list: unknown[]): boolean {
   let prev: unknown;

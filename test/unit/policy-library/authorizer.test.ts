@@ -4,15 +4,9 @@
  * here that records its calls), asked once per request and cached briefly across requests.
  */
 import { expect } from 'chai';
+import { startTestEndpoint, type TestEndpoint } from '../../support/endpoint.ts';
 import http from 'node:http';
-import https from 'node:https';
-import type { FastifyInstance } from 'fastify';
-import { createAdmissionServer } from '../../../src/admission/server.ts';
-import { Metrics } from '../../../src/health/metrics.ts';
-import { CertificateStore } from '../../../src/certs/store.ts';
-import { createCA, issueLeaf } from '../../../src/certs/x509.ts';
 import { SuiteRegistry } from '../../../src/registry/registry.ts';
-import { logger } from '../../../src/log.ts';
 import { KubeConfig } from '@kubernetes/client-node';
 import { compileRules } from '../../../src/policy/rules.ts';
 import { CompileError } from '../../../src/policy/cel.ts';
@@ -335,30 +329,11 @@ describe('kube: SubjectAccessReviewer', function () {
 });
 
 describe('admission server: a webhook that asks authorizer checks', function () {
-  const SERVER_NAME = 'portcullis-authz.portcullis-system.svc';
-  let app: FastifyInstance;
-  let port: number;
-  let caPem: string;
+  let endpoint: TestEndpoint;
   const fake = new FakeAuthorizer((a) => (a.user.username === 'admin' ? ALLOW : DENY));
-
-  function post(path: string, body: string): Promise<any> {
-    return new Promise((resolve, reject) => {
-      const req = https.request({ host: '127.0.0.1', port, path, method: 'POST', servername: SERVER_NAME, ca: caPem, headers: { 'content-type': 'application/json' } }, (res) => {
-        let text = '';
-        res.on('data', (chunk) => (text += chunk));
-        res.on('end', () => resolve(JSON.parse(text)));
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
-  }
+  const post = async (path: string, body: string) => (await endpoint.post(path, body)).body;
 
   before(async function () {
-    const ca = await createCA({ commonName: 'unit-ca', notAfter: new Date(Date.now() + 86_400_000) });
-    caPem = ca.certPem;
-    const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
-    const certificates = new CertificateStore();
-    certificates.set('authz', leaf.certPem, leaf.keyPem);
     const registry = new SuiteRegistry(undefined, undefined, fake);
     registry.sync({
       apiVersion: 'admission.portcullis.dev/v1alpha1',
@@ -366,11 +341,9 @@ describe('admission server: a webhook that asks authorizer checks', function () 
       metadata: { name: 'authz', uid: 'u', generation: 1 },
       spec: { webhooks: [validating({ validations: [{ expression: "authorizer.requestResource.check('update').allowed()", message: 'may not update' }] })] },
     });
-    app = createAdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    port = (app.server.address() as { port: number }).port;
+    endpoint = await startTestEndpoint(registry, 'authz');
   });
-  after(() => app.close());
+  after(() => endpoint.close());
 
   it('answers once the checks are answered', async function () {
     const review = fixtures.deploymentCreate();

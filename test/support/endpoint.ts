@@ -1,0 +1,51 @@
+/**
+ * The admission endpoint of one registry, served over real TLS with a certificate for
+ * SERVER_NAME from a fresh CA, and a client that verifies it: the unit tests' way to send
+ * AdmissionReviews as the API server would, without a control plane.
+ */
+import https from 'node:https';
+import type { FastifyInstance } from 'fastify';
+import { createAdmissionServer } from '../../src/admission/server.ts';
+import { Metrics } from '../../src/health/metrics.ts';
+import { CertificateStore } from '../../src/certs/store.ts';
+import { createCA, issueLeaf } from '../../src/certs/x509.ts';
+import type { SuiteRegistry } from '../../src/registry/registry.ts';
+import { logger } from '../../src/log.ts';
+
+export const SERVER_NAME = 'portcullis-guards.portcullis-system.svc';
+
+export interface Reply {
+  status: number;
+  body: any;
+  /** When the answer was complete (ms since the epoch). */
+  at: number;
+}
+
+export interface TestEndpoint {
+  port: number;
+  caPem: string;
+  post(path: string, body: string, contentType?: string): Promise<Reply>;
+  close(): Promise<void>;
+}
+
+/** Serves `registry` (its suites already synced) with a certificate stored for `suite`. */
+export async function startTestEndpoint(registry: SuiteRegistry, suite: string): Promise<TestEndpoint> {
+  const ca = await createCA({ commonName: 'unit-ca', notAfter: new Date(Date.now() + 86_400_000) });
+  const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
+  const certificates = new CertificateStore();
+  certificates.set(suite, leaf.certPem, leaf.keyPem);
+  const app: FastifyInstance = createAdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  const post = (path: string, body: string, contentType = 'application/json'): Promise<Reply> =>
+    new Promise((resolve, reject) => {
+      const req = https.request({ host: '127.0.0.1', port, path, method: 'POST', servername: SERVER_NAME, ca: ca.certPem, headers: { 'content-type': contentType } }, (res) => {
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined, at: Date.now() }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  return { port, caPem: ca.certPem, post, close: () => app.close() };
+}
