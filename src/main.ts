@@ -1,7 +1,7 @@
 /**
  * The operator's entry point: flags and environment to config, then start. With no cluster
  * configured it starts a local control plane of its own (local mode) and runs against it.
- * SIGTERM and SIGINT become a clean stop.
+ * SIGTERM, SIGINT and SIGHUP become a clean stop.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -44,6 +44,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  // A closed terminal: stop the local control plane too rather than leave it running.
+  process.on('SIGHUP', () => void shutdown('SIGHUP'));
 }
 
 main().catch((err) => {
