@@ -5,7 +5,9 @@
  *     TLS verified) for a typical Pod review through the validation webhook, beside the floor: a
  *     bare Node HTTPS server that reads and parses the same body and allows;
  *  3. p99 at a fixed 1,000 requests/s.
- * Servers run in their own processes pinned to one core (taskset), the load generator elsewhere.
+ * Servers run in their own processes pinned to core 0 (taskset), the load generator pinned to core 1.
+ * Beside req/s, the servers' CPU time per request (from /proc): on a VM whose neighbours vary,
+ * req/s swings between runs, CPU time per request much less.
  * The last line is one JSON object with the figures.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -19,6 +21,13 @@ import { SuiteRegistry } from '../src/registry/registry.ts';
 import { benchSuite, podReview, SERVER_NAME } from './fixtures.ts';
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
+const CAN_PIN = spawnSync('taskset', ['--version']).status === 0;
+
+// The load generator (this process) runs on core 1, the servers on core 0: re-run pinned.
+if (CAN_PIN && os.cpus().length > 1 && process.env.PORTCULLIS_BENCH_PINNED !== '1') {
+  const pinned = spawnSync('taskset', ['-c', '1', process.execPath, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, PORTCULLIS_BENCH_PINNED: '1' } });
+  process.exit(pinned.status ?? 1);
+}
 const CONNECTIONS = 10;
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -42,7 +51,7 @@ function reviewMicros(): number {
 }
 
 async function startServer(kind: 'portcullis' | 'floor', cert: string, key: string): Promise<{ child: ChildProcess; port: number }> {
-  const pin = spawnSync('taskset', ['--version']).status === 0 ? ['taskset', '-c', '0'] : [];
+  const pin = CAN_PIN ? ['taskset', '-c', '0'] : [];
   const args = [...pin, process.execPath, path.join(here, 'server.ts'), kind, cert, key];
   const child = spawn(args[0]!, args.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
@@ -69,6 +78,25 @@ async function load(port: number, ca: string, body: string, overallRate?: number
   });
 }
 
+/** CPU seconds (user + system) the process `pid` has used, from /proc; undefined where there is no /proc. */
+function cpuSeconds(pid: number): number | undefined {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+    return ticks / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return undefined;
+  }
+}
+
+/** A load run with the server's CPU time per request: steadier than req/s where the VM's neighbours vary. */
+async function measuredLoad(pid: number, port: number, ca: string, body: string): Promise<{ result: autocannon.Result; cpuUs?: number }> {
+  const before = cpuSeconds(pid);
+  const result = await load(port, ca, body);
+  const after = cpuSeconds(pid);
+  return { result, cpuUs: before === undefined || after === undefined ? undefined : ((after - before) * 1e6) / result.requests.total };
+}
+
 function checkOk(result: autocannon.Result, what: string): void {
   if (result.errors || result.non2xx || result.timeouts) throw new Error(`${what}: ${result.errors} errors, ${result.non2xx} non-2xx, ${result.timeouts} timeouts`);
 }
@@ -85,11 +113,14 @@ console.log(`per review (10 validations + 2 mutations, Pod with 50 containers): 
 const body = JSON.stringify(podReview(4));
 console.log(`load: ${DURATION_S}s each, ${CONNECTIONS} keep-alive connections, a ${(body.length / 1024).toFixed(1)} KB Pod review, servers pinned to one core`);
 const results: Record<string, autocannon.Result> = {};
+const cpuUs: Record<string, number | undefined> = {};
 for (const kind of ['floor', 'portcullis'] as const) {
   const server = await startServer(kind, path.join(dir, 'tls.crt'), path.join(dir, 'tls.key'));
   try {
     await load(server.port, ca.certPem, body); // warm-up
-    results[kind] = await load(server.port, ca.certPem, body);
+    const measured = await measuredLoad(server.child.pid!, server.port, ca.certPem, body);
+    results[kind] = measured.result;
+    cpuUs[kind] = measured.cpuUs;
     checkOk(results[kind]!, kind);
     if (kind === 'portcullis') {
       results.fixed = await load(server.port, ca.certPem, body, 1000);
@@ -106,6 +137,9 @@ const row = (name: string, r: autocannon.Result) =>
 row('floor (bare HTTPS + parse)', results.floor!);
 row('portcullis', results.portcullis!);
 row('portcullis at 1,000 req/s', results.fixed!);
+if (cpuUs.floor !== undefined && cpuUs.portcullis !== undefined) {
+  console.log(`server CPU per request: floor ${cpuUs.floor.toFixed(1)} us, portcullis ${cpuUs.portcullis.toFixed(1)} us (capacity ratio on one core ${(cpuUs.floor / cpuUs.portcullis).toFixed(3)})`);
+}
 const figures = {
   portcullis_rps: Math.round(results.portcullis!.requests.average),
   floor_rps: Math.round(results.floor!.requests.average),
@@ -114,5 +148,7 @@ const figures = {
   p99_ms: results.portcullis!.latency.p99,
   p99_at_1k_ms: results.fixed!.latency.p99,
   review_us: Number(review_us.toFixed(1)),
+  floor_cpu_us: cpuUs.floor === undefined ? null : Number(cpuUs.floor.toFixed(1)),
+  portcullis_cpu_us: cpuUs.portcullis === undefined ? null : Number(cpuUs.portcullis.toFixed(1)),
 };
 console.log(JSON.stringify(figures));

@@ -19,6 +19,9 @@ import type { Metrics } from '../health/metrics.ts';
 /** The API server sends objects up to its own 3 MiB limit, twice for an UPDATE. */
 export const BODY_LIMIT = 7 * 1024 * 1024;
 
+/** The content type of every answer (what fastify's own serializer sets). */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 export interface AdmissionServerOptions {
   registry: SuiteRegistry;
   certificates: CertificateStore;
@@ -65,18 +68,24 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     return reply.send(encodeReview(apiVersion, admissionRequest.uid, validateSuite(admissionRequest.object as unknown as AdmissionSuite)));
   });
 
-  app.post<{ Params: { suite: string; webhook: string } }>('/admit/:suite/:webhook', async (request, reply) => {
+  // Not async: a synchronous decision is answered in the same tick, with no promise around it.
+  // A throw here reaches the error handler as from an async handler.
+  app.post<{ Params: { suite: string; webhook: string } }>('/admit/:suite/:webhook', (request, reply) => {
     const started = process.hrtime.bigint();
     const { apiVersion, request: admissionRequest } = decodeReview(request.body);
     const { suite, webhook: name } = request.params;
     const webhook = registry.webhook(suite, name);
     if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
+    const answer = (decision: Decision): void => {
+      metrics.observeReview(suite, name, decision.allowed, Number(process.hrtime.bigint() - started) / 1e9);
+      if (!decision.allowed) log.info('denied', { suite, webhook: name, uid: admissionRequest.uid, denial: decision.message });
+      // Sent as text with its type set, fastify does not serialize it again.
+      void reply.header('content-type', JSON_TYPE).send(JSON.stringify(encodeReview(apiVersion, admissionRequest.uid, decision)));
+    };
     // Synchronous for almost every webhook; a Promise while `authorizer` checks are asked.
-    let decision = webhook.admit(admissionRequest);
-    if (decision instanceof Promise) decision = await decision;
-    metrics.observeReview(suite, name, decision.allowed, Number(process.hrtime.bigint() - started) / 1e9);
-    if (!decision.allowed) log.info('denied', { suite, webhook: name, uid: admissionRequest.uid, denial: decision.message });
-    return reply.send(encodeReview(apiVersion, admissionRequest.uid, decision));
+    const decision = webhook.admit(admissionRequest);
+    if (decision instanceof Promise) return decision.then(answer).then(() => reply);
+    answer(decision);
   });
   return app;
 }
