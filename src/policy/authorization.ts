@@ -29,11 +29,9 @@ class NeedsAuthorization extends Error {
 }
 const NEEDS_AUTHORIZATION = new NeedsAuthorization();
 
-type Answer = AuthorizationDecision | { failure: string };
-
 /** One request's checks: answers by key, and those the last evaluation asked for that have none. */
 export class AuthorizationSession {
-  private readonly answers = new Map<string, Answer>();
+  private readonly answers = new Map<string, AuthorizationDecision>();
   private pending: Map<string, AuthorizationAttributes> | undefined;
   private readonly authorizer: Authorizer | undefined;
 
@@ -41,14 +39,11 @@ export class AuthorizationSession {
     this.authorizer = authorizer;
   }
 
-  /** The answer to `attributes`; throws an evaluation error when it could not be asked, or NEEDS_AUTHORIZATION. */
+  /** The answer to `attributes`; throws NEEDS_AUTHORIZATION until it has one, or an evaluation error with no Authorizer at all. */
   decide(attributes: AuthorizationAttributes): AuthorizationDecision {
     const key = authorizationKey(attributes);
     const answer = this.answers.get(key);
-    if (answer) {
-      if ('failure' in answer) throw celError(answer.failure);
-      return answer;
-    }
+    if (answer) return answer;
     if (!this.authorizer) throw celError('authorization checks are not available here');
     (this.pending ??= new Map()).set(key, attributes);
     throw NEEDS_AUTHORIZATION;
@@ -61,7 +56,7 @@ export class AuthorizationSession {
     return pending;
   }
 
-  /** Asks every check in `pending` at once; a check that cannot be asked is answered with its failure. */
+  /** Asks every check in `pending` at once; a check that cannot be asked is answered as errored. */
   async ask(pending: Map<string, AuthorizationAttributes>): Promise<void> {
     const authorizer = this.authorizer!;
     await Promise.all(
@@ -70,7 +65,9 @@ export class AuthorizationSession {
           const decision = await authorizer.check(attributes);
           this.answers.set(key, { allowed: decision.allowed === true, reason: decision.reason ?? '', evaluationError: decision.evaluationError ?? '' });
         } catch (err) {
-          this.answers.set(key, { failure: `authorization check failed: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}` });
+          // As the API server's authorizer answers a check it could not make: not allowed, errored,
+          // with the error; the expression decides what that means (`errored()`, `error()`).
+          this.answers.set(key, { allowed: false, reason: '', evaluationError: `authorization check failed: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}` });
         }
       }),
     );
