@@ -20,41 +20,9 @@ import { ParseError, type Environment } from '@marcbachmann/cel-js';
 import { charge, instrument } from '../cost.ts';
 import { celEquals, celError, goTypeName, typeName, UnsignedInt } from './builtins.ts';
 import { celGoType } from './lists.ts';
+import type { Checker, Evaluator, Node, Scope, TypeDecl } from './celjs.ts';
 
 type Kind = 'all' | 'exists' | 'existsOne' | 'transformList' | 'transformMap' | 'transformMapEntry';
-
-interface Node {
-  op: string;
-  args: unknown;
-}
-interface TypeDecl {
-  kind: string;
-  name: string;
-  keyType?: TypeDecl;
-  valueType?: TypeDecl;
-  hasPlaceholderType?: boolean;
-  templated(registry: unknown, bind: Map<string, string>): TypeDecl;
-}
-interface Registry {
-  getListType(t: TypeDecl): TypeDecl;
-  getMapType(k: TypeDecl, v: TypeDecl): TypeDecl;
-}
-interface Checker {
-  check(node: Node, ctx: unknown): TypeDecl;
-  getType(name: string): TypeDecl;
-  createError(code: string, message: string, node: Node): Error;
-  formatType(t: TypeDecl): string;
-  registry: Registry;
-}
-interface Evaluator {
-  run(node: Node, ctx: unknown): unknown;
-  tryEval(node: Node, ctx: unknown): unknown;
-}
-interface Scope {
-  forkWithVariable(name: string, type: TypeDecl): Scope;
-  reuse(parent: unknown): Scope;
-  setIterValue(v: unknown, ev: Evaluator): Scope;
-}
 
 /** What the macro keeps away from cost.ts's walk of macro objects (a plain object: it only counts nodes). */
 interface Parts {

@@ -21,6 +21,7 @@ import { charge, instrument } from '../cost.ts';
 import { celCompare, celEquals, celError, goTypeName, isComparable, Optional, typeName } from './builtins.ts';
 import { celGoType } from './lists.ts';
 import type { CallNode } from './validate.ts';
+import type { Checker, Evaluator, Node, Scope, TypeDecl } from './celjs.ts';
 
 /** Element types sort and sortBy order (cel-go's comparableTypes). */
 export const SORTABLE = ['int', 'uint', 'double', 'bool', 'google.protobuf.Duration', 'google.protobuf.Timestamp', 'string', 'bytes'];
@@ -169,33 +170,6 @@ export function sortIsTracked(receiverType: string | undefined): boolean {
 // ---------------------------------------------------------------------------------------------
 // sortBy: cel-go expands `target.sortBy(v, key)` to
 // `cel.bind(@__sortBy_input__, target, @__sortBy_input__.@sortByAssociatedKeys(@__sortBy_input__.map(v, key)))`.
-
-interface Node {
-  op: string;
-  args: unknown;
-}
-interface TypeDecl {
-  kind: string;
-  name: string;
-  keyType?: TypeDecl;
-  valueType?: TypeDecl;
-}
-interface Checker {
-  check(node: Node, ctx: unknown): TypeDecl;
-  getType(name: string): TypeDecl;
-  createError(code: string, message: string, node: Node): Error;
-  formatType(t: TypeDecl): string;
-  registry: { getListType(t: TypeDecl): TypeDecl };
-}
-interface Evaluator {
-  run(node: Node, ctx: unknown): unknown;
-  tryEval(node: Node, ctx: unknown): unknown;
-}
-interface Scope {
-  forkWithVariable(name: string, type: TypeDecl): Scope;
-  reuse(parent: unknown): Scope;
-  setIterValue(v: unknown, ev: Evaluator): Scope;
-}
 
 /** What cost.ts's walk of macro objects must not see (it would charge the key once, not per element). */
 interface SortByParts {

@@ -1,0 +1,37 @@
+/**
+ * The parts of cel-js's checker and evaluator that our macros reach (cel-js does not export
+ * their types). One description, so a cel-js upgrade that changes them breaks in one place.
+ */
+
+export interface Node {
+  op: string;
+  args: unknown;
+}
+export interface TypeDecl {
+  kind: string;
+  name: string;
+  keyType?: TypeDecl;
+  valueType?: TypeDecl;
+  hasPlaceholderType?: boolean;
+  templated(registry: unknown, bind: Map<string, string>): TypeDecl;
+}
+export interface Registry {
+  getListType(t: TypeDecl): TypeDecl;
+  getMapType(k: TypeDecl, v: TypeDecl): TypeDecl;
+}
+export interface Checker {
+  check(node: Node, ctx: unknown): TypeDecl;
+  getType(name: string): TypeDecl;
+  createError(code: string, message: string, node: Node): Error;
+  formatType(t: TypeDecl): string;
+  registry: Registry;
+}
+export interface Evaluator {
+  run(node: Node, ctx: unknown): unknown;
+  tryEval(node: Node, ctx: unknown): unknown;
+}
+export interface Scope {
+  forkWithVariable(name: string, type: TypeDecl): Scope;
+  reuse(parent: unknown): Scope;
+  setIterValue(v: unknown, ev: Evaluator): Scope;
+}
