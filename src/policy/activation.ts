@@ -1,7 +1,7 @@
 /** The CEL activation of one request, as VAP builds it: object, oldObject, request, params, variables. */
 import type { AdmissionRequest } from '../api/review.ts';
 import { type Program } from './cel.ts';
-import { toCel } from './values.ts';
+import { toCel, type IntsInPlace } from './values.ts';
 import { celErrorText } from './errors.ts';
 
 export interface CompiledVariable {
@@ -23,10 +23,16 @@ export interface Activation {
 /**
  * `request` as VAP builds it (apiserver plugin/cel CreateAdmissionRequest, turned into JSON): no
  * object or oldObject, an empty uid, and the omitempty fields (subResource, name, namespace,
- * userInfo's parts, options) absent when empty, so `has()` and errors behave as there.
+ * userInfo's parts, options) absent when empty, so `has()` and errors behave as there. Plain
+ * JSON: its parts are the request's own, not copies.
  */
 export function requestAttributes(request: AdmissionRequest): Record<string, unknown> {
-  const userInfo = request.userInfo ?? {};
+  const user = request.userInfo ?? {};
+  const userInfo: Record<string, unknown> = {};
+  setUnlessEmpty(userInfo, 'username', user.username);
+  setUnlessEmpty(userInfo, 'uid', user.uid);
+  setUnlessEmpty(userInfo, 'groups', user.groups);
+  setUnlessEmpty(userInfo, 'extra', user.extra);
   const attributes: Record<string, unknown> = {
     uid: '',
     kind: request.kind,
@@ -34,24 +40,28 @@ export function requestAttributes(request: AdmissionRequest): Record<string, unk
     requestKind: request.requestKind ?? request.kind,
     requestResource: request.requestResource ?? request.resource,
     operation: request.operation,
-    userInfo: withoutEmpty({ username: userInfo.username, uid: userInfo.uid, groups: userInfo.groups, extra: userInfo.extra }),
+    userInfo,
     dryRun: request.dryRun ?? false,
   };
   const subResource = request.subResource ?? '';
-  const requestSubResource = request.requestSubResource ?? subResource;
-  Object.assign(attributes, withoutEmpty({ subResource, requestSubResource, name: request.name, namespace: request.namespace, options: request.options ?? undefined }));
-  return toCel(attributes) as Record<string, unknown>;
+  setUnlessEmpty(attributes, 'subResource', subResource);
+  setUnlessEmpty(attributes, 'requestSubResource', request.requestSubResource ?? subResource);
+  setUnlessEmpty(attributes, 'name', request.name);
+  setUnlessEmpty(attributes, 'namespace', request.namespace);
+  setUnlessEmpty(attributes, 'options', request.options);
+  return attributes;
 }
 
 /** Go's omitempty: no empty strings, lists, maps or nulls. */
-function withoutEmpty(fields: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(fields)) {
-    if (value === undefined || value === null || value === '') continue;
-    if (Array.isArray(value) ? value.length === 0 : typeof value === 'object' && Object.keys(value as object).length === 0) continue;
-    out[key] = value;
-  }
-  return out;
+function setUnlessEmpty(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (value === undefined || value === null || value === '') return;
+  if (typeof value === 'object' && (Array.isArray(value) ? value.length === 0 : isEmptyObject(value))) return;
+  target[key] = value;
+}
+
+function isEmptyObject(value: object): boolean {
+  for (const _ in value) return false;
+  return true;
 }
 
 /**
@@ -63,14 +73,16 @@ export function buildActivation(
   object: unknown,
   variables: readonly CompiledVariable[],
   extra: { params?: unknown; namespaceObject?: unknown; authorizer?: unknown } = {},
+  /** The request's JSON turned to CEL values in place: the caller restores it when evaluation ends. */
+  ints: IntsInPlace,
   /** The variables the expressions name (all when absent): the others are left null, unconverted. */
   uses?: ReadonlySet<string>,
 ): Activation {
   const used = (name: string) => !uses || uses.has(name);
   const activation: Activation = {
-    object: object === undefined || object === null || !used('object') ? null : toCel(object),
-    oldObject: request.oldObject && used('oldObject') ? toCel(request.oldObject) : null,
-    request: used('request') ? requestAttributes(request) : null,
+    object: object === undefined || object === null || !used('object') ? null : ints.convert(object),
+    oldObject: request.oldObject && used('oldObject') ? ints.convert(request.oldObject) : null,
+    request: used('request') ? ints.convert(requestAttributes(request)) : null,
     params: extra.params === undefined || !used('params') ? null : toCel(extra.params),
     namespaceObject: extra.namespaceObject === undefined || !used('namespaceObject') ? null : toCel(extra.namespaceObject),
     variables: {},

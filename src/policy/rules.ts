@@ -9,7 +9,7 @@ import { compile, CompileError, firstLine, type Program } from './cel.ts';
 import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
 import { CopyOnWritePatcher } from './patch.ts';
-import { fromCel } from './values.ts';
+import { fromCel, IntsInPlace } from './values.ts';
 import { closeBudget, CostBudgetError, openBudget } from './cost.ts';
 import type { Authorizer } from '../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
@@ -174,12 +174,13 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
  */
 function validate(request: AdmissionRequest, compiled: CompiledValidations, context: EvaluationContext): Decision {
   const object = request.operation === 'DELETE' ? null : request.object;
-  const activation = buildActivation(request, object, compiled.variables, context, compiled.uses);
   const { failurePolicy } = compiled;
   // One cost budget (cost.ts) for the validations, then their messageExpressions from what is left,
   // as the API server spends it; running out answers for the whole webhook.
   const budget = openBudget();
+  const ints = new IntsInPlace();
   try {
+    const activation = buildActivation(request, object, compiled.variables, context, ints, compiled.uses);
     // undefined: holds; a message: an error (failurePolicy Fail); null: fails, its message comes later
     const outcomes: (Failure | null | undefined)[] = [];
     for (const validation of compiled.validations) {
@@ -198,7 +199,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
     for (const [index, outcome] of outcomes.entries()) {
       const validation = compiled.validations[index]!;
       try {
-        if (outcome === null && compiled.variablesAuthorize && validation.messageProgram) messageActivation ??= buildActivation(request, object, compiled.variables, { ...context, authorizer: undefined }, compiled.uses);
+        if (outcome === null && compiled.variablesAuthorize && validation.messageProgram) messageActivation ??= buildActivation(request, object, compiled.variables, { ...context, authorizer: undefined }, ints, compiled.uses);
         failures.push(outcome === null ? { message: failureMessage(validation, messageActivation ?? activation), reason: validation.reason } : outcome);
       } catch (err) {
         if (!(err instanceof CostBudgetError)) throw err;
@@ -228,6 +229,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
     }
     return verdict.decision();
   } finally {
+    ints.restore();
     closeBudget(budget);
   }
 }
@@ -317,10 +319,17 @@ function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variab
   const patcher = new CopyOnWritePatcher();
   let working = original;
   for (const mutation of mutations) {
-    const activation = buildActivation(request, working, variables, context, uses);
-    if (mutation.condition && mutation.condition(activation) !== true) continue;
-    // A literal patch is copied: applied in place, its values would otherwise be shared with the next request.
-    const ops = mutation.patch ? structuredClone(mutation.patch) : (fromCel(mutation.patchProgram!(activation)) as JsonPatchOperation[]);
+    let ops: JsonPatchOperation[];
+    // The patch is applied to (and compared with) JSON, so the numbers go back before it is.
+    const ints = new IntsInPlace();
+    try {
+      const activation = buildActivation(request, working, variables, context, ints, uses);
+      if (mutation.condition && mutation.condition(activation) !== true) continue;
+      // A literal patch is copied: applied in place, its values would otherwise be shared with the next request.
+      ops = mutation.patch ? structuredClone(mutation.patch) : (fromCel(mutation.patchProgram!(activation)) as JsonPatchOperation[]);
+    } finally {
+      ints.restore();
+    }
     try {
       working = patcher.apply(working, ops);
     } catch (err) {

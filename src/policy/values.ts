@@ -13,6 +13,46 @@ export function toCel(value: unknown): unknown {
   return out;
 }
 
+/**
+ * The whole numbers of a request's JSON turned to BigInt where they stand, for the span of one
+ * synchronous evaluation, then put back. A copy (toCel) of every object on every request was a
+ * third of an evaluation's time; most of an object has no numbers, so this writes almost nothing.
+ * Callers must `restore()` before anything else sees the JSON (a finally block).
+ */
+export class IntsInPlace {
+  /** (container, key, original number) triples, in the order they were changed. */
+  private readonly changed: unknown[] = [];
+
+  /** Converts `value` (a JSON tree) in place and returns it. */
+  convert<T>(value: T): T {
+    if (value !== null && typeof value === 'object') this.walk(value as object);
+    return value;
+  }
+
+  restore(): void {
+    const changed = this.changed;
+    for (let i = changed.length - 3; i >= 0; i -= 3) (changed[i] as Record<string | number, unknown>)[changed[i + 1] as string] = changed[i + 2];
+    changed.length = 0;
+  }
+
+  private walk(node: object): void {
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) this.visit(node, i, node[i]);
+      return;
+    }
+    for (const key in node) this.visit(node, key, (node as Record<string, unknown>)[key]);
+  }
+
+  private visit(container: object, key: string | number, value: unknown): void {
+    if (typeof value === 'number') {
+      if (Number.isInteger(value)) {
+        this.changed.push(container, key, value);
+        (container as Record<string | number, unknown>)[key] = BigInt(value);
+      }
+    } else if (value !== null && typeof value === 'object') this.walk(value);
+  }
+}
+
 export function fromCel(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);
   if (value === null || typeof value !== 'object') return value;

@@ -30,7 +30,7 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /** The cost of one free-standing evaluation of `expression` with `object` bound. */
 function costOf(expression: string, object: unknown, request: AdmissionRequest | null = null): { value: unknown; cost: number } {
-  const activation = { object: toCel(object), oldObject: null, params: null, namespaceObject: null, request: request && requestAttributes(request), variables: {} };
+  const activation = { object: toCel(object), oldObject: null, params: null, namespaceObject: null, request: request && toCel(requestAttributes(request)), variables: {} };
   const value = compile(expression, 'f')(activation);
   return { value, cost: meter.cost };
 }

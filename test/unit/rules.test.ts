@@ -31,6 +31,23 @@ describe('policy: validations', function () {
     expect(admit(request()).allowed).to.equal(true);
   });
 
+  it('leaves the request as it found it: numbers stay JSON numbers, also when an expression fails', function () {
+    const admit = compileRules(
+      's',
+      validating({
+        validations: [{ expression: 'object.spec.replicas == 3' }, { expression: 'object.spec.nope == 1' }, { expression: 'request.options.gracePeriodSeconds == 30' }],
+        auditAnnotations: [{ key: 'r', valueExpression: 'string(object.spec.replicas)' }],
+      }),
+      'p',
+      'Fail',
+    );
+    const given = { ...request(), options: { gracePeriodSeconds: 30 } };
+    const before = structuredClone(given);
+    expect(admit(given).allowed).to.equal(false);
+    expect(given).to.deep.equal(before);
+    expect(typeof (given.object as { spec: { replicas: unknown } }).spec.replicas).to.equal('number');
+  });
+
   it('falls back from an empty or failing messageExpression to message, then to the expression', function () {
     const admit = (validation: object) => compileRules('s', validating({ validations: [{ expression: 'false', ...validation }] }), 'p', 'Fail')(request());
     expect(admit({ messageExpression: "'replicas: ' + string(object.spec.replicas)" }).message).to.equal('replicas: 3');
@@ -161,6 +178,26 @@ describe('policy: mutations', function () {
       'Fail',
     );
     expect(admit(pod()).patch).to.deep.equal([{ op: 'add', path: '/metadata/labels', value: { team: 'unassigned' } }]);
+  });
+
+  it('patches JSON numbers and leaves the request as it found it', function () {
+    const admit = compileRules(
+      's',
+      mutating([
+        { condition: 'object.spec.terminationGracePeriodSeconds == 30', patch: [{ op: 'replace', path: '/spec/terminationGracePeriodSeconds', value: 10 }] },
+        { patchExpression: '[{"op": "add", "path": "/spec/priority", "value": object.spec.terminationGracePeriodSeconds * 2}]' },
+      ]),
+      'p',
+      'Fail',
+    );
+    const given = pod();
+    (given.object as { spec: Record<string, unknown> }).spec.terminationGracePeriodSeconds = 30;
+    const before = structuredClone(given);
+    expect(admit(given).patch).to.deep.equal([
+      { op: 'replace', path: '/spec/terminationGracePeriodSeconds', value: 10 },
+      { op: 'add', path: '/spec/priority', value: 20 },
+    ]);
+    expect(given).to.deep.equal(before);
   });
 
   it('applies a patchExpression over all containers and is idempotent', function () {
