@@ -3,6 +3,7 @@ import type { AdmissionRequest } from '../api/review.ts';
 import { type Program } from './cel.ts';
 import { toCel, type IntsInPlace } from './values.ts';
 import { celErrorText } from './errors.ts';
+import type { ActivationReads } from './reads.ts';
 
 export interface CompiledVariable {
   name: string;
@@ -65,6 +66,18 @@ function isEmptyObject(value: object): boolean {
 }
 
 /**
+ * `params` and `namespaceObject` come from watch caches, shared by every request until the object
+ * changes (a change replaces it): converted once per cached object, not once per request.
+ */
+const converted = new WeakMap<object, unknown>();
+function cachedToCel(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return toCel(value);
+  let cel = converted.get(value);
+  if (cel === undefined) converted.set(value, (cel = toCel(value)));
+  return cel;
+}
+
+/**
  * `variables` are computed lazily, in declaration order of need, each at most once per
  * activation; a variable whose expression fails rethrows that failure wherever it is read.
  */
@@ -75,16 +88,16 @@ export function buildActivation(
   extra: { params?: unknown; namespaceObject?: unknown; authorizer?: unknown } = {},
   /** The request's JSON turned to CEL values in place: the caller restores it when evaluation ends. */
   ints: IntsInPlace,
-  /** The variables the expressions name (all when absent): the others are left null, unconverted. */
-  uses?: ReadonlySet<string>,
+  /** What the expressions read (everything when absent): variables they do not name are left null, fields they do not reach unconverted. */
+  reads?: ActivationReads,
 ): Activation {
-  const used = (name: string) => !uses || uses.has(name);
+  const used = (name: string) => !reads || reads.uses(name);
   const activation: Activation = {
-    object: object === undefined || object === null || !used('object') ? null : ints.convert(object),
-    oldObject: request.oldObject && used('oldObject') ? ints.convert(request.oldObject) : null,
-    request: used('request') ? ints.convert(requestAttributes(request)) : null,
-    params: extra.params === undefined || !used('params') ? null : toCel(extra.params),
-    namespaceObject: extra.namespaceObject === undefined || !used('namespaceObject') ? null : toCel(extra.namespaceObject),
+    object: object === undefined || object === null || !used('object') ? null : ints.convert(object, reads?.of('object')),
+    oldObject: request.oldObject && used('oldObject') ? ints.convert(request.oldObject, reads?.of('oldObject')) : null,
+    request: used('request') ? ints.convert(requestAttributes(request), reads?.of('request')) : null,
+    params: extra.params === undefined || !used('params') ? null : cachedToCel(extra.params),
+    namespaceObject: extra.namespaceObject === undefined || !used('namespaceObject') ? null : cachedToCel(extra.namespaceObject),
     variables: {},
   };
   if (extra.authorizer !== undefined) activation.authorizer = extra.authorizer;

@@ -14,7 +14,7 @@ import { closeBudget, CostBudgetError, openBudget } from './cost.ts';
 import type { Authorizer } from '../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
 import { requestAuthorizer } from './library/authz.ts';
-import { forEachNode } from './library/validate.ts';
+import { ActivationReads } from './reads.ts';
 
 interface CompiledValidation {
   expression: string;
@@ -41,8 +41,8 @@ interface CompiledValidations {
   variablesAuthorize: boolean;
   validations: CompiledValidation[];
   auditAnnotations: CompiledAuditAnnotation[];
-  /** The activation variables its expressions name. */
-  uses: ReadonlySet<string>;
+  /** What its expressions read of the activation. */
+  reads: ActivationReads;
 }
 
 interface CompiledMutation {
@@ -85,16 +85,9 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
   };
 }
 
-/** The activation variables (`object`, `request`, ...) that `programs` name: the others need not be built per request. */
-function namesUsed(programs: (Program | undefined)[]): Set<string> {
-  const names = new Set<string>();
-  for (const program of programs) if (program) forEachNode(program.ast, (node) => node.op === 'id' && typeof node.args === 'string' && names.add(node.args));
-  return names;
-}
-
 /** True when `program` names the variable `authorizer` (or `authorizer.requestResource`). */
 function usesAuthorizer(program: Program | undefined): boolean {
-  return namesUsed([program]).has('authorizer');
+  return new ActivationReads([program]).uses('authorizer');
 }
 
 type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean };
@@ -117,12 +110,12 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
         patchProgram: m.patchExpression ? compile(m.patchExpression, `${field}.patchExpression`, ['list'], { ...scope, mixedLiterals: true }) : undefined,
       };
     });
-    const uses = namesUsed([...variables.map((v) => v.program), ...mutations.flatMap((m) => [m.condition, m.patchProgram])]);
-    const authorizing = uses.has('authorizer');
+    const reads = new ActivationReads([...variables.map((v) => v.program), ...mutations.flatMap((m) => [m.condition, m.patchProgram])]);
+    const authorizing = reads.uses('authorizer');
     const admit = (request: AdmissionRequest, context: EvaluationContext = {}) => {
       const budget = openBudget();
       try {
-        return mutate(request, mutations, variables, context, uses);
+        return mutate(request, mutations, variables, context, reads);
       } catch (err) {
         return errored(firstLine(err), failurePolicy, 'Invalid');
       } finally {
@@ -156,9 +149,9 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       valueExpression: a.valueExpression,
       program: compile(a.valueExpression, `${path}.auditAnnotations[${i}].valueExpression`, ['string', 'null'], scope),
     })),
-    uses: new Set(),
+    reads: new ActivationReads([]),
   };
-  compiled.uses = namesUsed([
+  compiled.reads = new ActivationReads([
     ...variables.map((v) => v.program),
     ...compiled.validations.flatMap((v) => [v.program, v.messageProgram]),
     ...compiled.auditAnnotations.map((a) => a.program),
@@ -180,7 +173,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
   const budget = openBudget();
   const ints = new IntsInPlace();
   try {
-    const activation = buildActivation(request, object, compiled.variables, context, ints, compiled.uses);
+    const activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads);
     // undefined: holds; a message: an error (failurePolicy Fail); null: fails, its message comes later
     const outcomes: (Failure | null | undefined)[] = [];
     for (const validation of compiled.validations) {
@@ -199,7 +192,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
     for (const [index, outcome] of outcomes.entries()) {
       const validation = compiled.validations[index]!;
       try {
-        if (outcome === null && compiled.variablesAuthorize && validation.messageProgram) messageActivation ??= buildActivation(request, object, compiled.variables, { ...context, authorizer: undefined }, ints, compiled.uses);
+        if (outcome === null && compiled.variablesAuthorize && validation.messageProgram) messageActivation ??= buildActivation(request, object, compiled.variables, { ...context, authorizer: undefined }, ints, compiled.reads);
         failures.push(outcome === null ? { message: failureMessage(validation, messageActivation ?? activation), reason: validation.reason } : outcome);
       } catch (err) {
         if (!(err instanceof CostBudgetError)) throw err;
@@ -312,7 +305,7 @@ function failureMessage(validation: CompiledValidation, activation: object): str
   return message || `failed expression: ${validation.expression.trim()}`;
 }
 
-function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: EvaluationContext, uses: ReadonlySet<string>): Decision {
+function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: EvaluationContext, reads: ActivationReads): Decision {
   const original = request.object;
   if (!original) return allowed();
   // Copied where a patch applies and nowhere else: most of a large object never changes.
@@ -323,7 +316,7 @@ function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variab
     // The patch is applied to (and compared with) JSON, so the numbers go back before it is.
     const ints = new IntsInPlace();
     try {
-      const activation = buildActivation(request, working, variables, context, ints, uses);
+      const activation = buildActivation(request, working, variables, context, ints, reads);
       if (mutation.condition && mutation.condition(activation) !== true) continue;
       // A literal patch is copied: applied in place, its values would otherwise be shared with the next request.
       ops = mutation.patch ? structuredClone(mutation.patch) : (fromCel(mutation.patchProgram!(activation)) as JsonPatchOperation[]);

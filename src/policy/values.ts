@@ -3,6 +3,7 @@
  * integer division and `type(x) == int` holds; here that means BigInt on the CEL side and plain
  * numbers on the JSON side.
  */
+import type { Reads } from './reads.ts';
 
 export function toCel(value: unknown): unknown {
   if (typeof value === 'number') return Number.isInteger(value) ? BigInt(value) : value;
@@ -23,9 +24,9 @@ export class IntsInPlace {
   /** (container, key, original number) triples, in the order they were changed. */
   private readonly changed: unknown[] = [];
 
-  /** Converts `value` (a JSON tree) in place and returns it. */
-  convert<T>(value: T): T {
-    if (value !== null && typeof value === 'object') this.walk(value as object);
+  /** Converts `value` (a JSON tree) in place, the parts of it in `reads` (all by default), and returns it. */
+  convert<T>(value: T, reads: Reads = true): T {
+    if (value !== null && typeof value === 'object') this.walk(value as object, reads);
     return value;
   }
 
@@ -35,21 +36,27 @@ export class IntsInPlace {
     changed.length = 0;
   }
 
-  private walk(node: object): void {
-    if (Array.isArray(node)) {
-      for (let i = 0; i < node.length; i++) this.visit(node, i, node[i]);
+  private walk(node: object, reads: Reads): void {
+    if (reads !== true) {
+      // Only these fields can be read; a list has no fields to select.
+      if (Array.isArray(node)) return;
+      for (const [key, below] of reads) if (Object.hasOwn(node, key)) this.visit(node, key, (node as Record<string, unknown>)[key], below);
       return;
     }
-    for (const key in node) this.visit(node, key, (node as Record<string, unknown>)[key]);
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) this.visit(node, i, node[i], true);
+      return;
+    }
+    for (const key in node) this.visit(node, key, (node as Record<string, unknown>)[key], true);
   }
 
-  private visit(container: object, key: string | number, value: unknown): void {
+  private visit(container: object, key: string | number, value: unknown, reads: Reads): void {
     if (typeof value === 'number') {
       if (Number.isInteger(value)) {
         this.changed.push(container, key, value);
         (container as Record<string | number, unknown>)[key] = BigInt(value);
       }
-    } else if (value !== null && typeof value === 'object') this.walk(value);
+    } else if (value !== null && typeof value === 'object') this.walk(value, reads);
   }
 }
 
