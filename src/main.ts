@@ -19,7 +19,7 @@ async function main(): Promise<void> {
     // Imported lazily: the local control plane is never needed in a cluster.
     const { startControlPlane } = await import('./local/controlplane.ts');
     const { installForLocalRun } = await import('./local/install.ts');
-    const dataDir = path.join(fileURLToPath(new URL('../.local', import.meta.url)), 'controlplane');
+    const dataDir = process.env.PORTCULLIS_LOCAL_DATA_DIR || path.join(fileURLToPath(new URL('../.local', import.meta.url)), 'controlplane');
     fs.rmSync(dataDir, { recursive: true, force: true });
     const controlPlane = await startControlPlane({ dataDir });
     stops.push(() => controlPlane.stop());

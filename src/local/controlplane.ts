@@ -5,7 +5,7 @@
  * kubectl read. Used by `npm start` when no cluster is configured, and by the tests.
  * Must never be needed inside a cluster.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
@@ -38,6 +38,17 @@ export interface ControlPlaneOptions {
 const DEFAULT_DISABLED_PLUGINS = ['ServiceAccount', 'LimitRanger', 'DefaultTolerationSeconds'];
 const READY_TIMEOUT_MS = 180_000;
 
+/**
+ * The command run so that the kernel kills it when this process dies, however it dies (SIGKILL,
+ * `timeout` killing npm, a crashed test run), which no exit handler can promise: util-linux's
+ * setpriv sets the parent-death signal and execs the command, so the child is the command itself
+ * and our signals reach it directly. Without setpriv, the command as it is.
+ */
+function tiedToUs(command: string, args: string[]): [string, string[]] {
+  return HAS_SETPRIV ? ['setpriv', ['--pdeathsig', 'KILL', '--', command, ...args]] : [command, args];
+}
+const HAS_SETPRIV = spawnSync('setpriv', ['--help'], { encoding: 'utf8' }).stdout?.includes('--pdeathsig') ?? false;
+
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const binaries = await ensureBinaries();
@@ -61,7 +72,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const expectedExits = new Set<ChildProcess>();
   const launch = (name: string, command: string, args: string[]): ChildProcess => {
     const out = fs.openSync(path.join(dataDir, `${name}.log`), 'a');
-    const child = spawn(command, args, { stdio: ['ignore', out, out] });
+    const child = spawn(...tiedToUs(command, args), { stdio: ['ignore', out, out] });
     fs.closeSync(out);
     processes.push({ name, child });
     child.on('exit', (code, signal) => {
