@@ -2,15 +2,31 @@
  * What a webhook's expressions can read of the activation, found once per compile in their
  * checked ASTs: the variables they name, and for `object`, `oldObject` and `request` the fields
  * they reach. A field chain (`object.spec.containers`, `object.metadata["labels"]`, `has(o.a.b)`)
- * reaches its last field and everything under it; a value used any other way (a comprehension
- * over it, an argument, a comparison) is read whole from where its chain ends. Nothing outside
- * these paths is observable, so nothing outside them needs converting per request (values.ts).
+ * reaches its last field and everything under it; a list or map a comprehension walks
+ * (`all`, `exists`, `map`, ...) is read through its iteration variable, whose chains are followed
+ * the same way; `size()` reads nothing below it; a value used any other way (an argument, a
+ * comparison, a filter's result) is read whole from where its chain ends. Nothing outside these
+ * paths is observable, so nothing outside them needs converting per request (values.ts).
  */
 import type { Program } from './cel.ts';
 import type { RawNode } from './library/validate.ts';
 
-/** `true`: the whole value; a map: only these fields, each read as its entry says. */
-export type Reads = true | ReadonlyMap<string, Reads>;
+/** `true`: the whole value; otherwise only these fields, and the elements (a list's, or a map's values) as `elements` says. */
+export type Reads = true | FieldReads;
+export interface FieldReads {
+  readonly fields: ReadonlyMap<string, Reads>;
+  readonly elements?: Reads;
+}
+
+/** A step into the elements of a list (or the values of a map) a comprehension walks. */
+const ELEMENTS: unique symbol = Symbol('elements');
+type Step = string | typeof ELEMENTS;
+
+/** A path read from a variable: whole from its end, or (`whole` false) only as far as it goes. */
+interface ReadPath {
+  steps: Step[];
+  whole: boolean;
+}
 
 /** The activation variables whose fields are tracked; every other one is read whole. */
 const TRACKED = new Set(['object', 'oldObject', 'request']);
@@ -83,20 +99,114 @@ function selectedField(parent: RawNode, child: RawNode): string | undefined {
   return undefined;
 }
 
-/** Every field path along which `node` is read, each ending where the value is read whole. */
-function chainsFrom(node: RawNode, parents: Map<RawNode, (RawNode | null)[]>, path: string[] = []): string[][] {
-  const paths: string[][] = [];
+/** Every path along which `node` is read. */
+function chainsFrom(node: RawNode, parents: Map<RawNode, (RawNode | null)[]>, steps: Step[] = []): ReadPath[] {
+  const paths: ReadPath[] = [];
   for (const parent of parents.get(node) ?? [null]) {
     const field = parent ? selectedField(parent, node) : undefined;
-    if (field === undefined) paths.push(path);
-    else paths.push(...chainsFrom(parent!, parents, [...path, field]));
+    if (field !== undefined) {
+      paths.push(...chainsFrom(parent!, parents, [...steps, field]));
+      continue;
+    }
+    if (parent && sizeOf(parent, node)) {
+      paths.push({ steps, whole: false });
+      continue;
+    }
+    const walk = parent ? comprehensionOver(parent, node) : undefined;
+    if (!walk) {
+      paths.push({ steps, whole: true });
+      continue;
+    }
+    const within: Step[] = [...steps, ELEMENTS];
+    const uses = walk.bodies.flatMap((body) => idsNamed(body, walk.variable));
+    if (uses.length === 0) paths.push({ steps: within, whole: false });
+    for (const use of uses) paths.push(...chainsFrom(use, parents, within));
   }
   return paths;
 }
 
-function merge(reads: Reads | undefined, path: string[], at: number): Reads {
-  if (reads === true || at === path.length) return true;
-  const fields = new Map(reads ?? []);
-  fields.set(path[at]!, merge(fields.get(path[at]!), path, at + 1));
-  return fields;
+/** True when `parent` is `size()` of `child` (receiver or argument): it reads nothing below. */
+function sizeOf(parent: RawNode, child: RawNode): boolean {
+  const args = parent.args as unknown[];
+  if (!Array.isArray(args) || args[0] !== 'size') return false;
+  if (parent.op === 'rcall') return args[1] === child && Array.isArray(args[2]) && args[2].length === 0;
+  return parent.op === 'call' && Array.isArray(args[1]) && args[1].length === 1 && args[1][0] === child;
+}
+
+/**
+ * The comprehension macros whose result is built from their bodies only (never the elements
+ * themselves, as `filter` and `sortBy` return them), by number of arguments: how many of them are
+ * variables, and which one is bound to the element (a map's value in two-variable forms;
+ * one-variable forms over a map bind keys, strings, which need nothing).
+ */
+const COMPREHENSIONS: Record<string, Partial<Record<number, { variables: number; element: number }>>> = {
+  all: { 2: { variables: 1, element: 0 }, 3: { variables: 2, element: 1 } },
+  exists: { 2: { variables: 1, element: 0 }, 3: { variables: 2, element: 1 } },
+  exists_one: { 2: { variables: 1, element: 0 }, 3: { variables: 2, element: 1 } },
+  existsOne: { 2: { variables: 1, element: 0 }, 3: { variables: 2, element: 1 } },
+  map: { 2: { variables: 1, element: 0 }, 3: { variables: 1, element: 0 } },
+  transformList: { 3: { variables: 2, element: 1 }, 4: { variables: 2, element: 1 } },
+  transformMap: { 3: { variables: 2, element: 1 }, 4: { variables: 2, element: 1 } },
+  transformMapEntry: { 3: { variables: 2, element: 1 }, 4: { variables: 2, element: 1 } },
+};
+
+/** When `parent` is a comprehension over `child`: the element's variable and the expressions that may read it. */
+function comprehensionOver(parent: RawNode, child: RawNode): { variable: string; bodies: RawNode[] } | undefined {
+  const args = parent.args as unknown[];
+  if (parent.op !== 'rcall' || !Array.isArray(args) || args[1] !== child || !Array.isArray(args[2])) return undefined;
+  const macroArgs = args[2] as RawNode[];
+  const shape = COMPREHENSIONS[args[0] as string]?.[macroArgs.length];
+  if (!shape) return undefined;
+  const variables = macroArgs.slice(0, shape.variables);
+  const variable = macroArgs[shape.element]!;
+  if (variables.some((v) => v?.op !== 'id' || typeof v.args !== 'string')) return undefined;
+  const bodies = macroArgs.slice(shape.variables);
+  // A body that binds the same name again (a nested comprehension, cel.bind) would hide which
+  // uses are ours: read the elements whole then.
+  if (bodies.some((body) => rebinds(body, variable.args as string))) return undefined;
+  return { variable: variable.args as string, bodies };
+}
+
+/** The `id` nodes named `name` under `node`. */
+function idsNamed(node: unknown, name: string, found: RawNode[] = []): RawNode[] {
+  forEachChild(node, (n) => {
+    if (n.op === 'id' && n.args === name) found.push(n);
+  });
+  return found;
+}
+
+/** True when some call under `node` takes an identifier named `name` as one of its first two arguments (how macros bind). */
+function rebinds(node: unknown, name: string): boolean {
+  let found = false;
+  forEachChild(node, (n) => {
+    const args = n.args as unknown[];
+    if ((n.op !== 'rcall' && n.op !== 'call') || !Array.isArray(args)) return;
+    const callArgs = (n.op === 'rcall' ? args[2] : args[1]) as RawNode[] | undefined;
+    if (Array.isArray(callArgs) && callArgs.slice(0, 2).some((a) => a?.op === 'id' && a.args === name)) found = true;
+  });
+  return found;
+}
+
+/** Visits `node` and every node under it (literals' values are not nodes). */
+function forEachChild(node: unknown, visit: (node: RawNode) => void): void {
+  if (typeof node !== 'object' || node === null) return;
+  if (Array.isArray(node)) {
+    for (const item of node) forEachChild(item, visit);
+    return;
+  }
+  const raw = node as RawNode;
+  if (typeof raw.op !== 'string') return;
+  visit(raw);
+  if (raw.op !== 'value') forEachChild(raw.args, visit);
+}
+
+function merge(reads: Reads | undefined, path: ReadPath, at: number): Reads {
+  if (reads === true) return true;
+  if (at === path.steps.length) return path.whole ? true : (reads ?? { fields: new Map() });
+  const step = path.steps[at]!;
+  const fields = new Map(reads?.fields ?? []);
+  let elements = reads?.elements;
+  if (step === ELEMENTS) elements = merge(elements, path, at + 1);
+  else fields.set(step, merge(fields.get(step), path, at + 1));
+  return elements === undefined ? { fields } : { fields, elements };
 }

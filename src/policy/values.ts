@@ -38,9 +38,15 @@ export class IntsInPlace {
 
   private walk(node: object, reads: Reads): void {
     if (reads !== true) {
-      // Only these fields can be read; a list has no fields to select.
-      if (Array.isArray(node)) return;
-      for (const [key, below] of reads) if (Object.hasOwn(node, key)) this.visit(node, key, (node as Record<string, unknown>)[key], below);
+      const { fields, elements } = reads;
+      if (Array.isArray(node)) {
+        // a list has no fields to select; its elements are read only by a comprehension over it
+        if (elements) for (let i = 0; i < node.length; i++) this.visit(node, i, node[i], elements);
+        return;
+      }
+      for (const [key, below] of fields) if (Object.hasOwn(node, key)) this.visit(node, key, (node as Record<string, unknown>)[key], below);
+      // a map's values, read by a two-variable comprehension over it
+      if (elements) for (const key in node) this.visit(node, key, (node as Record<string, unknown>)[key], elements);
       return;
     }
     if (Array.isArray(node)) {

@@ -9,15 +9,17 @@ import type { AdmissionRequest } from '../../src/api/review.ts';
 const program = (expression: string) => compile(expression, 'f', [], { params: false, mixedLiterals: true });
 const readsOf = (...expressions: string[]) => new ActivationReads(expressions.map(program));
 
-/** A Reads as plain JSON, for comparing: true, or { field: ... }. */
+/** A Reads as plain JSON, for comparing: true, or { field: ..., '[*]': what is read of each element }. */
 function plain(reads: Reads | undefined): unknown {
   if (reads === undefined || reads === true) return reads;
-  return Object.fromEntries([...reads].map(([k, v]) => [k, plain(v)]));
+  const out: Record<string, unknown> = Object.fromEntries([...reads.fields].map(([k, v]) => [k, plain(v)]));
+  if (reads.elements) out['[*]'] = plain(reads.elements);
+  return out;
 }
 
 describe('policy: what expressions read of the activation', function () {
   it('follows field chains to where a value is used whole', function () {
-    const reads = readsOf('object.spec.containers.all(c, c.image != "")', 'has(object.metadata.labels.team)', 'object.spec.replicas > 1');
+    const reads = readsOf('object.spec.containers[0].image != ""', 'has(object.metadata.labels.team)', 'object.spec.replicas > 1');
     expect(plain(reads.of('object'))).to.deep.equal({ spec: { containers: true, replicas: true }, metadata: { labels: { team: true } } });
     expect(reads.uses('object')).to.equal(true);
     expect(reads.uses('oldObject')).to.equal(false);
@@ -25,10 +27,36 @@ describe('policy: what expressions read of the activation', function () {
   });
 
   it('takes a constant string index as a field, and anything else as reading the whole value', function () {
-    expect(plain(readsOf('object.metadata["labels"].size() > 0').of('object'))).to.deep.equal({ metadata: { labels: true } });
+    expect(plain(readsOf('object.metadata["labels"].team == "a"').of('object'))).to.deep.equal({ metadata: { labels: { team: true } } });
     expect(plain(readsOf('object.spec.containers[0].name == "a"').of('object'))).to.deep.equal({ spec: { containers: true } });
     expect(plain(readsOf('object.metadata.labels[object.kind] == "x"').of('object'))).to.deep.equal({ metadata: { labels: true }, kind: true });
     expect(plain(readsOf('object.?spec.replicas.orValue(0) > 1').of('object'))).to.deep.equal({ spec: { replicas: true } });
+  });
+
+  it('follows a comprehension into the elements through its variable, and size() reads nothing below', function () {
+    const reads = readsOf(
+      'object.spec.containers.all(c, c.image.startsWith("r/") && c.ports.all(p, p.containerPort > 0))',
+      'object.spec.containers.exists(i, c, has(c.securityContext.runAsNonRoot))',
+      'object.spec.containers.size() <= 64',
+      'size(object.spec.volumes) < 3',
+      'object.metadata.labels.all(k, v, v.size() < 64)',
+      'object.metadata.annotations.all(k, k != "")',
+    );
+    expect(plain(reads.of('object'))).to.deep.equal({
+      spec: {
+        containers: { '[*]': { image: true, ports: { '[*]': { containerPort: true } }, securityContext: { runAsNonRoot: true } } },
+        volumes: {},
+      },
+      // (a one-variable comprehension over a map binds its keys; not knowing list from map, the values are converted too)
+      metadata: { labels: { '[*]': {} }, annotations: { '[*]': true } },
+    });
+  });
+
+  it('reads elements whole where the comprehension hands them on or its variable is bound again', function () {
+    expect(plain(readsOf('object.spec.containers.filter(c, c.name == "a").size() == 1').of('object'))).to.deep.equal({ spec: { containers: true } });
+    expect(plain(readsOf('object.spec.containers.map(c, c.ports).size() > 0').of('object'))).to.deep.equal({ spec: { containers: { '[*]': { ports: true } } } });
+    expect(plain(readsOf('object.spec.containers.all(c, [1].all(c, c > 0))').of('object'))).to.deep.equal({ spec: { containers: true } });
+    expect(plain(readsOf('object.spec.containers.all(c, cel.bind(c, 1, c > 0))').of('object'))).to.deep.equal({ spec: { containers: true } });
   });
 
   it('reads the whole object when it is used other than by selecting a field', function () {
@@ -44,9 +72,12 @@ describe('policy: what expressions read of the activation', function () {
       'object.spec.template.spec.containers.all(c, c.ports.all(p, type(p.containerPort) == int))',
       'cel.bind(s, object.spec.strategy, type(s.rollingUpdate.maxSurge) == int)',
       'has(object.status.readyReplicas)',
+      'object.spec.template.spec.containers.map(c, c.ports.map(p, p.containerPort)) == [[80]]',
+      'object.metadata.labels.all(k, v, type(v) == int)',
     ];
     const reads = readsOf(...expressions);
     const object = {
+      metadata: { labels: { a: 1 } },
       spec: {
         replicas: 3,
         strategy: { rollingUpdate: { maxSurge: 1 } },
