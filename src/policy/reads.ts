@@ -14,7 +14,8 @@ import type { RawNode } from './library/validate.ts';
 /** `true`: the whole value; otherwise only these fields, and the elements (a list's, or a map's values) as `elements` says. */
 export type Reads = true | FieldReads;
 export interface FieldReads {
-  readonly fields: ReadonlyMap<string, Reads>;
+  /** (A list rather than a map: walked once per request, in a loop that allocates nothing.) */
+  readonly fields: readonly (readonly [name: string, reads: Reads])[];
   readonly elements?: Reads;
 }
 
@@ -40,12 +41,14 @@ export class ActivationReads {
     const parents = new Map<RawNode, (RawNode | null)[]>();
     const ids: RawNode[] = [];
     for (const program of programs) if (program) collect(program.ast, null, parents, ids, new Set());
+    const building = new Map<string, Building>();
     for (const id of ids) {
       const name = id.args as string;
       this.names.add(name);
       if (!TRACKED.has(name)) continue;
-      for (const path of chainsFrom(id, parents)) this.fields.set(name, merge(this.fields.get(name), path, 0));
+      for (const path of chainsFrom(id, parents)) building.set(name, merge(building.get(name), path, 0));
     }
+    for (const [name, reads] of building) this.fields.set(name, settle(reads));
   }
 
   uses(name: string): boolean {
@@ -200,13 +203,25 @@ function forEachChild(node: unknown, visit: (node: RawNode) => void): void {
   if (raw.op !== 'value') forEachChild(raw.args, visit);
 }
 
-function merge(reads: Reads | undefined, path: ReadPath, at: number): Reads {
+/** Reads while they are being gathered. */
+type Building = true | Gathering;
+interface Gathering {
+  fields: Map<string, Building>;
+  elements?: Building;
+}
+
+function merge(reads: Building | undefined, path: ReadPath, at: number): Building {
   if (reads === true) return true;
-  if (at === path.steps.length) return path.whole ? true : (reads ?? { fields: new Map() });
+  const into: Gathering = reads ?? { fields: new Map() };
+  if (at === path.steps.length) return path.whole ? true : into;
   const step = path.steps[at]!;
-  const fields = new Map(reads?.fields ?? []);
-  let elements = reads?.elements;
-  if (step === ELEMENTS) elements = merge(elements, path, at + 1);
-  else fields.set(step, merge(fields.get(step), path, at + 1));
-  return elements === undefined ? { fields } : { fields, elements };
+  if (step === ELEMENTS) into.elements = merge(into.elements, path, at + 1);
+  else into.fields.set(step, merge(into.fields.get(step), path, at + 1));
+  return into;
+}
+
+function settle(reads: Building): Reads {
+  if (reads === true) return true;
+  const fields = [...reads.fields].map(([name, below]) => [name, settle(below)] as const);
+  return reads.elements === undefined ? { fields } : { fields, elements: settle(reads.elements) };
 }

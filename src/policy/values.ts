@@ -44,7 +44,10 @@ export class IntsInPlace {
         if (elements) for (let i = 0; i < node.length; i++) this.visit(node, i, node[i], elements);
         return;
       }
-      for (const [key, below] of fields) if (Object.hasOwn(node, key)) this.visit(node, key, (node as Record<string, unknown>)[key], below);
+      for (let i = 0; i < fields.length; i++) {
+        const [key, below] = fields[i]!;
+        if (Object.hasOwn(node, key)) this.visit(node, key, (node as Record<string, unknown>)[key], below);
+      }
       // a map's values, read by a two-variable comprehension over it
       if (elements) for (const key in node) this.visit(node, key, (node as Record<string, unknown>)[key], elements);
       return;
