@@ -10,7 +10,7 @@ import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
 import { CopyOnWritePatcher } from './patch.ts';
 import { fromCel, IntsInPlace } from './values.ts';
-import { closeBudget, CostBudgetError, openBudget } from './cost.ts';
+import { closeBudget, CostBudgetError, openBudget, PER_CALL_LIMIT, remainingBudget } from './cost.ts';
 import type { Authorizer } from '../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
 import { requestAuthorizer } from './library/authz.ts';
@@ -43,6 +43,8 @@ interface CompiledValidations {
   auditAnnotations: CompiledAuditAnnotation[];
   /** What its expressions read of the activation. */
   reads: ActivationReads;
+  /** How many validations have a messageExpression. */
+  messageExpressions: number;
 }
 
 interface CompiledMutation {
@@ -150,6 +152,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       program: compile(a.valueExpression, `${path}.auditAnnotations[${i}].valueExpression`, ['string', 'null'], scope),
     })),
     reads: new ActivationReads([]),
+    messageExpressions: (webhook.validations ?? []).filter((v) => v.messageExpression).length,
   };
   compiled.reads = new ActivationReads([
     ...variables.map((v) => v.program),
@@ -189,8 +192,12 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
       outcomes.push(outcome);
       if (outcome !== undefined) allHold = false;
     }
+    // The API server evaluates every messageExpression, of holding validations too, from what the
+    // validations left, and running out fails the whole webhook. Only failing validations' messages
+    // are used, so the others are evaluated only when the budget could run out.
+    const everyMessage = remainingBudget() < compiled.messageExpressions * MAX_MESSAGE_COST;
     // The common answer, with nothing to word, route or annotate.
-    if (allHold && compiled.auditAnnotations.length === 0) return allowed();
+    if (allHold && !everyMessage && compiled.auditAnnotations.length === 0) return allowed();
     const failures: (Failure | undefined)[] = [];
     // The API server evaluates messageExpressions in an activation of their own, without
     // `authorizer`: a variable that asks it fails there, and the message falls back.
@@ -198,8 +205,13 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
     for (const [index, outcome] of outcomes.entries()) {
       const validation = compiled.validations[index]!;
       try {
-        if (outcome === null && compiled.variablesAuthorize && validation.messageProgram) messageActivation ??= buildActivation(request, object, compiled.variables, { ...context, authorizer: undefined }, ints, compiled.reads);
-        failures.push(outcome === null ? { message: failureMessage(validation, messageActivation ?? activation), reason: validation.reason } : outcome);
+        const evaluated = validation.messageProgram && (outcome === null || everyMessage);
+        if (evaluated && compiled.variablesAuthorize) messageActivation ??= buildActivation(request, object, compiled.variables, { ...context, authorizer: undefined }, ints, compiled.reads);
+        if (outcome === null) failures.push({ message: failureMessage(validation, messageActivation ?? activation), reason: validation.reason });
+        else {
+          if (evaluated) spendOnly(validation.messageProgram!, messageActivation ?? activation);
+          failures.push(outcome);
+        }
       } catch (err) {
         if (!(err instanceof CostBudgetError)) throw err;
         // The API server turns every decision that is not already an error into this one.
@@ -284,6 +296,21 @@ interface AuditedFailure {
   binding: string;
   expressionIndex: number;
   validationActions: ValidationAction[];
+}
+
+/**
+ * The most one messageExpression can spend: its per-expression limit, and the step that crossed it
+ * (a single step over anything an admission request can hold costs far less than the limit).
+ */
+const MAX_MESSAGE_COST = 2 * PER_CALL_LIMIT;
+
+/** Evaluates a message nobody reads, for the budget it spends (as the API server does); only running out of budget matters. */
+function spendOnly(program: Program, activation: object): void {
+  try {
+    program(activation);
+  } catch (err) {
+    if (err instanceof CostBudgetError) throw err;
+  }
 }
 
 const MAX_AUDIT_VALUE = 10 * 1024;

@@ -143,6 +143,17 @@ describe('policy: cost limits', function () {
     expect(compileRules('s', validating({ validations: validations.slice(-1) }), 'p', 'Fail')(request).message).to.equal('costly');
   });
 
+  it('spends the budget on the messageExpressions of holding validations too, as the API server does', function () {
+    // The API server's validator evaluates every messageExpression before it looks at which
+    // validations failed, and running out of budget there turns every decision into an error.
+    const holding = (n: number) => Array.from({ length: n }, () => ({ expression: 'true', messageExpression: `${COSTLY} ? 'costly' : 'cheap'` }));
+    const request = requestWith({ items: NEAR_LIMIT });
+    expect(12 * 900_003).to.be.above(RUNTIME_CEL_COST_BUDGET);
+    expect(compileRules('s', validating({ validations: holding(12) }), 'p', 'Fail')(request)).to.include({ allowed: false, message: `failed messageExpression: ${COST_BUDGET_MESSAGE}` });
+    expect(compileRules('s', validating({ validations: holding(12) }), 'p', 'Ignore')(request)).to.deep.equal({ allowed: true });
+    expect(compileRules('s', validating({ validations: holding(11) }), 'p', 'Fail')(request)).to.deep.equal({ allowed: true });
+  });
+
   it('gives each composited variable its own per-expression limit, charged to the same budget', function () {
     const request = requestWith({ items: NEAR_LIMIT });
     // 900,003 for the variable and 900,003 for the expression reading it: neither passes 1,000,000
