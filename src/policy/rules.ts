@@ -127,6 +127,23 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
     return Object.assign(admit, { authorizing });
   }
 
+  const validations: CompiledValidation[] = (webhook.validations ?? []).map((v, i) => {
+    const field = `${path}.validations[${i}]`;
+    return {
+      expression: v.expression,
+      program: compile(v.expression, `${field}.expression`, ['bool'], scope),
+      message: v.message,
+      // As VAP: `authorizer` is not declared for messageExpressions (a variable may still use it).
+      messageProgram: v.messageExpression ? compile(v.messageExpression, `${field}.messageExpression`, ['string'], { ...scope, authorizer: false }) : undefined,
+      reason: v.reason ?? 'Invalid',
+      field,
+    };
+  });
+  const auditAnnotations: CompiledAuditAnnotation[] = (webhook.auditAnnotations ?? []).map((a, i) => ({
+    key: a.key,
+    valueExpression: a.valueExpression,
+    program: compile(a.valueExpression, `${path}.auditAnnotations[${i}].valueExpression`, ['string', 'null'], scope),
+  }));
   const compiled: CompiledValidations = {
     suite,
     webhook: webhook.name,
@@ -134,31 +151,11 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
     actions: webhook.validationActions ?? ['Deny'],
     variables,
     variablesAuthorize: variables.some((v) => usesAuthorizer(v.program)),
-    validations: (webhook.validations ?? []).map((v, i) => {
-      const field = `${path}.validations[${i}]`;
-      return {
-        expression: v.expression,
-        program: compile(v.expression, `${field}.expression`, ['bool'], scope),
-        message: v.message,
-        // As VAP: `authorizer` is not declared for messageExpressions (a variable may still use it).
-        messageProgram: v.messageExpression ? compile(v.messageExpression, `${field}.messageExpression`, ['string'], { ...scope, authorizer: false }) : undefined,
-        reason: v.reason ?? 'Invalid',
-        field,
-      };
-    }),
-    auditAnnotations: (webhook.auditAnnotations ?? []).map((a, i) => ({
-      key: a.key,
-      valueExpression: a.valueExpression,
-      program: compile(a.valueExpression, `${path}.auditAnnotations[${i}].valueExpression`, ['string', 'null'], scope),
-    })),
-    reads: new ActivationReads([]),
-    messageExpressions: (webhook.validations ?? []).filter((v) => v.messageExpression).length,
+    validations,
+    auditAnnotations,
+    reads: new ActivationReads([...variables.map((v) => v.program), ...validations.flatMap((v) => [v.program, v.messageProgram]), ...auditAnnotations.map((a) => a.program)]),
+    messageExpressions: validations.filter((v) => v.messageProgram).length,
   };
-  compiled.reads = new ActivationReads([
-    ...variables.map((v) => v.program),
-    ...compiled.validations.flatMap((v) => [v.program, v.messageProgram]),
-    ...compiled.auditAnnotations.map((a) => a.program),
-  ]);
   const authorizing = compiled.variablesAuthorize || [...compiled.validations.map((v) => v.program), ...compiled.auditAnnotations.map((a) => a.program)].some(usesAuthorizer);
   return Object.assign((request: AdmissionRequest, context: EvaluationContext = {}) => validate(request, compiled, context), { authorizing });
 }
