@@ -23,6 +23,7 @@ import { celGoCheckMessage, replaceNumericComparisons } from './library/numeric.
 import { replaceDoubleBuiltins } from './library/doubles.ts';
 import { AUTHORIZER_TYPE, registerAuthz } from './library/authz.ts';
 import { withCost } from './cost.ts';
+import { shortcutFor } from './compiled.ts';
 import { useCelGoLogic } from './logic.ts';
 
 /** The variables VAP declares; `object`, `oldObject` and `params` are untyped (dyn), as in VAP. */
@@ -139,7 +140,7 @@ export function compile(
     throw new CompileError(field, `must evaluate to ${wanted} but got ${celGoTypeName(type)}`);
   }
   useCelGoLogic(program.ast);
-  return withCost(program);
+  return withCost(program, shortcutFor);
 }
 
 /** cel-go's name of a type, as the API server's messages print it. */

@@ -78,6 +78,18 @@ export interface Budget {
   budgetEnd: number;
 }
 
+/**
+ * What the instrumentation charges at run time beyond the static count, per AST node, so that the
+ * compiled shortcut (`compiled.ts`) charges exactly the same: a comprehension's charge per
+ * iteration, a conditional's per branch taken, and a sized call's or operator's cost beyond its 1
+ * (given its operands, the receiver first, and its result).
+ */
+export const runtimeCharges = {
+  perIteration: new WeakMap<object, number>(),
+  branches: new WeakMap<object, readonly [whenTrue: number, whenFalse: number]>(),
+  sized: new WeakMap<object, (operands: unknown[], result: unknown) => number>(),
+};
+
 /** Starts a policy evaluation with a fresh budget; returns what `closeBudget` restores. */
 export function openBudget(budget: number = RUNTIME_CEL_COST_BUDGET): Budget {
   const saved = { cost: meter.cost, limit: meter.limit, budgetEnd: meter.budgetEnd };
@@ -105,7 +117,7 @@ export function remainingBudget(): number {
  * lazily by another expression) have their own limit, and their cost counts against the
  * policy's budget but not against the reading expression's limit, as in the API server.
  */
-function evaluate(program: ParseResult, staticCost: number, activation: unknown): unknown {
+function evaluate(program: (activation: never) => unknown, staticCost: number, activation: unknown): unknown {
   const outerLimit = meter.limit;
   if (outerLimit === Infinity && meter.budgetEnd === Infinity) {
     meter.cost = 0; // a free-standing evaluation
@@ -147,9 +159,11 @@ function overrun(): Error {
  * `check` as cel-js's. Call once per program, after `check()` (checking again would undo the
  * function-cost wrappers).
  */
-export function withCost(program: ParseResult): ParseResult {
+export function withCost(program: ParseResult, shortcut?: (program: ParseResult) => ((activation: unknown) => unknown) | undefined): ParseResult {
   const staticCost = instrument(program.ast);
-  const run = ((activation?: unknown) => evaluate(program, staticCost, activation)) as ParseResult;
+  // a faster way to the same answer, given the instrumented program (compiled.ts)
+  const body = shortcut?.(program) ?? program;
+  const run = ((activation?: unknown) => evaluate(body, staticCost, activation)) as ParseResult;
   run.ast = program.ast;
   run.check = program.check;
   return run;
@@ -289,6 +303,7 @@ class Instrumenter {
     // the accumulator's initial value is a constant; the result is read once (`@result`)
     const once = this.cost(args.iterable) + 1;
     const perIteration = Math.max(1, (LOOP_OVERHEAD[macro] ?? 0) + this.cost(args.step));
+    runtimeCharges.perIteration.set(node, perIteration);
     const condition = args.condition;
     // cel-js calls `condition` before each step; answering false ends the loop. Its own conditions
     // are `accu => accu` (all) and `accu => !accu` (exists), inlined here when they are those.
@@ -308,6 +323,7 @@ class Instrumenter {
     const whenFalse = this.cost(falsy);
     const handle = node.handle as ((c: unknown, ev: unknown, ast: unknown, ctx: unknown) => unknown) | undefined;
     if (typeof handle !== 'function') return this.cost(condition) + Math.max(whenTrue, whenFalse);
+    runtimeCharges.branches.set(node, [whenTrue, whenFalse]);
     if (whenTrue || whenFalse) {
       node.handle = ((c: unknown, ev: unknown, ast: unknown, ctx: unknown) => {
         meter.cost += c === true ? whenTrue : c === false ? whenFalse : 0;
@@ -342,11 +358,13 @@ class Instrumenter {
       const prefix = ((node.args as unknown[])[2] as Node[] | undefined)?.[0];
       if (prefix?.op === 'value' && typeof prefix.args === 'string' && traverse(prefix.args.length) <= 1) return;
     }
+    const extraCost = (values: unknown[], result: unknown) => cost(values, result, receiver, node) - 1;
+    runtimeCharges.sized.set(node, extraCost);
     // call: handle(args, ast, ev); rcall: handle([receiver, ...args], ev, ast)
     node.handle = ((values: unknown[], b: unknown, c: unknown) => {
       const result = handle(values, b, c);
       if (!(result instanceof Promise)) {
-        const extra = cost(values, result, receiver, node) - 1;
+        const extra = extraCost(values, result);
         if (extra !== 0 && (meter.cost += extra) > meter.limit) throw (overran(), new CostLimitError());
       }
       return result;
@@ -372,12 +390,13 @@ class Instrumenter {
     // one against a scalar or a short literal (the size that counts is the smaller one's)
     const small = (n: Node | undefined) => SCALAR_TYPES.has(type(n)) || (n?.op === 'value' && typeof n.args === 'string' && traverse(n.args.length) <= 1);
     if (op === 'in' ? !typedList : op !== '+' && ((op !== '==' && op !== '!=' && !typedSequence) || small(left) || small(right))) return;
+    const extraCost = (l: unknown, r: unknown) =>
+      typeof l === 'string' || typeof l === 'object' || typeof r === 'object' ? operatorCost(op, l, r, typedSequence, typedList) - 1 : 0;
+    runtimeCharges.sized.set(node, (operands) => extraCost(operands[0], operands[1]));
     node.handle = ((l: unknown, r: unknown, ast: unknown, ev: unknown) => {
       const result = handle(l, r, ast, ev);
-      if (typeof l === 'string' || typeof l === 'object' || typeof r === 'object') {
-        const extra = operatorCost(op, l, r, typedSequence, typedList) - 1;
-        if (extra !== 0 && (meter.cost += extra) > meter.limit) throw (overran(), new CostLimitError());
-      }
+      const extra = extraCost(l, r);
+      if (extra !== 0 && (meter.cost += extra) > meter.limit) throw (overran(), new CostLimitError());
       return result;
     }) as never;
   }

@@ -1,0 +1,354 @@
+/**
+ * A shortcut for the common shapes of admission expressions: a checked program compiled once to
+ * one JavaScript function (as fastify compiles its serializers), which reads the request's JSON
+ * through V8's own property caches instead of cel-js's tree walk and run-time overload lookup.
+ *
+ * A shortcut, never a second semantics. It covers field selection, `has()`, `==` `!=` on values of
+ * one primitive type, `<` `<=` `>` `>=` on ints or doubles, `!` `&&` `||` `?:`, `size()`,
+ * `startsWith` `endsWith` `contains`, `in` on a map, and `all` / `exists` over lists and maps,
+ * each only where the value's kind makes its answer plainly cel-js's. Anything else at run time
+ * (another kind of value, a missing key, an error, passing the cost limit) throws BAIL, and
+ * `cost.ts` evaluates the program through cel-js from the same point: errors, and their words,
+ * are always cel-js's. An expression with any other kind of node is not compiled at all.
+ * Costs are charged as cost.ts's instrumentation charges them: its static sum is charged by the
+ * caller, and loop, branch and sized-call charges come from `runtimeCharges`.
+ *
+ * The generated code holds no text of the expression: field names and strings are JSON string
+ * literals, other constants are read from an array.
+ *
+ * `verifyCompiled(true)` (the test suites turn it on) makes every shortcut answer be checked
+ * against cel-js's, value and cost; differences are kept for the tests to fail on.
+ */
+import type { ParseResult } from '@marcbachmann/cel-js';
+import { meter, runtimeCharges } from './cost.ts';
+
+/** Thrown by compiled code to hand the evaluation back to cel-js. */
+export const BAIL: unique symbol = Symbol('bail');
+
+export type CompiledProgram = (activation: unknown) => unknown;
+
+/** The activation's variables a compiled program may read (dyn in VAP's environment). */
+const ROOT_VARIABLES = new Set(['object', 'oldObject', 'request', 'params', 'namespaceObject']);
+
+interface Node {
+  op: string;
+  args: unknown;
+  meta: { alternate?: Node; macro?: { macroHasProps?: Node[] } };
+  checkedType?: { name: string };
+}
+
+class Unsupported extends Error {}
+
+/** Compiles `ast` (checked and instrumented for cost); undefined when it has a node the shortcut does not cover. */
+export function compileProgram(ast: unknown): CompiledProgram | undefined {
+  const compiler = new Compiler();
+  let body: string;
+  try {
+    const lines: string[] = [];
+    const result = compiler.node(ast as Node, new Map(), lines);
+    body = `${compiler.declarations()}\n${lines.join('\n')}\nreturn ${result};`;
+  } catch (err) {
+    if (err instanceof Unsupported) return undefined;
+    throw err;
+  }
+  const factory = new Function('K', 'M', 'B', 'hasOwn', 'size', `"use strict";\nreturn function compiled(A) {\n${body}\n};`);
+  return factory(compiler.constants, meter, bail, Object.hasOwn, celSize) as CompiledProgram;
+}
+
+/**
+ * The program's body for cost.ts: the compiled shortcut, falling back to cel-js (`program`) from
+ * the same cost when it bails; undefined when the expression is not covered.
+ */
+export function shortcutFor(program: ParseResult): ((activation: unknown) => unknown) | undefined {
+  const compiled = compileProgram(program.ast);
+  if (!compiled) return undefined;
+  return (activation: unknown) => {
+    const charged = meter.cost;
+    let result: unknown;
+    try {
+      result = compiled(activation);
+    } catch (err) {
+      if (err !== BAIL && verification.on) verification.differences.push(`threw ${String(err)}\n${compiled.toString()}`);
+      meter.cost = charged;
+      return program(activation as never);
+    }
+    if (verification.on) verify(program, activation, charged, result, compiled);
+    return result;
+  };
+}
+
+/** Every shortcut answer checked against cel-js's, and the differences found (for the tests to fail on). */
+export const verification = { on: false, differences: [] as string[] };
+
+export function verifyCompiled(on: boolean): void {
+  verification.on = on;
+}
+
+function verify(program: ParseResult, activation: unknown, charged: number, result: unknown, compiled: CompiledProgram): void {
+  const cost = meter.cost;
+  meter.cost = charged;
+  let expected: unknown;
+  try {
+    expected = program(activation as never);
+  } catch (err) {
+    expected = err;
+  }
+  const same = typeof result === 'object' && result !== null ? result === expected : Object.is(result, expected);
+  if (!same || meter.cost !== cost) {
+    const show = (v: unknown) => (typeof v === 'bigint' ? `${v}n` : v instanceof Error ? `error ${v.message}` : typeof v === 'object' ? '(an object)' : JSON.stringify(v));
+    verification.differences.push(`shortcut ${show(result)} at cost ${cost - charged}, cel-js ${show(expected)} at cost ${meter.cost - charged}\n${compiled.toString()}`);
+  }
+  meter.cost = cost;
+}
+
+function bail(): never {
+  throw BAIL;
+}
+
+/** cel-js's size() of a string (code points), list or map; BAIL for anything else. */
+function celSize(v: unknown): bigint {
+  if (typeof v === 'string') {
+    if (!SURROGATE.test(v)) return BigInt(v.length);
+  } else if (Array.isArray(v)) return BigInt(v.length);
+  else if (isPlainMap(v)) {
+    let n = 0;
+    for (const _ in v) n++;
+    return BigInt(n);
+  }
+  throw BAIL;
+}
+const SURROGATE = /[\uD800-\uDFFF]/;
+
+function isPlainMap(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null) return false;
+  const c = v.constructor;
+  return c === Object || c === undefined;
+}
+
+/** JS text that throws BAIL unless `t` is a JSON map (cel-js's plain-object maps). */
+const requireMap = (t: string) => `if (typeof ${t} !== 'object' || ${t} === null || (${t}.constructor !== Object && ${t}.constructor !== undefined)) B();`;
+
+/** JS text over two operands (temporaries or literals): when an operator's answer is plainly cel-js's, and what it is. */
+type Operands = (l: string, r: string) => string;
+const PRIMITIVE_EQUALITY: Operands = (l, r) =>
+  `(typeof ${l} === typeof ${r} && (typeof ${l} === 'string' || typeof ${l} === 'bigint' || typeof ${l} === 'boolean' || typeof ${l} === 'number')) || (${l} === null && ${r} === null)`;
+const ORDERED: Operands = (l, r) => `(typeof ${l} === 'bigint' && typeof ${r} === 'bigint') || (typeof ${l} === 'number' && typeof ${r} === 'number')`;
+const KEY_IN_MAP: Operands = (l, r) => `typeof ${l} === 'string' && typeof ${r} === 'object' && ${r} !== null && (${r}.constructor === Object || ${r}.constructor === undefined)`;
+const COMPARISONS = new Set(['<', '<=', '>', '>=']);
+const STRING_TESTS: Record<string, string> = { startsWith: 'startsWith', endsWith: 'endsWith', contains: 'includes' };
+
+class Compiler {
+  readonly constants: unknown[] = [];
+  private readonly temps: string[] = [];
+
+  declarations(): string {
+    return this.temps.length ? `let ${this.temps.join(', ')};` : '';
+  }
+
+  private temp(): string {
+    const name = `t${this.temps.length}`;
+    this.temps.push(name);
+    return name;
+  }
+
+  private constant(value: unknown): string {
+    this.constants.push(value);
+    return `K[${this.constants.length - 1}]`;
+  }
+
+  /**
+   * Emits into `out` the statements that compute `node`, and returns a JS expression (a temporary
+   * or a literal) for its value. `scope` maps comprehension variables to their temporaries.
+   */
+  node(node: Node, scope: Map<string, string>, out: string[]): string {
+    if (node.meta.alternate) return this.macro(node, scope, out);
+    if (node.meta.macro) return this.has(node, scope, out);
+    const args = node.args;
+    switch (node.op) {
+      case 'value':
+        return this.literal(args);
+      case 'id':
+        return this.identifier(node, scope, out);
+      case '.': {
+        const [left, name] = args as [Node, string];
+        if (typeof name !== 'string' || name === '__proto__' || left.checkedType?.name !== 'dyn') throw new Unsupported();
+        return this.select(this.node(left, scope, out), name, out);
+      }
+      case '&&':
+      case '||':
+        return this.logical(node.op, args as [Node, Node], scope, out);
+      case '?:':
+        return this.conditional(node, scope, out);
+      case '!_': {
+        const value = this.node(args as Node, scope, out);
+        const t = this.temp();
+        out.push(`if (typeof ${value} !== 'boolean') B(); ${t} = !${value};`);
+        return t;
+      }
+      case '-_': {
+        const operand = args as Node;
+        // (a negative int literal within int64, as cel-js folds it)
+        const n = operand.args;
+        if (operand.op !== 'value' || !(typeof n === 'number' || (typeof n === 'bigint' && n < 2n ** 63n))) throw new Unsupported();
+        return this.constant(-(n as number | bigint));
+      }
+      case '==':
+      case '!=':
+        return this.binary(node, scope, out, PRIMITIVE_EQUALITY, (l, r) => `${l} ${node.op === '==' ? '===' : '!=='} ${r}`);
+      case 'in':
+        return this.binary(node, scope, out, KEY_IN_MAP, (l, r) => `hasOwn(${r}, ${l})`);
+      case 'call':
+        return this.call(node, scope, out);
+      case 'rcall':
+        return this.receiverCall(node, scope, out);
+      default:
+        if (COMPARISONS.has(node.op)) return this.binary(node, scope, out, ORDERED, (l, r) => `${l} ${node.op} ${r}`);
+        throw new Unsupported();
+    }
+  }
+
+  private literal(value: unknown): string {
+    if (typeof value === 'string') return JSON.stringify(value);
+    if (typeof value === 'boolean' || value === null) return String(value);
+    if (typeof value === 'bigint' || typeof value === 'number') return this.constant(value);
+    throw new Unsupported();
+  }
+
+  private identifier(node: Node, scope: Map<string, string>, out: string[]): string {
+    const name = node.args as string;
+    const local = scope.get(name);
+    if (local) return local;
+    if (!ROOT_VARIABLES.has(name) || node.checkedType?.name !== 'dyn') throw new Unsupported();
+    const t = this.temp();
+    out.push(`${t} = A.${name}; if (${t} === undefined) B();`);
+    return t;
+  }
+
+  /** `left.name` on a JSON map: a present key's value; anything else is cel-js's to answer. */
+  private select(left: string, name: string, out: string[]): string {
+    const t = this.temp();
+    // (a JSON value is never undefined or a function: those are absent keys, or Object.prototype's)
+    out.push(`${requireMap(left)} ${t} = ${left}[${JSON.stringify(name)}]; if (${t} === undefined || typeof ${t} === 'function') B();`);
+    return t;
+  }
+
+  /** has(a.b.c): a.b must be present (else cel-js's no-such-key error), c is tested. */
+  private has(node: Node, scope: Map<string, string>, out: string[]): string {
+    const props = node.meta.macro?.macroHasProps;
+    if (node.op !== 'call' || (node.args as unknown[])[0] !== 'has' || !Array.isArray(props) || props.length < 2) throw new Unsupported();
+    let value = this.node(props[props.length - 1]!, scope, out);
+    for (let i = props.length - 2; i >= 1; i--) {
+      const select = props[i]!;
+      const name = (select.args as unknown[])[1];
+      if (select.op !== '.' || typeof name !== 'string' || name === '__proto__') throw new Unsupported();
+      value = this.select(value, name, out);
+    }
+    const last = props[0]!;
+    const name = (last.args as unknown[])[1];
+    if (last.op !== '.' || typeof name !== 'string' || name === '__proto__') throw new Unsupported();
+    const t = this.temp();
+    out.push(`${requireMap(value)} ${t} = hasOwn(${value}, ${JSON.stringify(name)});`);
+    return t;
+  }
+
+  /** `&&` / `||`: a left side that decides is the answer; otherwise both must be bools. */
+  private logical(op: '&&' | '||', [left, right]: [Node, Node], scope: Map<string, string>, out: string[]): string {
+    const decides = op === '||';
+    const t = this.temp();
+    out.push(`${t} = ${this.node(left, scope, out)};`);
+    const inner: string[] = [];
+    const r = this.node(right, scope, inner);
+    out.push(`if (${t} === ${!decides}) {`, ...inner, `${t} = ${r}; if (typeof ${t} !== 'boolean') B();`, `} else if (${t} !== ${decides}) B();`);
+    return t;
+  }
+
+  private conditional(node: Node, scope: Map<string, string>, out: string[]): string {
+    const [condition, whenTrue, whenFalse] = node.args as [Node, Node, Node];
+    const charges = runtimeCharges.branches.get(node);
+    if (!charges) throw new Unsupported();
+    const c = this.node(condition, scope, out);
+    const t = this.temp();
+    const branch = (n: Node, charge: number) => {
+      const inner: string[] = [];
+      const value = this.node(n, scope, inner);
+      return [...(charge ? [`if ((M.cost += ${charge}) > M.limit) B();`] : []), ...inner, `${t} = ${value};`];
+    };
+    out.push(`if (${c} === true) {`, ...branch(whenTrue, charges[0]), `} else if (${c} === false) {`, ...branch(whenFalse, charges[1]), `} else B();`);
+    return t;
+  }
+
+  private binary(node: Node, scope: Map<string, string>, out: string[], accepts: Operands, result: Operands): string {
+    const [left, right] = node.args as [Node, Node];
+    const l = this.node(left, scope, out);
+    const r = this.node(right, scope, out);
+    const t = this.temp();
+    out.push(`if (!(${accepts(l, r)})) B(); ${t} = ${result(l, r)};`);
+    this.chargeSized(node, [l, r], t, out);
+    return t;
+  }
+
+  /** A sized call or operator costs what cost.ts's wrapper of it would charge. */
+  private chargeSized(node: Node, operands: string[], result: string, out: string[]): void {
+    const sized = runtimeCharges.sized.get(node);
+    if (sized) out.push(`if ((M.cost += ${this.constant(sized)}([${operands.join(', ')}], ${result})) > M.limit) B();`);
+  }
+
+  private call(node: Node, scope: Map<string, string>, out: string[]): string {
+    const [name, callArgs] = node.args as [string, Node[]];
+    if (name !== 'size' || callArgs.length !== 1) throw new Unsupported();
+    const value = this.node(callArgs[0]!, scope, out);
+    const t = this.temp();
+    out.push(`${t} = size(${value});`);
+    this.chargeSized(node, [value], t, out);
+    return t;
+  }
+
+  private receiverCall(node: Node, scope: Map<string, string>, out: string[]): string {
+    const [name, receiver, callArgs] = node.args as [string, Node, Node[]];
+    const t = this.temp();
+    if (name === 'size' && callArgs.length === 0) {
+      const value = this.node(receiver, scope, out);
+      out.push(`${t} = size(${value});`);
+      this.chargeSized(node, [value], t, out);
+      return t;
+    }
+    const method = STRING_TESTS[name];
+    if (!method || callArgs.length !== 1) throw new Unsupported();
+    const value = this.node(receiver, scope, out);
+    const arg = this.node(callArgs[0]!, scope, out);
+    out.push(`if (typeof ${value} !== 'string' || typeof ${arg} !== 'string') B(); ${t} = ${value}.${method}(${arg});`);
+    this.chargeSized(node, [value, arg], t, out);
+    return t;
+  }
+
+  /** `all` and `exists` with one variable, as cel-js runs its quantifier loop, charged as cost.ts charges it. */
+  private macro(node: Node, scope: Map<string, string>, out: string[]): string {
+    const comprehension = node.meta.alternate!;
+    const macro = (node.args as unknown[])[0];
+    const args = comprehension.args as { kind?: string; iterable: Node; iterVarName: string; step: Node; iterVar2Name?: unknown };
+    const perIteration = runtimeCharges.perIteration.get(comprehension);
+    if (node.op !== 'rcall' || comprehension.op !== 'comprehension' || (macro !== 'all' && macro !== 'exists')) throw new Unsupported();
+    if (args.kind !== 'quantifier' || args.iterVar2Name !== undefined || typeof args.iterVarName !== 'string' || perIteration === undefined) throw new Unsupported();
+    if (args.iterable.checkedType?.name !== 'dyn') throw new Unsupported();
+    const range = this.node(args.iterable, scope, out);
+    const items = this.temp();
+    const i = this.temp();
+    const element = this.temp();
+    const accu = this.temp();
+    // cel-js's loop: while elements remain, charge an iteration and go on only while the
+    // accumulator has not decided (all: true, exists: false); a map is ranged over by its keys
+    const goOn = macro === 'all';
+    out.push(
+      `if (Array.isArray(${range})) ${items} = ${range}; else { ${requireMap(range)} ${items} = Object.keys(${range}); }`,
+      `${accu} = ${goOn};`,
+      `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`,
+      `if ((M.cost += ${perIteration}) > M.limit) B();`,
+      `if (${accu} !== ${goOn}) break;`,
+      `${element} = ${items}[${i}];`,
+    );
+    const inner: string[] = [];
+    const step = this.node(args.step, new Map(scope).set(args.iterVarName, element), inner);
+    out.push(...inner, `${accu} = ${step}; if (typeof ${accu} !== 'boolean') B();`, '}');
+    return accu;
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The compiled shortcut (src/policy/compiled.ts): which expressions it covers, and that where it
+ * answers, the answer and its cost are cel-js's, and where it cannot (an unexpected kind of value,
+ * a missing key, an error, the cost limit), cel-js answers, errors worded as before. Every other
+ * test checks the same on its own expressions (test/support/verify-compiled.ts).
+ */
+import { expect } from 'chai';
+import { compile } from '../../src/policy/cel.ts';
+import { BAIL, compileProgram } from '../../src/policy/compiled.ts';
+import { COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT } from '../../src/policy/cost.ts';
+import { toCel } from '../../src/policy/values.ts';
+import { benchSuite } from '../../bench/fixtures.ts';
+import { celErrorText } from '../../src/policy/errors.ts';
+
+const program = (expression: string) => compile(expression, 'f', [], { params: true });
+const activation = (object: unknown) => ({ object: toCel(object), oldObject: null, params: null, namespaceObject: null, request: toCel({ operation: 'CREATE', userInfo: { username: 'alice' } }), variables: {} });
+
+/** What the shortcut alone makes of `expression`: its value, or 'bail' when it hands over to cel-js. */
+function shortcut(expression: string, object: unknown, limit = Infinity): unknown {
+  const compiled = compileProgram(program(expression).ast);
+  if (!compiled) throw new Error(`not compiled: ${expression}`);
+  meter.cost = 0;
+  meter.limit = limit;
+  try {
+    return compiled(activation(object));
+  } catch (err) {
+    if (err === BAIL) return 'bail';
+    throw err;
+  }
+}
+
+/** cel-js's answer and cost, through the compiled program's usual path (the shortcut, falling back to cel-js). */
+function evaluate(expression: string, object: unknown): { value: unknown; cost: number } {
+  try {
+    const value = program(expression)(activation(object) as never);
+    return { value, cost: meter.cost };
+  } catch (err) {
+    return { value: `error: ${celErrorText(err)}`, cost: meter.cost };
+  }
+}
+
+const pod = {
+  metadata: { name: 'web', labels: { app: 'web', team: 'payments' } },
+  spec: {
+    containers: [
+      { name: 'a', image: 'registry.example.com/a:1', securityContext: { runAsNonRoot: true }, resources: { limits: { memory: '1Gi' } } },
+      { name: 'b', image: 'docker.io/b:2', securityContext: { runAsNonRoot: false } },
+    ],
+    terminationGracePeriodSeconds: 30,
+    ratio: 0.5,
+  },
+};
+
+describe('policy: the compiled shortcut', () => {
+  it('covers every validation of the bench suite, and the usual shapes of admission rules', () => {
+    const bench = benchSuite().spec.webhooks[0]!.validations!.map((v) => v.expression);
+    const usual = [
+      "has(object.metadata.labels) && 'team' in object.metadata.labels",
+      'object.spec.containers.exists(c, c.name == "a") ? object.spec.containers.size() > 1 : false',
+      "object.metadata.labels.all(k, !k.startsWith('kubernetes.io/') && !k.contains('..') && !k.endsWith('-'))",
+      'size(object.metadata.name) <= 63 && object.spec.replicas >= -1',
+      'oldObject == null || object.spec.ratio < 1.5',
+    ];
+    for (const expression of [...bench, ...usual]) expect(compileProgram(program(expression).ast), expression).to.be.a('function');
+  });
+
+  it('leaves every other expression to cel-js', () => {
+    const others = [
+      'object.spec.containers.map(c, c.name).size() > 0',
+      "object.spec.containers.filter(c, c.name == 'a').size() == 1",
+      "object.metadata.name + '-x' == 'web-x'",
+      "object.metadata.name.matches('^w')",
+      'variables.v == 1',
+      'object.?spec.replicas.orValue(1) == 1',
+      "object.metadata.labels['app'] == 'web'",
+      'object.spec.containers.all(i, c, c.name != "")',
+      "[1, 2].all(x, x > 0)",
+    ];
+    for (const expression of others) expect(compileProgram(program(expression).ast), expression).to.equal(undefined);
+  });
+
+  // [expression, the shortcut's own answer ('bail': cel-js answers), the answer]
+  const table: [string, unknown, unknown][] = [
+    ['object.spec.containers.all(c, c.image.startsWith("registry.example.com/"))', false, false],
+    ['object.spec.containers.exists(c, c.securityContext.runAsNonRoot == false)', true, true],
+    ['object.spec.containers.all(c, has(c.resources.limits) && has(c.resources.limits.memory))', 'bail', 'error: no such key: resources'],
+    ['object.metadata.labels.all(k, k.size() < 64)', true, true],
+    ["has(object.metadata.labels.team) && !has(object.spec.hostNetwork)", true, true],
+    ['object.spec.terminationGracePeriodSeconds <= 120', true, true],
+    ['object.spec.missing == 1', 'bail', 'error: no such key: missing'],
+    // an int against a double: cel-go's cross-type comparison, left to cel-js
+    ['object.spec.terminationGracePeriodSeconds > object.spec.ratio', 'bail', true],
+    ['object.spec.containers[0].name == "a"', undefined, true],
+    ['object.metadata.name == 1', 'bail', false],
+    ['object.spec.containers.size() == 2 && size(object.metadata.labels) == 2', true, true],
+    ["'app' in object.metadata.labels && !('tier' in object.metadata.labels)", true, true],
+    ['object.metadata.name.size() > 1 || object.spec.missing', true, true],
+    ['object.spec.missing || object.metadata.name.size() > 1', 'bail', true],
+    ['object.spec.containers.all(c, c.name)', 'bail', 'error: all(var, predicate) predicate must return bool, got \'string\''],
+  ];
+  for (const [expression, own, answer] of table) {
+    it(`answers ${expression} as cel-js does`, () => {
+      if (own !== undefined) expect(shortcut(expression, pod), 'the shortcut').to.deep.equal(own);
+      const { value } = evaluate(expression, pod);
+      expect(value).to.deep.equal(answer);
+    });
+  }
+
+  it('charges what cel-js charges, and hands a runaway loop to cel-js to stop with its words', () => {
+    const items = Array.from({ length: 300_000 }, (_, i) => i);
+    // `all` over n ints costs 5n + 3 (cel-go's figure; see cost.test.ts)
+    expect(evaluate('object.items.all(x, x >= 0)', { items: items.slice(0, 1000) })).to.deep.equal({ value: true, cost: 5003 });
+    expect(shortcut('object.items.all(x, x >= 0)', { items }, PER_CALL_LIMIT)).to.equal('bail');
+    expect(evaluate('object.items.all(x, x >= 0)', { items }).value).to.equal(`error: ${COST_LIMIT_MESSAGE}`);
+  });
+});
