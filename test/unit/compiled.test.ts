@@ -19,6 +19,7 @@ const activation = (object: unknown) => ({ object: toCel(object), oldObject: nul
 function shortcut(expression: string, object: unknown, limit = Infinity): unknown {
   const compiled = compileProgram(program(expression).ast);
   if (!compiled) throw new Error(`not compiled: ${expression}`);
+  const saved = { ...meter };
   meter.cost = 0;
   meter.limit = limit;
   try {
@@ -26,6 +27,8 @@ function shortcut(expression: string, object: unknown, limit = Infinity): unknow
   } catch (err) {
     if (err === BAIL) return 'bail';
     throw err;
+  } finally {
+    Object.assign(meter, saved);
   }
 }
 
