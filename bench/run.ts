@@ -4,8 +4,10 @@
  *  2. requests/s and p50/p99 of the admission endpoint under load (autocannon, HTTPS keep-alive,
  *     TLS verified) for a typical Pod review through the validation webhook, beside the floor: a
  *     bare Node HTTPS server that reads and parses the same body and allows. The two are loaded
- *     in alternating rounds and each figure is the median of its rounds; the ratio is the median
- *     of the rounds' ratios, each round of portcullis beside the floor's round just before it;
+ *     in alternating rounds (floor, portcullis, floor, ..., floor) and each figure is the median of
+ *     its rounds; the ratio is the median of the rounds' ratios, each round of portcullis against
+ *     the mean of the floor's rounds just before and just after it, so a drift of the VM's speed
+ *     during a pair does not count against either;
  *  3. p99 at a fixed 1,000 requests/s.
  * Servers run in their own processes pinned to core 0 (taskset), the load generator pinned to core 1.
  * Beside req/s, the servers' CPU time per request (from /proc): on a VM whose neighbours vary,
@@ -23,8 +25,8 @@ import { SuiteRegistry } from '../src/registry/registry.ts';
 import type { AdmissionReview } from '../src/api/review.ts';
 import { benchSuite, podReview, SERVER_NAME } from './fixtures.ts';
 
-const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const DURATION_S = Number(process.env.BENCH_SECONDS ?? 4);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const WARM_UP_S = 3;
 const CAN_PIN = spawnSync('taskset', ['--version']).status === 0;
 
@@ -153,8 +155,8 @@ try {
   for (const kind of kinds) servers[kind] = await startServer(kind, path.join(dir, 'tls.crt'), path.join(dir, 'tls.key'));
   for (const kind of kinds) await load(servers[kind].port, ca.certPem, body, { seconds: WARM_UP_S }); // warm-up
   // Side by side in time: a burst from the VM's neighbours lands on one round of each, not on one server.
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const kind of kinds) {
+  for (let round = 0; round <= ROUNDS; round++) {
+    for (const kind of round < ROUNDS ? kinds : (['floor'] as const)) {
       const measured = await measuredLoad(servers[kind].child.pid!, servers[kind].port, ca.certPem, body);
       checkOk(measured.result, kind);
       rounds[kind].push(measured);
@@ -176,7 +178,7 @@ const rps = (kind: Kind) => rounds[kind].map((r) => r.result.requests.average);
 const cpuUs = (kind: Kind) => (rounds[kind].every((r) => r.cpuUs !== undefined) ? median(rounds[kind].map((r) => r.cpuUs!)) : undefined);
 /** The round whose req/s is the median: its latencies are the ones reported. */
 const medianRound = (kind: Kind) => rounds[kind].reduce((best, r) => (Math.abs(r.result.requests.average - median(rps(kind))) < Math.abs(best.result.requests.average - median(rps(kind))) ? r : best)).result;
-const ratios = rps('portcullis').map((value, i) => value / rps('floor')[i]!);
+const ratios = rps('portcullis').map((value, i) => value / ((rps('floor')[i]! + rps('floor')[i + 1]!) / 2));
 const row = (name: string, requests: number, r: autocannon.Result) =>
   console.log(`${name.padEnd(28)} ${requests.toFixed(0).padStart(7)} req/s   p50 ${r.latency.p50.toFixed(2)} ms   p99 ${r.latency.p99.toFixed(2)} ms`);
 console.log(`per round, req/s: floor ${rps('floor').map((v) => v.toFixed(0)).join(' ')}; portcullis ${rps('portcullis').map((v) => v.toFixed(0)).join(' ')}`);
