@@ -1,7 +1,7 @@
 /** The CEL activation of one request, as VAP builds it: object, oldObject, request, params, variables. */
 import type { AdmissionRequest } from '../api/review.ts';
 import { type Program } from './cel.ts';
-import { toCel, type IntsInPlace } from './values.ts';
+import { CONVERT, toCel, type IntsInPlace } from './values.ts';
 import { celErrorText } from './errors.ts';
 import type { ActivationReads } from './reads.ts';
 
@@ -19,6 +19,8 @@ export interface Activation {
   variables: Record<string, unknown>;
   /** Bound only for a webhook whose expressions use it (library/authz.ts). */
   authorizer?: unknown;
+  /** While object, oldObject and request are still plain JSON (see `deferred` below). */
+  [CONVERT]?: (() => void) | undefined;
 }
 
 /**
@@ -90,17 +92,26 @@ export function buildActivation(
   ints: IntsInPlace,
   /** What the expressions read (everything when absent): variables they do not name are left null, fields they do not reach unconverted. */
   reads?: ActivationReads,
+  /** Leaves object, oldObject and request as plain JSON until a program that is not compiled needs them converted (`convertActivation`). */
+  deferred = false,
 ): Activation {
   const used = (name: string) => !reads || reads.uses(name);
+  const json = (value: unknown, name: string) => (deferred ? value : ints.convert(value, reads?.of(name)));
   const activation: Activation = {
-    object: object === undefined || object === null || !used('object') ? null : ints.convert(object, reads?.of('object')),
-    oldObject: request.oldObject && used('oldObject') ? ints.convert(request.oldObject, reads?.of('oldObject')) : null,
-    request: used('request') ? ints.convert(requestAttributes(request), reads?.of('request')) : null,
+    object: object === undefined || object === null || !used('object') ? null : json(object, 'object'),
+    oldObject: request.oldObject && used('oldObject') ? json(request.oldObject, 'oldObject') : null,
+    request: used('request') ? json(requestAttributes(request), 'request') : null,
     params: extra.params === undefined || !used('params') ? null : cachedToCel(extra.params),
     namespaceObject: extra.namespaceObject === undefined || !used('namespaceObject') ? null : cachedToCel(extra.namespaceObject),
     variables: {},
   };
   if (extra.authorizer !== undefined) activation.authorizer = extra.authorizer;
+  if (deferred) {
+    activation[CONVERT] = () => {
+      activation[CONVERT] = undefined;
+      for (const name of ['object', 'oldObject', 'request'] as const) ints.convert(activation[name], reads?.of(name));
+    };
+  }
   for (const variable of variables) {
     let computed = false;
     let value: unknown;

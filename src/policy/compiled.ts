@@ -13,6 +13,11 @@
  * Costs are charged as cost.ts's instrumentation charges them: its static sum is charged by the
  * caller, and loop, branch and sized-call charges come from `runtimeCharges`.
  *
+ * The compiled code reads the request's JSON as parsed: a whole number is an int (as Kubernetes
+ * decodes it), whether still a JS number or already a BigInt, and anything else a double. So a
+ * webhook whose expressions all compile never converts the request (values.ts, `CONVERT`); cel-js
+ * converts it the first time it is needed.
+ *
  * The generated code holds no text of the expression: field names and strings are JSON string
  * literals, other constants are read from an array.
  *
@@ -21,6 +26,7 @@
  */
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { meter, runtimeCharges } from './cost.ts';
+import { convertActivation, CONVERT, toCel } from './values.ts';
 
 /** Thrown by compiled code to hand the evaluation back to cel-js. */
 export const BAIL: unique symbol = Symbol('bail');
@@ -51,17 +57,23 @@ export function compileProgram(ast: unknown): CompiledProgram | undefined {
     if (err instanceof Unsupported) return undefined;
     throw err;
   }
-  const factory = new Function('K', 'M', 'B', 'hasOwn', 'size', `"use strict";\nreturn function compiled(A) {\n${body}\n};`);
-  return factory(compiler.constants, meter, bail, Object.hasOwn, celSize) as CompiledProgram;
+  const factory = new Function('K', 'M', 'B', 'N', 'hasOwn', 'size', `"use strict";\nreturn function compiled(A) {\n${body}\n};`);
+  return factory(compiler.constants, meter, bail, numberKind, Object.hasOwn, celSize) as CompiledProgram;
 }
 
 /**
  * The program's body for cost.ts: the compiled shortcut, falling back to cel-js (`program`) from
- * the same cost when it bails; undefined when the expression is not covered.
+ * the same cost when it bails; cel-js alone when the expression is not covered. cel-js needs the
+ * activation's JSON converted (values.ts, `CONVERT`); the compiled code reads it either way.
  */
-export function shortcutFor(program: ParseResult): ((activation: unknown) => unknown) | undefined {
+export function shortcutFor(program: ParseResult): (activation: unknown) => unknown {
   const compiled = compileProgram(program.ast);
-  if (!compiled) return undefined;
+  if (!compiled) {
+    return (activation: unknown) => {
+      convertActivation(activation);
+      return program(activation as never);
+    };
+  }
   return (activation: unknown) => {
     const charged = meter.cost;
     let result: unknown;
@@ -70,8 +82,12 @@ export function shortcutFor(program: ParseResult): ((activation: unknown) => unk
     } catch (err) {
       if (err !== BAIL && verification.on) verification.differences.push(`threw ${String(err)}\n${compiled.toString()}`);
       meter.cost = charged;
+      convertActivation(activation);
       return program(activation as never);
     }
+    // A part of the request's JSON, or one of its whole numbers: as CEL values (converted in place)
+    if (typeof result === 'object' && result !== null) convertActivation(activation);
+    else if (typeof result === 'number' && Number.isInteger(result)) result = BigInt(result);
     if (verification.on) verify(program, activation, charged, result, compiled);
     return result;
   };
@@ -84,25 +100,46 @@ export function verifyCompiled(on: boolean): void {
   verification.on = on;
 }
 
+/**
+ * cel-js's answer from the same cost, on a converted copy of the activation: the activation itself
+ * stays as the compiled programs after this one would have found it.
+ */
 function verify(program: ParseResult, activation: unknown, charged: number, result: unknown, compiled: CompiledProgram): void {
   const cost = meter.cost;
   meter.cost = charged;
   let expected: unknown;
   try {
-    expected = program(activation as never);
+    const a = activation as Record<string | symbol, unknown>;
+    const converted = a[CONVERT] ? { ...a, [CONVERT]: undefined, object: toCel(a.object), oldObject: toCel(a.oldObject), request: toCel(a.request) } : a;
+    expected = program(converted as never);
   } catch (err) {
     expected = err;
   }
-  const same = typeof result === 'object' && result !== null ? result === expected : Object.is(result, expected);
-  if (!same || meter.cost !== cost) {
+  if (!sameValue(result, expected) || meter.cost !== cost) {
     const show = (v: unknown) => (typeof v === 'bigint' ? `${v}n` : v instanceof Error ? `error ${v.message}` : typeof v === 'object' ? '(an object)' : JSON.stringify(v));
     verification.differences.push(`shortcut ${show(result)} at cost ${cost - charged}, cel-js ${show(expected)} at cost ${meter.cost - charged}\n${compiled.toString()}`);
   }
   meter.cost = cost;
 }
 
+/** The same answer: identical, or the same JSON (its whole numbers as BigInts or as numbers, when verify compared a converted copy). */
+function sameValue(a: unknown, b: unknown, inJson = false): boolean {
+  if (inJson && numberKind(a) === 1 && numberKind(b) === 1) return a == b; // eslint-disable-line eqeqeq -- a BigInt and a number, compared exactly
+  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null || a === b) return Object.is(a, b);
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((e, i) => sameValue(e, b[i], true));
+  const keys = Object.keys(a);
+  return !Array.isArray(b) && keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], true));
+}
+
 function bail(): never {
   throw BAIL;
+}
+
+/** 1 for a CEL int (a BigInt, or a whole number of JSON not yet converted), 2 for a double, 0 for anything else. */
+function numberKind(v: unknown): number {
+  if (typeof v === 'bigint') return 1;
+  if (typeof v === 'number') return Number.isInteger(v) ? 1 : 2;
+  return 0;
 }
 
 /** cel-js's size() of a string (code points), list or map; BAIL for anything else. */
@@ -130,9 +167,11 @@ const requireMap = (t: string) => `if (typeof ${t} !== 'object' || ${t} === null
 
 /** JS text over two operands (temporaries or literals): when an operator's answer is plainly cel-js's, and what it is. */
 type Operands = (l: string, r: string) => string;
+// (N: 1 for an int, as a BigInt or a whole JSON number, 2 for a double, 0 for anything else; a
+// BigInt and a number compare exactly in JS, so ints of either form need no conversion)
 const PRIMITIVE_EQUALITY: Operands = (l, r) =>
-  `(typeof ${l} === typeof ${r} && (typeof ${l} === 'string' || typeof ${l} === 'bigint' || typeof ${l} === 'boolean' || typeof ${l} === 'number')) || (${l} === null && ${r} === null)`;
-const ORDERED: Operands = (l, r) => `(typeof ${l} === 'bigint' && typeof ${r} === 'bigint') || (typeof ${l} === 'number' && typeof ${r} === 'number')`;
+  `(typeof ${l} === typeof ${r} && (typeof ${l} === 'string' || typeof ${l} === 'boolean')) || (${l} === null && ${r} === null) || (N(${l}) !== 0 && N(${l}) === N(${r}))`;
+const ORDERED: Operands = (l, r) => `N(${l}) !== 0 && N(${l}) === N(${r})`;
 const KEY_IN_MAP: Operands = (l, r) => `typeof ${l} === 'string' && typeof ${r} === 'object' && ${r} !== null && (${r}.constructor === Object || ${r}.constructor === undefined)`;
 const COMPARISONS = new Set(['<', '<=', '>', '>=']);
 const STRING_TESTS: Record<string, string> = { startsWith: 'startsWith', endsWith: 'endsWith', contains: 'includes' };
@@ -189,12 +228,12 @@ class Compiler {
         const operand = args as Node;
         // (a negative int literal within int64, as cel-js folds it)
         const n = operand.args;
-        if (operand.op !== 'value' || !(typeof n === 'number' || (typeof n === 'bigint' && n < 2n ** 63n))) throw new Unsupported();
+        if (operand.op !== 'value' || !((typeof n === 'number' && !Number.isInteger(n)) || (typeof n === 'bigint' && n < 2n ** 63n))) throw new Unsupported();
         return this.constant(-(n as number | bigint));
       }
       case '==':
       case '!=':
-        return this.binary(node, scope, out, PRIMITIVE_EQUALITY, (l, r) => `${l} ${node.op === '==' ? '===' : '!=='} ${r}`);
+        return this.binary(node, scope, out, PRIMITIVE_EQUALITY, (l, r) => `${l} ${node.op} ${r}`);
       case 'in':
         return this.binary(node, scope, out, KEY_IN_MAP, (l, r) => `hasOwn(${r}, ${l})`);
       case 'call':
@@ -210,7 +249,8 @@ class Compiler {
   private literal(value: unknown): string {
     if (typeof value === 'string') return JSON.stringify(value);
     if (typeof value === 'boolean' || value === null) return String(value);
-    if (typeof value === 'bigint' || typeof value === 'number') return this.constant(value);
+    // (a whole double such as 2.0 would read as an int here: left to cel-js)
+    if (typeof value === 'bigint' || (typeof value === 'number' && !Number.isInteger(value))) return this.constant(value);
     throw new Unsupported();
   }
 

@@ -173,7 +173,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
   const budget = openBudget();
   const ints = new IntsInPlace();
   try {
-    const activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads);
+    const activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads, true);
     // undefined: holds; a message: an error (failurePolicy Fail); null: fails, its message comes later
     const outcomes: (Failure | null | undefined)[] = [];
     let allHold = true;

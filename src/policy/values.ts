@@ -69,6 +69,19 @@ export class IntsInPlace {
   }
 }
 
+/**
+ * Set on an activation whose JSON is still as parsed: converts it (in place, once) for cel-js.
+ * Compiled programs (compiled.ts) read whole JSON numbers as ints themselves, so a webhook whose
+ * expressions all compile never pays for the conversion.
+ */
+export const CONVERT: unique symbol = Symbol('convert');
+
+/** Converts the activation's JSON if that is still to be done. */
+export function convertActivation(activation: unknown): void {
+  const convert = (activation as { [CONVERT]?: () => void } | null | undefined)?.[CONVERT];
+  if (convert) convert();
+}
+
 export function fromCel(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);
   if (value === null || typeof value !== 'object') return value;

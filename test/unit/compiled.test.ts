@@ -8,9 +8,12 @@ import { expect } from 'chai';
 import { compile } from '../../src/policy/cel.ts';
 import { BAIL, compileProgram } from '../../src/policy/compiled.ts';
 import { COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT } from '../../src/policy/cost.ts';
-import { toCel } from '../../src/policy/values.ts';
 import { benchSuite } from '../../bench/fixtures.ts';
 import { celErrorText } from '../../src/policy/errors.ts';
+import { IntsInPlace, toCel } from '../../src/policy/values.ts';
+import { buildActivation } from '../../src/policy/activation.ts';
+import { ActivationReads } from '../../src/policy/reads.ts';
+import type { AdmissionRequest } from '../../src/api/review.ts';
 
 const program = (expression: string) => compile(expression, 'f', [], { params: true });
 const activation = (object: unknown) => ({ object: toCel(object), oldObject: null, params: null, namespaceObject: null, request: toCel({ operation: 'CREATE', userInfo: { username: 'alice' } }), variables: {} });
@@ -108,6 +111,42 @@ describe('policy: the compiled shortcut', () => {
       expect(value).to.deep.equal(answer);
     });
   }
+
+  it('reads the JSON as parsed: whole numbers are ints, others doubles, and cel-js gets it converted when it is needed', () => {
+    const json = JSON.parse('{"spec": {"replicas": 3, "ratio": 0.5}}');
+    const raw = (expression: string) => {
+      const compiled = compileProgram(program(expression).ast)!;
+      try {
+        return compiled({ object: json, oldObject: null, params: null, namespaceObject: null, request: null, variables: {} });
+      } catch (err) {
+        if (err === BAIL) return 'bail';
+        throw err;
+      }
+    };
+    expect(raw('object.spec.replicas <= 5 && object.spec.replicas == 3 && object.spec.replicas != 4')).to.equal(true);
+    expect(raw('object.spec.ratio < 1.5 && object.spec.ratio == 0.5 && object.spec.replicas > object.spec.replicas.size()')).to.equal('bail');
+    expect(raw('object.spec.ratio < 1.5 && object.spec.ratio == 0.5 && object.spec.replicas >= size(object.spec)')).to.equal(true);
+    // an int against a double is cel-go's cross-type comparison: cel-js's to answer
+    expect(raw('object.spec.replicas > object.spec.ratio')).to.equal('bail');
+    // a whole double literal would read as an int: not compiled
+    expect(compileProgram(program('object.spec.ratio < 2.0').ast)).to.equal(undefined);
+
+    // through a webhook: the activation is left as parsed, converted only for an expression cel-js answers
+    const request = { uid: 'u', kind: { group: '', version: 'v1', kind: 'Pod' }, resource: { group: '', version: 'v1', resource: 'pods' }, operation: 'CREATE', userInfo: { username: 'alice' }, object: json } as unknown as AdmissionRequest;
+    const ints = new IntsInPlace();
+    const programs = [program('object.spec.replicas == 3'), program('object.spec.replicas + 1 == 4'), program('type(object.spec.replicas) == int')];
+    const activation = buildActivation(request, json, [], {}, ints, new ActivationReads(programs), true);
+    try {
+      expect(programs[0]!(activation as never)).to.equal(true);
+      expect(json.spec.replicas, 'still as parsed after a compiled program').to.equal(3);
+      expect(programs[1]!(activation as never)).to.equal(true);
+      expect(json.spec.replicas, 'converted for cel-js').to.equal(3n);
+      expect(programs[2]!(activation as never)).to.equal(true);
+    } finally {
+      ints.restore();
+    }
+    expect(json.spec.replicas, 'restored').to.equal(3);
+  });
 
   it('charges what cel-js charges, and hands a runaway loop to cel-js to stop with its words', () => {
     const items = Array.from({ length: 300_000 }, (_, i) => i);
