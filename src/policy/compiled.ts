@@ -142,15 +142,15 @@ function numberKind(v: unknown): number {
   return 0;
 }
 
-/** cel-js's size() of a string (code points), list or map; BAIL for anything else. */
-function celSize(v: unknown): bigint {
+/** cel-js's size() of a string (code points), list or map, as an int in a JS number; BAIL for anything else. */
+function celSize(v: unknown): number {
   if (typeof v === 'string') {
-    if (!SURROGATE.test(v)) return BigInt(v.length);
-  } else if (Array.isArray(v)) return BigInt(v.length);
+    if (!SURROGATE.test(v)) return v.length;
+  } else if (Array.isArray(v)) return v.length;
   else if (isPlainMap(v)) {
     let n = 0;
     for (const _ in v) n++;
-    return BigInt(n);
+    return n;
   }
   throw BAIL;
 }
@@ -167,11 +167,6 @@ const requireMap = (t: string) => `if (typeof ${t} !== 'object' || ${t} === null
 
 /** JS text over two operands (temporaries or literals): when an operator's answer is plainly cel-js's, and what it is. */
 type Operands = (l: string, r: string) => string;
-// (N: 1 for an int, as a BigInt or a whole JSON number, 2 for a double, 0 for anything else; a
-// BigInt and a number compare exactly in JS, so ints of either form need no conversion)
-const PRIMITIVE_EQUALITY: Operands = (l, r) =>
-  `(typeof ${l} === typeof ${r} && (typeof ${l} === 'string' || typeof ${l} === 'boolean')) || (${l} === null && ${r} === null) || (N(${l}) !== 0 && N(${l}) === N(${r}))`;
-const ORDERED: Operands = (l, r) => `N(${l}) !== 0 && N(${l}) === N(${r})`;
 const KEY_IN_MAP: Operands = (l, r) => `typeof ${l} === 'string' && typeof ${r} === 'object' && ${r} !== null && (${r}.constructor === Object || ${r}.constructor === undefined)`;
 const COMPARISONS = new Set(['<', '<=', '>', '>=']);
 const STRING_TESTS: Record<string, string> = { startsWith: 'startsWith', endsWith: 'endsWith', contains: 'includes' };
@@ -179,6 +174,8 @@ const STRING_TESTS: Record<string, string> = { startsWith: 'startsWith', endsWit
 class Compiler {
   readonly constants: unknown[] = [];
   private readonly temps: string[] = [];
+  /** The number kind (as N gives it) of each numeric literal's JS text. */
+  private readonly literalKinds = new Map<string, number>();
 
   declarations(): string {
     return this.temps.length ? `let ${this.temps.join(', ')};` : '';
@@ -229,11 +226,11 @@ class Compiler {
         // (a negative int literal within int64, as cel-js folds it)
         const n = operand.args;
         if (operand.op !== 'value' || !((typeof n === 'number' && !Number.isInteger(n)) || (typeof n === 'bigint' && n < 2n ** 63n))) throw new Unsupported();
-        return this.constant(-(n as number | bigint));
+        return typeof n === 'bigint' ? this.intLiteral(-n) : this.numberLiteral(this.constant(-(n as number)), 2);
       }
       case '==':
       case '!=':
-        return this.binary(node, scope, out, PRIMITIVE_EQUALITY, (l, r) => `${l} ${node.op} ${r}`);
+        return this.binary(node, scope, out, (l, r) => this.sameKind(l, r, true), (l, r) => `${l} ${node.op} ${r}`);
       case 'in':
         return this.binary(node, scope, out, KEY_IN_MAP, (l, r) => `hasOwn(${r}, ${l})`);
       case 'call':
@@ -241,7 +238,7 @@ class Compiler {
       case 'rcall':
         return this.receiverCall(node, scope, out);
       default:
-        if (COMPARISONS.has(node.op)) return this.binary(node, scope, out, ORDERED, (l, r) => `${l} ${node.op} ${r}`);
+        if (COMPARISONS.has(node.op)) return this.binary(node, scope, out, (l, r) => this.sameKind(l, r, false), (l, r) => `${l} ${node.op} ${r}`);
         throw new Unsupported();
     }
   }
@@ -249,9 +246,36 @@ class Compiler {
   private literal(value: unknown): string {
     if (typeof value === 'string') return JSON.stringify(value);
     if (typeof value === 'boolean' || value === null) return String(value);
+    if (typeof value === 'bigint') return this.intLiteral(value);
     // (a whole double such as 2.0 would read as an int here: left to cel-js)
-    if (typeof value === 'bigint' || (typeof value === 'number' && !Number.isInteger(value))) return this.constant(value);
+    if (typeof value === 'number' && !Number.isInteger(value)) return this.numberLiteral(this.constant(value), 2);
     throw new Unsupported();
+  }
+
+  /** An int as a JS number where that is exact: compared with the JSON's numbers without a BigInt. */
+  private intLiteral(value: bigint): string {
+    const exact = value <= BigInt(Number.MAX_SAFE_INTEGER) && value >= BigInt(Number.MIN_SAFE_INTEGER);
+    return this.numberLiteral(exact ? `(${value})` : `(${value}n)`, 1);
+  }
+
+  private numberLiteral(text: string, kind: number): string {
+    this.literalKinds.set(text, kind);
+    return text;
+  }
+
+  /**
+   * JS text: the two operands are ints (a BigInt and a number compare exactly in JS, so ints of
+   * either form need no conversion), or doubles, or (for `equality`) strings, bools or nulls.
+   * What a literal operand is, is known here.
+   */
+  private sameKind(l: string, r: string, equality: boolean): string {
+    const known = (t: string) => (t.startsWith('"') ? 'string' : t === 'true' || t === 'false' ? 'boolean' : undefined);
+    if (equality && (known(l) || known(r))) return known(l) ? `typeof ${r} === '${known(l)}'` : `typeof ${l} === '${known(r)}'`;
+    const kl = this.literalKinds.get(l);
+    const kr = this.literalKinds.get(r);
+    const numbers = kl && kr ? String(kl === kr) : kl ? `N(${r}) === ${kl}` : kr ? `N(${l}) === ${kr}` : `N(${l}) !== 0 && N(${l}) === N(${r})`;
+    if (!equality || kl || kr) return numbers;
+    return `(typeof ${l} === typeof ${r} && (typeof ${l} === 'string' || typeof ${l} === 'boolean')) || (${l} === null && ${r} === null) || (${numbers})`;
   }
 
   private identifier(node: Node, scope: Map<string, string>, out: string[]): string {
