@@ -3,13 +3,14 @@
  * one JavaScript function (as fastify compiles its serializers), which reads the request's JSON
  * through V8's own property caches instead of cel-js's tree walk and run-time overload lookup.
  *
- * A shortcut, never a second semantics. It covers field selection, `has()`, `==` `!=` on values of
- * one primitive type, `<` `<=` `>` `>=` on ints or doubles, `!` `&&` `||` `?:`, `size()`,
- * `startsWith` `endsWith` `contains`, `in` on a map, and `all` / `exists` over lists and maps,
- * each only where the value's kind makes its answer plainly cel-js's. Anything else at run time
- * (another kind of value, a missing key, an error, passing the cost limit) throws BAIL, and
- * `cost.ts` evaluates the program through cel-js from the same point: errors, and their words,
- * are always cel-js's. An expression with any other kind of node is not compiled at all.
+ * A shortcut, never a second semantics. It covers field selection and indexing, `has()`, `==`
+ * `!=` on values of one primitive type, `<` `<=` `>` `>=` on ints or doubles, `!` `&&` `||` `?:`,
+ * `size()`, `startsWith` `endsWith` `contains` `matches` and `+` on strings, `in` on a map or a
+ * list of strings, and `all` / `exists` over lists and maps, each only where the value's kind
+ * makes its answer plainly cel-js's. Anything else at run time (another kind of value, a missing
+ * key, an error, passing the cost limit) throws BAIL, and the program is evaluated by cel-js from
+ * the same point: errors, and their words, are always cel-js's. An expression with any other kind
+ * of node (`variables`, `map`, `filter`, optionals, the other libraries) is not compiled at all.
  * Costs are charged as cost.ts's instrumentation charges them: its static sum is charged by the
  * caller, and loop, branch and sized-call charges come from `runtimeCharges`.
  *
@@ -27,6 +28,8 @@
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { meter, runtimeCharges } from './cost.ts';
 import { convertActivation, CONVERT, toCel } from './values.ts';
+import { compileRegex } from './library/regex.ts';
+import type { RE2JS } from 're2js';
 
 /** Thrown by compiled code to hand the evaluation back to cel-js. */
 export const BAIL: unique symbol = Symbol('bail');
@@ -57,8 +60,8 @@ export function compileProgram(ast: unknown): CompiledProgram | undefined {
     if (err instanceof Unsupported) return undefined;
     throw err;
   }
-  const factory = new Function('K', 'M', 'B', 'N', 'hasOwn', 'size', `"use strict";\nreturn function compiled(A) {\n${body}\n};`);
-  return factory(compiler.constants, meter, bail, numberKind, Object.hasOwn, celSize) as CompiledProgram;
+  const factory = new Function('K', 'M', 'B', 'N', 'hasOwn', 'size', 'within', 'matches', `"use strict";\nreturn function compiled(A) {\n${body}\n};`);
+  return factory(compiler.constants, meter, bail, numberKind, Object.hasOwn, celSize, within, regexMatches) as CompiledProgram;
 }
 
 /**
@@ -135,6 +138,31 @@ function bail(): never {
   throw BAIL;
 }
 
+/** A string in a JSON map's keys, or in a list of strings; BAIL for anything else. */
+function within(key: string, container: unknown): boolean {
+  if (Array.isArray(container)) {
+    let found = false;
+    for (const element of container) {
+      if (typeof element !== 'string') throw BAIL;
+      if (element === key) found = true;
+    }
+    return found;
+  }
+  if (isPlainMap(container)) return Object.hasOwn(container, key);
+  throw BAIL;
+}
+
+/** RE2 `matches` as the regex library answers it (patterns cached); a pattern that does not compile is cel-js's error to give. */
+function regexMatches(subject: string, pattern: string): boolean {
+  let re: RE2JS;
+  try {
+    re = compileRegex(pattern);
+  } catch {
+    throw BAIL;
+  }
+  return re.test(subject);
+}
+
 /** 1 for a CEL int (a BigInt, or a whole number of JSON not yet converted), 2 for a double, 0 for anything else. */
 function numberKind(v: unknown): number {
   if (typeof v === 'bigint') return 1;
@@ -167,7 +195,6 @@ const requireMap = (t: string) => `if (typeof ${t} !== 'object' || ${t} === null
 
 /** JS text over two operands (temporaries or literals): when an operator's answer is plainly cel-js's, and what it is. */
 type Operands = (l: string, r: string) => string;
-const KEY_IN_MAP: Operands = (l, r) => `typeof ${l} === 'string' && typeof ${r} === 'object' && ${r} !== null && (${r}.constructor === Object || ${r}.constructor === undefined)`;
 const COMPARISONS = new Set(['<', '<=', '>', '>=']);
 const STRING_TESTS: Record<string, string> = { startsWith: 'startsWith', endsWith: 'endsWith', contains: 'includes' };
 
@@ -232,7 +259,12 @@ class Compiler {
       case '!=':
         return this.binary(node, scope, out, (l, r) => this.sameKind(l, r, true), (l, r) => `${l} ${node.op} ${r}`);
       case 'in':
-        return this.binary(node, scope, out, KEY_IN_MAP, (l, r) => `hasOwn(${r}, ${l})`);
+        return this.membership(node, scope, out);
+      case '[]':
+        return this.index(node, scope, out);
+      case '+':
+        // strings only: int arithmetic has overflow errors, lists are copied
+        return this.binary(node, scope, out, (l, r) => `typeof ${l} === 'string' && typeof ${r} === 'string'`, (l, r) => `${l} + ${r}`);
       case 'call':
         return this.call(node, scope, out);
       case 'rcall':
@@ -341,13 +373,44 @@ class Compiler {
     return t;
   }
 
-  private binary(node: Node, scope: Map<string, string>, out: string[], accepts: Operands, result: Operands): string {
+  private binary(node: Node, scope: Map<string, string>, out: string[], accepts: Operands, result: Operands, rightText?: string): string {
     const [left, right] = node.args as [Node, Node];
     const l = this.node(left, scope, out);
-    const r = this.node(right, scope, out);
+    const r = rightText ?? this.node(right, scope, out);
     const t = this.temp();
     out.push(`if (!(${accepts(l, r)})) B(); ${t} = ${result(l, r)};`);
     this.chargeSized(node, [l, r], t, out);
+    return t;
+  }
+
+  /**
+   * A string `in` a map's keys or a list of strings (a list literal of string constants is one
+   * constant list, as cel-go folds it); ints, and lists of other things, are left to cel-js.
+   */
+  private membership(node: Node, scope: Map<string, string>, out: string[]): string {
+    const right = (node.args as Node[])[1]!;
+    let list: string | undefined;
+    if (right.op === 'list') {
+      const elements = right.args as Node[];
+      if (!elements.every((e) => e.op === 'value' && typeof e.args === 'string')) throw new Unsupported();
+      list = this.constant(Object.freeze(elements.map((e) => e.args)));
+    }
+    return this.binary(node, scope, out, (l) => `typeof ${l} === 'string'`, (l, r) => `within(${l}, ${r})`, list);
+  }
+
+  /** `m[key]` on a JSON map with a string key (as `m.key`), `l[i]` on a list with an int index in range. */
+  private index(node: Node, scope: Map<string, string>, out: string[]): string {
+    const [left, right] = node.args as [Node, Node];
+    if (left.checkedType?.name !== 'dyn') throw new Unsupported();
+    const l = this.node(left, scope, out);
+    const r = this.node(right, scope, out);
+    const t = this.temp();
+    out.push(
+      `if (typeof ${r} === 'string' && ${r} !== '__proto__' && typeof ${l} === 'object' && ${l} !== null && (${l}.constructor === Object || ${l}.constructor === undefined)) {`,
+      `${t} = ${l}[${r}]; if (${t} === undefined || typeof ${t} === 'function') B();`,
+      `} else if (Array.isArray(${l}) && N(${r}) === 1 && ${r} >= 0 && ${r} < ${l}.length) ${t} = ${l}[Number(${r})];`,
+      'else B();',
+    );
     return t;
   }
 
@@ -359,6 +422,13 @@ class Compiler {
 
   private call(node: Node, scope: Map<string, string>, out: string[]): string {
     const [name, callArgs] = node.args as [string, Node[]];
+    if (name === 'matches' && callArgs.length === 2) {
+      const [subject, pattern] = callArgs.map((a) => this.node(a, scope, out)) as [string, string];
+      const t = this.temp();
+      out.push(`if (typeof ${subject} !== 'string' || typeof ${pattern} !== 'string') B(); ${t} = matches(${subject}, ${pattern});`);
+      this.chargeSized(node, [subject, pattern], t, out);
+      return t;
+    }
     if (name !== 'size' || callArgs.length !== 1) throw new Unsupported();
     const value = this.node(callArgs[0]!, scope, out);
     const t = this.temp();
@@ -377,10 +447,11 @@ class Compiler {
       return t;
     }
     const method = STRING_TESTS[name];
-    if (!method || callArgs.length !== 1) throw new Unsupported();
+    if ((!method && name !== 'matches') || callArgs.length !== 1) throw new Unsupported();
     const value = this.node(receiver, scope, out);
     const arg = this.node(callArgs[0]!, scope, out);
-    out.push(`if (typeof ${value} !== 'string' || typeof ${arg} !== 'string') B(); ${t} = ${value}.${method}(${arg});`);
+    const call = method ? `${value}.${method}(${arg})` : `matches(${value}, ${arg})`;
+    out.push(`if (typeof ${value} !== 'string' || typeof ${arg} !== 'string') B(); ${t} = ${call};`);
     this.chargeSized(node, [value, arg], t, out);
     return t;
   }

@@ -54,6 +54,7 @@ const pod = {
     ],
     terminationGracePeriodSeconds: 30,
     ratio: 0.5,
+    aliases: ['a', 'x'],
   },
 };
 
@@ -66,6 +67,9 @@ describe('policy: the compiled shortcut', () => {
       "object.metadata.labels.all(k, !k.startsWith('kubernetes.io/') && !k.contains('..') && !k.endsWith('-'))",
       'size(object.metadata.name) <= 63 && object.spec.replicas >= -1',
       'oldObject == null || object.spec.ratio < 1.5',
+      "object.metadata.labels['app.kubernetes.io/name'] == 'web' && object.spec.containers[0].name == 'a'",
+      "object.metadata.name + '-x' == 'web-x' && object.metadata.name.matches('^[a-z]+$') && matches(object.metadata.name, 'w')",
+      "object.metadata.labels.team in ['payments', 'search'] && 'a' in object.spec.aliases",
     ];
     for (const expression of [...bench, ...usual]) expect(compileProgram(program(expression).ast), expression).to.be.a('function');
   });
@@ -74,11 +78,10 @@ describe('policy: the compiled shortcut', () => {
     const others = [
       'object.spec.containers.map(c, c.name).size() > 0',
       "object.spec.containers.filter(c, c.name == 'a').size() == 1",
-      "object.metadata.name + '-x' == 'web-x'",
-      "object.metadata.name.matches('^w')",
       'variables.v == 1',
       'object.?spec.replicas.orValue(1) == 1',
-      "object.metadata.labels['app'] == 'web'",
+      'object.spec.replicas in [1, 2]',
+      "object.metadata.name.find('[a-z]+') == 'web'",
       'object.spec.containers.all(i, c, c.name != "")',
       "[1, 2].all(x, x > 0)",
     ];
@@ -96,7 +99,16 @@ describe('policy: the compiled shortcut', () => {
     ['object.spec.missing == 1', 'bail', 'error: no such key: missing'],
     // an int against a double: cel-go's cross-type comparison, left to cel-js
     ['object.spec.terminationGracePeriodSeconds > object.spec.ratio', 'bail', true],
-    ['object.spec.containers[0].name == "a"', undefined, true],
+    ['object.spec.containers[0].name == "a" && object.spec.containers[1]["name"] == "b"', true, true],
+    ['object.spec.containers[2].name == "c"', 'bail', "error: index '2' out of range in list size '2'"],
+    ["object.metadata.labels['team'] == 'payments' && object.metadata.labels['app'] + '-1' == 'web-1'", true, true],
+    ["object.metadata.labels['tier'] == 'x'", 'bail', 'error: no such key: tier'],
+    ["object.metadata.name.matches('^w[a-z]+$') && !matches(object.metadata.name, 'x')", true, true],
+    ["object.metadata.name.matches(object.spec.aliases[0] + '(')", 'bail', 'error: error parsing regexp: missing closing ): `a(`'],
+    ["object.metadata.labels.team in ['payments', 'search'] && !('z' in object.spec.aliases)", true, true],
+    // an int in a list of strings: heterogeneous equality, cel-js's to answer
+    ['object.spec.terminationGracePeriodSeconds in object.spec.aliases', 'bail', false],
+    ['object.spec.terminationGracePeriodSeconds + 1 == 31', 'bail', true],
     ['object.metadata.name == 1', 'bail', false],
     ['object.spec.containers.size() == 2 && size(object.metadata.labels) == 2', true, true],
     ["'app' in object.metadata.labels && !('tier' in object.metadata.labels)", true, true],
