@@ -19,8 +19,8 @@
  * webhook whose expressions all compile never converts the request (values.ts, `CONVERT`); cel-js
  * converts it the first time it is needed.
  *
- * The generated code holds no text of the expression: field names and strings are JSON string
- * literals, other constants are read from an array.
+ * No text of the expression goes into the generated code as it was written: field names and
+ * strings go in as JSON string literals, ints as digits, other constants through an array.
  *
  * `verifyCompiled(true)` (the test suites turn it on) makes every shortcut answer be checked
  * against cel-js's, value and cost; differences are kept for the tests to fail on.
@@ -127,7 +127,8 @@ function verify(program: ParseResult, activation: unknown, charged: number, resu
 
 /** The same answer: identical, or the same JSON (its whole numbers as BigInts or as numbers, when verify compared a converted copy). */
 function sameValue(a: unknown, b: unknown, inJson = false): boolean {
-  if (inJson && numberKind(a) === 1 && numberKind(b) === 1) return a == b; // eslint-disable-line eqeqeq -- a BigInt and a number, compared exactly
+  // (== compares a BigInt and a number exactly)
+  if (inJson && numberKind(a) === 1 && numberKind(b) === 1) return a == b;
   if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null || a === b) return Object.is(a, b);
   if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((e, i) => sameValue(e, b[i], true));
   const keys = Object.keys(a);
