@@ -93,7 +93,8 @@ vapEnvironment(false, true);
 
 export type ResultType = 'bool' | 'string' | 'list' | 'null';
 
-export type Program = ParseResult;
+/** A compiled expression; `compiled` when it has the compiled shortcut (compiled.ts). */
+export type Program = ParseResult & { readonly compiled?: boolean };
 
 export class CompileError extends Error {
   readonly field: string;
@@ -111,7 +112,7 @@ export function compile(
   expression: string,
   field: string,
   expect: ResultType[] = [],
-  options: { params?: boolean; authorizer?: boolean; mixedLiterals?: boolean } = {},
+  options: { params?: boolean; authorizer?: boolean; mixedLiterals?: boolean; compiledVariables?: ReadonlySet<string> } = {},
 ): Program {
   const environment = vapEnvironment(options.params !== false, options.authorizer !== false);
   let program: Program;
@@ -140,7 +141,13 @@ export function compile(
     throw new CompileError(field, `must evaluate to ${wanted} but got ${celGoTypeName(type)}`);
   }
   useCelGoLogic(program.ast);
-  return withCost(program, shortcutFor);
+  let compiled = false;
+  const run = withCost(program, (instrumented) => {
+    const body = shortcutFor(instrumented, options.compiledVariables);
+    compiled = body.compiled;
+    return body;
+  });
+  return Object.assign(run, { compiled });
 }
 
 /** cel-go's name of a type, as the API server's messages print it. */

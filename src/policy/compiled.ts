@@ -48,20 +48,34 @@ interface Node {
 
 class Unsupported extends Error {}
 
-/** Compiles `ast` (checked and instrumented for cost); undefined when it has a node the shortcut does not cover. */
-export function compileProgram(ast: unknown): CompiledProgram | undefined {
-  const compiler = new Compiler();
+/**
+ * What the last compiled run spent on the composited variables it read (each is evaluated once per
+ * request, by its own program, whose cost stays charged when the run hands over to cel-js).
+ */
+const spent = { variables: 0 };
+
+/**
+ * Compiles `ast` (checked and instrumented for cost); undefined when it has a node the shortcut
+ * does not cover. `variables`: the composited variables it may read, those whose own expressions
+ * compile (so their values are of the kinds the compiled code knows).
+ */
+export function compileProgram(ast: unknown, variables: ReadonlySet<string> = new Set()): CompiledProgram | undefined {
+  const compiler = new Compiler(variables);
   let body: string;
   try {
     const lines: string[] = [];
     const result = compiler.node(ast as Node, new Map(), lines);
-    body = `${compiler.declarations()}\n${lines.join('\n')}\nreturn ${result};`;
+    body = `${compiler.declarations()}\n${lines.join('\n')}\nX.variables = S;\nreturn ${result};`;
   } catch (err) {
     if (err instanceof Unsupported) return undefined;
     throw err;
   }
-  const factory = new Function('K', 'M', 'B', 'N', 'hasOwn', 'size', 'within', 'matches', `"use strict";\nreturn function compiled(A) {\n${body}\n};`);
-  return factory(compiler.constants, meter, bail, numberKind, Object.hasOwn, celSize, within, regexMatches) as CompiledProgram;
+  // On BAIL (or any error) the cost goes back to where it was, but for what the variables read spent.
+  const factory = new Function(
+    'K', 'M', 'X', 'B', 'N', 'hasOwn', 'size', 'within', 'matches',
+    `"use strict";\nreturn function compiled(A) {\nconst C = M.cost;\nlet S = 0;\ntry {\n${body}\n} catch (e) {\nM.cost = C + S;\nX.variables = S;\nthrow e;\n}\n};`,
+  );
+  return factory(compiler.constants, meter, spent, bail, numberKind, Object.hasOwn, celSize, within, regexMatches) as CompiledProgram;
 }
 
 /**
@@ -69,32 +83,38 @@ export function compileProgram(ast: unknown): CompiledProgram | undefined {
  * the same cost when it bails; cel-js alone when the expression is not covered. cel-js needs the
  * activation's JSON converted (values.ts, `CONVERT`); the compiled code reads it either way.
  */
-export function shortcutFor(program: ParseResult): (activation: unknown) => unknown {
-  const compiled = compileProgram(program.ast);
+export function shortcutFor(program: ParseResult, variables?: ReadonlySet<string>): Body {
+  const compiled = compileProgram(program.ast, variables);
   if (!compiled) {
-    return (activation: unknown) => {
-      convertActivation(activation);
-      return program(activation as never);
-    };
+    return Object.assign(
+      (activation: unknown) => {
+        convertActivation(activation);
+        return program(activation as never);
+      },
+      { compiled: false },
+    );
   }
-  return (activation: unknown) => {
+  const body = (activation: unknown) => {
     const charged = meter.cost;
     let result: unknown;
     try {
       result = compiled(activation);
     } catch (err) {
       if (err !== BAIL && verification.on) verification.differences.push(`threw ${String(err)}\n${compiled.toString()}`);
-      meter.cost = charged;
       convertActivation(activation);
       return program(activation as never);
     }
     // A part of the request's JSON, or one of its whole numbers: as CEL values (converted in place)
     if (typeof result === 'object' && result !== null) convertActivation(activation);
     else if (typeof result === 'number' && Number.isInteger(result)) result = BigInt(result);
-    if (verification.on) verify(program, activation, charged, result, compiled);
+    if (verification.on) verify(program, activation, charged, result, compiled, spent.variables);
     return result;
   };
+  return Object.assign(body, { compiled: true });
 }
+
+/** A program's body for cost.ts, and whether it has a compiled shortcut. */
+export type Body = ((activation: unknown) => unknown) & { compiled: boolean };
 
 /** Every shortcut answer checked against cel-js's, and the differences found (for the tests to fail on). */
 export const verification = { on: false, differences: [] as string[] };
@@ -107,7 +127,7 @@ export function verifyCompiled(on: boolean): void {
  * cel-js's answer from the same cost, on a converted copy of the activation: the activation itself
  * stays as the compiled programs after this one would have found it.
  */
-function verify(program: ParseResult, activation: unknown, charged: number, result: unknown, compiled: CompiledProgram): void {
+function verify(program: ParseResult, activation: unknown, charged: number, result: unknown, compiled: CompiledProgram, onVariables: number): void {
   const cost = meter.cost;
   meter.cost = charged;
   let expected: unknown;
@@ -118,6 +138,8 @@ function verify(program: ParseResult, activation: unknown, charged: number, resu
   } catch (err) {
     expected = err;
   }
+  // (cel-js reads the variables already computed, and does not pay for them again)
+  meter.cost += onVariables;
   if (!sameValue(result, expected) || meter.cost !== cost) {
     const show = (v: unknown) => (typeof v === 'bigint' ? `${v}n` : v instanceof Error ? `error ${v.message}` : typeof v === 'object' ? '(an object)' : JSON.stringify(v));
     verification.differences.push(`shortcut ${show(result)} at cost ${cost - charged}, cel-js ${show(expected)} at cost ${meter.cost - charged}\n${compiled.toString()}`);
@@ -201,6 +223,12 @@ const STRING_TESTS: Record<string, string> = { startsWith: 'startsWith', endsWit
 
 class Compiler {
   readonly constants: unknown[] = [];
+  private readonly variables: ReadonlySet<string>;
+
+  constructor(variables: ReadonlySet<string>) {
+    this.variables = variables;
+  }
+
   private readonly temps: string[] = [];
   /** The number kind (as N gives it) of each numeric literal's JS text. */
   private readonly literalKinds = new Map<string, number>();
@@ -236,6 +264,7 @@ class Compiler {
       case '.': {
         const [left, name] = args as [Node, string];
         if (typeof name !== 'string' || name === '__proto__' || left.checkedType?.name !== 'dyn') throw new Unsupported();
+        if (left.op === 'id' && left.args === 'variables' && !scope.has('variables')) return this.variable(name, out);
         return this.select(this.node(left, scope, out), name, out);
       }
       case '&&':
@@ -318,6 +347,21 @@ class Compiler {
     if (!ROOT_VARIABLES.has(name) || node.checkedType?.name !== 'dyn') throw new Unsupported();
     const t = this.temp();
     out.push(`${t} = A.${name}; if (${t} === undefined) B();`);
+    return t;
+  }
+
+  /**
+   * `variables.name`: its getter evaluates the variable's program once per request (a failure is
+   * rethrown on every read, for cel-js to word); what that costs is kept in S.
+   */
+  private variable(name: string, out: string[]): string {
+    if (!this.variables.has(name)) throw new Unsupported();
+    const t = this.temp();
+    const before = this.temp();
+    out.push(
+      `${before} = M.cost; try { ${t} = A.variables[${JSON.stringify(name)}]; } catch { S += M.cost - ${before}; B(); }`,
+      `S += M.cost - ${before}; if (${t} === undefined) B();`,
+    );
     return t;
   }
 

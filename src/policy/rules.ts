@@ -95,11 +95,14 @@ function usesAuthorizer(program: Program | undefined): boolean {
 type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean };
 
 function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): SyncRules {
-  const scope = { params: webhook.params !== undefined };
-  const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => ({
-    name: v.name,
-    program: compile(v.expression, `${path}.variables[${i}].expression`, [], scope),
-  }));
+  // The variables whose expressions compile (compiled.ts) can be read by compiled expressions after them.
+  const compiledVariables = new Set<string>();
+  const scope = { params: webhook.params !== undefined, compiledVariables };
+  const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => {
+    const program = compile(v.expression, `${path}.variables[${i}].expression`, [], { ...scope, compiledVariables: new Set(compiledVariables) });
+    if (program.compiled) compiledVariables.add(v.name);
+    return { name: v.name, program };
+  });
 
   if (webhook.type === 'Mutating') {
     const mutations: CompiledMutation[] = (webhook.mutations ?? []).map((m, i) => {

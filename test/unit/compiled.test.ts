@@ -13,6 +13,7 @@ import { celErrorText } from '../../src/policy/errors.ts';
 import { IntsInPlace, toCel } from '../../src/policy/values.ts';
 import { buildActivation } from '../../src/policy/activation.ts';
 import { ActivationReads } from '../../src/policy/reads.ts';
+import { compileRules } from '../../src/policy/rules.ts';
 import type { AdmissionRequest } from '../../src/api/review.ts';
 
 const program = (expression: string) => compile(expression, 'f', [], { params: true });
@@ -158,6 +159,39 @@ describe('policy: the compiled shortcut', () => {
       ints.restore();
     }
     expect(json.spec.replicas, 'restored').to.equal(3);
+  });
+
+  it('reads the composited variables whose own expressions compile', () => {
+    const compiledVariables = new Set(['containers', 'count']);
+    const withVariables = (expression: string) => compile(expression, 'f', [], { params: true, compiledVariables });
+    expect(withVariables('variables.count <= 64 && variables.containers.all(c, has(c.image))').compiled).to.equal(true);
+    expect(withVariables('variables.ratio > 1.5').compiled, 'a variable that is not compiled').to.equal(false);
+
+    const webhook = (validations: string[]) =>
+      compileRules(
+        's',
+        {
+          name: 'w',
+          type: 'Validating',
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+          variables: [
+            { name: 'containers', expression: 'object.spec.containers' },
+            { name: 'count', expression: 'variables.containers.size()' },
+            { name: 'ratio', expression: 'object.spec.ratio * 2.0' },
+            { name: 'missing', expression: 'object.spec.missing' },
+          ],
+          validations: validations.map((expression) => ({ expression })),
+        },
+        'p',
+        'Fail',
+      );
+    const request = { uid: 'u', kind: { group: '', version: 'v1', kind: 'Pod' }, resource: { group: '', version: 'v1', resource: 'pods' }, operation: 'CREATE', userInfo: { username: 'alice' }, object: pod } as unknown as AdmissionRequest;
+    expect(webhook(['variables.count == 2 && variables.containers.all(c, c.image.contains("/"))', 'variables.ratio == 1.0'])(request)).to.deep.equal({ allowed: true });
+    expect(webhook(['variables.count == 3'])(request)).to.include({ allowed: false, message: 'failed expression: variables.count == 3' });
+    expect(webhook(['variables.missing == 1'])(request)).to.include({
+      allowed: false,
+      message: `expression 'variables.missing == 1' resulted in error: composited variable "missing" fails to evaluate: no such key: missing`,
+    });
   });
 
   it('charges what cel-js charges, and hands a runaway loop to cel-js to stop with its words', () => {
