@@ -6,11 +6,12 @@
  * A shortcut, never a second semantics. It covers field selection and indexing, `has()`, `==`
  * `!=` on values of one primitive type, `<` `<=` `>` `>=` on ints or doubles, `!` `&&` `||` `?:`,
  * `size()`, `startsWith` `endsWith` `contains` `matches` and `+` on strings, `in` on a map or a
- * list of strings, and `all` / `exists` over lists and maps, each only where the value's kind
- * makes its answer plainly cel-js's. Anything else at run time (another kind of value, a missing
- * key, an error, passing the cost limit) throws BAIL, and the program is evaluated by cel-js from
- * the same point: errors, and their words, are always cel-js's. An expression with any other kind
- * of node (`variables`, `map`, `filter`, optionals, the other libraries) is not compiled at all.
+ * list of strings, `all` / `exists` over lists and maps, and the composited variables whose own
+ * expressions compile, each only where the value's kind makes its answer plainly cel-js's.
+ * Anything else at run time (another kind of value, a missing key, an error, passing the cost
+ * limit) throws BAIL, and the program is evaluated by cel-js from the same point: errors, and
+ * their words, are always cel-js's. An expression with any other kind of node (`map`, `filter`,
+ * optionals, the other libraries, `authorizer`) is not compiled at all.
  * Costs are charged as cost.ts's instrumentation charges them: its static sum is charged by the
  * caller, and loop, branch and sized-call charges come from `runtimeCharges`.
  *
