@@ -74,7 +74,7 @@ export function compileProgram(ast: unknown, variables: ReadonlySet<string> = ne
   // On BAIL (or any error) the cost goes back to where it was, but for what the variables read spent.
   const factory = new Function(
     'K', 'M', 'X', 'B', 'N', 'hasOwn', 'size', 'within', 'matches',
-    `"use strict";\nreturn function compiled(A) {\nconst C = M.cost;\nlet S = 0;\ntry {\n${body}\n} catch (e) {\nM.cost = C + S;\nX.variables = S;\nthrow e;\n}\n};`,
+    `"use strict";\nreturn function compiled(A) {\nconst C = M.cost;\nlet S = 0, c;\ntry {\n${body}\n} catch (e) {\nM.cost = C + S;\nX.variables = S;\nthrow e;\n}\n};`,
   );
   return factory(compiler.constants, meter, spent, bail, numberKind, Object.hasOwn, celSize, within, regexMatches) as CompiledProgram;
 }
@@ -118,7 +118,7 @@ export function shortcutFor(program: ParseResult, variables?: ReadonlySet<string
 export type Body = ((activation: unknown) => unknown) & { compiled: boolean };
 
 /** Every shortcut answer checked against cel-js's, and the differences found (for the tests to fail on). */
-export const verification = { on: false, differences: [] as string[] };
+export const verification = { on: false, differences: [] as string[], answers: 0 };
 
 export function verifyCompiled(on: boolean): void {
   verification.on = on;
@@ -129,6 +129,7 @@ export function verifyCompiled(on: boolean): void {
  * stays as the compiled programs after this one would have found it.
  */
 function verify(program: ParseResult, activation: unknown, charged: number, result: unknown, compiled: CompiledProgram, onVariables: number): void {
+  verification.answers++;
   const cost = meter.cost;
   meter.cost = charged;
   let expected: unknown;
@@ -162,8 +163,9 @@ function bail(): never {
   throw BAIL;
 }
 
-/** A string in a JSON map's keys, or in a list of strings; BAIL for anything else. */
-function within(key: string, container: unknown): boolean {
+/** A string in a JSON map's keys, or in a list of strings; BAIL for anything else. `literal`: a list literal (of a static type: cel-js looks no further). */
+function within(key: string, container: unknown, literal: boolean): boolean {
+  if (!literal) dispatchable(container);
   if (Array.isArray(container)) {
     let found = false;
     for (const element of container) {
@@ -194,8 +196,33 @@ function numberKind(v: unknown): number {
   return 0;
 }
 
+/**
+ * BAIL unless cel-js can find the run-time type of `v` to pick an overload: it looks down the first
+ * element of each list and the first value of each map (debugTypeDeep), and has no type for a
+ * JSON object with its own "constructor" key.
+ */
+function dispatchable(v: unknown): void {
+  for (;;) {
+    if (typeof v !== 'object' || v === null) return;
+    const c = v.constructor;
+    if (c === Array) {
+      if ((v as unknown[]).length === 0) return;
+      v = (v as unknown[])[0];
+    } else if (c === Object || c === undefined) {
+      let first: unknown = undefined;
+      for (const key in v) {
+        first = (v as Record<string, unknown>)[key];
+        break;
+      }
+      if (first === undefined) return;
+      v = first;
+    } else throw BAIL;
+  }
+}
+
 /** cel-js's size() of a string (code points), list or map, as an int in a JS number; BAIL for anything else. */
 function celSize(v: unknown): number {
+  dispatchable(v);
   if (typeof v === 'string') {
     if (!SURROGATE.test(v)) return v.length;
   } else if (Array.isArray(v)) return v.length;
@@ -214,8 +241,16 @@ function isPlainMap(v: unknown): v is Record<string, unknown> {
   return c === Object || c === undefined;
 }
 
+/**
+ * JS text that throws BAIL when `t`, read from a map or list, is not a value cel-js accepts:
+ * absent (undefined), Object.prototype's (a function), or an object it has no type for (a JSON
+ * object with its own "constructor" key).
+ */
+const requireValue = (t: string) =>
+  `if (${t} === undefined || (typeof ${t} === 'object' ? ${t} !== null && (c = ${t}.constructor) !== Object && c !== Array && c !== undefined : typeof ${t} === 'function')) B();`;
+
 /** JS text that throws BAIL unless `t` is a JSON map (cel-js's plain-object maps). */
-const requireMap = (t: string) => `if (typeof ${t} !== 'object' || ${t} === null || (${t}.constructor !== Object && ${t}.constructor !== undefined)) B();`;
+const requireMap = (t: string) => `if (typeof ${t} !== 'object' || ${t} === null || ((c = ${t}.constructor) !== Object && c !== undefined)) B();`;
 
 /** JS text over two operands (temporaries or literals): when an operator's answer is plainly cel-js's, and what it is. */
 type Operands = (l: string, r: string) => string;
@@ -347,7 +382,7 @@ class Compiler {
     if (local) return local;
     if (!ROOT_VARIABLES.has(name) || node.checkedType?.name !== 'dyn') throw new Unsupported();
     const t = this.temp();
-    out.push(`${t} = A.${name}; if (${t} === undefined) B();`);
+    out.push(`${t} = A.${name}; ${requireValue(t)}`);
     return t;
   }
 
@@ -361,7 +396,7 @@ class Compiler {
     const before = this.temp();
     out.push(
       `${before} = M.cost; try { ${t} = A.variables[${JSON.stringify(name)}]; } catch { S += M.cost - ${before}; B(); }`,
-      `S += M.cost - ${before}; if (${t} === undefined) B();`,
+      `S += M.cost - ${before}; ${requireValue(t)}`,
     );
     return t;
   }
@@ -369,8 +404,7 @@ class Compiler {
   /** `left.name` on a JSON map: a present key's value; anything else is cel-js's to answer. */
   private select(left: string, name: string, out: string[]): string {
     const t = this.temp();
-    // (a JSON value is never undefined or a function: those are absent keys, or Object.prototype's)
-    out.push(`${requireMap(left)} ${t} = ${left}[${JSON.stringify(name)}]; if (${t} === undefined || typeof ${t} === 'function') B();`);
+    out.push(`${requireMap(left)} ${t} = ${left}[${JSON.stringify(name)}]; ${requireValue(t)}`);
     return t;
   }
 
@@ -389,7 +423,8 @@ class Compiler {
     const name = (last.args as unknown[])[1];
     if (last.op !== '.' || typeof name !== 'string' || name === '__proto__') throw new Unsupported();
     const t = this.temp();
-    out.push(`${requireMap(value)} ${t} = hasOwn(${value}, ${JSON.stringify(name)});`);
+    const present = this.temp();
+    out.push(`${requireMap(value)} ${t} = hasOwn(${value}, ${JSON.stringify(name)}); if (${t}) { ${present} = ${value}[${JSON.stringify(name)}]; ${requireValue(present)} }`);
     return t;
   }
 
@@ -441,7 +476,7 @@ class Compiler {
       if (!elements.every((e) => e.op === 'value' && typeof e.args === 'string')) throw new Unsupported();
       list = this.constant(Object.freeze(elements.map((e) => e.args)));
     }
-    return this.binary(node, scope, out, (l) => `typeof ${l} === 'string'`, (l, r) => `within(${l}, ${r})`, list);
+    return this.binary(node, scope, out, (l) => `typeof ${l} === 'string'`, (l, r) => `within(${l}, ${r}, ${list !== undefined})`, list);
   }
 
   /** `m[key]` on a JSON map with a string key (as `m.key`), `l[i]` on a list with an int index in range. */
@@ -453,9 +488,9 @@ class Compiler {
     const t = this.temp();
     out.push(
       `if (typeof ${r} === 'string' && ${r} !== '__proto__' && typeof ${l} === 'object' && ${l} !== null && (${l}.constructor === Object || ${l}.constructor === undefined)) {`,
-      `${t} = ${l}[${r}]; if (${t} === undefined || typeof ${t} === 'function') B();`,
+      `${t} = ${l}[${r}];`,
       `} else if (Array.isArray(${l}) && N(${r}) === 1 && ${r} >= 0 && ${r} < ${l}.length) ${t} = ${l}[Number(${r})];`,
-      'else B();',
+      `else B(); ${requireValue(t)}`,
     );
     return t;
   }
@@ -525,7 +560,7 @@ class Compiler {
       `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`,
       `if ((M.cost += ${perIteration}) > M.limit) B();`,
       `if (${accu} !== ${goOn}) break;`,
-      `${element} = ${items}[${i}];`,
+      `${element} = ${items}[${i}]; ${requireValue(element)}`,
     );
     const inner: string[] = [];
     const step = this.node(args.step, new Map(scope).set(args.iterVarName, element), inner);

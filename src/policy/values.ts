@@ -10,8 +10,14 @@ export function toCel(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map(toCel);
   const out: Record<string, unknown> = {};
-  for (const key in value) out[key] = toCel((value as Record<string, unknown>)[key]);
+  for (const key in value) setOwn(out, key, toCel((value as Record<string, unknown>)[key]));
   return out;
+}
+
+/** `target[key] = value`, as an own property even for "__proto__" (which JSON.parse makes an ordinary key). */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
 }
 
 /**
@@ -88,6 +94,6 @@ export function fromCel(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(fromCel);
   if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [String(k), fromCel(v)]));
   const out: Record<string, unknown> = {};
-  for (const key in value) out[key] = fromCel((value as Record<string, unknown>)[key]);
+  for (const key in value) setOwn(out, key, fromCel((value as Record<string, unknown>)[key]));
   return out;
 }
