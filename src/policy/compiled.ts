@@ -258,16 +258,16 @@ const COMPARISONS = new Set(['<', '<=', '>', '>=']);
 const STRING_TESTS: Record<string, string> = { startsWith: 'startsWith', endsWith: 'endsWith', contains: 'includes' };
 
 class Compiler {
+  /** What the generated code reads as K[i]. */
   readonly constants: unknown[] = [];
   private readonly variables: ReadonlySet<string>;
+  private readonly temps: string[] = [];
+  /** The number kind (as N gives it) of each numeric literal's JS text. */
+  private readonly literalKinds = new Map<string, number>();
 
   constructor(variables: ReadonlySet<string>) {
     this.variables = variables;
   }
-
-  private readonly temps: string[] = [];
-  /** The number kind (as N gives it) of each numeric literal's JS text. */
-  private readonly literalKinds = new Map<string, number>();
 
   declarations(): string {
     return this.temps.length ? `let ${this.temps.join(', ')};` : '';
