@@ -71,12 +71,21 @@ export function compileProgram(ast: unknown, variables: ReadonlySet<string> = ne
     if (err instanceof Unsupported) return undefined;
     throw err;
   }
-  // On BAIL (or any error) the cost goes back to where it was, but for what the variables read spent.
-  const factory = new Function(
+  let factory: (...helpers: unknown[]) => CompiledProgram;
+  try {
+    factory = makeFactory(body);
+  } catch {
+    return undefined; // code generation disallowed (node --disallow-code-generation-from-strings): cel-js answers
+  }
+  return factory(compiler.constants, meter, spent, bail, numberKind, Object.hasOwn, celSize, within, regexMatches);
+}
+
+/** The generated function: on BAIL (or any error) the cost goes back to where it was, but for what the variables it read spent. */
+function makeFactory(body: string): (...helpers: unknown[]) => CompiledProgram {
+  return new Function(
     'K', 'M', 'X', 'B', 'N', 'hasOwn', 'size', 'within', 'matches',
     `"use strict";\nreturn function compiled(A) {\nconst C = M.cost;\nlet S = 0, c;\ntry {\n${body}\n} catch (e) {\nM.cost = C + S;\nX.variables = S;\nthrow e;\n}\n};`,
-  );
-  return factory(compiler.constants, meter, spent, bail, numberKind, Object.hasOwn, celSize, within, regexMatches) as CompiledProgram;
+  ) as (...helpers: unknown[]) => CompiledProgram;
 }
 
 /**

@@ -5,6 +5,8 @@
  * test checks the same on its own expressions (test/support/verify-compiled.ts).
  */
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { compile } from '../../src/policy/cel.ts';
 import { BAIL, compileProgram } from '../../src/policy/compiled.ts';
 import { COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT } from '../../src/policy/cost.ts';
@@ -192,6 +194,16 @@ describe('policy: the compiled shortcut', () => {
       allowed: false,
       message: `expression 'variables.missing == 1' resulted in error: composited variable "missing" fails to evaluate: no such key: missing`,
     });
+  });
+
+  it('leaves everything to cel-js where code generation is disallowed', () => {
+    const script = `
+      import { compile } from './src/policy/cel.ts';
+      const program = compile('object.spec.replicas <= 5', 'f', ['bool'], { params: false });
+      console.log(JSON.stringify({ compiled: program.compiled, answer: program({ object: { spec: { replicas: 3n } }, oldObject: null, request: null, namespaceObject: null, variables: {} }) }));`;
+    const run = spawnSync(process.execPath, ['--disallow-code-generation-from-strings', '--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8' });
+    expect(run.stderr).to.equal('');
+    expect(JSON.parse(run.stdout)).to.deep.equal({ compiled: false, answer: true });
   });
 
   it('charges what cel-js charges, and hands a runaway loop to cel-js to stop with its words', () => {
