@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import { createAdmissionServer } from '../src/admission/server.ts';
+import { tuneHeapForAdmission } from '../src/admission/heap.ts';
 import { CertificateStore } from '../src/certs/store.ts';
 import { Metrics } from '../src/health/metrics.ts';
 import { logger } from '../src/log.ts';
@@ -30,6 +31,7 @@ if (kind === 'floor') {
   });
   server.listen(0, '127.0.0.1', () => console.log(`listening ${(server.address() as { port: number }).port}`));
 } else {
+  tuneHeapForAdmission(); // as the operator's entry point does
   const registry = new SuiteRegistry();
   registry.sync(benchSuite());
   const certificates = new CertificateStore();

@@ -10,8 +10,10 @@ import { parseConfig } from './config.ts';
 import { clusterConfigured, loadKubeConfig } from './kube/client.ts';
 import { logger } from './log.ts';
 import { startOperator } from './operator.ts';
+import { tuneHeapForAdmission } from './admission/heap.ts';
 
 async function main(): Promise<void> {
+  tuneHeapForAdmission();
   const config = parseConfig(process.argv.slice(2), process.env);
   const stops: (() => Promise<void>)[] = [];
 
