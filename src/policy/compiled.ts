@@ -30,6 +30,7 @@ import type { ParseResult } from '@marcbachmann/cel-js';
 import { meter, runtimeCharges } from './cost.ts';
 import { convertActivation, CONVERT, toCel } from './values.ts';
 import { compileRegex } from './library/regex.ts';
+import type { CheckedNode as Node } from './library/celjs.ts';
 import type { RE2JS } from 're2js';
 
 /** Thrown by compiled code to hand the evaluation back to cel-js. */
@@ -40,12 +41,6 @@ export type CompiledProgram = (activation: unknown) => unknown;
 /** The activation's variables a compiled program may read (dyn in VAP's environment). */
 const ROOT_VARIABLES = new Set(['object', 'oldObject', 'request', 'params', 'namespaceObject']);
 
-interface Node {
-  op: string;
-  args: unknown;
-  meta: { alternate?: Node; macro?: { macroHasProps?: Node[] } };
-  checkedType?: { name: string };
-}
 
 class Unsupported extends Error {}
 
@@ -258,8 +253,11 @@ function isPlainMap(v: unknown): v is Record<string, unknown> {
 const requireValue = (t: string) =>
   `if (${t} === undefined || (typeof ${t} === 'object' ? ${t} !== null && (c = ${t}.constructor) !== Object && c !== Array && c !== undefined : typeof ${t} === 'function')) B();`;
 
-/** JS text that throws BAIL unless `t` is a JSON map (cel-js's plain-object maps). */
-const requireMap = (t: string) => `if (typeof ${t} !== 'object' || ${t} === null || ((c = ${t}.constructor) !== Object && c !== undefined)) B();`;
+/** JS text: `t` is a JSON map (cel-js's plain-object maps). */
+const isMapText = (t: string) => `typeof ${t} === 'object' && ${t} !== null && ((c = ${t}.constructor) === Object || c === undefined)`;
+
+/** JS text that throws BAIL unless `t` is a JSON map. */
+const requireMap = (t: string) => `if (!(${isMapText(t)})) B();`;
 
 /** JS text over two operands (temporaries or literals): when an operator's answer is plainly cel-js's, and what it is. */
 type Operands = (l: string, r: string) => string;
@@ -496,7 +494,7 @@ class Compiler {
     const r = this.node(right, scope, out);
     const t = this.temp();
     out.push(
-      `if (typeof ${r} === 'string' && ${r} !== '__proto__' && typeof ${l} === 'object' && ${l} !== null && (${l}.constructor === Object || ${l}.constructor === undefined)) {`,
+      `if (typeof ${r} === 'string' && ${r} !== '__proto__' && ${isMapText(l)}) {`,
       `${t} = ${l}[${r}];`,
       `} else if (Array.isArray(${l}) && N(${r}) === 1 && ${r} >= 0 && ${r} < ${l}.length) ${t} = ${l}[Number(${r})];`,
       `else B(); ${requireValue(t)}`,

@@ -29,6 +29,7 @@
  */
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { sortIsTracked } from './library/lists-ext.ts';
+import type { CheckedNode as Node } from './library/celjs.ts';
 
 /** Per expression (apiserver `PerCallLimit`). */
 export const PER_CALL_LIMIT = 1_000_000;
@@ -175,17 +176,7 @@ export function instrument(root: unknown): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The AST walk. cel-js's nodes: `op`, `args` (shape by op), `meta` (`alternate`: the expansion of
-// a macro or the value of a constant; `macro`: a macro object with its own evaluate), `handle`
-// (set by the checker for calls and operators: the dispatch that gets the evaluated arguments).
-
-interface Node {
-  op: string;
-  args: unknown;
-  meta: { alternate?: Node; macro?: Record<string, unknown> };
-  handle?: (...args: never[]) => unknown;
-  checkedType?: { name: string };
-}
+// The AST walk, over cel-js's checked nodes (library/celjs.ts).
 
 interface ComprehensionArgs {
   iterable: Node;

@@ -7,6 +7,17 @@ export interface Node {
   op: string;
   args: unknown;
 }
+/**
+ * A node of a checked program, as the cost instrumentation (cost.ts) and the compiled shortcut
+ * (compiled.ts) read it: `meta.alternate` is a macro's expansion (or a constant's value),
+ * `meta.macro` a macro with its own evaluate (`has()` keeps its select chain in `macroHasProps`),
+ * `handle` the dispatch the checker set for a call or operator.
+ */
+export interface CheckedNode extends Node {
+  meta: { alternate?: CheckedNode; macro?: { macroHasProps?: CheckedNode[] } & Record<string, unknown> };
+  handle?: (...args: never[]) => unknown;
+  checkedType?: { name: string };
+}
 export interface TypeDecl {
   kind: string;
   name: string;
