@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager, kubectl and etcd from the Go modules pinned in
-# go.mod/go.sum, into a cache outside the clone keyed by go.sum, so a fresh clone reuses it.
+# Builds a set of Kubernetes programs from the Go modules pinned in go.mod/go.sum, into a cache
+# outside the clone keyed by go.sum, so a fresh clone reuses it.
+#   build.sh          the control plane: kube-apiserver, kube-controller-manager, kubectl, etcd
+#   build.sh node     a node: kubelet, kube-proxy, kube-scheduler (test/node's cluster)
 # Prints the binaries' folder on its last line. Progress goes to stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -10,8 +12,13 @@ command -v go >/dev/null || { echo "build.sh: no Go toolchain on PATH; install G
 
 kube_version=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' go.mod)
 key=$(cat go.mod go.sum build.sh | sha256sum | cut -c1-16)
-out="${PORTCULLIS_CACHE:-$HOME/.cache/portcullis}/controlplane-$key"
-bins=(kube-apiserver kube-controller-manager kubectl etcd)
+set_name=${1:-controlplane}
+case "$set_name" in
+  controlplane) bins=(etcd kube-apiserver kube-controller-manager kubectl) ;;
+  node) bins=(kube-scheduler kube-proxy kubelet) ;;
+  *) echo "build.sh: unknown set '$set_name' (controlplane or node)" >&2; exit 2 ;;
+esac
+out="${PORTCULLIS_CACHE:-$HOME/.cache/portcullis}/$set_name-$key"
 
 missing=0
 for b in "${bins[@]}"; do [ -x "$out/$b" ] || missing=1; done
@@ -25,11 +32,14 @@ declare -A pkg=(
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
   [etcd]=go.etcd.io/etcd/server/v3
+  [kubelet]=k8s.io/kubernetes/cmd/kubelet
+  [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
+  [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
 )
-echo "build.sh: building the control plane ($kube_version) into $out; the first build takes many minutes" >&2
+echo "build.sh: building the $set_name programs ($kube_version) into $out; the first build takes many minutes" >&2
 go mod download >&2
 start=$SECONDS
-for b in etcd kube-apiserver kube-controller-manager kubectl; do
+for b in "${bins[@]}"; do
   [ -x "$out.partial/$b" ] && continue
   echo "build.sh: [$((SECONDS - start))s] go build $b ..." >&2
   # A heartbeat so a long cold build is not mistaken for a hang.
