@@ -25,6 +25,7 @@ import type { ClusterView } from './handlers/handler.ts';
 import { connect, describeError, NotLeaderError, type Kube } from './kube/client.ts';
 import { watchCache, type WatchedCache } from './kube/watch.ts';
 import { ObjectWatches } from './kube/objects.ts';
+import { ParamsAccess } from './kube/params-access.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
 import { CachingAuthorizer, SubjectAccessReviewer } from './kube/authorizer.ts';
@@ -76,11 +77,13 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     namespace: (name) => namespaces.get(name) as Record<string, any> | undefined,
     limitRanges: (namespace) => limitRanges.list().filter((lr) => lr.metadata?.namespace === namespace) as Record<string, any>[],
   };
-  const params = new ObjectWatches(kube, log);
+  const params = new ObjectWatches(kube, log, config.namespace);
   const authorizer = options.authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig));
   const registry = new SuiteRegistry(view, params, authorizer);
 
-  const admission: FastifyInstance = createAdmissionServer({ registry, certificates, metrics, log: componentLogger('admission') });
+  // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
+  const paramsAccess = new ParamsAccess(kubeConfig, new SubjectAccessReviewer(kubeConfig));
+  const admission: FastifyInstance = createAdmissionServer({ registry, certificates, metrics, log: componentLogger('admission'), paramsAccess });
   const listen = async () => {
     // reusePort: replicas on one host share the port (Node 24).
     await admission.listen({ port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true } as FastifyListenOptions);
@@ -140,6 +143,20 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       if (deleted || !crt || !key) certificates.remove(suite);
       else certificates.set(suite, Buffer.from(crt, 'base64').toString(), Buffer.from(key, 'base64').toString());
       queue.add(suite);
+    },
+  });
+
+  // The Services we made, so one deleted or edited by hand is put back (the API server would
+  // otherwise fail every call to its suite while the suite still said Ready).
+  const services = watchCache<KubernetesObject>(kubeConfig, {
+    path: `/api/v1/namespaces/${config.namespace}/services`,
+    labelSelector: managedSelector,
+    list: () => kube.core.listNamespacedService({ namespace: config.namespace, labelSelector: managedSelector }),
+    log,
+    onChange: (object) => {
+      if (object.metadata?.name === SUITE_VALIDATION.service) queue.add(SELF_KEY);
+      const suite = object.metadata?.labels?.[SUITE_LABEL];
+      if (suite && suites.get(suite)) queue.add(suite);
     },
   });
 
@@ -248,7 +265,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     stop: async () => {
       queue.stop();
       await elector.stop();
-      await Promise.all([suites, secrets, namespaces, limitRanges, params, ...configurations].map((w) => w.stop()));
+      await Promise.all([suites, secrets, services, namespaces, limitRanges, params, ...configurations].map((w) => w.stop()));
       await new Promise((resolve) => health.close(resolve));
       await admission.close();
     },

@@ -18,10 +18,13 @@ export const REVIEW_ERRORS = {
   UNKNOWN_WEBHOOK: { code: 'PORTCULLIS_UNKNOWN_WEBHOOK', status: 404, message: (d: string) => `no webhook is served at ${d}` },
 } as const satisfies Record<string, ReviewErrorKind>;
 
+/** How much of what a client sent is echoed in an answer or a log line: enough to recognise it, never a megabyte. */
+export const ECHO_LIMIT = 256;
+
 export class ReviewError extends Error {
   readonly kind: ReviewErrorKind;
   constructor(kind: ReviewErrorKind, detail: string) {
-    super(kind.message(detail));
+    super(kind.message(detail.length > ECHO_LIMIT ? `${detail.slice(0, ECHO_LIMIT)}… (${detail.length - ECHO_LIMIT} more characters)` : detail));
     this.kind = kind;
   }
 }

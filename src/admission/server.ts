@@ -4,20 +4,59 @@
  * the response. It never evaluates rules itself and makes no API calls of its own (a webhook
  * whose rules use `authorizer` asks SubjectAccessReviews through the Authorizer it was compiled with).
  */
+import { constants } from 'node:crypto';
+import type https from 'node:https';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { CertificateStore } from '../certs/store.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { Logger } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { SUITE_VALIDATION } from '../api/names.ts';
-import type { AdmissionSuite } from '../api/types.ts';
-import { allowed, denied, type Decision } from '../api/review.ts';
-import { compileSuite } from '../registry/compile.ts';
+import type { Decision } from '../api/review.ts';
+import { validateSuiteRequest, type ParamsAccessCheck } from './suite-validation.ts';
 import { decodeReview, encodeFailure, encodeReview } from './review.ts';
 import type { Metrics } from '../health/metrics.ts';
 
 /** The API server sends objects up to its own 3 MiB limit, twice for an UPDATE. */
 export const BODY_LIMIT = 7 * 1024 * 1024;
+
+/**
+ * Bounds on what one client can hold (measured: a half-open TLS socket costs about 60 KiB, so the
+ * cap keeps sockets under 60 MiB). The API server's longest webhook timeout is 30 s, so no request
+ * needs longer, and it sends its headers at once (its own ReadHeaderTimeout is 32 s).
+ */
+export interface ServingLimits {
+  maxConnections: number;
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  handshakeTimeoutMs: number;
+}
+export const SERVING_LIMITS: ServingLimits = {
+  maxConnections: 1000,
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  handshakeTimeoutMs: 10_000,
+};
+
+/**
+ * TLS 1.2 with AEAD suites only (no CBC), TLS 1.3's own suites, and no renegotiation (which a
+ * client could use to make the server repeat handshakes).
+ */
+const TLS_OPTIONS = {
+  minVersion: 'TLSv1.2',
+  ciphers: [
+    'TLS_AES_128_GCM_SHA256',
+    'TLS_AES_256_GCM_SHA384',
+    'TLS_CHACHA20_POLY1305_SHA256',
+    'ECDHE-ECDSA-AES128-GCM-SHA256',
+    'ECDHE-RSA-AES128-GCM-SHA256',
+    'ECDHE-ECDSA-AES256-GCM-SHA384',
+    'ECDHE-RSA-AES256-GCM-SHA384',
+    'ECDHE-ECDSA-CHACHA20-POLY1305',
+    'ECDHE-RSA-CHACHA20-POLY1305',
+  ].join(':'),
+  secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
+} as const;
 
 /** The content type of every answer (what fastify's own serializer sets). */
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -27,16 +66,31 @@ export interface AdmissionServerOptions {
   certificates: CertificateStore;
   metrics: Metrics;
   log: Logger;
+  /** Whether a suite's author may read the params it names; without it, suites are checked for what they say only. */
+  paramsAccess?: ParamsAccessCheck;
+  /** SERVING_LIMITS unless a test needs them shorter. */
+  limits?: Partial<ServingLimits>;
 }
 
 export function createAdmissionServer(options: AdmissionServerOptions): FastifyInstance {
-  const { registry, certificates, metrics, log } = options;
+  const { registry, certificates, metrics, log, paramsAccess } = options;
+  const limits = { ...SERVING_LIMITS, ...options.limits };
   const app = Fastify({
-    https: { SNICallback: certificates.sniCallback, minVersion: 'TLSv1.2' },
+    https: {
+      SNICallback: certificates.sniCallback,
+      ...TLS_OPTIONS,
+      handshakeTimeout: limits.handshakeTimeoutMs,
+      // Node looks for requests past their timeouts on this period (30 s by default, which would double ours).
+      connectionsCheckingInterval: Math.min(1000, limits.requestTimeoutMs / 2),
+    } as https.ServerOptions,
     bodyLimit: BODY_LIMIT,
+    requestTimeout: limits.requestTimeoutMs,
     logger: false,
     return503OnClosing: false,
   });
+
+  app.server.maxConnections = limits.maxConnections;
+  app.server.headersTimeout = limits.headersTimeoutMs;
 
   // Only JSON is an AdmissionReview; anything else is refused with 415 before it is read.
   app.removeContentTypeParser(['text/plain', 'application/json']);
@@ -62,10 +116,10 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     void reply.code(reviewError.kind.status).send(encodeFailure(reviewError));
   });
 
-  // The operator's own webhook: a suite that cannot work is refused on apply, naming its fields.
+  // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
   app.post(SUITE_VALIDATION.path, async (request, reply) => {
     const { apiVersion, request: admissionRequest } = decodeReview(request.body);
-    return reply.send(encodeReview(apiVersion, admissionRequest.uid, validateSuite(admissionRequest.object as unknown as AdmissionSuite)));
+    return reply.send(encodeReview(apiVersion, admissionRequest.uid, await validateSuiteRequest(admissionRequest, registry, paramsAccess)));
   });
 
   // Not async: a synchronous decision is answered in the same tick, with no promise around it.
@@ -88,13 +142,6 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     answer(decision);
   });
   return app;
-}
-
-function validateSuite(suite: AdmissionSuite): Decision {
-  const errors = compileSuite(suite).errors;
-  if (errors.length === 0) return allowed();
-  const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
-  return denied(`AdmissionSuite "${suite?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
 }
 
 function toReviewError(error: unknown): ReviewError {

@@ -37,6 +37,10 @@ export function validateSpec(spec: SuiteSpec | undefined): FieldError[] {
     if (url && (url.protocol !== 'https:' || url.username || url.search || url.hash)) {
       err('spec.url', 'must be an https URL with no user, query or fragment');
     }
+    if (url && isIpAddress(url.hostname)) {
+      // The API server sends no server name (SNI) to an IP, and each suite's certificate is chosen by server name.
+      err('spec.url', `must name its host by DNS name, not an IP address (${url.hostname}): the API server sends no TLS server name to an IP, and Portcullis serves each suite's certificate by server name`);
+    }
   }
   const cert = spec.certificate ?? {};
   const duration = cert.duration === undefined ? 2160 * 3600_000 : parseDuration(cert.duration);
@@ -86,4 +90,9 @@ function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
   const actions = webhook.validationActions ?? [];
   if (actions.includes('Deny') && actions.includes('Warn')) err('.validationActions', 'Deny and Warn may not be used together');
   return errors;
+}
+
+/** An IPv4 literal, or an IPv6 one as URL writes it ([…]). */
+function isIpAddress(hostname: string): boolean {
+  return hostname.startsWith('[') || /^\d{1,3}(\.\d{1,3}){3}$/.test(hostname);
 }

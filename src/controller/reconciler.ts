@@ -9,7 +9,7 @@ import { GROUP, VERSION, PLURAL } from '../api/types.ts';
 import { parseDuration } from '../api/duration.ts';
 import type { CaReconciler } from './ca.ts';
 import type { OperatorConfig } from '../config.ts';
-import { apply, deleteIfExists, describeError, getObject, isConflict, isNotFound, NotLeaderError, write, type Kube, type KubeObject } from '../kube/client.ts';
+import { applyOwned, deleteIfExists, describeError, ForeignObjectError, getObject, isConflict, isNotFound, NotLeaderError, write, type Kube, type KubeObject } from '../kube/client.ts';
 import type { WatchedCache } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
@@ -21,6 +21,8 @@ import type { ReconcileResult } from './queue.ts';
 
 const DEFAULT_CERT_DURATION_MS = 2160 * 3600_000;
 const ENDPOINT_RETRY_MS = 250;
+/** Nothing watches an object that is not ours, so a Conflict is looked at again on this period. */
+const CONFLICT_RETRY_MS = 5_000;
 
 export interface ReconcilerDeps {
   kube: Kube;
@@ -50,6 +52,7 @@ export class SuiteReconciler {
       return await this.converge(suite);
     } catch (err) {
       if (err instanceof NotLeaderError) throw err;
+      if (err instanceof ForeignObjectError) return await this.conflict(suite, err);
       const message = describeError(err);
       await this.writeStatus(suite, [{ type: 'Ready', status: 'False', reason: 'ReconcileFailed', message }], {}).catch(() => undefined);
       await this.deps.events.record(suite, 'Warning', 'ReconcileFailed', `${message}; retrying with backoff`);
@@ -97,7 +100,7 @@ export class SuiteReconciler {
     };
     const certificateReady: ConditionInput = { type: 'CertificateReady', status: 'True', reason: 'Issued', message: `serving certificate valid until ${certificateStatus.notAfter}` };
     const svc = service(suite, this.deps.config);
-    if (svc) await apply(this.deps.kube, svc);
+    if (svc) await applyOwned(this.deps.kube, svc);
 
     // Register (or repoint) only once the endpoint answers with the certificate the caBundle trusts.
     const probe = await probeEndpoint(this.deps.config.servingPort, servingNames(suite, this.deps.config)[0]!, ca.bundle, serving.certPem);
@@ -115,7 +118,7 @@ export class SuiteReconciler {
     }
 
     const configurations = webhookConfigurations(suite, this.deps.config, ca.bundle);
-    for (const configuration of configurations.values()) await apply(this.deps.kube, configuration);
+    for (const configuration of configurations.values()) await applyOwned(this.deps.kube, configuration);
     await this.removeConfigurations(suite, new Set(configurations.keys()));
 
     const webhooks = suite.spec.webhooks.map((w) => ({ name: webhookFullName(suite.metadata.name, w.name), type: w.type }));
@@ -129,6 +132,21 @@ export class SuiteReconciler {
       { certificate: certificateStatus, webhooks },
     );
     return { requeueAfterMs: Math.max(1000, serving.renewalTime.getTime() - this.now().getTime()) };
+  }
+
+  /** An object the suite needs is someone else's: reported, never taken over; looked at again later. */
+  private async conflict(suite: AdmissionSuite, err: ForeignObjectError): Promise<ReconcileResult> {
+    const message = err.message;
+    await this.writeStatus(
+      suite,
+      [
+        { type: 'Ready', status: 'False', reason: 'Conflict', message },
+        { type: 'WebhooksRegistered', status: 'False', reason: 'Conflict', message: `${err.object} is not ours` },
+      ],
+      {},
+    );
+    await this.deps.events.record(suite, 'Warning', 'Conflict', message);
+    return { requeueAfterMs: CONFLICT_RETRY_MS };
   }
 
   private async removeConfigurations(suite: AdmissionSuite, keep: Set<WebhookType>): Promise<void> {

@@ -7,7 +7,7 @@
 import { GROUP, PLURAL, VERSION } from '../api/types.ts';
 import { MANAGED_BY_LABELS, POD_LABELS, SUITE_VALIDATION } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
-import { apply, getObject, type Kube, type KubeObject } from '../kube/client.ts';
+import { applyOwned, getObject, type Kube, type KubeObject } from '../kube/client.ts';
 import type { Logger } from '../log.ts';
 import type { CaReconciler } from './ca.ts';
 import type { ObjectMetadata, OwnerReference } from './desired.ts';
@@ -20,6 +20,8 @@ export const SELF_KEY = '#self';
 export const SELF_CERTIFICATE = '#operator';
 
 const CERT_DURATION_MS = 2160 * 3600_000;
+/** With no CRD there is nothing to validate; no watch tells us when one is installed, so look again. */
+const CRD_RETRY_MS = 5_000;
 
 export interface SelfReconcilerDeps {
   kube: Kube;
@@ -45,7 +47,7 @@ export class SelfReconciler {
       kind: 'CustomResourceDefinition',
       metadata: { name: SUITE_VALIDATION.crd },
     });
-    if (!crd) return;
+    if (!crd) return { requeueAfterMs: CRD_RETRY_MS };
     const owner: OwnerReference = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: SUITE_VALIDATION.crd, uid: crd.metadata.uid };
     const metadata = (name: string, namespace?: string): ObjectMetadata => ({
       name,
@@ -67,7 +69,7 @@ export class SelfReconciler {
       },
       this.now(),
     );
-    await apply(kube, {
+    await applyOwned(kube, {
       apiVersion: 'v1',
       kind: 'Service',
       metadata: metadata(SUITE_VALIDATION.service, config.namespace),
@@ -81,7 +83,7 @@ export class SelfReconciler {
       this.deps.log.debug('suite validation not registered yet', { reason: probe });
       return { requeueAfterMs: 250 };
     }
-    await apply(kube, {
+    await applyOwned(kube, {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingWebhookConfiguration',
       metadata: metadata(SUITE_VALIDATION.configuration),

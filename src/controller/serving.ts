@@ -8,7 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import type { CaMaterial } from '../certs/authority.ts';
 import { issueLeaf, isSignedBy, readCertificate, type KeyAlgorithm } from '../certs/x509.ts';
 import { renewalTime } from '../certs/renewal.ts';
-import { apply, getObject, type Kube, type KubeObject } from '../kube/client.ts';
+import { apply, assertOurs, getObject, type Kube, type KubeObject } from '../kube/client.ts';
 import { tlsSecret, type ObjectMetadata } from './desired.ts';
 
 const PROBE_TIMEOUT_MS = 2000;
@@ -33,14 +33,15 @@ export interface ServingCertificate {
 export async function ensureLeaf(kube: Kube, ca: CaMaterial, spec: LeafSpec, now: Date): Promise<ServingCertificate> {
   const header = { apiVersion: 'v1', kind: 'Secret', metadata: { name: spec.metadata.name, namespace: spec.metadata.namespace } };
   const secret = await getObject<KubeObject & { data?: Record<string, string> }>(kube, header);
+  // Never a Secret someone else keeps under this name: neither its key read nor the Secret overwritten.
+  assertOurs(secret, { ...header, metadata: spec.metadata });
   const decode = (key: string) => (secret?.data?.[key] ? Buffer.from(secret.data[key], 'base64').toString() : '');
   const certPem = decode('tls.crt');
   const keyPem = decode('tls.key');
-  const ipHost = isIpHost(spec.names);
   if (certPem && keyPem && isSignedBy(certPem, ca.certPem)) {
     const facts = readCertificate(certPem);
     const renewal = renewalTime(facts.notBefore, facts.notAfter, spec.renewBeforeMs);
-    const namesMatch = ipHost || spec.names.every((n) => facts.dnsNames.includes(n));
+    const namesMatch = spec.names.every((n) => facts.dnsNames.includes(n));
     if (namesMatch && renewal > now) {
       // The bundle changes during a CA rotation; the certificate need not.
       if (decode('ca.crt') !== ca.bundle) await apply(kube, tlsSecret(spec.metadata, certPem, keyPem, ca.bundle));
@@ -49,8 +50,7 @@ export async function ensureLeaf(kube: Kube, ca: CaMaterial, spec: LeafSpec, now
   }
   const issued = await issueLeaf(ca, {
     commonName: spec.names[0]!,
-    dnsNames: ipHost ? [] : spec.names,
-    ipAddresses: ipHost ? spec.names : [],
+    dnsNames: spec.names,
     usage: 'server',
     notAfter: new Date(now.getTime() + spec.durationMs),
     keyAlgorithm: spec.keyAlgorithm,
@@ -71,7 +71,7 @@ export function probeEndpoint(port: number, servername: string, bundle: string, 
     const socket = tls.connect({
       host: '127.0.0.1',
       port,
-      ...(isIpHost([servername]) ? {} : { servername }),
+      servername,
       ca: bundle,
       timeout: PROBE_TIMEOUT_MS,
     });
@@ -86,8 +86,4 @@ export function probeEndpoint(port: number, servername: string, bundle: string, 
     socket.once('error', (err) => done(`the admission endpoint is not serving ${servername} yet: ${err.message}`));
     socket.once('timeout', () => done('the admission endpoint did not answer the TLS handshake'));
   });
-}
-
-export function isIpHost(names: string[]): boolean {
-  return names.length === 1 && /^[\d.]+$|:/.test(names[0]!);
 }

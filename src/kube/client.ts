@@ -84,6 +84,44 @@ export async function apply<T extends KubeObject>(kube: Kube, object: T): Promis
   return write(kube, async () => (await kube.objects.patch(object, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply)) as T);
 }
 
+type Metadata = { name?: string; namespace?: string; labels?: Record<string, string>; ownerReferences?: { uid: string }[] };
+
+/** An object we would write exists and is someone else's: it is never adopted, overwritten or deleted. */
+export class ForeignObjectError extends Error {
+  /** `Kind namespace/name`, for the Conflict condition. */
+  readonly object: string;
+  constructor(object: string) {
+    super(`${object} exists and is not managed by Portcullis; it is left untouched (delete or rename it to let Portcullis create its own)`);
+    this.object = object;
+  }
+}
+
+/**
+ * Whether `existing` is the object `desired` describes: it names the same owner (by uid), or it
+ * carries every one of desired's labels (ours from an earlier owner of the same name, such as a
+ * suite deleted and applied again before garbage collection ran).
+ */
+export function isOurs(existing: { metadata?: Metadata }, desired: { metadata?: Metadata }): boolean {
+  const want = desired.metadata ?? {};
+  const have = existing.metadata ?? {};
+  if (want.ownerReferences?.some((w) => have.ownerReferences?.some((h) => h.uid === w.uid))) return true;
+  const labels = Object.entries(want.labels ?? {});
+  return labels.length > 0 && labels.every(([k, v]) => have.labels?.[k] === v);
+}
+
+/** Throws ForeignObjectError when `existing` is there and not ours. */
+export function assertOurs(existing: { metadata?: Metadata } | undefined, desired: KubeObject): void {
+  if (!existing || isOurs(existing, desired)) return;
+  const { namespace, name } = desired.metadata ?? {};
+  throw new ForeignObjectError(`${desired.kind} ${namespace ? `${namespace}/` : ''}${name}`);
+}
+
+/** Server-side apply of an object that must be ours: one that exists and is someone else's is left alone (ForeignObjectError). */
+export async function applyOwned<T extends KubeObject>(kube: Kube, object: T): Promise<T> {
+  assertOurs(await getObject(kube, object as Parameters<typeof getObject>[1]), object);
+  return apply(kube, object);
+}
+
 export async function deleteIfExists(kube: Kube, header: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<boolean> {
   try {
     await write(kube, () => kube.objects.delete(header as k8s.KubernetesObject));

@@ -18,10 +18,23 @@ export interface ObjectRef {
 export type Lookup = { state: 'found'; object: Record<string, unknown> } | { state: 'absent' } | { state: 'pending'; reason: string };
 
 /** KubernetesObjectApi keeps its discovery protected; this exposes it. */
-class Discovery extends k8s.KubernetesObjectApi {
+export class Discovery extends k8s.KubernetesObjectApi {
   lookup(apiVersion: string, kind: string): Promise<k8s.V1APIResource | undefined> {
     return this.resource(apiVersion, kind);
   }
+}
+
+/**
+ * Why a collection may never be read as a suite's `params`, or undefined when it may: the
+ * operator's own Secrets hold the CA key and every serving key, and a suite's messageExpression
+ * would hand them to whoever triggers a denial. A Secret watch with no namespace covers ours too.
+ */
+export function paramsRefusal(ref: Omit<ObjectRef, 'name'>, operatorNamespace: string): string | undefined {
+  const coreSecrets = ref.apiVersion === 'v1' && ref.kind === 'Secret';
+  if (coreSecrets && (!ref.namespace || ref.namespace === operatorNamespace)) {
+    return `Secrets ${ref.namespace ? `in the operator's namespace (${operatorNamespace})` : 'of all namespaces (the operator\'s included)'} are never served as params`;
+  }
+  return undefined;
 }
 
 interface Collection {
@@ -36,17 +49,24 @@ export class ObjectWatches {
   private readonly kube: Kube;
   private readonly log: Logger;
   private readonly onChange: () => void;
+  private readonly operatorNamespace: string;
 
   /** `onChange` runs whenever a watched object changes (suites may want to react). */
-  constructor(kube: Kube, log: Logger, onChange: () => void = () => undefined) {
+  constructor(kube: Kube, log: Logger, operatorNamespace: string, onChange: () => void = () => undefined) {
     this.kube = kube;
     this.log = log;
+    this.operatorNamespace = operatorNamespace;
     this.onChange = onChange;
     this.discovery = kube.config.makeApiClient(Discovery);
   }
 
-  /** Starts watching the collection that holds `ref`; idempotent. */
+  refuse(ref: Omit<ObjectRef, 'name'>): string | undefined {
+    return paramsRefusal(ref, this.operatorNamespace);
+  }
+
+  /** Starts watching the collection that holds `ref`; idempotent. Never a refused one. */
   watch(ref: Omit<ObjectRef, 'name'>): void {
+    if (this.refuse(ref)) return;
     const key = collectionKey(ref);
     if (this.collections.has(key)) return;
     const collection: Collection = { synced: false };

@@ -34,11 +34,17 @@ export interface CompiledSuite {
 
 /** Where a suite's `params` come from: watch caches, never an API call per request. */
 export interface ParamsSource {
+  /** Why this collection may never be params (the operator's own Secrets); the suite is then invalid. */
+  refuse(ref: Omit<ObjectRef, 'name'>): string | undefined;
   watch(ref: Omit<ObjectRef, 'name'>): void;
   get(ref: ObjectRef): Lookup;
 }
 
-export const NO_PARAMS: ParamsSource = { watch: () => undefined, get: () => ({ state: 'pending', reason: 'params are not watched here' }) };
+export const NO_PARAMS: ParamsSource = {
+  refuse: () => undefined,
+  watch: () => undefined,
+  get: () => ({ state: 'pending', reason: 'params are not watched here' }),
+};
 
 /** `authorizer` answers CEL's `authorizer` checks (SubjectAccessReviews); without one they are evaluation errors. */
 export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VIEW, params: ParamsSource = NO_PARAMS, authorizer?: Authorizer): CompiledSuite {
@@ -51,6 +57,8 @@ export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VI
       const path = `spec.webhooks[${i}]`;
       const failurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
       try {
+        const refusal = spec.params && params.refuse(spec.params);
+        if (refusal) throw new SpecError([{ field: `${path}.params`, message: refusal }]);
         const admit = spec.handler ? compileHandler(spec, path, view) : withContext(compileRules(name, spec, path, failurePolicy, authorizer), spec, failurePolicy, view, params);
         webhooks.set(spec.name, {
           suite: name,
@@ -61,7 +69,7 @@ export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VI
           admit: guarded(admit, failurePolicy),
         });
       } catch (err) {
-        if (err instanceof HandlerConfigError) errors.push(...err.errors);
+        if (err instanceof SpecError) errors.push(...err.errors);
         else if (err instanceof CompileError) errors.push({ field: err.field, message: err.message.slice(err.field.length + 2) });
         else throw err;
       }
@@ -101,7 +109,7 @@ function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePol
   };
 }
 
-class HandlerConfigError extends Error {
+class SpecError extends Error {
   readonly errors: FieldError[];
   constructor(errors: FieldError[]) {
     super(errors.map((e) => `${e.field}: ${e.message}`).join('; '));
@@ -112,10 +120,10 @@ class HandlerConfigError extends Error {
 function compileHandler(spec: WebhookSpec, path: string, view: ClusterView): (request: AdmissionRequest) => Decision {
   const ref = spec.handler!;
   const handler = findHandler(ref.name);
-  if (!handler) throw new HandlerConfigError([{ field: `${path}.handler.name`, message: `no built-in handler named "${ref.name}"` }]);
+  if (!handler) throw new SpecError([{ field: `${path}.handler.name`, message: `no built-in handler named "${ref.name}"` }]);
   const side = spec.type === 'Mutating' ? handler.mutate : handler.validate;
   if (!side) {
-    throw new HandlerConfigError([{ field: `${path}.type`, message: `handler ${handler.name} has no ${spec.type.toLowerCase()} side` }]);
+    throw new SpecError([{ field: `${path}.type`, message: `handler ${handler.name} has no ${spec.type.toLowerCase()} side` }]);
   }
   const errors: FieldError[] = [];
   spec.rules.forEach((rule, r) => {
@@ -130,6 +138,6 @@ function compileHandler(spec: WebhookSpec, path: string, view: ClusterView): (re
   });
   const parsed = handler.parseConfig(ref.config ?? {});
   errors.push(...parsed.errors.map((e) => ({ field: `${path}.handler.config.${e.field}`, message: e.message })));
-  if (errors.length) throw new HandlerConfigError(errors);
+  if (errors.length) throw new SpecError(errors);
   return (request) => side.call(handler, request, parsed.config, view);
 }

@@ -3,6 +3,7 @@
  * generation, never a mix. Compiles only when the generation changes.
  */
 import type { AdmissionSuite } from '../api/types.ts';
+import type { FieldError } from '../api/validate.ts';
 import { compileSuite, NO_PARAMS, type CompiledSuite, type CompiledWebhook, type ParamsSource } from './compile.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 import type { Authorizer } from '../api/authorization.ts';
@@ -27,6 +28,15 @@ export class SuiteRegistry {
     const compiled = compileSuite(suite, this.view, this.params, this.authorizer);
     this.suites.set(compiled.name, compiled);
     return compiled;
+  }
+
+  /**
+   * What is wrong with `suite`, as sync would find it, without serving it or starting any watch
+   * (the suite-validation webhook asks this of suites not yet stored).
+   */
+  validate(suite: AdmissionSuite): FieldError[] {
+    const refuseOnly: ParamsSource = { ...NO_PARAMS, refuse: (ref) => this.params.refuse(ref) };
+    return compileSuite(suite, this.view, refuseOnly).errors;
   }
 
   remove(name: string): void {

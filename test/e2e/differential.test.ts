@@ -10,7 +10,7 @@
 import { expect } from 'chai';
 import fs from 'node:fs';
 import { cluster } from '../support/cluster.ts';
-import { startTestOperator } from '../support/operator.ts';
+import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { rawRequest, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
@@ -206,13 +206,7 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     await apply(kube, role(PARAMS_NS, 'diff-robot', ['list']));
     await apply(kube, binding(PARAMS_NS, 'diff-robot', { kind: 'ServiceAccount', name: 'robot', namespace: PARAMS_NS }));
     operator = await startTestOperator();
-    await eventually(
-      async () => {
-        const configuration = await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: SUITE_VALIDATION.configuration });
-        if (configuration.webhooks?.[0]?.clientConfig.service?.port !== operator.servingPort) throw new Error('registered for another operator');
-      },
-      { what: 'the suite-validation webhook to be registered for this operator' },
-    );
+    await waitForSuiteValidation(operator);
     // Written on both sides, one policy at a time: what either refuses is compared as a refusal.
     const accepted: PolicyRow[] = [];
     for (const [i, row] of POLICIES.entries()) {

@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import * as k8s from '@kubernetes/client-node';
 import { cluster } from '../support/cluster.ts';
-import { startTestOperator } from '../support/operator.ts';
+import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
 import { createSuite, deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
@@ -352,13 +352,7 @@ describe('built-in handlers through the real API server', function () {
   });
 
   it('a suite with a bad handler config is refused on apply, naming the field', async function () {
-    await eventually(
-      async () => {
-        const configuration = await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: 'portcullis-admissionsuites' });
-        if (configuration.webhooks?.[0]?.clientConfig.service?.port !== operator.servingPort) throw new Error('registered for another operator');
-      },
-      { what: 'the suite-validation webhook to be registered' },
-    );
+    await waitForSuiteValidation(operator);
     const bad: SuiteSpec = {
       webhooks: [
         { name: 'registries', type: 'Validating', rules: [rule(['CREATE'], 'apps', ['deployments'])], namespaceSelector: only(NS.more), handler: { name: 'ImageRegistryAllowlist', config: { registries: ['nginx'] } } },

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { cluster, kubectl } from '../support/cluster.ts';
-import { startTestOperator } from '../support/operator.ts';
+import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
 import { createSuite, deleteSuite, getSuite } from '../support/suites.ts';
 import { refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
@@ -22,13 +22,7 @@ describe('suite validation on apply', function () {
   before(async function () {
     operator = await startTestOperator();
     // Test operators each serve on a port of their own: wait until the registration points at this one.
-    await eventually(
-      async () => {
-        const configuration = await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: 'portcullis-admissionsuites' });
-        if (configuration.webhooks?.[0]?.clientConfig.service?.port !== operator.servingPort) throw new Error('registered for another operator');
-      },
-      { what: 'the suite-validation webhook to be registered' },
-    );
+    await waitForSuiteValidation(operator);
   });
 
   after(async function () {

@@ -5,7 +5,7 @@
  */
 import https from 'node:https';
 import type { FastifyInstance } from 'fastify';
-import { createAdmissionServer } from '../../src/admission/server.ts';
+import { createAdmissionServer, type ServingLimits } from '../../src/admission/server.ts';
 import { Metrics } from '../../src/health/metrics.ts';
 import { CertificateStore } from '../../src/certs/store.ts';
 import { createCA, issueLeaf } from '../../src/certs/x509.ts';
@@ -29,12 +29,12 @@ export interface TestEndpoint {
 }
 
 /** Serves `registry` (its suites already synced) with a certificate stored for `suite`. */
-export async function startTestEndpoint(registry: SuiteRegistry, suite: string): Promise<TestEndpoint> {
+export async function startTestEndpoint(registry: SuiteRegistry, suite: string, limits?: Partial<ServingLimits>): Promise<TestEndpoint> {
   const ca = await createCA({ commonName: 'unit-ca', notAfter: new Date(Date.now() + 86_400_000) });
   const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
   const certificates = new CertificateStore();
   certificates.set(suite, leaf.certPem, leaf.keyPem);
-  const app: FastifyInstance = createAdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger });
+  const app: FastifyInstance = createAdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger, ...(limits ? { limits } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
   const post = (path: string, body: string, contentType = 'application/json'): Promise<Reply> =>

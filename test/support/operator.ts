@@ -3,6 +3,8 @@ import { DEFAULTS, type OperatorConfig } from '../../src/config.ts';
 import { startOperator, type Operator, type StartOptions } from '../../src/operator.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { cluster, OPERATOR_NAMESPACE } from './cluster.ts';
+import { eventually } from './wait.ts';
+import { SUITE_VALIDATION } from '../../src/api/names.ts';
 
 export async function startTestOperator(overrides: Partial<OperatorConfig> = {}, options: StartOptions = {}): Promise<Operator> {
   const config: OperatorConfig = {
@@ -19,4 +21,15 @@ export async function startTestOperator(overrides: Partial<OperatorConfig> = {},
     ...overrides,
   };
   return startOperator(config, cluster().kubeConfig, options);
+}
+
+/** Waits until the suite-validation webhook is registered for `operator` (each test operator serves on a port of its own). */
+export async function waitForSuiteValidation(operator: Operator): Promise<void> {
+  await eventually(
+    async () => {
+      const configuration = await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: SUITE_VALIDATION.configuration });
+      if (configuration.webhooks?.[0]?.clientConfig.service?.port !== operator.servingPort) throw new Error('registered for another operator');
+    },
+    { what: 'the suite-validation webhook to be registered for this operator' },
+  );
 }

