@@ -4,8 +4,9 @@
  * woke it. The queue deduplicates names, runs one at a time, and backs off failures.
  */
 
-const BASE_DELAY_MS = 500;
-const MAX_DELAY_MS = 60_000;
+import { backoffMs, type BackoffPolicy } from '../kube/backoff.ts';
+
+const RETRY: BackoffPolicy = { baseMs: 500, maxMs: 60_000 };
 
 export type ReconcileResult = { requeueAfterMs?: number } | void;
 
@@ -78,8 +79,7 @@ export class WorkQueue {
       } catch (err) {
         const failures = (this.failures.get(name)?.count ?? 0) + 1;
         this.failures.set(name, { count: failures, lastError: err });
-        // Capped exponential backoff with jitter, so many failing suites do not retry in step.
-        const delay = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (failures - 1)) * (0.75 + Math.random() / 2);
+        const delay = backoffMs(failures, RETRY);
         this.hooks.onError(name, err, Math.round(delay), failures);
         this.addAfter(name, delay);
       }

@@ -1,10 +1,12 @@
 /**
  * Watches with a local cache, restarted with backoff when the stream breaks (an API server
- * restart must not leave a replica blind).
+ * restart must not leave a replica blind). A cache is synced only once a list has really
+ * arrived: client-node's informer reports a failed list as an event, not by throwing.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
 import { describeError } from './client.ts';
+import { backoffMs, type BackoffPolicy } from './backoff.ts';
 
 export interface WatchedCache<T extends k8s.KubernetesObject> {
   list(): T[];
@@ -22,37 +24,45 @@ export interface WatchOptions<T extends k8s.KubernetesObject> {
   log: Logger;
 }
 
-const MAX_RESTART_DELAY_MS = 10_000;
+/** Restarts of a broken watch or a failed list, growing with consecutive failures until one succeeds. */
+export const WATCH_RESTART: BackoffPolicy = { baseMs: 500, maxMs: 10_000 };
 
 export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfig, options: WatchOptions<T>): WatchedCache<T> {
   const informer = k8s.makeInformer<T>(config, options.path, options.list, options.labelSelector);
   let stopped = false;
   let failures = 0;
+  // Which start() an error belongs to: the informer reports a failed list or watch as an event
+  // during start(), which itself resolves.
+  let attempt = 0;
+  let lastFailedAttempt = -1;
   let markSynced!: () => void;
   const synced = new Promise<void>((resolve) => (markSynced = resolve));
 
   informer.on('add', (object) => options.onChange(object, false));
   informer.on('update', (object) => options.onChange(object, false));
   informer.on('delete', (object) => options.onChange(object, true));
-  informer.on('connect', () => {
-    failures = 0;
-  });
   informer.on('error', (err) => {
     if (stopped) return;
+    lastFailedAttempt = attempt;
     failures += 1;
-    const delay = Math.min(MAX_RESTART_DELAY_MS, 500 * 2 ** Math.min(failures, 8)) * (0.5 + Math.random() / 2);
-    options.log.warn('watch broke; restarting', { path: options.path, error: describeError(err), delayMs: Math.round(delay) });
+    const delay = backoffMs(failures, WATCH_RESTART);
+    options.log.warn('watch broke; restarting', { path: options.path, error: describeError(err), failures, delayMs: Math.round(delay) });
     setTimeout(() => {
       if (!stopped) void start();
     }, delay).unref();
   });
 
   const start = async () => {
+    const current = ++attempt;
     try {
       await informer.start();
-      markSynced();
     } catch {
       // the informer reports the failure through its 'error' event, which restarts it
+    }
+    // Listed (or, on a restart, still listed) and watching: a success resets the backoff.
+    if (lastFailedAttempt !== current && !stopped) {
+      failures = 0;
+      markSynced();
     }
   };
   void start();
