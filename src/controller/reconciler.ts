@@ -14,8 +14,8 @@ import type { WatchedCache } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
-import { CONFIGURATION_KINDS, metadataFor, servingNames, service, webhookConfigurations } from './desired.ts';
-import { ensureLeaf, probeEndpoint } from './serving.ts';
+import { CONFIGURATION_KINDS, metadataFor, serviceRef, servingNames, service, webhookConfigurations } from './desired.ts';
+import { ensureLeaf, probeEndpoint, probeTarget } from './serving.ts';
 import type { EventRecorder } from './events.ts';
 import type { ReconcileResult } from './queue.ts';
 
@@ -100,10 +100,12 @@ export class SuiteReconciler {
     };
     const certificateReady: ConditionInput = { type: 'CertificateReady', status: 'True', reason: 'Issued', message: `serving certificate valid until ${certificateStatus.notAfter}` };
     const svc = service(suite, this.deps.config);
-    if (svc) await applyOwned(this.deps.kube, svc);
+    const applied = svc ? await applyOwned(this.deps.kube, svc) : undefined;
 
-    // Register (or repoint) only once the endpoint answers with the certificate the caBundle trusts.
-    const probe = await probeEndpoint(this.deps.config.servingPort, servingNames(suite, this.deps.config)[0]!, ca.bundle, serving.certPem);
+    // Register (or repoint) only once the endpoint answers, on the API server's own path to it,
+    // with the certificate the caBundle trusts.
+    const target = probeTarget(this.deps.config, applied, serviceRef(suite, this.deps.config).port);
+    const probe = await probeEndpoint(target, servingNames(suite, this.deps.config)[0]!, ca.bundle, serving.certPem);
     if (probe !== true) {
       await this.writeStatus(
         suite,

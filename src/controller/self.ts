@@ -12,7 +12,7 @@ import type { Logger } from '../log.ts';
 import type { CaReconciler } from './ca.ts';
 import type { ObjectMetadata, OwnerReference } from './desired.ts';
 import type { ReconcileResult } from './queue.ts';
-import { ensureLeaf, probeEndpoint } from './serving.ts';
+import { ensureLeaf, probeEndpoint, probeTarget } from './serving.ts';
 
 /** The work-queue key of the suite-validation webhook; not a DNS label, so no suite can have it. */
 export const SELF_KEY = '#self';
@@ -20,6 +20,7 @@ export const SELF_KEY = '#self';
 export const SELF_CERTIFICATE = '#operator';
 
 const CERT_DURATION_MS = 2160 * 3600_000;
+const SERVICE_PORT = 443;
 /** With no CRD there is nothing to validate; no watch tells us when one is installed, so look again. */
 const CRD_RETRY_MS = 5_000;
 
@@ -69,16 +70,16 @@ export class SelfReconciler {
       },
       this.now(),
     );
-    await applyOwned(kube, {
+    const service = await applyOwned(kube, {
       apiVersion: 'v1',
       kind: 'Service',
       metadata: metadata(SUITE_VALIDATION.service, config.namespace),
       spec:
         config.mode === 'local'
           ? { type: 'ExternalName', externalName: 'localhost' }
-          : { type: 'ClusterIP', selector: { ...POD_LABELS }, ports: [{ name: 'https', port: 443, targetPort: config.servingPort, protocol: 'TCP' }] },
+          : { type: 'ClusterIP', selector: { ...POD_LABELS }, ports: [{ name: 'https', port: SERVICE_PORT, targetPort: config.servingPort, protocol: 'TCP' }] },
     });
-    const probe = await probeEndpoint(config.servingPort, serverName, ca.bundle, serving.certPem);
+    const probe = await probeEndpoint(probeTarget(config, service, SERVICE_PORT), serverName, ca.bundle, serving.certPem);
     if (probe !== true) {
       this.deps.log.debug('suite validation not registered yet', { reason: probe });
       return { requeueAfterMs: 250 };
@@ -91,7 +92,7 @@ export class SelfReconciler {
         {
           name: SUITE_VALIDATION.webhook,
           clientConfig: {
-            service: { namespace: config.namespace, name: SUITE_VALIDATION.service, path: SUITE_VALIDATION.path, port: config.mode === 'local' ? config.servingPort : 443 },
+            service: { namespace: config.namespace, name: SUITE_VALIDATION.service, path: SUITE_VALIDATION.path, port: config.mode === 'local' ? config.servingPort : SERVICE_PORT },
             caBundle: Buffer.from(ca.bundle).toString('base64'),
           },
           rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [PLURAL], scope: 'Cluster' }],

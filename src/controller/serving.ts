@@ -10,6 +10,7 @@ import { issueLeaf, isSignedBy, readCertificate, type KeyAlgorithm } from '../ce
 import { renewalTime } from '../certs/renewal.ts';
 import { apply, assertOurs, getObject, type Kube, type KubeObject } from '../kube/client.ts';
 import { tlsSecret, type ObjectMetadata } from './desired.ts';
+import type { OperatorConfig } from '../config.ts';
 
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -64,13 +65,57 @@ export async function ensureLeaf(kube: Kube, ca: CaMaterial, spec: LeafSpec, now
   };
 }
 
-/** true, or why the endpoint on `port` does not yet serve `certPem` verifiably under `bundle` for `servername`. */
-export function probeEndpoint(port: number, servername: string, bundle: string, certPem: string): Promise<true | string> {
+/** Where the API server's calls arrive: this process's own port (local mode), or a Service's ClusterIP. */
+export interface ProbeTarget {
+  host: string;
+  port: number;
+}
+
+/**
+ * Connections made through a ClusterIP: each lands on one ready endpoint at random, so several
+ * are made to reach every replica behind it with good odds before the API server is sent there.
+ */
+const CLUSTER_IP_PROBES = 4;
+
+/**
+ * The path the API server takes to a Service: its ClusterIP, routed by kube-proxy to a ready
+ * endpoint. Until the Service has one and kube-proxy has its rules, a call fails with "connection
+ * refused" or "no route to host"; a webhook registered before then fails admissions.
+ */
+export function serviceTarget(service: KubeObject | undefined, port: number): ProbeTarget | string {
+  const clusterIP = (service?.spec as { clusterIP?: string } | undefined)?.clusterIP;
+  if (!clusterIP || clusterIP === 'None') return 'the Service has no ClusterIP yet';
+  return { host: clusterIP, port };
+}
+
+/** Where to probe: in a cluster, the Service the API server calls, as it reaches it; otherwise this process's own port. */
+export function probeTarget(config: OperatorConfig, service: KubeObject | undefined, servicePort: number): ProbeTarget | string {
+  if (config.mode === 'cluster' && service) return serviceTarget(service, servicePort);
+  return { host: LOOPBACK, port: config.servingPort };
+}
+
+/**
+ * true, or why `target` does not yet serve `certPem` verifiably under `bundle` for `servername`.
+ * A ClusterIP is probed several times (each connection may reach another replica).
+ */
+export async function probeEndpoint(target: ProbeTarget | string, servername: string, bundle: string, certPem: string): Promise<true | string> {
+  if (typeof target === 'string') return target;
+  const times = target.host === LOOPBACK ? 1 : CLUSTER_IP_PROBES;
+  for (let i = 0; i < times; i++) {
+    const result = await probeOnce(target, servername, bundle, certPem);
+    if (result !== true) return result;
+  }
+  return true;
+}
+
+export const LOOPBACK = '127.0.0.1';
+
+function probeOnce(target: ProbeTarget, servername: string, bundle: string, certPem: string): Promise<true | string> {
   const expected = new X509Certificate(certPem).raw;
   return new Promise((resolve) => {
     const socket = tls.connect({
-      host: '127.0.0.1',
-      port,
+      host: target.host,
+      port: target.port,
       servername,
       ca: bundle,
       timeout: PROBE_TIMEOUT_MS,
@@ -83,7 +128,7 @@ export function probeEndpoint(port: number, servername: string, bundle: string, 
       const served = socket.getPeerX509Certificate();
       done(served && Buffer.compare(served.raw, expected) === 0 ? true : 'the endpoint does not serve the current certificate yet');
     });
-    socket.once('error', (err) => done(`the admission endpoint is not serving ${servername} yet: ${err.message}`));
+    socket.once('error', (err) => done(`the admission endpoint is not serving ${servername} at ${target.host}:${target.port} yet: ${err.message}`));
     socket.once('timeout', () => done('the admission endpoint did not answer the TLS handshake'));
   });
 }
