@@ -21,6 +21,12 @@ export interface OperatorConfig {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /**
+   * After SIGTERM: how long the replica keeps answering (unready, closing each connection after
+   * its answer) before it stops listening, so the API server's calls move to the other replicas
+   * while the endpoints and kube-proxy's rules are updated.
+   */
+  shutdownDelayMs: number;
   kubeconfig?: string;
 }
 
@@ -34,6 +40,7 @@ export const DEFAULTS: OperatorConfig = {
   leaseDurationMs: 15_000,
   renewDeadlineMs: 10_000,
   retryPeriodMs: 2_000,
+  shutdownDelayMs: 5_000,
 };
 
 const FLAGS: Record<string, (config: OperatorConfig, value: string) => void> = {
@@ -50,6 +57,7 @@ const FLAGS: Record<string, (config: OperatorConfig, value: string) => void> = {
   'lease-duration': (c, v) => (c.leaseDurationMs = duration(v, 'lease-duration')),
   'renew-deadline': (c, v) => (c.renewDeadlineMs = duration(v, 'renew-deadline')),
   'retry-period': (c, v) => (c.retryPeriodMs = duration(v, 'retry-period')),
+  'shutdown-delay': (c, v) => (c.shutdownDelayMs = duration(v, 'shutdown-delay')),
   kubeconfig: (c, v) => (c.kubeconfig = v),
 };
 

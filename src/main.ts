@@ -41,6 +41,9 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info('stopping', { signal });
+    // In a cluster, keep answering while the endpoints and kube-proxy drop this replica.
+    await operator.drain();
+    if (config.mode === 'cluster') await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
     for (const stop of stops) await stop().catch((err) => logger.error('stop failed', { error: String(err) }));
     process.exit(0);
   };

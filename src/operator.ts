@@ -39,6 +39,11 @@ export interface Operator {
   isLeader(): boolean;
   /** Starts the admission endpoint when it was held back (`serve: false`). */
   serve(): Promise<void>;
+  /**
+   * The first step of a graceful stop: unready (so the endpoints drop this replica), leadership
+   * handed over, and every answer from now on closes its connection; requests are still answered.
+   */
+  drain(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -83,7 +88,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
 
   // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
   const paramsAccess = new ParamsAccess(kubeConfig, new SubjectAccessReviewer(kubeConfig));
-  const admission: FastifyInstance = createAdmissionServer({ registry, certificates, metrics, log: componentLogger('admission'), paramsAccess });
+  let draining = false;
+  const admission: FastifyInstance = createAdmissionServer({ registry, certificates, metrics, log: componentLogger('admission'), paramsAccess, draining: () => draining });
   const listen = async () => {
     // reusePort: replicas on one host share the port (Node 24).
     await admission.listen({ port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true } as FastifyListenOptions);
@@ -249,7 +255,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
 
   let synced = false;
   void Promise.all([suites.synced, secrets.synced]).then(() => (synced = true));
-  const health = createHealthServer({ ready: () => synced && admission.server.listening, metrics: () => metrics.render() });
+  const health = createHealthServer({ ready: () => synced && !draining && admission.server.listening, metrics: () => metrics.render() });
   await new Promise<void>((resolve) => health.listen(config.metricsPort, config.mode === 'local' ? '127.0.0.1' : '::', resolve));
 
   log.info('operator started', { namespace: config.namespace, mode: config.mode, servingPort, metricsPort: config.metricsPort, identity });
@@ -261,6 +267,11 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     isLeader: () => elector.isLeader(),
     serve: async () => {
       if (!admission.server.listening) await listen();
+    },
+    drain: async () => {
+      draining = true;
+      queue.stop();
+      await elector.stop();
     },
     stop: async () => {
       queue.stop();

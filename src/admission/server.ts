@@ -6,7 +6,7 @@
  */
 import { constants } from 'node:crypto';
 import type https from 'node:https';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { CertificateStore } from '../certs/store.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { Logger } from '../log.ts';
@@ -70,6 +70,8 @@ export interface AdmissionServerOptions {
   paramsAccess?: ParamsAccessCheck;
   /** SERVING_LIMITS unless a test needs them shorter. */
   limits?: Partial<ServingLimits>;
+  /** True once the replica is shutting down: every answer then closes its connection. */
+  draining?: () => boolean;
 }
 
 export function createAdmissionServer(options: AdmissionServerOptions): FastifyInstance {
@@ -88,6 +90,13 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     logger: false,
     return503OnClosing: false,
   });
+
+  // While draining, the API server's keep-alive connections are closed after an answer rather
+  // than under a request in flight, so its next call opens a connection to another replica.
+  const draining = options.draining ?? (() => false);
+  const closeIfDraining = (reply: FastifyReply) => {
+    if (draining()) void reply.header('connection', 'close');
+  };
 
   app.server.maxConnections = limits.maxConnections;
   app.server.headersTimeout = limits.headersTimeoutMs;
@@ -119,6 +128,7 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
   // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
   app.post(SUITE_VALIDATION.path, async (request, reply) => {
     const { apiVersion, request: admissionRequest } = decodeReview(request.body);
+    closeIfDraining(reply);
     return reply.send(encodeReview(apiVersion, admissionRequest.uid, await validateSuiteRequest(admissionRequest, registry, paramsAccess)));
   });
 
@@ -133,6 +143,7 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     const answer = (decision: Decision): void => {
       metrics.observeReview(suite, name, decision.allowed, (performance.now() - started) / 1e3);
       if (!decision.allowed) log.info('denied', { suite, webhook: name, uid: admissionRequest.uid, denial: decision.message });
+      closeIfDraining(reply);
       // Sent as text with its type set, fastify does not serialize it again.
       void reply.header('content-type', JSON_TYPE).send(JSON.stringify(encodeReview(apiVersion, admissionRequest.uid, decision)));
     };
