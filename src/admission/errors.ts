@@ -21,10 +21,24 @@ export const REVIEW_ERRORS = {
 /** How much of what a client sent is echoed in an answer or a log line: enough to recognise it, never a megabyte. */
 export const ECHO_LIMIT = 256;
 
+export type ReviewErrorKey = keyof typeof REVIEW_ERRORS;
+
 export class ReviewError extends Error {
   readonly kind: ReviewErrorKind;
   constructor(kind: ReviewErrorKind, detail: string) {
     super(kind.message(detail.length > ECHO_LIMIT ? `${detail.slice(0, ECHO_LIMIT)}… (${detail.length - ECHO_LIMIT} more characters)` : detail));
     this.kind = kind;
+  }
+
+  /** Its name in REVIEW_ERRORS, to send it between threads. */
+  get key(): ReviewErrorKey {
+    return (Object.keys(REVIEW_ERRORS) as ReviewErrorKey[]).find((k) => REVIEW_ERRORS[k] === this.kind) ?? 'NOT_A_REVIEW';
+  }
+
+  /** The error as another thread made it: its message as it was written there. */
+  static sent(key: ReviewErrorKey, message: string): ReviewError {
+    const error = new ReviewError(REVIEW_ERRORS[key], '');
+    error.message = message;
+    return error;
   }
 }

@@ -11,8 +11,9 @@ import type { CertificateStore } from '../certs/store.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { Logger } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
+import { LARGE_BODY, LargeBody, ReviewOffload, WorkerLostError } from './offload.ts';
 import { SUITE_VALIDATION } from '../api/names.ts';
-import type { Decision } from '../api/review.ts';
+import { errored, type Decision } from '../api/review.ts';
 import { validateSuiteRequest, type ParamsAccessCheck } from './suite-validation.ts';
 import { decodeReview, encodeFailure, encodeReview } from './review.ts';
 import type { Metrics } from '../health/metrics.ts';
@@ -106,13 +107,17 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
   // Plain JSON.parse: fastify's default (secure-json-parse) scans every body for prototype keys,
   // a sixth of the request's cost. JSON.parse only ever makes own properties, and nothing here
   // merges a review into another object's prototype chain.
+  // A large body is left as text for the review worker (offload.ts), off this event loop.
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    if ((body as string).length >= LARGE_BODY) return done(null, new LargeBody(body as string));
     try {
-      done(null, JSON.parse(body as string));
+      done(null, parseJson(body as string));
     } catch (err) {
-      done(new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, (err as Error).message), undefined);
+      done(err as ReviewError, undefined);
     }
   });
+  const offload = new ReviewOffload(registry, log);
+  app.addHook('onClose', async () => offload.close());
 
   app.setNotFoundHandler((request) => {
     throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `${request.method} ${request.url}`);
@@ -127,7 +132,7 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
 
   // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
   app.post(SUITE_VALIDATION.path, async (request, reply) => {
-    const { apiVersion, request: admissionRequest } = decodeReview(request.body);
+    const { apiVersion, request: admissionRequest } = decodeReview(inline(request.body));
     closeIfDraining(reply);
     return reply.send(encodeReview(apiVersion, admissionRequest.uid, await validateSuiteRequest(admissionRequest, registry, paramsAccess)));
   });
@@ -136,23 +141,49 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
   // A throw here reaches the error handler as from an async handler.
   app.post<{ Params: { suite: string; webhook: string } }>('/admit/:suite/:webhook', (request, reply) => {
     const started = performance.now();
-    const { apiVersion, request: admissionRequest } = decodeReview(request.body);
     const { suite, webhook: name } = request.params;
-    const webhook = registry.webhook(suite, name);
-    if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
-    const answer = (decision: Decision): void => {
+    const answer = (apiVersion: string, uid: string, decision: Decision): void => {
       metrics.observeReview(suite, name, decision.allowed, (performance.now() - started) / 1e3);
-      if (!decision.allowed) log.info('denied', { suite, webhook: name, uid: admissionRequest.uid, denial: decision.message });
+      if (!decision.allowed) log.info('denied', { suite, webhook: name, uid, denial: decision.message });
       closeIfDraining(reply);
       // Sent as text with its type set, fastify does not serialize it again.
-      void reply.header('content-type', JSON_TYPE).send(JSON.stringify(encodeReview(apiVersion, admissionRequest.uid, decision)));
+      void reply.header('content-type', JSON_TYPE).send(JSON.stringify(encodeReview(apiVersion, uid, decision)));
     };
+    if (request.body instanceof LargeBody) {
+      const body = request.body;
+      if (!registry.webhook(suite, name)) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
+      return offload.admit(suite, name, body.text).then(
+        (judged) => void answer(judged.apiVersion, judged.uid, judged.decision),
+        (err: unknown) => {
+          if (!(err instanceof WorkerLostError)) throw err;
+          // The worker is gone: the request is answered here, by the webhook's failurePolicy.
+          const { apiVersion, request: admissionRequest } = decodeReview(parseJson(body.text));
+          answer(apiVersion, admissionRequest.uid, errored(`internal error: ${err.message}`, registry.webhook(suite, name)?.failurePolicy ?? 'Fail'));
+        },
+      ).then(() => reply);
+    }
+    const { apiVersion, request: admissionRequest } = decodeReview(request.body);
+    const webhook = registry.webhook(suite, name);
+    if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
     // Synchronous for almost every webhook; a Promise while `authorizer` checks are asked.
     const decision = webhook.admit(admissionRequest);
-    if (decision instanceof Promise) return decision.then(answer).then(() => reply);
-    answer(decision);
+    if (decision instanceof Promise) return decision.then((d) => answer(apiVersion, admissionRequest.uid, d)).then(() => reply);
+    answer(apiVersion, admissionRequest.uid, decision);
   });
   return app;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, (err as Error).message);
+  }
+}
+
+/** A body as parsed JSON, a large one parsed here (for the routes whose bodies are small in practice). */
+function inline(body: unknown): unknown {
+  return body instanceof LargeBody ? parseJson(body.text) : body;
 }
 
 function toReviewError(error: unknown): ReviewError {

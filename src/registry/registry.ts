@@ -2,14 +2,20 @@
  * The suite registry: compiled suites by name, each swapped in whole so a request sees one
  * generation, never a mix. Compiles only when the generation changes.
  */
-import type { AdmissionSuite } from '../api/types.ts';
+import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { compileSuite, NO_PARAMS, type CompiledSuite, type CompiledWebhook, type ParamsSource } from './compile.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 import type { Authorizer } from '../api/authorization.ts';
 
+/** What changed: a suite compiled at a new generation, or one removed. */
+export type RegistryChange = { suite: AdmissionSuite } | { removed: string };
+
 export class SuiteRegistry {
   private readonly suites = new Map<string, CompiledSuite>();
+  private readonly listeners: ((change: RegistryChange) => void)[] = [];
+  /** Each suite as last synced, for a copy that starts after it was. */
+  private readonly sources = new Map<string, AdmissionSuite>();
   private readonly view: ClusterView;
   private readonly params: ParamsSource;
   private readonly authorizer: Authorizer | undefined;
@@ -27,6 +33,8 @@ export class SuiteRegistry {
     if (current && current.generation === (suite.metadata.generation ?? 0)) return current;
     const compiled = compileSuite(suite, this.view, this.params, this.authorizer);
     this.suites.set(compiled.name, compiled);
+    this.sources.set(compiled.name, suite);
+    for (const listener of this.listeners) listener({ suite });
     return compiled;
   }
 
@@ -41,10 +49,28 @@ export class SuiteRegistry {
 
   remove(name: string): void {
     this.suites.delete(name);
+    this.sources.delete(name);
+    for (const listener of this.listeners) listener({ removed: name });
+  }
+
+  /** Called with every suite now synced, then on every change, for copies of the registry elsewhere (the offload worker). */
+  subscribe(listener: (change: RegistryChange) => void): void {
+    for (const suite of this.sources.values()) listener({ suite });
+    this.listeners.push(listener);
+  }
+
+  /** The view and params source suites are compiled with: what a copy needs to answer alike. */
+  get context(): { view: ClusterView; params: ParamsSource; authorizer: Authorizer | undefined } {
+    return { view: this.view, params: this.params, authorizer: this.authorizer };
   }
 
   get(name: string): CompiledSuite | undefined {
     return this.suites.get(name);
+  }
+
+  /** The params a webhook names, as its suite says. */
+  paramsOf(suite: string, webhook: string): ParamsRef | undefined {
+    return this.sources.get(suite)?.spec.webhooks.find((w) => w.name === webhook)?.params;
   }
 
   webhook(suite: string, webhook: string): CompiledWebhook | undefined {

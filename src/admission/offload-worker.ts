@@ -1,0 +1,112 @@
+/**
+ * The review worker (see offload.ts): parses a large review, finds its webhook in a registry of
+ * its own, asks the main thread for the request's namespace, LimitRanges and params, judges it,
+ * and sends back the Decision. One review at a time, so the context it was given is the one its
+ * rules read. Makes no API call and opens no socket; `authorizer` checks go to the main thread.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../api/authorization.ts';
+import type { Decision } from '../api/review.ts';
+import type { ClusterView } from '../handlers/handler.ts';
+import type { ParamsSource } from '../registry/compile.ts';
+import { SuiteRegistry } from '../registry/registry.ts';
+import { tuneHeapForAdmission } from './heap.ts';
+import { REVIEW_ERRORS, ReviewError } from './errors.ts';
+import { decodeReview } from './review.ts';
+import type { FromWorker, ReviewContext, ToWorker } from './offload.ts';
+
+const port = parentPort!;
+const send = (message: FromWorker) => port.postMessage(message);
+
+/** The context of the review being judged; the view and params read it. */
+let current: { namespace?: string; context: ReviewContext } = { context: { limitRanges: [] } };
+const view: ClusterView = {
+  namespace: (name) => (name === current.namespace ? current.context.namespaceObject : undefined),
+  limitRanges: (namespace) => (namespace === current.namespace ? (current.context.limitRanges as Record<string, any>[]) : []),
+};
+const params: ParamsSource = {
+  refuse: () => undefined, // refused suites are not served: the main thread found no webhook for them
+  watch: () => undefined,
+  get: () => current.context.params ?? { state: 'pending', reason: 'params were not sent to the review worker' },
+};
+
+let reviewId = 0;
+let nextCheck = 0;
+const checks = new Map<number, { resolve(d: AuthorizationDecision): void; reject(e: Error): void }>();
+const authorizer: Authorizer | undefined = (workerData as { authorizer: boolean }).authorizer
+  ? {
+      check: (attributes: AuthorizationAttributes) =>
+        new Promise<AuthorizationDecision>((resolve, reject) => {
+          const check = nextCheck++;
+          checks.set(check, { resolve, reject });
+          send({ type: 'authorize', id: reviewId, check, attributes });
+        }),
+    }
+  : undefined;
+
+tuneHeapForAdmission();
+const registry = new SuiteRegistry(view, params, authorizer);
+let waitingContext: ((context: ReviewContext) => void) | undefined;
+const queue: Extract<ToWorker, { type: 'review' }>[] = [];
+let busy = false;
+
+port.on('message', (message: ToWorker) => {
+  switch (message.type) {
+    case 'suite':
+      registry.sync(message.suite);
+      return;
+    case 'removed':
+      registry.remove(message.name);
+      return;
+    case 'review':
+      queue.push(message);
+      if (!busy) void drain();
+      return;
+    case 'context':
+      waitingContext?.(message.context);
+      return;
+    case 'authorized': {
+      const pending = checks.get(message.check);
+      checks.delete(message.check);
+      if (message.decision) pending?.resolve(message.decision);
+      else pending?.reject(new Error(message.error ?? 'authorization failed'));
+      return;
+    }
+  }
+});
+
+async function drain(): Promise<void> {
+  busy = true;
+  for (let review = queue.shift(); review; review = queue.shift()) {
+    reviewId = review.id;
+    try {
+      const answer = await judge(review);
+      send({ type: 'answer', id: review.id, ...answer });
+    } catch (err) {
+      const error = err instanceof ReviewError ? err : new ReviewError(REVIEW_ERRORS.NOT_A_REVIEW, `internal error: ${(err as Error).message}`);
+      send({ type: 'failed', id: review.id, key: error.key, message: error.message });
+    }
+  }
+  busy = false;
+}
+
+async function judge(review: Extract<ToWorker, { type: 'review' }>): Promise<{ apiVersion: string; uid: string; decision: Decision }> {
+  let body: unknown;
+  try {
+    body = JSON.parse(review.body);
+  } catch (err) {
+    throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, (err as Error).message);
+  }
+  const { apiVersion, request } = decodeReview(body);
+  const webhook = registry.webhook(review.suite, review.webhook);
+  if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${review.suite}/${review.webhook}`);
+  const namespace = request.namespace || undefined;
+  const context = await new Promise<ReviewContext>((resolve) => {
+    waitingContext = resolve;
+    send({ type: 'needs', id: review.id, namespace, params: registry.paramsOf(review.suite, review.webhook) });
+  });
+  waitingContext = undefined;
+  current = { namespace, context };
+  const decision = await webhook.admit(request);
+  return { apiVersion, uid: request.uid, decision };
+}

@@ -1,0 +1,118 @@
+/**
+ * Large reviews are judged by the review worker (off the event loop), and answered exactly as the
+ * same review would be when small: decision, message, uid and apiVersion, with the request's
+ * namespace, the webhook's params and `authorizer` checks read on the main thread's behalf; and
+ * bad large bodies get the same 4xx as bad small ones. (How much this protects other requests is
+ * measured by `npm run bench:starvation`.)
+ */
+import { expect } from 'chai';
+import { startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
+import { SuiteRegistry } from '../../src/registry/registry.ts';
+import { REVIEW_ERRORS } from '../../src/admission/errors.ts';
+import { LARGE_BODY } from '../../src/admission/offload.ts';
+import type { AdmissionSuite } from '../../src/api/types.ts';
+import type { AuthorizationAttributes, Authorizer } from '../../src/api/authorization.ts';
+import type { ClusterView } from '../../src/handlers/handler.ts';
+import type { ParamsSource } from '../../src/registry/compile.ts';
+import { fixtures } from '../fixtures/reviews.ts';
+
+const deployments = [{ operations: ['CREATE' as const], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
+const suite: AdmissionSuite = {
+  apiVersion: 'admission.portcullis.dev/v1alpha1',
+  kind: 'AdmissionSuite',
+  metadata: { name: 'guards', uid: 'u1', generation: 1 },
+  spec: {
+    webhooks: [
+      {
+        name: 'context',
+        type: 'Validating',
+        rules: deployments,
+        params: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'limits', name: 'replicas' },
+        validations: [
+          { expression: 'object.spec.replicas <= int(params.data.max)', messageExpression: "'at most ' + params.data.max + ' replicas in team ' + namespaceObject.metadata.labels.team" },
+          { expression: "authorizer.group('apps').resource('deployments').namespace('team-a').check('scale').allowed()", message: 'may not scale' },
+        ],
+      },
+      {
+        name: 'labels',
+        type: 'Mutating',
+        rules: deployments,
+        mutations: [{ patch: [{ op: 'add', path: '/metadata/labels/checked', value: 'yes' }] }],
+      },
+    ],
+  },
+};
+
+const view: ClusterView = {
+  namespace: (name) => (name === 'team-a' ? { metadata: { name, labels: { team: 'payments' } } } : undefined),
+  limitRanges: () => [],
+};
+const params: ParamsSource = {
+  refuse: () => undefined,
+  watch: () => undefined,
+  get: (ref) => (ref.name === 'replicas' ? { state: 'found', object: { data: { max: '2' } } } : { state: 'absent' }),
+};
+
+/** The deployment review, padded with annotations to `bytes` of JSON. */
+function review(bytes: number, replicas = 3) {
+  const r = fixtures.deploymentCreate();
+  const object = r.request!.object as { metadata: { annotations?: Record<string, string> }; spec: { replicas: number } };
+  object.spec.replicas = replicas;
+  if (bytes > 0) object.metadata.annotations = { padding: 'x'.repeat(bytes) };
+  return r;
+}
+
+describe('admission: large reviews are judged by the review worker', function () {
+  let endpoint: TestEndpoint;
+  const checks: AuthorizationAttributes[] = [];
+
+  before(async function () {
+    const authorizer: Authorizer = {
+      check: async (attributes) => {
+        checks.push(attributes);
+        return { allowed: attributes.resource?.verb === 'scale', reason: '', evaluationError: '' };
+      },
+    };
+    const registry = new SuiteRegistry(view, params, authorizer);
+    registry.sync(suite);
+    endpoint = await startTestEndpoint(registry, 'guards');
+  });
+  after(() => endpoint.close());
+
+  it('answers a large review as it answers a small one, with namespace, params and authorizer', async function () {
+    const small = await endpoint.post('/admit/guards/context', JSON.stringify(review(0)));
+    const largeReview = review(LARGE_BODY + 1000);
+    checks.length = 0;
+    const large = await endpoint.post('/admit/guards/context', JSON.stringify(largeReview));
+    expect(small.status).to.equal(200);
+    expect(large.status).to.equal(200);
+    expect(large.body.response.status).to.deep.equal({ code: 422, reason: 'Invalid', message: 'at most 2 replicas in team payments' });
+    expect(large.body).to.deep.equal(small.body);
+    expect(large.body.response.uid).to.equal(largeReview.request!.uid);
+    expect(checks.map((c) => c.resource?.verb)).to.deep.equal(['scale']);
+
+    const allowed = await endpoint.post('/admit/guards/context', JSON.stringify(review(LARGE_BODY + 1000, 2)));
+    expect(allowed.body.response.allowed).to.equal(true);
+    const v1beta1 = await endpoint.post('/admit/guards/context', JSON.stringify({ ...review(LARGE_BODY + 1000, 2), apiVersion: 'admission.k8s.io/v1beta1' }));
+    expect(v1beta1.body.apiVersion).to.equal('admission.k8s.io/v1beta1');
+  });
+
+  it('patches a large object as it patches a small one', async function () {
+    const large = await endpoint.post('/admit/guards/labels', JSON.stringify(review(LARGE_BODY + 1000)));
+    expect(large.body.response.patchType).to.equal('JSONPatch');
+    expect(JSON.parse(Buffer.from(large.body.response.patch, 'base64').toString())).to.deep.equal([{ op: 'add', path: '/metadata/labels/checked', value: 'yes' }]);
+  });
+
+  it('refuses a large body that is not JSON, not a review, or for no webhook, and keeps serving', async function () {
+    const padding = ' '.repeat(LARGE_BODY);
+    const notJson = await endpoint.post('/admit/guards/context', `{"apiVersion": ${padding}`);
+    expect(notJson.status).to.equal(400);
+    expect(notJson.body.response.status.reason).to.equal(REVIEW_ERRORS.MALFORMED_JSON.code);
+    const notReview = await endpoint.post('/admit/guards/context', JSON.stringify({ kind: 'Pod', padding }));
+    expect(notReview.status).to.equal(400);
+    expect(notReview.body.response.status.reason).to.equal(REVIEW_ERRORS.NOT_A_REVIEW.code);
+    const unknown = await endpoint.post('/admit/guards/nothing', JSON.stringify(review(LARGE_BODY + 1000)));
+    expect(unknown.status).to.equal(404);
+    expect((await endpoint.post('/admit/guards/context', JSON.stringify(review(LARGE_BODY + 1000, 1)))).body.response.allowed).to.equal(true);
+  });
+});
