@@ -68,14 +68,22 @@ function sleep(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
-/** runc containers of the run: its own runc root holds only them. */
+/** runc containers of the run: its own runc root (one folder per containerd namespace) holds only them. */
 function killContainers(l: Layout): number {
-  if (!fs.existsSync(l.runcRoot)) return 0;
-  const listed = run('runc', ['--root', l.runcRoot, 'list', '-q']);
-  const ids = listed.stdout.split('\n').filter(Boolean);
-  for (const id of ids) run('runc', ['--root', l.runcRoot, 'kill', '--all', id, 'KILL']);
-  for (const id of ids) run('runc', ['--root', l.runcRoot, 'delete', '--force', id]);
-  return ids.length;
+  let count = 0;
+  let namespaces: string[];
+  try {
+    namespaces = fs.readdirSync(l.runcRoot).map((ns) => path.join(l.runcRoot, ns));
+  } catch {
+    return 0;
+  }
+  for (const root of namespaces) {
+    const ids = run('runc', ['--root', root, 'list', '-q']).stdout.split('\n').filter(Boolean);
+    for (const id of ids) run('runc', ['--root', root, 'kill', '--all', id, 'KILL']);
+    for (const id of ids) run('runc', ['--root', root, 'delete', '--force', id]);
+    count += ids.length;
+  }
+  return count;
 }
 
 function readProc(pid: string, file: string): string {
@@ -263,12 +271,33 @@ function restoreSysctls(file: string): void {
   fs.rmSync(file, { force: true });
 }
 
-function removeHostFiles(dir: string): void {
+/**
+ * libcni caches each attachment as <network>-<sandbox id>-<interface>: ours are those of our
+ * network, and the loopback entries ("cni-loopback") of the same sandboxes.
+ */
+function ourCniResults(): string[] {
+  let files: string[];
   try {
-    for (const f of fs.readdirSync(HOST_PATHS.cniResults)) if (f.startsWith(`${CNI_NETWORK}-`)) fs.rmSync(path.join(HOST_PATHS.cniResults, f), { force: true });
+    files = fs.readdirSync(HOST_PATHS.cniResults);
   } catch {
-    // no libcni cache
+    return [];
   }
+  const ours = files.filter((f) => f.startsWith(`${CNI_NETWORK}-`));
+  const sandboxes = new Set(ours.map((f) => f.slice(CNI_NETWORK.length + 1).split('-')[0]!));
+  const loopbacks = files.filter((f) => f.startsWith('cni-loopback-') && sandboxes.has(f.slice('cni-loopback-'.length).split('-')[0]!));
+  return [...ours, ...loopbacks].map((f) => path.join(HOST_PATHS.cniResults, f));
+}
+
+function rmdirIfEmpty(dir: string): void {
+  try {
+    fs.rmdirSync(dir);
+  } catch {
+    // absent, or holds something that is not the run's
+  }
+}
+
+function removeHostFiles(dir: string): void {
+  for (const f of ourCniResults()) fs.rmSync(f, { force: true });
   try {
     for (const f of fs.readdirSync(HOST_PATHS.containerLogLinks)) {
       const link = path.join(HOST_PATHS.containerLogLinks, f);
@@ -282,6 +311,11 @@ function removeHostFiles(dir: string): void {
     // no such folder
   }
   fs.rmSync(path.join(HOST_PATHS.kubeletDevicePlugins, 'kubelet.sock'), { force: true });
+  // The folders the run's kubelet and shims made for those paths, if nothing else is in them.
+  rmdirIfEmpty(HOST_PATHS.kubeletDevicePlugins);
+  rmdirIfEmpty(path.dirname(HOST_PATHS.kubeletDevicePlugins));
+  rmdirIfEmpty(HOST_PATHS.shimSockets);
+  rmdirIfEmpty(path.dirname(HOST_PATHS.shimSockets));
 }
 
 function removeFolder(l: Layout, keepLogs: boolean): void {
@@ -306,10 +340,6 @@ export function leftovers(l: Layout): string[] {
   for (const d of kubepodsDirs()) found.push(`cgroup ${d}`);
   for (const p of ourProcesses(l.dir)) found.push(`process ${p} (${readProc(p, 'cmdline').split('\0').slice(0, 3).join(' ')})`);
   if (fs.existsSync(l.runcRoot)) found.push(`runc root ${l.runcRoot}`);
-  try {
-    for (const f of fs.readdirSync(HOST_PATHS.cniResults)) if (f.startsWith(`${CNI_NETWORK}-`)) found.push(`libcni cache ${f}`);
-  } catch {
-    // none
-  }
+  for (const f of ourCniResults()) found.push(`libcni cache ${f}`);
   return found;
 }

@@ -295,7 +295,8 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
       binaries,
       images: IMAGES,
       timings,
-      kubectl: (args, o = {}) => execResult(binaries.kubectl, ['--kubeconfig', l.kubeconfig, ...args], o),
+      // Its discovery cache in the scratch folder, not ~/.kube/cache.
+      kubectl: (args, o = {}) => execResult(binaries.kubectl, ['--kubeconfig', l.kubeconfig, `--cache-dir=${l.kubectlCache}`, ...args], o),
       inNetns: (command, args, o = {}) => execResult('nsenter', [`--net=${l.netnsPath}`, command, ...args], o),
       importImage,
       stop,

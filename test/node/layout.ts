@@ -53,6 +53,7 @@ export function layout(dir: string) {
     podLogs: path.join(dir, 'pod-logs'),
     kubeProxyConfig: path.join(dir, 'kube-proxy.yaml'),
     resolvConf: path.join(dir, 'resolv.conf'),
+    kubectlCache: path.join(dir, 'kubectl-cache'),
     /** The API server's port on the host's loopback is forwarded through this socket into the namespace. */
     apiSocket: path.join(dir, 'apiserver.sock'),
     /** The host sysctls the kubelet sets, as they were before it ran; put back by the clean-up. */
