@@ -316,6 +316,25 @@ function removeHostFiles(dir: string): void {
   rmdirIfEmpty(path.dirname(HOST_PATHS.kubeletDevicePlugins));
   rmdirIfEmpty(HOST_PATHS.shimSockets);
   rmdirIfEmpty(path.dirname(HOST_PATHS.shimSockets));
+  for (let d = HOST_PATHS.volumePlugins; d !== '/usr/libexec'; d = path.dirname(d)) rmdirIfEmpty(d);
+  rmdirIfEmpty(HOST_PATHS.cniResults);
+  rmdirIfEmpty(path.dirname(HOST_PATHS.cniResults));
+  rmdirIfEmpty(HOST_PATHS.containerLogLinks);
+  removeNetnsFolderIfUnused();
+}
+
+/**
+ * iproute2 makes /run/netns (a shared bind mount of itself) for the first namespace and never
+ * removes it: with no namespace left in it, it goes too.
+ */
+function removeNetnsFolderIfUnused(): void {
+  try {
+    if (fs.readdirSync('/run/netns').length > 0) return;
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 5 && mountsUnder('/run/netns').length > 0; i++) run('umount', ['/run/netns']);
+  rmdirIfEmpty('/run/netns');
 }
 
 function removeFolder(l: Layout, keepLogs: boolean): void {

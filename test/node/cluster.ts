@@ -482,6 +482,7 @@ function writeKubeletConfig(l: Layout): void {
     authentication: { anonymous: { enabled: false }, webhook: { enabled: false }, x509: { clientCAFile: path.join(l.pki, 'ca.crt') } },
     authorization: { mode: 'AlwaysAllow' },
     podLogsDir: l.podLogs,
+    volumePluginDir: l.volumePluginDir,
     resolvConf: l.resolvConf,
     failSwapOn: false,
     // Images exist only as imported: never collected, and no disk pressure evicts pods here.

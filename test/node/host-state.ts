@@ -87,6 +87,16 @@ export function hostState(): HostState {
     }),
     cgroups: cgroupDirs(),
     sysctls,
-    files: [...list(HOST_PATHS.cniResults), ...list(HOST_PATHS.containerLogLinks), ...list(HOST_PATHS.kubeletDevicePlugins), ...list(HOST_PATHS.shimSockets)].sort(),
+    files: [
+      ...list(HOST_PATHS.cniResults),
+      ...list(HOST_PATHS.containerLogLinks),
+      ...list(HOST_PATHS.kubeletDevicePlugins),
+      ...list(HOST_PATHS.shimSockets),
+      ...list('/var/lib'),
+      ...list('/var/log'),
+      ...list('/run'),
+      ...list('/usr/libexec'),
+      ...list('/etc'),
+    ].sort(),
   };
 }

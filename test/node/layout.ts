@@ -22,12 +22,17 @@ export const KUBERNETES_SERVICE_IP = '10.214.0.1';
 export const CLUSTER_CIDR = '10.215.0.0/16';
 export const API_PORT = 6443;
 
-/** Paths outside the scratch folder that the kubelet, libcni and containerd's shims write. */
+/**
+ * Paths outside the scratch folder that the kubelet, libcni and containerd's shims write (and
+ * whose folders they make; none is a Debian package's). iproute2 adds /run/netns.
+ */
 export const HOST_PATHS = {
   cniResults: '/var/lib/cni/results',
   containerLogLinks: '/var/log/containers',
   kubeletDevicePlugins: '/var/lib/kubelet/device-plugins',
   shimSockets: '/run/containerd/s',
+  /** Not written when volumePluginDir is set; a run before that setting made it. */
+  volumePlugins: '/usr/libexec/kubernetes/kubelet-plugins/volume/exec',
 };
 
 export function defaultDir(): string {
@@ -49,6 +54,8 @@ export function layout(dir: string) {
     cniConfDir: path.join(dir, 'cni', 'net.d'),
     cniIpam: path.join(dir, 'cni', 'ipam'),
     kubeletRoot: path.join(dir, 'kubelet'),
+    /** Else the kubelet makes /usr/libexec/kubernetes/kubelet-plugins/volume/exec on the host. */
+    volumePluginDir: path.join(dir, 'kubelet-plugins', 'volume', 'exec'),
     kubeletConfig: path.join(dir, 'kubelet.yaml'),
     podLogs: path.join(dir, 'pod-logs'),
     kubeProxyConfig: path.join(dir, 'kube-proxy.yaml'),
