@@ -133,6 +133,16 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
   };
   process.on('exit', onExit);
 
+  /** A program that exits while the cluster starts ends the start at once, with its log. */
+  const assertRunning = () => {
+    for (const { name, child } of processes) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        const logFile = path.join(l.logs, `${name}.log`);
+        throw new Fatal(`${name} exited (${child.signalCode ?? child.exitCode}) while the cluster started; the end of ${logFile}:\n${tail(logFile)}`);
+      }
+    }
+  };
+
   const launch = (name: string, command: string, args: string[]): ChildProcess => {
     const out = fs.openSync(path.join(l.logs, `${name}.log`), 'a');
     // setpriv: killed with us, however we die; nsenter --net: only the network namespace changes
@@ -245,9 +255,9 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
 
     // The runtime, then the images (the sandbox image must be there before the first pod).
     writeContainerdConfig(l);
-    const containerd = launch('containerd', 'containerd', ['--config', l.containerdConfig]);
+    launch('containerd', 'containerd', ['--config', l.containerdConfig]);
     await waitFor('containerd to answer', 60_000, async () => {
-      if (containerd.exitCode !== null) throw new Error(`containerd exited; see ${path.join(l.logs, 'containerd.log')}:\n${tail(path.join(l.logs, 'containerd.log'))}`);
+      assertRunning();
       await exec('ctr', ['--address', l.containerdSocket, 'version']);
     });
     mark('containerd ready');
@@ -272,6 +282,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
     const api = (p: string) => apiGet(server, pki, p);
     // The bridge CNI's subnet is the node's podCIDR, which kube-controller-manager allocates.
     const podCIDR = await waitFor('the Node to register and get a podCIDR', 120_000, async () => {
+      assertRunning();
       const node = (await api(`/api/v1/nodes/${NODE_NAME}`)) as { spec?: { podCIDR?: string } };
       if (!node.spec?.podCIDR) throw new Error('no podCIDR yet');
       return node.spec.podCIDR;
@@ -279,6 +290,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
     mark(`Node registered, podCIDR ${podCIDR}`);
     writeCniConfig(l, podCIDR);
     await waitFor('the Node to be Ready', 120_000, async () => {
+      assertRunning();
       const node = (await api(`/api/v1/nodes/${NODE_NAME}`)) as { status?: { conditions?: { type: string; status: string; message?: string }[] } };
       const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
       if (ready?.status !== 'True') throw new Error(`Ready is ${ready?.status}: ${ready?.message}`);
@@ -570,6 +582,9 @@ function apiGet(server: string, pki: NodePki, p: string): Promise<unknown> {
   });
 }
 
+/** An error no retry can mend. */
+class Fatal extends Error {}
+
 async function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -577,8 +592,8 @@ async function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<
     try {
       return await check();
     } catch (err) {
+      if (err instanceof Fatal) throw err;
       last = err;
-      if ((err as Error).message.includes('exited;')) break;
     }
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -5,7 +5,17 @@
  */
 import { startNodeCluster } from './cluster.ts';
 
-const cluster = await startNodeCluster();
+// A Ctrl-C while it starts (a cold build takes minutes): exit, so that the cluster's exit handler
+// kills what was started and cleans up; a signal's default action would skip that.
+const early = () => process.exit(130);
+process.on('SIGINT', early);
+process.on('SIGTERM', early);
+const cluster = await startNodeCluster().catch((err: Error) => {
+  process.stderr.write(`${err.message}\n`);
+  process.exit(1);
+});
+process.off('SIGINT', early);
+process.off('SIGTERM', early);
 const kubectl = `${cluster.binaries.kubectl} --kubeconfig ${cluster.kubeconfigPath}`;
 process.stdout.write(`
 The node cluster is up (Node ${cluster.nodeName} Ready after ${cluster.timings['Node Ready']?.toFixed(1)} s).
