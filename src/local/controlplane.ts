@@ -211,19 +211,19 @@ interface Pki {
   files: ApiServerFiles;
 }
 
-async function writePki(dir: string): Promise<Pki> {
-  const notAfter = new Date(Date.now() + 365 * 24 * 3600_000);
-  const ca = await createCA({ commonName: 'portcullis-local-controlplane-ca', notAfter });
+/**
+ * A CA, the API server's serving certificate (its addresses, the kubernetes Service's names) and
+ * the service-account key pair, written under dir as the API server's flags name them.
+ */
+export async function writeApiServerPki(dir: string, p: { caName: string; ipAddresses: string[]; notAfter: Date }): Promise<{ ca: KeyPairPem; files: ApiServerFiles }> {
+  const ca = await createCA({ commonName: p.caName, notAfter: p.notAfter });
   const serving = await issueLeaf(ca, {
     commonName: 'kube-apiserver',
-    dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'],
-    ipAddresses: ['127.0.0.1', '10.0.0.1'],
+    dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
+    ipAddresses: p.ipAddresses,
     usage: 'server',
-    notAfter,
+    notAfter: p.notAfter,
   });
-  const admin = await issueLeaf(ca, { commonName: 'portcullis-admin', organization: 'system:masters', usage: 'client', notAfter });
-  // In system:masters: the controllers' own RBAC roles are bootstrapped for per-controller service accounts, which this control plane does not run.
-  const controllerManager = await issueLeaf(ca, { commonName: 'system:kube-controller-manager', organization: 'system:masters', usage: 'client', notAfter });
   const files = {
     caCert: path.join(dir, 'ca.crt'),
     servingCert: path.join(dir, 'apiserver.crt'),
@@ -235,6 +235,15 @@ async function writePki(dir: string): Promise<Pki> {
   fs.writeFileSync(files.servingCert, serving.certPem);
   fs.writeFileSync(files.servingKey, serving.keyPem, { mode: 0o600 });
   writeServiceAccountKeys(files.saPublic, files.saPrivate);
+  return { ca, files };
+}
+
+async function writePki(dir: string): Promise<Pki> {
+  const notAfter = new Date(Date.now() + 365 * 24 * 3600_000);
+  const { ca, files } = await writeApiServerPki(dir, { caName: 'portcullis-local-controlplane-ca', ipAddresses: ['127.0.0.1', '10.0.0.1'], notAfter });
+  const admin = await issueLeaf(ca, { commonName: 'portcullis-admin', organization: 'system:masters', usage: 'client', notAfter });
+  // In system:masters: the controllers' own RBAC roles are bootstrapped for per-controller service accounts, which this control plane does not run.
+  const controllerManager = await issueLeaf(ca, { commonName: 'system:kube-controller-manager', organization: 'system:masters', usage: 'client', notAfter });
   return { ca, admin, controllerManager, files };
 }
 

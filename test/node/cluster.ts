@@ -15,7 +15,7 @@ import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createCA, issueLeaf, type KeyPairPem } from '../../src/certs/x509.ts';
+import { issueLeaf, type KeyPairPem } from '../../src/certs/x509.ts';
 import { ensureBinaries, ensureNodeBinaries, type ControlPlaneBinaries, type NodeBinaries } from '../../src/local/binaries.ts';
 import {
   apiServerArgs,
@@ -25,12 +25,12 @@ import {
   tiedToUs,
   waitApiServerReady,
   writeAuditPolicy,
+  writeApiServerPki,
   writeKubeconfig,
-  writeServiceAccountKeys,
   type ApiServerFiles,
 } from '../../src/local/controlplane.ts';
 import { cleanupNode, leftovers } from './cleanup.ts';
-import { ensureNodeImages, IMAGES, type ImageArchive } from './images.ts';
+import { ensureNodeImages, IMAGES, run, type ImageArchive } from './images.ts';
 import {
   API_PORT,
   CLUSTER_CIDR,
@@ -388,15 +388,8 @@ interface NodePki {
 /** One CA; each component its own identity, as the bootstrap RBAC roles and the Node authorizer expect. */
 async function writePki(dir: string): Promise<NodePki> {
   const notAfter = new Date(Date.now() + 30 * 24 * 3600_000);
-  const ca = await createCA({ commonName: 'portcullis-node-cluster-ca', notAfter });
+  const { ca, files } = await writeApiServerPki(dir, { caName: 'portcullis-node-cluster-ca', ipAddresses: ['127.0.0.1', NODE_IP, KUBERNETES_SERVICE_IP], notAfter });
   const leaf = (commonName: string, organization?: string) => issueLeaf(ca, { commonName, organization, usage: 'client', notAfter });
-  const serving = await issueLeaf(ca, {
-    commonName: 'kube-apiserver',
-    dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
-    ipAddresses: ['127.0.0.1', NODE_IP, KUBERNETES_SERVICE_IP],
-    usage: 'server',
-    notAfter,
-  });
   const admin = await leaf('portcullis-admin', 'system:masters');
   const controllerManager = await leaf('system:kube-controller-manager');
   const scheduler = await leaf('system:kube-scheduler');
@@ -404,20 +397,10 @@ async function writePki(dir: string): Promise<NodePki> {
   const proxy = await leaf('system:kube-proxy');
   // The kubelet authorizes with AlwaysAllow; this identity is what it sees for logs and exec.
   const kubeletClient = await leaf('kube-apiserver-kubelet-client', 'system:masters');
-  const files: ApiServerFiles = {
-    caCert: path.join(dir, 'ca.crt'),
-    servingCert: path.join(dir, 'apiserver.crt'),
-    servingKey: path.join(dir, 'apiserver.key'),
-    saPublic: path.join(dir, 'sa.pub'),
-    saPrivate: path.join(dir, 'sa.key'),
-  };
-  fs.writeFileSync(files.caCert, ca.certPem);
+  // kube-controller-manager signs CertificateSigningRequests with the cluster's CA.
   fs.writeFileSync(path.join(dir, 'ca.key'), ca.keyPem, { mode: 0o600 });
-  fs.writeFileSync(files.servingCert, serving.certPem);
-  fs.writeFileSync(files.servingKey, serving.keyPem, { mode: 0o600 });
   fs.writeFileSync(path.join(dir, 'apiserver-kubelet-client.crt'), kubeletClient.certPem);
   fs.writeFileSync(path.join(dir, 'apiserver-kubelet-client.key'), kubeletClient.keyPem, { mode: 0o600 });
-  writeServiceAccountKeys(files.saPublic, files.saPrivate);
   return { ca, admin, controllerManager, scheduler, kubelet, proxy, files };
 }
 
@@ -601,12 +584,7 @@ async function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<
 }
 
 function exec(command: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(command, args, { env: { ...process.env, PATH }, timeout: 60_000, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${command} ${args.join(' ')}: ${(stderr || err.message).trim()}`));
-      else resolve(stdout);
-    });
-  });
+  return run(command, args, { env: { ...process.env, PATH } });
 }
 
 function execResult(command: string, args: string[], options: { input?: string; timeoutMs?: number }): Promise<CommandResult> {

@@ -136,6 +136,8 @@ async function buildImage(spec: ImageSpec, archive: string): Promise<void> {
     fs.rmSync(partial, { force: true });
     await buildah(['push', '--quiet', spec.name, `oci-archive:${partial}:${spec.name}`]);
     fs.renameSync(partial, archive);
+    // The archive is the cache; the storage keeps no stale copy of each rebuilt image.
+    await buildah(['rmi', spec.name]);
   } finally {
     if (container) await buildah(['rm', container]).catch(() => undefined);
     fs.rmSync(staging, { recursive: true, force: true });
@@ -144,7 +146,7 @@ async function buildImage(spec: ImageSpec, archive: string): Promise<void> {
 
 export function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = execFile(command, args, { cwd: options.cwd, env: options.env, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
+    const child = execFile(command, args, { cwd: options.cwd, env: options.env, maxBuffer: 64 << 20, timeout: 600_000 }, (err, stdout, stderr) => {
       if (err) reject(new Error(`${command} ${args.join(' ')} failed: ${(stderr || err.message).trim()}`));
       else resolve(stdout);
     });
