@@ -1,6 +1,7 @@
 /**
  * local: finds (and on first use builds) the control-plane binaries from the Go module in
- * test/controlplane. Only `npm start` without a cluster and the tests need this.
+ * test/controlplane. Only `npm start` without a cluster and the tests need this; the node
+ * programs (kubelet, kube-proxy, kube-scheduler) only test/node's cluster.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +18,7 @@ const buildScript = fileURLToPath(new URL('../../test/controlplane/build.sh', im
 
 /** Runs build.sh (a no-op when its cache holds the binaries); its progress goes to our stderr. */
 export async function ensureBinaries(): Promise<ControlPlaneBinaries> {
-  const dir = process.env.PORTCULLIS_CONTROLPLANE_BIN ?? (await runBuild());
+  const dir = process.env.PORTCULLIS_CONTROLPLANE_BIN ?? (await runBuild('controlplane'));
   return {
     etcd: path.join(dir, 'etcd'),
     kubeApiserver: path.join(dir, 'kube-apiserver'),
@@ -26,16 +27,32 @@ export async function ensureBinaries(): Promise<ControlPlaneBinaries> {
   };
 }
 
-function runBuild(): Promise<string> {
+export interface NodeBinaries {
+  kubelet: string;
+  kubeProxy: string;
+  kubeScheduler: string;
+}
+
+/** The node's programs, from the same k8s.io/kubernetes module as the control plane (`build.sh node`). */
+export async function ensureNodeBinaries(): Promise<NodeBinaries> {
+  const dir = process.env.PORTCULLIS_NODE_BIN ?? (await runBuild('node'));
+  return {
+    kubelet: path.join(dir, 'kubelet'),
+    kubeProxy: path.join(dir, 'kube-proxy'),
+    kubeScheduler: path.join(dir, 'kube-scheduler'),
+  };
+}
+
+function runBuild(set: 'controlplane' | 'node'): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [buildScript], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn('bash', [buildScript, set], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.on('error', (err) => reject(new Error(`cannot run ${buildScript}: ${err.message}`)));
     child.on('exit', (code) => {
       const dir = out.trim().split('\n').pop();
       if (code === 0 && dir) resolve(dir);
-      else reject(new Error(`building the local control plane failed (exit ${code}); see the build.sh lines above. It needs Go 1.26 and the Go module proxy.`));
+      else reject(new Error(`building the ${set} programs failed (exit ${code}); see the build.sh lines above. It needs Go 1.26 and the Go module proxy.`));
     });
   });
 }

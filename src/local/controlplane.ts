@@ -3,7 +3,8 @@
  * controller-runtime's envtest starts them (self-made CA, admin client certificate in
  * system:masters, RBAC, service-account keys), plus a kubeconfig that both client-node and
  * kubectl read. Used by `npm start` when no cluster is configured, and by the tests.
- * Must never be needed inside a cluster.
+ * Must never be needed inside a cluster. Its process, flag and kubeconfig helpers are exported
+ * for test/node's cluster, which runs the same programs inside a network namespace.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
@@ -44,7 +45,7 @@ const READY_TIMEOUT_MS = 180_000;
  * setpriv sets the parent-death signal and execs the command, so the child is the command itself
  * and our signals reach it directly. Without setpriv, the command as it is.
  */
-function tiedToUs(command: string, args: string[]): [string, string[]] {
+export function tiedToUs(command: string, args: string[]): [string, string[]] {
   return HAS_SETPRIV ? ['setpriv', ['--pdeathsig', 'KILL', '--', command, ...args]] : [command, args];
 }
 const HAS_SETPRIV = spawnSync('setpriv', ['--help'], { encoding: 'utf8' }).stdout?.includes('--pdeathsig') ?? false;
@@ -60,8 +61,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const server = `https://127.0.0.1:${apiPort}`;
   const pki = await writePki(certDir);
   const auditLogPath = path.join(dataDir, 'audit.log');
-  const auditPolicyPath = path.join(dataDir, 'audit-policy.yaml');
-  fs.writeFileSync(auditPolicyPath, AUDIT_POLICY);
+  const auditPolicyPath = writeAuditPolicy(dataDir);
 
   const kubeconfigPath = path.join(dataDir, 'kubeconfig');
   writeKubeconfig(kubeconfigPath, server, pki.ca.certPem, pki.admin);
@@ -82,42 +82,18 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   };
   let stopping = false;
 
-  launch('etcd', binaries.etcd, [
-    `--data-dir=${path.join(dataDir, 'etcd')}`,
-    `--listen-client-urls=http://127.0.0.1:${etcdClientPort}`,
-    `--advertise-client-urls=http://127.0.0.1:${etcdClientPort}`,
-    `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-    `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-    `--initial-cluster=default=http://127.0.0.1:${etcdPeerPort}`,
-    '--unsafe-no-fsync=true',
-    '--log-level=warn',
-  ]);
+  launch('etcd', binaries.etcd, etcdArgs(path.join(dataDir, 'etcd'), etcdClientPort, etcdPeerPort));
 
   const apiserverArgs = [
-    `--etcd-servers=http://127.0.0.1:${etcdClientPort}`,
-    `--cert-dir=${certDir}`,
-    `--tls-cert-file=${pki.files.servingCert}`,
-    `--tls-private-key-file=${pki.files.servingKey}`,
-    `--client-ca-file=${pki.files.caCert}`,
-    `--secure-port=${apiPort}`,
-    '--bind-address=127.0.0.1',
-    '--advertise-address=127.0.0.1',
+    ...apiServerArgs({ etcdClientPort, certDir, files: pki.files, port: apiPort, address: '127.0.0.1', serviceRange: '10.0.0.0/24', issuer: server, auditPolicyPath, auditLogPath }),
     '--endpoint-reconciler-type=none',
-    '--service-cluster-ip-range=10.0.0.0/24',
-    '--allow-privileged=true',
     '--authorization-mode=RBAC',
     `--disable-admission-plugins=${(options.disableAdmissionPlugins ?? DEFAULT_DISABLED_PLUGINS).join(',')}`,
-    `--service-account-issuer=${server}/`,
-    `--service-account-key-file=${pki.files.saPublic}`,
-    `--service-account-signing-key-file=${pki.files.saPrivate}`,
-    `--audit-policy-file=${auditPolicyPath}`,
-    `--audit-log-path=${auditLogPath}`,
-    '--audit-log-mode=blocking',
   ];
   let apiserver: ChildProcess | undefined;
   const startApiServer = async () => {
     apiserver = launch('kube-apiserver', binaries.kubeApiserver, apiserverArgs);
-    await waitReady(server, pki, apiserver, path.join(dataDir, 'kube-apiserver.log'));
+    await waitApiServerReady(server, { ca: pki.ca.certPem, client: pki.admin }, apiserver, path.join(dataDir, 'kube-apiserver.log'));
   };
   const stop = async () => {
     stopping = true;
@@ -161,27 +137,93 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   };
 }
 
+/** etcd on the loopback of the network namespace it runs in, one member, no fsync (test data). */
+export function etcdArgs(dataDir: string, clientPort: number, peerPort: number): string[] {
+  return [
+    `--data-dir=${dataDir}`,
+    `--listen-client-urls=http://127.0.0.1:${clientPort}`,
+    `--advertise-client-urls=http://127.0.0.1:${clientPort}`,
+    `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+    `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+    '--unsafe-no-fsync=true',
+    '--log-level=warn',
+  ];
+}
+
+export interface ApiServerFiles {
+  caCert: string;
+  servingCert: string;
+  servingKey: string;
+  saPublic: string;
+  saPrivate: string;
+}
+
+/** The kube-apiserver flags both clusters share; authorization and admission are the caller's. */
+export function apiServerArgs(p: {
+  etcdClientPort: number;
+  certDir: string;
+  files: ApiServerFiles;
+  port: number;
+  address: string;
+  serviceRange: string;
+  issuer: string;
+  auditPolicyPath: string;
+  auditLogPath: string;
+}): string[] {
+  return [
+    `--etcd-servers=http://127.0.0.1:${p.etcdClientPort}`,
+    `--cert-dir=${p.certDir}`,
+    `--tls-cert-file=${p.files.servingCert}`,
+    `--tls-private-key-file=${p.files.servingKey}`,
+    `--client-ca-file=${p.files.caCert}`,
+    `--secure-port=${p.port}`,
+    `--bind-address=${p.address}`,
+    `--advertise-address=${p.address}`,
+    `--service-cluster-ip-range=${p.serviceRange}`,
+    '--allow-privileged=true',
+    `--service-account-issuer=${p.issuer}/`,
+    `--service-account-key-file=${p.files.saPublic}`,
+    `--service-account-signing-key-file=${p.files.saPrivate}`,
+    `--audit-policy-file=${p.auditPolicyPath}`,
+    `--audit-log-path=${p.auditLogPath}`,
+    '--audit-log-mode=blocking',
+  ];
+}
+
+/** Writes the service-account key pair as the API server and kube-controller-manager read it. */
+export function writeServiceAccountKeys(publicFile: string, privateFile: string): void {
+  const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  fs.writeFileSync(publicFile, sa.publicKey.export({ type: 'spki', format: 'pem' }));
+  fs.writeFileSync(privateFile, sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+}
+
+export function writeAuditPolicy(dir: string): string {
+  const file = path.join(dir, 'audit-policy.yaml');
+  fs.writeFileSync(file, AUDIT_POLICY);
+  return file;
+}
+
 interface Pki {
   ca: KeyPairPem;
   admin: KeyPairPem;
   controllerManager: KeyPairPem;
-  files: { caCert: string; servingCert: string; servingKey: string; saPublic: string; saPrivate: string };
+  files: ApiServerFiles;
 }
 
-async function writePki(dir: string): Promise<Pki> {
-  const notAfter = new Date(Date.now() + 365 * 24 * 3600_000);
-  const ca = await createCA({ commonName: 'portcullis-local-controlplane-ca', notAfter });
+/**
+ * A CA, the API server's serving certificate (its addresses, the kubernetes Service's names) and
+ * the service-account key pair, written under dir as the API server's flags name them.
+ */
+export async function writeApiServerPki(dir: string, p: { caName: string; ipAddresses: string[]; notAfter: Date }): Promise<{ ca: KeyPairPem; files: ApiServerFiles }> {
+  const ca = await createCA({ commonName: p.caName, notAfter: p.notAfter });
   const serving = await issueLeaf(ca, {
     commonName: 'kube-apiserver',
-    dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'],
-    ipAddresses: ['127.0.0.1', '10.0.0.1'],
+    dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
+    ipAddresses: p.ipAddresses,
     usage: 'server',
-    notAfter,
+    notAfter: p.notAfter,
   });
-  const admin = await issueLeaf(ca, { commonName: 'portcullis-admin', organization: 'system:masters', usage: 'client', notAfter });
-  // In system:masters: the controllers' own RBAC roles are bootstrapped for per-controller service accounts, which this control plane does not run.
-  const controllerManager = await issueLeaf(ca, { commonName: 'system:kube-controller-manager', organization: 'system:masters', usage: 'client', notAfter });
-  const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const files = {
     caCert: path.join(dir, 'ca.crt'),
     servingCert: path.join(dir, 'apiserver.crt'),
@@ -192,33 +234,42 @@ async function writePki(dir: string): Promise<Pki> {
   fs.writeFileSync(files.caCert, ca.certPem);
   fs.writeFileSync(files.servingCert, serving.certPem);
   fs.writeFileSync(files.servingKey, serving.keyPem, { mode: 0o600 });
-  fs.writeFileSync(files.saPublic, sa.publicKey.export({ type: 'spki', format: 'pem' }));
-  fs.writeFileSync(files.saPrivate, sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  writeServiceAccountKeys(files.saPublic, files.saPrivate);
+  return { ca, files };
+}
+
+async function writePki(dir: string): Promise<Pki> {
+  const notAfter = new Date(Date.now() + 365 * 24 * 3600_000);
+  const { ca, files } = await writeApiServerPki(dir, { caName: 'portcullis-local-controlplane-ca', ipAddresses: ['127.0.0.1', '10.0.0.1'], notAfter });
+  const admin = await issueLeaf(ca, { commonName: 'portcullis-admin', organization: 'system:masters', usage: 'client', notAfter });
+  // In system:masters: the controllers' own RBAC roles are bootstrapped for per-controller service accounts, which this control plane does not run.
+  const controllerManager = await issueLeaf(ca, { commonName: 'system:kube-controller-manager', organization: 'system:masters', usage: 'client', notAfter });
   return { ca, admin, controllerManager, files };
 }
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 
 /** JSON is YAML: kubectl and client-node both read this file. */
-function writeKubeconfig(file: string, server: string, caPem: string, user: KeyPairPem): void {
+export function writeKubeconfig(file: string, server: string, caPem: string, user: KeyPairPem, name = 'portcullis-local'): void {
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'portcullis-local', cluster: { server, 'certificate-authority-data': b64(caPem) } }],
+    clusters: [{ name, cluster: { server, 'certificate-authority-data': b64(caPem) } }],
     users: [{ name: 'admin', user: { 'client-certificate-data': b64(user.certPem), 'client-key-data': b64(user.keyPem) } }],
-    contexts: [{ name: 'portcullis-local', context: { cluster: 'portcullis-local', user: 'admin' } }],
-    'current-context': 'portcullis-local',
+    contexts: [{ name, context: { cluster: name, user: 'admin' } }],
+    'current-context': name,
   };
   fs.writeFileSync(file, JSON.stringify(config, null, 2), { mode: 0o600 });
 }
 
-async function waitReady(server: string, pki: Pki, child: ChildProcess, logFile: string): Promise<void> {
+/** Waits for /readyz to answer 200, failing early with the log's tail when the process exits. */
+export async function waitApiServerReady(server: string, tls: { ca: string; client: KeyPairPem }, child: ChildProcess, logFile: string): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let last = '';
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`kube-apiserver exited with ${child.exitCode}; see ${logFile}:\n${tail(logFile)}`);
     try {
-      const status = await get(`${server}/readyz`, pki);
+      const status = await get(`${server}/readyz`, tls);
       if (status === 200) return;
       last = `readyz answered ${status}`;
     } catch (err) {
@@ -229,9 +280,9 @@ async function waitReady(server: string, pki: Pki, child: ChildProcess, logFile:
   throw new Error(`kube-apiserver was not ready within ${READY_TIMEOUT_MS / 1000}s (${last}); see ${logFile}:\n${tail(logFile)}`);
 }
 
-function get(url: string, pki: Pki): Promise<number> {
+function get(url: string, tls: { ca: string; client: KeyPairPem }): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = https.get(url, { ca: pki.ca.certPem, cert: pki.admin.certPem, key: pki.admin.keyPem, timeout: 2000 }, (res) => {
+    const req = https.get(url, { ca: tls.ca, cert: tls.client.certPem, key: tls.client.keyPem, timeout: 2000 }, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });
@@ -240,7 +291,7 @@ function get(url: string, pki: Pki): Promise<number> {
   });
 }
 
-function tail(file: string): string {
+export function tail(file: string): string {
   try {
     return fs.readFileSync(file, 'utf8').split('\n').slice(-20).join('\n');
   } catch {
@@ -248,10 +299,11 @@ function tail(file: string): string {
   }
 }
 
-function terminate(child: ChildProcess): Promise<void> {
+/** SIGTERM, then SIGKILL after graceMs; resolves when the process has exited. */
+export function terminate(child: ChildProcess, graceMs = 10_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
-    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
     child.once('exit', () => {
       clearTimeout(kill);
       resolve();

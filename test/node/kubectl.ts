@@ -1,0 +1,44 @@
+/**
+ * test/node/kubectl.ts: small kubectl helpers for the node cluster's tests: run and fail with
+ * kubectl's own words, read JSON, apply objects. Owns no state; the cluster is hooks.ts's.
+ */
+import { nodeCluster } from './hooks.ts';
+
+/** kubectl, failing the test with its stderr unless it exits 0. */
+export async function kc(args: string[], input?: string, timeoutMs?: number): Promise<string> {
+  const r = await nodeCluster().kubectl(args, { input, timeoutMs });
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${r.code}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+export async function getJson<T = any>(args: string[]): Promise<T> {
+  return JSON.parse(await kc([...args, '-o', 'json'])) as T;
+}
+
+/** Applies objects (JSON is YAML) with server-side apply. */
+export async function apply(...objects: object[]): Promise<void> {
+  await kc(['apply', '--server-side', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+}
+
+/** A namespace for one test file, deleted (and waited for) by the returned function. */
+export async function namespace(name: string): Promise<() => Promise<void>> {
+  await kc(['create', 'namespace', name]);
+  return async () => {
+    await kc(['delete', 'namespace', name, '--wait=true', '--timeout=90s'], undefined, 100_000);
+  };
+}
+
+/** A pod spec of the test image: quick to stop (busybox as PID 1 ignores SIGTERM). */
+export function testPod(command?: string[]) {
+  return {
+    terminationGracePeriodSeconds: 1,
+    containers: [
+      {
+        name: 'main',
+        image: nodeCluster().images.test,
+        imagePullPolicy: 'Never',
+        ...(command ? { command } : {}),
+      },
+    ],
+  };
+}
