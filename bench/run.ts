@@ -14,29 +14,23 @@
  * req/s swings between runs, CPU time per request much less.
  * The last line is one JSON object with the figures.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createCA, issueLeaf } from '../src/certs/x509.ts';
 import { SuiteRegistry } from '../src/registry/registry.ts';
 import type { AdmissionReview } from '../src/api/review.ts';
 import { benchSuite, podReview, SERVER_NAME } from './fixtures.ts';
+import { runOnLoadCore, startServer } from './processes.ts';
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const WARM_UP_S = 3;
-const CAN_PIN = spawnSync('taskset', ['--version']).status === 0;
-
 // The load generator (this process) runs on core 1, the servers on core 0: re-run pinned.
-if (CAN_PIN && os.cpus().length > 1 && process.env.PORTCULLIS_BENCH_PINNED !== '1') {
-  const pinned = spawnSync('taskset', ['-c', '1', process.execPath, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, PORTCULLIS_BENCH_PINNED: '1' } });
-  process.exit(pinned.status ?? 1);
-}
+runOnLoadCore();
 const CONNECTIONS = 10;
-const here = path.dirname(fileURLToPath(import.meta.url));
 
 function reviewMicros(): number {
   const registry = new SuiteRegistry();
@@ -81,19 +75,6 @@ function loadReviewMicros(body: string): { parse: number; evaluate: number } {
   return { parse: best(() => JSON.parse(body)), evaluate: best(() => validate.admit(request)) };
 }
 
-async function startServer(kind: 'portcullis' | 'floor', cert: string, key: string): Promise<{ child: ChildProcess; port: number }> {
-  const pin = CAN_PIN ? ['taskset', '-c', '0'] : [];
-  const args = [...pin, process.execPath, path.join(here, 'server.ts'), kind, cert, key];
-  const child = spawn(args[0]!, args.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      const match = /listening (\d+)/.exec(chunk.toString());
-      if (match) resolve(Number(match[1]));
-    });
-    child.on('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
-  });
-  return { child, port };
-}
 
 async function load(port: number, ca: string, body: string, options: { overallRate?: number; seconds?: number } = {}): Promise<autocannon.Result> {
   const { overallRate, seconds = DURATION_S } = options;

@@ -6,40 +6,30 @@
  * records how long each took. Prints the typical reviews' p50/p99/max and how many large reviews
  * were answered; the last line is one JSON object with the figures.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createCA, issueLeaf } from '../src/certs/x509.ts';
 import { podReview, SERVER_NAME } from './fixtures.ts';
+import { runOnLoadCore, startServer } from './processes.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const LARGE_CLIENTS = Number(process.env.BENCH_LARGE_CLIENTS ?? 4);
 const LABELS = 266_000;
-const CAN_PIN = spawnSync('taskset', ['--version']).status === 0;
-if (CAN_PIN && os.cpus().length > 1 && process.env.PORTCULLIS_BENCH_PINNED !== '1') {
-  const pinned = spawnSync('taskset', ['-c', '1', process.execPath, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, PORTCULLIS_BENCH_PINNED: '1' } });
-  process.exit(pinned.status ?? 1);
-}
-const here = path.dirname(fileURLToPath(import.meta.url));
+runOnLoadCore();
 
 const ca = await createCA({ commonName: 'bench-ca', notAfter: new Date(Date.now() + 86_400_000) });
 const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-starvation-'));
 fs.writeFileSync(path.join(dir, 'tls.crt'), leaf.certPem);
 fs.writeFileSync(path.join(dir, 'tls.key'), leaf.keyPem);
-const server = spawn(CAN_PIN ? 'taskset' : process.execPath, [...(CAN_PIN ? ['-c', '0', process.execPath] : []), path.join(here, 'server.ts'), 'portcullis', path.join(dir, 'tls.crt'), path.join(dir, 'tls.key')], { stdio: ['ignore', 'pipe', 'inherit'] });
-const port = await new Promise<number>((resolve) => server.stdout!.on('data', (chunk: Buffer) => {
-  const match = /listening (\d+)/.exec(chunk.toString());
-  if (match) resolve(Number(match[1]));
-}));
+const { child: server, port } = await startServer('portcullis', path.join(dir, 'tls.crt'), path.join(dir, 'tls.key'));
 
 const small = JSON.stringify(podReview(1));
 const largeReview = podReview(1);
 const labels: Record<string, string> = {};
-for (let i = 0; i < LABELS; i++) labels[`l${i}`] = "";
+for (let i = 0; i < LABELS; i++) labels[`l${i}`] = '';
 (largeReview.request!.object as { metadata: { labels: Record<string, string> } }).metadata.labels = labels;
 const large = JSON.stringify(largeReview);
 

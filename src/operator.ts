@@ -191,9 +191,14 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     settings: { durationMs: config.caDurationMs, renewBeforeMs: config.caRenewBeforeMs, overlapMs: config.caOverlapMs },
     log: componentLogger('ca'),
     facts: {
+      // Only configurations the API server may still call: one whose suite is gone waits only for
+      // garbage collection, and no reconcile will ever update its bundle.
       allBundlesCarry: (certPem) =>
         configurations.every((cache) =>
-          cache.list().every((c) => (c.webhooks ?? []).every((w) => Buffer.from(w.clientConfig?.caBundle ?? '', 'base64').toString().includes(certPem.trim()))),
+          cache
+            .list()
+            .filter((c) => c.metadata?.name === SUITE_VALIDATION.configuration || suites.get(c.metadata?.labels?.[SUITE_LABEL] ?? '') !== undefined)
+            .every((c) => (c.webhooks ?? []).every((w) => Buffer.from(w.clientConfig?.caBundle ?? '', 'base64').toString().includes(certPem.trim()))),
         ),
       anyLeafSignedBy: (certPem) =>
         secrets.list().some((s) => s.metadata?.name !== CA_SECRET && s.data?.['tls.crt'] && isSignedBy(Buffer.from(s.data['tls.crt'], 'base64').toString(), certPem)) ||

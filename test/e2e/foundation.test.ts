@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import * as k8s from '@kubernetes/client-node';
 import { cluster, kubectl, OPERATOR_NAMESPACE } from '../support/cluster.ts';
 import { startTestOperator } from '../support/operator.ts';
-import { condition, createSuite, deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
+import { condition, createSuite, deleteSuite, deleteSuiteObject, getSuite, waitForCondition } from '../support/suites.ts';
 import { eventually } from '../support/wait.ts';
 import { getObject, type KubeObject } from '../../src/kube/client.ts';
 import { deployment, errorStatus } from '../support/objects.ts';
@@ -153,7 +153,7 @@ describe('Foundation: one suite admitting end to end through the real API server
       { apiVersion: 'v1', kind: 'Service', metadata: { name: 'portcullis-replica-guard', namespace: OPERATOR_NAMESPACE } },
     ];
     for (const header of owned) expect(await getObject(kube, header), `${header.kind} before deletion`).to.not.equal(undefined);
-    await deleteSuite('replica-guard');
+    await deleteSuiteObject('replica-guard');
     await eventually(
       async () => {
         for (const header of owned) if (await getObject(kube, header)) throw new Error(`${header.kind} ${header.metadata.name} still exists`);

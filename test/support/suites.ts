@@ -1,6 +1,7 @@
 /** Creating, reading and deleting AdmissionSuites in the test cluster, and waiting on their conditions. */
 import { GROUP, PLURAL, VERSION, type AdmissionSuite, type Condition, type SuiteSpec } from '../../src/api/types.ts';
-import { isNotFound } from '../../src/kube/client.ts';
+import { deleteIfExists, getObject, isNotFound, type KubeObject } from '../../src/kube/client.ts';
+import { configurationName } from '../../src/api/names.ts';
 import { cluster } from './cluster.ts';
 import { eventually } from './wait.ts';
 
@@ -20,7 +21,26 @@ export async function getSuite(name: string): Promise<AdmissionSuite | undefined
   }
 }
 
+/**
+ * Deletes the suite, and its webhook configurations at once rather than when garbage collection
+ * gets to them (which, after an API server restart, can take longer than a test waits): one left
+ * behind points at an operator that a test may stop next, and would fail the next tests' requests
+ * (failurePolicy Fail) with "connection refused". Tests of garbage collection itself delete the
+ * suite through the API instead.
+ */
 export async function deleteSuite(name: string): Promise<void> {
+  const suite = await getSuite(name);
+  if (!suite) return;
+  await deleteSuiteObject(name);
+  for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
+    const header = { apiVersion: 'admissionregistration.k8s.io/v1', kind, metadata: { name: configurationName(name) } };
+    const configuration = await getObject<KubeObject & { metadata: { ownerReferences?: { uid: string }[] } }>(cluster().kube, header);
+    if (configuration?.metadata.ownerReferences?.some((o) => o.uid === suite.metadata.uid)) await deleteIfExists(cluster().kube, header);
+  }
+}
+
+/** Deletes the AdmissionSuite object alone: what it owns goes by garbage collection (tests of that). */
+export async function deleteSuiteObject(name: string): Promise<void> {
   try {
     await cluster().kube.custom.deleteClusterCustomObject({ ...ref, name });
   } catch (err) {

@@ -12,23 +12,9 @@ import { startTestEndpoint, SERVER_NAME, type TestEndpoint } from '../support/en
 import { SuiteRegistry } from '../../src/registry/registry.ts';
 import { REVIEW_ERRORS, ECHO_LIMIT } from '../../src/admission/errors.ts';
 import { fixtures } from '../fixtures/reviews.ts';
-import type { AdmissionSuite } from '../../src/api/types.ts';
+import { guardsSuite } from '../fixtures/suites.ts';
 
-const suite: AdmissionSuite = {
-  apiVersion: 'admission.portcullis.dev/v1alpha1',
-  kind: 'AdmissionSuite',
-  metadata: { name: 'guards', uid: 'u1', generation: 1 },
-  spec: {
-    webhooks: [
-      {
-        name: 'replicas',
-        type: 'Validating',
-        rules: [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }],
-        validations: [{ expression: 'object.spec.replicas <= 2', message: 'at most 2 replicas' }],
-      },
-    ],
-  },
-};
+const suite = guardsSuite();
 
 const LIMITS = { maxConnections: 8, handshakeTimeoutMs: 1500, requestTimeoutMs: 1500, headersTimeoutMs: 1500 };
 

@@ -8,30 +8,10 @@ import { startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
 import https from 'node:https';
 import { REVIEW_ERRORS } from '../../src/admission/errors.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
-import type { AdmissionSuite } from '../../src/api/types.ts';
 import { fixtures } from '../fixtures/reviews.ts';
+import { guardsSuite } from '../fixtures/suites.ts';
 
-const suite: AdmissionSuite = {
-  apiVersion: 'admission.portcullis.dev/v1alpha1',
-  kind: 'AdmissionSuite',
-  metadata: { name: 'guards', uid: 'u1', generation: 1 },
-  spec: {
-    webhooks: [
-      {
-        name: 'replicas',
-        type: 'Validating',
-        rules: [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }],
-        validations: [{ expression: 'object.spec.replicas <= 2', message: 'at most 2 replicas' }],
-      },
-      {
-        name: 'labels',
-        type: 'Mutating',
-        rules: [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }],
-        mutations: [{ patch: [{ op: 'add', path: '/metadata/labels/checked', value: 'yes' }] }],
-      },
-    ],
-  },
-};
+const suite = guardsSuite();
 
 describe('admission: the HTTPS endpoint', function () {
   let endpoint: TestEndpoint;

@@ -1,0 +1,33 @@
+/**
+ * The benchmarks' processes: the load generator (the bench script itself) on core 1, each server
+ * under test (bench/server.ts) in a process of its own on core 0, when taskset and two cores are
+ * there; unpinned otherwise.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CAN_PIN = spawnSync('taskset', ['--version']).status === 0 && os.cpus().length > 1;
+const SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'server.ts');
+
+/** Re-runs this script pinned to core 1 and exits with its status; returns when already pinned (or unable to pin). */
+export function runOnLoadCore(): void {
+  if (!CAN_PIN || process.env.PORTCULLIS_BENCH_PINNED === '1') return;
+  const pinned = spawnSync('taskset', ['-c', '1', process.execPath, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, PORTCULLIS_BENCH_PINNED: '1' } });
+  process.exit(pinned.status ?? 1);
+}
+
+/** Starts bench/server.ts (`portcullis` or `floor`) on core 0; resolves with its port once it listens. */
+export async function startServer(kind: 'portcullis' | 'floor', certFile: string, keyFile: string): Promise<{ child: ChildProcess; port: number }> {
+  const args = [...(CAN_PIN ? ['taskset', '-c', '0'] : []), process.execPath, SERVER, kind, certFile, keyFile];
+  const child = spawn(args[0]!, args.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      const match = /listening (\d+)/.exec(chunk.toString());
+      if (match) resolve(Number(match[1]));
+    });
+    child.on('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
+  });
+  return { child, port };
+}
