@@ -616,6 +616,8 @@ function execResult(command: string, args: string[], options: { input?: string; 
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
       resolve({ code, stdout, stderr: stderr || (err && code === 1 ? err.message : '') });
     });
+    // A command that exits without reading its input (iptables-save) must not fail the caller with EPIPE.
+    child.stdin!.on('error', () => undefined);
     child.stdin!.end(options.input ?? '');
   });
 }

@@ -10,6 +10,7 @@
 import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
+import { eventually } from '../../support/wait.ts';
 import { nodeCluster } from '../hooks.ts';
 import { getJson, kc } from '../kubectl.ts';
 import {
@@ -80,9 +81,14 @@ describe('the operator installed with kubectl apply -f deploy/', function () {
     );
     // The Node 24 binary alone is about 120 MB; the production dependencies about 55 MB.
     expect(image.sizeBytes).to.be.below(250e6);
-    const node = await getJson(['get', 'node', nodeCluster().nodeName]);
-    const names: string[] = node.status.images.flatMap((i: { names: string[] }) => i.names);
-    expect(names).to.include(image.name);
+    // Imported into the node's containerd: the kubelet lists it in the Node's status at its next update.
+    await eventually(
+      async () => {
+        const node = await getJson(['get', 'node', nodeCluster().nodeName]);
+        expect(node.status.images.flatMap((i: { names: string[] }) => i.names)).to.include(image.name);
+      },
+      { what: `the Node to list ${image.name}`, timeoutMs: 30_000 },
+    );
   });
 
   it('2 Ready replicas and a leader after kubectl apply -f deploy/; the sample suite applied at once is Ready and denies through its Service, with no create failed meanwhile', async function () {

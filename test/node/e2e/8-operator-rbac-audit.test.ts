@@ -103,6 +103,15 @@ function readAudit(): AuditEvent[] {
   return [...events.values()];
 }
 
+/** A ConfigMap created (as a server-side dry run: admission in full, nothing stored) comes back with the Mutating webhook's label. */
+async function stamped(name: string): Promise<void> {
+  const body = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS, labels: { a: 'b' } } });
+  await eventually(async () => expect(JSON.parse(await kc(['create', '--dry-run=server', '-o', 'json', '-f', '-'], body)).metadata.labels).to.deep.equal({ a: 'b', stamped: 'yes' }), {
+    what: `the Mutating webhook to label ${name}`,
+    timeoutMs: 30_000,
+  });
+}
+
 describe('the operator: least privilege, from the audit log', function () {
   this.timeout(5 * 60_000);
   let removeNamespace: () => Promise<void>;
@@ -116,7 +125,7 @@ describe('the operator: least privilege, from the audit log', function () {
     await removeNamespace();
   });
 
-  it('a suite with params and a Mutating webhook works, and dropping that type removes its configuration', async function () {
+  it('a suite with params and a Mutating webhook works, and dropping a type removes its configuration', async function () {
     await apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'rbac-params', namespace: NS }, data: { forbidden: 'not-this-one' } });
     const webhooks = [
       {
@@ -145,14 +154,20 @@ describe('the operator: least privilege, from the audit log', function () {
       },
       { what: 'the params-based validation to deny', timeoutMs: 30_000 },
     );
-    await kc(['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'stamped', namespace: NS, labels: { a: 'b' } } }));
-    expect((await getJson(['get', 'configmap', '-n', NS, 'stamped'])).metadata.labels).to.deep.equal({ a: 'b', stamped: 'yes' });
+    await stamped('stamped');
 
     await apply({ ...suite, spec: { webhooks: webhooks.filter((w) => w.type === 'Validating') } });
     await waitSuiteReady(SUITE);
     await eventually(async () => expect(await kc(['get', 'mutatingwebhookconfiguration', `portcullis-${SUITE}`, '--ignore-not-found', '-o', 'name'])).to.equal(''), {
       what: 'the Mutating configuration of the suite to be deleted',
     });
+    // And the other way round: Mutating only, so its Validating configuration goes.
+    await apply({ ...suite, spec: { webhooks: webhooks.filter((w) => w.type === 'Mutating') } });
+    await waitSuiteReady(SUITE);
+    await eventually(async () => expect(await kc(['get', 'validatingwebhookconfiguration', `portcullis-${SUITE}`, '--ignore-not-found', '-o', 'name'])).to.equal(''), {
+      what: 'the Validating configuration of the suite to be deleted',
+    });
+    await stamped('not-this-one');
   });
 
   it('every request of its ServiceAccount was allowed and granted by deploy/02-rbac.yaml, and every grant was used', async function () {
