@@ -240,8 +240,10 @@ export interface LoadSummary {
   allowed: number;
   unjudged: number;
   failed: number;
-  /** The first few failures, with when they were sent. */
+  /** The first few failed creates, with when they were sent. */
   failures: string[];
+  /** The first few creates admitted unjudged. */
+  unjudgedSamples: string[];
   seconds: number;
   perSecond: number;
 }
@@ -301,11 +303,13 @@ export class CreateLoad {
 
 export function summarize(outcomes: Outcome[], seconds: number): LoadSummary {
   const count = (v: Verdict) => outcomes.filter((o) => verdict(o) === v).length;
-  const failures = outcomes
-    .filter((o) => verdict(o) === 'failed' || verdict(o) === 'unjudged')
-    .sort((a, b) => a.sentAt - b.sentAt)
-    .slice(0, 5)
-    .map((o) => `#${o.seq} sent at ${seconds ? (o.sentAt / 1000).toFixed(2) : '?'} s (${o.deny ? 'deny' : 'allow'}): ${o.status} ${o.message.slice(0, 300)}`);
+  const samples = (v: Verdict) =>
+    outcomes
+      .filter((o) => verdict(o) === v)
+      .sort((a, b) => a.sentAt - b.sentAt)
+      .slice(0, 5)
+      .map((o) => `#${o.seq} sent at ${(o.sentAt / 1000).toFixed(2)} s (${o.deny ? 'deny' : 'allow'}): ${o.status} ${o.message.slice(0, 300)}`);
+  const failures = samples('failed');
   return {
     sent: outcomes.length,
     policy: count('policy'),
@@ -313,6 +317,7 @@ export function summarize(outcomes: Outcome[], seconds: number): LoadSummary {
     unjudged: count('unjudged'),
     failed: count('failed'),
     failures,
+    unjudgedSamples: samples('unjudged'),
     seconds,
     perSecond: outcomes.length / seconds,
   };

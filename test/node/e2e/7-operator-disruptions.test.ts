@@ -39,7 +39,7 @@ const LOAD_SERVICE = `portcullis-${LOAD_SUITE}`;
 
 function expectNoFailure(summary: LoadSummary): void {
   expect(summary.failed, `failed admissions:\n${summary.failures.join('\n')}`).to.equal(0);
-  expect(summary.unjudged, `creates admitted without the webhook:\n${summary.failures.join('\n')}`).to.equal(0);
+  expect(summary.unjudged, `creates admitted without the webhook:\n${summary.unjudgedSamples.join('\n')}`).to.equal(0);
   expect(summary.policy, 'creates refused by the policy').to.be.above(0);
   expect(summary.allowed, 'creates allowed').to.be.above(0);
 }
@@ -157,19 +157,23 @@ describe('the operator through pod deletions, a roll, a drain and a lost leader,
     await sleep(2000);
     const t = performance.now();
     await kc(['delete', 'pod', '-n', OPERATOR_NS, lead.pod, '--grace-period=0', '--force']);
+    // The killed pod's process, told to stop, gives the lease up: the surviving replica or, if it
+    // is quicker to ask, the replica the Deployment starts in its place takes it. Without that
+    // release (a process killed outright) the survivor takes it once the lease expires.
     const next = await eventually(
       async () => {
         const now = await leader(1000);
-        if (!now.holder.startsWith(`${other.metadata.name}-`)) throw new Error(`the holder is ${now.holder}`);
+        if (now.pod === lead.pod) throw new Error(`the holder is still ${now.holder}`);
         return now;
       },
-      { what: `${other.metadata.name} to take the lease`, timeoutMs: 60_000, intervalMs: 100 },
+      { what: `a replica other than ${lead.pod} to take the lease`, timeoutMs: 60_000, intervalMs: 100 },
     );
     const tookMs = performance.now() - t;
+    const by = next.pod === other.metadata.name ? 'the surviving replica' : 'the replacement replica';
     await settledReplicas();
     await sleep(2000);
     const summary = await load.stop();
-    process.stderr.write(`      ${lead.pod} force-deleted; ${next.pod} leads after ${seconds(tookMs)} (bound ${seconds(LEASE_DURATION_MS + 2 * RETRY_PERIOD_MS)}); ${describeLoad(summary)}\n`);
+    process.stderr.write(`      ${lead.pod} force-deleted; ${next.pod} (${by}) leads after ${seconds(tookMs)} (bound ${seconds(LEASE_DURATION_MS + 2 * RETRY_PERIOD_MS)}); ${describeLoad(summary)}\n`);
     expect(tookMs).to.be.below(LEASE_DURATION_MS + 2 * RETRY_PERIOD_MS);
     expect(next.transitions).to.be.above(lead.transitions);
     expect(await ownedObjects(), 'the suites and everything the operator made for them, by uid').to.deep.equal(owned);
