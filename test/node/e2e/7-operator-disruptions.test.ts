@@ -147,7 +147,7 @@ describe('the operator through pod deletions, a roll, a drain and a lost leader,
     expectNoFailure(summary);
   });
 
-  it('the leader pod force-deleted: the other replica leads within the lease duration plus two retry periods; nothing of any suite is deleted; no create fails', async function () {
+  it('the leader pod force-deleted: another replica leads within the lease duration plus two retry periods; nothing of any suite is deleted; no create fails', async function () {
     const pods = await settledReplicas();
     const lead = await leader();
     const other = pods.find((p) => p.metadata.name !== lead.pod)!;
