@@ -24,7 +24,6 @@ import {
   terminate,
   tiedToUs,
   waitApiServerReady,
-  writeAuditPolicy,
   writeApiServerPki,
   writeKubeconfig,
   type ApiServerFiles,
@@ -210,7 +209,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
         address: NODE_IP,
         serviceRange: SERVICE_CIDR,
         issuer: netnsServer,
-        auditPolicyPath: writeAuditPolicy(l.dir),
+        auditPolicyPath: writeNodeAuditPolicy(l.dir),
         auditLogPath: path.join(l.logs, 'audit.log'),
       }),
       '--authorization-mode=Node,RBAC',
@@ -318,6 +317,30 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
     await stop().catch((e: Error) => log(e.message));
     throw err;
   }
+}
+
+/**
+ * The loopback control plane's audit policy (writes at Metadata, no reads), plus every request
+ * of the operator's ServiceAccount, reads included: the RBAC audit test compares what the
+ * operator installed from deploy/ really asked with what deploy/02-rbac.yaml grants it.
+ */
+export const OPERATOR_USER = 'system:serviceaccount:portcullis-system:portcullis-operator';
+function writeNodeAuditPolicy(dir: string): string {
+  const file = path.join(dir, 'audit-policy.yaml');
+  fs.writeFileSync(
+    file,
+    `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    users: ["${OPERATOR_USER}"]
+  - level: None
+    verbs: [get, list, watch]
+  - level: Metadata
+`,
+  );
+  return file;
 }
 
 /** setup.sh: packages and kernel facilities; its message names what is missing. */
@@ -593,6 +616,8 @@ function execResult(command: string, args: string[], options: { input?: string; 
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
       resolve({ code, stdout, stderr: stderr || (err && code === 1 ? err.message : '') });
     });
+    // A command that exits without reading its input (iptables-save) must not fail the caller with EPIPE.
+    child.stdin!.on('error', () => undefined);
     child.stdin!.end(options.input ?? '');
   });
 }

@@ -20,6 +20,8 @@ declare -A provides=(
   [iptables]=/usr/sbin/iptables
   [conntrack]=/usr/sbin/conntrack
   [buildah]=/usr/bin/buildah
+  # The Debian root of the stand-in for node:24-slim that the operator image builds on (operator-image.ts).
+  [mmdebstrap]=/usr/bin/mmdebstrap
   [busybox-static]=/bin/busybox
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/lib/x86_64-linux-gnu/libc.a

@@ -1,0 +1,67 @@
+/**
+ * The first seconds of a suite in a real cluster (issue 21): a suite applied while creates it
+ * judges arrive at 20/s. Until the API server has the suite's configuration it admits them
+ * itself; from then on the policy answers every one; no create ever fails on the way (no
+ * `failed calling webhook ... connection refused / no route to host`: the operator registers
+ * only once the suite's ClusterIP answers through kube-proxy). Reports the window from apply to
+ * the policy's first answer.
+ */
+import { expect } from 'chai';
+import { eventually } from '../../support/wait.ts';
+import { apply, kc } from '../kubectl.ts';
+import {
+  CreateLoad,
+  describeLoad,
+  ensureLoadNamespace,
+  ensureOperator,
+  LOAD_SUITE,
+  loadSuite,
+  OPERATOR_NS,
+  seconds,
+  summarize,
+  verdict,
+  waitSuiteReady,
+} from '../operator.ts';
+
+describe('the operator: a suite applied under load', function () {
+  this.timeout(5 * 60_000);
+
+  before(async function () {
+    await ensureOperator();
+    await ensureLoadNamespace();
+    // From nothing: no configuration of an earlier run of this suite may answer for it.
+    await kc(['delete', 'admissionsuite', LOAD_SUITE, '--ignore-not-found', '--wait=true']);
+    await eventually(
+      async () => {
+        const left = await kc(['get', `validatingwebhookconfiguration/portcullis-${LOAD_SUITE}`, `service/portcullis-${LOAD_SUITE}`, '-n', OPERATOR_NS, '--ignore-not-found', '-o', 'name']);
+        if (left.trim()) throw new Error(`still there: ${left.trim()}`);
+      },
+      { what: `the objects of an earlier ${LOAD_SUITE} to be collected`, timeoutMs: 60_000 },
+    );
+  });
+
+  it('creates at 20/s while the suite is applied: admitted by the API server, then judged by the policy; none fails', async function () {
+    const load = new CreateLoad(20);
+    // A moment of creates before the suite exists: all admitted, none judged.
+    await new Promise((r) => setTimeout(r, 2000));
+    const appliedAt = load.now();
+    await apply(loadSuite);
+    await waitSuiteReady(LOAD_SUITE, 120_000);
+    const readyAt = load.now();
+    await new Promise((r) => setTimeout(r, 5000));
+    const summary = await load.stop();
+    const firstPolicy = load.outcomes.filter((o) => verdict(o) === 'policy').sort((a, b) => a.doneAt - b.doneAt)[0];
+    process.stderr.write(
+      `      ${describeLoad(summary)}\n      suite applied at ${seconds(appliedAt)}, Ready at ${seconds(readyAt)} (+${seconds(readyAt - appliedAt)}), ` +
+        `first policy answer at ${firstPolicy ? seconds(firstPolicy.doneAt) : 'never'} (+${firstPolicy ? seconds(firstPolicy.doneAt - appliedAt) : '?'} after apply)\n`,
+    );
+
+    expect(summary.failed, `creates that failed: ${summary.failures.join('; ')}`).to.equal(0);
+    expect(summary.sent).to.be.above(150);
+    expect(firstPolicy, 'a create refused by the suite').to.not.equal(undefined);
+    // Unjudged only before the API server had the configuration: every deny-labelled create sent
+    // after the policy's first answer came back was refused.
+    const lateUnjudged = load.outcomes.filter((o) => o.deny && o.sentAt > firstPolicy!.doneAt && verdict(o) !== 'policy');
+    expect(summarize(lateUnjudged, 0).unjudgedSamples).to.deep.equal([]);
+  });
+});

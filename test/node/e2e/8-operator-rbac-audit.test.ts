@@ -1,0 +1,208 @@
+/**
+ * Least privilege, proven from the API server's audit log (issue 23, check 6). The node cluster's
+ * audit policy records every request of the operator's ServiceAccount at Metadata level
+ * (test/node/cluster.ts). After the run so far (install, suites, rolls, drains, a lost leader),
+ * this file first exercises the paths only some suites take (params read from a ConfigMap, the
+ * SubjectAccessReview asking whether the author may read them, a Mutating webhook, and its
+ * configuration deleted when the suite drops that type), then reads the log: no request of the
+ * operator was refused (403), every one is granted by deploy/02-rbac.yaml (or is discovery, which
+ * every authenticated user may read), and every permission deploy/02-rbac.yaml grants was used,
+ * but for a short allow-list, each entry with the reason it is rarely used.
+ */
+import { expect } from 'chai';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { eventually } from '../../support/wait.ts';
+import { OPERATOR_USER } from '../cluster.ts';
+import { nodeCluster } from '../hooks.ts';
+import { apply, getJson, kc, namespace } from '../kubectl.ts';
+import { layout } from '../layout.ts';
+import { DEPLOY_DIR, ensureOperator, waitSuiteReady } from '../operator.ts';
+
+const NS = 'rbac-audit';
+const SUITE = 'rbac-exercise';
+
+/** Granted, and used only on paths no test here can take on purpose. */
+const RARELY_USED: { grant: string; reason: string }[] = [
+  {
+    grant: 'get admission.portcullis.dev/admissionsuites',
+    reason: 'read only when a status write conflicts (the watch cache was behind the suite), to write over the newest version',
+  },
+];
+
+interface AuditEvent {
+  auditID: string;
+  stage: string;
+  verb: string;
+  requestURI: string;
+  user: { username: string };
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string; apiGroup?: string };
+  responseStatus?: { code?: number };
+}
+
+interface Grant {
+  /** undefined: every namespace (a ClusterRole's binding). */
+  namespace?: string;
+  apiGroup: string;
+  resource: string;
+  verb: string;
+  resourceNames?: string[];
+}
+
+const grantKey = (g: Grant) => `${g.verb} ${g.apiGroup ? `${g.apiGroup}/` : ''}${g.resource}${g.namespace ? ` in ${g.namespace}` : ''}${g.resourceNames ? ` named ${g.resourceNames.join(',')}` : ''}`;
+
+/** Every (verb, group, resource) deploy/02-rbac.yaml grants the operator's ServiceAccount, through its bindings. */
+function grants(): Grant[] {
+  const docs = k8s.loadAllYaml(fs.readFileSync(path.join(DEPLOY_DIR, '02-rbac.yaml'), 'utf8')) as {
+    kind: string;
+    metadata: { name: string; namespace?: string };
+    rules?: { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }[];
+    roleRef?: { kind: string; name: string };
+    subjects?: { kind: string; name: string; namespace?: string }[];
+  }[];
+  const out: Grant[] = [];
+  for (const binding of docs.filter((d) => d.kind === 'RoleBinding' || d.kind === 'ClusterRoleBinding')) {
+    const ours = binding.subjects?.some((s) => s.kind === 'ServiceAccount' && `system:serviceaccount:${s.namespace}:${s.name}` === OPERATOR_USER);
+    if (!ours) continue;
+    const role = docs.find((d) => d.kind === binding.roleRef!.kind && d.metadata.name === binding.roleRef!.name && (d.kind === 'ClusterRole' || d.metadata.namespace === binding.metadata.namespace));
+    expect(role, `${binding.kind} ${binding.metadata.name} refers to a role deploy/02-rbac.yaml defines`).to.not.equal(undefined);
+    const namespace = binding.kind === 'RoleBinding' ? binding.metadata.namespace : undefined;
+    for (const rule of role!.rules ?? [])
+      for (const apiGroup of rule.apiGroups)
+        for (const resource of rule.resources) for (const verb of rule.verbs) out.push({ namespace, apiGroup, resource, verb, ...(rule.resourceNames ? { resourceNames: rule.resourceNames } : {}) });
+  }
+  return out;
+}
+
+/** The RBAC verbs a request exercised: a server-side apply that created its object (201) needed `create` as well as `patch`. */
+function verbsOf(e: AuditEvent): string[] {
+  return e.verb === 'patch' && e.responseStatus?.code === 201 ? ['patch', 'create'] : [e.verb];
+}
+
+function covers(g: Grant, e: AuditEvent, verb: string): boolean {
+  const ref = e.objectRef!;
+  const resource = ref.subresource ? `${ref.resource}/${ref.subresource}` : ref.resource;
+  if (g.verb !== verb || g.apiGroup !== (ref.apiGroup ?? '') || g.resource !== resource) return false;
+  if (g.namespace !== undefined && g.namespace !== ref.namespace) return false;
+  return !g.resourceNames || (ref.name !== undefined && g.resourceNames.includes(ref.name));
+}
+
+function readAudit(): AuditEvent[] {
+  const logs = layout(nodeCluster().dir).logs;
+  const files = fs.readdirSync(logs).filter((f) => /^audit.*\.log$/.test(f));
+  expect(files, `audit logs in ${logs}`).to.not.deep.equal([]);
+  const events = new Map<string, AuditEvent>();
+  for (const f of files)
+    for (const line of fs.readFileSync(path.join(logs, f), 'utf8').split('\n')) {
+      if (!line) continue;
+      const e = JSON.parse(line) as AuditEvent;
+      // A watch is logged when it starts and when it ends; the last stage has the outcome.
+      if (e.user.username === OPERATOR_USER) events.set(e.auditID, e);
+    }
+  return [...events.values()];
+}
+
+/** A ConfigMap created (as a server-side dry run: admission in full, nothing stored) comes back with the Mutating webhook's label. */
+async function stamped(name: string): Promise<void> {
+  const body = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS, labels: { a: 'b' } } });
+  await eventually(async () => expect(JSON.parse(await kc(['create', '--dry-run=server', '-o', 'json', '-f', '-'], body)).metadata.labels).to.deep.equal({ a: 'b', stamped: 'yes' }), {
+    what: `the Mutating webhook to label ${name}`,
+    timeoutMs: 30_000,
+  });
+}
+
+describe('the operator: least privilege, from the audit log', function () {
+  this.timeout(5 * 60_000);
+  let removeNamespace: () => Promise<void>;
+
+  before(async function () {
+    await ensureOperator();
+    removeNamespace = await namespace(NS);
+  });
+  after(async function () {
+    await kc(['delete', 'admissionsuite', SUITE, '--ignore-not-found']);
+    await removeNamespace();
+  });
+
+  it('a suite with params and a Mutating webhook works, and dropping a type removes its configuration', async function () {
+    await apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'rbac-params', namespace: NS }, data: { forbidden: 'not-this-one' } });
+    const webhooks = [
+      {
+        name: 'named-by-params',
+        type: 'Validating',
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': NS } },
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+        params: { apiVersion: 'v1', kind: 'ConfigMap', namespace: NS, name: 'rbac-params' },
+        validations: [{ expression: "object.metadata.name != params.data.forbidden", messageExpression: "'the name ' + params.data.forbidden + ' is forbidden'" }],
+      },
+      {
+        name: 'stamp',
+        type: 'Mutating',
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': NS } },
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+        mutations: [{ condition: 'has(object.metadata.labels)', patch: [{ op: 'add', path: '/metadata/labels/stamped', value: 'yes' }] }],
+      },
+    ];
+    const suite = { apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: SUITE }, spec: { webhooks } };
+    await apply(suite);
+    await waitSuiteReady(SUITE);
+    await eventually(
+      async () => {
+        const denied = await nodeCluster().kubectl(['create', 'configmap', 'not-this-one', '-n', NS]);
+        expect(denied.stderr).to.contain('denied the request: the name not-this-one is forbidden');
+      },
+      { what: 'the params-based validation to deny', timeoutMs: 30_000 },
+    );
+    await stamped('stamped');
+
+    await apply({ ...suite, spec: { webhooks: webhooks.filter((w) => w.type === 'Validating') } });
+    await waitSuiteReady(SUITE);
+    await eventually(async () => expect(await kc(['get', 'mutatingwebhookconfiguration', `portcullis-${SUITE}`, '--ignore-not-found', '-o', 'name'])).to.equal(''), {
+      what: 'the Mutating configuration of the suite to be deleted',
+    });
+    // And the other way round: Mutating only, so its Validating configuration goes.
+    await apply({ ...suite, spec: { webhooks: webhooks.filter((w) => w.type === 'Mutating') } });
+    await waitSuiteReady(SUITE);
+    await eventually(async () => expect(await kc(['get', 'validatingwebhookconfiguration', `portcullis-${SUITE}`, '--ignore-not-found', '-o', 'name'])).to.equal(''), {
+      what: 'the Validating configuration of the suite to be deleted',
+    });
+    await stamped('not-this-one');
+  });
+
+  it('every request of its ServiceAccount was allowed and granted by deploy/02-rbac.yaml, and every grant was used', async function () {
+    const events = readAudit();
+    const granted = grants();
+    expect(events.length, 'requests of the operator in the audit log').to.be.above(100);
+
+    const refused = events.filter((e) => e.responseStatus?.code === 403).map((e) => `${e.verb} ${e.requestURI}`);
+    expect([...new Set(refused)], 'requests of the operator refused (403)').to.deep.equal([]);
+
+    const nonResource = events.filter((e) => !e.objectRef?.resource);
+    // Discovery (the client's lookup of a kind's resource), readable by every authenticated user.
+    expect([...new Set(nonResource.map((e) => `${e.verb} ${e.requestURI}`).filter((r) => !/^get \/(api|apis)(\/[^/?]+){0,2}(\?.*)?$/.test(r)))]).to.deep.equal([]);
+
+    const used = new Map<string, number>();
+    const ungranted = new Set<string>();
+    const table = new Map<string, number>();
+    for (const e of events) {
+      if (!e.objectRef?.resource) continue;
+      const ref = e.objectRef;
+      const row = `${e.verb} ${ref.apiGroup ? `${ref.apiGroup}/` : ''}${ref.resource}${ref.subresource ? `/${ref.subresource}` : ''}${ref.namespace ? ` in ${ref.namespace}` : ''}`;
+      table.set(row, (table.get(row) ?? 0) + 1);
+      for (const verb of verbsOf(e)) {
+        const grant = granted.find((g) => covers(g, e, verb));
+        if (grant) used.set(grantKey(grant), (used.get(grantKey(grant)) ?? 0) + 1);
+        else ungranted.add(`${verb} ${e.requestURI}`);
+      }
+    }
+    process.stderr.write(`      ${events.length} requests of the operator, by verb and resource:\n${[...table].sort().map(([k, n]) => `        ${String(n).padStart(6)}  ${k}`).join('\n')}\n`);
+    expect([...ungranted], 'requests no rule of deploy/02-rbac.yaml grants').to.deep.equal([]);
+
+    const allowed = new Set(RARELY_USED.map((r) => r.grant));
+    const unused = granted.map(grantKey).filter((k) => !used.has(k) && !allowed.has(k));
+    expect([...new Set(unused)], 'permissions deploy/02-rbac.yaml grants that nothing used').to.deep.equal([]);
+    // An allow-list entry that names no grant is stale.
+    for (const r of RARELY_USED) expect(granted.map(grantKey), `allow-list entry "${r.grant}"`).to.include(r.grant);
+  });
+});
