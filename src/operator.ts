@@ -84,7 +84,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   };
   const params = new ObjectWatches(kube, log, config.namespace);
   const authorizer = options.authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig));
-  const registry = new SuiteRegistry(view, params, authorizer);
+  const registry = new SuiteRegistry({ view, params, authorizer, operatorNamespace: config.namespace });
 
   // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
   const paramsAccess = new ParamsAccess(kubeConfig, new SubjectAccessReviewer(kubeConfig));

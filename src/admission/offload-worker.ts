@@ -25,7 +25,6 @@ const view: ClusterView = {
   limitRanges: (namespace) => (namespace === current.namespace ? (current.context.limitRanges as Record<string, any>[]) : []),
 };
 const params: ParamsSource = {
-  refuse: () => undefined, // refused suites are not served: the main thread found no webhook for them
   watch: () => undefined,
   get: () => current.context.params ?? { state: 'pending', reason: 'params were not sent to the review worker' },
 };
@@ -45,7 +44,8 @@ const authorizer: Authorizer | undefined = (workerData as { authorizer: boolean 
   : undefined;
 
 tuneHeapForAdmission();
-const registry = new SuiteRegistry(view, params, authorizer);
+// No operatorNamespace: suites it refuses are not served, so the main thread sends no review for them.
+const registry = new SuiteRegistry({ view, params, authorizer });
 let waitingContext: ((context: ReviewContext) => void) | undefined;
 const queue: Extract<ToWorker, { type: 'review' }>[] = [];
 let busy = false;

@@ -123,6 +123,8 @@ export interface SuiteStatus {
   conditions?: Condition[];
   certificate?: { notAfter?: string; caNotAfter?: string; renewalTime?: string };
   webhooks?: { name: string; type: WebhookType }[];
+  /** How many are registered: `kubectl get` can show a number, not a list (printer columns show a list's first item only). */
+  webhookCount?: number;
 }
 
 export interface ObjectMeta {

@@ -3,7 +3,7 @@
  * Every problem is reported with its field path, all at once, so one apply shows them all.
  */
 import { parseDuration } from './duration.ts';
-import type { SuiteSpec, WebhookSpec } from './types.ts';
+import type { ParamsRef, SuiteSpec, WebhookSpec } from './types.ts';
 
 export interface FieldError {
   field: string;
@@ -21,12 +21,21 @@ export function validateSuiteName(name: string): FieldError[] {
     : [{ field: 'metadata.name', message: 'must be a DNS label of at most 40 characters' }];
 }
 
-export function validateSpec(spec: SuiteSpec | undefined): FieldError[] {
+/**
+ * `operatorNamespace`, when known, adds the checks that depend on where the operator runs: what
+ * it keeps and creates there bounds what a suite may name.
+ */
+export function validateSpec(spec: SuiteSpec | undefined, operatorNamespace?: string): FieldError[] {
   if (!spec) return [{ field: 'spec', message: 'is required' }];
   const errors: FieldError[] = [];
   const err = (field: string, message: string) => errors.push({ field, message });
 
   if (spec.service && spec.url) err('spec', 'exactly one of service and url may be set, not both');
+  const serviceNamespace = spec.service?.namespace;
+  if (operatorNamespace !== undefined && serviceNamespace !== undefined && serviceNamespace !== operatorNamespace) {
+    // The shipped RBAC lets the operator manage Services only in its own namespace: such a suite could never become Ready.
+    err('spec.service.namespace', `must be the operator's namespace (${operatorNamespace}) or unset: the operator creates the suite's Service and may manage Services only there, not in ${serviceNamespace}`);
+  }
   if (spec.url !== undefined) {
     let url: URL | undefined;
     try {
@@ -60,8 +69,23 @@ export function validateSpec(spec: SuiteSpec | undefined): FieldError[] {
     if (seen.has(webhook.name)) err(`${path}.name`, `duplicate webhook name "${webhook.name}"`);
     seen.add(webhook.name);
     errors.push(...validateWebhook(webhook, path));
+    const refusal = webhook.params && operatorNamespace !== undefined ? paramsRefusal(webhook.params, operatorNamespace) : undefined;
+    if (refusal) err(`${path}.params`, refusal);
   });
   return errors;
+}
+
+/**
+ * Why a collection may never be read as a suite's `params`, or undefined when it may: the
+ * operator's own Secrets hold the CA key and every serving key, and a suite's messageExpression
+ * would hand them to whoever triggers a denial. A Secret watch with no namespace covers ours too.
+ */
+export function paramsRefusal(ref: Omit<ParamsRef, 'name'>, operatorNamespace: string): string | undefined {
+  const coreSecrets = ref.apiVersion === 'v1' && ref.kind === 'Secret';
+  if (coreSecrets && (!ref.namespace || ref.namespace === operatorNamespace)) {
+    return `Secrets ${ref.namespace ? `in the operator's namespace (${operatorNamespace})` : 'of all namespaces (the operator\'s included)'} are never served as params`;
+  }
+  return undefined;
 }
 
 function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {

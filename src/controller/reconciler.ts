@@ -72,7 +72,7 @@ export class SuiteReconciler {
           { type: 'Ready', status: 'False', reason: 'InvalidSpec', message },
           { type: 'WebhooksRegistered', status: 'False', reason: 'InvalidSpec', message: 'nothing is registered while the spec is invalid' },
         ],
-        { webhooks: [] },
+        { webhooks: [], webhookCount: 0 },
       );
       return;
     }
@@ -131,7 +131,7 @@ export class SuiteReconciler {
         { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: `${webhooks.length} webhook(s) registered` },
         { type: 'Ready', status: 'True', reason: 'Ready', message: 'the suite is served and registered' },
       ],
-      { certificate: certificateStatus, webhooks },
+      { certificate: certificateStatus, webhooks, webhookCount: webhooks.length },
     );
     return { requeueAfterMs: Math.max(1000, serving.renewalTime.getTime() - this.now().getTime()) };
   }

@@ -4,6 +4,7 @@
  * the API server on the request path.
  */
 import * as k8s from '@kubernetes/client-node';
+import { paramsRefusal } from '../api/validate.ts';
 import type { Logger } from '../log.ts';
 import type { Kube } from './client.ts';
 import { watchCache, type WatchedCache } from './watch.ts';
@@ -22,19 +23,6 @@ export class Discovery extends k8s.KubernetesObjectApi {
   lookup(apiVersion: string, kind: string): Promise<k8s.V1APIResource | undefined> {
     return this.resource(apiVersion, kind);
   }
-}
-
-/**
- * Why a collection may never be read as a suite's `params`, or undefined when it may: the
- * operator's own Secrets hold the CA key and every serving key, and a suite's messageExpression
- * would hand them to whoever triggers a denial. A Secret watch with no namespace covers ours too.
- */
-export function paramsRefusal(ref: Omit<ObjectRef, 'name'>, operatorNamespace: string): string | undefined {
-  const coreSecrets = ref.apiVersion === 'v1' && ref.kind === 'Secret';
-  if (coreSecrets && (!ref.namespace || ref.namespace === operatorNamespace)) {
-    return `Secrets ${ref.namespace ? `in the operator's namespace (${operatorNamespace})` : 'of all namespaces (the operator\'s included)'} are never served as params`;
-  }
-  return undefined;
 }
 
 interface Collection {
@@ -60,13 +48,9 @@ export class ObjectWatches {
     this.discovery = kube.config.makeApiClient(Discovery);
   }
 
-  refuse(ref: Omit<ObjectRef, 'name'>): string | undefined {
-    return paramsRefusal(ref, this.operatorNamespace);
-  }
-
-  /** Starts watching the collection that holds `ref`; idempotent. Never a refused one. */
+  /** Starts watching the collection that holds `ref`; idempotent. Never a refused one (a second line of defence: such suites do not compile). */
   watch(ref: Omit<ObjectRef, 'name'>): void {
-    if (this.refuse(ref)) return;
+    if (paramsRefusal(ref, this.operatorNamespace)) return;
     const key = collectionKey(ref);
     if (this.collections.has(key)) return;
     const collection: Collection = { synced: false };

@@ -38,6 +38,8 @@ export interface ControlPlaneOptions {
 
 const DEFAULT_DISABLED_PLUGINS = ['ServiceAccount', 'LimitRanger', 'DefaultTolerationSeconds'];
 const READY_TIMEOUT_MS = 180_000;
+/** How long each stage of stop() waits for its processes to exit before killing them. */
+const STOP_GRACE_MS = 2000;
 
 /**
  * The command run so that the kernel kills it when this process dies, however it dies (SIGKILL,
@@ -72,7 +74,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const expectedExits = new Set<ChildProcess>();
   const launch = (name: string, command: string, args: string[]): ChildProcess => {
     const out = fs.openSync(path.join(dataDir, `${name}.log`), 'a');
-    const child = spawn(...tiedToUs(command, args), { stdio: ['ignore', out, out] });
+    // A process group of its own: Ctrl-C in a terminal signals the whole foreground group at once,
+    // which would stop etcd under a running API server; stop() stops them in order instead.
+    const child = spawn(...tiedToUs(command, args), { stdio: ['ignore', out, out], detached: true });
     fs.closeSync(out);
     processes.push({ name, child });
     child.on('exit', (code, signal) => {
@@ -97,7 +101,12 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   };
   const stop = async () => {
     stopping = true;
-    for (const { child } of [...processes].reverse()) await terminate(child);
+    // The API server and controller manager first, then etcd: an API server whose etcd is gone waits
+    // on etcd's timeouts. Short graces: this control plane's data is thrown away, and a kube-apiserver
+    // stopped just after it started can hang in its shutdown, which must not hold up Ctrl-C.
+    const clients = processes.filter((p) => p.name !== 'etcd');
+    await Promise.all(clients.map(({ child }) => terminate(child, STOP_GRACE_MS)));
+    await Promise.all(processes.filter((p) => p.name === 'etcd').map(({ child }) => terminate(child, STOP_GRACE_MS)));
     // A data dir we made is ours to remove; one the caller named is left for inspection.
     if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   };

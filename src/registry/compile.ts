@@ -34,31 +34,39 @@ export interface CompiledSuite {
 
 /** Where a suite's `params` come from: watch caches, never an API call per request. */
 export interface ParamsSource {
-  /** Why this collection may never be params (the operator's own Secrets); the suite is then invalid. */
-  refuse(ref: Omit<ObjectRef, 'name'>): string | undefined;
   watch(ref: Omit<ObjectRef, 'name'>): void;
   get(ref: ObjectRef): Lookup;
 }
 
 export const NO_PARAMS: ParamsSource = {
-  refuse: () => undefined,
   watch: () => undefined,
   get: () => ({ state: 'pending', reason: 'params are not watched here' }),
 };
 
-/** `authorizer` answers CEL's `authorizer` checks (SubjectAccessReviews); without one they are evaluation errors. */
-export function compileSuite(suite: AdmissionSuite, view: ClusterView = EMPTY_VIEW, params: ParamsSource = NO_PARAMS, authorizer?: Authorizer): CompiledSuite {
+/** What a suite is compiled against besides itself; each part has a stand-in for tests that do not need it. */
+export interface CompileContext {
+  view?: ClusterView;
+  params?: ParamsSource;
+  /** Answers CEL's `authorizer` checks (SubjectAccessReviews); without one they are evaluation errors. */
+  authorizer?: Authorizer;
+  /**
+   * The operator's namespace, which bounds what a suite may name there (its Service, Secrets as
+   * params: see validateSpec). Unset where those suites were already refused (the review worker).
+   */
+  operatorNamespace?: string;
+}
+
+export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}): CompiledSuite {
+  const { view = EMPTY_VIEW, params = NO_PARAMS, authorizer, operatorNamespace } = context;
   const name = suite.metadata.name;
   const generation = suite.metadata.generation ?? 0;
-  const errors = [...validateSuiteName(name), ...validateSpec(suite.spec)];
+  const errors = [...validateSuiteName(name), ...validateSpec(suite.spec, operatorNamespace)];
   const webhooks = new Map<string, CompiledWebhook>();
   if (errors.length === 0) {
     suite.spec.webhooks.forEach((spec, i) => {
       const path = `spec.webhooks[${i}]`;
       const failurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
       try {
-        const refusal = spec.params && params.refuse(spec.params);
-        if (refusal) throw new SpecError([{ field: `${path}.params`, message: refusal }]);
         const admit = spec.handler ? compileHandler(spec, path, view) : withContext(compileRules(name, spec, path, failurePolicy, authorizer), spec, failurePolicy, view, params);
         webhooks.set(spec.name, {
           suite: name,

@@ -4,7 +4,7 @@
  */
 import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
-import { compileSuite, NO_PARAMS, type CompiledSuite, type CompiledWebhook, type ParamsSource } from './compile.ts';
+import { compileSuite, NO_PARAMS, type CompileContext, type CompiledSuite, type CompiledWebhook, type ParamsSource } from './compile.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 import type { Authorizer } from '../api/authorization.ts';
 
@@ -16,22 +16,18 @@ export class SuiteRegistry {
   private readonly listeners: ((change: RegistryChange) => void)[] = [];
   /** Each suite as last synced, for a copy that starts after it was. */
   private readonly sources = new Map<string, AdmissionSuite>();
-  private readonly view: ClusterView;
-  private readonly params: ParamsSource;
-  private readonly authorizer: Authorizer | undefined;
+  /** What every suite is compiled against (see CompileContext), and what a copy elsewhere (the review worker) needs to answer alike. */
+  readonly context: { view: ClusterView; params: ParamsSource; authorizer?: Authorizer; operatorNamespace?: string };
 
-  /** `authorizer` answers the CEL `authorizer` checks of every suite (see compileSuite). */
-  constructor(view: ClusterView = EMPTY_VIEW, params: ParamsSource = NO_PARAMS, authorizer?: Authorizer) {
-    this.view = view;
-    this.params = params;
-    this.authorizer = authorizer;
+  constructor(context: CompileContext = {}) {
+    this.context = { ...context, view: context.view ?? EMPTY_VIEW, params: context.params ?? NO_PARAMS };
   }
 
   /** Brings the entry for `suite` up to its generation; returns the compiled suite. */
   sync(suite: AdmissionSuite): CompiledSuite {
     const current = this.suites.get(suite.metadata.name);
     if (current && current.generation === (suite.metadata.generation ?? 0)) return current;
-    const compiled = compileSuite(suite, this.view, this.params, this.authorizer);
+    const compiled = compileSuite(suite, this.context);
     this.suites.set(compiled.name, compiled);
     this.sources.set(compiled.name, suite);
     for (const listener of this.listeners) listener({ suite });
@@ -43,8 +39,7 @@ export class SuiteRegistry {
    * (the suite-validation webhook asks this of suites not yet stored).
    */
   validate(suite: AdmissionSuite): FieldError[] {
-    const refuseOnly: ParamsSource = { ...NO_PARAMS, refuse: (ref) => this.params.refuse(ref) };
-    return compileSuite(suite, this.view, refuseOnly).errors;
+    return compileSuite(suite, { view: this.context.view, operatorNamespace: this.context.operatorNamespace }).errors;
   }
 
   remove(name: string): void {
@@ -57,11 +52,6 @@ export class SuiteRegistry {
   subscribe(listener: (change: RegistryChange) => void): void {
     for (const suite of this.sources.values()) listener({ suite });
     this.listeners.push(listener);
-  }
-
-  /** The view and params source suites are compiled with: what a copy needs to answer alike. */
-  get context(): { view: ClusterView; params: ParamsSource; authorizer: Authorizer | undefined } {
-    return { view: this.view, params: this.params, authorizer: this.authorizer };
   }
 
   get(name: string): CompiledSuite | undefined {

@@ -26,7 +26,7 @@ describe('suite validation on apply', function () {
   });
 
   after(async function () {
-    for (const name of ['refused', 'valid-then-broken']) await deleteSuite(name);
+    for (const name of ['refused', 'valid-then-broken', 'elsewhere']) await deleteSuite(name);
     await operator.stop();
   });
 
@@ -49,6 +49,19 @@ describe('suite validation on apply', function () {
     const edit = await kubectl(['patch', 'asuite', 'valid-then-broken', '--type=json', '-p', '[{"op":"replace","path":"/spec/webhooks/0/validations/0/expression","value":"1 + "}]']);
     expect(edit.code).to.not.equal(0);
     expect(edit.stderr).to.contain('spec.webhooks[0].validations[0].expression');
+  });
+
+  it("refuses a suite whose Service is outside the operator's namespace, which the operator may not manage", async function () {
+    const manifest = JSON.stringify({
+      apiVersion: 'admission.portcullis.dev/v1alpha1',
+      kind: 'AdmissionSuite',
+      metadata: { name: 'elsewhere' },
+      spec: { service: { namespace: 'default', name: 'hooks' }, webhooks: [{ name: 'ok', type: 'Validating', rules: configmaps, validations: [{ expression: 'true' }] }] },
+    });
+    const result = await kubectl(['apply', '-f', '-'], manifest);
+    expect(result.code).to.not.equal(0);
+    expect(result.stderr).to.contain("spec.service.namespace: must be the operator's namespace (portcullis-system)");
+    expect(await getSuite('elsewhere')).to.equal(undefined);
   });
 
   it('is owned by the AdmissionSuite CRD and fails open', async function () {

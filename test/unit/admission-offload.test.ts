@@ -48,7 +48,6 @@ const view: ClusterView = {
   limitRanges: () => [],
 };
 const params: ParamsSource = {
-  refuse: () => undefined,
   watch: () => undefined,
   get: (ref) => (ref.name === 'replicas' ? { state: 'found', object: { data: { max: '2' } } } : { state: 'absent' }),
 };
@@ -73,7 +72,7 @@ describe('admission: large reviews are judged by the review worker', function ()
         return { allowed: attributes.resource?.verb === 'scale', reason: '', evaluationError: '' };
       },
     };
-    const registry = new SuiteRegistry(view, params, authorizer);
+    const registry = new SuiteRegistry({ view, params, authorizer });
     registry.sync(suite);
     endpoint = await startTestEndpoint(registry, 'guards');
   });

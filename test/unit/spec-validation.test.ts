@@ -38,6 +38,18 @@ describe('suite validation', function () {
     expect(errors).to.include.members(['spec.certificate.duration', 'spec.webhooks[0].name', 'spec.webhooks[0].validationActions', 'spec.webhooks[1].validations']);
   });
 
+  it("refuses a Service outside the operator's namespace, which the operator may not manage, naming the field", function () {
+    const webhooks: SuiteSpec['webhooks'] = [{ name: 'a', type: 'Validating', rules: podRule, validations: [{ expression: 'true' }] }];
+    const elsewhere = compileSuite(suite({ service: { namespace: 'team-a', name: 'hooks' }, webhooks }), { operatorNamespace: 'portcullis-system' });
+    expect(elsewhere.errors).to.have.length(1);
+    expect(elsewhere.errors[0]!.field).to.equal('spec.service.namespace');
+    expect(elsewhere.errors[0]!.message).to.contain("must be the operator's namespace (portcullis-system)").and.to.contain('team-a');
+    expect(elsewhere.webhooks.size).to.equal(0);
+    for (const service of [{ namespace: 'portcullis-system' }, { name: 'hooks' }, undefined]) {
+      expect(compileSuite(suite({ service, webhooks }), { operatorNamespace: 'portcullis-system' }).errors, JSON.stringify(service)).to.deep.equal([]);
+    }
+  });
+
   it('compiles a valid suite into one webhook per entry, and nothing for an invalid one', function () {
     const ok = compileSuite(suite({ webhooks: [{ name: 'a', type: 'Validating', rules: podRule, validations: [{ expression: 'true' }] }] }));
     expect(ok.errors).to.deep.equal([]);

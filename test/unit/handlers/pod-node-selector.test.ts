@@ -117,7 +117,7 @@ describe('handlers: PodNodeSelector', function () {
     const compiled = (failurePolicy: 'Fail' | 'Ignore') =>
       compileSuite(
         { apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: 's', uid: 'u' }, spec: { webhooks: [{ name: 'w', type: 'Mutating', failurePolicy, rules, handler: { name: 'PodNodeSelector' } }] } },
-        viewOf(),
+        { view: viewOf() },
       ).webhooks.get('w')!;
     const failed = await compiled('Fail').admit(create(podIn()));
     expect(failed).to.include({ allowed: false, code: 403 });

@@ -218,9 +218,7 @@ describe('policy library: authorizer', function () {
     expect(decision).to.include({ allowed: false, message: 'authorizer' });
     const suite = compileSuite(
       { apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: 's', uid: 'u' }, spec: { webhooks: [validating({ validations: [{ expression: 'true' }] })] } },
-      undefined,
-      undefined,
-      fake,
+      { authorizer: fake },
     );
     expect(suite.webhooks.get('w')!.admit(request())).to.deep.equal({ allowed: true });
     expect(fake.calls).to.have.length(0);
@@ -322,7 +320,7 @@ describe('admission server: a webhook that asks authorizer checks', function () 
   const post = async (path: string, body: string) => (await endpoint.post(path, body)).body;
 
   before(async function () {
-    const registry = new SuiteRegistry(undefined, undefined, fake);
+    const registry = new SuiteRegistry({ authorizer: fake });
     registry.sync({
       apiVersion: 'admission.portcullis.dev/v1alpha1',
       kind: 'AdmissionSuite',

@@ -1,0 +1,128 @@
+/**
+ * config/samples/, each applied as a user would (`kubectl apply -f`), alone, against a running
+ * operator: each does what its opening comment says, shows in `kubectl get`, and is deleted.
+ * platform-guards.yaml is the contract's example suite, as written there.
+ */
+import { expect } from 'chai';
+import * as k8s from '@kubernetes/client-node';
+import { cluster, kubectl, OPERATOR_NAMESPACE } from '../support/cluster.ts';
+import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
+import { deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
+import { deployment, ensureNamespace, refusal } from '../support/objects.ts';
+import { eventually } from '../support/wait.ts';
+import type { Operator } from '../../src/operator.ts';
+
+const NS = 'samples-e2e';
+
+/** Applies the sample with kubectl and waits until its suite is Ready. */
+async function applySample(file: string, suite: string): Promise<void> {
+  const result = await kubectl(['apply', '-f', `config/samples/${file}`]);
+  expect(result.code, result.stderr).to.equal(0);
+  expect(result.stdout).to.contain(`admissionsuite.admission.portcullis.dev/${suite} created`);
+  await waitForCondition(suite, 'Ready', 'True');
+}
+
+/** The refusal of creating `body`, once the suite's webhook is in force. */
+function denialOf(create: () => Promise<unknown>) {
+  return eventually(async () => (await refusal(create)) ?? Promise.reject(new Error('admitted')), { what: 'the denial' });
+}
+
+const createDeployment = (name: string, replicas: number) => () => cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment(name, replicas) });
+const createPod = (name: string, labels?: Record<string, string>) =>
+  cluster().kube.core.createNamespacedPod({
+    namespace: NS,
+    body: { metadata: { name, ...(labels ? { labels } : {}) }, spec: { containers: [{ name: 'a', image: 'nginx:1.27' }, { name: 'b', image: 'busybox:1.36', imagePullPolicy: 'Never' }] } },
+  });
+
+describe('config/samples, applied as they are', function () {
+  let operator: Operator;
+
+  before(async function () {
+    await ensureNamespace(NS);
+    operator = await startTestOperator();
+    await waitForSuiteValidation(operator);
+  });
+
+  after(async function () {
+    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards']) await deleteSuite(name);
+    await cluster().kube.core.deleteNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: 'replica-limits' }).catch(() => undefined);
+    await operator.stop();
+  });
+
+  describe('replica-limit.yaml', function () {
+    before(() => applySample('replica-limit.yaml', 'replica-guard'));
+    after(() => deleteSuite('replica-guard'));
+
+    it('denies a Deployment of more than five replicas with its message, and admits five', async function () {
+      const refused = await denialOf(createDeployment('six', 6));
+      expect(refused.message).to.contain('replica-limit.replica-guard.admission.portcullis.dev');
+      expect(refused.message).to.contain('replicas must be no greater than 5');
+      expect((await createDeployment('five', 5)()).spec?.replicas).to.equal(5);
+    });
+
+    it('shows in kubectl get as Ready, with its webhook count and certificate expiry', async function () {
+      const table = await kubectl(['get', 'asuite', 'replica-guard']);
+      expect(table.code, table.stderr).to.equal(0);
+      const [header, row] = table.stdout.trim().split('\n').map((line) => line.trim().split(/\s+/));
+      expect(header).to.deep.equal(['NAME', 'READY', 'REASON', 'WEBHOOKS', 'CERT-EXPIRY', 'AGE']);
+      expect(row!.slice(0, 4)).to.deep.equal(['replica-guard', 'True', 'Ready', '1']);
+      // The expiry as the date it is: a printer column of type date would show a future one as <invalid>.
+      const notAfter = (await getSuite('replica-guard'))!.status!.certificate!.notAfter!;
+      expect(row![4]).to.equal(notAfter);
+      expect(new Date(notAfter).getTime()).to.be.above(Date.now());
+    });
+  });
+
+  describe('team-label.yaml', function () {
+    before(() => applySample('team-label.yaml', 'pod-defaults'));
+    after(() => deleteSuite('pod-defaults'));
+
+    it('labels a Pod without a team `team: unassigned`, keeps a team it has, and makes every container pull always', async function () {
+      const pod = await eventually(async () => {
+        const created = await createPod(`unlabelled-${Date.now().toString(36)}`);
+        if (!created.metadata?.labels) throw new Error('not mutated yet');
+        return created;
+      }, { what: 'the mutation to be in force' });
+      expect(pod.metadata?.labels).to.deep.equal({ team: 'unassigned' });
+      expect(pod.spec?.containers.map((c) => c.imagePullPolicy)).to.deep.equal(['Always', 'Always']);
+      const labelled = await createPod('team-core', { team: 'core' });
+      expect(labelled.metadata?.labels).to.deep.equal({ team: 'core' });
+    });
+  });
+
+  describe('platform-guards.yaml (the contract example)', function () {
+    before(() => applySample('platform-guards.yaml', 'platform-guards'));
+    after(() => deleteSuite('platform-guards'));
+
+    it('creates the replica-limits ConfigMap its params name, and limits replicas to its number, saying so', async function () {
+      const limits = await cluster().kube.core.readNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: 'replica-limits' });
+      expect(limits.data).to.deep.equal({ max: '3' });
+      const refused = await denialOf(createDeployment('too-many', 4));
+      expect(refused.code).to.equal(422);
+      expect(refused.message).to.contain('replica-limit.platform-guards.admission.portcullis.dev');
+      expect(refused.message).to.contain('replicas must be no greater than 3');
+      expect((await createDeployment('within', 3)()).spec?.replicas).to.equal(3);
+    });
+
+    it('follows a change of the params ConfigMap without a suite change', async function () {
+      await cluster().kube.core.patchNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: 'replica-limits', body: { data: { max: '5' } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+      const admitted = await eventually(createDeployment('five-under-guards', 5), { what: 'the new limit' });
+      expect(admitted.spec?.replicas).to.equal(5);
+    });
+
+    it('labels new Pods and makes every container pull always', async function () {
+      const pod = await createPod('web');
+      expect(pod.metadata?.labels).to.deep.equal({ team: 'unassigned' });
+      expect(pod.spec?.containers.map((c) => c.imagePullPolicy)).to.deep.equal(['Always', 'Always']);
+      const labelled = await createPod('owned', { team: 'core' });
+      expect(labelled.metadata?.labels).to.deep.equal({ team: 'core' });
+    });
+
+    it('goes with kubectl delete -f, which leaves nothing of it registered', async function () {
+      const result = await kubectl(['delete', '-f', 'config/samples/platform-guards.yaml']);
+      expect(result.code, result.stderr).to.equal(0);
+      const admitted = await eventually(createDeployment('after-delete', 9), { what: 'the limit to be gone' });
+      expect(admitted.spec?.replicas).to.equal(9);
+    });
+  });
+});
