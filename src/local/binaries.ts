@@ -1,7 +1,7 @@
 /**
  * local: finds (and on first use builds) the control-plane binaries from the Go module in
  * test/controlplane. Only `npm start` without a cluster and the tests need this; the node
- * programs (kubelet, kube-proxy, kube-scheduler) only test/node's cluster.
+ * programs (kubelet, kube-proxy, kube-scheduler) only test/node's cluster, Helm only the chart's tests.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -43,7 +43,12 @@ export async function ensureNodeBinaries(): Promise<NodeBinaries> {
   };
 }
 
-function runBuild(set: 'controlplane' | 'node'): Promise<string> {
+/** Helm, from its own module in test/helm (`build.sh helm`): only the chart's tests use it. */
+export async function ensureHelm(): Promise<string> {
+  return path.join(process.env.PORTCULLIS_HELM_BIN ?? (await runBuild('helm')), 'helm');
+}
+
+function runBuild(set: 'controlplane' | 'node' | 'helm'): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [buildScript, set], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';

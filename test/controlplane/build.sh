@@ -3,6 +3,7 @@
 # outside the clone keyed by go.sum, so a fresh clone reuses it.
 #   build.sh          the control plane: kube-apiserver, kube-controller-manager, kubectl, etcd
 #   build.sh node     a node: kubelet, kube-proxy, kube-scheduler (test/node's cluster)
+#   build.sh helm     Helm, from its own module in ../helm (the chart's tests)
 # Prints the binaries' folder on its last line. Progress goes to stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,13 +12,14 @@ cd "$here"
 command -v go >/dev/null || { echo "build.sh: no Go toolchain on PATH; install Go 1.26 to build the control plane" >&2; exit 1; }
 
 kube_version=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' go.mod)
-key=$(cat go.mod go.sum build.sh | sha256sum | cut -c1-16)
 set_name=${1:-controlplane}
 case "$set_name" in
   controlplane) bins=(etcd kube-apiserver kube-controller-manager kubectl) ;;
   node) bins=(kube-scheduler kube-proxy kubelet) ;;
-  *) echo "build.sh: unknown set '$set_name' (controlplane or node)" >&2; exit 2 ;;
+  helm) bins=(helm); cd "$here/../helm" ;;
+  *) echo "build.sh: unknown set '$set_name' (controlplane, node or helm)" >&2; exit 2 ;;
 esac
+key=$(cat go.mod go.sum "$here/build.sh" | sha256sum | cut -c1-16)
 out="${PORTCULLIS_CACHE:-$HOME/.cache/portcullis}/$set_name-$key"
 
 missing=0
@@ -35,6 +37,7 @@ declare -A pkg=(
   [kubelet]=k8s.io/kubernetes/cmd/kubelet
   [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
   [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
+  [helm]=helm.sh/helm/v4/cmd/helm
 )
 echo "build.sh: building the $set_name programs ($kube_version) into $out; the first build takes many minutes" >&2
 go mod download >&2

@@ -380,3 +380,32 @@ export async function watchRemoval(podIP: string, service: string, since: number
   ]);
   return { unreadyMs, rulesGoneMs };
 }
+
+/** Names of objects of ours (labelled, or named portcullis-*) among `kinds`, in all namespaces. */
+async function ours(kinds: string): Promise<string[]> {
+  const list = await getJson(['get', kinds, '-A']);
+  return list.items
+    .filter(
+      (o: { metadata: { name: string; labels?: Record<string, string> } }) =>
+        o.metadata.name.startsWith('portcullis') ||
+        o.metadata.labels?.['app.kubernetes.io/managed-by'] === 'portcullis' ||
+        o.metadata.labels?.['app.kubernetes.io/name'] === 'portcullis',
+    )
+    .map((o: { kind: string; metadata: { name: string; namespace?: string } }) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`);
+}
+
+/** Every kind Portcullis installs or makes. */
+const OUR_KINDS = [
+  'validatingwebhookconfigurations,mutatingwebhookconfigurations',
+  'validatingadmissionpolicies,validatingadmissionpolicybindings',
+  'clusterroles,clusterrolebindings',
+  'roles,rolebindings',
+  'secrets,services,serviceaccounts',
+  'deployments,poddisruptionbudgets,networkpolicies',
+  'customresourcedefinitions',
+];
+
+/** Objects of ours among `kinds` (all of Portcullis' kinds by default), in all namespaces: what an uninstall must leave none of. */
+export async function ourObjects(kinds?: string): Promise<string[]> {
+  return (await Promise.all((kinds ? [kinds] : OUR_KINDS).map(ours))).flat();
+}

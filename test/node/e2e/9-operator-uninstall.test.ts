@@ -8,30 +8,7 @@
 import { expect } from 'chai';
 import { eventually } from '../../support/wait.ts';
 import { getJson, kc } from '../kubectl.ts';
-import { DEPLOY_DIR, ensureOperator, OPERATOR_NS, seconds } from '../operator.ts';
-
-/** Names of objects of ours (labelled, or named portcullis-*) among `kinds`, in all namespaces. */
-async function ours(kinds: string): Promise<string[]> {
-  const list = await getJson(['get', kinds, '-A']);
-  return list.items
-    .filter(
-      (o: { metadata: { name: string; labels?: Record<string, string> } }) =>
-        o.metadata.name.startsWith('portcullis') ||
-        o.metadata.labels?.['app.kubernetes.io/managed-by'] === 'portcullis' ||
-        o.metadata.labels?.['app.kubernetes.io/name'] === 'portcullis',
-    )
-    .map((o: { kind: string; metadata: { name: string; namespace?: string } }) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`);
-}
-
-const KINDS = [
-  'validatingwebhookconfigurations,mutatingwebhookconfigurations',
-  'validatingadmissionpolicies,validatingadmissionpolicybindings',
-  'clusterroles,clusterrolebindings',
-  'roles,rolebindings',
-  'secrets,services,serviceaccounts',
-  'deployments,poddisruptionbudgets,networkpolicies',
-  'customresourcedefinitions',
-];
+import { DEPLOY_DIR, ensureOperator, OPERATOR_NS, ourObjects, seconds } from '../operator.ts';
 
 describe('the operator uninstalled with kubectl delete -f deploy/', function () {
   this.timeout(5 * 60_000);
@@ -40,14 +17,14 @@ describe('the operator uninstalled with kubectl delete -f deploy/', function () 
     await ensureOperator();
     const suites = (await getJson(['get', 'admissionsuites'])).items.length;
     expect(suites, 'suites installed when the operator is removed').to.be.above(0);
-    expect(await ours('validatingwebhookconfigurations')).to.not.deep.equal([]);
+    expect(await ourObjects('validatingwebhookconfigurations')).to.not.deep.equal([]);
 
     const t0 = performance.now();
     await kc(['delete', '-f', DEPLOY_DIR, '--wait=true', '--timeout=120s'], undefined, 130_000);
     const deletedAt = performance.now() - t0;
     const left = await eventually(
       async () => {
-        const found = (await Promise.all(KINDS.map(ours))).flat();
+        const found = await ourObjects();
         const ns = await kc(['get', 'namespace', OPERATOR_NS, '--ignore-not-found', '-o', 'name']);
         if (ns.trim()) found.push(`namespace ${OPERATOR_NS} (${(await getJson(['get', 'namespace', OPERATOR_NS])).status.phase})`);
         if (found.length) throw new Error(found.join(', '));

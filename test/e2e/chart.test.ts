@@ -1,0 +1,101 @@
+/**
+ * The Helm chart (charts/portcullis), with a real Helm built from Go modules: it lints clean, its
+ * defaults render exactly what `kubectl apply -f deploy/` installs (so the two never drift), its
+ * values change what they say, and the API server accepts what it renders.
+ */
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { kubectl } from '../support/cluster.ts';
+import { ensureHelm } from '../../src/local/binaries.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CHART = path.join(ROOT, 'charts/portcullis');
+
+type Manifest = k8s.KubernetesObject & Record<string, any>;
+const key = (o: Manifest) => `${o.kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name}`;
+
+function parse(text: string): Map<string, Manifest> {
+  const objects = new Map<string, Manifest>();
+  for (const object of k8s.loadAllYaml(text) as Manifest[]) if (object) objects.set(key(object), JSON.parse(JSON.stringify(object)));
+  return objects;
+}
+
+describe('charts/portcullis: the Helm chart', function () {
+  this.timeout(600_000);
+  let helmBinary: string;
+  const helm = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(helmBinary, args, { maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+    });
+  const render = async (...set: string[]) => {
+    const result = await helm(['template', 'portcullis', CHART, '--namespace', 'portcullis-system', ...set.flatMap((s) => ['--set', s])]);
+    expect(result.code, result.stderr).to.equal(0);
+    return parse(result.stdout);
+  };
+
+  before(async function () {
+    helmBinary = await ensureHelm();
+  });
+
+  it('lints clean in strict mode', async function () {
+    const result = await helm(['lint', '--strict', CHART]);
+    expect(result.code, result.stdout + result.stderr).to.equal(0);
+    expect(result.stdout).to.contain('0 chart(s) failed');
+  });
+
+  it("renders with its defaults exactly what deploy/ installs, but the Namespace (helm install --create-namespace)", async function () {
+    const chart = await render();
+    const deploy = new Map<string, Manifest>();
+    for (const file of fs.readdirSync(path.join(ROOT, 'deploy')).sort()) for (const [k, o] of parse(fs.readFileSync(path.join(ROOT, 'deploy', file), 'utf8'))) deploy.set(k, o);
+    deploy.delete('Namespace portcullis-system');
+    expect([...chart.keys()].sort()).to.deep.equal([...deploy.keys()].sort());
+    for (const [k, object] of chart) expect(isDeepStrictEqual(object, deploy.get(k)), `${k} differs from deploy/'s`).to.equal(true);
+    // The CRD the chart carries is crds/'s.
+    expect(fs.readFileSync(path.join(CHART, 'files/crd.yaml'), 'utf8')).to.equal(fs.readFileSync(path.join(ROOT, 'crds/admission.portcullis.dev_admissionsuites.yaml'), 'utf8'));
+  });
+
+  it('follows its values: namespace, image digest, flags, scheduling, toggles', async function () {
+    const chart = parse(
+      (
+        await helm([
+          'template', 'portcullis', CHART, '--namespace', 'policy',
+          '--set', 'image.repository=registry.example.com/portcullis', '--set', 'image.digest=sha256:' + 'a'.repeat(64),
+          '--set', 'replicaCount=3', '--set', 'leaderElection.leaseDuration=30s', '--set', 'logLevel=debug', '--set', 'extraArgs[0]=--shutdown-delay=8s',
+          '--set', 'nodeSelector.pool=system', '--set', 'priorityClassName=system-cluster-critical',
+          '--set', 'metrics.service.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true',
+          '--set', 'crds.install=false', '--set', 'networkPolicy.enabled=false', '--set', 'podDisruptionBudget.enabled=false',
+        ])
+      ).stdout,
+    );
+    const deployment = chart.get('Deployment policy/portcullis-operator')!;
+    const pod = deployment.spec.template.spec;
+    expect(deployment.spec.replicas).to.equal(3);
+    expect(pod.containers[0].image).to.equal(`registry.example.com/portcullis@sha256:${'a'.repeat(64)}`);
+    expect(pod.containers[0].args).to.deep.equal(['--mode=cluster', '--lease-duration=30s', '--shutdown-delay=8s']);
+    expect(pod.containers[0].env).to.deep.include({ name: 'PORTCULLIS_LOG_LEVEL', value: 'debug' });
+    expect(pod.nodeSelector).to.deep.equal({ pool: 'system' });
+    expect(pod.priorityClassName).to.equal('system-cluster-critical');
+    expect(chart.has('Service policy/portcullis-operator-metrics')).to.equal(true);
+    expect(chart.has('ServiceMonitor policy/portcullis-operator')).to.equal(true);
+    expect(chart.has('CustomResourceDefinition admissionsuites.admission.portcullis.dev')).to.equal(false);
+    expect(chart.has('NetworkPolicy policy/portcullis-operator')).to.equal(false);
+    expect(chart.has('PodDisruptionBudget policy/portcullis-operator')).to.equal(false);
+    // The release's namespace reaches the RBAC subjects and the token guard's rules.
+    expect(chart.get('ClusterRoleBinding portcullis-operator')!.subjects[0].namespace).to.equal('policy');
+    const guard = chart.get('ValidatingAdmissionPolicy portcullis-operator-token-guard')!;
+    expect(guard.spec.matchConditions[0].expression).to.contain("'system:serviceaccount:policy:portcullis-operator'");
+    expect(JSON.stringify(guard.spec.validations)).to.contain("w.clientConfig.service.namespace == 'policy'");
+  });
+
+  it('renders what the API server accepts (server-side dry run)', async function () {
+    const result = await helm(['template', 'portcullis', CHART, '--namespace', 'portcullis-system']);
+    const applied = await kubectl(['apply', '--server-side', '--force-conflicts', '--dry-run=server', '-f', '-'], result.stdout);
+    expect(applied.code, applied.stderr).to.equal(0);
+    expect(applied.stdout).to.contain('deployment.apps/portcullis-operator serverside-applied (server dry run)');
+  });
+});
