@@ -141,6 +141,9 @@ describe('the operator installed with kubectl apply -f deploy/', function () {
 
   it('runs as uid 65532 on a read-only root filesystem, in cluster mode on its ServiceAccount, with no shell in the image', async function () {
     const pods = await ensureOperator();
+    // Admitted by the API server's PodSecurity plugin where deploy/ enforces the restricted standard.
+    const ns = await getJson(['get', 'namespace', OPERATOR_NS]);
+    expect(ns.metadata.labels['pod-security.kubernetes.io/enforce']).to.equal('restricted');
     for (const pod of pods) {
       const name = pod.metadata.name;
       expect(pod.spec.securityContext).to.include({ runAsNonRoot: true, runAsUser: 65532 });
