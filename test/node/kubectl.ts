@@ -42,3 +42,18 @@ export function testPod(command?: string[]) {
     ],
   };
 }
+
+/** A Deployment of `replicas` pods labelled app=<name>, running `podSpec`. */
+export function deployment(name: string, namespace: string, replicas: number, podSpec: object) {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace },
+    spec: { replicas, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: podSpec } },
+  };
+}
+
+/** Waits until the Deployment is Available (its replicas Ready). */
+export async function waitAvailable(name: string, namespace: string): Promise<void> {
+  await kc(['wait', '-n', namespace, `deployment/${name}`, '--for=condition=Available', '--timeout=90s'], undefined, 100_000);
+}

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { eventually } from '../../support/wait.ts';
 import { nodeCluster } from '../hooks.ts';
-import { apply, getJson, kc, namespace, testPod } from '../kubectl.ts';
+import { apply, deployment, getJson, kc, namespace, testPod, waitAvailable } from '../kubectl.ts';
 
 const NS = 'workloads';
 const PAGE = 'portcullis node test image';
@@ -24,32 +24,22 @@ describe('node cluster: workloads', function () {
   });
 
   it('a Deployment of 2 replicas of the test image becomes Available on the pod network', async function () {
-    await apply({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'web', namespace: NS },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: 'web' } },
-        template: {
-          metadata: { labels: { app: 'web' } },
-          spec: {
-            terminationGracePeriodSeconds: 1,
-            containers: [
-              {
-                name: 'main',
-                image: nodeCluster().images.test,
-                imagePullPolicy: 'Never',
-                command: ['sh', '-c', 'echo "hello from $(hostname)"; exec httpd -f -v -p 8080 -h /www'],
-                ports: [{ containerPort: 8080 }],
-                readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
-              },
-            ],
+    await apply(
+      deployment('web', NS, 2, {
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: 'main',
+            image: nodeCluster().images.test,
+            imagePullPolicy: 'Never',
+            command: ['sh', '-c', 'echo "hello from $(hostname)"; exec httpd -f -v -p 8080 -h /www'],
+            ports: [{ containerPort: 8080 }],
+            readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
           },
-        },
-      },
-    });
-    await kc(['wait', '-n', NS, 'deployment/web', '--for=condition=Available', '--timeout=90s'], undefined, 100_000);
+        ],
+      }),
+    );
+    await waitAvailable('web', NS);
     const pods = await getJson(['get', 'pods', '-n', NS, '-l', 'app=web']);
     expect(pods.items).to.have.length(2);
     const node = await getJson(['get', 'node', nodeCluster().nodeName]);

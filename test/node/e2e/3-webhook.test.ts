@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { createCA, issueLeaf } from '../../../src/certs/x509.ts';
 import { eventually } from '../../support/wait.ts';
 import { nodeCluster } from '../hooks.ts';
-import { apply, getJson, kc, namespace } from '../kubectl.ts';
+import { apply, deployment, getJson, kc, namespace, waitAvailable } from '../kubectl.ts';
 
 const NS = 'webhook';
 const b64 = (text: string) => Buffer.from(text).toString('base64');
@@ -53,32 +53,20 @@ describe('node cluster: an admission webhook in a pod behind a ClusterIP Service
         type: 'kubernetes.io/tls',
         data: { 'tls.crt': b64(serving.certPem), 'tls.key': b64(serving.keyPem) },
       },
-      {
-        apiVersion: 'apps/v1',
-        kind: 'Deployment',
-        metadata: { name: 'node-webhook', namespace: NS },
-        spec: {
-          replicas: 1,
-          selector: { matchLabels: { app: 'node-webhook' } },
-          template: {
-            metadata: { labels: { app: 'node-webhook' } },
-            spec: {
-              terminationGracePeriodSeconds: 1,
-              containers: [
-                {
-                  name: 'webhook',
-                  image: nodeCluster().images.webhook,
-                  imagePullPolicy: 'Never',
-                  ports: [{ containerPort: 8443 }],
-                  readinessProbe: { httpGet: { scheme: 'HTTPS', path: '/healthz', port: 8443 }, periodSeconds: 1 },
-                  volumeMounts: [{ name: 'tls', mountPath: '/tls', readOnly: true }],
-                },
-              ],
-              volumes: [{ name: 'tls', secret: { secretName: 'node-webhook-tls' } }],
-            },
+      deployment('node-webhook', NS, 1, {
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: 'webhook',
+            image: nodeCluster().images.webhook,
+            imagePullPolicy: 'Never',
+            ports: [{ containerPort: 8443 }],
+            readinessProbe: { httpGet: { scheme: 'HTTPS', path: '/healthz', port: 8443 }, periodSeconds: 1 },
+            volumeMounts: [{ name: 'tls', mountPath: '/tls', readOnly: true }],
           },
-        },
-      },
+        ],
+        volumes: [{ name: 'tls', secret: { secretName: 'node-webhook-tls' } }],
+      }),
       {
         apiVersion: 'v1',
         kind: 'Service',
@@ -86,7 +74,7 @@ describe('node cluster: an admission webhook in a pod behind a ClusterIP Service
         spec: { selector: { app: 'node-webhook' }, ports: [{ port: 443, targetPort: 8443 }] },
       },
     );
-    await kc(['wait', '-n', NS, 'deployment/node-webhook', '--for=condition=Available', '--timeout=90s'], undefined, 100_000);
+    await waitAvailable('node-webhook', NS);
   });
   after(async function () {
     await kc(['delete', 'validatingwebhookconfiguration', 'node-webhook', 'node-webhook-wrong-ca', '--ignore-not-found']);

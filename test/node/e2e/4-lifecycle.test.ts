@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import { eventually } from '../../support/wait.ts';
 import { nodeCluster } from '../hooks.ts';
-import { apply, getJson, kc, namespace, testPod } from '../kubectl.ts';
+import { apply, deployment, getJson, kc, namespace, testPod, waitAvailable } from '../kubectl.ts';
 
 const NS = 'lifecycle';
 
@@ -31,17 +31,8 @@ describe('node cluster: pod lifecycle', function () {
   let removeNamespace: () => Promise<void>;
   before(async function () {
     removeNamespace = await namespace(NS);
-    await apply({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: 'drained', namespace: NS },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: 'drained' } },
-        template: { metadata: { labels: { app: 'drained' } }, spec: testPod() },
-      },
-    });
-    await kc(['wait', '-n', NS, 'deployment/drained', '--for=condition=Available', '--timeout=90s'], undefined, 100_000);
+    await apply(deployment('drained', NS, 2, testPod()));
+    await waitAvailable('drained', NS);
   });
   after(async function () {
     await kc(['uncordon', nodeCluster().nodeName]);
