@@ -1,0 +1,274 @@
+/**
+ * `npm run bench:scale`: how the operator copes with many suites, on the local control plane.
+ * For each N (default 100 and 1000; `SCALE_SUITES=100,500` to choose), on a fresh control plane:
+ *  1. starts the operator as its own process (`node src/main.ts`, local mode) and reads its idle RSS;
+ *  2. applies N suites at once and times each from its create to Ready=True (a watch);
+ *  3. reads the operator's RSS with N suites served, and per suite;
+ *  4. restarts the operator (SIGTERM, a new process) and times until every suite serves again:
+ *     each suite's webhook is called as the API server calls it (TLS verified against the bundle the
+ *     operator wrote, the suite's server name, its admit path) and must deny the object it denies.
+ * Figures print as they come; the last line is one JSON object with all of them.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as k8s from '@kubernetes/client-node';
+import { startControlPlane } from '../src/local/controlplane.ts';
+import { installForLocalRun } from '../src/local/install.ts';
+import { loadKubeConfig } from '../src/kube/client.ts';
+import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type AdmissionSuite } from '../src/api/types.ts';
+import { admitPath, tlsSecretName } from '../src/api/names.ts';
+import { DEFAULTS } from '../src/config.ts';
+import { servingNames } from '../src/controller/desired.ts';
+
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const SIZES = (process.env.SCALE_SUITES ?? '100,1000').split(',').map(Number);
+const NAMESPACE = DEFAULTS.namespace;
+const READY_TIMEOUT_MS = Number(process.env.SCALE_TIMEOUT_S ?? 600) * 1000;
+/** Creates in flight at once: "applied at once" as kubectl apply of one file of N would be, bounded. */
+const CREATE_CONCURRENCY = 32;
+const PROBE_CONCURRENCY = 32;
+
+interface Round {
+  suites: number;
+  allReadyS: number;
+  readyP50S: number;
+  readyP99S: number;
+  rssIdleMB: number;
+  rssLoadedMB: number;
+  rssPerSuiteMB: number;
+  restartAllServingS: number;
+  rssAfterRestartMB: number;
+}
+
+function suiteFor(name: string): AdmissionSuite {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name } as AdmissionSuite['metadata'],
+    spec: {
+      webhooks: [
+        {
+          name: 'guard',
+          type: 'Validating',
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+          // Each suite sees only its own objects, so N suites do not all answer every create.
+          objectSelector: { matchLabels: { 'scale.portcullis.dev/suite': name } },
+          validations: [{ expression: "!has(object.data) || !('deny' in object.data)", message: `denied by ${name}` }],
+        },
+      ],
+    },
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+function rssMB(pid: number): number {
+  const line = fs.readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
+  return Number(line.split(/\s+/)[1]) / 1024;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (next < items.length) await work(items[next++]!);
+    }),
+  );
+}
+
+interface OperatorChild {
+  child: ChildProcess;
+  servingPort: number;
+  stop(): Promise<void>;
+}
+
+async function startOperator(kubeconfig: string, servingPort: number, metricsPort: number): Promise<OperatorChild> {
+  const child = spawn(
+    process.execPath,
+    [MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--namespace=${NAMESPACE}`, `--serving-port=${servingPort}`, `--metrics-port=${metricsPort}`],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'warn' } },
+  );
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));
+  const started = Date.now();
+  while (!output.includes('Portcullis is ready')) {
+    if (child.exitCode !== null) throw new Error(`the operator exited: ${output}`);
+    if (Date.now() - started > 60_000) throw new Error(`the operator did not start in 60 s: ${output}`);
+    await sleep(50);
+  }
+  return {
+    child,
+    servingPort,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Watches suites and resolves each name's first Ready=True time. */
+function watchReady(kubeConfig: k8s.KubeConfig, names: Set<string>): { readyAt: Map<string, number>; all: Promise<void>; stop(): void } {
+  const readyAt = new Map<string, number>();
+  let resolveAll!: () => void;
+  const all = new Promise<void>((resolve) => (resolveAll = resolve));
+  const watch = new k8s.Watch(kubeConfig);
+  let request: { abort(): void } | undefined;
+  void watch
+    .watch(
+      `/apis/${GROUP}/${VERSION}/${PLURAL}`,
+      {},
+      (_type, suite: AdmissionSuite) => {
+        const name = suite.metadata.name;
+        if (!names.has(name) || readyAt.has(name)) return;
+        const ready = suite.status?.conditions?.find((c) => c.type === 'Ready');
+        if (ready?.status === 'True' && suite.status?.observedGeneration === suite.metadata.generation) {
+          readyAt.set(name, Date.now());
+          if (readyAt.size === names.size) resolveAll();
+        }
+      },
+      () => undefined,
+    )
+    .then((r) => (request = r));
+  return { readyAt, all, stop: () => request?.abort() };
+}
+
+/** Calls each suite's webhook as the API server would, until every one answers with its denial. */
+async function untilAllServe(kubeConfig: k8s.KubeConfig, names: string[], servingPort: number, deadline: number): Promise<void> {
+  const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
+  const bundles = new Map<string, string>();
+  await pool(names, PROBE_CONCURRENCY, async (name) => {
+    const secret = await core.readNamespacedSecret({ name: tlsSecretName(name), namespace: NAMESPACE });
+    bundles.set(name, Buffer.from(secret.data!['ca.crt']!, 'base64').toString());
+  });
+  let waiting = [...names];
+  while (waiting.length > 0) {
+    if (Date.now() > deadline) throw new Error(`${waiting.length} suite(s) still not serving, e.g. ${waiting[0]}`);
+    const failed: string[] = [];
+    await pool(waiting, PROBE_CONCURRENCY, async (name) => {
+      if (!(await deniesAsExpected(name, bundles.get(name)!, servingPort))) failed.push(name);
+    });
+    waiting = failed;
+    if (waiting.length > 0) await sleep(100);
+  }
+}
+
+function deniesAsExpected(name: string, bundle: string, port: number): Promise<boolean> {
+  const suite = suiteFor(name);
+  const servername = servingNames(suite, { ...DEFAULTS, mode: 'local' })[0]!;
+  const body = JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: `scale-${name}`,
+      kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+      resource: { group: '', version: 'v1', resource: 'configmaps' },
+      requestKind: { group: '', version: 'v1', kind: 'ConfigMap' },
+      requestResource: { group: '', version: 'v1', resource: 'configmaps' },
+      name: 'probe',
+      namespace: 'default',
+      operation: 'CREATE',
+      userInfo: { username: 'bench' },
+      object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'probe', namespace: 'default' }, data: { deny: 'yes' } },
+      dryRun: true,
+    },
+  });
+  return new Promise((resolve) => {
+    const req = https.request(
+      { host: '127.0.0.1', port, servername, ca: bundle, method: 'POST', path: admitPath(name, 'guard'), headers: { 'content-type': 'application/json' }, agent: false, timeout: 5000 },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => {
+          try {
+            const review = JSON.parse(text);
+            resolve(res.statusCode === 200 && review.response?.allowed === false && String(review.response?.status?.message).includes(`denied by ${name}`));
+          } catch {
+            resolve(false);
+          }
+        });
+      },
+    );
+    req.on('error', () => resolve(false));
+    req.on('timeout', () => req.destroy());
+    req.end(body);
+  });
+}
+
+async function round(n: number, ports: { serving: number; metrics: number }): Promise<Round> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-scale-'));
+  const controlPlane = await startControlPlane({ dataDir, log: () => undefined });
+  try {
+    const kubeConfig = loadKubeConfig(controlPlane.kubeconfigPath);
+    await installForLocalRun(kubeConfig, NAMESPACE);
+    const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+
+    let operator = await startOperator(controlPlane.kubeconfigPath, ports.serving, ports.metrics);
+    await sleep(3000);
+    const rssIdleMB = rssMB(operator.child.pid!);
+
+    const names = Array.from({ length: n }, (_, i) => `scale-${String(i).padStart(4, '0')}`);
+    const ready = watchReady(kubeConfig, new Set(names));
+    await sleep(500);
+    const createdAt = new Map<string, number>();
+    const start = Date.now();
+    await pool(names, CREATE_CONCURRENCY, async (name) => {
+      createdAt.set(name, Date.now());
+      await custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: suiteFor(name) });
+    });
+    const timeout = sleep(READY_TIMEOUT_MS).then(() => {
+      throw new Error(`only ${ready.readyAt.size} of ${n} suites were Ready after ${READY_TIMEOUT_MS / 1000} s`);
+    });
+    await Promise.race([ready.all, timeout]);
+    ready.stop();
+    const allReadyS = (Math.max(...ready.readyAt.values()) - start) / 1000;
+    const perSuite = names.map((name) => (ready.readyAt.get(name)! - createdAt.get(name)!) / 1000).sort((a, b) => a - b);
+    console.log(`${n} suites: all Ready ${allReadyS.toFixed(2)} s after the first create; apply-to-Ready p50 ${percentile(perSuite, 50).toFixed(2)} s, p99 ${percentile(perSuite, 99).toFixed(2)} s`);
+
+    await sleep(3000);
+    const rssLoadedMB = rssMB(operator.child.pid!);
+    const rssPerSuiteMB = (rssLoadedMB - rssIdleMB) / n;
+    console.log(`${n} suites: operator RSS idle ${rssIdleMB.toFixed(0)} MB, with the suites ${rssLoadedMB.toFixed(0)} MB (${rssPerSuiteMB.toFixed(3)} MB per suite)`);
+
+    await operator.stop();
+    const restarted = Date.now();
+    operator = await startOperator(controlPlane.kubeconfigPath, ports.serving, ports.metrics);
+    await untilAllServe(kubeConfig, names, ports.serving, restarted + READY_TIMEOUT_MS);
+    const restartAllServingS = (Date.now() - restarted) / 1000;
+    const rssAfterRestartMB = rssMB(operator.child.pid!);
+    console.log(`${n} suites: after a restart, all serving again in ${restartAllServingS.toFixed(2)} s (RSS ${rssAfterRestartMB.toFixed(0)} MB)`);
+    await operator.stop();
+
+    return {
+      suites: n,
+      allReadyS: round2(allReadyS),
+      readyP50S: round2(percentile(perSuite, 50)),
+      readyP99S: round2(percentile(perSuite, 99)),
+      rssIdleMB: Math.round(rssIdleMB),
+      rssLoadedMB: Math.round(rssLoadedMB),
+      rssPerSuiteMB: Math.round(rssPerSuiteMB * 1000) / 1000,
+      restartAllServingS: round2(restartAllServingS),
+      rssAfterRestartMB: Math.round(rssAfterRestartMB),
+    };
+  } finally {
+    await controlPlane.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+const rounds: Round[] = [];
+for (const n of SIZES) rounds.push(await round(n, { serving: 19443, metrics: 19080 }));
+console.log(JSON.stringify({ cores: os.cpus().length, rounds }));
+process.exit(0);
