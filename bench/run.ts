@@ -110,8 +110,15 @@ async function measuredLoad(pid: number, port: number, ca: string, body: string)
   return { result, cpuUs: before === undefined || after === undefined ? undefined : ((after - before) * 1e6) / result.requests.total };
 }
 
-function checkOk(result: autocannon.Result, what: string): void {
-  if (result.errors || result.non2xx || result.timeouts) throw new Error(`${what}: ${result.errors} errors, ${result.non2xx} non-2xx, ${result.timeouts} timeouts`);
+/**
+ * On a busy machine a load round may see a timeout or an error: it is counted, printed and kept
+ * in the figures (with its count in the JSON), never thrown, so the bench still gives its numbers.
+ */
+const failures: { round: string; errors: number; timeouts: number; non2xx: number }[] = [];
+function countFailures(result: autocannon.Result, round: string): void {
+  if (!result.errors && !result.non2xx && !result.timeouts) return;
+  failures.push({ round, errors: result.errors, timeouts: result.timeouts, non2xx: result.non2xx });
+  console.log(`${round}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers (the round is kept and counted)`);
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-bench-'));
@@ -139,12 +146,12 @@ try {
   for (let round = 0; round <= ROUNDS; round++) {
     for (const kind of round < ROUNDS ? kinds : (['floor'] as const)) {
       const measured = await measuredLoad(servers[kind].child.pid!, servers[kind].port, ca.certPem, body);
-      checkOk(measured.result, kind);
+      countFailures(measured.result, `${kind} round ${round + 1}`);
       rounds[kind].push(measured);
     }
   }
   fixed = await load(servers.portcullis.port, ca.certPem, body, { overallRate: 1000, seconds: 10 });
-  checkOk(fixed, 'fixed rate');
+  countFailures(fixed, 'portcullis at 1,000 req/s');
 } finally {
   for (const kind of kinds) servers[kind]?.child.kill();
 }
@@ -184,5 +191,8 @@ const figures = {
   load_eval_us: Number(inProcess.evaluate.toFixed(1)),
   floor_cpu_us: floorCpu === undefined ? null : Number(floorCpu.toFixed(1)),
   portcullis_cpu_us: portcullisCpu === undefined ? null : Number(portcullisCpu.toFixed(1)),
+  rounds_with_failures: failures.length,
+  failed_requests: failures.reduce((sum, f) => sum + f.errors + f.timeouts + f.non2xx, 0),
+  failures,
 };
 console.log(JSON.stringify(figures));

@@ -27,6 +27,8 @@ export interface OperatorConfig {
    * while the endpoints and kube-proxy's rules are updated.
    */
   shutdownDelayMs: number;
+  /** Suites reconciled at once (controller-runtime's MaxConcurrentReconciles); one suite is never reconciled twice at once. */
+  maxConcurrentReconciles: number;
   kubeconfig?: string;
 }
 
@@ -41,6 +43,7 @@ export const DEFAULTS: OperatorConfig = {
   renewDeadlineMs: 10_000,
   retryPeriodMs: 2_000,
   shutdownDelayMs: 5_000,
+  maxConcurrentReconciles: 10,
 };
 
 const FLAGS: Record<string, (config: OperatorConfig, value: string) => void> = {
@@ -58,6 +61,11 @@ const FLAGS: Record<string, (config: OperatorConfig, value: string) => void> = {
   'renew-deadline': (c, v) => (c.renewDeadlineMs = duration(v, 'renew-deadline')),
   'retry-period': (c, v) => (c.retryPeriodMs = duration(v, 'retry-period')),
   'shutdown-delay': (c, v) => (c.shutdownDelayMs = duration(v, 'shutdown-delay')),
+  'max-concurrent-reconciles': (c, v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`--max-concurrent-reconciles must be a whole number from 1 to 1000, not ${v}`);
+    c.maxConcurrentReconciles = n;
+  },
   kubeconfig: (c, v) => (c.kubeconfig = v),
 };
 

@@ -14,7 +14,7 @@ import { Metrics } from './health/metrics.ts';
 import { isSignedBy } from './certs/x509.ts';
 import { CertificateStore } from './certs/store.ts';
 import type { OperatorConfig } from './config.ts';
-import { CA_KEY, CaReconciler } from './controller/ca.ts';
+import { CA_KEY, CaNotIssuedError, CaReconciler, type CaSecret } from './controller/ca.ts';
 import { SELF_CERTIFICATE, SELF_KEY, SelfReconciler } from './controller/self.ts';
 import { EventRecorder } from './controller/events.ts';
 import { LeaderElector } from './controller/leader.ts';
@@ -22,8 +22,9 @@ import { WorkQueue } from './controller/queue.ts';
 import { SuiteReconciler } from './controller/reconciler.ts';
 import { createHealthServer } from './health/server.ts';
 import type { ClusterView } from './handlers/handler.ts';
-import { connect, describeError, NotLeaderError, type Kube } from './kube/client.ts';
+import { connect, describeError, NotLeaderError, type CacheLookup, type Kube, type KubeObject } from './kube/client.ts';
 import { watchCache, type WatchedCache } from './kube/watch.ts';
+import { shareConnections } from './kube/connections.ts';
 import { ObjectWatches } from './kube/objects.ts';
 import { ParamsAccess } from './kube/params-access.ts';
 import { componentLogger } from './log.ts';
@@ -64,6 +65,7 @@ const managedSelector = Object.entries(MANAGED_BY_LABELS).map(([k, v]) => `${k}=
 
 export async function startOperator(config: OperatorConfig, kubeConfig: KubeConfig, options: StartOptions = {}): Promise<Operator> {
   const log = componentLogger('operator');
+  shareConnections(kubeConfig);
   const kube = connect(kubeConfig);
   const identity = `${os.hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 7)}`;
   const certificates = new CertificateStore();
@@ -112,7 +114,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         log.info('suite deleted; no longer served', { suite: name });
         registry.remove(name);
         certificates.remove(name);
-        queue.add(CA_KEY);
+        // A rotation step may have waited on this suite's bundle or leaf.
+        if (caReconciler.rotating()) queue.add(CA_KEY);
         return;
       }
       // Every replica compiles every suite, once per generation, so every replica can serve it.
@@ -128,8 +131,10 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     log,
     onChange: (secret, deleted) => {
       const name = secret.metadata!.name!;
-      queue.add(CA_KEY);
+      // A leaf re-signed by the new CA is what a rotation's last step waits for.
+      if (caReconciler.rotating()) queue.add(CA_KEY);
       if (name === CA_SECRET) {
+        queue.add(CA_KEY);
         queue.add(SELF_KEY);
         for (const suite of suites.list()) queue.add(suite.metadata!.name!);
         return;
@@ -177,7 +182,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
           : kube.admissionregistration.listValidatingWebhookConfiguration({ labelSelector: managedSelector })) as Promise<KubernetesListObject<ConfigurationObject>>,
       log,
       onChange: (object) => {
-        queue.add(CA_KEY);
+        // A bundle carrying the successor is what a rotation's promotion waits for.
+        if (caReconciler.rotating()) queue.add(CA_KEY);
         if (object.metadata?.name === SUITE_VALIDATION.configuration) queue.add(SELF_KEY);
         const suite = object.metadata?.labels?.[SUITE_LABEL];
         if (suite && suites.get(suite)) queue.add(suite);
@@ -187,6 +193,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
 
   const caReconciler = new CaReconciler({
     kube,
+    cached: () => secrets.get(CA_SECRET, config.namespace) as CaSecret | undefined,
     namespace: config.namespace,
     settings: { durationMs: config.caDurationMs, renewBeforeMs: config.caRenewBeforeMs, overlapMs: config.caOverlapMs },
     log: componentLogger('ca'),
@@ -208,8 +215,16 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         }),
     },
   });
-  const selfReconciler = new SelfReconciler({ kube, config: effective, ca: caReconciler, log: componentLogger('suite-validation') });
-  const reconciler = new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, events, log: componentLogger('reconciler') });
+  const [mutatingConfigurations, validatingConfigurations] = configurations;
+  const byKind: Record<string, WatchedCache<KubernetesObject>> = {
+    Secret: secrets,
+    Service: services,
+    MutatingWebhookConfiguration: mutatingConfigurations!,
+    ValidatingWebhookConfiguration: validatingConfigurations!,
+  };
+  const cached: CacheLookup = (header) => byKind[header.kind ?? '']?.get(header.metadata?.name ?? '', header.metadata?.namespace) as KubeObject | undefined;
+  const selfReconciler = new SelfReconciler({ kube, config: effective, ca: caReconciler, cached, log: componentLogger('suite-validation') });
+  const reconciler = new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, log: componentLogger('reconciler') });
   const queue = new WorkQueue(
     async (name) => {
       try {
@@ -219,6 +234,11 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       } catch (err) {
         // Leadership moved mid-reconcile: the new leader takes it from here.
         if (err instanceof NotLeaderError) return;
+        // The CA is issued first (its key runs before any other); once it is, its Secret's event requeues everyone.
+        if (err instanceof CaNotIssuedError) {
+          queue.add(CA_KEY);
+          return { requeueAfterMs: 1000 };
+        }
         throw err;
       }
     },
@@ -230,6 +250,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         if (suite) void events.record(suite, 'Normal', 'Recovered', message);
       },
     },
+    // The CA runs alone, and before anything queued after it: every other reconcile signs with it.
+    { concurrency: config.maxConcurrentReconciles, exclusive: (key) => key === CA_KEY },
   );
   queue.setActive(false);
 

@@ -20,12 +20,15 @@ export class CertificateStore {
   set(suite: string, certPem: string, keyPem: string): void {
     if (this.bySuite.get(suite)?.certPem === certPem) return;
     const context = tls.createSecureContext({ cert: certPem, key: keyPem });
-    this.bySuite.set(suite, { names: readCertificate(certPem).dnsNames, certPem, context });
-    this.reindex();
+    this.unindex(suite);
+    const entry = { names: readCertificate(certPem).dnsNames, certPem, context };
+    this.bySuite.set(suite, entry);
+    for (const name of entry.names) this.byName.set(name.toLowerCase(), entry.context);
   }
 
   remove(suite: string): void {
-    if (this.bySuite.delete(suite)) this.reindex();
+    this.unindex(suite);
+    this.bySuite.delete(suite);
   }
 
   /** The PEM a suite is served with now, if any. */
@@ -44,10 +47,20 @@ export class CertificateStore {
     else callback(new Error(`no certificate for server name "${serverName}"`));
   };
 
-  private reindex(): void {
-    this.byName.clear();
-    for (const entry of this.bySuite.values()) {
-      for (const name of entry.names) this.byName.set(name.toLowerCase(), entry.context);
+  /**
+   * Drops a suite's names, each given back to another suite that carries it (two suites that
+   * name one Service share it), so a change costs its own names, not every suite's.
+   */
+  private unindex(suite: string): void {
+    const entry = this.bySuite.get(suite);
+    if (!entry) return;
+    for (const name of entry.names) {
+      const key = name.toLowerCase();
+      if (this.byName.get(key) !== entry.context) continue;
+      this.byName.delete(key);
+      for (const [other, candidate] of this.bySuite) {
+        if (other !== suite && candidate.names.some((n) => n.toLowerCase() === key)) this.byName.set(key, candidate.context);
+      }
     }
   }
 }

@@ -2,6 +2,8 @@
  * The CA reconciler: keeps the `portcullis-ca` Secret and walks its rotation one step at a time
  * (see certs/authority.ts). Level-based like the suite reconciler: it reads the Secret and the
  * cluster facts, takes the one step that is due, and asks to be woken when the next one is.
+ * It runs alone (an exclusive key of the work queue), and returns only once the watch cache shows
+ * what it wrote, so the suite reconcilers, which read the CA from that cache, never see an older one.
  */
 import { CA_SECRET, MANAGED_BY_LABELS } from '../api/names.ts';
 import {
@@ -22,10 +24,22 @@ import type { ReconcileResult } from './queue.ts';
 /** The work-queue key of the CA; suite names are DNS labels, so it cannot clash with one. */
 export const CA_KEY = '#ca';
 
-type SecretObject = KubeObject & { data?: Record<string, string>; metadata: { annotations?: Record<string, string> } };
+/** How long a write waits to show in the watch cache before the reconcile returns anyway. */
+const CACHE_CATCH_UP_MS = 5_000;
+
+/** No CA yet: the CA's own reconcile, which the queue runs first, issues it. */
+export class CaNotIssuedError extends Error {
+  constructor() {
+    super('the operator CA is not issued yet');
+  }
+}
+
+export type CaSecret = KubeObject & { data?: Record<string, string>; metadata: { annotations?: Record<string, string> } };
 
 export interface CaReconcilerDeps {
   kube: Kube;
+  /** The CA Secret as the operator's watch cache holds it. */
+  cached: () => CaSecret | undefined;
   namespace: string;
   settings: CaSettings;
   facts: RotationFacts;
@@ -36,20 +50,35 @@ export interface CaReconcilerDeps {
 export class CaReconciler {
   private readonly deps: CaReconcilerDeps;
   private readonly now: () => Date;
+  /** The parsed material of the cached Secret, by its resourceVersion: parsed once per CA change. */
+  private loaded?: { resourceVersion: string; material: CaMaterial; rotating: boolean };
 
   constructor(deps: CaReconcilerDeps) {
     this.deps = deps;
     this.now = deps.now ?? (() => new Date());
   }
 
-  /** The CA to sign with and the bundle to trust; creates the first CA when there is none. */
-  async material(): Promise<CaMaterial> {
-    const state = await this.read();
-    if (state) return materialOf(state);
-    const created: CaState = { current: await newCA(this.deps.settings, this.now()) };
-    await this.write(created);
-    this.deps.log.info('issued the operator CA');
-    return materialOf(created);
+  /** The CA to sign with and the bundle to trust, from the watch cache (no API call per suite). */
+  material(): CaMaterial {
+    const loaded = this.load();
+    if (!loaded) throw new CaNotIssuedError();
+    return loaded.material;
+  }
+
+  /** Whether a rotation is under way (a successor or a predecessor in the bundle): only then do other objects' changes concern the CA. */
+  rotating(): boolean {
+    return this.load()?.rotating ?? false;
+  }
+
+  private load(): { material: CaMaterial; rotating: boolean } | undefined {
+    const secret = this.deps.cached();
+    const resourceVersion = secret?.metadata.resourceVersion as string | undefined;
+    if (!secret || !resourceVersion) return undefined;
+    if (this.loaded?.resourceVersion === resourceVersion) return this.loaded;
+    const state = caFromSecret(secret.data, secret.metadata.annotations);
+    if (!state) return undefined;
+    this.loaded = { resourceVersion, material: materialOf(state), rotating: Boolean(state.next || state.previousCertPem) };
+    return this.loaded;
   }
 
   async reconcile(): Promise<ReconcileResult> {
@@ -79,7 +108,7 @@ export class CaReconciler {
   }
 
   private async read(): Promise<CaState | undefined> {
-    const secret = await getObject<SecretObject>(this.deps.kube, this.header());
+    const secret = await getObject<CaSecret>(this.deps.kube, this.header());
     return caFromSecret(secret?.data, secret?.metadata.annotations);
   }
 
@@ -87,7 +116,12 @@ export class CaReconciler {
     const { data, annotations } = caToSecret(state);
     const header = this.header();
     // The CA belongs to no suite: it goes with the operator's namespace.
-    await apply(this.deps.kube, { ...header, metadata: { ...header.metadata, labels: { ...MANAGED_BY_LABELS }, annotations }, type: 'Opaque', data });
+    const written = await apply(this.deps.kube, { ...header, metadata: { ...header.metadata, labels: { ...MANAGED_BY_LABELS }, annotations }, type: 'Opaque', data });
+    const resourceVersion = (written.metadata as { resourceVersion?: string } | undefined)?.resourceVersion;
+    const deadline = Date.now() + CACHE_CATCH_UP_MS;
+    while (resourceVersion && this.deps.cached()?.metadata.resourceVersion !== resourceVersion && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   }
 
   private header() {

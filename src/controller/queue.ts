@@ -1,7 +1,12 @@
 /**
- * controller: the work queue, the reconciler, status conditions and Events. A reconcile request
- * is only a suite's name; the reconciler reads all it needs, so it never depends on which event
- * woke it. The queue deduplicates names, runs one at a time, and backs off failures.
+ * controller: the work queue. A reconcile request is only a key (a suite's name, or one of the
+ * operator's own keys); the reconciler reads all it needs, so it never depends on which event
+ * woke it. As client-go's workqueue: a key waiting is queued once however often it is added; a
+ * key is never reconciled twice at once (one added while it runs is run again after); up to
+ * `concurrency` different keys run at once; failures back off per key. An exclusive key (the
+ * CA's) runs alone: the queue lets the running keys finish, starts nothing else meanwhile, and
+ * runs it by itself, so no reconcile reads the CA halfway through a rotation step.
+ * Knows nothing of suites or the API server.
  */
 
 import { backoffMs, type BackoffPolicy } from '../kube/backoff.ts';
@@ -11,50 +16,75 @@ const RETRY: BackoffPolicy = { baseMs: 500, maxMs: 60_000 };
 export type ReconcileResult = { requeueAfterMs?: number } | void;
 
 export interface QueueHooks {
-  onError(name: string, err: unknown, retryInMs: number, failures: number): void;
-  /** A name reconciled after `failures` failed attempts. */
-  onRecovered(name: string, failures: number, lastError: unknown): void;
+  onError(key: string, err: unknown, retryInMs: number, failures: number): void;
+  /** A key reconciled after `failures` failed attempts. */
+  onRecovered(key: string, failures: number, lastError: unknown): void;
+}
+
+export interface QueueOptions {
+  /** How many different keys may be reconciled at once (controller-runtime's MaxConcurrentReconciles). */
+  concurrency: number;
+  /** Keys that run alone. */
+  exclusive?: (key: string) => boolean;
 }
 
 export class WorkQueue {
+  /** Keys waiting to run, in the order they were first added (exclusive keys are few: looked for first). */
   private readonly pending = new Set<string>();
+  private readonly running = new Set<string>();
   private readonly timers = new Map<string, { timer: NodeJS.Timeout; due: number }>();
   private readonly failures = new Map<string, { count: number; lastError: unknown }>();
-  private running = false;
+  private exclusiveRunning = false;
   private stopped = false;
   private active = true;
-  private readonly reconcile: (name: string) => Promise<ReconcileResult>;
+  private readonly reconcile: (key: string) => Promise<ReconcileResult>;
   private readonly hooks: QueueHooks;
+  private readonly concurrency: number;
+  private readonly isExclusive: (key: string) => boolean;
 
-  constructor(reconcile: (name: string) => Promise<ReconcileResult>, hooks: QueueHooks) {
+  constructor(reconcile: (key: string) => Promise<ReconcileResult>, hooks: QueueHooks, options: QueueOptions = { concurrency: 1 }) {
+    if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new Error(`concurrency must be a whole number of at least 1, not ${options.concurrency}`);
     this.reconcile = reconcile;
     this.hooks = hooks;
+    this.concurrency = options.concurrency;
+    this.isExclusive = options.exclusive ?? (() => false);
   }
 
-  /** An inactive queue (a replica that is not the leader) keeps its names but runs nothing. */
+  /** An inactive queue (a replica that is not the leader) keeps its keys but starts nothing. */
   setActive(active: boolean): void {
     this.active = active;
-    if (active) void this.drain();
+    if (active) this.dispatch();
   }
 
-  add(name: string): void {
+  add(key: string): void {
     if (this.stopped) return;
-    this.pending.add(name);
-    void this.drain();
+    this.pending.add(key);
+    this.dispatch();
   }
 
-  /** Adds `name` after `delayMs`, unless an earlier wake-up for it is already set. */
-  addAfter(name: string, delayMs: number): void {
+  /** Adds `key` after `delayMs`, unless an earlier wake-up for it is already set. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.stopped) return;
     const due = Date.now() + delayMs;
-    const existing = this.timers.get(name);
+    const existing = this.timers.get(key);
     if (existing && existing.due <= due) return;
     if (existing) clearTimeout(existing.timer);
     const timer = setTimeout(() => {
-      this.timers.delete(name);
-      this.add(name);
+      this.timers.delete(key);
+      this.add(key);
     }, Math.min(delayMs, 2 ** 31 - 1));
     timer.unref();
-    this.timers.set(name, { timer, due });
+    this.timers.set(key, { timer, due });
+  }
+
+  /** Keys waiting (not those running): the queue's depth. */
+  get depth(): number {
+    return this.pending.size;
+  }
+
+  /** Resolves once nothing runs and nothing waits (tests and benches; a stopped queue is idle). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0 || (this.pending.size > 0 && this.active && !this.stopped)) await new Promise((resolve) => setTimeout(resolve, 10));
   }
 
   stop(): void {
@@ -64,26 +94,45 @@ export class WorkQueue {
     this.pending.clear();
   }
 
-  private async drain(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    while (!this.stopped && this.active && this.pending.size > 0) {
-      const name = this.pending.values().next().value!;
-      this.pending.delete(name);
-      try {
-        const result = await this.reconcile(name);
-        const failed = this.failures.get(name);
-        if (failed) this.hooks.onRecovered(name, failed.count, failed.lastError);
-        this.failures.delete(name);
-        if (result && result.requeueAfterMs !== undefined) this.addAfter(name, result.requeueAfterMs);
-      } catch (err) {
-        const failures = (this.failures.get(name)?.count ?? 0) + 1;
-        this.failures.set(name, { count: failures, lastError: err });
-        const delay = backoffMs(failures, RETRY);
-        this.hooks.onError(name, err, Math.round(delay), failures);
-        this.addAfter(name, delay);
-      }
+  /** Starts every key that may start now. An exclusive key waiting goes first: it waits for the running keys, and nothing starts before it. */
+  private dispatch(): void {
+    if (this.stopped || !this.active || this.exclusiveRunning) return;
+    for (const key of this.pending) {
+      if (!this.isExclusive(key) || this.running.has(key)) continue;
+      if (this.running.size > 0) return;
+      this.exclusiveRunning = true;
+      this.start(key);
+      return;
     }
-    this.running = false;
+    for (const key of this.pending) {
+      if (this.running.size >= this.concurrency) return;
+      if (!this.running.has(key)) this.start(key);
+    }
+  }
+
+  private start(key: string): void {
+    this.pending.delete(key);
+    this.running.add(key);
+    void this.run(key).finally(() => {
+      this.running.delete(key);
+      if (this.isExclusive(key)) this.exclusiveRunning = false;
+      this.dispatch();
+    });
+  }
+
+  private async run(key: string): Promise<void> {
+    try {
+      const result = await this.reconcile(key);
+      const failed = this.failures.get(key);
+      if (failed) this.hooks.onRecovered(key, failed.count, failed.lastError);
+      this.failures.delete(key);
+      if (result && result.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
+    } catch (err) {
+      const failures = (this.failures.get(key)?.count ?? 0) + 1;
+      this.failures.set(key, { count: failures, lastError: err });
+      const delay = backoffMs(failures, RETRY);
+      this.hooks.onError(key, err, Math.round(delay), failures);
+      this.addAfter(key, delay);
+    }
   }
 }

@@ -7,15 +7,15 @@ import type { AdmissionSuite, SuiteStatus, WebhookType } from '../api/types.ts';
 import { configurationName, tlsSecretName, webhookFullName } from '../api/names.ts';
 import { GROUP, VERSION, PLURAL } from '../api/types.ts';
 import { parseDuration } from '../api/duration.ts';
-import type { CaReconciler } from './ca.ts';
+import { CaNotIssuedError, type CaReconciler } from './ca.ts';
 import type { OperatorConfig } from '../config.ts';
-import { applyOwned, deleteIfExists, describeError, ForeignObjectError, getObject, isConflict, isNotFound, NotLeaderError, write, type Kube, type KubeObject } from '../kube/client.ts';
+import { applyOwned, deleteIfExists, describeError, ForeignObjectError, isConflict, isNotFound, NotLeaderError, write, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
 import type { WatchedCache } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
 import { CONFIGURATION_KINDS, metadataFor, serviceRef, servingNames, service, webhookConfigurations } from './desired.ts';
-import { ensureLeaf, probeEndpoint, probeTarget } from './serving.ts';
+import { ensureLeaf, probeEndpointSoon, probeTarget } from './serving.ts';
 import type { EventRecorder } from './events.ts';
 import type { ReconcileResult } from './queue.ts';
 
@@ -30,6 +30,8 @@ export interface ReconcilerDeps {
   registry: SuiteRegistry;
   ca: CaReconciler;
   suites: WatchedCache<AdmissionSuite>;
+  /** The operator's caches of what it made (Secrets, Services, configurations): read there, not from the API server, when they hold it. */
+  cached: CacheLookup;
   events: EventRecorder;
   log: Logger;
   now?: () => Date;
@@ -51,7 +53,7 @@ export class SuiteReconciler {
     try {
       return await this.converge(suite);
     } catch (err) {
-      if (err instanceof NotLeaderError) throw err;
+      if (err instanceof NotLeaderError || err instanceof CaNotIssuedError) throw err;
       if (err instanceof ForeignObjectError) return await this.conflict(suite, err);
       const message = describeError(err);
       await this.writeStatus(suite, [{ type: 'Ready', status: 'False', reason: 'ReconcileFailed', message }], {}).catch(() => undefined);
@@ -77,7 +79,7 @@ export class SuiteReconciler {
       return;
     }
 
-    const ca = await this.deps.ca.material();
+    const ca = this.deps.ca.material();
     const serving = await ensureLeaf(
       this.deps.kube,
       ca,
@@ -89,9 +91,11 @@ export class SuiteReconciler {
         keyAlgorithm: suite.spec.certificate?.keyAlgorithm ?? 'ECDSA',
       },
       this.now(),
+      this.deps.cached,
     );
     if (serving.issuedSerial) {
-      await this.deps.events.record(suite, 'Normal', 'CertificateIssued', `issued serving certificate ${serving.issuedSerial} valid until ${serving.notAfter.toISOString()}`);
+      // An Event is a record for people: written beside the reconcile, not in its way.
+      void this.deps.events.record(suite, 'Normal', 'CertificateIssued', `issued serving certificate ${serving.issuedSerial} valid until ${serving.notAfter.toISOString()}`);
     }
     const certificateStatus = {
       notAfter: serving.notAfter.toISOString(),
@@ -100,12 +104,12 @@ export class SuiteReconciler {
     };
     const certificateReady: ConditionInput = { type: 'CertificateReady', status: 'True', reason: 'Issued', message: `serving certificate valid until ${certificateStatus.notAfter}` };
     const svc = service(suite, this.deps.config);
-    const applied = svc ? await applyOwned(this.deps.kube, svc) : undefined;
+    const applied = svc ? await applyOwned(this.deps.kube, svc, this.deps.cached) : undefined;
 
     // Register (or repoint) only once the endpoint answers, on the API server's own path to it,
     // with the certificate the caBundle trusts.
     const target = probeTarget(this.deps.config, applied, serviceRef(suite, this.deps.config).port);
-    const probe = await probeEndpoint(target, servingNames(suite, this.deps.config)[0]!, ca.bundle, serving.certPem);
+    const probe = await probeEndpointSoon(target, servingNames(suite, this.deps.config)[0]!, ca.bundle, serving.certPem);
     if (probe !== true) {
       await this.writeStatus(
         suite,
@@ -120,7 +124,7 @@ export class SuiteReconciler {
     }
 
     const configurations = webhookConfigurations(suite, this.deps.config, ca.bundle);
-    for (const configuration of configurations.values()) await applyOwned(this.deps.kube, configuration);
+    for (const configuration of configurations.values()) await applyOwned(this.deps.kube, configuration, this.deps.cached);
     await this.removeConfigurations(suite, new Set(configurations.keys()));
 
     const webhooks = suite.spec.webhooks.map((w) => ({ name: webhookFullName(suite.metadata.name, w.name), type: w.type }));
@@ -155,8 +159,9 @@ export class SuiteReconciler {
     for (const [type, kind] of Object.entries(CONFIGURATION_KINDS) as [WebhookType, string][]) {
       if (keep.has(type)) continue;
       const header = { apiVersion: 'admissionregistration.k8s.io/v1', kind, metadata: { name: configurationName(suite.metadata.name) } };
-      const existing = await getObject<KubeObject & { metadata: { ownerReferences?: { uid: string }[] } }>(this.deps.kube, header);
-      // Only what this suite owns: never a configuration someone else made under the same name.
+      // What we made carries our labels, so is in the cache; only what this suite owns, never a
+      // configuration someone else made under the same name.
+      const existing = this.deps.cached(header) as (KubeObject & { metadata: { ownerReferences?: { uid: string }[] } }) | undefined;
       if (existing?.metadata.ownerReferences?.some((o) => o.uid === suite.metadata.uid)) await deleteIfExists(this.deps.kube, header);
     }
   }

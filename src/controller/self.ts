@@ -7,12 +7,12 @@
 import { GROUP, PLURAL, VERSION } from '../api/types.ts';
 import { MANAGED_BY_LABELS, POD_LABELS, SUITE_VALIDATION } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
-import { applyOwned, getObject, type Kube, type KubeObject } from '../kube/client.ts';
+import { applyOwned, getObject, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
 import type { Logger } from '../log.ts';
 import type { CaReconciler } from './ca.ts';
 import type { ObjectMetadata, OwnerReference } from './desired.ts';
 import type { ReconcileResult } from './queue.ts';
-import { ensureLeaf, probeEndpoint, probeTarget } from './serving.ts';
+import { ensureLeaf, probeEndpointSoon, probeTarget } from './serving.ts';
 
 /** The work-queue key of the suite-validation webhook; not a DNS label, so no suite can have it. */
 export const SELF_KEY = '#self';
@@ -28,6 +28,8 @@ export interface SelfReconcilerDeps {
   kube: Kube;
   config: OperatorConfig;
   ca: CaReconciler;
+  /** The operator's caches of what it made: read there, not from the API server, when they hold it. */
+  cached: CacheLookup;
   log: Logger;
   now?: () => Date;
 }
@@ -58,7 +60,7 @@ export class SelfReconciler {
     });
     const serverName = `${SUITE_VALIDATION.service}.${config.namespace}.svc`;
 
-    const ca = await this.deps.ca.material();
+    const ca = this.deps.ca.material();
     const serving = await ensureLeaf(
       kube,
       ca,
@@ -69,17 +71,22 @@ export class SelfReconciler {
         keyAlgorithm: 'ECDSA',
       },
       this.now(),
+      this.deps.cached,
     );
-    const service = await applyOwned(kube, {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: metadata(SUITE_VALIDATION.service, config.namespace),
-      spec:
-        config.mode === 'local'
-          ? { type: 'ExternalName', externalName: 'localhost' }
-          : { type: 'ClusterIP', selector: { ...POD_LABELS }, ports: [{ name: 'https', port: SERVICE_PORT, targetPort: config.servingPort, protocol: 'TCP' }] },
-    });
-    const probe = await probeEndpoint(probeTarget(config, service, SERVICE_PORT), serverName, ca.bundle, serving.certPem);
+    const service = await applyOwned(
+      kube,
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: metadata(SUITE_VALIDATION.service, config.namespace),
+        spec:
+          config.mode === 'local'
+            ? { type: 'ExternalName', externalName: 'localhost' }
+            : { type: 'ClusterIP', selector: { ...POD_LABELS }, ports: [{ name: 'https', port: SERVICE_PORT, targetPort: config.servingPort, protocol: 'TCP' }] },
+      },
+      this.deps.cached,
+    );
+    const probe = await probeEndpointSoon(probeTarget(config, service, SERVICE_PORT), serverName, ca.bundle, serving.certPem);
     if (probe !== true) {
       this.deps.log.debug('suite validation not registered yet', { reason: probe });
       return { requeueAfterMs: 250 };
@@ -103,7 +110,7 @@ export class SelfReconciler {
           admissionReviewVersions: ['v1'],
         },
       ],
-    });
+    }, this.deps.cached);
     return { requeueAfterMs: Math.max(1000, serving.renewalTime.getTime() - this.now().getTime()) };
   }
 }

@@ -8,7 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import type { CaMaterial } from '../certs/authority.ts';
 import { issueLeaf, isSignedBy, readCertificate, type KeyAlgorithm } from '../certs/x509.ts';
 import { renewalTime } from '../certs/renewal.ts';
-import { apply, assertOurs, getObject, type Kube, type KubeObject } from '../kube/client.ts';
+import { apply, assertOurs, getObject, isOurs, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
 import { tlsSecret, type ObjectMetadata } from './desired.ts';
 import type { OperatorConfig } from '../config.ts';
 
@@ -31,9 +31,10 @@ export interface ServingCertificate {
   issuedSerial?: string;
 }
 
-export async function ensureLeaf(kube: Kube, ca: CaMaterial, spec: LeafSpec, now: Date): Promise<ServingCertificate> {
+export async function ensureLeaf(kube: Kube, ca: CaMaterial, spec: LeafSpec, now: Date, cached?: CacheLookup): Promise<ServingCertificate> {
   const header = { apiVersion: 'v1', kind: 'Secret', metadata: { name: spec.metadata.name, namespace: spec.metadata.namespace } };
-  const secret = await getObject<KubeObject & { data?: Record<string, string> }>(kube, header);
+  const known = cached?.(header);
+  const secret = (known && isOurs(known, { metadata: spec.metadata }) ? known : await getObject(kube, header)) as (KubeObject & { data?: Record<string, string> }) | undefined;
   // Never a Secret someone else keeps under this name: neither its key read nor the Secret overwritten.
   assertOurs(secret, { ...header, metadata: spec.metadata });
   const decode = (key: string) => (secret?.data?.[key] ? Buffer.from(secret.data[key], 'base64').toString() : '');
@@ -107,6 +108,22 @@ export async function probeEndpoint(target: ProbeTarget | string, servername: st
   }
   return true;
 }
+
+/**
+ * A certificate just written reaches the endpoint through the watch of its Secret, a few
+ * milliseconds later: probed again for a moment before the caller reports waiting and requeues.
+ */
+export async function probeEndpointSoon(target: ProbeTarget | string, servername: string, bundle: string, certPem: string): Promise<true | string> {
+  let result = await probeEndpoint(target, servername, bundle, certPem);
+  for (const delayMs of SOON_RETRIES_MS) {
+    if (result === true || typeof target === 'string') return result;
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
+    result = await probeEndpoint(target, servername, bundle, certPem);
+  }
+  return result;
+}
+
+const SOON_RETRIES_MS = [10, 20, 40, 80, 150];
 
 export const LOOPBACK = '127.0.0.1';
 

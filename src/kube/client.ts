@@ -116,9 +116,17 @@ export function assertOurs(existing: { metadata?: Metadata } | undefined, desire
   throw new ForeignObjectError(`${desired.kind} ${namespace ? `${namespace}/` : ''}${name}`);
 }
 
-/** Server-side apply of an object that must be ours: one that exists and is someone else's is left alone (ForeignObjectError). */
-export async function applyOwned<T extends KubeObject>(kube: Kube, object: T): Promise<T> {
-  assertOurs(await getObject(kube, object as Parameters<typeof getObject>[1]), object);
+/** What the operator's label-selected watch caches hold of one object, by its header. */
+export type CacheLookup = (header: { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }) => KubeObject | undefined;
+
+/**
+ * Server-side apply of an object that must be ours: one that exists and is someone else's is left
+ * alone (ForeignObjectError). An object in our label-selected caches (`cached`) is known, so only
+ * one that is not there is read first; someone else's never carries our labels, so is never there.
+ */
+export async function applyOwned<T extends KubeObject>(kube: Kube, object: T, cached?: CacheLookup): Promise<T> {
+  const known = cached?.(object);
+  assertOurs(known && isOurs(known, object) ? known : await getObject(kube, object as Parameters<typeof getObject>[1]), object);
   return apply(kube, object);
 }
 

@@ -1,0 +1,208 @@
+/**
+ * `npm run bench:e2e`: what a webhook adds to a create, through the real API server (local control
+ * plane). ConfigMap creates, one at a time, interleaved round-robin over four namespaces:
+ *   none        no admission of ours;
+ *   vap         a native ValidatingAdmissionPolicy with the rule;
+ *   portcullis  an AdmissionSuite with the same rule, served by the operator (its own process);
+ *   floor       the bench's bare HTTPS webhook (bench/server.ts `floor`: parse and allow),
+ *               registered the way Portcullis registers itself in local mode (a Service naming
+ *               localhost, TLS verified against its caBundle).
+ * Each one's rule is checked to be in force (a create that breaks it is refused) before timing.
+ * Prints each one's added median and p99 over `none`, Portcullis' ratio to the floor's and to
+ * VAP's; the last line is one JSON object. Creates that fail are counted and reported, not thrown.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as k8s from '@kubernetes/client-node';
+import { startControlPlane } from '../src/local/controlplane.ts';
+import { installForLocalRun } from '../src/local/install.ts';
+import { apply, connect, loadKubeConfig } from '../src/kube/client.ts';
+import { shareConnections } from '../src/kube/connections.ts';
+import { createCA, issueLeaf } from '../src/certs/x509.ts';
+import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type AdmissionSuite } from '../src/api/types.ts';
+import { DEFAULTS } from '../src/config.ts';
+import { startServer } from './processes.ts';
+
+const CREATES = Number(process.env.E2E_CREATES ?? 300);
+const WARM_UP = 30;
+const KINDS = ['none', 'vap', 'portcullis', 'floor'] as const;
+type Kind = (typeof KINDS)[number];
+const RULE = 'object.data.size() <= 10';
+const MESSAGE = 'at most 10 keys';
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const SERVING_PORT = 19543;
+const FLOOR_SERVICE = 'bench-floor';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const namespaceOf = (kind: Kind) => `bench-${kind}`;
+const selector = (kind: Kind) => ({ matchLabels: { 'bench.portcullis.dev/kind': kind } });
+
+function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (sorted.length - 1) * q;
+  const low = Math.floor(at);
+  return sorted[low]! + (sorted[Math.min(low + 1, sorted.length - 1)]! - sorted[low]!) * (at - low);
+}
+
+async function startOperator(kubeconfig: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--serving-port=${SERVING_PORT}`, '--metrics-port=19580'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'error' },
+  });
+  let output = '';
+  child.stdout!.on('data', (c) => (output += c));
+  child.stderr!.on('data', (c) => (output = (output + c).slice(-10_000)));
+  for (let i = 0; !output.includes('Portcullis is ready'); i++) {
+    if (child.exitCode !== null || i > 1200) throw new Error(`the operator did not start: ${output}`);
+    await sleep(50);
+  }
+  return child;
+}
+
+function data(keys: number): Record<string, string> {
+  return Object.fromEntries(Array.from({ length: keys }, (_, i) => [`k${i}`, 'v']));
+}
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-e2e-bench-'));
+const controlPlane = await startControlPlane({ dataDir: path.join(dir, 'controlplane'), log: () => undefined });
+const children: ChildProcess[] = [];
+try {
+  const kubeConfig = shareConnections(loadKubeConfig(controlPlane.kubeconfigPath));
+  const kube = connect(kubeConfig);
+  const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
+  await installForLocalRun(kubeConfig, DEFAULTS.namespace);
+  for (const kind of KINDS) await apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespaceOf(kind), labels: { 'bench.portcullis.dev/kind': kind } } });
+
+  // vap
+  await apply(kube, {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name: 'bench' },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }] },
+      validations: [{ expression: RULE, message: MESSAGE }],
+    },
+  });
+  await apply(kube, {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicyBinding',
+    metadata: { name: 'bench' },
+    spec: { policyName: 'bench', validationActions: ['Deny'], matchResources: { namespaceSelector: selector('vap') } },
+  });
+
+  // portcullis
+  children.push(await startOperator(controlPlane.kubeconfigPath));
+  const suite: AdmissionSuite = {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name: 'bench' } as AdmissionSuite['metadata'],
+    spec: {
+      failurePolicy: 'Fail',
+      namespaceSelector: selector('portcullis'),
+      webhooks: [
+        {
+          name: 'keys',
+          type: 'Validating',
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+          validations: [{ expression: RULE, message: MESSAGE }],
+        },
+      ],
+    },
+  };
+  await kubeConfig.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: suite });
+
+  // floor: its own CA and certificate, named as the API server will dial it
+  const ca = await createCA({ commonName: 'bench-floor-ca', notAfter: new Date(Date.now() + 86_400_000) });
+  const serverName = `${FLOOR_SERVICE}.default.svc`;
+  const leaf = await issueLeaf(ca, { commonName: serverName, dnsNames: [serverName], usage: 'server', notAfter: new Date(Date.now() + 86_400_000) });
+  fs.writeFileSync(path.join(dir, 'floor.crt'), leaf.certPem);
+  fs.writeFileSync(path.join(dir, 'floor.key'), leaf.keyPem);
+  // Unpinned, like the operator and the API server: all share the machine's cores alike.
+  const floor = await startServer('floor', path.join(dir, 'floor.crt'), path.join(dir, 'floor.key'), { pin: false });
+  children.push(floor.child);
+  await apply(kube, { apiVersion: 'v1', kind: 'Service', metadata: { name: FLOOR_SERVICE, namespace: 'default' }, spec: { type: 'ExternalName', externalName: 'localhost' } });
+  await apply(kube, {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata: { name: 'bench-floor' },
+    webhooks: [
+      {
+        name: 'floor.bench.portcullis.dev',
+        clientConfig: { service: { namespace: 'default', name: FLOOR_SERVICE, port: floor.port, path: '/' }, caBundle: Buffer.from(ca.certPem).toString('base64') },
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+        namespaceSelector: selector('floor'),
+        failurePolicy: 'Fail',
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+      },
+    ],
+  });
+
+  let sequence = 0;
+  const create = async (kind: Kind, keys: number): Promise<number> => {
+    const start = process.hrtime.bigint();
+    await core.createNamespacedConfigMap({ namespace: namespaceOf(kind), body: { metadata: { name: `c-${sequence++}` }, data: data(keys) } });
+    return Number(process.hrtime.bigint() - start) / 1e6;
+  };
+
+  // Each rule in force (the floor allows everything: it is checked to be called by its allow alone).
+  for (const kind of ['vap', 'portcullis'] as const) {
+    for (let i = 0; ; i++) {
+      const refused = await create(kind, 11).then(
+        () => false,
+        (err) => String((err as { body?: unknown }).body ?? err).includes(MESSAGE),
+      );
+      if (refused) break;
+      if (i > 600) throw new Error(`${kind}: a ConfigMap of 11 keys is still admitted after 60 s`);
+      await sleep(100);
+    }
+  }
+
+  const latencies: Record<Kind, number[]> = { none: [], vap: [], portcullis: [], floor: [] };
+  const failures: Record<Kind, number> = { none: 0, vap: 0, portcullis: 0, floor: 0 };
+  for (let round = 0; round < WARM_UP + CREATES; round++) {
+    // The order turns each round, so no kind always follows another.
+    for (let k = 0; k < KINDS.length; k++) {
+      const kind = KINDS[(round + k) % KINDS.length]!;
+      try {
+        const ms = await create(kind, 3);
+        if (round >= WARM_UP) latencies[kind].push(ms);
+      } catch {
+        failures[kind]++;
+      }
+    }
+  }
+
+  const base = { p50: quantile(latencies.none, 0.5), p99: quantile(latencies.none, 0.99) };
+  const added = (kind: Kind) => ({ p50: quantile(latencies[kind], 0.5) - base.p50, p99: quantile(latencies[kind], 0.99) - base.p99 });
+  console.log(`${CREATES} interleaved ConfigMap creates per kind (after ${WARM_UP} warm-up rounds), through kube-apiserver on loopback`);
+  console.log(`none: create p50 ${base.p50.toFixed(2)} ms, p99 ${base.p99.toFixed(2)} ms`);
+  for (const kind of ['vap', 'portcullis', 'floor'] as const) {
+    const a = added(kind);
+    console.log(`${kind.padEnd(10)} adds p50 ${a.p50.toFixed(2)} ms, p99 ${a.p99.toFixed(2)} ms${failures[kind] ? ` (${failures[kind]} failed creates)` : ''}`);
+  }
+  const ratioFloor = added('portcullis').p50 / added('floor').p50;
+  const ratioVap = added('portcullis').p50 / added('vap').p50;
+  console.log(`portcullis' added median: ${ratioFloor.toFixed(2)}x the floor webhook's, ${ratioVap.toFixed(2)}x VAP's`);
+  const round3 = (x: number) => Math.round(x * 1000) / 1000;
+  console.log(
+    JSON.stringify({
+      creates: CREATES,
+      none_p50_ms: round3(base.p50),
+      none_p99_ms: round3(base.p99),
+      ...Object.fromEntries((['vap', 'portcullis', 'floor'] as const).flatMap((kind) => [[`${kind}_added_p50_ms`, round3(added(kind).p50)], [`${kind}_added_p99_ms`, round3(added(kind).p99)]])),
+      ratio_to_floor: round3(ratioFloor),
+      ratio_to_vap: round3(ratioVap),
+      failed_creates: failures,
+    }),
+  );
+} finally {
+  for (const child of children) child.kill('SIGTERM');
+  await controlPlane.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+process.exit(0);
