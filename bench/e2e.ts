@@ -25,6 +25,7 @@ import { createCA, issueLeaf } from '../src/certs/x509.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type AdmissionSuite } from '../src/api/types.ts';
 import { DEFAULTS } from '../src/config.ts';
 import { startServer } from './processes.ts';
+import { OPERATOR_NODE_FLAGS } from '../src/admission/heap.ts';
 
 const CREATES = Number(process.env.E2E_CREATES ?? 300);
 const WARM_UP = 30;
@@ -48,7 +49,7 @@ function quantile(values: number[], q: number): number {
 }
 
 async function startOperator(kubeconfig: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--serving-port=${SERVING_PORT}`, '--metrics-port=19580'], {
+  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--serving-port=${SERVING_PORT}`, '--metrics-port=19580'], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'error' },
   });

@@ -23,6 +23,7 @@ import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type AdmissionSuite } from '
 import { admitPath, tlsSecretName } from '../src/api/names.ts';
 import { DEFAULTS } from '../src/config.ts';
 import { servingNames } from '../src/controller/desired.ts';
+import { OPERATOR_NODE_FLAGS } from '../src/admission/heap.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const SIZES = (process.env.SCALE_SUITES ?? '100,1000').split(',').map(Number);
@@ -86,6 +87,8 @@ async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promi
 
 interface OperatorChild {
   child: ChildProcess;
+  /** The last of what it wrote (its warnings and errors). */
+  output(): string;
   servingPort: number;
   stop(): Promise<void>;
 }
@@ -93,7 +96,7 @@ interface OperatorChild {
 async function startOperator(kubeconfig: string, servingPort: number, metricsPort: number): Promise<OperatorChild> {
   const child = spawn(
     process.execPath,
-    [MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--namespace=${NAMESPACE}`, `--serving-port=${servingPort}`, `--metrics-port=${metricsPort}`],
+    [...OPERATOR_NODE_FLAGS, MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--namespace=${NAMESPACE}`, `--serving-port=${servingPort}`, `--metrics-port=${metricsPort}`],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'warn' } },
   );
   let output = '';
@@ -108,6 +111,7 @@ async function startOperator(kubeconfig: string, servingPort: number, metricsPor
   return {
     child,
     servingPort,
+    output: () => output,
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -248,6 +252,7 @@ async function round(n: number, ports: { serving: number; metrics: number }): Pr
     const rssAfterRestartMB = rssMB(operator.child.pid!);
     console.log(`${n} suites: after a restart, all serving again in ${restartAllServingS.toFixed(2)} s (RSS ${rssAfterRestartMB.toFixed(0)} MB)`);
     await operator.stop();
+    if (process.env.SCALE_OPERATOR_LOG) fs.writeFileSync(process.env.SCALE_OPERATOR_LOG, operator.output());
 
     return {
       suites: n,
