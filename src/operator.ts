@@ -20,6 +20,7 @@ import { EventRecorder } from './controller/events.ts';
 import { LeaderElector } from './controller/leader.ts';
 import { WorkQueue } from './controller/queue.ts';
 import { SuiteReconciler } from './controller/reconciler.ts';
+import { ORPHANS_KEY, OrphanSweeper } from './controller/orphans.ts';
 import { createHealthServer } from './health/server.ts';
 import type { ClusterView } from './handlers/handler.ts';
 import { connect, describeError, NotLeaderError, type CacheLookup, type Kube, type KubeObject } from './kube/client.ts';
@@ -60,6 +61,9 @@ export interface StartOptions {
 
 type SecretObject = KubernetesObject & { data?: Record<string, string> };
 type ConfigurationObject = KubernetesObject & { webhooks?: { clientConfig?: { caBundle?: string } }[] };
+
+/** Past the garbage collector's discovery period: by then it has removed what it can. */
+const ORPHAN_SWEEP_AFTER_DELETE_MS = 45_000;
 
 const managedSelector = Object.entries(MANAGED_BY_LABELS).map(([k, v]) => `${k}=${v}`).join(',');
 
@@ -116,6 +120,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         certificates.remove(name);
         // A rotation step may have waited on this suite's bundle or leaf.
         if (caReconciler.rotating()) queue.add(CA_KEY);
+        // Garbage collection removes its objects; if it cannot (its CRD just removed), the sweep does.
+        queue.addAfter(ORPHANS_KEY, ORPHAN_SWEEP_AFTER_DELETE_MS);
         return;
       }
       // Every replica compiles every suite, once per generation, so every replica can serve it.
@@ -225,11 +231,23 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   const cached: CacheLookup = (header) => byKind[header.kind ?? '']?.get(header.metadata?.name ?? '', header.metadata?.namespace) as KubeObject | undefined;
   const selfReconciler = new SelfReconciler({ kube, config: effective, ca: caReconciler, cached, log: componentLogger('suite-validation') });
   const reconciler = new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, log: componentLogger('reconciler') });
+  const sweeper = new OrphanSweeper({
+    kube,
+    suites,
+    made: [
+      { apiVersion: 'v1', kind: 'Secret', cache: secrets },
+      { apiVersion: 'v1', kind: 'Service', cache: services },
+      { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', cache: mutatingConfigurations! },
+      { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', cache: validatingConfigurations! },
+    ],
+    log: componentLogger('orphans'),
+  });
   const queue = new WorkQueue(
     async (name) => {
       try {
         if (name === CA_KEY) return await caReconciler.reconcile();
         if (name === SELF_KEY) return await selfReconciler.reconcile();
+        if (name === ORPHANS_KEY) return await sweeper.reconcile();
         return await reconciler.reconcile(name);
       } catch (err) {
         // Leadership moved mid-reconcile: the new leader takes it from here.
@@ -272,6 +290,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         // Level-based: a new leader looks at everything, adopting what exists.
         queue.add(CA_KEY);
         queue.add(SELF_KEY);
+        queue.add(ORPHANS_KEY);
         for (const suite of suites.list()) queue.add(suite.metadata!.name!);
       }
       queue.setActive(leading);

@@ -1,0 +1,56 @@
+/**
+ * The orphan sweeper: removes what the operator made for a suite that no longer exists, when the
+ * garbage collector will not. The collector learns of a new resource type only on its next
+ * discovery pass (about 30 s), and it never collects a dependent whose owner's type is gone: a
+ * suite applied just after its CRD was installed, then the CRD removed (a quick `helm uninstall`),
+ * left its webhook configuration behind for good, and with `failurePolicy: Fail` that blocks the
+ * writes it matches. Level-based: from the caches it finds every object carrying our labels and a
+ * suite's name whose suite is not there, and deletes it; run by the leader when it starts leading
+ * and on a period. Never touches an object without our labels, nor the operator's own (CA,
+ * suite validation), which carry no suite label.
+ */
+import { SUITE_LABEL } from '../api/names.ts';
+import type { AdmissionSuite } from '../api/types.ts';
+import { deleteIfExists, type Kube } from '../kube/client.ts';
+import type { WatchedCache } from '../kube/watch.ts';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from '../log.ts';
+import type { ReconcileResult } from './queue.ts';
+
+/** The work-queue key of the sweep; not a DNS label, so no suite can have it. */
+export const ORPHANS_KEY = '#orphans';
+
+/** Garbage collection normally gets there first; this is the net under it. */
+const SWEEP_PERIOD_MS = 5 * 60_000;
+
+export interface OrphanSweeperDeps {
+  kube: Kube;
+  suites: WatchedCache<AdmissionSuite>;
+  /** Our label-selected caches of what we make for suites, with the apiVersion/kind of each. */
+  made: { apiVersion: string; kind: string; cache: WatchedCache<KubernetesObject> }[];
+  log: Logger;
+}
+
+export class OrphanSweeper {
+  private readonly deps: OrphanSweeperDeps;
+
+  constructor(deps: OrphanSweeperDeps) {
+    this.deps = deps;
+  }
+
+  async reconcile(): Promise<ReconcileResult> {
+    for (const { apiVersion, kind, cache } of this.deps.made) {
+      for (const object of cache.list()) {
+        const suite = object.metadata?.labels?.[SUITE_LABEL];
+        // A suite of that name owns it: the same suite, or one deleted and applied again under its
+        // name, which takes it over (isOurs) on its next reconcile.
+        if (!suite || this.deps.suites.get(suite)) continue;
+        const { name, namespace } = object.metadata!;
+        if (await deleteIfExists(this.deps.kube, { apiVersion, kind, metadata: { name: name!, ...(namespace ? { namespace } : {}) } })) {
+          this.deps.log.info('removed an object of a suite that no longer exists', { kind, name, namespace, suite });
+        }
+      }
+    }
+    return { requeueAfterMs: SWEEP_PERIOD_MS };
+  }
+}
