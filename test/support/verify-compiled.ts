@@ -3,7 +3,7 @@
  * against cel-js's own, value and cost, in every test that evaluates an expression; a difference
  * fails the run, naming the generated code.
  */
-import { verification, verifyCompiled } from '../../src/policy/compiled.ts';
+import { verification, verifyCompiled } from '../../src/policy/fast/compiler.ts';
 
 verifyCompiled(true);
 

@@ -6,11 +6,11 @@
  * (test/support/verify-compiled.ts); the seed is fixed, so a failure can be replayed.
  */
 import { expect } from 'chai';
-import { compile, CompileError } from '../../src/policy/cel.ts';
-import { verification } from '../../src/policy/compiled.ts';
-import { buildActivation } from '../../src/policy/activation.ts';
-import { ActivationReads } from '../../src/policy/reads.ts';
-import { IntsInPlace } from '../../src/policy/values.ts';
+import { compile, CompileError } from '../../src/policy/engine/environment.ts';
+import { verification } from '../../src/policy/fast/compiler.ts';
+import { buildActivation } from '../../src/policy/engine/activation.ts';
+import { ActivationReads } from '../../src/policy/values/reads.ts';
+import { IntsInPlace } from '../../src/policy/values/convert.ts';
 import type { AdmissionRequest } from '../../src/api/review.ts';
 
 /** mulberry32: a small seeded generator. */

@@ -7,15 +7,15 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { compile } from '../../src/policy/cel.ts';
-import { BAIL, compileProgram } from '../../src/policy/compiled.ts';
-import { COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT } from '../../src/policy/cost.ts';
+import { compile } from '../../src/policy/engine/environment.ts';
+import { BAIL, compileProgram } from '../../src/policy/fast/compiler.ts';
+import { COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT } from '../../src/policy/cost/instrument.ts';
 import { benchSuite } from '../../bench/fixtures.ts';
-import { celErrorText } from '../../src/policy/errors.ts';
-import { IntsInPlace, toCel } from '../../src/policy/values.ts';
-import { buildActivation } from '../../src/policy/activation.ts';
-import { ActivationReads } from '../../src/policy/reads.ts';
-import { compileRules } from '../../src/policy/rules.ts';
+import { celErrorText } from '../../src/policy/engine/errors.ts';
+import { IntsInPlace, toCel } from '../../src/policy/values/convert.ts';
+import { buildActivation } from '../../src/policy/engine/activation.ts';
+import { ActivationReads } from '../../src/policy/values/reads.ts';
+import { compileRules } from '../../src/policy/engine/rules.ts';
 import type { AdmissionRequest } from '../../src/api/review.ts';
 
 const program = (expression: string) => compile(expression, 'f', [], { params: true });
@@ -198,7 +198,7 @@ describe('policy: the compiled shortcut', () => {
 
   it('leaves everything to cel-js where code generation is disallowed', () => {
     const script = `
-      import { compile } from './src/policy/cel.ts';
+      import { compile } from './src/policy/engine/environment.ts';
       const program = compile('object.spec.replicas <= 5', 'f', ['bool'], { params: false });
       console.log(JSON.stringify({ compiled: program.compiled, answer: program({ object: { spec: { replicas: 3n } }, oldObject: null, request: null, namespaceObject: null, variables: {} }) }));`;
     const run = spawnSync(process.execPath, ['--disallow-code-generation-from-strings', '--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8' });

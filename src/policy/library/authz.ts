@@ -12,9 +12,9 @@
 import type { Environment } from '@marcbachmann/cel-js';
 import type { AuthorizationAttributes, AuthorizationUser } from '../../api/authorization.ts';
 import type { AdmissionRequest } from '../../api/review.ts';
-import type { AuthorizationSession } from '../authorization.ts';
-import { charge, CostLimitError } from '../cost.ts';
-import { celError } from './builtins.ts';
+import type { AuthorizationSession } from '../engine/authorization.ts';
+import { charge, CostLimitError } from '../cost/instrument.ts';
+import { celError } from '../celjs/values.ts';
 
 export const AUTHORIZER_TYPE = 'kubernetes.authorization.Authorizer';
 const PATH_CHECK = 'kubernetes.authorization.PathCheck';

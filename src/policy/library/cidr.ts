@@ -5,9 +5,9 @@
  * and `net.CIDR` (`type(x) == net.CIDR`).
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celError } from './builtins.ts';
+import { celError } from '../celjs/values.ts';
 import { goQuote } from './strings.ts';
-import * as net from './gonet.ts';
+import * as net from '../go/net.ts';
 import { IPValue, parseIP } from './ip.ts';
 
 /** A CEL `net.CIDR` value. */

@@ -17,10 +17,10 @@
  * to it, charged once as in cel-go.
  */
 import { ParseError, type Environment } from '@marcbachmann/cel-js';
-import { charge, instrument } from '../cost.ts';
-import { celEquals, celError, goTypeName, typeName, UnsignedInt } from './builtins.ts';
+import { charge, instrument } from '../cost/instrument.ts';
+import { celEquals, celError, goTypeName, typeName, UnsignedInt } from '../celjs/values.ts';
 import { celGoType } from './lists.ts';
-import type { Checker, Evaluator, Node, Scope, TypeDecl } from './celjs.ts';
+import type { Checker, Evaluator, Node, Scope, TypeDecl } from '../celjs/types.ts';
 
 type Kind = 'all' | 'exists' | 'existsOne' | 'transformList' | 'transformMap' | 'transformMapEntry';
 

@@ -5,8 +5,8 @@
  * optional.of(the list of problems), worded as apimachinery's validation functions word them.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { Optional } from './builtins.ts';
-import { parseRequestURI } from './gonet.ts';
+import { Optional } from '../celjs/values.ts';
+import { parseRequestURI } from '../go/net.ts';
 
 /** A CEL `kubernetes.NamedFormat` value. */
 export class NamedFormat {

@@ -5,9 +5,9 @@
  * Zones and IPv4-mapped IPv6 addresses are refused, as the API server refuses them.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celError } from './builtins.ts';
+import { celError } from '../celjs/values.ts';
 import { goQuote } from './strings.ts';
-import * as net from './gonet.ts';
+import * as net from '../go/net.ts';
 
 /** A CEL `net.IP` value. */
 export class IPValue {

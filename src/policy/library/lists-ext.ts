@@ -17,11 +17,11 @@
  * `cel.bind(l, target, l.@sortByAssociatedKeys(l.map(v, key)))`.
  */
 import { ParseError, type Environment } from '@marcbachmann/cel-js';
-import { charge, instrument } from '../cost.ts';
-import { celCompare, celEquals, celError, goTypeName, isComparable, Optional, typeName } from './builtins.ts';
+import { charge, instrument } from '../cost/instrument.ts';
+import { celCompare, celEquals, celError, goTypeName, isComparable, Optional, typeName } from '../celjs/values.ts';
 import { celGoType } from './lists.ts';
-import type { CallNode } from './validate.ts';
-import type { Checker, Evaluator, Node, Scope, TypeDecl } from './celjs.ts';
+import type { CallNode } from '../celjs/walk.ts';
+import type { Checker, Evaluator, Node, Scope, TypeDecl } from '../celjs/types.ts';
 
 /** Element types sort and sortBy order (cel-go's comparableTypes). */
 export const SORTABLE = ['int', 'uint', 'double', 'bool', 'google.protobuf.Duration', 'google.protobuf.Timestamp', 'string', 'bytes'];

@@ -5,8 +5,8 @@
  * values of untyped fields are checked at run time with the API server's messages.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celCompare, celEquals, celError, Duration, isComparable, UnsignedInt } from './builtins.ts';
-import type { CallNode } from './validate.ts';
+import { celCompare, celEquals, celError, Duration, isComparable, UnsignedInt } from '../celjs/values.ts';
+import type { CallNode } from '../celjs/walk.ts';
 
 export { celEquals };
 

@@ -13,7 +13,7 @@
  * operator table, reached through a checked probe, and verified by evaluating probes.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celEquals, celError, UnsignedInt } from './builtins.ts';
+import { celEquals, celError, UnsignedInt } from '../celjs/values.ts';
 
 type Num = bigint | number | UnsignedInt;
 

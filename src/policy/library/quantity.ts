@@ -11,7 +11,7 @@
  * lenient parser (LimitRanger-style: trimmed text, JSON numbers) is not that parser.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celError } from './builtins.ts';
+import { celError } from '../celjs/values.ts';
 import { compare as compareExact, type Quantity as Exact } from '../../handlers/quantity.ts';
 
 const INT64_MAX = (1n << 63n) - 1n;

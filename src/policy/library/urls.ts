@@ -5,8 +5,8 @@
  * keeps the fragment apart, as the API server does.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celError } from './builtins.ts';
-import { fromBytes, parseRequestURI, parseURL, urlEscapedPath, urlHostname, urlPort, urlQuery, type GoURL } from './gonet.ts';
+import { celError } from '../celjs/values.ts';
+import { fromBytes, parseRequestURI, parseURL, urlEscapedPath, urlHostname, urlPort, urlQuery, type GoURL } from '../go/net.ts';
 
 /** A CEL `kubernetes.URL` value. */
 export class URLValue {

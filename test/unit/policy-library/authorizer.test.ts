@@ -8,9 +8,9 @@ import { startTestEndpoint, type TestEndpoint } from '../../support/endpoint.ts'
 import http from 'node:http';
 import { SuiteRegistry } from '../../../src/registry/registry.ts';
 import { KubeConfig } from '@kubernetes/client-node';
-import { compileRules } from '../../../src/policy/rules.ts';
-import { CompileError } from '../../../src/policy/cel.ts';
-import { COST_LIMIT_MESSAGE } from '../../../src/policy/cost.ts';
+import { compileRules } from '../../../src/policy/engine/rules.ts';
+import { CompileError } from '../../../src/policy/engine/environment.ts';
+import { COST_LIMIT_MESSAGE } from '../../../src/policy/cost/instrument.ts';
 import { CachingAuthorizer, SubjectAccessReviewer, subjectAccessReview } from '../../../src/kube/authorizer.ts';
 import { compileSuite } from '../../../src/registry/compile.ts';
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../../../src/api/authorization.ts';

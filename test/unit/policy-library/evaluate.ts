@@ -1,6 +1,6 @@
 /** Compiling and evaluating expressions through the policy environment, as a suite's rules would. */
-import { compile, firstLine } from '../../../src/policy/cel.ts';
-import { toCel } from '../../../src/policy/values.ts';
+import { compile, firstLine } from '../../../src/policy/engine/environment.ts';
+import { toCel } from '../../../src/policy/values/convert.ts';
 
 /** The value of `expression`, with `object` (plain JSON) bound as the request's object. */
 export function evaluate(expression: string, object: unknown = null): unknown {

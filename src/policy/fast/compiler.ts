@@ -27,10 +27,10 @@
  * against cel-js's, value and cost; differences are kept for the tests to fail on.
  */
 import type { ParseResult } from '@marcbachmann/cel-js';
-import { meter, runtimeCharges } from './cost.ts';
-import { convertActivation, CONVERT, toCel } from './values.ts';
-import { compileRegex } from './library/regex.ts';
-import type { CheckedNode as Node } from './library/celjs.ts';
+import { meter, runtimeCharges } from '../cost/instrument.ts';
+import { convertActivation, CONVERT, toCel } from '../values/convert.ts';
+import { compileRegex } from '../library/regex.ts';
+import type { CheckedNode as Node } from '../celjs/types.ts';
 import type { RE2JS } from 're2js';
 
 /** Thrown by compiled code to hand the evaluation back to cel-js. */

@@ -1,9 +1,9 @@
 /** The CEL activation of one request, as VAP builds it: object, oldObject, request, params, variables. */
-import type { AdmissionRequest } from '../api/review.ts';
-import { type Program } from './cel.ts';
-import { CONVERT, toCel, type IntsInPlace } from './values.ts';
+import type { AdmissionRequest } from '../../api/review.ts';
+import { type Program } from './environment.ts';
+import { CONVERT, toCel, type IntsInPlace } from '../values/convert.ts';
 import { celErrorText } from './errors.ts';
-import type { ActivationReads } from './reads.ts';
+import type { ActivationReads } from '../values/reads.ts';
 
 export interface CompiledVariable {
   name: string;

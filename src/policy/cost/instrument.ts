@@ -28,8 +28,8 @@
  * overrun into CostLimitError, or CostBudgetError when the policy's budget is what ran out.
  */
 import type { ParseResult } from '@marcbachmann/cel-js';
-import { sortIsTracked } from './library/lists-ext.ts';
-import type { CheckedNode as Node } from './library/celjs.ts';
+import { sortIsTracked } from '../library/lists-ext.ts';
+import type { CheckedNode as Node } from '../celjs/types.ts';
 
 /** Per expression (apiserver `PerCallLimit`). */
 export const PER_CALL_LIMIT = 1_000_000;

@@ -5,7 +5,7 @@
  * only what changed, instead of two full copies and a full walk of a large object per request.
  */
 import jsonpatch from 'fast-json-patch';
-import type { JsonPatchOperation } from '../api/types.ts';
+import type { JsonPatchOperation } from '../../api/types.ts';
 
 type Json = Record<string, unknown> | unknown[];
 

@@ -4,27 +4,27 @@
  * Kubernetes client, no HTTP. Errors carry the field path of the expression they came from.
  */
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
-import { registerLists, validateListCall } from './library/lists.ts';
-import { registerListsExt, validateListsExtCall } from './library/lists-ext.ts';
-import { checkFormatCall, registerStrings, replaceStringBuiltins } from './library/strings.ts';
-import { registerRegex, replaceRegexBuiltins, validateRegexCall } from './library/regex.ts';
-import { forEachCall, type CallNode } from './library/validate.ts';
-import { validateHomogeneousLiterals } from './library/homogeneous.ts';
-import { registerURLs } from './library/urls.ts';
-import { registerFormat } from './library/format.ts';
-import { registerIP } from './library/ip.ts';
-import { registerCIDR } from './library/cidr.ts';
-import { registerQuantity } from './library/quantity.ts';
-import { registerSemver } from './library/semver.ts';
-import { registerSets, validateSetsCall } from './library/sets.ts';
-import { registerOptionals } from './library/optionals.ts';
-import { registerComprehensions } from './library/comprehensions.ts';
-import { celGoCheckMessage, replaceNumericComparisons } from './library/numeric.ts';
-import { replaceDoubleBuiltins } from './library/doubles.ts';
-import { AUTHORIZER_TYPE, registerAuthz } from './library/authz.ts';
-import { withCost } from './cost.ts';
-import { shortcutFor } from './compiled.ts';
-import { useCelGoLogic } from './logic.ts';
+import { registerLists, validateListCall } from '../library/lists.ts';
+import { registerListsExt, validateListsExtCall } from '../library/lists-ext.ts';
+import { checkFormatCall, registerStrings, replaceStringBuiltins } from '../library/strings.ts';
+import { registerRegex, replaceRegexBuiltins, validateRegexCall } from '../library/regex.ts';
+import { forEachCall, type CallNode } from '../celjs/walk.ts';
+import { validateHomogeneousLiterals } from '../library/homogeneous.ts';
+import { registerURLs } from '../library/urls.ts';
+import { registerFormat } from '../library/format.ts';
+import { registerIP } from '../library/ip.ts';
+import { registerCIDR } from '../library/cidr.ts';
+import { registerQuantity } from '../library/quantity.ts';
+import { registerSemver } from '../library/semver.ts';
+import { registerSets, validateSetsCall } from '../library/sets.ts';
+import { registerOptionals } from '../library/optionals.ts';
+import { registerComprehensions } from '../library/comprehensions.ts';
+import { celGoCheckMessage, replaceNumericComparisons } from '../library/numeric.ts';
+import { replaceDoubleBuiltins } from '../library/doubles.ts';
+import { AUTHORIZER_TYPE, registerAuthz } from '../library/authz.ts';
+import { withCost } from '../cost/instrument.ts';
+import { shortcutFor } from '../fast/compiler.ts';
+import { useCelGoLogic } from '../celjs/logic.ts';
 
 /** The variables VAP declares; `object`, `oldObject` and `params` are untyped (dyn), as in VAP. */
 const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject', 'request', 'variables'] as const;

@@ -3,18 +3,18 @@
  * function of the request. Compiled once per suite generation; evaluating never compiles.
  */
 import jsonpatch from 'fast-json-patch';
-import type { FailurePolicy, JsonPatchOperation, Reason, ValidationAction, WebhookSpec } from '../api/types.ts';
-import { allowed, denied, errored, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
-import { compile, CompileError, firstLine, type Program } from './cel.ts';
+import type { FailurePolicy, JsonPatchOperation, Reason, ValidationAction, WebhookSpec } from '../../api/types.ts';
+import { allowed, denied, errored, patched, type AdmissionRequest, type Decision } from '../../api/review.ts';
+import { compile, CompileError, firstLine, type Program } from './environment.ts';
 import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
 import { CopyOnWritePatcher } from './patch.ts';
-import { fromCel, IntsInPlace } from './values.ts';
-import { closeBudget, CostBudgetError, openBudget, PER_CALL_LIMIT, remainingBudget } from './cost.ts';
-import type { Authorizer } from '../api/authorization.ts';
+import { fromCel, IntsInPlace } from '../values/convert.ts';
+import { closeBudget, CostBudgetError, openBudget, PER_CALL_LIMIT, remainingBudget } from '../cost/instrument.ts';
+import type { Authorizer } from '../../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
-import { requestAuthorizer } from './library/authz.ts';
-import { ActivationReads } from './reads.ts';
+import { requestAuthorizer } from '../library/authz.ts';
+import { ActivationReads } from '../values/reads.ts';
 
 interface CompiledValidation {
   expression: string;

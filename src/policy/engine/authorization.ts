@@ -14,8 +14,8 @@
  * interleave requests on the one meter and make every step of every webhook Promise-aware. The
  * two-phase loop costs a re-evaluation only for the few webhooks that use `authorizer`.
  */
-import { authorizationKey, type AuthorizationAttributes, type AuthorizationDecision, type Authorizer } from '../api/authorization.ts';
-import { celError } from './library/builtins.ts';
+import { authorizationKey, type AuthorizationAttributes, type AuthorizationDecision, type Authorizer } from '../../api/authorization.ts';
+import { celError } from '../celjs/values.ts';
 
 /** Evaluations per request at most: every round but the last adds at least one new check. */
 export const MAX_ROUNDS = 32;

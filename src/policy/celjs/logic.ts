@@ -4,7 +4,7 @@
  * side's error instead, so `has(object.data.ok) || variables.v == 'x'` on a DELETE (no object)
  * would be worded differently from the API server. Applied once per compiled program.
  */
-import { forEachNode } from './library/validate.ts';
+import { forEachNode } from './walk.ts';
 
 interface Evaluator {
   tryEval(ast: unknown, ctx: unknown): unknown;

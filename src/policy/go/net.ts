@@ -4,7 +4,7 @@
  * libraries: Kubernetes' CEL functions are thin wrappers around these, so their results and
  * error texts are Go's. URLs are handled as UTF-8 byte strings (one char per byte) as Go does.
  */
-import { goQuote } from './strings.ts';
+import { goQuote } from '../library/strings.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Byte strings
