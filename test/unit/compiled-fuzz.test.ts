@@ -6,7 +6,8 @@
  * (test/support/verify-compiled.ts); the seed is fixed, so a failure can be replayed.
  */
 import { expect } from 'chai';
-import { compile, CompileError } from '../../src/policy/engine/environment.ts';
+import { compile } from '../../src/policy/engine/environment.ts';
+import { CompileError } from '../../src/policy/celjs/program.ts';
 import { verification } from '../../src/policy/fast/compiler.ts';
 import { buildActivation } from '../../src/policy/engine/activation.ts';
 import { ActivationReads } from '../../src/policy/values/reads.ts';

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { compile } from '../../src/policy/engine/environment.ts';
 import { BAIL, compileProgram } from '../../src/policy/fast/compiler.ts';
-import { COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT } from '../../src/policy/cost/instrument.ts';
+import { COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT } from '../../src/policy/cost/meter.ts';
 import { benchSuite } from '../../bench/fixtures.ts';
 import { celErrorText } from '../../src/policy/engine/errors.ts';
 import { IntsInPlace, toCel } from '../../src/policy/values/convert.ts';

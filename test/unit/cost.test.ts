@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
 import { compileRules } from '../../src/policy/engine/rules.ts';
 import { compile } from '../../src/policy/engine/environment.ts';
-import { COST_BUDGET_MESSAGE, COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET } from '../../src/policy/cost/instrument.ts';
+import { COST_BUDGET_MESSAGE, COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET } from '../../src/policy/cost/meter.ts';
 import { toCel } from '../../src/policy/values/convert.ts';
 import { requestAttributes } from '../../src/policy/engine/activation.ts';
 import type { AdmissionSuite, WebhookSpec } from '../../src/api/types.ts';

@@ -1,7 +1,7 @@
 /** The declarative rules of a webhook, evaluated as the admission server would: CEL validations and JSON-patch mutations. */
 import { expect } from 'chai';
 import { compileRules } from '../../src/policy/engine/rules.ts';
-import { CompileError } from '../../src/policy/engine/environment.ts';
+import { CompileError } from '../../src/policy/celjs/program.ts';
 import type { WebhookSpec } from '../../src/api/types.ts';
 import { fixtures, requestOf } from '../fixtures/reviews.ts';
 

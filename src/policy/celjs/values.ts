@@ -1,50 +1,10 @@
 /**
- * Replacing cel-js's own overloads where their behaviour differs from cel-go's (UTF-16 indices,
- * Unicode case mapping, JS RegExp), plus the small value helpers the libraries share: CEL type
- * names, errors, equality and ordering of runtime values.
- *
- * cel-js refuses to register a second overload with the same signature and offers no way to
- * remove one, so `replaceBuiltin` swaps the handler of the registered declaration in the
- * environment's overload table (reached through a type-checked probe expression) and then
- * verifies that the swap took, so a cel-js upgrade that changes these internals fails at start-up
- * rather than silently keeping the old behaviour. It must run after the environment's first
- * `registerFunction` (which gives the environment its own table) and nothing may be registered
- * after it.
+ * The small value helpers the libraries share, over cel-js's runtime values: CEL type names,
+ * errors in cel-go's words, equality and ordering (numbers across int, uint and double as cel-go
+ * compares them). Values only: no environment, no AST, no cost.
  */
-import { EvaluationError, Optional, type Environment } from '@marcbachmann/cel-js';
+import { EvaluationError, Optional } from '@marcbachmann/cel-js';
 import { Duration, UnsignedInt } from '@marcbachmann/cel-js/evaluator';
-
-interface Declaration {
-  signature: string;
-  handler: (...args: never[]) => unknown;
-}
-interface Candidates {
-  declarations: Declaration[];
-  findFunction(argTypes: unknown[], receiverType?: unknown): Declaration | null;
-}
-
-function candidatesOf(env: Environment, probe: string): Candidates {
-  const program = env.parse(probe);
-  const checked = program.check();
-  if (!checked.valid) throw new Error(`replaceBuiltin: probe '${probe}' does not type-check: ${checked.error?.message}`);
-  const candidates = (program.ast as unknown as { candidates?: Candidates }).candidates;
-  if (!candidates || !Array.isArray(candidates.declarations)) throw new Error(`replaceBuiltin: cel-js internals changed (no candidates for '${probe}')`);
-  return candidates;
-}
-
-/**
- * Replaces the handler of the overload `signature` (as cel-js prints it, e.g.
- * `string.indexOf(string, int): int`); `probe` is an expression whose root calls it.
- */
-export function replaceBuiltin(env: Environment, probe: string, signature: string, handler: (...args: never[]) => unknown): void {
-  const candidates = candidatesOf(env, probe);
-  const index = candidates.declarations.findIndex((d) => d.signature === signature);
-  if (index < 0) throw new Error(`replaceBuiltin: no overload '${signature}' (have ${candidates.declarations.map((d) => d.signature).join(', ')})`);
-  const old = candidates.declarations[index]!;
-  candidates.declarations[index] = Object.freeze(Object.assign(Object.create(Object.getPrototypeOf(old)) as object, old, { handler })) as Declaration;
-  const after = candidatesOf(env, probe).declarations.find((d) => d.signature === signature);
-  if (after?.handler !== handler) throw new Error(`replaceBuiltin: cel-js internals changed (replacing '${signature}' did not take)`);
-}
 
 /** An evaluation error with cel-go's message. */
 export function celError(message: string): EvaluationError {
@@ -78,28 +38,43 @@ export function typeName(value: unknown): string {
   return named ?? ctor.name;
 }
 
-function isNumber(v: unknown): v is bigint | number | UnsignedInt {
+export type Num = bigint | number | UnsignedInt;
+
+export function isNumber(v: unknown): v is Num {
   return typeof v === 'bigint' || typeof v === 'number' || v instanceof UnsignedInt;
 }
 
-function numeric(v: bigint | number | UnsignedInt): bigint | number {
-  return v instanceof UnsignedInt ? v.value : v;
+const TWO_63 = 9223372036854775808; // float64(math.MaxInt64), as Go compares a double with it
+const TWO_64 = 18446744073709551616; // float64(math.MaxUint64)
+
+const sign = (a: number | bigint, b: number | bigint) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * cel-go's order of two numbers (types/compare.go): -1, 0, 1, or undefined when one is NaN (each
+ * caller says what NaN means to it). An int or uint meets a double as a double, after range
+ * checks, as cel-go converts it.
+ */
+export function compareNumbers(a: Num, b: Num): number | undefined {
+  if (typeof a === 'number' && typeof b === 'number') return Number.isNaN(a) || Number.isNaN(b) ? undefined : sign(a, b);
+  if (typeof a === 'number') return compareDouble(a, b as bigint | UnsignedInt);
+  if (typeof b === 'number') {
+    const c = compareDouble(b, a);
+    return c === undefined ? undefined : -c;
+  }
+  // int and uint: exactly
+  return sign(a instanceof UnsignedInt ? a.value : a, b instanceof UnsignedInt ? b.value : (b as bigint));
 }
 
-/** Compares two numbers of any CEL numeric type exactly (int64 against double without rounding). */
-function compareNumbers(a: bigint | number, b: bigint | number): number {
-  if (typeof a === 'bigint' && typeof b === 'bigint') return a < b ? -1 : a > b ? 1 : 0;
-  if (typeof a === 'number' && typeof b === 'number') return a < b ? -1 : a > b ? 1 : a === b ? 0 : NaN;
-  if (typeof a === 'number') return -compareNumbers(b, a);
-  // a bigint, b double
-  const d = b as number;
-  if (Number.isNaN(d)) return NaN;
-  if (d === Infinity) return -1;
-  if (d === -Infinity) return 1;
-  const whole = BigInt(Math.trunc(d));
-  if ((a as bigint) !== whole) return (a as bigint) < whole ? -1 : 1;
-  const frac = d - Math.trunc(d);
-  return frac > 0 ? -1 : frac < 0 ? 1 : 0;
+function compareDouble(d: number, other: bigint | UnsignedInt): number | undefined {
+  if (Number.isNaN(d)) return undefined;
+  if (other instanceof UnsignedInt) {
+    if (d < 0) return -1;
+    if (d > TWO_64) return 1;
+    return sign(d, Number(other.value));
+  }
+  if (d < -TWO_63) return -1;
+  if (d > TWO_63) return 1;
+  return sign(d, Number(other));
 }
 
 function compareBytes(a: Uint8Array, b: Uint8Array): number {
@@ -127,8 +102,7 @@ export function compareStrings(a: string, b: string): number {
  */
 export function celCompare(a: unknown, b: unknown): number | undefined {
   if (isNumber(a) && isNumber(b)) {
-    const c = compareNumbers(numeric(a), numeric(b));
-    return Number.isNaN(c) ? undefined : c;
+    return compareNumbers(a, b);
   }
   if (typeof a === 'string' && typeof b === 'string') return compareStrings(a, b);
   if (typeof a === 'boolean' && typeof b === 'boolean') return a === b ? 0 : a ? 1 : -1;
@@ -160,7 +134,7 @@ function entriesOf(v: object): [unknown, unknown][] {
 /** CEL equality of runtime values: numbers by value across int/uint/double; lists in order; maps by keys. */
 export function celEquals(a: unknown, b: unknown): boolean {
   if (a === b) return typeof a !== 'number' || !Number.isNaN(a);
-  if (isNumber(a) && isNumber(b)) return compareNumbers(numeric(a), numeric(b)) === 0;
+  if (isNumber(a) && isNumber(b)) return compareNumbers(a, b) === 0;
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
   if (a instanceof Uint8Array || b instanceof Uint8Array) return a instanceof Uint8Array && b instanceof Uint8Array && compareBytes(a, b) === 0;
   if (a instanceof Date || b instanceof Date) return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();

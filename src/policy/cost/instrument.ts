@@ -1,12 +1,7 @@
 /**
- * Runtime cost of CEL evaluation, as the API server bounds it (apiserver `pkg/apis/cel/config.go`):
- * each expression may spend PER_CALL_LIMIT units (cel-go stops it with "operation cancelled:
- * actual cost limit exceeded"), and one evaluation of a policy RUNTIME_CEL_COST_BUDGET units
- * (validations first, messageExpressions get what is left).
- *
- * cel-js counts nothing and offers no evaluation hook, so `withCost` instruments a checked
- * program's AST once, at compile time, following cel-go's `interpreter/runtimecost.go` and
- * Kubernetes' `pkg/cel/library/cost.go`:
+ * Instrumenting a checked program for cost. cel-js counts nothing and offers no evaluation hook,
+ * so `withCost` instruments a checked program's AST once, at compile time, following cel-go's
+ * `interpreter/runtimecost.go` and Kubernetes' `pkg/cel/library/cost.go`:
  * - every identifier, field selection, index, function call and operator is 1, list literals 10,
  *   map literals 30, constants and `&&` `||` `?:` nothing. This static part is summed per AST
  *   region at compile time and charged as one number: once per evaluation for the expression
@@ -23,65 +18,18 @@
  *   `indexOf`, `sum`, `in` on a list, ...) are charged by size, as Kubernetes' cost model
  *   does, by wrapping the call node's dispatch (`handle`) after type-checking.
  *
- * The counter is one module-level object (evaluation is synchronous): charging is an add and a
- * compare, nothing is allocated per step. `evaluate` (the wrapper `withCost` returns) turns an
- * overrun into CostLimitError, or CostBudgetError when the policy's budget is what ran out.
+ * The charges go to the meter (meter.ts); what each sized call costs is calls.ts's. What is
+ * charged at run time beyond the static count is recorded in `runtimeCharges`, so that the
+ * compiled shortcut (policy/fast) charges exactly the same.
  */
 import type { ParseResult } from '@marcbachmann/cel-js';
-import { sortIsTracked } from '../library/lists-ext.ts';
 import type { CheckedNode as Node } from '../celjs/types.ts';
-
-/** Per expression (apiserver `PerCallLimit`). */
-export const PER_CALL_LIMIT = 1_000_000;
-/** Per policy evaluation (apiserver `RuntimeCELCostBudget`). */
-export const RUNTIME_CEL_COST_BUDGET = 10_000_000;
-
-/** cel-go's words when an expression passes its cost limit. */
-export const COST_LIMIT_MESSAGE = 'operation cancelled: actual cost limit exceeded';
-/** The API server's words when a policy evaluation runs out of its budget. */
-export const COST_BUDGET_MESSAGE = 'validation failed due to running out of cost budget, no further validation rules will be run';
-
-export class CostLimitError extends Error {
-  constructor() {
-    super(COST_LIMIT_MESSAGE);
-    this.name = 'CostLimitError';
-  }
-}
-
-export class CostBudgetError extends Error {
-  constructor(message = COST_BUDGET_MESSAGE) {
-    super(message);
-    this.name = 'CostBudgetError';
-  }
-}
-
-/**
- * The running count. `cost` only grows during one policy evaluation; `limit` is the cost at which
- * the expression being evaluated must stop (its start + PER_CALL_LIMIT, or the budget's end if
- * that comes first); `budgetEnd` is the policy's budget (Infinity outside a policy evaluation).
- */
-export const meter = { cost: 0, limit: Infinity, budgetEnd: Infinity, overrunAt: -1 };
-
-/** Adds `units`; true while the current expression is still within its limit. For custom looping macros. */
-export function charge(units: number): boolean {
-  return (meter.cost += units) <= meter.limit || overran();
-}
-
-/** Notes the cost at the first step past the limit (cel-go stops there; our loops wind down after it). */
-function overran(): false {
-  if (meter.overrunAt < 0) meter.overrunAt = meter.cost;
-  return false;
-}
-
-export interface Budget {
-  cost: number;
-  limit: number;
-  budgetEnd: number;
-}
+import { CostLimitError, evaluate, meter, overran } from './meter.ts';
+import { CALL_COSTS, LIST_CREATE, operatorCost, traverse } from './calls.ts';
 
 /**
  * What the instrumentation charges at run time beyond the static count, per AST node, so that the
- * compiled shortcut (`compiled.ts`) charges exactly the same: a comprehension's charge per
+ * compiled shortcut (policy/fast) charges exactly the same: a comprehension's charge per
  * iteration, a conditional's per branch taken, and a sized call's or operator's cost beyond its 1
  * (given its operands, the receiver first, and its result).
  */
@@ -91,69 +39,6 @@ export const runtimeCharges = {
   sized: new WeakMap<object, (operands: unknown[], result: unknown) => number>(),
 };
 
-/** Starts a policy evaluation with a fresh budget; returns what `closeBudget` restores. */
-export function openBudget(budget: number = RUNTIME_CEL_COST_BUDGET): Budget {
-  const saved = { cost: meter.cost, limit: meter.limit, budgetEnd: meter.budgetEnd };
-  meter.cost = 0;
-  meter.limit = Infinity;
-  meter.budgetEnd = budget;
-  meter.overrunAt = -1;
-  return saved;
-}
-
-export function closeBudget(saved: Budget): void {
-  meter.cost = saved.cost;
-  meter.limit = saved.limit;
-  meter.budgetEnd = saved.budgetEnd;
-  meter.overrunAt = -1;
-}
-
-/** What is left of the current policy evaluation's budget. */
-export function remainingBudget(): number {
-  return meter.budgetEnd - meter.cost;
-}
-
-/**
- * Runs one expression under its own per-call limit. Nested runs (a composited variable read
- * lazily by another expression) have their own limit, and their cost counts against the
- * policy's budget but not against the reading expression's limit, as in the API server.
- */
-function evaluate(program: (activation: never) => unknown, staticCost: number, activation: unknown): unknown {
-  const outerLimit = meter.limit;
-  if (outerLimit === Infinity && meter.budgetEnd === Infinity) {
-    meter.cost = 0; // a free-standing evaluation
-    meter.overrunAt = -1;
-  }
-  const start = meter.cost;
-  const callEnd = start + PER_CALL_LIMIT;
-  meter.limit = callEnd < meter.budgetEnd ? callEnd : meter.budgetEnd;
-  try {
-    meter.cost += staticCost;
-    let result: unknown;
-    try {
-      result = program(activation as never);
-    } catch (err) {
-      // (meter.limit, not the limit set above: nested runs move it on by what they spent)
-      if (meter.cost > meter.limit) throw overrun();
-      throw err;
-    }
-    if (meter.cost > meter.limit) throw overrun();
-    return result;
-  } finally {
-    if (outerLimit === Infinity) meter.limit = Infinity;
-    else {
-      const shifted = outerLimit + (meter.cost - start);
-      meter.limit = shifted < meter.budgetEnd ? shifted : meter.budgetEnd;
-    }
-  }
-}
-
-function overrun(): Error {
-  // cel-go stops at the first step past the limit; what our loops did while winding down is not charged
-  if (meter.overrunAt >= 0) meter.cost = meter.overrunAt;
-  meter.overrunAt = -1;
-  return meter.cost > meter.budgetEnd ? new CostBudgetError() : new CostLimitError();
-}
 
 /**
  * Instruments a checked program for cost and returns it wrapped: same call signature, `ast` and
@@ -162,7 +47,7 @@ function overrun(): Error {
  */
 export function withCost(program: ParseResult, shortcut?: (program: ParseResult) => ((activation: unknown) => unknown) | undefined): ParseResult {
   const staticCost = instrument(program.ast);
-  // a faster way to the same answer, given the instrumented program (compiled.ts)
+  // a faster way to the same answer, given the instrumented program (policy/fast)
   const body = shortcut?.(program) ?? program;
   const run = ((activation?: unknown) => evaluate(body, staticCost, activation)) as ParseResult;
   run.ast = program.ast;
@@ -176,7 +61,7 @@ export function instrument(root: unknown): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The AST walk, over cel-js's checked nodes (library/celjs.ts).
+// The AST walk, over cel-js's checked nodes (celjs/types.ts).
 
 interface ComprehensionArgs {
   iterable: Node;
@@ -187,7 +72,6 @@ interface ComprehensionArgs {
 
 /** cel-go's loop bookkeeping per iteration beyond the step itself (`@not_strictly_false(...)`, `@result`). */
 const LOOP_OVERHEAD: Record<string, number> = { all: 3, exists: 4 };
-const LIST_CREATE = 10;
 const MAP_CREATE = 30;
 const SIZED_OPERATORS = new Set(['+', '==', '!=', '<', '<=', '>', '>=', 'in']);
 const SCALAR_TYPES = new Set(['int', 'uint', 'double', 'bool', 'null', 'google.protobuf.Timestamp', 'google.protobuf.Duration']);
@@ -390,163 +274,5 @@ class Instrumenter {
       if (extra !== 0 && (meter.cost += extra) > meter.limit) throw (overran(), new CostLimitError());
       return result;
     }) as never;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Sizes and function costs, after cel-go's `costCall` and Kubernetes' `CostEstimator.CallCost`.
-
-const STRING_TRAVERSAL = 0.1;
-const REGEX_LENGTH = 0.25;
-
-/** cel-go's `actualSize`: length of strings, bytes, lists and maps; 1 for anything else. */
-export function actualSize(v: unknown): number {
-  if (typeof v === 'string') return v.length;
-  if (typeof v !== 'object' || v === null) return 1;
-  if (Array.isArray(v) || v instanceof Uint8Array) return v.length;
-  if (v instanceof Map || v instanceof Set) return v.size;
-  if (v.constructor === Object || v.constructor === undefined) {
-    let n = 0;
-    for (const _ in v) n++;
-    return n;
-  }
-  return 1;
-}
-
-/**
- * Kubernetes' `traversalCost`, remembered per container: CEL values never change, and a
- * comprehension asks for the same list's cost once per iteration (`list.indexOf(c)` inside a
- * `map` over that list), which would otherwise walk it n times.
- */
-const traversalCosts = new WeakMap<object, number>();
-function traversalCost(v: unknown): number {
-  if (typeof v !== 'object' || v === null) return deepTraversalCost(v);
-  let cost = traversalCosts.get(v);
-  if (cost === undefined) traversalCosts.set(v, (cost = deepTraversalCost(v)));
-  return cost;
-}
-
-/** Kubernetes' `traversalCost`: a string costs a tenth of its length, containers the sum of their elements. */
-function deepTraversalCost(v: unknown): number {
-  if (typeof v === 'string') return Math.floor(v.length * STRING_TRAVERSAL);
-  if (v instanceof Uint8Array) return Math.floor(v.length * STRING_TRAVERSAL);
-  if (Array.isArray(v)) {
-    let cost = 0;
-    for (const e of v) cost += deepTraversalCost(e);
-    return cost;
-  }
-  if (v instanceof Set) {
-    let cost = 0;
-    for (const e of v) cost += deepTraversalCost(e);
-    return cost;
-  }
-  if (v instanceof Map) {
-    let cost = 0;
-    for (const [k, e] of v) cost += deepTraversalCost(k) + deepTraversalCost(e);
-    return cost;
-  }
-  if (typeof v === 'object' && v !== null && (v.constructor === Object || v.constructor === undefined)) {
-    let cost = 0;
-    for (const k in v) cost += deepTraversalCost(k) + deepTraversalCost((v as Record<string, unknown>)[k]);
-    return cost;
-  }
-  return 1;
-}
-
-const traverse = (n: number) => Math.ceil(n * STRING_TRAVERSAL);
-const regexCost = (s: unknown, re: unknown) => Math.ceil((1 + actualSize(s)) * STRING_TRAVERSAL) * Math.ceil(actualSize(re) * REGEX_LENGTH);
-
-type CallCost = (args: unknown[], result: unknown, receiver: boolean, node: Node) => number;
-
-/** Total cost of one call (the 1 of the call itself is already in the static count). `args` include the receiver first. */
-const CALL_COSTS: Record<string, CallCost> = {
-  startsWith: (a) => traverse(actualSize(a[1])),
-  endsWith: (a) => traverse(actualSize(a[1])),
-  // string.contains(sub), or sets.contains(list, list) (a call on the `sets` namespace in cel-js)
-  contains: (a) => (a.length === 3 ? setsCost(a, 1) : traverse(actualSize(a[0])) * traverse(actualSize(a[1]))),
-  intersects: (a) => setsCost(a, 1),
-  equivalent: (a) => setsCost(a, 2),
-  matches: (a) => regexCost(a[0], a[1]),
-  find: (a) => regexCost(a[0], a[1]),
-  findAll: (a) => regexCost(a[0], a[1]),
-  // strings.quote(s) is a call on the `strings` namespace in cel-js: its string is the last argument
-  quote: (a) => traverse(actualSize(a[a.length - 1])),
-  format: (a) => traverse(actualSize(a[0])),
-  isSorted: (a) => traversalCost(a[0]),
-  sum: (a) => traversalCost(a[0]),
-  max: (a) => traversalCost(a[0]),
-  min: (a) => traversalCost(a[0]),
-  indexOf: (a) => traversalCost(a[0]),
-  lastIndexOf: (a) => traversalCost(a[0]),
-  includes: (a) => traversalCost(a[0]),
-  url: (a) => traverse(actualSize(a[0])),
-  lowerAscii: (a) => traverse(actualSize(a[0])),
-  upperAscii: (a) => traverse(actualSize(a[0])),
-  substring: (a) => traverse(actualSize(a[0])),
-  trim: (a) => traverse(actualSize(a[0])),
-  replace: (a) => Math.ceil(actualSize(a[0]) * 2 * STRING_TRAVERSAL),
-  split: (a) => Math.ceil(actualSize(a[0]) * 2 * STRING_TRAVERSAL),
-  join: (_, result) => Math.ceil(actualSize(result) * 2 * STRING_TRAVERSAL),
-  cidr: (a) => traverse(actualSize(a[0])),
-  ip: (a) => traverse(actualSize(a[0])),
-  isIP: (a) => traverse(actualSize(a[0])),
-  isCIDR: (a) => traverse(actualSize(a[0])),
-  quantity: (a) => traverse(actualSize(a[0])),
-  isQuantity: (a) => traverse(actualSize(a[0])),
-  semver: (a) => traverse(actualSize(a[0])),
-  isSemver: (a) => traverse(actualSize(a[0])),
-  isCanonical: (a) => Math.ceil(actualSize(a[a.length - 1]) * 2 * STRING_TRAVERSAL),
-  containsIP: (a) => traverse(2 * actualSize(a[0])) + (typeof a[1] === 'string' ? traverse(a[1].length) : 0),
-  containsCIDR: (a) => traverse(2 * actualSize(a[0])) + traverse(actualSize(a[0])) + 1 + (typeof a[1] === 'string' ? traverse(a[1].length) : 0),
-  // an authorization check (a SubjectAccessReview) costs enough to allow two per expression
-  check: () => 350_000,
-  // the lists extension (version 3): by the size of what they allocate (cel-go ext/lists.go)
-  slice: (_, result) => allocatingList(1, actualSize(result)),
-  range: (_, result) => allocatingList(1, actualSize(result)),
-  reverse: (_, result) => allocatingList(1, actualSize(result)),
-  flatten: (a) => allocatingList(typeof a[1] === 'bigint' ? Number(a[1]) : 1, actualSize(a[0])),
-  distinct: (a) => selfCompare(a[0]),
-  // cel-go's tracker charges sort only when the checker resolved one overload (a known element type)
-  sort: (a, _, __, node) => (sortIsTracked(((node.args as unknown[])[1] as Node | undefined)?.checkedType?.name) ? selfCompare(a[0]) : 1),
-};
-
-/** cel-go's sets: the product of the two lists' sizes (after the namespace receiver). */
-function setsCost(a: unknown[], factor: number): number {
-  return 1 + Math.floor(actualSize(a[a.length - 2]) * actualSize(a[a.length - 1]) * factor);
-}
-
-function allocatingList(factor: number, size: number): number {
-  return Math.floor(size * (factor < 0 ? 1 : factor)) + 1 + LIST_CREATE;
-}
-
-function selfCompare(list: unknown): number {
-  const size = actualSize(list);
-  const first = Array.isArray(list) ? list[0] : undefined;
-  return allocatingList(isSequence(first) ? 2 + STRING_TRAVERSAL : 2, size * size);
-}
-
-function isSequence(v: unknown): boolean {
-  return typeof v === 'string' || v instanceof Uint8Array;
-}
-
-/** Total cost of one operator application, as cel-go's `costCall` has it. */
-function operatorCost(op: string, l: unknown, r: unknown, typedSequence: boolean, typedList: boolean): number {
-  switch (op) {
-    case '+':
-      if (typedSequence && isSequence(l)) return traverse(actualSize(l) + actualSize(r));
-      // cel-go concatenates lists lazily and charges 1; cel-js copies them, so a list is charged by
-      // size, typed or not (this only tells once lists reach millions of elements, and keeps a chain
-      // of doublings from exhausting memory)
-      if (Array.isArray(l)) return traverse(actualSize(l) + actualSize(r));
-      return 1;
-    case '==':
-    case '!=':
-      return traverse(Math.min(actualSize(l), actualSize(r)));
-    case 'in':
-      return typedList && (Array.isArray(r) || r instanceof Set) ? actualSize(r) : 1;
-    default:
-      // < <= > >=
-      if (typedSequence && isSequence(l)) return traverse(Math.min(actualSize(l), actualSize(r)));
-      return 1;
   }
 }

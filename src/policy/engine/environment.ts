@@ -3,7 +3,8 @@
  * once per suite generation, and evaluating validations and mutations. Pure: no I/O, no
  * Kubernetes client, no HTTP. Errors carry the field path of the expression they came from.
  */
-import { Environment, type ParseResult } from '@marcbachmann/cel-js';
+import { Environment } from '@marcbachmann/cel-js';
+import { CompileError, firstLine, type Program } from '../celjs/program.ts';
 import { registerLists, validateListCall } from '../library/lists.ts';
 import { registerListsExt, validateListsExtCall } from '../library/lists-ext.ts';
 import { checkFormatCall, registerStrings, replaceStringBuiltins } from '../library/strings.ts';
@@ -93,17 +94,6 @@ vapEnvironment(false, true);
 
 export type ResultType = 'bool' | 'string' | 'list' | 'null';
 
-/** A compiled expression; `compiled` when it has the compiled shortcut (compiled.ts). */
-export type Program = ParseResult & { readonly compiled?: boolean };
-
-export class CompileError extends Error {
-  readonly field: string;
-  constructor(field: string, message: string) {
-    super(`${field}: ${message}`);
-    this.field = field;
-  }
-}
-
 /**
  * Parses and type-checks `expression`; `expect` lists the types it may yield (any when empty);
  * `params` and `authorizer` say whether those variables are declared (by default they are).
@@ -153,9 +143,4 @@ export function compile(
 /** cel-go's name of a type, as the API server's messages print it. */
 function celGoTypeName(type: string): string {
   return type === 'null' ? 'null_type' : type;
-}
-
-export function firstLine(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  return message.split('\n')[0]!.trim();
 }

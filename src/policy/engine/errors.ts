@@ -2,7 +2,7 @@
  * Run-time errors of CEL as the API server words them. cel-js and cel-go say the same things in
  * different words; a policy's users read (and match on) the API server's, so ours are the same.
  */
-import { firstLine } from './environment.ts';
+import { firstLine } from '../celjs/program.ts';
 
 const REWRITES: [RegExp, string][] = [
   [/^No such key: index out of bounds, index (-?\d+) >= size (\d+)$/, "index '$1' out of range in list size '$2'"],

@@ -5,12 +5,13 @@
 import jsonpatch from 'fast-json-patch';
 import type { FailurePolicy, JsonPatchOperation, Reason, ValidationAction, WebhookSpec } from '../../api/types.ts';
 import { allowed, denied, errored, patched, type AdmissionRequest, type Decision } from '../../api/review.ts';
-import { compile, CompileError, firstLine, type Program } from './environment.ts';
+import { compile } from './environment.ts';
+import { CompileError, firstLine, type Program } from '../celjs/program.ts';
 import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
 import { CopyOnWritePatcher } from './patch.ts';
 import { fromCel, IntsInPlace } from '../values/convert.ts';
-import { closeBudget, CostBudgetError, openBudget, PER_CALL_LIMIT, remainingBudget } from '../cost/instrument.ts';
+import { closeBudget, CostBudgetError, openBudget, PER_CALL_LIMIT, remainingBudget } from '../cost/meter.ts';
 import type { Authorizer } from '../../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
 import { requestAuthorizer } from '../library/authz.ts';

@@ -27,7 +27,8 @@
  * against cel-js's, value and cost; differences are kept for the tests to fail on.
  */
 import type { ParseResult } from '@marcbachmann/cel-js';
-import { meter, runtimeCharges } from '../cost/instrument.ts';
+import { meter } from '../cost/meter.ts';
+import { runtimeCharges } from '../cost/instrument.ts';
 import { convertActivation, CONVERT, toCel } from '../values/convert.ts';
 import { compileRegex } from '../library/regex.ts';
 import type { CheckedNode as Node } from '../celjs/types.ts';

@@ -17,9 +17,10 @@
  * to it, charged once as in cel-go.
  */
 import { ParseError, type Environment } from '@marcbachmann/cel-js';
-import { charge, instrument } from '../cost/instrument.ts';
+import { charge } from '../cost/meter.ts';
+import { instrument } from '../cost/instrument.ts';
 import { celEquals, celError, goTypeName, typeName, UnsignedInt } from '../celjs/values.ts';
-import { celGoType } from './lists.ts';
+import { celGoType } from '../celjs/static-types.ts';
 import type { Checker, Evaluator, Node, Scope, TypeDecl } from '../celjs/types.ts';
 
 type Kind = 'all' | 'exists' | 'existsOne' | 'transformList' | 'transformMap' | 'transformMapEntry';

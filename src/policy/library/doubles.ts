@@ -3,7 +3,7 @@
  * "3e+06" and 0.0000003 is "3e-07" where JavaScript would print "3000000" and "3e-7".
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { replaceBuiltin } from '../celjs/values.ts';
+import { replaceBuiltin } from '../celjs/overloads.ts';
 
 /** Go's strconv.FormatFloat(x, 'g', -1, 64): exponent form below 1e-4 and from 1e6 (Go's rule for the shortest %g). */
 export function formatDouble(x: number): string {

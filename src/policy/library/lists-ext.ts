@@ -17,14 +17,13 @@
  * `cel.bind(l, target, l.@sortByAssociatedKeys(l.map(v, key)))`.
  */
 import { ParseError, type Environment } from '@marcbachmann/cel-js';
-import { charge, instrument } from '../cost/instrument.ts';
+import { charge } from '../cost/meter.ts';
+import { instrument } from '../cost/instrument.ts';
 import { celCompare, celEquals, celError, goTypeName, isComparable, Optional, typeName } from '../celjs/values.ts';
-import { celGoType } from './lists.ts';
+import { celGoType, concrete, elementType, SORTABLE } from '../celjs/static-types.ts';
 import type { CallNode } from '../celjs/walk.ts';
 import type { Checker, Evaluator, Node, Scope, TypeDecl } from '../celjs/types.ts';
 
-/** Element types sort and sortBy order (cel-go's comparableTypes). */
-export const SORTABLE = ['int', 'uint', 'double', 'bool', 'google.protobuf.Duration', 'google.protobuf.Timestamp', 'string', 'bytes'];
 
 /** lists.range's limit (cel-go's defaultMaxRangeSize; Kubernetes does not set ListsMaxRangeSize). */
 const MAX_RANGE_SIZE = 1_000_000n;
@@ -133,14 +132,6 @@ export function registerListsExt(env: Environment): void {
   env.registerFunction('list.sortBy(ast, ast): list', sortByMacro as never);
 }
 
-function elementType(type: string): string | undefined {
-  return /^list<(.*)>$/.exec(type)?.[1];
-}
-
-function concrete(type: string): boolean {
-  return !/\bdyn\b/.test(type) && !/^[A-Z]$/.test(type);
-}
-
 /** The overloads cel-go lacks for a list of a known element type. */
 export function validateListsExtCall(call: CallNode): void {
   if (!call.receiver) return;
@@ -159,12 +150,6 @@ export function validateListsExtCall(call: CallNode): void {
     (call.name === 'sort' && !SORTABLE.includes(element)) ||
     (call.name === 'unwrapOpt' && !element.startsWith('optional'));
   if (refused) throw celError(`found no matching overload for '${call.name}' applied to '${celGoType(call.receiver.type)}.()'`);
-}
-
-/** Whether cel-go's tracker charges sort on a receiver of this static type (one overload resolved). */
-export function sortIsTracked(receiverType: string | undefined): boolean {
-  const element = receiverType === undefined ? undefined : elementType(receiverType);
-  return element !== undefined && (SORTABLE.includes(element) || /^[A-Z]$/.test(element));
 }
 
 // ---------------------------------------------------------------------------------------------

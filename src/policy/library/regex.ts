@@ -7,7 +7,8 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { RE2JS } from 're2js';
-import { celError, replaceBuiltin } from '../celjs/values.ts';
+import { celError } from '../celjs/values.ts';
+import { replaceBuiltin } from '../celjs/overloads.ts';
 import type { CallNode } from '../celjs/walk.ts';
 
 /** Compiled patterns (or their syntax error) by source text; dropped oldest-first beyond the cap. */

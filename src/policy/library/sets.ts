@@ -5,7 +5,7 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celEquals, celError } from '../celjs/values.ts';
-import { celGoType } from './lists.ts';
+import { celGoType } from '../celjs/static-types.ts';
 import type { CallNode } from '../celjs/walk.ts';
 
 function has(list: unknown[], value: unknown): boolean {

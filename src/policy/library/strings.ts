@@ -6,7 +6,8 @@
  * are deliberately absent, so they fail to compile as in the API server.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celError, compareStrings, Duration, replaceBuiltin, typeName, UnsignedInt } from '../celjs/values.ts';
+import { celError, compareStrings, Duration, typeName, UnsignedInt } from '../celjs/values.ts';
+import { replaceBuiltin } from '../celjs/overloads.ts';
 
 const SURROGATE = /[\uD800-\uDFFF]/;
 

@@ -8,7 +8,7 @@
  * comparison, a filter's result) is read whole from where its chain ends. Nothing outside these
  * paths is observable, so nothing outside them needs converting per request (values.ts).
  */
-import type { Program } from '../engine/environment.ts';
+import type { Program } from '../celjs/program.ts';
 import type { RawNode } from '../celjs/walk.ts';
 
 /** `true`: the whole value; otherwise only these fields, and the elements (a list's, or a map's values) as `elements` says. */

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { compile } from '../../../src/policy/engine/environment.ts';
-import { meter } from '../../../src/policy/cost/instrument.ts';
+import { meter } from '../../../src/policy/cost/meter.ts';
 import { toCel } from '../../../src/policy/values/convert.ts';
 import { Optional } from '../../../src/policy/celjs/values.ts';
 import { compileError, evaluate, evaluationError } from './evaluate.ts';
