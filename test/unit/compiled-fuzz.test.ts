@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { compile } from '../../src/policy/engine/environment.ts';
 import { CompileError } from '../../src/policy/celjs/program.ts';
-import { verification } from '../../src/policy/fast/compiler.ts';
+import { verification } from '../support/compiled-differential.ts';
 import { buildActivation } from '../../src/policy/engine/activation.ts';
 import { ActivationReads } from '../../src/policy/values/reads.ts';
 import { IntsInPlace } from '../../src/policy/values/convert.ts';

@@ -1,5 +1,5 @@
 /**
- * The compiled shortcut (src/policy/compiled.ts): which expressions it covers, and that where it
+ * The compiled shortcut (src/policy/fast): which expressions it covers, and that where it
  * answers, the answer and its cost are cel-js's, and where it cannot (an unexpected kind of value,
  * a missing key, an error, the cost limit), cel-js answers, errors worded as before. Every other
  * test checks the same on its own expressions (test/support/verify-compiled.ts).
@@ -8,7 +8,8 @@ import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { compile } from '../../src/policy/engine/environment.ts';
-import { BAIL, compileProgram } from '../../src/policy/fast/compiler.ts';
+import { compileProgram } from '../../src/policy/fast/compiler.ts';
+import { BAIL } from '../../src/policy/fast/runtime.ts';
 import { COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT } from '../../src/policy/cost/meter.ts';
 import { benchSuite } from '../../bench/fixtures.ts';
 import { celErrorText } from '../../src/policy/engine/errors.ts';

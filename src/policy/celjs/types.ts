@@ -8,8 +8,8 @@ export interface Node {
   args: unknown;
 }
 /**
- * A node of a checked program, as the cost instrumentation (cost.ts) and the compiled shortcut
- * (compiled.ts) read it: `meta.alternate` is a macro's expansion (or a constant's value),
+ * A node of a checked program, as the cost instrumentation (cost/instrument.ts) and the compiled shortcut
+ * (fast/compiler.ts) read it: `meta.alternate` is a macro's expansion (or a constant's value),
  * `meta.macro` a macro with its own evaluate (`has()` keeps its select chain in `macroHasProps`),
  * `handle` the dispatch the checker set for a call or operator.
  */

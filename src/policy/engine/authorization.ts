@@ -9,7 +9,7 @@
  * asked twice in one request is asked once. A webhook whose expressions never name `authorizer`
  * never gets here (rules.ts decides from the AST at compile time).
  *
- * Why not cel-js's async functions: the cost meter (cost.ts), lazily computed variables and the
+ * Why not cel-js's async functions: the cost meter (cost/meter.ts), lazily computed variables and the
  * cel-go logic overrides are synchronous, module-level or getter-based; async evaluation would
  * interleave requests on the one meter and make every step of every webhook Promise-aware. The
  * two-phase loop costs a re-evaluation only for the few webhooks that use `authorizer`.

@@ -24,7 +24,7 @@ import { celGoCheckMessage, replaceNumericComparisons } from '../library/numeric
 import { replaceDoubleBuiltins } from '../library/doubles.ts';
 import { AUTHORIZER_TYPE, registerAuthz } from '../library/authz.ts';
 import { withCost } from '../cost/instrument.ts';
-import { shortcutFor } from '../fast/compiler.ts';
+import { shortcutFor } from '../fast/shortcut.ts';
 import { useCelGoLogic } from '../celjs/logic.ts';
 
 /** The variables VAP declares; `object`, `oldObject` and `params` are untyped (dyn), as in VAP. */
@@ -51,7 +51,7 @@ export function newEnvironment(variables: Readonly<Record<string, string>> = Obj
   registerSets(env);
   registerOptionals(env);
   registerComprehensions(env);
-  // cel-js's own overloads replaced by cel-go's behaviour; after every registration (see builtins.ts)
+  // cel-js's own overloads replaced by cel-go's behaviour; after every registration (see celjs/overloads.ts)
   replaceStringBuiltins(env);
   replaceRegexBuiltins(env);
   replaceNumericComparisons(env);

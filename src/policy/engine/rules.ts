@@ -96,7 +96,7 @@ function usesAuthorizer(program: Program | undefined): boolean {
 type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean };
 
 function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): SyncRules {
-  // The variables whose expressions compile (compiled.ts) can be read by compiled expressions after them.
+  // The variables whose expressions compile (policy/fast) can be read by compiled expressions after them.
   const compiledVariables = new Set<string>();
   const scope = { params: webhook.params !== undefined, compiledVariables };
   const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => {
@@ -172,7 +172,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
 function validate(request: AdmissionRequest, compiled: CompiledValidations, context: EvaluationContext): Decision {
   const object = request.operation === 'DELETE' ? null : request.object;
   const { failurePolicy } = compiled;
-  // One cost budget (cost.ts) for the validations, then their messageExpressions from what is left,
+  // One cost budget (cost/meter.ts) for the validations, then their messageExpressions from what is left,
   // as the API server spends it; running out answers for the whole webhook.
   const budget = openBudget();
   const ints = new IntsInPlace();

@@ -12,30 +12,24 @@
  * limit) throws BAIL, and the program is evaluated by cel-js from the same point: errors, and
  * their words, are always cel-js's. An expression with any other kind of node (`map`, `filter`,
  * optionals, the other libraries, `authorizer`) is not compiled at all.
- * Costs are charged as cost.ts's instrumentation charges them: its static sum is charged by the
+ * Costs are charged as cost/instrument.ts's instrumentation charges them: its static sum is charged by the
  * caller, and loop, branch and sized-call charges come from `runtimeCharges`.
  *
  * The compiled code reads the request's JSON as parsed: a whole number is an int (as Kubernetes
  * decodes it), whether still a JS number or already a BigInt, and anything else a double. So a
- * webhook whose expressions all compile never converts the request (values.ts, `CONVERT`); cel-js
+ * webhook whose expressions all compile never converts the request (values/convert.ts, `CONVERT`); cel-js
  * converts it the first time it is needed.
  *
  * No text of the expression goes into the generated code as it was written: field names and
  * strings go in as JSON string literals, ints as digits, other constants through an array.
  *
- * `verifyCompiled(true)` (the test suites turn it on) makes every shortcut answer be checked
- * against cel-js's, value and cost; differences are kept for the tests to fail on.
+ * This file generates the code; runtime.ts holds what the code calls, shortcut.ts puts it in
+ * front of cel-js. The tests check every answer against cel-js's (test/support/compiled-differential.ts).
  */
-import type { ParseResult } from '@marcbachmann/cel-js';
 import { meter } from '../cost/meter.ts';
 import { runtimeCharges } from '../cost/instrument.ts';
-import { convertActivation, CONVERT, toCel } from '../values/convert.ts';
-import { compileRegex } from '../library/regex.ts';
 import type { CheckedNode as Node } from '../celjs/types.ts';
-import type { RE2JS } from 're2js';
-
-/** Thrown by compiled code to hand the evaluation back to cel-js. */
-export const BAIL: unique symbol = Symbol('bail');
+import { bail, BAIL, celSize, numberKind, regexMatches, spent, within } from './runtime.ts';
 
 export type CompiledProgram = (activation: unknown) => unknown;
 
@@ -44,12 +38,6 @@ const ROOT_VARIABLES = new Set(['object', 'oldObject', 'request', 'params', 'nam
 
 
 class Unsupported extends Error {}
-
-/**
- * What the last compiled run spent on the composited variables it read (each is evaluated once per
- * request, by its own program, whose cost stays charged when the run hands over to cel-js).
- */
-const spent = { variables: 0 };
 
 /**
  * Compiles `ast` (checked and instrumented for cost); undefined when it has a node the shortcut
@@ -82,168 +70,6 @@ function makeFactory(body: string): (...helpers: unknown[]) => CompiledProgram {
     'K', 'M', 'X', 'B', 'N', 'hasOwn', 'size', 'within', 'matches',
     `"use strict";\nreturn function compiled(A) {\nconst C = M.cost;\nlet S = 0, c;\ntry {\n${body}\n} catch (e) {\nM.cost = C + S;\nX.variables = S;\nthrow e;\n}\n};`,
   ) as (...helpers: unknown[]) => CompiledProgram;
-}
-
-/**
- * The program's body for cost.ts: the compiled shortcut, falling back to cel-js (`program`) from
- * the same cost when it bails; cel-js alone when the expression is not covered. cel-js needs the
- * activation's JSON converted (values.ts, `CONVERT`); the compiled code reads it either way.
- */
-export function shortcutFor(program: ParseResult, variables?: ReadonlySet<string>): Body {
-  const compiled = compileProgram(program.ast, variables);
-  if (!compiled) {
-    return Object.assign(
-      (activation: unknown) => {
-        convertActivation(activation);
-        return program(activation as never);
-      },
-      { compiled: false },
-    );
-  }
-  const body = (activation: unknown) => {
-    const charged = meter.cost;
-    let result: unknown;
-    try {
-      result = compiled(activation);
-    } catch (err) {
-      if (err !== BAIL && verification.on) verification.differences.push(`threw ${String(err)}\n${compiled.toString()}`);
-      convertActivation(activation);
-      return program(activation as never);
-    }
-    // A part of the request's JSON, or one of its whole numbers: as CEL values (converted in place)
-    if (typeof result === 'object' && result !== null) convertActivation(activation);
-    else if (typeof result === 'number' && Number.isInteger(result)) result = BigInt(result);
-    if (verification.on) verify(program, activation, charged, result, compiled, spent.variables);
-    return result;
-  };
-  return Object.assign(body, { compiled: true });
-}
-
-/** A program's body for cost.ts, and whether it has a compiled shortcut. */
-export type Body = ((activation: unknown) => unknown) & { compiled: boolean };
-
-/** Every shortcut answer checked against cel-js's, and the differences found (for the tests to fail on). */
-export const verification = { on: false, differences: [] as string[], answers: 0 };
-
-export function verifyCompiled(on: boolean): void {
-  verification.on = on;
-}
-
-/**
- * cel-js's answer from the same cost, on a converted copy of the activation: the activation itself
- * stays as the compiled programs after this one would have found it.
- */
-function verify(program: ParseResult, activation: unknown, charged: number, result: unknown, compiled: CompiledProgram, onVariables: number): void {
-  verification.answers++;
-  const cost = meter.cost;
-  meter.cost = charged;
-  let expected: unknown;
-  try {
-    const a = activation as Record<string | symbol, unknown>;
-    const converted = a[CONVERT] ? { ...a, [CONVERT]: undefined, object: toCel(a.object), oldObject: toCel(a.oldObject), request: toCel(a.request) } : a;
-    expected = program(converted as never);
-  } catch (err) {
-    expected = err;
-  }
-  // (cel-js reads the variables already computed, and does not pay for them again)
-  meter.cost += onVariables;
-  if (!sameValue(result, expected) || meter.cost !== cost) {
-    const show = (v: unknown) => (typeof v === 'bigint' ? `${v}n` : v instanceof Error ? `error ${v.message}` : typeof v === 'object' ? '(an object)' : JSON.stringify(v));
-    verification.differences.push(`shortcut ${show(result)} at cost ${cost - charged}, cel-js ${show(expected)} at cost ${meter.cost - charged}\n${compiled.toString()}`);
-  }
-  meter.cost = cost;
-}
-
-/** The same answer: identical, or the same JSON (its whole numbers as BigInts or as numbers, when verify compared a converted copy). */
-function sameValue(a: unknown, b: unknown, inJson = false): boolean {
-  // (== compares a BigInt and a number exactly)
-  if (inJson && numberKind(a) === 1 && numberKind(b) === 1) return a == b;
-  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null || a === b) return Object.is(a, b);
-  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((e, i) => sameValue(e, b[i], true));
-  const keys = Object.keys(a);
-  return !Array.isArray(b) && keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], true));
-}
-
-function bail(): never {
-  throw BAIL;
-}
-
-/** A string in a JSON map's keys, or in a list of strings; BAIL for anything else. `literal`: a list literal (of a static type: cel-js looks no further). */
-function within(key: string, container: unknown, literal: boolean): boolean {
-  if (!literal) dispatchable(container);
-  if (Array.isArray(container)) {
-    let found = false;
-    for (const element of container) {
-      if (typeof element !== 'string') throw BAIL;
-      if (element === key) found = true;
-    }
-    return found;
-  }
-  if (isPlainMap(container)) return Object.hasOwn(container, key);
-  throw BAIL;
-}
-
-/** RE2 `matches` as the regex library answers it (patterns cached); a pattern that does not compile is cel-js's error to give. */
-function regexMatches(subject: string, pattern: string): boolean {
-  let re: RE2JS;
-  try {
-    re = compileRegex(pattern);
-  } catch {
-    throw BAIL;
-  }
-  return re.test(subject);
-}
-
-/** 1 for a CEL int (a BigInt, or a whole number of JSON not yet converted), 2 for a double, 0 for anything else. */
-function numberKind(v: unknown): number {
-  if (typeof v === 'bigint') return 1;
-  if (typeof v === 'number') return Number.isInteger(v) ? 1 : 2;
-  return 0;
-}
-
-/**
- * BAIL unless cel-js can find the run-time type of `v` to pick an overload: it looks down the first
- * element of each list and the first value of each map (debugTypeDeep), and has no type for a
- * JSON object with its own "constructor" key.
- */
-function dispatchable(v: unknown): void {
-  for (;;) {
-    if (typeof v !== 'object' || v === null) return;
-    const c = v.constructor;
-    if (c === Array) {
-      if ((v as unknown[]).length === 0) return;
-      v = (v as unknown[])[0];
-    } else if (c === Object || c === undefined) {
-      let first: unknown = undefined;
-      for (const key in v) {
-        first = (v as Record<string, unknown>)[key];
-        break;
-      }
-      if (first === undefined) return;
-      v = first;
-    } else throw BAIL;
-  }
-}
-
-/** cel-js's size() of a string (code points), list or map, as an int in a JS number; BAIL for anything else. */
-function celSize(v: unknown): number {
-  dispatchable(v);
-  if (typeof v === 'string') {
-    if (!SURROGATE.test(v)) return v.length;
-  } else if (Array.isArray(v)) return v.length;
-  else if (isPlainMap(v)) {
-    let n = 0;
-    for (const _ in v) n++;
-    return n;
-  }
-  throw BAIL;
-}
-const SURROGATE = /[\uD800-\uDFFF]/;
-
-function isPlainMap(v: unknown): v is Record<string, unknown> {
-  if (typeof v !== 'object' || v === null) return false;
-  const c = v.constructor;
-  return c === Object || c === undefined;
 }
 
 /**
@@ -503,7 +329,7 @@ class Compiler {
     return t;
   }
 
-  /** A sized call or operator costs what cost.ts's wrapper of it would charge. */
+  /** A sized call or operator costs what cost/instrument.ts's wrapper of it would charge. */
   private chargeSized(node: Node, operands: string[], result: string, out: string[]): void {
     const sized = runtimeCharges.sized.get(node);
     if (sized) out.push(`if ((M.cost += ${this.constant(sized)}([${operands.join(', ')}], ${result})) > M.limit) B();`);
@@ -545,7 +371,7 @@ class Compiler {
     return t;
   }
 
-  /** `all` and `exists` with one variable, as cel-js runs its quantifier loop, charged as cost.ts charges it. */
+  /** `all` and `exists` with one variable, as cel-js runs its quantifier loop, charged as cost/instrument.ts charges it. */
   private macro(node: Node, scope: Map<string, string>, out: string[]): string {
     const comprehension = node.meta.alternate!;
     const macro = (node.args as unknown[])[0];

@@ -6,7 +6,7 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { Optional } from '../celjs/values.ts';
-import { parseRequestURI } from '../go/net.ts';
+import { parseRequestURI } from '../go/url.ts';
 
 /** A CEL `kubernetes.NamedFormat` value. */
 export class NamedFormat {

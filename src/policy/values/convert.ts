@@ -77,7 +77,7 @@ export class IntsInPlace {
 
 /**
  * Set on an activation whose JSON is still as parsed: converts it (in place, once) for cel-js.
- * Compiled programs (compiled.ts) read whole JSON numbers as ints themselves, so a webhook whose
+ * Compiled programs (policy/fast) read whole JSON numbers as ints themselves, so a webhook whose
  * expressions all compile never pays for the conversion.
  */
 export const CONVERT: unique symbol = Symbol('convert');

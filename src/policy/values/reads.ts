@@ -6,7 +6,7 @@
  * (`all`, `exists`, `map`, ...) is read through its iteration variable, whose chains are followed
  * the same way; `size()` reads nothing below it; a value used any other way (an argument, a
  * comparison, a filter's result) is read whole from where its chain ends. Nothing outside these
- * paths is observable, so nothing outside them needs converting per request (values.ts).
+ * paths is observable, so nothing outside them needs converting per request (convert.ts).
  */
 import type { Program } from '../celjs/program.ts';
 import type { RawNode } from '../celjs/walk.ts';
