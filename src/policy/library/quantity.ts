@@ -3,7 +3,7 @@
  * isQuantity(), sign(), compareTo, isLessThan, isGreaterThan, add and sub (with a quantity or an
  * int), asInteger, isInteger, asApproximateFloat.
  *
- * Values are exact rationals, compared and added with the arithmetic of src/handlers/quantity.ts.
+ * Values are exact rationals, compared and added with the arithmetic of src/k8s/quantity.ts.
  * Parsing follows apimachinery's ParseQuantity to the letter, because some results depend on how
  * Go stores the parsed value, not just on the value: `quantity('1.0').isInteger()` is false and
  * `quantity('1k').isInteger()` true, so each value remembers Go's representation (an int64 with
@@ -12,7 +12,7 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celError } from '../celjs/values.ts';
-import { compare as compareExact, type Quantity as Exact } from '../../handlers/quantity.ts';
+import { compare as compareExact, type Quantity as Exact } from '../../k8s/quantity.ts';
 
 const INT64_MAX = (1n << 63n) - 1n;
 const INT64_MIN = -(1n << 63n);

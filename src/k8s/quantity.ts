@@ -1,6 +1,10 @@
 /**
  * Kubernetes resource quantities ("100m", "1.5Gi", "2e3") as exact rationals, so that limits,
- * requests and ratios compare the way resource.Quantity.Cmp does, with no floating point.
+ * requests and ratios compare the way resource.Quantity.Cmp does, with no floating point: the
+ * arithmetic the built-in handlers and the CEL quantity library (policy/library/quantity.ts)
+ * share, and the handlers' lenient parser (LimitRanger-style: trimmed text, JSON numbers). The
+ * CEL library keeps apimachinery's strict ParseQuantity beside its values, because its results
+ * depend on how Go stores the parsed value. Pure: no I/O, nothing of CEL.
  */
 
 export interface Quantity {

@@ -1,4 +1,7 @@
-/** Go-style durations ("2160h", "90m", "1h30m", "45s"), as Kubernetes users write them. */
+/**
+ * Go-style durations ("2160h", "90m", "1h30m", "45s"), as Kubernetes users write them in specs
+ * and flags (the suite's certificate lifetimes, the operator's configuration). Pure.
+ */
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 const DURATION = /^(\d+(?:\.\d+)?(?:ms|s|m|h))+$/;
