@@ -7,17 +7,17 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { compile } from '../../src/policy/engine/environment.ts';
-import { compileProgram } from '../../src/policy/fast/compiler.ts';
-import { BAIL } from '../../src/policy/fast/runtime.ts';
-import { COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT } from '../../src/policy/cost/meter.ts';
-import { benchSuite } from '../../bench/fixtures.ts';
-import { celErrorText } from '../../src/policy/engine/errors.ts';
-import { IntsInPlace, toCel } from '../../src/policy/values/convert.ts';
-import { buildActivation } from '../../src/policy/engine/activation.ts';
-import { ActivationReads } from '../../src/policy/values/reads.ts';
-import { compileRules } from '../../src/policy/engine/rules.ts';
-import type { AdmissionRequest } from '../../src/api/review.ts';
+import { compile } from '../../../../src/policy/engine/environment.ts';
+import { compileProgram } from '../../../../src/policy/fast/compiler.ts';
+import { BAIL } from '../../../../src/policy/fast/runtime.ts';
+import { COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT } from '../../../../src/policy/cost/meter.ts';
+import { benchSuite } from '../../../../bench/fixtures.ts';
+import { celErrorText } from '../../../../src/policy/engine/errors.ts';
+import { IntsInPlace, toCel } from '../../../../src/policy/values/convert.ts';
+import { buildActivation } from '../../../../src/policy/engine/activation.ts';
+import { ActivationReads } from '../../../../src/policy/values/reads.ts';
+import { compileRules } from '../../../../src/policy/engine/rules.ts';
+import type { AdmissionRequest } from '../../../../src/api/review.ts';
 
 const program = (expression: string) => compile(expression, 'f', [], { params: true });
 const activation = (object: unknown) => ({ object: toCel(object), oldObject: null, params: null, namespaceObject: null, request: toCel({ operation: 'CREATE', userInfo: { username: 'alice' } }), variables: {} });
@@ -202,7 +202,7 @@ describe('policy: the compiled shortcut', () => {
       import { compile } from './src/policy/engine/environment.ts';
       const program = compile('object.spec.replicas <= 5', 'f', ['bool'], { params: false });
       console.log(JSON.stringify({ compiled: program.compiled, answer: program({ object: { spec: { replicas: 3n } }, oldObject: null, request: null, namespaceObject: null, variables: {} }) }));`;
-    const run = spawnSync(process.execPath, ['--disallow-code-generation-from-strings', '--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8' });
+    const run = spawnSync(process.execPath, ['--disallow-code-generation-from-strings', '--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../../..', import.meta.url)), encoding: 'utf8' });
     expect(run.stderr).to.equal('');
     expect(JSON.parse(run.stdout)).to.deep.equal({ compiled: false, answer: true });
   });

@@ -1,12 +1,11 @@
 /** Certificates as the API server's Go TLS stack needs them: positive serials, distinct CAs, leaves within their CA's life. */
 import { expect } from 'chai';
 import { X509Certificate } from 'node:crypto';
-import { createCA, issueLeaf, isSignedBy, readCertificate } from '../../src/certs/x509.ts';
-import { renewalTime } from '../../src/certs/renewal.ts';
+import { createCA, issueLeaf, isSignedBy, readCertificate } from '../../../src/certs/x509.ts';
 
 const inDays = (days: number) => new Date(Date.now() + days * 86_400_000);
 
-describe('certs', function () {
+describe('certs/x509', function () {
   it('issues positive serial numbers (Go refuses negative ones)', async function () {
     const ca = await createCA({ commonName: 'test-ca', notAfter: inDays(10) });
     for (let i = 0; i < 20; i++) {
@@ -40,12 +39,5 @@ describe('certs', function () {
     expect(key.asymmetricKeyType).to.equal('rsa');
     expect(key.asymmetricKeyDetails?.modulusLength).to.equal(2048);
     expect(isSignedBy(rsa.certPem, ca.certPem)).to.equal(true);
-  });
-
-  it('renews when a third of the lifetime remains by default, or at renewBefore', function () {
-    const start = new Date('2026-01-01T00:00:00Z');
-    const end = new Date('2026-01-31T00:00:00Z');
-    expect(renewalTime(start, end).toISOString()).to.equal('2026-01-21T00:00:00.000Z');
-    expect(renewalTime(start, end, 24 * 3600_000).toISOString()).to.equal('2026-01-30T00:00:00.000Z');
   });
 });

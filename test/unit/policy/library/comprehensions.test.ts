@@ -4,9 +4,9 @@
  * value) and maps (key, value). Results, errors and costs as cel-go v0.29 gives them.
  */
 import { expect } from 'chai';
-import { compile } from '../../../src/policy/engine/environment.ts';
-import { COST_LIMIT_MESSAGE, meter } from '../../../src/policy/cost/meter.ts';
-import { toCel } from '../../../src/policy/values/convert.ts';
+import { compile } from '../../../../src/policy/engine/environment.ts';
+import { COST_LIMIT_MESSAGE, meter } from '../../../../src/policy/cost/meter.ts';
+import { toCel } from '../../../../src/policy/values/convert.ts';
 import { compileError, evaluate, evaluationError } from './evaluate.ts';
 
 /** The cost of one evaluation of `expression` with `object` bound. */

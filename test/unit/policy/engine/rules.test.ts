@@ -1,9 +1,9 @@
 /** The declarative rules of a webhook, evaluated as the admission server would: CEL validations and JSON-patch mutations. */
 import { expect } from 'chai';
-import { compileRules } from '../../src/policy/engine/rules.ts';
-import { CompileError } from '../../src/policy/celjs/program.ts';
-import type { WebhookSpec } from '../../src/api/types.ts';
-import { fixtures, requestOf } from '../fixtures/reviews.ts';
+import { compileRules } from '../../../../src/policy/engine/rules.ts';
+import { CompileError } from '../../../../src/policy/celjs/program.ts';
+import type { WebhookSpec } from '../../../../src/api/types.ts';
+import { fixtures, requestOf } from '../../../fixtures/reviews.ts';
 
 const deploymentRule = [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
 

@@ -4,10 +4,10 @@
  * apiserver v0.37.2's environment and cost estimator (MustBaseEnvSet(1.37)).
  */
 import { expect } from 'chai';
-import { compile } from '../../../src/policy/engine/environment.ts';
-import { meter } from '../../../src/policy/cost/meter.ts';
-import { toCel } from '../../../src/policy/values/convert.ts';
-import { Optional } from '../../../src/policy/celjs/values.ts';
+import { compile } from '../../../../src/policy/engine/environment.ts';
+import { meter } from '../../../../src/policy/cost/meter.ts';
+import { toCel } from '../../../../src/policy/values/convert.ts';
+import { Optional } from '../../../../src/policy/celjs/values.ts';
 import { compileError, evaluate, evaluationError } from './evaluate.ts';
 
 /** The runtime cost of one evaluation of `expression` with `object` bound. */

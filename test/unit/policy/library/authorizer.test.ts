@@ -4,19 +4,19 @@
  * here that records its calls), asked once per request and cached briefly across requests.
  */
 import { expect } from 'chai';
-import { startTestEndpoint, type TestEndpoint } from '../../support/endpoint.ts';
+import { startTestEndpoint, type TestEndpoint } from '../../../support/endpoint.ts';
 import http from 'node:http';
-import { SuiteRegistry } from '../../../src/registry/registry.ts';
+import { SuiteRegistry } from '../../../../src/registry/registry.ts';
 import { KubeConfig } from '@kubernetes/client-node';
-import { compileRules } from '../../../src/policy/engine/rules.ts';
-import { CompileError } from '../../../src/policy/celjs/program.ts';
-import { COST_LIMIT_MESSAGE } from '../../../src/policy/cost/meter.ts';
-import { CachingAuthorizer, SubjectAccessReviewer, subjectAccessReview } from '../../../src/kube/authorizer.ts';
-import { compileSuite } from '../../../src/registry/compile.ts';
-import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../../../src/api/authorization.ts';
-import type { FailurePolicy, WebhookSpec } from '../../../src/api/types.ts';
-import type { AdmissionRequest, Decision } from '../../../src/api/review.ts';
-import { fixtures, requestOf } from '../../fixtures/reviews.ts';
+import { compileRules } from '../../../../src/policy/engine/rules.ts';
+import { CompileError } from '../../../../src/policy/celjs/program.ts';
+import { COST_LIMIT_MESSAGE } from '../../../../src/policy/cost/meter.ts';
+import { CachingAuthorizer, SubjectAccessReviewer, subjectAccessReview } from '../../../../src/kube/authorizer.ts';
+import { compileSuite } from '../../../../src/registry/compile.ts';
+import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../../../../src/api/authorization.ts';
+import type { FailurePolicy, WebhookSpec } from '../../../../src/api/types.ts';
+import type { AdmissionRequest, Decision } from '../../../../src/api/review.ts';
+import { fixtures, requestOf } from '../../../fixtures/reviews.ts';
 
 const rule = [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
 const validating = (spec: Partial<WebhookSpec>): WebhookSpec => ({ name: 'w', type: 'Validating', rules: rule, ...spec });

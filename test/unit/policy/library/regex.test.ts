@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { compileError, evaluate, evaluationError } from './evaluate.ts';
-import { regexCacheSize } from '../../../src/policy/library/regex.ts';
+import { regexCacheSize } from '../../../../src/policy/library/regex.ts';
 
 describe('policy library: regex', function () {
   it('matches searches anywhere in the string unless anchored, as a method and as a function', function () {

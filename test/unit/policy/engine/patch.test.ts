@@ -1,8 +1,8 @@
 /** Copy-on-write JSON patches: the result is the patched document, the original never changes, and untouched parts are shared. */
 import { expect } from 'chai';
 import jsonpatch from 'fast-json-patch';
-import { CopyOnWritePatcher } from '../../src/policy/engine/patch.ts';
-import type { JsonPatchOperation } from '../../src/api/types.ts';
+import { CopyOnWritePatcher } from '../../../../src/policy/engine/patch.ts';
+import type { JsonPatchOperation } from '../../../../src/api/types.ts';
 
 const pod = () => ({
   metadata: { name: 'p', labels: { 'app.kubernetes.io/name': 'web' } },

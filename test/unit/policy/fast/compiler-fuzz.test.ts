@@ -6,13 +6,13 @@
  * (test/support/verify-compiled.ts); the seed is fixed, so a failure can be replayed.
  */
 import { expect } from 'chai';
-import { compile } from '../../src/policy/engine/environment.ts';
-import { CompileError } from '../../src/policy/celjs/program.ts';
-import { verification } from '../support/compiled-differential.ts';
-import { buildActivation } from '../../src/policy/engine/activation.ts';
-import { ActivationReads } from '../../src/policy/values/reads.ts';
-import { IntsInPlace } from '../../src/policy/values/convert.ts';
-import type { AdmissionRequest } from '../../src/api/review.ts';
+import { compile } from '../../../../src/policy/engine/environment.ts';
+import { CompileError } from '../../../../src/policy/celjs/program.ts';
+import { verification } from '../../../support/compiled-differential.ts';
+import { buildActivation } from '../../../../src/policy/engine/activation.ts';
+import { ActivationReads } from '../../../../src/policy/values/reads.ts';
+import { IntsInPlace } from '../../../../src/policy/values/convert.ts';
+import type { AdmissionRequest } from '../../../../src/api/review.ts';
 
 /** mulberry32: a small seeded generator. */
 function generator(seed: number): () => number {

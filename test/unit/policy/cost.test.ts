@@ -4,17 +4,17 @@
  * expression is stopped and answered by failurePolicy, and the server keeps answering.
  */
 import { expect } from 'chai';
-import { startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
-import { compileRules } from '../../src/policy/engine/rules.ts';
-import { compile } from '../../src/policy/engine/environment.ts';
-import { COST_BUDGET_MESSAGE, COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET } from '../../src/policy/cost/meter.ts';
-import { toCel } from '../../src/policy/values/convert.ts';
-import { requestAttributes } from '../../src/policy/engine/activation.ts';
-import type { AdmissionSuite, WebhookSpec } from '../../src/api/types.ts';
-import type { AdmissionRequest } from '../../src/api/review.ts';
-import { SuiteRegistry } from '../../src/registry/registry.ts';
-import { benchSuite, podReview } from '../../bench/fixtures.ts';
-import { fixtures, requestOf } from '../fixtures/reviews.ts';
+import { startTestEndpoint, type TestEndpoint } from '../../support/endpoint.ts';
+import { compileRules } from '../../../src/policy/engine/rules.ts';
+import { compile } from '../../../src/policy/engine/environment.ts';
+import { COST_BUDGET_MESSAGE, COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET } from '../../../src/policy/cost/meter.ts';
+import { toCel } from '../../../src/policy/values/convert.ts';
+import { requestAttributes } from '../../../src/policy/engine/activation.ts';
+import type { AdmissionSuite, WebhookSpec } from '../../../src/api/types.ts';
+import type { AdmissionRequest } from '../../../src/api/review.ts';
+import { SuiteRegistry } from '../../../src/registry/registry.ts';
+import { benchSuite, podReview } from '../../../bench/fixtures.ts';
+import { fixtures, requestOf } from '../../fixtures/reviews.ts';
 
 const rule = [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
 const validating = (spec: Partial<WebhookSpec>): WebhookSpec => ({ name: 'w', type: 'Validating', rules: rule, ...spec });

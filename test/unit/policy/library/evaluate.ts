@@ -1,7 +1,7 @@
 /** Compiling and evaluating expressions through the policy environment, as a suite's rules would. */
-import { compile } from '../../../src/policy/engine/environment.ts';
-import { firstLine } from '../../../src/policy/celjs/program.ts';
-import { toCel } from '../../../src/policy/values/convert.ts';
+import { compile } from '../../../../src/policy/engine/environment.ts';
+import { firstLine } from '../../../../src/policy/celjs/program.ts';
+import { toCel } from '../../../../src/policy/values/convert.ts';
 
 /** The value of `expression`, with `object` (plain JSON) bound as the request's object. */
 export function evaluate(expression: string, object: unknown = null): unknown {

@@ -1,10 +1,10 @@
 /** What a webhook's expressions can read of the activation, and that converting only that keeps CEL's view of the object whole. */
 import { expect } from 'chai';
-import { compile } from '../../src/policy/engine/environment.ts';
-import { ActivationReads, type Reads } from '../../src/policy/values/reads.ts';
-import { buildActivation } from '../../src/policy/engine/activation.ts';
-import { IntsInPlace } from '../../src/policy/values/convert.ts';
-import type { AdmissionRequest } from '../../src/api/review.ts';
+import { compile } from '../../../../src/policy/engine/environment.ts';
+import { ActivationReads, type Reads } from '../../../../src/policy/values/reads.ts';
+import { buildActivation } from '../../../../src/policy/engine/activation.ts';
+import { IntsInPlace } from '../../../../src/policy/values/convert.ts';
+import type { AdmissionRequest } from '../../../../src/api/review.ts';
 
 const program = (expression: string) => compile(expression, 'f', [], { params: false, mixedLiterals: true });
 const readsOf = (...expressions: string[]) => new ActivationReads(expressions.map(program));

@@ -1,7 +1,7 @@
 /** Suites that cannot work are refused with every problem named by its field path, and nothing compiles. */
 import { expect } from 'chai';
-import { compileSuite } from '../../src/registry/compile.ts';
-import type { AdmissionSuite, SuiteSpec } from '../../src/api/types.ts';
+import { compileSuite } from '../../../src/registry/compile.ts';
+import type { AdmissionSuite, SuiteSpec } from '../../../src/api/types.ts';
 
 const suite = (spec: Partial<SuiteSpec>, name = 'guards'): AdmissionSuite => ({
   apiVersion: 'admission.portcullis.dev/v1alpha1',
