@@ -1,7 +1,9 @@
 /**
- * policy: the CEL environment with ValidatingAdmissionPolicy's variables, compiling expressions
- * once per suite generation, and evaluating validations and mutations. Pure: no I/O, no
- * Kubernetes client, no HTTP. Errors carry the field path of the expression they came from.
+ * The CEL environment with ValidatingAdmissionPolicy's variables and every library, and `compile`:
+ * parse, type-check, the API server's compile-time checks, cost instrumentation and the compiled
+ * shortcut, once per expression per suite generation. Pure: no I/O, no Kubernetes client, no
+ * HTTP; evaluating validations and mutations is rules.ts's. Errors carry the field path of the
+ * expression they came from.
  */
 import { Environment } from '@marcbachmann/cel-js';
 import { CompileError, firstLine, type Program } from '../celjs/program.ts';
