@@ -64,4 +64,12 @@ describe('policy library: lists', function () {
     expect(evaluate("'model-a'.includes('model-b')")).to.equal(false);
     expect(evaluate('object.includes("a")', ['a'])).to.equal(true);
   });
+
+  it('finds an int equal to a double as cel-go does, by converting the int (beyond 2^53 too), as sets.contains does', function () {
+    // cel-go's compareIntDouble; figures from the API server's environment (test/support/celgo-cost)
+    expect(evaluate('dyn([9007199254740993]).indexOf(9007199254740992.0)')).to.equal(0n);
+    expect(evaluate('dyn([9007199254740993]).lastIndexOf(9007199254740992.0)')).to.equal(0n);
+    expect(evaluate('dyn([9223372036854775807]).indexOf(9223372036854775808.0)')).to.equal(0n);
+    expect(evaluate('sets.contains(dyn([9007199254740993]), dyn([9007199254740992.0]))')).to.equal(true);
+  });
 });
