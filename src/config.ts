@@ -1,5 +1,5 @@
 /** The operator's settings: flags and environment turned into one object, with the contract's defaults. */
-import { parseDuration } from './api/duration.ts';
+import { parseDuration } from './k8s/duration.ts';
 
 export interface OperatorConfig {
   /** Where the operator runs; its CA Secret and the suites' Secrets and Services live here. */

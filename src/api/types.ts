@@ -99,6 +99,9 @@ export interface WebhookSpec {
   handler?: HandlerRef;
 }
 
+/** spec.certificate.duration when it is not given ("2160h", 90 days, as the contract says). */
+export const DEFAULT_CERTIFICATE_DURATION_MS = 2160 * 3600_000;
+
 export interface SuiteSpec {
   service?: { namespace?: string; name?: string; port?: number };
   url?: string;

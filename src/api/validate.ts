@@ -2,21 +2,20 @@
  * The checks on a suite's spec that need no compiler: shape, names, mutually exclusive fields.
  * Every problem is reported with its field path, all at once, so one apply shows them all.
  */
-import { parseDuration } from './duration.ts';
-import type { ParamsRef, SuiteSpec, WebhookSpec } from './types.ts';
+import { parseDuration } from '../k8s/duration.ts';
+import { DNS1123_LABEL, LABEL_KEY } from '../k8s/validation.ts';
+import { DEFAULT_CERTIFICATE_DURATION_MS, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
 
 export interface FieldError {
   field: string;
   message: string;
 }
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const AUDIT_KEY = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const REASONS = new Set(['Unauthorized', 'Forbidden', 'Invalid', 'RequestEntityTooLarge']);
 
 export function validateSuiteName(name: string): FieldError[] {
   // The suite name is part of DNS names (service, webhook names) and of configuration names.
-  return DNS_LABEL.test(name) && name.length <= 40
+  return DNS1123_LABEL.test(name) && name.length <= 40
     ? []
     : [{ field: 'metadata.name', message: 'must be a DNS label of at most 40 characters' }];
 }
@@ -52,7 +51,7 @@ export function validateSpec(spec: SuiteSpec | undefined, operatorNamespace?: st
     }
   }
   const cert = spec.certificate ?? {};
-  const duration = cert.duration === undefined ? 2160 * 3600_000 : parseDuration(cert.duration);
+  const duration = cert.duration === undefined ? DEFAULT_CERTIFICATE_DURATION_MS : parseDuration(cert.duration);
   if (duration === undefined) err('spec.certificate.duration', `"${cert.duration}" is not a duration such as 2160h`);
   if (cert.renewBefore !== undefined) {
     const before = parseDuration(cert.renewBefore);
@@ -91,7 +90,7 @@ export function paramsRefusal(ref: Omit<ParamsRef, 'name'>, operatorNamespace: s
 function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
   const errors: FieldError[] = [];
   const err = (field: string, message: string) => errors.push({ field: `${path}${field}`, message });
-  if (!DNS_LABEL.test(webhook.name ?? '')) err('.name', 'must be a DNS label');
+  if (!DNS1123_LABEL.test(webhook.name ?? '')) err('.name', 'must be a DNS label');
   if (webhook.type !== 'Validating' && webhook.type !== 'Mutating') err('.type', 'must be Validating or Mutating');
   if (!Array.isArray(webhook.rules) || webhook.rules.length === 0) err('.rules', 'must list at least one rule');
 
@@ -107,7 +106,7 @@ function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
   const keys = new Set<string>();
   webhook.auditAnnotations?.forEach((a, i) => {
     // The API server records `<webhook name>/<key>`, which must be a qualified name.
-    if (!AUDIT_KEY.test(a.key ?? '') || a.key.length > 63) err(`.auditAnnotations[${i}].key`, 'must be a qualified name of at most 63 characters (letters, digits, -, _ and .)');
+    if (!LABEL_KEY.test(a.key ?? '') || a.key.length > 63) err(`.auditAnnotations[${i}].key`, 'must be a qualified name of at most 63 characters (letters, digits, -, _ and .)');
     if (keys.has(a.key)) err(`.auditAnnotations[${i}].key`, `duplicate key "${a.key}"`);
     keys.add(a.key);
   });

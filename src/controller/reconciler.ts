@@ -5,8 +5,8 @@
  */
 import type { AdmissionSuite, SuiteStatus, WebhookType } from '../api/types.ts';
 import { configurationName, tlsSecretName, webhookFullName } from '../api/names.ts';
-import { GROUP, VERSION, PLURAL } from '../api/types.ts';
-import { parseDuration } from '../api/duration.ts';
+import { DEFAULT_CERTIFICATE_DURATION_MS, GROUP, VERSION, PLURAL } from '../api/types.ts';
+import { parseDuration } from '../k8s/duration.ts';
 import { CaNotIssuedError, type CaReconciler } from './ca.ts';
 import type { OperatorConfig } from '../config.ts';
 import { applyOwned, deleteIfExists, describeError, ForeignObjectError, isConflict, isNotFound, NotLeaderError, write, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
@@ -19,7 +19,6 @@ import { ensureLeaf, probeEndpointSoon, probeTarget } from './serving.ts';
 import type { EventRecorder } from './events.ts';
 import type { ReconcileResult } from './queue.ts';
 
-const DEFAULT_CERT_DURATION_MS = 2160 * 3600_000;
 const ENDPOINT_RETRY_MS = 250;
 /** Nothing watches an object that is not ours, so a Conflict is looked at again on this period. */
 const CONFLICT_RETRY_MS = 5_000;
@@ -86,7 +85,7 @@ export class SuiteReconciler {
       {
         metadata: metadataFor(suite, tlsSecretName(suite.metadata.name), this.deps.config.namespace),
         names: servingNames(suite, this.deps.config),
-        durationMs: parseDuration(suite.spec.certificate?.duration ?? '') ?? DEFAULT_CERT_DURATION_MS,
+        durationMs: parseDuration(suite.spec.certificate?.duration ?? '') ?? DEFAULT_CERTIFICATE_DURATION_MS,
         renewBeforeMs: parseDuration(suite.spec.certificate?.renewBefore ?? ''),
         keyAlgorithm: suite.spec.certificate?.keyAlgorithm ?? 'ECDSA',
       },

@@ -4,7 +4,7 @@
  * deleting suites, and everything of it is owned by the AdmissionSuite CRD, so uninstalling the
  * CRD removes it. Reconciled like a suite: certificate, Service, probe, then registration.
  */
-import { GROUP, PLURAL, VERSION } from '../api/types.ts';
+import { DEFAULT_CERTIFICATE_DURATION_MS, GROUP, PLURAL, VERSION } from '../api/types.ts';
 import { MANAGED_BY_LABELS, POD_LABELS, SUITE_VALIDATION } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
 import { applyOwned, getObject, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
@@ -19,7 +19,6 @@ export const SELF_KEY = '#self';
 /** The certificate-store key of the operator's own serving certificate. */
 export const SELF_CERTIFICATE = '#operator';
 
-const CERT_DURATION_MS = 2160 * 3600_000;
 const SERVICE_PORT = 443;
 /** With no CRD there is nothing to validate; no watch tells us when one is installed, so look again. */
 const CRD_RETRY_MS = 5_000;
@@ -67,7 +66,7 @@ export class SelfReconciler {
       {
         metadata: metadata(SUITE_VALIDATION.secret, config.namespace),
         names: [serverName, `${serverName}.cluster.local`, `${SUITE_VALIDATION.service}.${config.namespace}`, SUITE_VALIDATION.service],
-        durationMs: CERT_DURATION_MS,
+        durationMs: DEFAULT_CERTIFICATE_DURATION_MS,
         keyAlgorithm: 'ECDSA',
       },
       this.now(),

@@ -23,8 +23,9 @@
 import { allowed, denied, patched, type AdmissionRequest } from '../api/review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { ClusterView, Handler } from './handler.ts';
-import { add, compare, exceedsRatio, formatQuantity, parseQuantity, ratioString, sign, type Quantity } from './quantity.ts';
-import { ConfigReader, isPlainObject, isPod, metadataOf, pointer, podSpecOf, type Container, type PodSpec, type ResourceList } from './support.ts';
+import { add, compare, exceedsRatio, formatQuantity, parseQuantity, ratioString, sign, type Quantity } from '../k8s/quantity.ts';
+import { ConfigReader, isPlainObject } from './config.ts';
+import { isPod, metadataOf, pointer, podSpecOf, type Container, type PodSpec, type ResourceList } from './pods.ts';
 
 export const LIMIT_RANGER_ANNOTATION = 'kubernetes.io/limit-ranger';
 

@@ -9,7 +9,8 @@
 import { allowed, patched } from '../api/review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { Handler } from './handler.ts';
-import { ConfigReader, isPod, podSpecOf, type PodSpec } from './support.ts';
+import { ConfigReader } from './config.ts';
+import { isPod, podSpecOf, type PodSpec } from './pods.ts';
 
 export const NOT_READY_TAINT = 'node.kubernetes.io/not-ready';
 export const UNREACHABLE_TAINT = 'node.kubernetes.io/unreachable';

@@ -6,7 +6,7 @@
  */
 import { allowed, denied } from '../api/review.ts';
 import type { Handler } from './handler.ts';
-import { ConfigReader, isPlainObject } from './support.ts';
+import { ConfigReader, isPlainObject } from './config.ts';
 
 function externalIPs(object: unknown): string[] {
   const spec = isPlainObject(object) ? object.spec : undefined;

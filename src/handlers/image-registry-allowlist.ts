@@ -20,7 +20,8 @@
  */
 import { allowed, denied, type AdmissionRequest } from '../api/review.ts';
 import type { Handler } from './handler.ts';
-import { at, CONTAINER_LISTS, ConfigReader, isPlainObject, podSpecPath, WORKLOAD_RESOURCES, type PodSpec } from './support.ts';
+import { at, CONTAINER_LISTS, podSpecPath, WORKLOAD_RESOURCES, type PodSpec } from './pods.ts';
+import { ConfigReader, isPlainObject } from './config.ts';
 
 export interface ImageRegistryAllowlistConfig {
   /** Normalised entries: "host" or "host/path", no trailing slash. */

@@ -19,7 +19,9 @@
  */
 import { allowed, denied, type AdmissionRequest } from '../api/review.ts';
 import type { ClusterView, Handler } from './handler.ts';
-import { ConfigReader, labelKeyProblem, metadataOf } from './support.ts';
+import { ConfigReader } from './config.ts';
+import { metadataOf } from './pods.ts';
+import { labelKeyProblem } from '../k8s/validation.ts';
 
 export const DEFAULT_PROTECTION_LABEL = 'admission.portcullis.dev/deletion-protection';
 

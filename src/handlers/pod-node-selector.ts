@@ -15,7 +15,9 @@
 import { allowed, denied, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { ClusterView, Handler } from './handler.ts';
-import { ConfigReader, formatLabels, isPod, metadataOf, parseLabelSet, pointer, podSpecOf } from './support.ts';
+import { ConfigReader } from './config.ts';
+import { isPod, metadataOf, pointer, podSpecOf } from './pods.ts';
+import { formatLabels, parseLabelSet } from '../k8s/validation.ts';
 
 export const NODE_SELECTOR_ANNOTATION = 'scheduler.alpha.kubernetes.io/node-selector';
 

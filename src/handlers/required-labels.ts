@@ -14,7 +14,9 @@
 import { RE2JS } from 're2js';
 import { allowed, denied, type AdmissionRequest } from '../api/review.ts';
 import type { Handler } from './handler.ts';
-import { ConfigReader, isPlainObject, labelKeyProblem, metadataOf } from './support.ts';
+import { ConfigReader, isPlainObject } from './config.ts';
+import { metadataOf } from './pods.ts';
+import { labelKeyProblem } from '../k8s/validation.ts';
 
 export interface RequiredLabel {
   key: string;

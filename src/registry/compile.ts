@@ -10,8 +10,8 @@ import { allowed, errored, type AdmissionRequest, type Decision } from '../api/r
 import type { Lookup, ObjectRef } from '../kube/objects.ts';
 import { findHandler } from '../handlers/registry.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
-import { CompileError, firstLine } from '../policy/cel.ts';
-import { compileRules, type AuthorizingRulesAdmit } from '../policy/rules.ts';
+import { CompileError, firstLine } from '../policy/celjs/program.ts';
+import { compileRules, type AuthorizingRulesAdmit } from '../policy/engine/rules.ts';
 import type { Authorizer } from '../api/authorization.ts';
 
 export interface CompiledWebhook {

@@ -1,9 +1,9 @@
 /**
- * Mocha root hooks: every answer of the compiled CEL shortcut (src/policy/compiled.ts) is checked
- * against cel-js's own, value and cost, in every test that evaluates an expression; a difference
- * fails the run, naming the generated code.
+ * Mocha root hooks: every answer of the compiled CEL shortcut (src/policy/fast) is checked
+ * against cel-js's own, value and cost, in every test that evaluates an expression
+ * (compiled-differential.ts); a difference fails the run, naming the generated code.
  */
-import { verification, verifyCompiled } from '../../src/policy/compiled.ts';
+import { verification, verifyCompiled } from './compiled-differential.ts';
 
 verifyCompiled(true);
 

@@ -12,10 +12,12 @@ import { expect } from 'chai';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { tests as conformance } from '@bufbuild/cel-spec/testdata/conformance.js';
 import type { Environment } from '@marcbachmann/cel-js';
-import { newEnvironment, validateProgram } from '../../src/policy/cel.ts';
-import { compileProgram, shortcutFor, verification } from '../../src/policy/compiled.ts';
-import { withCost } from '../../src/policy/cost.ts';
-import { useCelGoLogic } from '../../src/policy/logic.ts';
+import { newEnvironment, validateProgram } from '../../src/policy/engine/environment.ts';
+import { compileProgram } from '../../src/policy/fast/compiler.ts';
+import { shortcutFor } from '../../src/policy/fast/shortcut.ts';
+import { verification } from '../support/compiled-differential.ts';
+import { withCost } from '../../src/policy/cost/instrument.ts';
+import { useCelGoLogic } from '../../src/policy/celjs/logic.ts';
 import { UnsignedInt } from '@marcbachmann/cel-js/evaluator';
 
 const KNOWN_FAILURES = new URL('./cel-conformance.known-failures.json', import.meta.url);

@@ -5,16 +5,23 @@
  * `reason()`, `errored()`, `error()`; `authorizer.serviceAccount(ns, name)`, and
  * `authorizer.requestResource` (the request's own resource, for the request's user).
  *
- * The values hold the request's AuthorizationSession (../authorization.ts), which answers a check
- * or records it for the next round; nothing here does I/O. Costs as Kubernetes' cost model: a check
- * 350,000 (charged by cost.ts), the builders and accessors 1, the selectors by their length.
+ * The values hold the request's answers (the engine's AuthorizationSession), which answer a check
+ * or record it for the next round; nothing here does I/O. Costs as Kubernetes' cost model: a check
+ * 350,000 (charged by cost/calls.ts), the builders and accessors 1, the selectors by their length.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import type { AuthorizationAttributes, AuthorizationUser } from '../../api/authorization.ts';
+import type { AuthorizationAttributes, AuthorizationDecision, AuthorizationUser } from '../../api/authorization.ts';
 import type { AdmissionRequest } from '../../api/review.ts';
-import type { AuthorizationSession } from '../authorization.ts';
-import { charge, CostLimitError } from '../cost.ts';
-import { celError } from './builtins.ts';
+import { charge, CostLimitError } from '../cost/meter.ts';
+import { celError } from '../celjs/values.ts';
+
+/**
+ * The request's answers to checks (the engine's AuthorizationSession, engine/authorization.ts):
+ * the answer to `attributes`, or a throw that makes the engine ask and evaluate again.
+ */
+export interface CheckAnswers {
+  decide(attributes: AuthorizationAttributes): AuthorizationDecision;
+}
 
 export const AUTHORIZER_TYPE = 'kubernetes.authorization.Authorizer';
 const PATH_CHECK = 'kubernetes.authorization.PathCheck';
@@ -25,10 +32,10 @@ const DECISION = 'kubernetes.authorization.Decision';
 export class AuthorizerValue {
   readonly celTypeName = AUTHORIZER_TYPE;
   readonly user: AuthorizationUser;
-  readonly session: AuthorizationSession;
+  readonly session: CheckAnswers;
   /** `authorizer.requestResource`: only on the request's own authorizer, as only that variable exists in VAP. */
   requestResource?: ResourceCheckValue;
-  constructor(user: AuthorizationUser, session: AuthorizationSession) {
+  constructor(user: AuthorizationUser, session: CheckAnswers) {
     this.user = user;
     this.session = session;
   }
@@ -94,7 +101,7 @@ export class DecisionValue {
 }
 
 /** `authorizer` for `request`'s user, with `authorizer.requestResource` (as apiserver plugin/cel activation.go binds them). */
-export function requestAuthorizer(request: AdmissionRequest, session: AuthorizationSession): AuthorizerValue {
+export function requestAuthorizer(request: AdmissionRequest, session: CheckAnswers): AuthorizerValue {
   const info = request.userInfo ?? {};
   const user: AuthorizationUser = { username: info.username ?? '' };
   if (info.uid) user.uid = info.uid;
@@ -123,7 +130,7 @@ const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 const isServiceAccountName = (s: string) => s.length <= 253 && DNS1123_SUBDOMAIN.test(s);
 const isNamespaceName = (s: string) => s.length <= 63 && DNS1123_LABEL.test(s);
 
-function decide(session: AuthorizationSession, attributes: AuthorizationAttributes): DecisionValue {
+function decide(session: CheckAnswers, attributes: AuthorizationAttributes): DecisionValue {
   const decision = session.decide(attributes);
   return new DecisionValue(decision.allowed, decision.reason, decision.evaluationError);
 }

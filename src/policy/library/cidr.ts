@@ -1,13 +1,13 @@
 /**
  * Kubernetes' CIDR library (apiserver pkg/cel/library/cidr.go): cidr(), isCIDR(),
  * string(cidr), containsIP, containsCIDR (each with a string or a typed argument), ip(),
- * prefixLength() and masked(), on Go's netip prefixes (gonet.ts); also the type names `net.IP`
+ * prefixLength() and masked(), on Go's netip prefixes (go/netip.ts); also the type names `net.IP`
  * and `net.CIDR` (`type(x) == net.CIDR`).
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celError } from './builtins.ts';
-import { goQuote } from './strings.ts';
-import * as net from './gonet.ts';
+import { celError } from '../celjs/values.ts';
+import { goQuote } from '../go/strconv.ts';
+import * as net from '../go/netip.ts';
 import { IPValue, parseIP } from './ip.ts';
 
 /** A CEL `net.CIDR` value. */

@@ -11,20 +11,21 @@
  *
  * Cost: each iteration is charged as cel-go's runtime cost tracker charges the expansion (loop
  * condition, accumulator reads, list/map building, the step's own expressions), through
- * cost.ts's `charge`; the step's expressions are instrumented with cost.ts's `instrument` (their
+ * cost/meter.ts's `charge`; the step's expressions are instrumented with cost/instrument.ts's `instrument` (their
  * static cost, and the size-scaled calls and nested comprehensions inside them). The macro keeps
- * them out of cost.ts's own walk (which charges a macro's pieces once): only the range is exposed
+ * them out of cost/instrument.ts's own walk (which charges a macro's pieces once): only the range is exposed
  * to it, charged once as in cel-go.
  */
 import { ParseError, type Environment } from '@marcbachmann/cel-js';
-import { charge, instrument } from '../cost.ts';
-import { celEquals, celError, goTypeName, typeName, UnsignedInt } from './builtins.ts';
-import { celGoType } from './lists.ts';
-import type { Checker, Evaluator, Node, Scope, TypeDecl } from './celjs.ts';
+import { charge } from '../cost/meter.ts';
+import { instrument } from '../cost/instrument.ts';
+import { celEquals, celError, goTypeName, typeName, UnsignedInt } from '../celjs/values.ts';
+import { celGoType } from '../celjs/static-types.ts';
+import type { Checker, Evaluator, Node, Scope, TypeDecl } from '../celjs/types.ts';
 
 type Kind = 'all' | 'exists' | 'existsOne' | 'transformList' | 'transformMap' | 'transformMapEntry';
 
-/** What the macro keeps away from cost.ts's walk of macro objects (a plain object: it only counts nodes). */
+/** What the macro keeps away from cost/instrument.ts's walk of macro objects (a plain object: it only counts nodes). */
 interface Parts {
   kind: Kind;
   var1: string;
@@ -42,7 +43,7 @@ interface Parts {
 }
 
 interface TwoVarMacro {
-  /** The range: the one piece cost.ts sees, and charges once per evaluation. */
+  /** The range: the one piece cost/instrument.ts sees, and charges once per evaluation. */
   receiver: Node;
   parts: Parts;
   async: false;

@@ -10,8 +10,8 @@
  * function is typed less precisely here than in cel-go (lists' sum/min/max yield dyn), a literal
  * mixing its result with a typed value is refused here and accepted there.
  */
-import { celError } from './builtins.ts';
-import { forEachNode, type RawNode } from './validate.ts';
+import { celError } from '../celjs/values.ts';
+import { forEachNode, type RawNode } from '../celjs/walk.ts';
 
 /** A type as cel-go's FormatCELType prints it in this validator's message. */
 function goType(type: string): string {

@@ -1,13 +1,13 @@
 /**
  * Kubernetes' IP library (apiserver pkg/cel/library/ip.go): ip(), isIP(), ip.isCanonical(),
  * string(ip), family() and the address classes (isUnspecified, isLoopback,
- * isLinkLocalMulticast, isLinkLocalUnicast, isGlobalUnicast), on Go's netip parsing (gonet.ts).
+ * isLinkLocalMulticast, isLinkLocalUnicast, isGlobalUnicast), on Go's netip parsing (go/netip.ts).
  * Zones and IPv4-mapped IPv6 addresses are refused, as the API server refuses them.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celError } from './builtins.ts';
-import { goQuote } from './strings.ts';
-import * as net from './gonet.ts';
+import { celError } from '../celjs/values.ts';
+import { goQuote } from '../go/strconv.ts';
+import * as net from '../go/netip.ts';
 
 /** A CEL `net.IP` value. */
 export class IPValue {

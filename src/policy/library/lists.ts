@@ -5,8 +5,9 @@
  * values of untyped fields are checked at run time with the API server's messages.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celCompare, celEquals, celError, Duration, isComparable, UnsignedInt } from './builtins.ts';
-import type { CallNode } from './validate.ts';
+import { celCompare, celEquals, celError, Duration, isComparable, UnsignedInt } from '../celjs/values.ts';
+import type { CallNode } from '../celjs/walk.ts';
+import { celGoType, concrete, elementType } from '../celjs/static-types.ts';
 
 export { celEquals };
 
@@ -96,20 +97,6 @@ export function registerLists(env: Environment): void {
   env.registerFunction('list.indexOf(dyn): int', (list: unknown[], value: unknown) => BigInt([...list].findIndex((v) => celEquals(v, value))));
   env.registerFunction('list.lastIndexOf(dyn): int', (list: unknown[], value: unknown) => BigInt([...list].findLastIndex((v) => celEquals(v, value))));
   env.registerFunction('dyn.includes(dyn): bool', includes);
-}
-
-/** A static type as cel-go prints it in overload errors: list<int> -> list(int). */
-export function celGoType(type: string): string {
-  return type.replaceAll('<', '(').replaceAll('>', ')').replace(/^null$/, 'null_type');
-}
-
-function elementType(listType: string): string | undefined {
-  const m = /^list<(.*)>$/.exec(listType);
-  return m ? m[1] : undefined;
-}
-
-function concrete(type: string): boolean {
-  return !/\bdyn\b/.test(type) && !/^[A-Z]$/.test(type);
 }
 
 /** The overload checks the API server makes where cel-js accepts any list (or element). */

@@ -9,46 +9,13 @@
  * - compares the elements of lists and the values of maps with the same heterogeneous equality:
  *   `dyn([1u]) == dyn([1])`, `dyn(1u) in [1, 2]`, `{'a': 1} == dyn({'a': 1u})` are true (cel-js:
  *   false, its element equality knows no uint).
- * The overloads' handlers are replaced as builtins.ts does for functions: in the environment's
- * operator table, reached through a checked probe, and verified by evaluating probes.
+ * The overloads' handlers are replaced in the environment's operator table (celjs/overloads.ts)
+ * and verified by evaluating probes. The order itself is celjs/values.ts's `compareNumbers`.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celEquals, celError, UnsignedInt } from './builtins.ts';
-
-type Num = bigint | number | UnsignedInt;
-
-function isNumber(v: unknown): v is Num {
-  return typeof v === 'bigint' || typeof v === 'number' || v instanceof UnsignedInt;
-}
-
-const TWO_63 = 9223372036854775808; // float64(math.MaxInt64), as Go compares a double with it
-const TWO_64 = 18446744073709551616; // float64(math.MaxUint64)
-
-const sign = (a: number | bigint, b: number | bigint) => (a < b ? -1 : a > b ? 1 : 0);
-
-/** cel-go's order of two numbers (types/compare.go): -1, 0, 1, or undefined when one is NaN. */
-export function compareNumbers(a: Num, b: Num): number | undefined {
-  if (typeof a === 'number' && typeof b === 'number') return Number.isNaN(a) || Number.isNaN(b) ? undefined : sign(a, b);
-  if (typeof a === 'number') return compareDouble(a, b as bigint | UnsignedInt);
-  if (typeof b === 'number') {
-    const c = compareDouble(b, a);
-    return c === undefined ? undefined : -c;
-  }
-  // int and uint: exactly
-  return sign(a instanceof UnsignedInt ? a.value : a, b instanceof UnsignedInt ? b.value : (b as bigint));
-}
-
-function compareDouble(d: number, other: bigint | UnsignedInt): number | undefined {
-  if (Number.isNaN(d)) return undefined;
-  if (other instanceof UnsignedInt) {
-    if (d < 0) return -1;
-    if (d > TWO_64) return 1;
-    return sign(d, Number(other.value));
-  }
-  if (d < -TWO_63) return -1;
-  if (d > TWO_63) return 1;
-  return sign(d, Number(other));
-}
+import { celEquals, celError, compareNumbers, isNumber, UnsignedInt, type Num } from '../celjs/values.ts';
+import { replaceOperators } from '../celjs/overloads.ts';
+import { firstLine } from '../celjs/program.ts';
 
 function isList(v: unknown): v is unknown[] | Set<unknown> {
   return Array.isArray(v) || v instanceof Set;
@@ -114,35 +81,6 @@ function ordered(test: (c: number) => boolean) {
     if (c === undefined) throw celError('NaN values cannot be ordered');
     return test(c);
   };
-}
-
-interface Declaration {
-  signature: string;
-  handler: (...args: never[]) => unknown;
-}
-interface Candidates {
-  declarations: Declaration[];
-  add(decl: Declaration): void;
-}
-
-/** Replaces the handlers of the operator overloads `handlers` (signature -> handler) among those of `probe`'s root operator. */
-function replaceOperators(env: Environment, probe: string, handlers: Record<string, (...args: never[]) => unknown>): void {
-  const program = env.parse(probe);
-  if (!program.check().valid) throw new Error(`replaceOperators: probe '${probe}' does not type-check`);
-  const candidates = (program.ast as unknown as { candidates?: Candidates }).candidates;
-  if (!candidates || !Array.isArray(candidates.declarations) || typeof candidates.add !== 'function') {
-    throw new Error(`replaceOperators: cel-js internals changed (no operator candidates for '${probe}')`);
-  }
-  for (const [signature, handler] of Object.entries(handlers)) {
-    const index = candidates.declarations.findIndex((d) => d.signature === signature);
-    if (index < 0) throw new Error(`replaceOperators: no overload '${signature}'`);
-    const old = candidates.declarations[index]!;
-    candidates.declarations[index] = Object.freeze(Object.assign(Object.create(Object.getPrototypeOf(old) as object) as object, old, { handler })) as Declaration;
-  }
-  // the table caches the overload found per operand types: adding a declaration clears that cache
-  const last = candidates.declarations[candidates.declarations.length - 1]!;
-  candidates.add(last);
-  candidates.declarations.pop();
 }
 
 /** Expressions whose values show the replacement took (cel-js internals may change under an upgrade). */
@@ -222,7 +160,7 @@ interface CheckedCall {
  * celGoOverloadMessage.
  */
 export function celGoCheckMessage(err: unknown): string {
-  const message = firstLineOf(err);
+  const message = firstLine(err);
   const node = (err as { node?: CheckedCall } | null)?.node;
   if (/^found no matching overload for '/.test(message) && node && Array.isArray(node.args) && Array.isArray(node.argTypes)) {
     const goType = (t: string | undefined) => (t ?? 'dyn').replaceAll('<', '(').replaceAll('>', ')').replaceAll('optional(', 'optional_type(').replace(/^null$/, 'null_type');
@@ -237,9 +175,4 @@ export function celGoCheckMessage(err: unknown): string {
     if (node.op === 'call') return `found no matching overload for '${(node.args as [string])[0]}' applied to '(${args})'`;
   }
   return celGoOverloadMessage(message);
-}
-
-function firstLineOf(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  return message.split('\n')[0]!.trim();
 }

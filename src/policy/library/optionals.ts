@@ -5,7 +5,7 @@
  * map entries (`[?x]`, `{?'k': v}`) need cel-js's parser and are not available.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celEquals, celError, Duration, Optional, UnsignedInt } from './builtins.ts';
+import { celEquals, celError, Duration, Optional, UnsignedInt } from '../celjs/values.ts';
 
 /** cel-go's IsZeroValue: false, 0, 0u, 0.0, '', b'', [], {}, null, a zero duration, the epoch. */
 function isZeroValue(v: unknown): boolean {

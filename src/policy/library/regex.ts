@@ -7,8 +7,9 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { RE2JS } from 're2js';
-import { celError, replaceBuiltin } from './builtins.ts';
-import type { CallNode } from './validate.ts';
+import { celError } from '../celjs/values.ts';
+import { replaceBuiltin } from '../celjs/overloads.ts';
+import type { CallNode } from '../celjs/walk.ts';
 
 /** Compiled patterns (or their syntax error) by source text; dropped oldest-first beyond the cap. */
 const cache = new Map<string, RE2JS | Error>();

@@ -8,7 +8,7 @@
  * zeros trimmed, missing minor and patch filled in with 0).
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celError } from './builtins.ts';
+import { celError } from '../celjs/values.ts';
 
 const UINT64_MAX = (1n << 64n) - 1n;
 const DIGITS = /^[0-9]*$/;

@@ -4,9 +4,9 @@
  * equality (so 1 and 1.0 are the same element when the lists are untyped).
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celEquals, celError } from './builtins.ts';
-import { celGoType } from './lists.ts';
-import type { CallNode } from './validate.ts';
+import { celEquals, celError } from '../celjs/values.ts';
+import { celGoType } from '../celjs/static-types.ts';
+import type { CallNode } from '../celjs/walk.ts';
 
 function has(list: unknown[], value: unknown): boolean {
   return list.some((v) => celEquals(v, value));

@@ -1,12 +1,13 @@
 /**
  * Kubernetes' URL library (apiserver pkg/cel/library/urls.go): url(), isURL() and the accessors
  * getScheme, getHost, getHostname, getPort, getEscapedPath, getQuery, on Go's net/url parsing
- * (gonet.ts). url() accepts what ParseRequestURI accepts (absolute URLs and absolute paths) and
+ * (go/url.ts). url() accepts what ParseRequestURI accepts (absolute URLs and absolute paths) and
  * keeps the fragment apart, as the API server does.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { celError } from './builtins.ts';
-import { fromBytes, parseRequestURI, parseURL, urlEscapedPath, urlHostname, urlPort, urlQuery, type GoURL } from './gonet.ts';
+import { celError } from '../celjs/values.ts';
+import { fromBytes } from '../go/bytes.ts';
+import { parseRequestURI, parseURL, urlEscapedPath, urlHostname, urlPort, urlQuery, type GoURL } from '../go/url.ts';
 
 /** A CEL `kubernetes.URL` value. */
 export class URLValue {

@@ -1,5 +1,5 @@
 // celgo-cost prints cel-go's actual runtime cost of CEL expressions in the API server's environment
-// (apiserver's base environment and CostEstimator, PerCallLimit), to check src/policy/cost.ts against.
+// (apiserver's base environment and CostEstimator, PerCallLimit), to check src/policy/cost against.
 //
 //	cd test/support/celgo-cost && GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off go build -o /tmp/celgo-cost .
 //	/tmp/celgo-cost '{"object": {"l": [1, 2, 3]}}' 'object.l.all(x, x > 0)' ...

@@ -1,0 +1,67 @@
+/**
+ * Replacing cel-js's own overloads where their behaviour differs from cel-go's (UTF-16 indices,
+ * Unicode case mapping, JS RegExp, cross-type numeric comparison): the one place that reaches
+ * into cel-js's overload tables.
+ *
+ * cel-js refuses to register a second overload with the same signature and offers no way to
+ * remove one, so the handler of the registered declaration is swapped in the environment's
+ * overload table (reached through a type-checked probe expression) and the swap verified, so a
+ * cel-js upgrade that changes these internals fails at start-up rather than silently keeping the
+ * old behaviour. It must run after the environment's first `registerFunction` (which gives the
+ * environment its own table) and nothing may be registered after it. Must not hold any
+ * library's behaviour: the handlers come from the libraries.
+ */
+import type { Environment } from '@marcbachmann/cel-js';
+
+type Handler = (...args: never[]) => unknown;
+interface Declaration {
+  signature: string;
+  handler: Handler;
+}
+interface Candidates {
+  declarations: Declaration[];
+  add?(decl: Declaration): void;
+}
+
+/** The overload table `probe`'s root call or operator is resolved in. `who` names the caller in errors. */
+function candidatesOf(env: Environment, probe: string, who: string): Candidates {
+  const program = env.parse(probe);
+  const checked = program.check();
+  if (!checked.valid) throw new Error(`${who}: probe '${probe}' does not type-check: ${checked.error?.message}`);
+  const candidates = (program.ast as unknown as { candidates?: Candidates }).candidates;
+  if (!candidates || !Array.isArray(candidates.declarations)) throw new Error(`${who}: cel-js internals changed (no candidates for '${probe}')`);
+  return candidates;
+}
+
+/** Swaps the handler of `signature` in `candidates` (a frozen copy of the declaration, as cel-js keeps them). */
+function swap(candidates: Candidates, signature: string, handler: Handler, who: string): void {
+  const index = candidates.declarations.findIndex((d) => d.signature === signature);
+  if (index < 0) throw new Error(`${who}: no overload '${signature}' (have ${candidates.declarations.map((d) => d.signature).join(', ')})`);
+  const old = candidates.declarations[index]!;
+  candidates.declarations[index] = Object.freeze(Object.assign(Object.create(Object.getPrototypeOf(old) as object) as object, old, { handler })) as Declaration;
+}
+
+/**
+ * Replaces the handler of the function overload `signature` (as cel-js prints it, e.g.
+ * `string.indexOf(string, int): int`); `probe` is an expression whose root calls it.
+ */
+export function replaceBuiltin(env: Environment, probe: string, signature: string, handler: Handler): void {
+  swap(candidatesOf(env, probe, 'replaceBuiltin'), signature, handler, 'replaceBuiltin');
+  const after = candidatesOf(env, probe, 'replaceBuiltin').declarations.find((d) => d.signature === signature);
+  if (after?.handler !== handler) throw new Error(`replaceBuiltin: cel-js internals changed (replacing '${signature}' did not take)`);
+}
+
+/**
+ * Replaces the handlers of the operator overloads `handlers` (signature -> handler) among those
+ * of `probe`'s root operator. The caller verifies by evaluating probes (an operator's table
+ * caches what it found per operand types).
+ */
+export function replaceOperators(env: Environment, probe: string, handlers: Record<string, Handler>): void {
+  const candidates = candidatesOf(env, probe, 'replaceOperators');
+  if (typeof candidates.add !== 'function') throw new Error(`replaceOperators: cel-js internals changed (no operator candidates for '${probe}')`);
+  for (const [signature, handler] of Object.entries(handlers)) swap(candidates, signature, handler, 'replaceOperators');
+  // the table caches the overload found per operand types: adding a declaration clears that cache
+  const last = candidates.declarations[candidates.declarations.length - 1]!;
+  candidates.add(last);
+  candidates.declarations.pop();
+}

@@ -1,0 +1,137 @@
+/** The CEL activation of one request, as VAP builds it: object, oldObject, request, params, variables. */
+import type { AdmissionRequest } from '../../api/review.ts';
+import type { Program } from '../celjs/program.ts';
+import { CONVERT, toCel, type IntsInPlace } from '../values/convert.ts';
+import { celErrorText } from './errors.ts';
+import type { ActivationReads } from '../values/reads.ts';
+
+export interface CompiledVariable {
+  name: string;
+  program: Program;
+}
+
+export interface Activation {
+  object: unknown;
+  oldObject: unknown;
+  request: unknown;
+  params: unknown;
+  namespaceObject: unknown;
+  variables: Record<string, unknown>;
+  /** Bound only for a webhook whose expressions use it (library/authz.ts). */
+  authorizer?: unknown;
+  /** While object, oldObject and request are still plain JSON (see `deferred` below). */
+  [CONVERT]?: (() => void) | undefined;
+}
+
+/**
+ * `request` as VAP builds it (apiserver plugin/cel CreateAdmissionRequest, turned into JSON): no
+ * object or oldObject, an empty uid, and the omitempty fields (subResource, name, namespace,
+ * userInfo's parts, options) absent when empty, so `has()` and errors behave as there. Plain
+ * JSON: its parts are the request's own, not copies.
+ */
+export function requestAttributes(request: AdmissionRequest): Record<string, unknown> {
+  const user = request.userInfo ?? {};
+  const userInfo: Record<string, unknown> = {};
+  setUnlessEmpty(userInfo, 'username', user.username);
+  setUnlessEmpty(userInfo, 'uid', user.uid);
+  setUnlessEmpty(userInfo, 'groups', user.groups);
+  setUnlessEmpty(userInfo, 'extra', user.extra);
+  const attributes: Record<string, unknown> = {
+    uid: '',
+    kind: request.kind,
+    resource: request.resource,
+    requestKind: request.requestKind ?? request.kind,
+    requestResource: request.requestResource ?? request.resource,
+    operation: request.operation,
+    userInfo,
+    dryRun: request.dryRun ?? false,
+  };
+  const subResource = request.subResource ?? '';
+  setUnlessEmpty(attributes, 'subResource', subResource);
+  setUnlessEmpty(attributes, 'requestSubResource', request.requestSubResource ?? subResource);
+  setUnlessEmpty(attributes, 'name', request.name);
+  setUnlessEmpty(attributes, 'namespace', request.namespace);
+  setUnlessEmpty(attributes, 'options', request.options);
+  return attributes;
+}
+
+/** Go's omitempty: no empty strings, lists, maps or nulls. */
+function setUnlessEmpty(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (value === undefined || value === null || value === '') return;
+  if (typeof value === 'object' && (Array.isArray(value) ? value.length === 0 : isEmptyObject(value))) return;
+  target[key] = value;
+}
+
+function isEmptyObject(value: object): boolean {
+  for (const _ in value) return false;
+  return true;
+}
+
+/**
+ * `params` and `namespaceObject` come from watch caches, shared by every request until the object
+ * changes (a change replaces it): converted once per cached object, not once per request.
+ */
+const converted = new WeakMap<object, unknown>();
+function cachedToCel(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return toCel(value);
+  let cel = converted.get(value);
+  if (cel === undefined) converted.set(value, (cel = toCel(value)));
+  return cel;
+}
+
+/**
+ * `variables` are computed lazily, in declaration order of need, each at most once per
+ * activation; a variable whose expression fails rethrows that failure wherever it is read.
+ */
+export function buildActivation(
+  request: AdmissionRequest,
+  object: unknown,
+  variables: readonly CompiledVariable[],
+  extra: { params?: unknown; namespaceObject?: unknown; authorizer?: unknown } = {},
+  /** The request's JSON turned to CEL values in place: the caller restores it when evaluation ends. */
+  ints: IntsInPlace,
+  /** What the expressions read (everything when absent): variables they do not name are left null, fields they do not reach unconverted. */
+  reads?: ActivationReads,
+  /** Leaves object, oldObject and request as plain JSON until a program that is not compiled needs them converted (`convertActivation`). */
+  deferred = false,
+): Activation {
+  const used = (name: string) => !reads || reads.uses(name);
+  const json = (value: unknown, name: string) => (deferred ? value : ints.convert(value, reads?.of(name)));
+  const activation: Activation = {
+    object: object === undefined || object === null || !used('object') ? null : json(object, 'object'),
+    oldObject: request.oldObject && used('oldObject') ? json(request.oldObject, 'oldObject') : null,
+    request: used('request') ? json(requestAttributes(request), 'request') : null,
+    params: extra.params === undefined || !used('params') ? null : cachedToCel(extra.params),
+    namespaceObject: extra.namespaceObject === undefined || !used('namespaceObject') ? null : cachedToCel(extra.namespaceObject),
+    variables: {},
+  };
+  if (extra.authorizer !== undefined) activation.authorizer = extra.authorizer;
+  if (deferred) {
+    activation[CONVERT] = () => {
+      activation[CONVERT] = undefined;
+      for (const name of ['object', 'oldObject', 'request'] as const) ints.convert(activation[name], reads?.of(name));
+    };
+  }
+  for (const variable of variables) {
+    let computed = false;
+    let value: unknown;
+    let failure: unknown;
+    Object.defineProperty(activation.variables, variable.name, {
+      enumerable: true,
+      get() {
+        if (!computed) {
+          computed = true;
+          try {
+            value = variable.program(activation);
+          } catch (err) {
+            // Worded as the API server's composition does, so the message names the variable.
+            failure = new Error(`composited variable "${variable.name}" fails to evaluate: ${celErrorText(err)}`);
+          }
+        }
+        if (failure) throw failure;
+        return value;
+      },
+    });
+  }
+  return activation;
+}

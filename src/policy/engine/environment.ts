@@ -1,0 +1,148 @@
+/**
+ * The CEL environment with ValidatingAdmissionPolicy's variables and every library, and `compile`:
+ * parse, type-check, the API server's compile-time checks, cost instrumentation and the compiled
+ * shortcut, once per expression per suite generation. Pure: no I/O, no Kubernetes client, no
+ * HTTP; evaluating validations and mutations is rules.ts's. Errors carry the field path of the
+ * expression they came from.
+ */
+import { Environment } from '@marcbachmann/cel-js';
+import { CompileError, firstLine, type Program } from '../celjs/program.ts';
+import { registerLists, validateListCall } from '../library/lists.ts';
+import { registerListsExt, validateListsExtCall } from '../library/lists-ext.ts';
+import { checkFormatCall, registerStrings, replaceStringBuiltins } from '../library/strings.ts';
+import { registerRegex, replaceRegexBuiltins, validateRegexCall } from '../library/regex.ts';
+import { forEachCall, type CallNode } from '../celjs/walk.ts';
+import { validateHomogeneousLiterals } from '../library/homogeneous.ts';
+import { registerURLs } from '../library/urls.ts';
+import { registerFormat } from '../library/format.ts';
+import { registerIP } from '../library/ip.ts';
+import { registerCIDR } from '../library/cidr.ts';
+import { registerQuantity } from '../library/quantity.ts';
+import { registerSemver } from '../library/semver.ts';
+import { registerSets, validateSetsCall } from '../library/sets.ts';
+import { registerOptionals } from '../library/optionals.ts';
+import { registerComprehensions } from '../library/comprehensions.ts';
+import { celGoCheckMessage, replaceNumericComparisons } from '../library/numeric.ts';
+import { replaceDoubleBuiltins } from '../library/doubles.ts';
+import { AUTHORIZER_TYPE, registerAuthz } from '../library/authz.ts';
+import { withCost } from '../cost/instrument.ts';
+import { shortcutFor } from '../fast/shortcut.ts';
+import { useCelGoLogic } from '../celjs/logic.ts';
+
+/** The variables VAP declares; `object`, `oldObject` and `params` are untyped (dyn), as in VAP. */
+const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject', 'request', 'variables'] as const;
+
+/**
+ * The environment with every library; `variables` (name -> cel-js type) default to VAP's. Other
+ * variables are for tests that run foreign expressions (the cel-spec conformance suite).
+ */
+export function newEnvironment(variables: Readonly<Record<string, string>> = Object.fromEntries(ACTIVATION_VARIABLES.map((n) => [n, 'dyn']))): Environment {
+  const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false });
+  registerAuthz(env); // first: its types are those of the variable `authorizer`
+  for (const [name, type] of Object.entries(variables)) env.registerVariable(name, type);
+  registerLists(env);
+  registerListsExt(env);
+  registerStrings(env);
+  registerRegex(env);
+  registerURLs(env);
+  registerFormat(env);
+  registerIP(env);
+  registerCIDR(env);
+  registerQuantity(env);
+  registerSemver(env);
+  registerSets(env);
+  registerOptionals(env);
+  registerComprehensions(env);
+  // cel-js's own overloads replaced by cel-go's behaviour; after every registration (see celjs/overloads.ts)
+  replaceStringBuiltins(env);
+  replaceRegexBuiltins(env);
+  replaceNumericComparisons(env);
+  replaceDoubleBuiltins(env);
+  return env;
+}
+
+/** The compile-time checks of literal arguments the API server's environment makes; throws the first problem. */
+export function validateProgram(program: Program): void {
+  forEachCall(program.ast, validateCall);
+}
+
+function validateCall(call: CallNode): void {
+  validateRegexCall(call);
+  validateListCall(call);
+  validateListsExtCall(call);
+  validateSetsCall(call);
+  if (call.name === 'format' && typeof call.receiver?.literal === 'string' && call.args.length === 1 && call.args[0]!.elements) {
+    checkFormatCall(call.receiver.literal, call.args[0]!.elements.map((e) => e.type));
+  }
+}
+
+/**
+ * As VAP: `params` is declared only for a policy that has a paramKind (here: a webhook with
+ * params); `authorizer` (and `authorizer.requestResource`) everywhere but in messageExpressions.
+ */
+const environments = new Map<string, Environment>();
+function vapEnvironment(params: boolean, authorizer: boolean): Environment {
+  const key = `${params}/${authorizer}`;
+  let env = environments.get(key);
+  if (!env) {
+    const variables: Record<string, string> = Object.fromEntries(ACTIVATION_VARIABLES.filter((n) => params || n !== 'params').map((n) => [n, 'dyn']));
+    if (authorizer) variables.authorizer = AUTHORIZER_TYPE;
+    environments.set(key, (env = newEnvironment(variables)));
+  }
+  return env;
+}
+vapEnvironment(true, true);
+vapEnvironment(false, true);
+
+export type ResultType = 'bool' | 'string' | 'list' | 'null';
+
+/**
+ * Parses and type-checks `expression`; `expect` lists the types it may yield (any when empty);
+ * `params` and `authorizer` say whether those variables are declared (by default they are).
+ */
+export function compile(
+  expression: string,
+  field: string,
+  expect: ResultType[] = [],
+  options: { params?: boolean; authorizer?: boolean; mixedLiterals?: boolean; compiledVariables?: ReadonlySet<string> } = {},
+): Program {
+  const environment = vapEnvironment(options.params !== false, options.authorizer !== false);
+  let program: Program;
+  try {
+    program = environment.parse(expression);
+  } catch (err) {
+    throw new CompileError(field, `compilation failed: ${firstLine(err)}`);
+  }
+  const checked = program.check();
+  if (!checked.valid) throw new CompileError(field, `compilation failed: ${celGoCheckMessage(checked.error)}`);
+  try {
+    // Not in validateProgram: the cel-spec suite mixes types in literals; and mutations (no VAP
+    // counterpart) build JSON-patch maps whose values are of every type.
+    if (!options.mixedLiterals) validateHomogeneousLiterals(program.ast);
+    validateProgram(program);
+  } catch (err) {
+    throw new CompileError(field, `compilation failed: ${firstLine(err)}`);
+  }
+  const type = checked.type ?? 'dyn';
+  // As the API server: a validation, message or audit value must be of its exact type (dyn is
+  // refused); a patchExpression may be any list, typed or not.
+  const fits = (want: string) => (want === 'list' ? type === 'dyn' || type.startsWith('list') : type === want);
+  if (expect.length && !expect.some(fits)) {
+    const names = expect.map(celGoTypeName);
+    const wanted = names.length === 1 ? names[0] : `one of [${names.join(' ')}]`;
+    throw new CompileError(field, `must evaluate to ${wanted} but got ${celGoTypeName(type)}`);
+  }
+  useCelGoLogic(program.ast);
+  let compiled = false;
+  const run = withCost(program, (instrumented) => {
+    const body = shortcutFor(instrumented, options.compiledVariables);
+    compiled = body.compiled;
+    return body;
+  });
+  return Object.assign(run, { compiled });
+}
+
+/** cel-go's name of a type, as the API server's messages print it. */
+function celGoTypeName(type: string): string {
+  return type === 'null' ? 'null_type' : type;
+}

@@ -1,0 +1,367 @@
+/**
+ * A webhook's declarative rules (variables, validations, mutations) compiled into one pure
+ * function of the request. Compiled once per suite generation; evaluating never compiles.
+ */
+import jsonpatch from 'fast-json-patch';
+import type { FailurePolicy, JsonPatchOperation, Reason, ValidationAction, WebhookSpec } from '../../api/types.ts';
+import { allowed, denied, errored, patched, type AdmissionRequest, type Decision } from '../../api/review.ts';
+import { compile } from './environment.ts';
+import { CompileError, firstLine, type Program } from '../celjs/program.ts';
+import { celErrorText, celTypeName } from './errors.ts';
+import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
+import { CopyOnWritePatcher } from './patch.ts';
+import { fromCel, IntsInPlace } from '../values/convert.ts';
+import { closeBudget, CostBudgetError, openBudget, PER_CALL_LIMIT, remainingBudget } from '../cost/meter.ts';
+import type { Authorizer } from '../../api/authorization.ts';
+import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
+import { requestAuthorizer } from '../library/authz.ts';
+import { ActivationReads } from '../values/reads.ts';
+
+interface CompiledValidation {
+  expression: string;
+  program: Program;
+  message?: string;
+  messageProgram?: Program;
+  reason: Reason;
+  field: string;
+}
+
+interface CompiledAuditAnnotation {
+  key: string;
+  valueExpression: string;
+  program: Program;
+}
+
+interface CompiledValidations {
+  suite: string;
+  webhook: string;
+  failurePolicy: FailurePolicy;
+  actions: ValidationAction[];
+  variables: CompiledVariable[];
+  /** Some variable names `authorizer` (then messageExpressions get an activation without it). */
+  variablesAuthorize: boolean;
+  validations: CompiledValidation[];
+  auditAnnotations: CompiledAuditAnnotation[];
+  /** What its expressions read of the activation. */
+  reads: ActivationReads;
+  /** How many validations have a messageExpression. */
+  messageExpressions: number;
+}
+
+interface CompiledMutation {
+  condition?: Program;
+  patch?: JsonPatchOperation[];
+  patchProgram?: Program;
+  field: string;
+}
+
+export interface RulesContext {
+  params?: unknown;
+  namespaceObject?: unknown;
+}
+
+export type RulesAdmit = (request: AdmissionRequest, context?: RulesContext) => Decision;
+/** Rules that may have to ask `authorizer` checks first: a Promise then, a Decision otherwise. */
+export type AuthorizingRulesAdmit = (request: AdmissionRequest, context?: RulesContext) => Decision | Promise<Decision>;
+
+/** What one evaluation binds besides the request: the RulesContext, and `authorizer` when used. */
+type EvaluationContext = RulesContext & { authorizer?: unknown };
+
+/**
+ * Compiles the rules of `webhook` of suite `suite` (at `path`, e.g. `spec.webhooks[0]`); throws
+ * CompileError naming the field. With an `authorizer`, a webhook whose expressions use
+ * `authorizer` answers asynchronously when it has checks to ask (authorization.ts); without one,
+ * such checks are evaluation errors and every answer is synchronous. A webhook whose expressions
+ * do not name `authorizer` is always evaluated synchronously and binds nothing for it.
+ */
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): RulesAdmit;
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer: Authorizer | undefined): AuthorizingRulesAdmit;
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer?: Authorizer): AuthorizingRulesAdmit {
+  const admit = compileSyncRules(suite, webhook, path, failurePolicy);
+  if (!admit.authorizing) return admit;
+  if (!authorizer) {
+    return (request, context = {}) => admit(request, { ...context, authorizer: requestAuthorizer(request, new AuthorizationSession(undefined)) });
+  }
+  return (request, context = {}) => {
+    const decision = evaluateAuthorizing(authorizer, (session) => admit(request, { ...context, authorizer: requestAuthorizer(request, session) }));
+    return decision instanceof Promise ? decision.catch((err: unknown) => errored(firstLine(err), failurePolicy, 'Invalid')) : decision;
+  };
+}
+
+/** True when `program` names the variable `authorizer` (or `authorizer.requestResource`). */
+function usesAuthorizer(program: Program | undefined): boolean {
+  return new ActivationReads([program]).uses('authorizer');
+}
+
+type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean };
+
+function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): SyncRules {
+  // The variables whose expressions compile (policy/fast) can be read by compiled expressions after them.
+  const compiledVariables = new Set<string>();
+  const scope = { params: webhook.params !== undefined, compiledVariables };
+  const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => {
+    const program = compile(v.expression, `${path}.variables[${i}].expression`, [], { ...scope, compiledVariables: new Set(compiledVariables) });
+    if (program.compiled) compiledVariables.add(v.name);
+    return { name: v.name, program };
+  });
+
+  if (webhook.type === 'Mutating') {
+    const mutations: CompiledMutation[] = (webhook.mutations ?? []).map((m, i) => {
+      const field = `${path}.mutations[${i}]`;
+      if (!m.patch === !m.patchExpression) throw new CompileError(field, 'exactly one of patch and patchExpression must be set');
+      return {
+        field,
+        condition: m.condition ? compile(m.condition, `${field}.condition`, ['bool'], { ...scope, mixedLiterals: true }) : undefined,
+        patch: m.patch,
+        patchProgram: m.patchExpression ? compile(m.patchExpression, `${field}.patchExpression`, ['list'], { ...scope, mixedLiterals: true }) : undefined,
+      };
+    });
+    const reads = new ActivationReads([...variables.map((v) => v.program), ...mutations.flatMap((m) => [m.condition, m.patchProgram])]);
+    const authorizing = reads.uses('authorizer');
+    const admit = (request: AdmissionRequest, context: EvaluationContext = {}) => {
+      const budget = openBudget();
+      try {
+        return mutate(request, mutations, variables, context, reads);
+      } catch (err) {
+        return errored(firstLine(err), failurePolicy, 'Invalid');
+      } finally {
+        closeBudget(budget);
+      }
+    };
+    return Object.assign(admit, { authorizing });
+  }
+
+  const validations: CompiledValidation[] = (webhook.validations ?? []).map((v, i) => {
+    const field = `${path}.validations[${i}]`;
+    return {
+      expression: v.expression,
+      program: compile(v.expression, `${field}.expression`, ['bool'], scope),
+      message: v.message,
+      // As VAP: `authorizer` is not declared for messageExpressions (a variable may still use it).
+      messageProgram: v.messageExpression ? compile(v.messageExpression, `${field}.messageExpression`, ['string'], { ...scope, authorizer: false }) : undefined,
+      reason: v.reason ?? 'Invalid',
+      field,
+    };
+  });
+  const auditAnnotations: CompiledAuditAnnotation[] = (webhook.auditAnnotations ?? []).map((a, i) => ({
+    key: a.key,
+    valueExpression: a.valueExpression,
+    program: compile(a.valueExpression, `${path}.auditAnnotations[${i}].valueExpression`, ['string', 'null'], scope),
+  }));
+  const compiled: CompiledValidations = {
+    suite,
+    webhook: webhook.name,
+    failurePolicy,
+    actions: webhook.validationActions ?? ['Deny'],
+    variables,
+    variablesAuthorize: variables.some((v) => usesAuthorizer(v.program)),
+    validations,
+    auditAnnotations,
+    reads: new ActivationReads([...variables.map((v) => v.program), ...validations.flatMap((v) => [v.program, v.messageProgram]), ...auditAnnotations.map((a) => a.program)]),
+    messageExpressions: validations.filter((v) => v.messageProgram).length,
+  };
+  const authorizing = compiled.variablesAuthorize || [...compiled.validations.map((v) => v.program), ...compiled.auditAnnotations.map((a) => a.program)].some(usesAuthorizer);
+  return Object.assign((request: AdmissionRequest, context: EvaluationContext = {}) => validate(request, compiled, context), { authorizing });
+}
+
+/**
+ * As the API server's validator and dispatcher do it: every validation is evaluated; a failure
+ * (or, under failurePolicy Fail, an error) goes to each validationAction: Deny collects it and the
+ * first one collected is the answer, Warn adds a warning, Audit adds it to `validation_failure`.
+ */
+function validate(request: AdmissionRequest, compiled: CompiledValidations, context: EvaluationContext): Decision {
+  const object = request.operation === 'DELETE' ? null : request.object;
+  const { failurePolicy } = compiled;
+  // One cost budget (cost/meter.ts) for the validations, then their messageExpressions from what is left,
+  // as the API server spends it; running out answers for the whole webhook.
+  const budget = openBudget();
+  const ints = new IntsInPlace();
+  try {
+    const activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads, true);
+    // undefined: holds; a message: an error (failurePolicy Fail); null: fails, its message comes later
+    const outcomes: (Failure | null | undefined)[] = [];
+    let allHold = true;
+    for (const validation of compiled.validations) {
+      let outcome: Failure | null | undefined;
+      try {
+        // Anything but true denies, as in the API server (a non-bool is not an error there).
+        outcome = validation.program(activation) === true ? undefined : null;
+      } catch (err) {
+        if (err instanceof CostBudgetError) return outOfBudget(compiled, err.message);
+        outcome = failurePolicy === 'Ignore' ? undefined : { message: `expression '${validation.expression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' };
+      }
+      outcomes.push(outcome);
+      if (outcome !== undefined) allHold = false;
+    }
+    // The API server evaluates every messageExpression, of holding validations too, from what the
+    // validations left, and running out fails the whole webhook. Only failing validations' messages
+    // are used, so the others are evaluated only when the budget could run out.
+    const everyMessage = remainingBudget() < compiled.messageExpressions * MAX_MESSAGE_COST;
+    // The common answer, with nothing to word, route or annotate.
+    if (allHold && !everyMessage && compiled.auditAnnotations.length === 0) return allowed();
+    const failures: (Failure | undefined)[] = [];
+    // The API server evaluates messageExpressions in an activation of their own, without
+    // `authorizer`: a variable that asks it fails there, and the message falls back.
+    let messageActivation: Activation | undefined;
+    for (const [index, outcome] of outcomes.entries()) {
+      const validation = compiled.validations[index]!;
+      try {
+        const evaluated = validation.messageProgram && (outcome === null || everyMessage);
+        if (evaluated && compiled.variablesAuthorize) messageActivation ??= buildActivation(request, object, compiled.variables, { ...context, authorizer: undefined }, ints, compiled.reads);
+        if (outcome === null) failures.push({ message: failureMessage(validation, messageActivation ?? activation), reason: validation.reason });
+        else {
+          if (evaluated) spendOnly(validation.messageProgram!, messageActivation ?? activation);
+          failures.push(outcome);
+        }
+      } catch (err) {
+        if (!(err instanceof CostBudgetError)) throw err;
+        // The API server turns every decision that is not already an error into this one.
+        const failure = failurePolicy === 'Ignore' ? undefined : { message: `failed messageExpression: ${err.message}`, reason: 'Invalid' as const };
+        for (let i = 0; i < outcomes.length; i++) failures[i] = outcomes[i] ?? failure;
+        break;
+      }
+    }
+    const verdict = new Verdict(compiled);
+    failures.forEach((failure, index) => verdict.add(failure, index));
+
+    openBudget(); // audit annotations get a budget of their own, as in the API server
+    for (const annotation of compiled.auditAnnotations) {
+      let value: unknown;
+      try {
+        value = annotation.program(activation);
+      } catch (err) {
+        if (err instanceof CostBudgetError) return outOfBudget(compiled, err.message);
+        if (failurePolicy === 'Fail') verdict.denials.push({ message: `expression '${annotation.valueExpression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' });
+        continue;
+      }
+      if (typeof value === 'string' && value.trim() !== '') verdict.annotations[annotation.key] = value.trim().slice(0, MAX_AUDIT_VALUE);
+      else if (value !== null && typeof value !== 'string' && failurePolicy === 'Fail') {
+        verdict.denials.push({ message: `valueExpression '${annotation.valueExpression}' resulted in unsupported return type: ${celTypeName(value)}. Return type must be either string or null.`, reason: 'Invalid' });
+      }
+    }
+    return verdict.decision();
+  } finally {
+    ints.restore();
+    closeBudget(budget);
+  }
+}
+
+interface Failure {
+  message: string;
+  reason: Reason;
+}
+
+/**
+ * The failures of one webhook routed to its validationActions: Deny collects them and the first
+ * one collected is the answer, Warn adds a warning, Audit adds it to `validation_failure`.
+ */
+class Verdict {
+  readonly denials: Failure[] = [];
+  readonly warnings: string[] = [];
+  readonly audited: AuditedFailure[] = [];
+  readonly annotations: Record<string, string> = {};
+  private readonly compiled: CompiledValidations;
+  constructor(compiled: CompiledValidations) {
+    this.compiled = compiled;
+  }
+
+  add(failure: Failure | undefined, index: number): void {
+    if (!failure) return;
+    const { actions } = this.compiled;
+    if (actions.includes('Deny')) this.denials.push(failure);
+    if (actions.includes('Warn')) this.warnings.push(failure.message);
+    if (actions.includes('Audit')) this.audited.push({ message: failure.message, policy: this.compiled.suite, binding: this.compiled.webhook, expressionIndex: index, validationActions: actions });
+  }
+
+  decision(): Decision {
+    const { denials, warnings, audited, annotations } = this;
+    if (audited.length) annotations.validation_failure = JSON.stringify(audited.slice(0, MAX_AUDITED_FAILURES));
+    const decision = denials.length ? denied(denials[0]!.message, denials[0]!.reason) : allowed();
+    if (warnings.length) decision.warnings = warnings;
+    if (Object.keys(annotations).length) decision.auditAnnotations = annotations;
+    return decision;
+  }
+}
+
+/** A webhook whose evaluation ran out of cost budget: one error, by failurePolicy, and nothing else (as the API server). */
+function outOfBudget(compiled: CompiledValidations, message: string): Decision {
+  const verdict = new Verdict(compiled);
+  if (compiled.failurePolicy === 'Fail') verdict.add({ message, reason: 'Invalid' }, 0);
+  return verdict.decision();
+}
+
+/** The JSON of one entry of VAP's `validation_failure` audit annotation; policy and binding are the suite and webhook. */
+interface AuditedFailure {
+  message: string;
+  policy: string;
+  binding: string;
+  expressionIndex: number;
+  validationActions: ValidationAction[];
+}
+
+/**
+ * The most one messageExpression can spend: its per-expression limit, and the step that crossed it
+ * (a single step over anything an admission request can hold costs far less than the limit).
+ */
+const MAX_MESSAGE_COST = 2 * PER_CALL_LIMIT;
+
+/** Evaluates a message nobody reads, for the budget it spends (as the API server does); only running out of budget matters. */
+function spendOnly(program: Program, activation: object): void {
+  try {
+    program(activation);
+  } catch (err) {
+    if (err instanceof CostBudgetError) throw err;
+  }
+}
+
+const MAX_AUDIT_VALUE = 10 * 1024;
+const MAX_AUDITED_FAILURES = 50;
+const MAX_MESSAGE_BYTES = 5 * 1024;
+
+/**
+ * VAP's order: messageExpression if it yields a non-empty single-line string of at most 5 KiB
+ * (trimmed), then message (trimmed), then "failed expression: <expression>".
+ */
+function failureMessage(validation: CompiledValidation, activation: object): string {
+  if (validation.messageProgram) {
+    try {
+      const text = validation.messageProgram(activation);
+      if (typeof text === 'string') {
+        const trimmed = text.trim();
+        if (trimmed !== '' && !trimmed.includes('\n') && Buffer.byteLength(trimmed) <= MAX_MESSAGE_BYTES) return trimmed;
+      }
+    } catch (err) {
+      // VAP falls back to the static message when messageExpression fails, unless the budget ran out.
+      if (err instanceof CostBudgetError) throw err;
+    }
+  }
+  const message = validation.message?.trim();
+  return message || `failed expression: ${validation.expression.trim()}`;
+}
+
+function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: EvaluationContext, reads: ActivationReads): Decision {
+  const original = request.object;
+  if (!original) return allowed();
+  // Copied where a patch applies and nowhere else: most of a large object never changes.
+  const patcher = new CopyOnWritePatcher();
+  let working = original;
+  for (const mutation of mutations) {
+    let ops: JsonPatchOperation[];
+    // The patch is applied to (and compared with) JSON, so the numbers go back before it is.
+    const ints = new IntsInPlace();
+    try {
+      const activation = buildActivation(request, working, variables, context, ints, reads);
+      if (mutation.condition && mutation.condition(activation) !== true) continue;
+      // A literal patch is copied: applied in place, its values would otherwise be shared with the next request.
+      ops = mutation.patch ? structuredClone(mutation.patch) : (fromCel(mutation.patchProgram!(activation)) as JsonPatchOperation[]);
+    } finally {
+      ints.restore();
+    }
+    try {
+      working = patcher.apply(working, ops);
+    } catch (err) {
+      throw new Error(`${mutation.field}: patch failed: ${firstLine(err)}`);
+    }
+  }
+  return working === original ? allowed() : patched(jsonpatch.compare(original, working) as JsonPatchOperation[]);
+}

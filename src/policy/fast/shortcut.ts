@@ -1,0 +1,66 @@
+/**
+ * A program's body with the compiled shortcut (compiler.ts) in front of cel-js: the compiled
+ * function answers where it can, and cel-js answers from the same cost where it bails (BAIL) or
+ * where the expression is not covered. cel-js needs the activation's JSON converted
+ * (values/convert.ts, `CONVERT`); the compiled code reads it either way.
+ *
+ * The tests watch every shortcut answer through `observeShortcut` (test/support/verify-compiled.ts
+ * checks each against cel-js's own); nothing in src/ observes. Must not change an answer.
+ */
+import type { ParseResult } from '@marcbachmann/cel-js';
+import { meter } from '../cost/meter.ts';
+import { convertActivation } from '../values/convert.ts';
+import { compileProgram, type CompiledProgram } from './compiler.ts';
+import { BAIL, spent } from './runtime.ts';
+
+/** A program's body for cost/instrument.ts's `withCost`, and whether it has a compiled shortcut. */
+export type Body = ((activation: unknown) => unknown) & { compiled: boolean };
+
+/** Sees the shortcut's answers (the tests' differential check); never changes them. */
+export interface ShortcutObserver {
+  /** The compiled code threw something other than BAIL (cel-js then answers). */
+  threw(err: unknown, compiled: CompiledProgram): void;
+  /** The compiled code answered `result`; `charged` is the meter's cost before it ran, `onVariables` what the variables it read spent. */
+  answered(program: ParseResult, activation: unknown, charged: number, result: unknown, compiled: CompiledProgram, onVariables: number): void;
+}
+
+let observer: ShortcutObserver | undefined;
+
+/** Installs (or, with undefined, removes) the observer of every shortcut answer. */
+export function observeShortcut(next: ShortcutObserver | undefined): void {
+  observer = next;
+}
+
+/**
+ * The program's body: the compiled shortcut, falling back to cel-js (`program`) from the same
+ * cost when it bails; cel-js alone when the expression is not covered.
+ */
+export function shortcutFor(program: ParseResult, variables?: ReadonlySet<string>): Body {
+  const compiled = compileProgram(program.ast, variables);
+  if (!compiled) {
+    return Object.assign(
+      (activation: unknown) => {
+        convertActivation(activation);
+        return program(activation as never);
+      },
+      { compiled: false },
+    );
+  }
+  const body = (activation: unknown) => {
+    const charged = meter.cost;
+    let result: unknown;
+    try {
+      result = compiled(activation);
+    } catch (err) {
+      if (err !== BAIL && observer) observer.threw(err, compiled);
+      convertActivation(activation);
+      return program(activation as never);
+    }
+    // A part of the request's JSON, or one of its whole numbers: as CEL values (converted in place)
+    if (typeof result === 'object' && result !== null) convertActivation(activation);
+    else if (typeof result === 'number' && Number.isInteger(result)) result = BigInt(result);
+    if (observer) observer.answered(program, activation, charged, result, compiled, spent.variables);
+    return result;
+  };
+  return Object.assign(body, { compiled: true });
+}

@@ -1,0 +1,99 @@
+/**
+ * The shape of src/ as its imports draw it: no import cycle anywhere (type-only imports count: a
+ * cycle of types is a cycle of concepts), and src/policy's sub-folders importing only downward,
+ * in the order the README's layout table gives. Imports are read with the TypeScript compiler's
+ * own pre-processor (every `import`, `export ... from` and `import()`), not by running anything.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import ts from 'typescript';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SRC = path.join(ROOT, 'src');
+
+/** src/policy's floors, top first: a file may import its own floor's files and those of floors below it. */
+const POLICY_FLOORS = [['engine'], ['fast'], ['library'], ['cost'], ['values', 'go', 'celjs']];
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(full);
+    return entry.name.endsWith('.ts') ? [full] : [];
+  });
+}
+
+/** file (relative to the repository) -> the files of src/ it imports. */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sourceFiles(SRC)) {
+    const info = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
+    const targets = info.importedFiles
+      .map((f) => f.fileName)
+      .filter((name) => name.startsWith('.'))
+      .map((name) => path.relative(ROOT, path.resolve(path.dirname(file), name)));
+    graph.set(path.relative(ROOT, file), [...new Set(targets)].sort());
+  }
+  return graph;
+}
+
+/** Every cycle found by a depth-first walk, each as the path that closes it (a -> b -> a). */
+function cycles(graph: Map<string, string[]>): string[] {
+  const found: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, 'open');
+    stack.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (state.get(next) === 'open') found.push([...stack.slice(stack.indexOf(next)), next].join(' -> '));
+      else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(file, 'done');
+  };
+  for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
+  return found;
+}
+
+function policyFloor(file: string): number | undefined {
+  const parts = file.split(path.sep);
+  if (parts[0] !== 'src' || parts[1] !== 'policy' || parts.length < 4) return undefined;
+  const floor = POLICY_FLOORS.findIndex((names) => names.includes(parts[2]!));
+  return floor < 0 ? -1 : floor;
+}
+
+describe('imports of src/', () => {
+  const graph = importGraph();
+
+  it('reads the whole of src/ (the graph is not empty, and imports resolve to files that exist)', () => {
+    expect(graph.size).to.be.above(50);
+    const missing = [...graph].flatMap(([file, targets]) => targets.filter((t) => !graph.has(t)).map((t) => `${file} imports ${t}, which is not a file of src/`));
+    expect(missing).to.deep.equal([]);
+  });
+
+  it('has no import cycle', () => {
+    expect(cycles(graph), 'import cycles (each closing path)').to.deep.equal([]);
+  });
+
+  it('finds a cycle when there is one (the check can fail)', () => {
+    const looped = new Map([...graph, ['src/a.ts', ['src/b.ts']], ['src/b.ts', ['src/a.ts']]]);
+    expect(cycles(looped)).to.deep.equal(['src/a.ts -> src/b.ts -> src/a.ts']);
+  });
+
+  it('has src/policy in floors that import only downward (engine, fast, library, cost, then values/go/celjs)', () => {
+    const files = [...graph.keys()].filter((f) => policyFloor(f) !== undefined);
+    const unplaced = files.filter((f) => policyFloor(f) === -1);
+    expect(unplaced, 'files of src/policy outside a known floor (add the folder to POLICY_FLOORS and the README)').to.deep.equal([]);
+    const upward = files.flatMap((file) =>
+      graph.get(file)!.filter((t) => {
+        const to = policyFloor(t);
+        return to !== undefined && to < policyFloor(file)!;
+      }).map((t) => `${file} imports ${t}`),
+    );
+    expect(upward, 'imports that go up a floor').to.deep.equal([]);
+    const outside = [...graph].flatMap(([file, targets]) => (policyFloor(file) === undefined ? [] : targets.filter((t) => t.startsWith('src/') && !t.startsWith('src/policy/') && !/^src\/(api|k8s)\//.test(t)).map((t) => `${file} imports ${t}`)));
+    expect(outside, 'src/policy imports only src/api and src/k8s beside itself').to.deep.equal([]);
+  });
+});
