@@ -1,6 +1,6 @@
 /** The work queue: bounded concurrency, one run per key at a time, exclusive keys alone, per-key backoff. */
 import { expect } from 'chai';
-import { WorkQueue, type QueueHooks, type ReconcileResult } from '../../src/controller/queue.ts';
+import { WorkQueue, type QueueHooks, type ReconcileResult } from '../../../src/controller/queue.ts';
 
 const quiet: QueueHooks = { onError: () => undefined, onRecovered: () => undefined };
 const tick = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));
