@@ -209,7 +209,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     },
   });
   const selfReconciler = new SelfReconciler({ kube, config: effective, ca: caReconciler, log: componentLogger('suite-validation') });
-  const reconciler = new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, events, log: componentLogger('reconciler') });
+  const reconciler = new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, events, params, log: componentLogger('reconciler') });
   const queue = new WorkQueue(
     async (name) => {
       try {
