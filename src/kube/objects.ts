@@ -79,11 +79,18 @@ export class ObjectWatches {
     return object ? { state: 'found', object: object as Record<string, unknown> } : { state: 'absent' };
   }
 
-  /** Whether the collection holding `ref` can be read now; a failure after the first list counts too (a role taken away). */
+  /**
+   * Whether the collection holding `ref` can be read now. Refused (403) or gone (404) counts even
+   * after the first list (a role taken away, a CRD deleted); a broken connection does not: the
+   * cache keeps what it has and its watch is restarted.
+   */
   readiness(ref: Omit<ObjectRef, 'name'>): Readiness {
     const collection = this.collections.get(collectionKey(ref));
     if (!collection) return { state: 'loading' };
-    const reason = collection.error ?? this.failure(ref, collection);
+    if (collection.error) return { state: 'unreadable', reason: collection.error };
+    const failed = collection.cache?.failure();
+    const code = failed === undefined ? undefined : statusCode(failed);
+    const reason = code === 403 || code === 404 ? this.failure(ref, collection) : undefined;
     if (reason) return { state: 'unreadable', reason };
     return collection.synced ? { state: 'ready' } : { state: 'loading' };
   }
