@@ -230,7 +230,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   };
   const cached: CacheLookup = (header) => byKind[header.kind ?? '']?.get(header.metadata?.name ?? '', header.metadata?.namespace) as KubeObject | undefined;
   const selfReconciler = new SelfReconciler({ kube, config: effective, ca: caReconciler, cached, log: componentLogger('suite-validation') });
-  const reconciler = new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, log: componentLogger('reconciler') });
+  const reconciler = new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, log: componentLogger('reconciler') });
   const sweeper = new OrphanSweeper({
     kube,
     suites,

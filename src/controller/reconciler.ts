@@ -11,6 +11,7 @@ import { CaNotIssuedError, type CaReconciler } from './ca.ts';
 import type { OperatorConfig } from '../config.ts';
 import { applyOwned, deleteIfExists, describeError, ForeignObjectError, isConflict, isNotFound, NotLeaderError, write, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
 import type { WatchedCache } from '../kube/watch.ts';
+import type { Readiness } from '../kube/objects.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
@@ -22,6 +23,8 @@ import type { ReconcileResult } from './queue.ts';
 const ENDPOINT_RETRY_MS = 250;
 /** Nothing watches an object that is not ours, so a Conflict is looked at again on this period. */
 const CONFLICT_RETRY_MS = 5_000;
+/** Params still loading, or not readable (a role not granted yet), are looked at again on this period. */
+const PARAMS_RETRY_MS = 2_000;
 
 export interface ReconcilerDeps {
   kube: Kube;
@@ -32,6 +35,8 @@ export interface ReconcilerDeps {
   /** The operator's caches of what it made (Secrets, Services, configurations): read there, not from the API server, when they hold it. */
   cached: CacheLookup;
   events: EventRecorder;
+  /** Whether the operator can read each params collection a suite names (its watches). */
+  params: { readiness(ref: { apiVersion: string; kind: string; namespace?: string }): Readiness };
   log: Logger;
   now?: () => Date;
 }
@@ -127,15 +132,21 @@ export class SuiteReconciler {
     await this.removeConfigurations(suite, new Set(configurations.keys()));
 
     const webhooks = suite.spec.webhooks.map((w) => ({ name: webhookFullName(suite.metadata.name, w.name), type: w.type }));
+    // Params the operator cannot read leave the suite registered (each request then follows its
+    // webhook's failurePolicy, as ValidatingAdmissionPolicy does without a binding's params) but
+    // not Ready, saying what is missing; looked at again until they can be read.
+    const params = suite.spec.webhooks.flatMap((w) => (w.params ? [{ webhook: w.name, readiness: this.deps.params.readiness(w.params) }] : []));
+    const unreadable = params.flatMap(({ webhook, readiness }) => (readiness.state === 'unreadable' ? [`webhook ${webhook}: ${readiness.reason}`] : []));
+    const ready: ConditionInput =
+      unreadable.length > 0
+        ? { type: 'Ready', status: 'False', reason: 'ParamsUnavailable', message: `the operator cannot read the params of ${unreadable.join('; ')}` }
+        : { type: 'Ready', status: 'True', reason: 'Ready', message: 'the suite is served and registered' };
     await this.writeStatus(
       suite,
-      [
-        certificateReady,
-        { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: `${webhooks.length} webhook(s) registered` },
-        { type: 'Ready', status: 'True', reason: 'Ready', message: 'the suite is served and registered' },
-      ],
+      [certificateReady, { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: `${webhooks.length} webhook(s) registered` }, ready],
       { certificate: certificateStatus, webhooks, webhookCount: webhooks.length },
     );
+    if (params.some(({ readiness }) => readiness.state !== 'ready')) return { requeueAfterMs: PARAMS_RETRY_MS };
     return { requeueAfterMs: Math.max(1000, serving.renewalTime.getTime() - this.now().getTime()) };
   }
 

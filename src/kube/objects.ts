@@ -1,13 +1,16 @@
 /**
  * Watch caches of arbitrary kinds, started on demand (a suite's `params` may name any kind):
  * discovery finds the resource, a watch keeps the collection in memory, and lookups never call
- * the API server on the request path.
+ * the API server on the request path. A kind the API server does not serve yet, or that the
+ * operator may not list and watch, is retried with backoff (a CRD installed, a role granted later
+ * is picked up) and reported as such, for the suite's conditions.
  */
 import * as k8s from '@kubernetes/client-node';
 import { paramsRefusal } from '../api/validate.ts';
 import type { Logger } from '../log.ts';
-import type { Kube } from './client.ts';
-import { watchCache, type WatchedCache } from './watch.ts';
+import { describeError, statusCode, type Kube } from './client.ts';
+import { backoffMs } from './backoff.ts';
+import { WATCH_RESTART, watchCache, type WatchedCache } from './watch.ts';
 
 export interface ObjectRef {
   apiVersion: string;
@@ -18,6 +21,12 @@ export interface ObjectRef {
 
 export type Lookup = { state: 'found'; object: Record<string, unknown> } | { state: 'absent' } | { state: 'pending'; reason: string };
 
+/** Whether a watched collection can be read: `unreadable` says why (the API server's words). */
+export type Readiness = { state: 'ready' } | { state: 'loading' } | { state: 'unreadable'; reason: string };
+
+/** The label that adds a ClusterRole's rules to the operator's params role (deploy/02-rbac.yaml). */
+export const PARAMS_AGGREGATION_LABEL = 'admission.portcullis.dev/aggregate-to-params';
+
 /** KubernetesObjectApi keeps its discovery protected; this exposes it. */
 export class Discovery extends k8s.KubernetesObjectApi {
   lookup(apiVersion: string, kind: string): Promise<k8s.V1APIResource | undefined> {
@@ -27,6 +36,8 @@ export class Discovery extends k8s.KubernetesObjectApi {
 
 interface Collection {
   cache?: WatchedCache<k8s.KubernetesObject>;
+  /** The resource's plural and group, once discovery has found it. */
+  resource?: string;
   synced: boolean;
   error?: string;
 }
@@ -38,6 +49,7 @@ export class ObjectWatches {
   private readonly log: Logger;
   private readonly onChange: () => void;
   private readonly operatorNamespace: string;
+  private stopped = false;
 
   /** `onChange` runs whenever a watched object changes (suites may want to react). */
   constructor(kube: Kube, log: Logger, operatorNamespace: string, onChange: () => void = () => undefined) {
@@ -62,33 +74,70 @@ export class ObjectWatches {
     const collection = this.collections.get(collectionKey(ref));
     if (!collection) return { state: 'pending', reason: `${ref.kind} objects are not watched` };
     if (collection.error) return { state: 'pending', reason: collection.error };
-    if (!collection.synced || !collection.cache) return { state: 'pending', reason: `${ref.kind} objects are still loading` };
+    if (!collection.synced || !collection.cache) return { state: 'pending', reason: this.failure(ref, collection) ?? `${ref.kind} objects are still loading` };
     const object = collection.cache.get(ref.name, ref.namespace);
     return object ? { state: 'found', object: object as Record<string, unknown> } : { state: 'absent' };
   }
 
+  /**
+   * Whether the collection holding `ref` can be read now. Refused (403) or gone (404) counts even
+   * after the first list (a role taken away, a CRD deleted); a broken connection does not: the
+   * cache keeps what it has and its watch is restarted.
+   */
+  readiness(ref: Omit<ObjectRef, 'name'>): Readiness {
+    const collection = this.collections.get(collectionKey(ref));
+    if (!collection) return { state: 'loading' };
+    if (collection.error) return { state: 'unreadable', reason: collection.error };
+    const failed = collection.cache?.failure();
+    const code = failed === undefined ? undefined : statusCode(failed);
+    const reason = code === 403 || code === 404 ? this.failure(ref, collection) : undefined;
+    if (reason) return { state: 'unreadable', reason };
+    return collection.synced ? { state: 'ready' } : { state: 'loading' };
+  }
+
   async stop(): Promise<void> {
+    this.stopped = true;
     await Promise.all([...this.collections.values()].map((c) => c.cache?.stop()));
   }
 
-  private async start(ref: Omit<ObjectRef, 'name'>, collection: Collection): Promise<void> {
+  /** The watch's latest failure in words; a refusal names the role that would grant it. */
+  private failure(ref: Omit<ObjectRef, 'name'>, collection: Collection): string | undefined {
+    const err = collection.cache?.failure();
+    if (err === undefined) return undefined;
+    const what = `cannot list and watch ${ref.kind} (${ref.apiVersion}): ${describeError(err)}`;
+    if (statusCode(err) !== 403) return what;
+    return `${what}; a cluster admin grants list and watch on ${collection.resource} with a ClusterRole labelled ${PARAMS_AGGREGATION_LABEL}: "true"`;
+  }
+
+  private async start(ref: Omit<ObjectRef, 'name'>, collection: Collection, attempt = 1): Promise<void> {
+    let resource: k8s.V1APIResource | undefined;
     try {
-      const resource = await this.discovery.lookup(ref.apiVersion, ref.kind);
+      resource = await this.discovery.lookup(ref.apiVersion, ref.kind);
       if (!resource) throw new Error(`the API server serves no ${ref.kind} in ${ref.apiVersion}`);
-      const base = ref.apiVersion.includes('/') ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`;
-      const scope = resource.namespaced && ref.namespace ? `/namespaces/${ref.namespace}` : '';
-      collection.cache = watchCache(this.kube.config, {
-        path: `${base}${scope}/${resource.name}`,
-        list: () => this.kube.objects.list(ref.apiVersion, ref.kind, resource.namespaced ? ref.namespace : undefined),
-        log: this.log,
-        onChange: () => this.onChange(),
-      });
-      await collection.cache.synced;
-      collection.synced = true;
     } catch (err) {
+      // Not served (yet): the CRD may come later. Looked up again with backoff.
       collection.error = `cannot watch ${ref.kind} (${ref.apiVersion}): ${(err as Error).message}`;
       this.log.warn('cannot watch params', { apiVersion: ref.apiVersion, kind: ref.kind, error: collection.error });
+      setTimeout(() => {
+        if (!this.stopped) void this.start(ref, collection, attempt + 1);
+      }, backoffMs(attempt, WATCH_RESTART)).unref();
+      return;
     }
+    collection.error = undefined;
+    const group = ref.apiVersion.includes('/') ? ref.apiVersion.split('/')[0]! : '';
+    collection.resource = group ? `${resource.name}.${group}` : resource.name;
+    const base = ref.apiVersion.includes('/') ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`;
+    const scope = resource.namespaced && ref.namespace ? `/namespaces/${ref.namespace}` : '';
+    if (this.stopped) return;
+    // A failed list or watch is retried by the cache itself, and reported by failure() meanwhile.
+    collection.cache = watchCache(this.kube.config, {
+      path: `${base}${scope}/${resource.name}`,
+      list: () => this.kube.objects.list(ref.apiVersion, ref.kind, resource.namespaced ? ref.namespace : undefined),
+      log: this.log,
+      onChange: () => this.onChange(),
+    });
+    await collection.cache.synced;
+    collection.synced = true;
   }
 }
 

@@ -13,6 +13,8 @@ export interface WatchedCache<T extends k8s.KubernetesObject> {
   get(name: string, namespace?: string): T | undefined;
   /** Resolves once the first list has arrived. */
   synced: Promise<void>;
+  /** Why the latest list or watch failed (an API error, often 403), until one succeeds again. */
+  failure(): unknown;
   stop(): Promise<void>;
 }
 
@@ -35,6 +37,7 @@ export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfi
   // during start(), which itself resolves.
   let attempt = 0;
   let lastFailedAttempt = -1;
+  let failure: unknown;
   let markSynced!: () => void;
   const synced = new Promise<void>((resolve) => (markSynced = resolve));
 
@@ -44,6 +47,7 @@ export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfi
   informer.on('error', (err) => {
     if (stopped) return;
     lastFailedAttempt = attempt;
+    failure = err;
     failures += 1;
     const delay = backoffMs(failures, WATCH_RESTART);
     options.log.warn('watch broke; restarting', { path: options.path, error: describeError(err), failures, delayMs: Math.round(delay) });
@@ -62,6 +66,7 @@ export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfi
     // Listed (or, on a restart, still listed) and watching: a success resets the backoff.
     if (lastFailedAttempt !== current && !stopped) {
       failures = 0;
+      failure = undefined;
       markSynced();
     }
   };
@@ -71,6 +76,7 @@ export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfi
     list: () => [...informer.list()],
     get: (name, namespace) => informer.get(name, namespace),
     synced,
+    failure: () => failure,
     stop: async () => {
       stopped = true;
       await informer.stop();

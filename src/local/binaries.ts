@@ -1,7 +1,8 @@
 /**
  * local: finds (and on first use builds) the control-plane binaries from the Go module in
  * test/controlplane. Only `npm start` without a cluster and the tests need this; the node
- * programs (kubelet, kube-proxy, kube-scheduler) only test/node's cluster, Helm only the chart's tests.
+ * programs (kubelet, kube-proxy, kube-scheduler) only test/node's cluster, Helm only the chart's
+ * tests, checkov (from PyPI) only the manifest lint test.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -48,7 +49,12 @@ export async function ensureHelm(): Promise<string> {
   return path.join(process.env.PORTCULLIS_HELM_BIN ?? (await runBuild('helm')), 'helm');
 }
 
-function runBuild(set: 'controlplane' | 'node' | 'helm'): Promise<string> {
+/** checkov, the manifest linter, installed from PyPI into a venv (`build.sh checkov`): only the lint test uses it. */
+export async function ensureCheckov(): Promise<string> {
+  return path.join(process.env.PORTCULLIS_CHECKOV_BIN ?? (await runBuild('checkov')), 'checkov');
+}
+
+function runBuild(set: 'controlplane' | 'node' | 'helm' | 'checkov'): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [buildScript, set], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -57,7 +63,7 @@ function runBuild(set: 'controlplane' | 'node' | 'helm'): Promise<string> {
     child.on('exit', (code) => {
       const dir = out.trim().split('\n').pop();
       if (code === 0 && dir) resolve(dir);
-      else reject(new Error(`building the ${set} programs failed (exit ${code}); see the build.sh lines above. It needs Go 1.26 and the Go module proxy.`));
+      else reject(new Error(`building the ${set} programs failed (exit ${code}); see the build.sh lines above. It needs ${set === 'checkov' ? 'Python 3 and PyPI' : 'Go 1.26 and the Go module proxy'}.`));
     });
   });
 }

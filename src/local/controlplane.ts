@@ -119,8 +119,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       `--kubeconfig=${kcmKubeconfig}`,
       `--authentication-kubeconfig=${kcmKubeconfig}`,
       `--authorization-kubeconfig=${kcmKubeconfig}`,
-      // Garbage collection (owner references) and the namespace controller (Namespace deletion).
-      '--controllers=garbage-collector-controller,namespace-controller',
+      // Garbage collection (owner references), the namespace controller (Namespace deletion) and
+      // ClusterRole aggregation (the operator's params role gathers what an admin labels for it).
+      '--controllers=garbage-collector-controller,namespace-controller,clusterrole-aggregation-controller',
       '--leader-elect=false',
       '--bind-address=127.0.0.1',
       `--secure-port=${kcmPort}`,

@@ -4,10 +4,29 @@
 #   build.sh          the control plane: kube-apiserver, kube-controller-manager, kubectl, etcd
 #   build.sh node     a node: kubelet, kube-proxy, kube-scheduler (test/node's cluster)
 #   build.sh helm     Helm, from its own module in ../helm (the chart's tests)
+#   build.sh checkov  checkov, the manifest linter, from PyPI into a venv, pinned by ../checkov/requirements.txt
+#                     (kube-linter is not served by the Go module proxy here)
 # Prints the binaries' folder on its last line. Progress goes to stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
+
+if [ "${1:-}" = checkov ]; then
+  # A venv cannot be moved once made, so it is made in place and marked complete last.
+  command -v python3 >/dev/null || { echo "build.sh: no python3 on PATH; checkov needs Python 3.9 or newer" >&2; exit 1; }
+  requirements="$here/../checkov/requirements.txt"
+  key=$(cat "$requirements" "$here/build.sh" | sha256sum | cut -c1-16)
+  out="${PORTCULLIS_CACHE:-$HOME/.cache/portcullis}/checkov-$key"
+  if [ ! -e "$out/.complete" ]; then
+    echo "build.sh: installing checkov from PyPI into $out (about a minute)" >&2
+    rm -rf "$out"
+    python3 -m venv "$out" >&2
+    "$out/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" >&2 || { echo "build.sh: pip install of checkov failed" >&2; exit 1; }
+    touch "$out/.complete"
+  fi
+  echo "$out/bin"
+  exit 0
+fi
 
 command -v go >/dev/null || { echo "build.sh: no Go toolchain on PATH; install Go 1.26 to build the control plane" >&2; exit 1; }
 
@@ -17,7 +36,7 @@ case "$set_name" in
   controlplane) bins=(etcd kube-apiserver kube-controller-manager kubectl) ;;
   node) bins=(kube-scheduler kube-proxy kubelet) ;;
   helm) bins=(helm); cd "$here/../helm" ;;
-  *) echo "build.sh: unknown set '$set_name' (controlplane, node or helm)" >&2; exit 2 ;;
+  *) echo "build.sh: unknown set '$set_name' (controlplane, node, helm or checkov)" >&2; exit 2 ;;
 esac
 key=$(cat go.mod go.sum "$here/build.sh" | sha256sum | cut -c1-16)
 out="${PORTCULLIS_CACHE:-$HOME/.cache/portcullis}/$set_name-$key"

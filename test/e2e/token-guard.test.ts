@@ -5,15 +5,13 @@
  */
 import { expect } from 'chai';
 import * as k8s from '@kubernetes/client-node';
-import fs from 'node:fs';
-import { cluster, kubectl, OPERATOR_NAMESPACE } from '../support/cluster.ts';
+import { cluster, kubectl, operatorKubeConfig, OPERATOR_NAMESPACE } from '../support/cluster.ts';
 import { errorStatus } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { apply, connect, deleteIfExists, type Kube, type KubeObject } from '../../src/kube/client.ts';
 import { service, webhookConfigurations } from '../../src/controller/desired.ts';
 import { DEFAULTS, type OperatorConfig } from '../../src/config.ts';
 import type { AdmissionSuite } from '../../src/api/types.ts';
-import { OPERATOR_NAME } from '../../src/api/names.ts';
 
 const webhookConfiguration = (name: string, clientConfig: Record<string, unknown>, labels: Record<string, string> = {}): KubeObject => ({
   apiVersion: 'admissionregistration.k8s.io/v1',
@@ -51,19 +49,7 @@ describe("deploy/'s token guard: the operator's ServiceAccount token writes only
       const result = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', file]);
       expect(result.code, result.stderr).to.equal(0);
     }
-    const token = await kubectl(['create', 'token', OPERATOR_NAME, '-n', OPERATOR_NAMESPACE, '--duration=10m']);
-    expect(token.code, token.stderr).to.equal(0);
-    const { controlPlane } = cluster();
-    const config = new k8s.KubeConfig();
-    const ca = cluster().kubeConfig.getCurrentCluster()!;
-    config.loadFromOptions({
-      clusters: [{ name: 'test', server: controlPlane.server, caData: ca.caData, caFile: ca.caFile, skipTLSVerify: false }],
-      users: [{ name: 'operator', token: token.stdout.trim() }],
-      contexts: [{ name: 'operator', cluster: 'test', user: 'operator' }],
-      currentContext: 'operator',
-    });
-    asOperator = connect(config);
-    expect(fs.existsSync(controlPlane.kubeconfigPath)).to.equal(true);
+    asOperator = connect(await operatorKubeConfig());
   });
 
   after(async function () {

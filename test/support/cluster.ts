@@ -7,6 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane } from '../../src/local/controlplane.ts';
 import { installForLocalRun } from '../../src/local/install.ts';
 import { connect, type Kube } from '../../src/kube/client.ts';
+import { OPERATOR_NAME } from '../../src/api/names.ts';
 
 export const OPERATOR_NAMESPACE = 'portcullis-system';
 
@@ -60,4 +61,23 @@ export function kubectl(args: string[], input?: string): Promise<CommandResult> 
     });
     if (input !== undefined) child.stdin!.end(input);
   });
+}
+
+/**
+ * A kubeconfig that is the operator's ServiceAccount, with a token the API server issues
+ * (TokenRequest), so requests are authorized by the RBAC applied from deploy/ and nothing else.
+ */
+export async function operatorKubeConfig(): Promise<k8s.KubeConfig> {
+  const token = await kubectl(['create', 'token', OPERATOR_NAME, '-n', OPERATOR_NAMESPACE, '--duration=10m']);
+  if (token.code !== 0) throw new Error(`kubectl create token failed (is deploy/02-rbac.yaml applied?): ${token.stderr}`);
+  const { controlPlane, kubeConfig } = cluster();
+  const ca = kubeConfig.getCurrentCluster()!;
+  const config = new k8s.KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: 'test', server: controlPlane.server, caData: ca.caData, caFile: ca.caFile, skipTLSVerify: false }],
+    users: [{ name: 'operator', token: token.stdout.trim() }],
+    contexts: [{ name: 'operator', cluster: 'test', user: 'operator' }],
+    currentContext: 'operator',
+  });
+  return config;
 }

@@ -1,4 +1,5 @@
 /** An operator process of our own, in local mode, against the test control plane. */
+import type { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULTS, type OperatorConfig } from '../../src/config.ts';
 import { startOperator, type Operator, type StartOptions } from '../../src/operator.ts';
 import { freePort } from '../../src/local/ports.ts';
@@ -6,7 +7,8 @@ import { cluster, OPERATOR_NAMESPACE } from './cluster.ts';
 import { eventually } from './wait.ts';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
 
-export async function startTestOperator(overrides: Partial<OperatorConfig> = {}, options: StartOptions = {}): Promise<Operator> {
+/** `kubeConfig`: who the operator is (the test's admin by default; operatorKubeConfig() for its ServiceAccount). */
+export async function startTestOperator(overrides: Partial<OperatorConfig> = {}, options: StartOptions = {}, kubeConfig: KubeConfig = cluster().kubeConfig): Promise<Operator> {
   const config: OperatorConfig = {
     ...DEFAULTS,
     namespace: OPERATOR_NAMESPACE,
@@ -20,7 +22,7 @@ export async function startTestOperator(overrides: Partial<OperatorConfig> = {},
     caOverlapMs: 2000,
     ...overrides,
   };
-  return startOperator(config, cluster().kubeConfig, options);
+  return startOperator(config, kubeConfig, options);
 }
 
 /** Waits until the suite-validation webhook is registered for `operator` (each test operator serves on a port of its own). */

@@ -1,0 +1,25 @@
+/**
+ * One source for every install manifest: deploy/ is `kubectl kustomize config/base` and the
+ * chart's CRD is crds/'s (tools/manifests.ts renders both). A copy edited by hand, or a source
+ * changed without rendering again, fails here with the command that regenerates it.
+ */
+import { expect } from 'chai';
+import fs from 'node:fs';
+import path from 'node:path';
+import { REGENERATE, renderManifests, ROOT } from '../../tools/manifests.ts';
+
+describe('install manifests rendered from config/base and crds/', function () {
+  this.timeout(600_000);
+
+  it('deploy/ and the chart\'s files/crd.yaml are exactly what their sources render', async function () {
+    const rendered = await renderManifests();
+    for (const [file, text] of rendered) {
+      const target = path.join(ROOT, file);
+      expect(fs.existsSync(target), `${file} is missing: run \`${REGENERATE}\``).to.equal(true);
+      expect(fs.readFileSync(target, 'utf8') === text, `${file} differs from what its source renders: edit the source (its header names it) and run \`${REGENERATE}\``).to.equal(true);
+    }
+    // Nothing in deploy/ that no source renders: `kubectl apply -f deploy/` would install it.
+    const strays = fs.readdirSync(path.join(ROOT, 'deploy')).map((name) => `deploy/${name}`).filter((file) => !rendered.has(file));
+    expect(strays, `rendered from no source; remove them or add their source to config/base and tools/manifests.ts`).to.deep.equal([]);
+  });
+});

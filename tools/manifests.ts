@@ -1,0 +1,86 @@
+/**
+ * tools/manifests: the install manifests rendered from their one source. deploy/ is
+ * `kubectl kustomize config/base` (the kubectl built with the control plane), split back into
+ * its numbered files so that `kubectl apply -f deploy/` keeps its order; the Helm chart's
+ * files/crd.yaml is crds/'s CRD byte for byte. `npm run manifests` writes them;
+ * test/e2e/manifests.test.ts fails when a rendered copy drifts. Never edits a source.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { ensureBinaries } from '../src/local/binaries.ts';
+
+export const ROOT = fileURLToPath(new URL('../', import.meta.url));
+export const REGENERATE = 'npm run manifests';
+export const CRD_SOURCE = 'crds/admission.portcullis.dev_admissionsuites.yaml';
+const BASE = 'config/base';
+
+/** Each deploy/ file and the source its objects come from, in the order `kubectl apply -f deploy/` applies them. */
+const DEPLOY_FILES: [file: string, source: string][] = [
+  ['deploy/00-namespace.yaml', `${BASE}/namespace.yaml`],
+  ['deploy/01-crd.yaml', CRD_SOURCE],
+  ['deploy/02-rbac.yaml', `${BASE}/rbac.yaml`],
+  ['deploy/03-deployment.yaml', `${BASE}/deployment.yaml`],
+  ['deploy/04-token-guard.yaml', `${BASE}/token-guard.yaml`],
+  ['deploy/05-network-policy.yaml', `${BASE}/network-policy.yaml`],
+  ['deploy/06-suite-params-guard.yaml', `${BASE}/suite-params-guard.yaml`],
+];
+
+/** Byte-for-byte copies: the chart reads the CRD with .Files.Get, from inside the chart. */
+const COPIES: [file: string, source: string][] = [['charts/portcullis/files/crd.yaml', CRD_SOURCE]];
+
+const objectKey = (o: k8s.KubernetesObject) => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name}`;
+
+/** Every rendered file (path relative to the repository) and the text it must hold. */
+export async function renderManifests(): Promise<Map<string, string>> {
+  const rendered = new Map<string, string>();
+  const origin = new Map<string, { file: string; object: k8s.KubernetesObject }>();
+  for (const [file, source] of DEPLOY_FILES) {
+    for (const object of k8s.loadAllYaml(fs.readFileSync(path.join(ROOT, source), 'utf8')) as k8s.KubernetesObject[]) {
+      if (object) origin.set(objectKey(object), { file, object });
+    }
+  }
+  const documents = new Map<string, string[]>(DEPLOY_FILES.map(([file]) => [file, []]));
+  for (const document of (await kustomize(BASE)).split(/^---\n/m)) {
+    if (!document.trim()) continue;
+    const object = k8s.loadYaml<k8s.KubernetesObject>(document);
+    const key = objectKey(object);
+    const source = origin.get(key);
+    if (!source) throw new Error(`${key}, rendered from ${BASE}, is in none of the sources tools/manifests.ts maps to deploy/: add its file there`);
+    // kustomize re-serializes: what it writes must read back as the source reads.
+    if (!isDeepStrictEqual(JSON.parse(JSON.stringify(object)), JSON.parse(JSON.stringify(source.object)))) {
+      throw new Error(`kubectl kustomize changed a value of ${key} (its source's YAML is read differently by Go's parser): write it so that both agree, e.g. a literal block (|-) for an indented expression`);
+    }
+    documents.get(source.file)!.push(document);
+  }
+  for (const [file, source] of DEPLOY_FILES) {
+    const header = `# Rendered from ${source} by \`${REGENERATE}\` (kubectl kustomize ${BASE}).\n# Do not edit: edit that file, whose comments say why each part is there, and run \`${REGENERATE}\`.\n`;
+    rendered.set(file, header + documents.get(file)!.join('---\n'));
+  }
+  for (const [file, source] of COPIES) rendered.set(file, fs.readFileSync(path.join(ROOT, source), 'utf8'));
+  return rendered;
+}
+
+async function kustomize(dir: string): Promise<string> {
+  const { kubectl } = await ensureBinaries();
+  return new Promise((resolve, reject) => {
+    execFile(kubectl, ['kustomize', path.join(ROOT, dir)], { maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`kubectl kustomize ${dir} failed: ${stderr || err.message}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+if (import.meta.main) {
+  for (const [file, text] of await renderManifests()) {
+    const target = path.join(ROOT, file);
+    const before = fs.existsSync(target) ? fs.readFileSync(target, 'utf8') : undefined;
+    if (before === text) continue;
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, text);
+    console.log(`wrote ${file}`);
+  }
+}
