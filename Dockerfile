@@ -1,4 +1,5 @@
-# The operator image: Node 24 runs the TypeScript sources directly (type stripping).
+# The operator image: Node 24 runs the operator's sources with their types stripped at build time
+# (tools/strip-types.ts, Node's own stripper), so the process never loads the stripper itself.
 #
 # Two stages: the first installs the production dependencies with npm on the public Node 24
 # image; the second is only the node binary, the libraries it links, the app and a user to run
@@ -18,6 +19,8 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && find node_modules -type f \( -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -name '*.map' \
       -o -iname 'README*' -o -iname 'CHANGELOG*' -o -iname 'HISTORY*' \) -delete
 COPY src ./src
+COPY tools/strip-types.ts ./tools/
+RUN node --no-warnings tools/strip-types.ts src dist && rm -rf src tools
 COPY crds ./crds
 # The runtime's root: the node binary and the shared libraries it loads (as the loader finds them).
 RUN set -e; mkdir -p /runtime/usr/local/bin /runtime/etc /runtime/tmp; \
@@ -37,4 +40,4 @@ WORKDIR /app
 USER 65532:65532
 EXPOSE 9443 8080
 # A 2 MiB young generation: see src/admission/heap.ts (the flag must be given at start).
-ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=2", "src/main.ts"]
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=2", "dist/main.js"]

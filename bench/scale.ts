@@ -1,7 +1,8 @@
 /**
  * `npm run bench:scale`: how the operator copes with many suites, on the local control plane.
  * For each N (default 100 and 1000; `SCALE_SUITES=100,500` to choose), on a fresh control plane:
- *  1. starts the operator as its own process (`node src/main.ts`, local mode) and reads its idle RSS;
+ *  1. starts the operator as its own process, as the image runs it (its sources stripped of types
+ *     by tools/strip-types.ts, the image's Node flags; local mode), and reads its idle RSS;
  *  2. applies N suites at once and times each from its create to Ready=True (a watch);
  *  3. reads the operator's RSS with N suites served, and per suite;
  *  4. restarts the operator (SIGTERM, a new process) and times until every suite serves again:
@@ -9,7 +10,7 @@
  *     operator wrote, the suite's server name, its admit path) and must deny the object it denies.
  * Figures print as they come; the last line is one JSON object with all of them.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
@@ -25,7 +26,16 @@ import { DEFAULTS } from '../src/config.ts';
 import { servingNames } from '../src/controller/desired.ts';
 import { OPERATOR_NODE_FLAGS } from '../src/admission/heap.ts';
 
-const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+/** Inside the repository, so the stripped files resolve its node_modules and package.json. */
+const DIST = path.join(REPO, '.local', 'scale-dist');
+const MAIN = path.join(DIST, 'main.js');
+
+function buildAsTheImage(): void {
+  fs.rmSync(DIST, { recursive: true, force: true });
+  const built = spawnSync(process.execPath, ['--no-warnings', path.join(REPO, 'tools', 'strip-types.ts'), path.join(REPO, 'src'), DIST], { encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`tools/strip-types.ts failed: ${built.stderr}`);
+}
 const SIZES = (process.env.SCALE_SUITES ?? '100,1000').split(',').map(Number);
 const NAMESPACE = DEFAULTS.namespace;
 const READY_TIMEOUT_MS = Number(process.env.SCALE_TIMEOUT_S ?? 600) * 1000;
@@ -273,6 +283,7 @@ async function round(n: number, ports: { serving: number; metrics: number }): Pr
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
+buildAsTheImage();
 const rounds: Round[] = [];
 for (const n of SIZES) rounds.push(await round(n, { serving: 19443, metrics: 19080 }));
 console.log(JSON.stringify({ cores: os.cpus().length, rounds }));
