@@ -11,7 +11,8 @@ import { GROUP, PLURAL, VERSION, type AdmissionSuite } from './api/types.ts';
 import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME, SUITE_LABEL, SUITE_VALIDATION, tlsSecretName } from './api/names.ts';
 import { createAdmissionServer } from './admission/server.ts';
 import { Metrics } from './health/metrics.ts';
-import { isSignedBy } from './certs/x509.ts';
+import { isSignedBy, readCertificate } from './certs/x509.ts';
+import { caFromSecret } from './certs/authority.ts';
 import { CertificateStore } from './certs/store.ts';
 import type { OperatorConfig } from './config.ts';
 import { CA_KEY, CaNotIssuedError, CaReconciler, type CaSecret } from './controller/ca.ts';
@@ -73,7 +74,17 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   const kube = connect(kubeConfig);
   const identity = `${os.hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 7)}`;
   const certificates = new CertificateStore();
-  const metrics = new Metrics(() => kube.writes.count);
+  const metrics = new Metrics({
+    writes: () => kube.writes.count,
+    servingCertificates: () => [...certificates.expiries()].map(({ key, notAfter }) => ({ suite: key === SELF_CERTIFICATE ? undefined : key, notAfter })),
+  });
+  /** Installs a served certificate; a different one replacing it is a rotation. */
+  const serveCertificate = (key: string, data: Record<string, string>) => {
+    const certPem = Buffer.from(data['tls.crt']!, 'base64').toString();
+    const before = certificates.served(key);
+    certificates.set(key, certPem, Buffer.from(data['tls.key']!, 'base64').toString());
+    if (before !== undefined && before !== certPem) metrics.rotated('serving');
+  };
   const events = new EventRecorder(kube, componentLogger('events'), identity);
   const noop = () => undefined;
 
@@ -90,7 +101,11 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   };
   const params = new ObjectWatches(kube, log, config.namespace);
   const authorizer = options.authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig));
-  const registry = new SuiteRegistry({ view, params, authorizer, operatorNamespace: config.namespace });
+  const registry = new SuiteRegistry({ view, params, authorizer, operatorNamespace: config.namespace, observers: metrics });
+  // A webhook's series go with it (a suite deleted, or a webhook removed from one).
+  registry.subscribe((change) =>
+    'removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name))),
+  );
 
   // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
   const paramsAccess = new ParamsAccess(kubeConfig, new SubjectAccessReviewer(kubeConfig));
@@ -130,6 +145,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     },
   });
 
+  let lastSigningCa: string | undefined;
   const secrets = watchCache<SecretObject>(kubeConfig, {
     path: `/api/v1/namespaces/${config.namespace}/secrets`,
     labelSelector: managedSelector,
@@ -141,6 +157,9 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       if (caReconciler.rotating()) queue.add(CA_KEY);
       if (name === CA_SECRET) {
         queue.add(CA_KEY);
+        const signing = deleted ? undefined : caFromSecret(secret.data, secret.metadata?.annotations)?.current.certPem;
+        if (signing && lastSigningCa && signing !== lastSigningCa) metrics.rotated('ca');
+        lastSigningCa = signing ?? lastSigningCa;
         queue.add(SELF_KEY);
         for (const suite of suites.list()) queue.add(suite.metadata!.name!);
         return;
@@ -149,7 +168,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         const crt = secret.data?.['tls.crt'];
         const key = secret.data?.['tls.key'];
         if (deleted || !crt || !key) certificates.remove(SELF_CERTIFICATE);
-        else certificates.set(SELF_CERTIFICATE, Buffer.from(crt, 'base64').toString(), Buffer.from(key, 'base64').toString());
+        else serveCertificate(SELF_CERTIFICATE, secret.data!);
         queue.add(SELF_KEY);
         return;
       }
@@ -158,7 +177,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       const crt = secret.data?.['tls.crt'];
       const key = secret.data?.['tls.key'];
       if (deleted || !crt || !key) certificates.remove(suite);
-      else certificates.set(suite, Buffer.from(crt, 'base64').toString(), Buffer.from(key, 'base64').toString());
+      else serveCertificate(suite, secret.data!);
       queue.add(suite);
     },
   });
@@ -297,11 +316,20 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     },
   );
   kube.mayWrite = () => elector.isLeader();
+  metrics.attach({
+    leader: () => elector.isLeader(),
+    caCertificates: () => caExpiries(secrets.get(CA_SECRET, config.namespace)),
+    suiteConditions: () => suites.list().map((suite) => suite.status?.conditions ?? []),
+  });
   void Promise.all([suites.synced, secrets.synced]).then(() => elector.start());
 
   let synced = false;
   void Promise.all([suites.synced, secrets.synced]).then(() => (synced = true));
-  const health = createHealthServer({ ready: () => synced && !draining && admission.server.listening, metrics: () => metrics.render() });
+  const health = createHealthServer({
+    ready: () => synced && !draining && admission.server.listening,
+    metrics: () => metrics.render(),
+    metricsContentType: metrics.contentType,
+  });
   await new Promise<void>((resolve) => health.listen(config.metricsPort, config.mode === 'local' ? '127.0.0.1' : '::', resolve));
 
   log.info('operator started', { namespace: config.namespace, mode: config.mode, servingPort, metricsPort: config.metricsPort, identity });
@@ -327,4 +355,20 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       await admission.close();
     },
   };
+}
+
+/** The notAfter of each CA the CA Secret holds (each PEM parsed once). */
+const notAfters = new Map<string, Date>();
+function caExpiries(secret: SecretObject | undefined): { ca: 'current' | 'next' | 'previous'; notAfter: Date }[] {
+  const state = secret && caFromSecret(secret.data, secret.metadata?.annotations);
+  if (!state) return [];
+  const notAfter = (pem: string) => {
+    let date = notAfters.get(pem);
+    if (!date) notAfters.set(pem, (date = readCertificate(pem).notAfter));
+    return date;
+  };
+  const cas: { ca: 'current' | 'next' | 'previous'; notAfter: Date }[] = [{ ca: 'current', notAfter: notAfter(state.current.certPem) }];
+  if (state.next) cas.push({ ca: 'next', notAfter: notAfter(state.next.certPem) });
+  if (state.previousCertPem) cas.push({ ca: 'previous', notAfter: notAfter(state.previousCertPem) });
+  return cas;
 }

@@ -85,4 +85,18 @@ export const patched = (patch: JsonPatchOperation[]): Decision =>
  * Declarative rules fail as ValidatingAdmissionPolicy does (Invalid, 422); handlers as Forbidden.
  */
 export const errored = (message: string, failurePolicy: 'Fail' | 'Ignore', reason: Reason = 'Forbidden'): Decision =>
-  failurePolicy === 'Ignore' ? { allowed: true } : denied(message, reason);
+  markFailed(failurePolicy === 'Ignore' ? { allowed: true } : denied(message, reason));
+
+/**
+ * Decisions that are an error answered by failurePolicy rather than the rules' verdict (for the
+ * metrics and logs). Kept beside the decision, not in it, so a Decision's fields stay what is
+ * sent to the API server.
+ */
+const FAILED = new WeakSet<Decision>();
+
+export function markFailed(decision: Decision): Decision {
+  FAILED.add(decision);
+  return decision;
+}
+
+export const followedFailurePolicy = (decision: Decision): boolean => FAILED.has(decision);
