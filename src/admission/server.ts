@@ -14,7 +14,7 @@ import type { Logger } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LARGE_BODY, LargeBody, ReviewOffload, WorkerLostError } from './offload.ts';
 import { SUITE_VALIDATION } from '../api/names.ts';
-import { errored, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { errored, outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
 import { validateSuiteRequest, type ParamsAccessCheck } from './suite-validation.ts';
 import { decodeReview, encodeFailure, encodeReview } from './review.ts';
 import type { Metrics } from '../health/metrics.ts';
@@ -144,10 +144,11 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     const started = performance.now();
     const { suite, webhook: name } = request.params;
     const answer = (apiVersion: string, { uid, operation }: Pick<AdmissionRequest, 'uid' | 'operation'>, webhook: CompiledWebhook, decision: Decision): void => {
-      const label = webhook.observer.answered(operation, decision, (performance.now() - started) / 1e3, webhook.failurePolicy);
+      const outcome = outcomeOf(decision);
+      webhook.observer.answered(operation, outcome, (performance.now() - started) / 1e3, webhook.failurePolicy);
       // One line per denial and per error (the request's uid finds it in the API server's audit log).
-      if (label === 'denied' || label === 'error') {
-        log.info(label === 'error' ? 'answered by failurePolicy' : 'denied', { uid, suite, webhook: name, operation, decision: label, allowed: decision.allowed, denial: decision.message });
+      if (outcome === 'denied' || outcome === 'error') {
+        log.info(outcome === 'error' ? 'answered by failurePolicy' : 'denied', { uid, suite, webhook: name, operation, decision: outcome, allowed: decision.allowed, denial: decision.message });
       }
       closeIfDraining(reply);
       // Sent as text with its type set, fastify does not serialize it again.

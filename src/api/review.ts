@@ -100,3 +100,15 @@ export function markFailed(decision: Decision): Decision {
 }
 
 export const followedFailurePolicy = (decision: Decision): boolean => FAILED.has(decision);
+
+/** What a decision was, for metrics and logs: an error answered by failurePolicy (either way), a denial, a patch, warnings, a plain allow. */
+export const OUTCOMES = ['allowed', 'denied', 'patched', 'warned', 'error'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+export function outcomeOf(decision: Decision): Outcome {
+  if (followedFailurePolicy(decision)) return 'error';
+  if (!decision.allowed) return 'denied';
+  if (decision.patch?.length) return 'patched';
+  if (decision.warnings?.length) return 'warned';
+  return 'allowed';
+}

@@ -1,10 +1,9 @@
 /**
  * The request path's recorder for one webhook: its label children resolved once (when the webhook
- * is compiled), so an answer costs a few increments. Owns the decision label; the metric objects
- * are metrics.ts's.
+ * is compiled), so an answer costs a few increments. The metric objects are metrics.ts's.
  */
 import type client from 'prom-client';
-import { followedFailurePolicy, type Decision } from '../api/review.ts';
+import { OUTCOMES, type Outcome } from '../api/review.ts';
 
 /** From a tenth of a millisecond (a typical answer) to 10 s (past the API server's default webhook timeout). */
 export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -17,18 +16,7 @@ export interface AdmissionInstruments {
   failures: client.Counter<'suite' | 'webhook' | 'failure_policy'>;
 }
 
-export const DECISIONS = ['allowed', 'denied', 'patched', 'warned', 'error'] as const;
-export type DecisionLabel = (typeof DECISIONS)[number];
 const OPERATIONS = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'] as const;
-
-/** error: answered by failurePolicy (either way); then a denial, a patch, warnings, a plain allow. */
-export function decisionLabel(decision: Decision): DecisionLabel {
-  if (followedFailurePolicy(decision)) return 'error';
-  if (!decision.allowed) return 'denied';
-  if (decision.patch?.length) return 'patched';
-  if (decision.warnings?.length) return 'warned';
-  return 'allowed';
-}
 
 interface Child {
   inc(): void;
@@ -55,17 +43,14 @@ export class WebhookMetrics {
     this.celCost = instruments.celCost.labels(this.labels);
   }
 
-  /** One AdmissionReview answered; returns the decision's label (for the log line). */
-  answered(operation: string, decision: Decision, seconds: number, failurePolicy: 'Fail' | 'Ignore'): DecisionLabel {
-    const label = decisionLabel(decision);
-    const op = OPERATIONS.indexOf(operation as (typeof OPERATIONS)[number]);
-    const index = op * DECISIONS.length + DECISIONS.indexOf(label);
+  /** One AdmissionReview answered. */
+  answered(operation: string, outcome: Outcome, seconds: number, failurePolicy: 'Fail' | 'Ignore'): void {
+    const index = OPERATIONS.indexOf(operation as (typeof OPERATIONS)[number]) * OUTCOMES.length + OUTCOMES.indexOf(outcome);
     let count = this.counts[index];
-    if (!count) this.counts[index] = count = this.instruments.requests.labels({ ...this.labels, operation, decision: label });
+    if (!count) this.counts[index] = count = this.instruments.requests.labels({ ...this.labels, operation, decision: outcome });
     count.inc();
     this.duration.observe(seconds);
-    if (label === 'error') (this.failures[failurePolicy] ??= this.instruments.failures.labels({ ...this.labels, failure_policy: failurePolicy })).inc();
-    return label;
+    if (outcome === 'error') (this.failures[failurePolicy] ??= this.instruments.failures.labels({ ...this.labels, failure_policy: failurePolicy })).inc();
   }
 
   /** One synchronous CEL evaluation of this webhook's rules. */
@@ -77,7 +62,7 @@ export class WebhookMetrics {
   /** Drops every series of this webhook (its suite is gone, or no longer has it). */
   remove(): void {
     const { requests, duration, celDuration, celCost, failures } = this.instruments;
-    for (const operation of OPERATIONS) for (const decision of DECISIONS) requests.remove({ ...this.labels, operation, decision });
+    for (const operation of OPERATIONS) for (const decision of OUTCOMES) requests.remove({ ...this.labels, operation, decision });
     for (const histogram of [duration, celDuration, celCost]) histogram.remove(this.labels);
     for (const failure_policy of ['Fail', 'Ignore']) failures.remove({ ...this.labels, failure_policy });
   }

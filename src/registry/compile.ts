@@ -6,7 +6,7 @@
 import { validateSpec, validateSuiteName, type FieldError } from '../api/validate.ts';
 import type { AdmissionSuite, FailurePolicy, WebhookSpec, WebhookType } from '../api/types.ts';
 import { webhookFullName } from '../api/names.ts';
-import { allowed, errored, markFailed, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, errored, markFailed, type AdmissionRequest, type Decision, type Outcome } from '../api/review.ts';
 import type { Lookup, ObjectRef } from '../kube/objects.ts';
 import { findHandler } from '../handlers/registry.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
@@ -28,7 +28,7 @@ export interface CompiledWebhook {
 
 /** The metrics of one webhook (src/health/webhook-metrics.ts); NO_OBSERVER where nothing is counted. */
 export interface WebhookObserver {
-  answered(operation: string, decision: Decision, seconds: number, failurePolicy: FailurePolicy): unknown;
+  answered(operation: string, outcome: Outcome, seconds: number, failurePolicy: FailurePolicy): void;
   /** One synchronous evaluation of its CEL rules: the time and the cost it spent. */
   evaluated(seconds: number, cost: number): void;
 }
