@@ -169,6 +169,7 @@ function summary(e: Expectation): string {
   if (e.allowed === false) parts.push(`denied${e.code ? ` ${e.code}` : ''}${e.message !== undefined ? `: ${e.message}` : ''}`);
   else if (e.allowed === true) parts.push('allowed');
   if (e.patched || e.patchedObject) parts.push('patched');
+  else if (e.patched === false) parts.push('not patched');
   if (e.warnings?.length) parts.push(`warnings: ${e.warnings.join('; ')}`);
   if (e.auditAnnotations && Object.keys(e.auditAnnotations).length) parts.push(`audit: ${Object.keys(e.auditAnnotations).join(', ')}`);
   return parts.join(', ') || (e.called ? 'called' : '-');
