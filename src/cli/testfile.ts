@@ -115,7 +115,7 @@ function actualOf(run: WebhookRun): Expectation {
     ...(response.status?.message !== undefined ? { message: response.status.message } : {}),
     ...(response.status?.code !== undefined ? { code: response.status.code } : {}),
     warnings: response.warnings ?? [],
-    patched: response.patch !== undefined,
+    ...(response.patch !== undefined ? { patched: true } : {}),
     ...(run.patchedObject ? { patchedObject: run.patchedObject } : {}),
     auditAnnotations: response.auditAnnotations ?? {},
   };
@@ -127,8 +127,7 @@ function requestResult(evaluation: Evaluation): Expectation {
     allowed: evaluation.allowed,
     ...(evaluation.message !== undefined ? { message: evaluation.message } : {}),
     warnings,
-    patched: evaluation.patchedObject !== undefined,
-    ...(evaluation.patchedObject ? { patchedObject: evaluation.patchedObject } : {}),
+    ...(evaluation.patchedObject ? { patched: true, patchedObject: evaluation.patchedObject } : {}),
   };
 }
 
@@ -136,8 +135,8 @@ function differences(expected: Expectation, got: Expectation): string[] {
   const lines: string[] = [];
   for (const [field, want] of Object.entries(expected)) {
     if (field === 'patchedObject' && want === undefined) continue;
-    const have = (got as Record<string, unknown>)[field] ?? (field === 'called' ? false : undefined);
-    // A webhook expected to answer that was not called, or the reverse, says only that.
+    // (what the answer leaves out: not called, not patched)
+    const have = (got as Record<string, unknown>)[field] ?? (field === 'called' || field === 'patched' ? false : undefined);
     if (isDeepStrictEqual(want, have)) continue;
     lines.push(`${field}:`, ...lineDiff(show(want), show(have)));
   }
