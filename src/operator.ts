@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyListenOptions } from 'fastify';
 import { GROUP, PLURAL, VERSION, type AdmissionSuite } from './api/types.ts';
 import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME, SUITE_LABEL, SUITE_VALIDATION, tlsSecretName } from './api/names.ts';
 import { createAdmissionServer } from './admission/server.ts';
-import { Metrics } from './health/metrics.ts';
+import { Metrics, type ReconcileKind, type ReconcileResultLabel } from './health/metrics.ts';
 import { isSignedBy, readCertificate } from './certs/x509.ts';
 import { caFromSecret } from './certs/authority.ts';
 import { CertificateStore } from './certs/store.ts';
@@ -261,26 +261,40 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     ],
     log: componentLogger('orphans'),
   });
+  const kindOf = (key: string): ReconcileKind => (key === CA_KEY ? 'ca' : key === SELF_KEY ? 'suite-validation' : key === ORPHANS_KEY ? 'orphans' : 'suite');
   const queue = new WorkQueue(
     async (name) => {
+      const started = performance.now();
+      const done = (result: ReconcileResultLabel) => metrics.reconciled(kindOf(name), result, (performance.now() - started) / 1e3);
       try {
-        if (name === CA_KEY) return await caReconciler.reconcile();
-        if (name === SELF_KEY) return await selfReconciler.reconcile();
-        if (name === ORPHANS_KEY) return await sweeper.reconcile();
-        return await reconciler.reconcile(name);
+        const result =
+          name === CA_KEY
+            ? await caReconciler.reconcile()
+            : name === SELF_KEY
+              ? await selfReconciler.reconcile()
+              : name === ORPHANS_KEY
+                ? await sweeper.reconcile()
+                : await reconciler.reconcile(name);
+        done(result?.requeueAfterMs !== undefined ? 'requeue' : 'success');
+        return result;
       } catch (err) {
         // Leadership moved mid-reconcile: the new leader takes it from here.
-        if (err instanceof NotLeaderError) return;
+        if (err instanceof NotLeaderError) return done('not-leader');
         // The CA is issued first (its key runs before any other); once it is, its Secret's event requeues everyone.
         if (err instanceof CaNotIssuedError) {
+          done('requeue');
           queue.add(CA_KEY);
           return { requeueAfterMs: 1000 };
         }
+        done('error');
         throw err;
       }
     },
     {
-      onError: (name, err, retryInMs, failures) => log.warn('reconcile failed; will retry', { key: name, error: describeError(err), retryInMs, failures }),
+      onError: (name, err, retryInMs, failures) => {
+        metrics.retried(kindOf(name));
+        log.warn('reconcile failed; will retry', { key: name, error: describeError(err), retryInMs, failures });
+      },
       onRecovered: (name, failures, lastError) => {
         const suite = suites.get(name);
         const message = `reconciled after ${failures} failed attempt(s), retried with capped exponential backoff; last error: ${describeError(lastError)}`;
@@ -318,6 +332,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   kube.mayWrite = () => elector.isLeader();
   metrics.attach({
     leader: () => elector.isLeader(),
+    queueDepth: () => queue.depth,
     caCertificates: () => caExpiries(secrets.get(CA_SECRET, config.namespace)),
     suiteConditions: () => suites.list().map((suite) => suite.status?.conditions ?? []),
   });

@@ -25,7 +25,7 @@ export interface MetricSources {
 }
 
 /** The work-queue keys the controller reconciles, as a bounded label (never a suite's name). */
-export type ReconcileKind = 'suite' | 'ca' | 'suite-validation';
+export type ReconcileKind = 'suite' | 'ca' | 'suite-validation' | 'orphans';
 export type ReconcileResultLabel = 'success' | 'requeue' | 'error' | 'not-leader';
 
 /** Default runtime metrics (event-loop lag, heap, GC, handles) once per process, however many operators a test starts. */
@@ -130,7 +130,7 @@ export class Metrics {
 
     this.reconcileDuration = new client.Histogram({
       name: 'portcullis_reconcile_duration_seconds',
-      help: 'Time of one reconcile, by kind (suite, ca, suite-validation) and result (success, requeue, error, not-leader).',
+      help: 'Time of one reconcile, by kind (suite, ca, suite-validation, orphans: the sweep of what deleted suites left) and result (success, requeue, error, not-leader).',
       labelNames: ['kind', 'result'],
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,

@@ -1,7 +1,7 @@
 /**
  * /metrics after real admissions through the API server: requests by decision, the latency and
  * CEL histograms, failurePolicy answers, the expiry gauges against the certificates actually
- * served, the leader gauge, build info and runtime metrics; every scrape parsed by a strict
+ * served, the leader gauge, reconciles, build info and runtime metrics; every scrape parsed by a strict
  * parser of the exposition format (test/support/prometheus.ts).
  */
 import tls from 'node:tls';
@@ -141,6 +141,12 @@ describe('Metrics: /metrics after real admissions through the API server', funct
       return scraped;
     }, { what: 'the leader gauge to be 1' });
     expect(sampleValue(metrics, 'portcullis_api_writes_total')).to.be.greaterThan(0);
+    // The leader reconciled the suite, the CA and its own webhook, and timed each.
+    for (const kind of ['suite', 'ca', 'suite-validation']) {
+      const reconciles = metrics.get('portcullis_reconcile_duration_seconds')!.samples.filter((s) => s.name.endsWith('_count') && s.labels.kind === kind && s.labels.result !== 'error');
+      expect(reconciles.reduce((sum, s) => sum + s.value, 0), kind).to.be.greaterThan(0);
+    }
+    expect(sampleValue(metrics, 'portcullis_workqueue_depth')).to.be.a('number');
     expect(sampleValue(metrics, 'portcullis_suites', { condition: 'Ready', status: 'True' })).to.be.at.least(1);
     expect(metrics.get('portcullis_build_info')!.samples[0]!.labels).to.deep.equal({ version: '0.1.0', node_version: process.version });
     for (const runtime of ['portcullis_nodejs_eventloop_lag_seconds', 'portcullis_nodejs_heap_size_used_bytes', 'portcullis_nodejs_gc_duration_seconds', 'portcullis_nodejs_active_handles_total']) {
