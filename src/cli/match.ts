@@ -5,27 +5,15 @@
  * matchConditions are CEL, evaluated by evaluate.ts with the policy engine. Pure; no I/O.
  */
 import type { AdmissionRequest } from '../api/review.ts';
-
-export interface LabelSelector {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: { key: string; operator: string; values?: string[] }[];
-}
-
-export interface RegisteredRule {
-  operations?: string[];
-  apiGroups?: string[];
-  apiVersions?: string[];
-  resources?: string[];
-  scope?: string;
-}
+import type { FailurePolicy, LabelSelector, MatchCondition, RuleWithOperations } from '../api/types.ts';
 
 export interface RegisteredWebhook {
   name: string;
-  rules?: RegisteredRule[];
+  rules?: RuleWithOperations[];
   namespaceSelector?: LabelSelector;
   objectSelector?: LabelSelector;
-  matchConditions?: { name: string; expression: string }[];
-  failurePolicy?: 'Fail' | 'Ignore';
+  matchConditions?: MatchCondition[];
+  failurePolicy?: FailurePolicy;
 }
 
 /** Why the API server would not call the webhook, or undefined when it would (before matchConditions). */
@@ -39,7 +27,7 @@ export function notCalledBecause(webhook: RegisteredWebhook, request: AdmissionR
   return undefined;
 }
 
-function ruleMatches(rule: RegisteredRule, request: AdmissionRequest): boolean {
+function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest): boolean {
   const any = (list: string[] | undefined, value: string) => (list ?? []).some((v) => v === '*' || v === value);
   if (!any(rule.operations, request.operation)) return false;
   if (!any(rule.apiGroups, request.resource.group)) return false;
