@@ -4,6 +4,7 @@
 #   build.sh          the control plane: kube-apiserver, kube-controller-manager, kubectl, etcd
 #   build.sh node     a node: kubelet, kube-proxy, kube-scheduler (test/node's cluster)
 #   build.sh helm     Helm, from its own module in ../helm (the chart's tests)
+#   build.sh promtool Prometheus' promtool, from its own module in ../promtool (the alert rules' tests)
 # Prints the binaries' folder on its last line. Progress goes to stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,7 +18,8 @@ case "$set_name" in
   controlplane) bins=(etcd kube-apiserver kube-controller-manager kubectl) ;;
   node) bins=(kube-scheduler kube-proxy kubelet) ;;
   helm) bins=(helm); cd "$here/../helm" ;;
-  *) echo "build.sh: unknown set '$set_name' (controlplane, node or helm)" >&2; exit 2 ;;
+  promtool) bins=(promtool); cd "$here/../promtool" ;;
+  *) echo "build.sh: unknown set '$set_name' (controlplane, node, helm or promtool)" >&2; exit 2 ;;
 esac
 key=$(cat go.mod go.sum "$here/build.sh" | sha256sum | cut -c1-16)
 out="${PORTCULLIS_CACHE:-$HOME/.cache/portcullis}/$set_name-$key"
@@ -38,6 +40,7 @@ declare -A pkg=(
   [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
   [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
   [helm]=helm.sh/helm/v4/cmd/helm
+  [promtool]=github.com/prometheus/prometheus/cmd/promtool
 )
 echo "build.sh: building the $set_name programs ($kube_version) into $out; the first build takes many minutes" >&2
 go mod download >&2
