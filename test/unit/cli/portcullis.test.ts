@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { REPO, runCli } from '../support/cli.ts';
+import { REPO, runCli } from '../../support/cli.ts';
 
 describe('portcullis (the command)', function () {
   this.timeout(30_000);
