@@ -1,5 +1,8 @@
 /** The operator's settings: flags and environment turned into one object, with the contract's defaults. */
+import { parseArgs } from 'node:util';
 import { parseDuration } from './k8s/duration.ts';
+import { LOG_LEVELS, type LogLevel } from './log.ts';
+import { VERSION } from './version.ts';
 
 export interface OperatorConfig {
   /** Where the operator runs; its CA Secret and the suites' Secrets and Services live here. */
@@ -30,6 +33,9 @@ export interface OperatorConfig {
   /** Suites reconciled at once (controller-runtime's MaxConcurrentReconciles); one suite is never reconciled twice at once. */
   maxConcurrentReconciles: number;
   kubeconfig?: string;
+  logLevel: LogLevel;
+  /** json: one JSON object a line (for log collectors); text: one readable line (for people). */
+  logFormat: 'json' | 'text';
 }
 
 export const DEFAULTS: OperatorConfig = {
@@ -44,46 +50,108 @@ export const DEFAULTS: OperatorConfig = {
   retryPeriodMs: 2_000,
   shutdownDelayMs: 5_000,
   maxConcurrentReconciles: 10,
+  logLevel: 'info',
+  logFormat: 'json',
 };
 
-const FLAGS: Record<string, (config: OperatorConfig, value: string) => void> = {
-  namespace: (c, v) => (c.namespace = v),
-  'serving-port': (c, v) => (c.servingPort = port(v, 'serving-port')),
-  'metrics-port': (c, v) => (c.metricsPort = port(v, 'metrics-port')),
-  mode: (c, v) => {
-    if (v !== 'cluster' && v !== 'local') throw new Error(`--mode must be cluster or local, not ${v}`);
-    c.mode = v;
+/** Each flag: what --help says of it, and how its value (from the flag or PORTCULLIS_<NAME>) sets the config. */
+const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: string): void }> = {
+  namespace: { help: 'where the operator runs (its CA, Secrets, Services); default POD_NAMESPACE or portcullis-system', set: (c, v) => (c.namespace = v) },
+  'serving-port': { help: 'HTTPS port of the admission endpoint (9443)', set: (c, v) => (c.servingPort = port(v, 'serving-port')) },
+  'metrics-port': { help: 'plain HTTP port of /metrics, /healthz, /readyz (8080)', set: (c, v) => (c.metricsPort = port(v, 'metrics-port')) },
+  mode: {
+    help: 'cluster (Services select the pods) or local (no kube-proxy: ExternalName Services to localhost)',
+    set: (c, v) => {
+      if (v !== 'cluster' && v !== 'local') throw new Error(`--mode must be cluster or local, not ${v}`);
+      c.mode = v;
+    },
   },
-  'ca-duration': (c, v) => (c.caDurationMs = duration(v, 'ca-duration')),
-  'ca-renew-before': (c, v) => (c.caRenewBeforeMs = duration(v, 'ca-renew-before')),
-  'ca-overlap': (c, v) => (c.caOverlapMs = duration(v, 'ca-overlap')),
-  'lease-duration': (c, v) => (c.leaseDurationMs = duration(v, 'lease-duration')),
-  'renew-deadline': (c, v) => (c.renewDeadlineMs = duration(v, 'renew-deadline')),
-  'retry-period': (c, v) => (c.retryPeriodMs = duration(v, 'retry-period')),
-  'shutdown-delay': (c, v) => (c.shutdownDelayMs = duration(v, 'shutdown-delay')),
-  'max-concurrent-reconciles': (c, v) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`--max-concurrent-reconciles must be a whole number from 1 to 1000, not ${v}`);
-    c.maxConcurrentReconciles = n;
+  'ca-duration': { help: "the operator CA's lifetime (87600h)", set: (c, v) => (c.caDurationMs = duration(v, 'ca-duration')) },
+  'ca-renew-before': { help: "rotate the CA when this much of its life remains (a third of it)", set: (c, v) => (c.caRenewBeforeMs = duration(v, 'ca-renew-before')) },
+  'ca-overlap': { help: 'how long a new CA is trusted before it signs, and an old one after (1m)', set: (c, v) => (c.caOverlapMs = duration(v, 'ca-overlap')) },
+  'lease-duration': { help: 'leader election lease (15s)', set: (c, v) => (c.leaseDurationMs = duration(v, 'lease-duration')) },
+  'renew-deadline': { help: 'leader election renew deadline (10s)', set: (c, v) => (c.renewDeadlineMs = duration(v, 'renew-deadline')) },
+  'retry-period': { help: 'leader election retry period (2s)', set: (c, v) => (c.retryPeriodMs = duration(v, 'retry-period')) },
+  'shutdown-delay': { help: 'after SIGTERM, how long to keep answering, unready (5s)', set: (c, v) => (c.shutdownDelayMs = duration(v, 'shutdown-delay')) },
+  kubeconfig: { help: 'the cluster to run against (default: in-cluster, KUBECONFIG, ~/.kube/config, else a local control plane)', set: (c, v) => (c.kubeconfig = v) },
+  'log-level': {
+    help: `${LOG_LEVELS.join(', ')} (info)`,
+    set: (c, v) => {
+      if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new Error(`--log-level must be one of ${LOG_LEVELS.join(', ')}, not ${v}`);
+      c.logLevel = v as LogLevel;
+    },
   },
-  kubeconfig: (c, v) => (c.kubeconfig = v),
+  'log-format': {
+    help: 'json (one object a line, for collectors) or text (for people) (json)',
+    set: (c, v) => {
+      if (v !== 'json' && v !== 'text') throw new Error(`--log-format must be json or text, not ${v}`);
+      c.logFormat = v;
+    },
+  },
+  'max-concurrent-reconciles': {
+    help: 'suites reconciled at once; one suite is never reconciled twice at once (10)',
+    set: (c, v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`--max-concurrent-reconciles must be a whole number from 1 to 1000, not ${v}`);
+      c.maxConcurrentReconciles = n;
+    },
+  },
 };
 
-/** `--name=value` flags; each also reads PORTCULLIS_NAME (upper case, dashes as underscores). */
-export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): OperatorConfig {
+/** What the command line asks: help, the version, or a run with this config. */
+export type CommandLine = { help: string } | { version: string } | { config: OperatorConfig };
+
+/**
+ * `--name=value` or `--name value` flags (node:util parseArgs), `--help`, `--version`; each flag
+ * also reads PORTCULLIS_NAME (upper case, dashes as underscores), which a flag overrides.
+ */
+export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): CommandLine {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        ...Object.fromEntries(Object.keys(FLAGS).map((name) => [name, { type: 'string' as const }])),
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean' },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+  } catch (err) {
+    throw new Error(`${(err as Error).message.split('. ')[0]}; see --help`);
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  if (values.help) return { help: usage() };
+  if (values.version) return { version: `portcullis ${VERSION} (Node.js ${process.version})` };
   const config = { ...DEFAULTS };
   if (env.POD_NAMESPACE) config.namespace = env.POD_NAMESPACE;
-  for (const [name, set] of Object.entries(FLAGS)) {
+  for (const [name, flag] of Object.entries(FLAGS)) {
     const value = env[`PORTCULLIS_${name.toUpperCase().replaceAll('-', '_')}`];
-    if (value) set(config, value);
+    if (value) flag.set(config, value);
   }
-  for (const arg of argv) {
-    const match = /^--([a-z-]+)=(.*)$/.exec(arg);
-    const set = match && FLAGS[match[1]!];
-    if (!set) throw new Error(`unknown argument ${arg}; flags are ${Object.keys(FLAGS).map((f) => `--${f}=`).join(' ')}`);
-    set(config, match[2]!);
+  for (const [name, flag] of Object.entries(FLAGS)) {
+    const value = values[name];
+    if (typeof value === 'string') flag.set(config, value);
   }
-  return config;
+  return { config };
+}
+
+function usage(): string {
+  const width = Math.max(...Object.keys(FLAGS).map((name) => name.length)) + 4;
+  return [
+    `portcullis ${VERSION}: the Portcullis operator (AdmissionSuites: TLS, registration, rotation, and the webhooks that answer).`,
+    '',
+    'Usage: node src/main.ts [flags]',
+    '',
+    ...Object.entries(FLAGS).map(([name, { help }]) => `  --${name}=`.padEnd(width + 4) + help),
+    '  -h, --help'.padEnd(width + 4) + 'print this and exit',
+    '  --version'.padEnd(width + 4) + 'print the version and exit',
+    '',
+    'Each flag can also be set as PORTCULLIS_<NAME> (upper case, dashes as underscores); a flag overrides it.',
+    'Offline checks of suites: the portcullis command (src/cli/main.ts): portcullis --help.',
+    '',
+  ].join('\n');
 }
 
 function port(value: string, flag: string): number {

@@ -6,15 +6,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseConfig } from './config.ts';
+import { parseCommandLine } from './config.ts';
 import { clusterConfigured, loadKubeConfig } from './kube/client.ts';
-import { logger } from './log.ts';
+import { configureLogging, logger } from './log.ts';
 import { startOperator } from './operator.ts';
 import { tuneHeapForAdmission } from './admission/heap.ts';
 
 async function main(): Promise<void> {
+  const command = parseCommandLine(process.argv.slice(2), process.env);
+  if ('help' in command) return void process.stdout.write(command.help);
+  if ('version' in command) return void process.stdout.write(`${command.version}\n`);
+  const { config } = command;
+  configureLogging({ level: config.logLevel, format: config.logFormat });
   tuneHeapForAdmission();
-  const config = parseConfig(process.argv.slice(2), process.env);
   const stops: (() => Promise<void>)[] = [];
 
   if (!config.kubeconfig && !clusterConfigured()) {

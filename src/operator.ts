@@ -10,8 +10,9 @@ import type { FastifyInstance, FastifyListenOptions } from 'fastify';
 import { GROUP, PLURAL, VERSION, type AdmissionSuite } from './api/types.ts';
 import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME, SUITE_LABEL, SUITE_VALIDATION, tlsSecretName } from './api/names.ts';
 import { createAdmissionServer } from './admission/server.ts';
-import { Metrics } from './health/metrics.ts';
-import { isSignedBy } from './certs/x509.ts';
+import { Metrics, type ReconcileKind, type ReconcileResultLabel } from './health/metrics.ts';
+import { isSignedBy, readCertificate } from './certs/x509.ts';
+import { caFromSecret } from './certs/authority.ts';
 import { CertificateStore } from './certs/store.ts';
 import type { OperatorConfig } from './config.ts';
 import { CA_KEY, CaNotIssuedError, CaReconciler, type CaSecret } from './controller/ca.ts';
@@ -73,7 +74,17 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   const kube = connect(kubeConfig);
   const identity = `${os.hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 7)}`;
   const certificates = new CertificateStore();
-  const metrics = new Metrics(() => kube.writes.count);
+  const metrics = new Metrics({
+    writes: () => kube.writes.count,
+    servingCertificates: () => [...certificates.expiries()].map(({ key, notAfter }) => ({ suite: key === SELF_CERTIFICATE ? undefined : key, notAfter })),
+  });
+  /** Installs a served certificate; a different one replacing it is a rotation. */
+  const serveCertificate = (key: string, data: Record<string, string>) => {
+    const certPem = Buffer.from(data['tls.crt']!, 'base64').toString();
+    const before = certificates.served(key);
+    certificates.set(key, certPem, Buffer.from(data['tls.key']!, 'base64').toString());
+    if (before !== undefined && before !== certPem) metrics.rotated('serving');
+  };
   const events = new EventRecorder(kube, componentLogger('events'), identity);
   const noop = () => undefined;
 
@@ -90,7 +101,11 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   };
   const params = new ObjectWatches(kube, log, config.namespace);
   const authorizer = options.authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig));
-  const registry = new SuiteRegistry({ view, params, authorizer, operatorNamespace: config.namespace });
+  const registry = new SuiteRegistry({ view, params, authorizer, operatorNamespace: config.namespace, observers: metrics });
+  // A webhook's series go with it (a suite deleted, or a webhook removed from one).
+  registry.subscribe((change) =>
+    'removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name))),
+  );
 
   // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
   const paramsAccess = new ParamsAccess(kubeConfig, new SubjectAccessReviewer(kubeConfig));
@@ -130,6 +145,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     },
   });
 
+  let lastSigningCa: string | undefined;
   const secrets = watchCache<SecretObject>(kubeConfig, {
     path: `/api/v1/namespaces/${config.namespace}/secrets`,
     labelSelector: managedSelector,
@@ -141,6 +157,9 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       if (caReconciler.rotating()) queue.add(CA_KEY);
       if (name === CA_SECRET) {
         queue.add(CA_KEY);
+        const signing = deleted ? undefined : caFromSecret(secret.data, secret.metadata?.annotations)?.current.certPem;
+        if (signing && lastSigningCa && signing !== lastSigningCa) metrics.rotated('ca');
+        lastSigningCa = signing ?? lastSigningCa;
         queue.add(SELF_KEY);
         for (const suite of suites.list()) queue.add(suite.metadata!.name!);
         return;
@@ -149,7 +168,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         const crt = secret.data?.['tls.crt'];
         const key = secret.data?.['tls.key'];
         if (deleted || !crt || !key) certificates.remove(SELF_CERTIFICATE);
-        else certificates.set(SELF_CERTIFICATE, Buffer.from(crt, 'base64').toString(), Buffer.from(key, 'base64').toString());
+        else serveCertificate(SELF_CERTIFICATE, secret.data!);
         queue.add(SELF_KEY);
         return;
       }
@@ -158,7 +177,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       const crt = secret.data?.['tls.crt'];
       const key = secret.data?.['tls.key'];
       if (deleted || !crt || !key) certificates.remove(suite);
-      else certificates.set(suite, Buffer.from(crt, 'base64').toString(), Buffer.from(key, 'base64').toString());
+      else serveCertificate(suite, secret.data!);
       queue.add(suite);
     },
   });
@@ -242,26 +261,40 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     ],
     log: componentLogger('orphans'),
   });
+  const kindOf = (key: string): ReconcileKind => (key === CA_KEY ? 'ca' : key === SELF_KEY ? 'suite-validation' : key === ORPHANS_KEY ? 'orphans' : 'suite');
   const queue = new WorkQueue(
     async (name) => {
+      const started = performance.now();
+      const done = (result: ReconcileResultLabel) => metrics.reconciled(kindOf(name), result, (performance.now() - started) / 1e3);
       try {
-        if (name === CA_KEY) return await caReconciler.reconcile();
-        if (name === SELF_KEY) return await selfReconciler.reconcile();
-        if (name === ORPHANS_KEY) return await sweeper.reconcile();
-        return await reconciler.reconcile(name);
+        const result =
+          name === CA_KEY
+            ? await caReconciler.reconcile()
+            : name === SELF_KEY
+              ? await selfReconciler.reconcile()
+              : name === ORPHANS_KEY
+                ? await sweeper.reconcile()
+                : await reconciler.reconcile(name);
+        done(result?.requeueAfterMs !== undefined ? 'requeue' : 'success');
+        return result;
       } catch (err) {
         // Leadership moved mid-reconcile: the new leader takes it from here.
-        if (err instanceof NotLeaderError) return;
+        if (err instanceof NotLeaderError) return done('not-leader');
         // The CA is issued first (its key runs before any other); once it is, its Secret's event requeues everyone.
         if (err instanceof CaNotIssuedError) {
+          done('requeue');
           queue.add(CA_KEY);
           return { requeueAfterMs: 1000 };
         }
+        done('error');
         throw err;
       }
     },
     {
-      onError: (name, err, retryInMs, failures) => log.warn('reconcile failed; will retry', { key: name, error: describeError(err), retryInMs, failures }),
+      onError: (name, err, retryInMs, failures) => {
+        metrics.retried(kindOf(name));
+        log.warn('reconcile failed; will retry', { key: name, error: describeError(err), retryInMs, failures });
+      },
       onRecovered: (name, failures, lastError) => {
         const suite = suites.get(name);
         const message = `reconciled after ${failures} failed attempt(s), retried with capped exponential backoff; last error: ${describeError(lastError)}`;
@@ -297,11 +330,21 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     },
   );
   kube.mayWrite = () => elector.isLeader();
+  metrics.attach({
+    leader: () => elector.isLeader(),
+    queueDepth: () => queue.depth,
+    caCertificates: () => caExpiries(secrets.get(CA_SECRET, config.namespace)),
+    suiteConditions: () => suites.list().map((suite) => suite.status?.conditions ?? []),
+  });
   void Promise.all([suites.synced, secrets.synced]).then(() => elector.start());
 
   let synced = false;
   void Promise.all([suites.synced, secrets.synced]).then(() => (synced = true));
-  const health = createHealthServer({ ready: () => synced && !draining && admission.server.listening, metrics: () => metrics.render() });
+  const health = createHealthServer({
+    ready: () => synced && !draining && admission.server.listening,
+    metrics: () => metrics.render(),
+    metricsContentType: metrics.contentType,
+  });
   await new Promise<void>((resolve) => health.listen(config.metricsPort, config.mode === 'local' ? '127.0.0.1' : '::', resolve));
 
   log.info('operator started', { namespace: config.namespace, mode: config.mode, servingPort, metricsPort: config.metricsPort, identity });
@@ -327,4 +370,20 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       await admission.close();
     },
   };
+}
+
+/** The notAfter of each CA the CA Secret holds (each PEM parsed once). */
+const notAfters = new Map<string, Date>();
+function caExpiries(secret: SecretObject | undefined): { ca: 'current' | 'next' | 'previous'; notAfter: Date }[] {
+  const state = secret && caFromSecret(secret.data, secret.metadata?.annotations);
+  if (!state) return [];
+  const notAfter = (pem: string) => {
+    let date = notAfters.get(pem);
+    if (!date) notAfters.set(pem, (date = readCertificate(pem).notAfter));
+    return date;
+  };
+  const cas: { ca: 'current' | 'next' | 'previous'; notAfter: Date }[] = [{ ca: 'current', notAfter: notAfter(state.current.certPem) }];
+  if (state.next) cas.push({ ca: 'next', notAfter: notAfter(state.next.certPem) });
+  if (state.previousCertPem) cas.push({ ca: 'previous', notAfter: notAfter(state.previousCertPem) });
+  return cas;
 }

@@ -6,7 +6,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../api/authorization.ts';
-import type { Decision } from '../api/review.ts';
+import { followedFailurePolicy } from '../api/review.ts';
 import type { ClusterView } from '../handlers/handler.ts';
 import type { ParamsSource } from '../registry/compile.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
@@ -90,7 +90,7 @@ async function drain(): Promise<void> {
   busy = false;
 }
 
-async function judge(review: Extract<ToWorker, { type: 'review' }>): Promise<{ apiVersion: string; uid: string; decision: Decision }> {
+async function judge(review: Extract<ToWorker, { type: 'review' }>): Promise<Omit<Extract<FromWorker, { type: 'answer' }>, 'type' | 'id'>> {
   let body: unknown;
   try {
     body = JSON.parse(review.body);
@@ -108,5 +108,5 @@ async function judge(review: Extract<ToWorker, { type: 'review' }>): Promise<{ a
   waitingContext = undefined;
   current = { namespace, context };
   const decision = await webhook.admit(request);
-  return { apiVersion, uid: request.uid, decision };
+  return { apiVersion, uid: request.uid, operation: request.operation, decision, failed: followedFailurePolicy(decision) };
 }

@@ -11,7 +11,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { AuthorizationAttributes, AuthorizationDecision } from '../api/authorization.ts';
-import type { Decision } from '../api/review.ts';
+import { markFailed, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { Lookup } from '../kube/objects.ts';
 import type { Logger } from '../log.ts';
@@ -46,7 +46,7 @@ export type ToWorker =
 export type FromWorker =
   | { type: 'needs'; id: number; namespace?: string; params?: ParamsRef }
   | { type: 'authorize'; id: number; check: number; attributes: AuthorizationAttributes }
-  | { type: 'answer'; id: number; apiVersion: string; uid: string; decision: Decision }
+  | { type: 'answer'; id: number; apiVersion: string; uid: string; operation: AdmissionRequest['operation']; decision: Decision; failed: boolean }
   | { type: 'failed'; id: number; key: ReviewErrorKey; message: string };
 
 /** The worker stopped (crashed or ran out of memory) with the review in it. */
@@ -55,6 +55,7 @@ export class WorkerLostError extends Error {}
 export interface OffloadAnswer {
   apiVersion: string;
   uid: string;
+  operation: AdmissionRequest['operation'];
   decision: Decision;
 }
 
@@ -147,7 +148,9 @@ export class ReviewOffload {
       }
       case 'answer': {
         const pending = this.take(message.id);
-        pending?.resolve({ apiVersion: message.apiVersion, uid: message.uid, decision: message.decision });
+        // (the mark of an answer by failurePolicy is not sent with the object: it is set again here)
+        const { apiVersion, uid, operation, decision, failed } = message;
+        pending?.resolve({ apiVersion, uid, operation, decision: failed ? markFailed(decision) : decision });
         return;
       }
       case 'failed': {

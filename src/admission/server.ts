@@ -9,11 +9,12 @@ import type https from 'node:https';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { CertificateStore } from '../certs/store.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
+import type { CompiledWebhook } from '../registry/compile.ts';
 import type { Logger } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LARGE_BODY, LargeBody, ReviewOffload, WorkerLostError } from './offload.ts';
 import { SUITE_VALIDATION } from '../api/names.ts';
-import { errored, type Decision } from '../api/review.ts';
+import { errored, outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
 import { validateSuiteRequest, type ParamsAccessCheck } from './suite-validation.ts';
 import { decodeReview, encodeFailure, encodeReview } from './review.ts';
 import type { Metrics } from '../health/metrics.ts';
@@ -142,23 +143,28 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
   app.post<{ Params: { suite: string; webhook: string } }>('/admit/:suite/:webhook', (request, reply) => {
     const started = performance.now();
     const { suite, webhook: name } = request.params;
-    const answer = (apiVersion: string, uid: string, decision: Decision): void => {
-      metrics.observeReview(suite, name, decision.allowed, (performance.now() - started) / 1e3);
-      if (!decision.allowed) log.info('denied', { suite, webhook: name, uid, denial: decision.message });
+    const answer = (apiVersion: string, { uid, operation }: Pick<AdmissionRequest, 'uid' | 'operation'>, webhook: CompiledWebhook, decision: Decision): void => {
+      const outcome = outcomeOf(decision);
+      webhook.observer.answered(operation, outcome, (performance.now() - started) / 1e3, webhook.failurePolicy);
+      // One line per denial and per error (the request's uid finds it in the API server's audit log).
+      if (outcome === 'denied' || outcome === 'error') {
+        log.info(outcome === 'error' ? 'answered by failurePolicy' : 'denied', { uid, suite, webhook: name, operation, decision: outcome, allowed: decision.allowed, denial: decision.message });
+      }
       closeIfDraining(reply);
       // Sent as text with its type set, fastify does not serialize it again.
       void reply.header('content-type', JSON_TYPE).send(JSON.stringify(encodeReview(apiVersion, uid, decision)));
     };
     if (request.body instanceof LargeBody) {
       const body = request.body;
-      if (!registry.webhook(suite, name)) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
+      const webhook = registry.webhook(suite, name);
+      if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
       return offload.admit(suite, name, body.text).then(
-        (judged) => void answer(judged.apiVersion, judged.uid, judged.decision),
+        (judged) => void answer(judged.apiVersion, judged, webhook, judged.decision),
         (err: unknown) => {
           if (!(err instanceof WorkerLostError)) throw err;
           // The worker is gone: the request is answered here, by the webhook's failurePolicy.
           const { apiVersion, request: admissionRequest } = decodeReview(parseJson(body.text));
-          answer(apiVersion, admissionRequest.uid, errored(`internal error: ${err.message}`, registry.webhook(suite, name)?.failurePolicy ?? 'Fail'));
+          answer(apiVersion, admissionRequest, webhook, errored(`internal error: ${err.message}`, webhook.failurePolicy));
         },
       ).then(() => reply);
     }
@@ -167,8 +173,8 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
     // Synchronous for almost every webhook; a Promise while `authorizer` checks are asked.
     const decision = webhook.admit(admissionRequest);
-    if (decision instanceof Promise) return decision.then((d) => answer(apiVersion, admissionRequest.uid, d)).then(() => reply);
-    answer(apiVersion, admissionRequest.uid, decision);
+    if (decision instanceof Promise) return decision.then((d) => answer(apiVersion, admissionRequest, webhook, d)).then(() => reply);
+    answer(apiVersion, admissionRequest, webhook, decision);
   });
   return app;
 }

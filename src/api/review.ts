@@ -85,4 +85,30 @@ export const patched = (patch: JsonPatchOperation[]): Decision =>
  * Declarative rules fail as ValidatingAdmissionPolicy does (Invalid, 422); handlers as Forbidden.
  */
 export const errored = (message: string, failurePolicy: 'Fail' | 'Ignore', reason: Reason = 'Forbidden'): Decision =>
-  failurePolicy === 'Ignore' ? { allowed: true } : denied(message, reason);
+  markFailed(failurePolicy === 'Ignore' ? { allowed: true } : denied(message, reason));
+
+/**
+ * Decisions that are an error answered by failurePolicy rather than the rules' verdict (for the
+ * metrics and logs). Kept beside the decision, not in it, so a Decision's fields stay what is
+ * sent to the API server.
+ */
+const FAILED = new WeakSet<Decision>();
+
+export function markFailed(decision: Decision): Decision {
+  FAILED.add(decision);
+  return decision;
+}
+
+export const followedFailurePolicy = (decision: Decision): boolean => FAILED.has(decision);
+
+/** What a decision was, for metrics and logs: an error answered by failurePolicy (either way), a denial, a patch, warnings, a plain allow. */
+export const OUTCOMES = ['allowed', 'denied', 'patched', 'warned', 'error'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+export function outcomeOf(decision: Decision): Outcome {
+  if (followedFailurePolicy(decision)) return 'error';
+  if (!decision.allowed) return 'denied';
+  if (decision.patch?.length) return 'patched';
+  if (decision.warnings?.length) return 'warned';
+  return 'allowed';
+}

@@ -9,6 +9,7 @@ import { readCertificate } from './x509.ts';
 interface Entry {
   names: string[];
   certPem: string;
+  notAfter: Date;
   context: tls.SecureContext;
 }
 
@@ -21,7 +22,8 @@ export class CertificateStore {
     if (this.bySuite.get(suite)?.certPem === certPem) return;
     const context = tls.createSecureContext({ cert: certPem, key: keyPem });
     this.unindex(suite);
-    const entry = { names: readCertificate(certPem).dnsNames, certPem, context };
+    const { dnsNames, notAfter } = readCertificate(certPem);
+    const entry = { names: dnsNames, certPem, notAfter, context };
     this.bySuite.set(suite, entry);
     for (const name of entry.names) this.byName.set(name.toLowerCase(), entry.context);
   }
@@ -34,6 +36,11 @@ export class CertificateStore {
   /** The PEM a suite is served with now, if any. */
   served(suite: string): string | undefined {
     return this.bySuite.get(suite)?.certPem;
+  }
+
+  /** The notAfter of every certificate served now, by the key it was set under (for the expiry metrics). */
+  *expiries(): Iterable<{ key: string; notAfter: Date }> {
+    for (const [key, { notAfter }] of this.bySuite) yield { key, notAfter };
   }
 
   contextFor(serverName: string): tls.SecureContext | undefined {

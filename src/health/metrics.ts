@@ -1,70 +1,253 @@
-/** Prometheus counters of the request flow and of API writes, in the text exposition format; no client library needed for this few. */
+/**
+ * The operator's Prometheus metrics (prom-client), each named `portcullis_…` with help text and
+ * bounded labels (suite and webhook names, operations, decisions; never an object's name,
+ * namespace or uid). Owns the metric objects and a small recording API; the request path records
+ * through WebhookMetrics resolved once per webhook (webhook-metrics.ts). Values that are state
+ * (certificate expiry, leadership, queue depth, suites by condition) are read from the sources
+ * the operator attaches, when scraped. Records nothing by itself and makes no calls.
+ */
+import client from 'prom-client';
+import { VERSION } from '../version.ts';
+import { LATENCY_BUCKETS, WebhookMetrics, type AdmissionInstruments } from './webhook-metrics.ts';
 
-/** A labelled counter; its label text is built once, when the series first appears. */
-interface Series {
-  labels: string;
-  n: number;
+/** What the operator knows that a scrape reports as it is then; each part may be missing (tests, the bench). */
+export interface MetricSources {
+  /** Writes this process made to the Kubernetes API (only the leader writes). */
+  writes?(): number;
+  leader?(): boolean;
+  /** The notAfter of every serving certificate installed for the TLS handshakes; suite undefined for the operator's own. */
+  servingCertificates?(): Iterable<{ suite?: string; notAfter: Date }>;
+  /** The CAs of the operator's CA Secret as last seen: current, and next and previous during a rotation. */
+  caCertificates?(): Iterable<{ ca: 'current' | 'next' | 'previous'; notAfter: Date }>;
+  /** Each suite's conditions (type and status) as last seen. */
+  suiteConditions?(): Iterable<{ type: string; status: string }[]>;
+  queueDepth?(): number;
 }
 
-/** The series of one webhook: built on its first review, then only incremented (the request path). */
-interface WebhookSeries {
-  allowed: Series | undefined;
-  denied: Series | undefined;
-  seconds: Series;
+/** The work-queue keys the controller reconciles, as a bounded label (never a suite's name). */
+export type ReconcileKind = 'suite' | 'ca' | 'suite-validation' | 'orphans';
+export type ReconcileResultLabel = 'success' | 'requeue' | 'error' | 'not-leader';
+
+/** Default runtime metrics (event-loop lag, heap, GC, handles) once per process, however many operators a test starts. */
+let runtime: client.Registry | undefined;
+function runtimeRegistry(): client.Registry {
+  if (!runtime) {
+    runtime = new client.Registry();
+    client.collectDefaultMetrics({ register: runtime, prefix: 'portcullis_' });
+  }
+  return runtime;
 }
 
 export class Metrics {
-  private readonly writes: () => number;
-  /** In order of first appearance, as rendered. */
-  private readonly reviews: Series[] = [];
-  private readonly seconds: Series[] = [];
-  private readonly bySuite = new Map<string, Map<string, WebhookSeries>>();
-  private readonly rejected = new Map<string, number>();
+  readonly registry = new client.Registry();
+  private sources: MetricSources = {};
+  private readonly instruments: AdmissionInstruments;
+  private readonly webhooks = new Map<string, Map<string, WebhookMetrics>>();
+  private readonly rejected: client.Counter<'code'>;
+  private readonly rotations: client.Counter<'kind'>;
+  private readonly reconcileDuration: client.Histogram<'kind' | 'result'>;
+  private readonly reconcileErrors: client.Counter<'kind'>;
+  private readonly retries: client.Counter<'kind'>;
 
-  /** `writes` counts this process's writes to the API server (non-zero only on the leader). */
-  constructor(writes: () => number = () => 0) {
-    this.writes = writes;
+  constructor(sources: MetricSources = {}) {
+    this.sources = sources;
+    runtimeRegistry();
+    const registers = [this.registry];
+    const read = <T>(fn: (s: MetricSources) => T) => fn(this.sources);
+
+    this.instruments = {
+      requests: new client.Counter({
+        name: 'portcullis_admission_requests_total',
+        help: 'AdmissionReviews answered, by suite, webhook, operation and decision (allowed, denied, patched, warned, error: answered by failurePolicy).',
+        labelNames: ['suite', 'webhook', 'operation', 'decision'],
+        registers,
+      }),
+      duration: new client.Histogram({
+        name: 'portcullis_admission_request_duration_seconds',
+        help: 'Time from an AdmissionReview read to its answer sent, by suite and webhook.',
+        labelNames: ['suite', 'webhook'],
+        buckets: LATENCY_BUCKETS,
+        registers,
+      }),
+      celDuration: new client.Histogram({
+        name: 'portcullis_admission_cel_evaluation_duration_seconds',
+        help: "Time spent evaluating one webhook's CEL variables, validations, messages, audit annotations or mutations for one request.",
+        labelNames: ['suite', 'webhook'],
+        buckets: LATENCY_BUCKETS,
+        registers,
+      }),
+      celCost: new client.Histogram({
+        name: 'portcullis_admission_cel_evaluation_cost',
+        help: "CEL cost (the API server's cost units; its budget is 10,000,000 per evaluation) one webhook's evaluation of one request spent.",
+        labelNames: ['suite', 'webhook'],
+        buckets: [10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000],
+        registers,
+      }),
+      failures: new client.Counter({
+        name: 'portcullis_admission_failure_policy_total',
+        help: "Evaluation errors (an expression's error, cost budget exhausted, a handler's failure, params missing) answered by the webhook's failurePolicy, by suite, webhook and failure_policy (Fail denies, Ignore allows).",
+        labelNames: ['suite', 'webhook', 'failure_policy'],
+        registers,
+      }),
+    };
+    this.rejected = new client.Counter({
+      name: 'portcullis_admission_rejected_requests_total',
+      help: 'Requests refused before a decision (malformed, unknown webhook, wrong content type), by code.',
+      labelNames: ['code'],
+      registers,
+    });
+
+    new client.Gauge({
+      name: 'portcullis_serving_certificate_expiry_seconds',
+      help: 'Seconds until the notAfter of each serving certificate installed for TLS handshakes: kind="suite" per suite, kind="suite-validation" for the operator\'s own webhook.',
+      labelNames: ['kind', 'suite'],
+      registers,
+      collect() {
+        this.reset();
+        const now = Date.now();
+        for (const { suite, notAfter } of read((s) => s.servingCertificates?.() ?? [])) {
+          this.set(suite === undefined ? { kind: 'suite-validation' } : { kind: 'suite', suite }, (notAfter.getTime() - now) / 1e3);
+        }
+      },
+    });
+    new client.Gauge({
+      name: 'portcullis_ca_certificate_expiry_seconds',
+      help: "Seconds until the notAfter of each CA in the operator's CA Secret: ca=current (signs), next (trusted, not signing yet), previous (still trusted).",
+      labelNames: ['ca'],
+      registers,
+      collect() {
+        this.reset();
+        const now = Date.now();
+        for (const { ca, notAfter } of read((s) => s.caCertificates?.() ?? [])) this.set({ ca }, (notAfter.getTime() - now) / 1e3);
+      },
+    });
+    this.rotations = new client.Counter({
+      name: 'portcullis_certificate_rotations_total',
+      help: 'Certificates this replica saw replaced: kind="serving" a served certificate renewed, kind="ca" the signing CA changed.',
+      labelNames: ['kind'],
+      registers,
+    });
+
+    this.reconcileDuration = new client.Histogram({
+      name: 'portcullis_reconcile_duration_seconds',
+      help: 'Time of one reconcile, by kind (suite, ca, suite-validation, orphans: the sweep of what deleted suites left) and result (success, requeue, error, not-leader).',
+      labelNames: ['kind', 'result'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
+    this.reconcileErrors = new client.Counter({
+      name: 'portcullis_reconcile_errors_total',
+      help: 'Reconciles that failed (and will be retried with backoff), by kind.',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.retries = new client.Counter({
+      name: 'portcullis_workqueue_retries_total',
+      help: 'Work-queue keys scheduled again after a failed reconcile, by kind.',
+      labelNames: ['kind'],
+      registers,
+    });
+    new client.Gauge({
+      name: 'portcullis_workqueue_depth',
+      help: 'Keys waiting in the work queue (only the leader runs it).',
+      registers,
+      collect() {
+        this.set(read((s) => s.queueDepth?.() ?? 0));
+      },
+    });
+    new client.Gauge({
+      name: 'portcullis_suites',
+      help: 'AdmissionSuites by condition type and status, as this replica last saw them.',
+      labelNames: ['condition', 'status'],
+      registers,
+      collect() {
+        this.reset();
+        const counts = new Map<string, { condition: string; status: string; n: number }>();
+        for (const conditions of read((s) => s.suiteConditions?.() ?? [])) {
+          for (const { type, status } of conditions) {
+            const key = `${type}\n${status}`;
+            const entry = counts.get(key) ?? { condition: type, status, n: 0 };
+            entry.n++;
+            counts.set(key, entry);
+          }
+        }
+        for (const { condition, status, n } of counts.values()) this.set({ condition, status }, n);
+      },
+    });
+    new client.Gauge({
+      name: 'portcullis_leader',
+      help: '1 while this replica holds the leader Lease (and writes), else 0.',
+      registers,
+      collect() {
+        this.set(read((s) => s.leader?.()) ? 1 : 0);
+      },
+    });
+    new client.Counter({
+      name: 'portcullis_api_writes_total',
+      help: 'Writes this process made to the Kubernetes API (only the leader writes).',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(read((s) => s.writes?.() ?? 0));
+      },
+    });
+    new client.Gauge({
+      name: 'portcullis_build_info',
+      help: 'Always 1; the labels are the operator version and the Node.js version running it.',
+      labelNames: ['version', 'node_version'],
+      registers,
+    }).set({ version: VERSION, node_version: process.version }, 1);
   }
 
-  observeReview(suite: string, webhook: string, allowed: boolean, seconds: number): void {
-    let webhooks = this.bySuite.get(suite);
-    if (!webhooks) this.bySuite.set(suite, (webhooks = new Map()));
-    let series = webhooks.get(webhook);
-    if (!series) {
-      series = { allowed: undefined, denied: undefined, seconds: { labels: `suite="${suite}",webhook="${webhook}"`, n: 0 } };
-      this.seconds.push(series.seconds);
-      webhooks.set(webhook, series);
+  /** Adds (or replaces) the sources a scrape reads; the operator attaches them once its parts exist. */
+  attach(sources: MetricSources): void {
+    this.sources = { ...this.sources, ...sources };
+  }
+
+  /** The recorder of one webhook's answers, the same object for the same names (resolved once per webhook when compiled). */
+  webhook(suite: string, webhook: string): WebhookMetrics {
+    let bySuite = this.webhooks.get(suite);
+    if (!bySuite) this.webhooks.set(suite, (bySuite = new Map()));
+    let metrics = bySuite.get(webhook);
+    if (!metrics) bySuite.set(webhook, (metrics = new WebhookMetrics(this.instruments, suite, webhook)));
+    return metrics;
+  }
+
+  /** Drops the series of a suite's webhooks but those in `keep` (none: the suite is gone). */
+  forget(suite: string, keep: ReadonlySet<string> = new Set()): void {
+    const bySuite = this.webhooks.get(suite);
+    if (!bySuite) return;
+    for (const [name, metrics] of bySuite) {
+      if (keep.has(name)) continue;
+      metrics.remove();
+      bySuite.delete(name);
     }
-    let count = allowed ? series.allowed : series.denied;
-    if (!count) {
-      count = { labels: `suite="${suite}",webhook="${webhook}",allowed="${allowed}"`, n: 0 };
-      this.reviews.push(count);
-      if (allowed) series.allowed = count;
-      else series.denied = count;
-    }
-    count.n++;
-    series.seconds.n += seconds;
+    if (bySuite.size === 0) this.webhooks.delete(suite);
   }
 
   countRejected(code: string): void {
-    this.rejected.set(code, (this.rejected.get(code) ?? 0) + 1);
+    this.rejected.inc({ code });
   }
 
-  render(): string {
-    const lines = [
-      '# HELP portcullis_admission_reviews_total AdmissionReviews answered, by suite, webhook and decision.',
-      '# TYPE portcullis_admission_reviews_total counter',
-      ...this.reviews.map(({ labels, n }) => `portcullis_admission_reviews_total{${labels}} ${n}`),
-      '# HELP portcullis_admission_review_seconds_total Time spent deciding AdmissionReviews.',
-      '# TYPE portcullis_admission_review_seconds_total counter',
-      ...this.seconds.map(({ labels, n }) => `portcullis_admission_review_seconds_total{${labels}} ${n}`),
-      '# HELP portcullis_admission_rejected_requests_total Requests refused before a decision (malformed, unknown webhook).',
-      '# TYPE portcullis_admission_rejected_requests_total counter',
-      ...[...this.rejected].map(([code, n]) => `portcullis_admission_rejected_requests_total{code="${code}"} ${n}`),
-      '# HELP portcullis_api_writes_total Writes this process made to the Kubernetes API (only the leader writes).',
-      '# TYPE portcullis_api_writes_total counter',
-      `portcullis_api_writes_total ${this.writes()}`,
-    ];
-    return `${lines.join('\n')}\n`;
+  rotated(kind: 'serving' | 'ca'): void {
+    this.rotations.inc({ kind });
+  }
+
+  /** One reconcile of the work queue done (the controller's recording API). */
+  reconciled(kind: ReconcileKind, result: ReconcileResultLabel, seconds: number): void {
+    this.reconcileDuration.observe({ kind, result }, seconds);
+    if (result === 'error') this.reconcileErrors.inc({ kind });
+  }
+
+  /** A failed key scheduled again with backoff. */
+  retried(kind: ReconcileKind): void {
+    this.retries.inc({ kind });
+  }
+
+  readonly contentType = client.Registry.PROMETHEUS_CONTENT_TYPE;
+
+  /** The text exposition: this operator's metrics, then the process's runtime metrics. */
+  async render(): Promise<string> {
+    return (await this.registry.metrics()) + (await runtimeRegistry().metrics());
   }
 }

@@ -6,7 +6,8 @@ import http from 'node:http';
 
 export interface HealthSources {
   ready(): boolean;
-  metrics(): string;
+  metrics(): Promise<string>;
+  metricsContentType: string;
 }
 
 export function createHealthServer(sources: HealthSources): http.Server {
@@ -14,7 +15,12 @@ export function createHealthServer(sources: HealthSources): http.Server {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') return reply(res, 200, 'ok\n');
     if (path === '/readyz') return sources.ready() ? reply(res, 200, 'ok\n') : reply(res, 503, 'not ready\n');
-    if (path === '/metrics') return reply(res, 200, sources.metrics(), 'text/plain; version=0.0.4');
+    if (path === '/metrics') {
+      return void sources.metrics().then(
+        (text) => reply(res, 200, text, sources.metricsContentType),
+        (err: unknown) => reply(res, 500, `metrics failed: ${(err as Error).message}\n`),
+      );
+    }
     return reply(res, 404, 'not found\n');
   });
 }

@@ -2,7 +2,7 @@
  * local: finds (and on first use builds) the control-plane binaries from the Go module in
  * test/controlplane. Only `npm start` without a cluster and the tests need this; the node
  * programs (kubelet, kube-proxy, kube-scheduler) only test/node's cluster, Helm only the chart's
- * tests, checkov (from PyPI) only the manifest lint test.
+ * tests, checkov (from PyPI) only the manifest lint test, promtool only the alert rules' tests.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -54,7 +54,12 @@ export async function ensureCheckov(): Promise<string> {
   return path.join(process.env.PORTCULLIS_CHECKOV_BIN ?? (await runBuild('checkov')), 'checkov');
 }
 
-function runBuild(set: 'controlplane' | 'node' | 'helm' | 'checkov'): Promise<string> {
+/** Prometheus' promtool, from its own module in test/promtool (`build.sh promtool`): only the alert rules' tests use it. */
+export async function ensurePromtool(): Promise<string> {
+  return path.join(process.env.PORTCULLIS_PROMTOOL_BIN ?? (await runBuild('promtool')), 'promtool');
+}
+
+function runBuild(set: 'controlplane' | 'node' | 'helm' | 'checkov' | 'promtool'): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [buildScript, set], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';

@@ -6,12 +6,12 @@
 import { validateSpec, validateSuiteName, type FieldError } from '../api/validate.ts';
 import type { AdmissionSuite, FailurePolicy, WebhookSpec, WebhookType } from '../api/types.ts';
 import { webhookFullName } from '../api/names.ts';
-import { allowed, errored, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, errored, markFailed, type AdmissionRequest, type Decision, type Outcome } from '../api/review.ts';
 import type { Lookup, ObjectRef } from '../kube/objects.ts';
 import { findHandler } from '../handlers/registry.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';
-import { compileRules, type AuthorizingRulesAdmit } from '../policy/engine/rules.ts';
+import { compileRules, evaluationTotals, type AuthorizingRulesAdmit } from '../policy/engine/rules.ts';
 import type { Authorizer } from '../api/authorization.ts';
 
 export interface CompiledWebhook {
@@ -22,7 +22,18 @@ export interface CompiledWebhook {
   failurePolicy: FailurePolicy;
   /** A Promise only while a webhook that uses `authorizer` waits for its checks. */
   admit(request: AdmissionRequest): Decision | Promise<Decision>;
+  /** Where its answers are counted (resolved once, here, so the request path does no lookup). */
+  observer: WebhookObserver;
 }
+
+/** The metrics of one webhook (src/health/webhook-metrics.ts); NO_OBSERVER where nothing is counted. */
+export interface WebhookObserver {
+  answered(operation: string, outcome: Outcome, seconds: number, failurePolicy: FailurePolicy): void;
+  /** One synchronous evaluation of its CEL rules: the time and the cost it spent. */
+  evaluated(seconds: number, cost: number): void;
+}
+
+export const NO_OBSERVER: WebhookObserver = { answered: () => undefined, evaluated: () => undefined };
 
 export interface CompiledSuite {
   name: string;
@@ -54,10 +65,12 @@ export interface CompileContext {
    * params: see validateSpec). Unset where those suites were already refused (the review worker).
    */
   operatorNamespace?: string;
+  /** The recorder of each webhook's answers and evaluations (the operator's Metrics); none by default. */
+  observers?: { webhook(suite: string, webhook: string): WebhookObserver };
 }
 
 export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}): CompiledSuite {
-  const { view = EMPTY_VIEW, params = NO_PARAMS, authorizer, operatorNamespace } = context;
+  const { view = EMPTY_VIEW, params = NO_PARAMS, authorizer, operatorNamespace, observers } = context;
   const name = suite.metadata.name;
   const generation = suite.metadata.generation ?? 0;
   const errors = [...validateSuiteName(name), ...validateSpec(suite.spec, operatorNamespace)];
@@ -67,7 +80,10 @@ export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}
       const path = `spec.webhooks[${i}]`;
       const failurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
       try {
-        const admit = spec.handler ? compileHandler(spec, path, view) : withContext(compileRules(name, spec, path, failurePolicy, authorizer), spec, failurePolicy, view, params);
+        const observer = observers?.webhook(name, spec.name) ?? NO_OBSERVER;
+        const admit = spec.handler
+          ? compileHandler(spec, path, view)
+          : measured(withContext(compileRules(name, spec, path, failurePolicy, authorizer), spec, failurePolicy, view, params), observer);
         webhooks.set(spec.name, {
           suite: name,
           name: spec.name,
@@ -75,6 +91,7 @@ export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}
           type: spec.type,
           failurePolicy,
           admit: guarded(admit, failurePolicy),
+          observer,
         });
       } catch (err) {
         if (err instanceof SpecError) errors.push(...err.errors);
@@ -96,6 +113,22 @@ function guarded(admit: (request: AdmissionRequest) => Decision | Promise<Decisi
     } catch (err) {
       return internal(err);
     }
+  };
+}
+
+/**
+ * CEL rules timed and costed per request, and their answer marked as following failurePolicy when
+ * an expression errored (the verdict itself does not say so). Only a synchronous answer is
+ * measured: an asynchronous one (`authorizer` checks) interleaves with other requests' evaluations.
+ */
+function measured(admit: (request: AdmissionRequest) => Decision | Promise<Decision>, observer: WebhookObserver) {
+  return (request: AdmissionRequest): Decision | Promise<Decision> => {
+    const { cost, errors } = evaluationTotals;
+    const started = performance.now();
+    const decision = admit(request);
+    if (decision instanceof Promise) return decision;
+    observer.evaluated((performance.now() - started) / 1e3, evaluationTotals.cost - cost);
+    return evaluationTotals.errors === errors ? decision : markFailed(decision);
   };
 }
 

@@ -6,6 +6,7 @@
 #   build.sh helm     Helm, from its own module in ../helm (the chart's tests)
 #   build.sh checkov  checkov, the manifest linter, from PyPI into a venv, pinned by ../checkov/requirements.txt
 #                     (kube-linter is not served by the Go module proxy here)
+#   build.sh promtool Prometheus' promtool, from its own module in ../promtool (the alert rules' tests)
 # Prints the binaries' folder on its last line. Progress goes to stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,7 +37,8 @@ case "$set_name" in
   controlplane) bins=(etcd kube-apiserver kube-controller-manager kubectl) ;;
   node) bins=(kube-scheduler kube-proxy kubelet) ;;
   helm) bins=(helm); cd "$here/../helm" ;;
-  *) echo "build.sh: unknown set '$set_name' (controlplane, node, helm or checkov)" >&2; exit 2 ;;
+  promtool) bins=(promtool); cd "$here/../promtool" ;;
+  *) echo "build.sh: unknown set '$set_name' (controlplane, node, helm, checkov or promtool)" >&2; exit 2 ;;
 esac
 key=$(cat go.mod go.sum "$here/build.sh" | sha256sum | cut -c1-16)
 out="${PORTCULLIS_CACHE:-$HOME/.cache/portcullis}/$set_name-$key"
@@ -57,6 +59,7 @@ declare -A pkg=(
   [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
   [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
   [helm]=helm.sh/helm/v4/cmd/helm
+  [promtool]=github.com/prometheus/prometheus/cmd/promtool
 )
 echo "build.sh: building the $set_name programs ($kube_version) into $out; the first build takes many minutes" >&2
 go mod download >&2

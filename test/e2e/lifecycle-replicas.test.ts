@@ -82,7 +82,7 @@ describe('lifecycle: two replicas, one leader', function () {
         req.end(review);
       });
     }
-    for (const replica of replicas) expect(await replica.metric('portcullis_admission_reviews_total'), `replica ${replica.child.pid}`).to.be.greaterThan(0);
+    for (const replica of replicas) expect(await replica.metric('portcullis_admission_requests_total'), `replica ${replica.child.pid}`).to.be.greaterThan(0);
   });
 
   it('killing the leader hands over within the lease duration plus two retry periods, and deletes nothing', async function () {

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { cluster, OPERATOR_NAMESPACE } from './cluster.ts';
 import { eventually } from './wait.ts';
+import { scrape } from './prometheus.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 
@@ -35,13 +36,11 @@ export async function spawnOperator(args: { servingPort: number; metricsPort: nu
     child,
     metricsPort: args.metricsPort,
     output: () => output,
-    metric: async (name) => {
-      const text = await (await fetch(`http://127.0.0.1:${args.metricsPort}/metrics`)).text();
-      return text
-        .split('\n')
-        .filter((line) => line.startsWith(name))
-        .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
-    },
+    metric: async (name) =>
+      [...(await scrape(args.metricsPort)).values()]
+        .flatMap((family) => family.samples)
+        .filter((sample) => sample.name === name)
+        .reduce((sum, sample) => sum + sample.value, 0),
     kill: (signal = 'SIGTERM') =>
       new Promise((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

@@ -58,8 +58,17 @@ export interface Budget {
   budgetEnd: number;
 }
 
+/**
+ * What policy evaluations spent, and how many of their expressions failed with an error, summed
+ * over the process's life: a caller reads the difference around one synchronous evaluation (the
+ * metrics of src/registry/compile.ts). Each budget adds what it spent when it is left.
+ */
+export const evaluationTotals = { cost: 0, errors: 0 };
+
 /** Starts a policy evaluation with a fresh budget; returns what `closeBudget` restores. */
 export function openBudget(budget: number = RUNTIME_CEL_COST_BUDGET): Budget {
+  // (a budget opened again inside its evaluation, as for audit annotations; not the cost of a free-standing run)
+  if (meter.budgetEnd !== Infinity) evaluationTotals.cost += meter.cost;
   const saved = { cost: meter.cost, limit: meter.limit, budgetEnd: meter.budgetEnd };
   meter.cost = 0;
   meter.limit = Infinity;
@@ -69,6 +78,7 @@ export function openBudget(budget: number = RUNTIME_CEL_COST_BUDGET): Budget {
 }
 
 export function closeBudget(saved: Budget): void {
+  evaluationTotals.cost += meter.cost;
   meter.cost = saved.cost;
   meter.limit = saved.limit;
   meter.budgetEnd = saved.budgetEnd;

@@ -11,11 +11,14 @@ import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
 import { CopyOnWritePatcher } from './patch.ts';
 import { fromCel, IntsInPlace } from '../values/convert.ts';
-import { closeBudget, CostBudgetError, openBudget, PER_CALL_LIMIT, remainingBudget } from '../cost/meter.ts';
+import { closeBudget, CostBudgetError, evaluationTotals, openBudget, PER_CALL_LIMIT, remainingBudget } from '../cost/meter.ts';
 import type { Authorizer } from '../../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
 import { requestAuthorizer } from '../library/authz.ts';
 import { ActivationReads } from '../values/reads.ts';
+
+/** (for src/registry/compile.ts, which reads the policy engine through this module and celjs/program.ts only) */
+export { evaluationTotals } from '../cost/meter.ts';
 
 interface CompiledValidation {
   expression: string;
@@ -188,6 +191,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
         outcome = validation.program(activation) === true ? undefined : null;
       } catch (err) {
         if (err instanceof CostBudgetError) return outOfBudget(compiled, err.message);
+        evaluationTotals.errors++;
         outcome = failurePolicy === 'Ignore' ? undefined : { message: `expression '${validation.expression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' };
       }
       outcomes.push(outcome);
@@ -215,6 +219,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
         }
       } catch (err) {
         if (!(err instanceof CostBudgetError)) throw err;
+        evaluationTotals.errors++;
         // The API server turns every decision that is not already an error into this one.
         const failure = failurePolicy === 'Ignore' ? undefined : { message: `failed messageExpression: ${err.message}`, reason: 'Invalid' as const };
         for (let i = 0; i < outcomes.length; i++) failures[i] = outcomes[i] ?? failure;
@@ -231,12 +236,14 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
         value = annotation.program(activation);
       } catch (err) {
         if (err instanceof CostBudgetError) return outOfBudget(compiled, err.message);
+        evaluationTotals.errors++;
         if (failurePolicy === 'Fail') verdict.denials.push({ message: `expression '${annotation.valueExpression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' });
         continue;
       }
       if (typeof value === 'string' && value.trim() !== '') verdict.annotations[annotation.key] = value.trim().slice(0, MAX_AUDIT_VALUE);
-      else if (value !== null && typeof value !== 'string' && failurePolicy === 'Fail') {
-        verdict.denials.push({ message: `valueExpression '${annotation.valueExpression}' resulted in unsupported return type: ${celTypeName(value)}. Return type must be either string or null.`, reason: 'Invalid' });
+      else if (value !== null && typeof value !== 'string') {
+        evaluationTotals.errors++;
+        if (failurePolicy === 'Fail') verdict.denials.push({ message: `valueExpression '${annotation.valueExpression}' resulted in unsupported return type: ${celTypeName(value)}. Return type must be either string or null.`, reason: 'Invalid' });
       }
     }
     return verdict.decision();
@@ -285,6 +292,7 @@ class Verdict {
 
 /** A webhook whose evaluation ran out of cost budget: one error, by failurePolicy, and nothing else (as the API server). */
 function outOfBudget(compiled: CompiledValidations, message: string): Decision {
+  evaluationTotals.errors++;
   const verdict = new Verdict(compiled);
   if (compiled.failurePolicy === 'Fail') verdict.add({ message, reason: 'Invalid' }, 0);
   return verdict.decision();

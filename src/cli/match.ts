@@ -1,0 +1,60 @@
+/**
+ * Which registered webhooks the API server would call for a request: the rules, namespaceSelector
+ * and objectSelector of the webhook configuration the operator registers (src/controller/desired.ts,
+ * the self-protection exclusions included), evaluated offline as the API server evaluates them.
+ * matchConditions are CEL, evaluated by evaluate.ts with the policy engine. Pure; no I/O.
+ */
+import type { AdmissionRequest } from '../api/review.ts';
+import type { FailurePolicy, LabelSelector, MatchCondition, RuleWithOperations } from '../api/types.ts';
+
+export interface RegisteredWebhook {
+  name: string;
+  rules?: RuleWithOperations[];
+  namespaceSelector?: LabelSelector;
+  objectSelector?: LabelSelector;
+  matchConditions?: MatchCondition[];
+  failurePolicy?: FailurePolicy;
+}
+
+/** Why the API server would not call the webhook, or undefined when it would (before matchConditions). */
+export function notCalledBecause(webhook: RegisteredWebhook, request: AdmissionRequest, namespaceLabels: Record<string, string> | undefined): string | undefined {
+  if (!(webhook.rules ?? []).some((rule) => ruleMatches(rule, request))) return 'no rule matches the request';
+  if (namespaceLabels && !selects(webhook.namespaceSelector, namespaceLabels)) return 'namespaceSelector does not select the namespace';
+  const labels = (object: unknown) => ((object as { metadata?: { labels?: Record<string, string> } } | null | undefined)?.metadata?.labels ?? {});
+  // The API server calls the webhook when either the object or the old object is selected.
+  const candidates = [request.object, request.oldObject].filter((o) => o);
+  if (candidates.length && !candidates.some((o) => selects(webhook.objectSelector, labels(o)))) return 'objectSelector does not select the object';
+  return undefined;
+}
+
+function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest): boolean {
+  const any = (list: string[] | undefined, value: string) => (list ?? []).some((v) => v === '*' || v === value);
+  if (!any(rule.operations, request.operation)) return false;
+  if (!any(rule.apiGroups, request.resource.group)) return false;
+  if (!any(rule.apiVersions, request.resource.version)) return false;
+  const resource = request.resource.resource;
+  const sub = request.subResource;
+  const matchesResource = (rule.resources ?? []).some((r) => {
+    const [base, subPattern] = r.split('/');
+    if (sub === undefined || sub === '') return subPattern === undefined && (base === '*' || base === resource);
+    return subPattern !== undefined && (base === '*' || base === resource) && (subPattern === '*' || subPattern === sub);
+  });
+  if (!matchesResource) return false;
+  const scope = rule.scope ?? '*';
+  if (scope === 'Cluster' && request.namespace) return false;
+  if (scope === 'Namespaced' && !request.namespace) return false;
+  return true;
+}
+
+/** A label selector's verdict on `labels`; an absent or empty selector selects everything. */
+export function selects(selector: LabelSelector | undefined, labels: Record<string, string>): boolean {
+  for (const [key, value] of Object.entries(selector?.matchLabels ?? {})) if (labels[key] !== value) return false;
+  for (const { key, operator, values = [] } of selector?.matchExpressions ?? []) {
+    const has = key in labels;
+    if (operator === 'In' && !(has && values.includes(labels[key]!))) return false;
+    if (operator === 'NotIn' && has && values.includes(labels[key]!)) return false;
+    if (operator === 'Exists' && !has) return false;
+    if (operator === 'DoesNotExist' && has) return false;
+  }
+  return true;
+}
