@@ -27,12 +27,16 @@ import { servingNames } from '../src/controller/desired.ts';
 import { OPERATOR_NODE_FLAGS } from '../src/admission/heap.ts';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
-/** Inside the repository, so the stripped files resolve its node_modules and package.json. */
-const DIST = path.join(REPO, '.local', 'scale-dist');
+/** The image's /app, inside the repository so its node_modules resolve: package.json, crds/, dist/. */
+const APP = path.join(REPO, '.local', 'scale-app');
+const DIST = path.join(APP, 'dist');
 const MAIN = path.join(DIST, 'main.js');
 
 function buildAsTheImage(): void {
-  fs.rmSync(DIST, { recursive: true, force: true });
+  fs.rmSync(APP, { recursive: true, force: true });
+  fs.mkdirSync(APP, { recursive: true });
+  fs.copyFileSync(path.join(REPO, 'package.json'), path.join(APP, 'package.json'));
+  fs.cpSync(path.join(REPO, 'crds'), path.join(APP, 'crds'), { recursive: true });
   const built = spawnSync(process.execPath, ['--no-warnings', path.join(REPO, 'tools', 'strip-types.ts'), path.join(REPO, 'src'), DIST], { encoding: 'utf8' });
   if (built.status !== 0) throw new Error(`tools/strip-types.ts failed: ${built.stderr}`);
 }
