@@ -78,14 +78,16 @@ function validateCall(call: CallNode): void {
 
 /**
  * As VAP: `params` is declared only for a policy that has a paramKind (here: a webhook with
- * params); `authorizer` (and `authorizer.requestResource`) everywhere but in messageExpressions.
+ * params); `authorizer` (and `authorizer.requestResource`) everywhere but in messageExpressions;
+ * `variables` everywhere but in matchConditions.
  */
 const environments = new Map<string, Environment>();
-function vapEnvironment(params: boolean, authorizer: boolean): Environment {
-  const key = `${params}/${authorizer}`;
+function vapEnvironment(params: boolean, authorizer: boolean, withVariables = true): Environment {
+  const key = `${params}/${authorizer}/${withVariables}`;
   let env = environments.get(key);
   if (!env) {
-    const variables: Record<string, string> = Object.fromEntries(ACTIVATION_VARIABLES.filter((n) => params || n !== 'params').map((n) => [n, 'dyn']));
+    const declared = ACTIVATION_VARIABLES.filter((n) => (params || n !== 'params') && (withVariables || n !== 'variables'));
+    const variables: Record<string, string> = Object.fromEntries(declared.map((n) => [n, 'dyn']));
     if (authorizer) variables.authorizer = AUTHORIZER_TYPE;
     environments.set(key, (env = newEnvironment(variables)));
   }
@@ -98,15 +100,15 @@ export type ResultType = 'bool' | 'string' | 'list' | 'null';
 
 /**
  * Parses and type-checks `expression`; `expect` lists the types it may yield (any when empty);
- * `params` and `authorizer` say whether those variables are declared (by default they are).
+ * `params`, `authorizer` and `variables` say whether those variables are declared (by default they are).
  */
 export function compile(
   expression: string,
   field: string,
   expect: ResultType[] = [],
-  options: { params?: boolean; authorizer?: boolean; mixedLiterals?: boolean; compiledVariables?: ReadonlySet<string> } = {},
+  options: { params?: boolean; authorizer?: boolean; variables?: boolean; mixedLiterals?: boolean; compiledVariables?: ReadonlySet<string> } = {},
 ): Program {
-  const environment = vapEnvironment(options.params !== false, options.authorizer !== false);
+  const environment = vapEnvironment(options.params !== false, options.authorizer !== false, options.variables !== false);
   let program: Program;
   try {
     program = environment.parse(expression);

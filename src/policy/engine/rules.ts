@@ -16,6 +16,7 @@ import type { Authorizer } from '../../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
 import { requestAuthorizer } from '../library/authz.ts';
 import { ActivationReads } from '../values/reads.ts';
+import { evaluateMatchConditions, planMatchConditions, type CompiledMatchCondition } from './match-conditions.ts';
 
 interface CompiledValidation {
   expression: string;
@@ -32,8 +33,15 @@ interface CompiledAuditAnnotation {
   program: Program;
 }
 
+/** The matchConditions Portcullis evaluates itself (match-conditions.ts), and what they read. */
+interface CompiledConditions {
+  conditions: CompiledMatchCondition[];
+  reads: ActivationReads;
+}
+
 interface CompiledValidations {
   suite: string;
+  matchConditions: CompiledConditions;
   webhook: string;
   failurePolicy: FailurePolicy;
   actions: ValidationAction[];
@@ -99,6 +107,8 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
   // The variables whose expressions compile (policy/fast) can be read by compiled expressions after them.
   const compiledVariables = new Set<string>();
   const scope = { params: webhook.params !== undefined, compiledVariables };
+  const conditions = planMatchConditions(webhook, path, failurePolicy).evaluated;
+  const matchConditions: CompiledConditions = { conditions, reads: new ActivationReads(conditions.map((c) => c.program)) };
   const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => {
     const program = compile(v.expression, `${path}.variables[${i}].expression`, [], { ...scope, compiledVariables: new Set(compiledVariables) });
     if (program.compiled) compiledVariables.add(v.name);
@@ -117,8 +127,11 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       };
     });
     const reads = new ActivationReads([...variables.map((v) => v.program), ...mutations.flatMap((m) => [m.condition, m.patchProgram])]);
-    const authorizing = reads.uses('authorizer');
+    const authorizing = reads.uses('authorizer') || matchConditions.reads.uses('authorizer');
     const admit = (request: AdmissionRequest, context: EvaluationContext = {}) => {
+      const match = evaluateMatchConditions(matchConditions.conditions, matchConditions.reads, request, context, failurePolicy);
+      if ('error' in match) return errored(match.error, failurePolicy, 'Invalid');
+      if (!match.matches) return allowed();
       const budget = openBudget();
       try {
         return mutate(request, mutations, variables, context, reads);
@@ -150,6 +163,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
   }));
   const compiled: CompiledValidations = {
     suite,
+    matchConditions,
     webhook: webhook.name,
     failurePolicy,
     actions: webhook.validationActions ?? ['Deny'],
@@ -160,7 +174,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
     reads: new ActivationReads([...variables.map((v) => v.program), ...validations.flatMap((v) => [v.program, v.messageProgram]), ...auditAnnotations.map((a) => a.program)]),
     messageExpressions: validations.filter((v) => v.messageProgram).length,
   };
-  const authorizing = compiled.variablesAuthorize || [...compiled.validations.map((v) => v.program), ...compiled.auditAnnotations.map((a) => a.program)].some(usesAuthorizer);
+  const authorizing = compiled.variablesAuthorize || matchConditions.reads.uses('authorizer') || [...compiled.validations.map((v) => v.program), ...compiled.auditAnnotations.map((a) => a.program)].some(usesAuthorizer);
   return Object.assign((request: AdmissionRequest, context: EvaluationContext = {}) => validate(request, compiled, context), { authorizing });
 }
 
@@ -170,6 +184,10 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
  * first one collected is the answer, Warn adds a warning, Audit adds it to `validation_failure`.
  */
 function validate(request: AdmissionRequest, compiled: CompiledValidations, context: EvaluationContext): Decision {
+  // As VAP's validator: matchConditions first; a false one skips the policy, an error is its one decision.
+  const match = evaluateMatchConditions(compiled.matchConditions.conditions, compiled.matchConditions.reads, request, context, compiled.failurePolicy);
+  if ('error' in match) return singleError(compiled, match.error);
+  if (!match.matches) return allowed();
   const object = request.operation === 'DELETE' ? null : request.object;
   const { failurePolicy } = compiled;
   // One cost budget (cost/meter.ts) for the validations, then their messageExpressions from what is left,
@@ -187,7 +205,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
         // Anything but true denies, as in the API server (a non-bool is not an error there).
         outcome = validation.program(activation) === true ? undefined : null;
       } catch (err) {
-        if (err instanceof CostBudgetError) return outOfBudget(compiled, err.message);
+        if (err instanceof CostBudgetError) return singleError(compiled, err.message);
         outcome = failurePolicy === 'Ignore' ? undefined : { message: `expression '${validation.expression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' };
       }
       outcomes.push(outcome);
@@ -230,7 +248,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
       try {
         value = annotation.program(activation);
       } catch (err) {
-        if (err instanceof CostBudgetError) return outOfBudget(compiled, err.message);
+        if (err instanceof CostBudgetError) return singleError(compiled, err.message);
         if (failurePolicy === 'Fail') verdict.denials.push({ message: `expression '${annotation.valueExpression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' });
         continue;
       }
@@ -283,8 +301,11 @@ class Verdict {
   }
 }
 
-/** A webhook whose evaluation ran out of cost budget: one error, by failurePolicy, and nothing else (as the API server). */
-function outOfBudget(compiled: CompiledValidations, message: string): Decision {
+/**
+ * One error as the whole decision, by failurePolicy, routed to the validationActions, and nothing
+ * else (as the API server): failing matchConditions, or an evaluation that ran out of cost budget.
+ */
+function singleError(compiled: CompiledValidations, message: string): Decision {
   const verdict = new Verdict(compiled);
   if (compiled.failurePolicy === 'Fail') verdict.add({ message, reason: 'Invalid' }, 0);
   return verdict.decision();

@@ -437,4 +437,76 @@ export const POLICIES: PolicyRow[] = [
     validations: [{ expression: 'false', message: 'matched' }],
     steps: [{ op: 'create', data: { skip: 'yes' } }, { op: 'update', data: { a: '1' } }],
   },
+  // Conditions that read params: webhook matchConditions cannot, so Portcullis evaluates them.
+  {
+    name: 'match-params',
+    resource: 'configmaps',
+    params: { data: { exempt: 'gold' } },
+    matchConditions: [{ name: 'not-exempt', expression: 'object.data.tier != params.data.exempt' }],
+    validations: [{ expression: 'false', messageExpression: "'tier ' + object.data.tier + ' is matched'" }],
+    steps: [{ op: 'create', data: { tier: 'gold' } }, { op: 'create', data: { tier: 'silver' } }],
+  },
+  {
+    name: 'match-params-error',
+    resource: 'configmaps',
+    params: { data: { exempt: 'gold' } },
+    matchConditions: [{ name: 'missing-key', expression: "params.data.missing == 'x'" }],
+    validations: [{ expression: 'false', message: 'matched' }],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
+  // A condition that errors: 422 with VAP's words under Fail, skipped under Ignore.
+  { name: 'match-error-fail', resource: 'configmaps', matchConditions: [{ name: 'errs', expression: "object.data.missing == 'x'" }], validations: [{ expression: 'false', message: 'matched' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  {
+    name: 'match-error-ignore',
+    resource: 'configmaps',
+    failurePolicy: 'Ignore',
+    matchConditions: [{ name: 'errs', expression: "object.data.missing == 'x'" }],
+    validations: [{ expression: 'false', message: 'matched' }],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
+  {
+    name: 'match-error-warn',
+    resource: 'configmaps',
+    validationActions: ['Warn', 'Audit'],
+    matchConditions: [{ name: 'errs', expression: "object.data.missing == 'x'" }],
+    validations: [{ expression: 'false', message: 'matched' }],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
+  // Every condition is evaluated: a false one skips whatever else errored; otherwise the errors, joined.
+  {
+    name: 'match-error-then-false',
+    resource: 'configmaps',
+    matchConditions: [
+      { name: 'errs', expression: "object.data.missing == 'x'" },
+      { name: 'gate', expression: 'has(object.data.gate)' },
+    ],
+    validations: [{ expression: 'false', message: 'matched' }],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
+  {
+    name: 'match-two-errors',
+    resource: 'configmaps',
+    matchConditions: [
+      { name: 'first', expression: "object.data.missing == 'x'" },
+      { name: 'second', expression: 'object.data.a + 1 > 0' },
+    ],
+    validations: [{ expression: 'false', message: 'matched' }],
+    steps: [{ op: 'create', data: { a: 'one' } }],
+  },
+  // One the API server decides as VAP would (it cannot fail), handed to it.
+  {
+    name: 'match-request',
+    resource: 'configmaps',
+    operations: ['CREATE', 'UPDATE'],
+    matchConditions: [{ name: 'not-creates', expression: "request.operation != 'CREATE' && !(request.resource.group in ['apps'])" }],
+    validations: [{ expression: 'false', message: 'matched' }],
+    steps: [{ op: 'create', data: { a: '1' } }, { op: 'update', data: { a: '2' } }, { op: 'delete' }],
+  },
+  // Refused on write as VAP refuses them.
+  { name: 'write-match-variables', resource: 'configmaps', variables: [{ name: 'v', expression: 'true' }], matchConditions: [{ name: 'vars', expression: 'variables.v' }], validations: [{ expression: 'true' }], steps: [] },
+  { name: 'write-match-params-undeclared', resource: 'configmaps', matchConditions: [{ name: 'p', expression: "params.data.a == 'x'" }], validations: [{ expression: 'true' }], steps: [] },
+  { name: 'write-match-not-bool', resource: 'configmaps', matchConditions: [{ name: 'dyn', expression: 'object.data.a' }], validations: [{ expression: 'true' }], steps: [] },
+
+  { name: 'write-match-bad-name', resource: 'configmaps', matchConditions: [{ name: 'not a name', expression: 'true' }], validations: [{ expression: 'true' }], steps: [] },
+  { name: 'write-match-empty', resource: 'configmaps', matchConditions: [{ name: 'blank', expression: '  ' }], validations: [{ expression: 'true' }], steps: [] },
 ];
