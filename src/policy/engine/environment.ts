@@ -28,6 +28,7 @@ import { AUTHORIZER_TYPE, registerAuthz } from '../library/authz.ts';
 import { withCost } from '../cost/instrument.ts';
 import { shortcutFor } from '../fast/shortcut.ts';
 import { useCelGoLogic } from '../celjs/logic.ts';
+import { useCelGoEquality } from '../celjs/equality.ts';
 
 /** The variables VAP declares; `object`, `oldObject` and `params` are untyped (dyn), as in VAP. */
 const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject', 'request', 'variables'] as const;
@@ -106,7 +107,15 @@ export function compile(
   expression: string,
   field: string,
   expect: ResultType[] = [],
-  options: { params?: boolean; authorizer?: boolean; variables?: boolean; mixedLiterals?: boolean; compiledVariables?: ReadonlySet<string> } = {},
+  options: {
+    params?: boolean;
+    authorizer?: boolean;
+    variables?: boolean;
+    mixedLiterals?: boolean;
+    compiledVariables?: ReadonlySet<string>;
+    /** The variables whose value is a part of the request as it is (celjs/equality.ts). */
+    requestVariables?: ReadonlySet<string>;
+  } = {},
 ): Program {
   const environment = vapEnvironment(options.params !== false, options.authorizer !== false, options.variables !== false);
   let program: Program;
@@ -135,6 +144,7 @@ export function compile(
     throw new CompileError(field, `must evaluate to ${wanted} but got ${celGoTypeName(type)}`);
   }
   useCelGoLogic(program.ast);
+  useCelGoEquality(program.ast, options.requestVariables);
   let compiled = false;
   const run = withCost(program, (instrumented) => {
     const body = shortcutFor(instrumented, options.compiledVariables);

@@ -16,6 +16,7 @@ import type { Authorizer } from '../../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
 import { requestAuthorizer } from '../library/authz.ts';
 import { ActivationReads } from '../values/reads.ts';
+import { readsRequestValue } from '../celjs/equality.ts';
 import { evaluateMatchConditions, planMatchConditions, type CompiledMatchCondition } from './match-conditions.ts';
 
 interface CompiledValidation {
@@ -106,12 +107,15 @@ type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => De
 function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): SyncRules {
   // The variables whose expressions compile (policy/fast) can be read by compiled expressions after them.
   const compiledVariables = new Set<string>();
-  const scope = { params: webhook.params !== undefined, compiledVariables };
+  // The variables that are a part of the request as it is: compared across kinds, they raise as the request's values do.
+  const requestVariables = new Set<string>();
+  const scope = { params: webhook.params !== undefined, compiledVariables, requestVariables };
   const conditions = planMatchConditions(webhook, path, failurePolicy).evaluated;
   const matchConditions: CompiledConditions = { conditions, reads: new ActivationReads(conditions.map((c) => c.program)) };
   const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => {
-    const program = compile(v.expression, `${path}.variables[${i}].expression`, [], { ...scope, compiledVariables: new Set(compiledVariables) });
+    const program = compile(v.expression, `${path}.variables[${i}].expression`, [], { ...scope, compiledVariables: new Set(compiledVariables), requestVariables: new Set(requestVariables) });
     if (program.compiled) compiledVariables.add(v.name);
+    if (readsRequestValue(program.ast, requestVariables)) requestVariables.add(v.name);
     return { name: v.name, program };
   });
 

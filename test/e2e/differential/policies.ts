@@ -509,4 +509,34 @@ export const POLICIES: PolicyRow[] = [
 
   { name: 'write-match-bad-name', resource: 'configmaps', matchConditions: [{ name: 'not a name', expression: 'true' }], validations: [{ expression: 'true' }], steps: [] },
   { name: 'write-match-empty', resource: 'configmaps', matchConditions: [{ name: 'blank', expression: '  ' }], validations: [{ expression: 'true' }], steps: [] },
+  // --- equality across kinds: a map or list of the request on the left of `==` raises `no such overload` (cel-go), a literal does not; `!=` says true
+  { name: 'eq-map-string', resource: 'configmaps', validations: [{ expression: "object.data == 'x'", message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'eq-map-string-ignore', resource: 'configmaps', failurePolicy: 'Ignore', validations: [{ expression: "!(object.data == 'x')", message: 'not x' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'ne-map-string', resource: 'configmaps', validations: [{ expression: "object.data != 'x'", message: 'data is x' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'eq-map-int', resource: 'configmaps', validations: [{ expression: '!(object.metadata.labels == 1)', message: 'labels is 1' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'eq-map-list', resource: 'configmaps', validations: [{ expression: "!(object.data == ['a'])", message: 'data is a list' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'eq-map-null', resource: 'configmaps', validations: [{ expression: 'object.data != null', message: 'no data' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  {
+    name: 'eq-list-string',
+    resource: 'deployments',
+    validations: [{ expression: "!(object.spec.template.spec.containers == 'x')", message: 'containers is x' }],
+    steps: [{ op: 'create', replicas: 1 }],
+  },
+  { name: 'eq-list-map', resource: 'deployments', validations: [{ expression: "!(object.spec.template.spec.containers[0] == ['x'])", message: 'container is a list' }], steps: [{ op: 'create', replicas: 1 }] },
+  { name: 'eq-object-right', resource: 'configmaps', validations: [{ expression: "!('x' == object.data) && !([1] == object.data)", message: 'data is x' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'eq-literal-map', resource: 'configmaps', validations: [{ expression: "!(dyn({'a': '1'}) == 'x') && !(dyn(['a']) == 'x')", message: 'literal is x' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'eq-computed-list', resource: 'configmaps', validations: [{ expression: "!(object.data.map(k, k) == 'x')", message: 'computed is x' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'eq-params-map', resource: 'configmaps', params: { data: { a: '1' } }, validations: [{ expression: "!(params.data == 'x')", message: 'params is x' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  {
+    name: 'eq-variable-map',
+    resource: 'configmaps',
+    variables: [
+      { name: 'data', expression: 'object.data' },
+      { name: 'again', expression: 'variables.data' },
+    ],
+    validations: [{ expression: "!(variables.again == 'x')", message: 'data is x' }],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
+  { name: 'eq-in-map', resource: 'configmaps', validations: [{ expression: "!('x' in object.data) && !(object.data in ['x'])", message: 'x in data' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'eq-match-condition', resource: 'configmaps', matchConditions: [{ name: 'kind', expression: "!(object.data == 'x')" }], validations: [{ expression: 'false', message: 'matched' }], steps: [{ op: 'create', data: { a: '1' } }] },
 ];
