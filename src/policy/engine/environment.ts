@@ -24,6 +24,7 @@ import { registerOptionals } from '../library/optionals.ts';
 import { registerComprehensions } from '../library/comprehensions.ts';
 import { celGoCheckMessage, replaceNumericComparisons } from '../library/numeric.ts';
 import { replaceDoubleBuiltins } from '../library/doubles.ts';
+import { replaceConversionBuiltins } from '../library/conversions.ts';
 import { AUTHORIZER_TYPE, registerAuthz } from '../library/authz.ts';
 import { withCost } from '../cost/instrument.ts';
 import { shortcutFor } from '../fast/shortcut.ts';
@@ -59,6 +60,7 @@ export function newEnvironment(variables: Readonly<Record<string, string>> = Obj
   replaceRegexBuiltins(env);
   replaceNumericComparisons(env);
   replaceDoubleBuiltins(env);
+  replaceConversionBuiltins(env);
   return env;
 }
 
