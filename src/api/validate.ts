@@ -111,6 +111,10 @@ function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
     keys.add(a.key);
   });
   errors.push(...validateMatchConditions(webhook, path));
+  webhook.validations?.forEach((v, i) => {
+    // VAP's check of a static message: one line once trimmed (CEL's newline characters).
+    if (typeof v.message === 'string' && /[\n\r]/.test(v.message.trim())) err(`.validations[${i}].message`, 'must not contain line breaks');
+  });
   const actions = webhook.validationActions ?? [];
   if (actions.includes('Deny') && actions.includes('Warn')) err('.validationActions', 'Deny and Warn may not be used together');
   return errors;

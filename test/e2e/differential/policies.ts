@@ -558,4 +558,12 @@ export const POLICIES: PolicyRow[] = [
   { name: 'err-timestamp-convert', resource: 'configmaps', validations: [{ expression: "timestamp(object.data.a) > timestamp('2020-01-01T00:00:00Z')", message: 'unreachable' }], steps: [{ op: 'create', data: { a: 'today' } }] },
   { name: 'err-int-range', resource: 'configmaps', validations: [{ expression: 'int(double(object.data.a) * 1e30) > 0', message: 'unreachable' }], steps: [{ op: 'create', data: { a: '2' } }] },
   { name: 'err-uint-negative', resource: 'configmaps', validations: [{ expression: 'uint(int(object.data.a)) > 0u', message: 'unreachable' }], steps: [{ op: 'create', data: { a: '-1' } }] },
+  // --- write-time checks: a static message is one line; `orValue` on an optional of the object is dyn, so `!= null` type-checks in VAP too
+  { name: 'write-message-newline', resource: 'configmaps', validations: [{ expression: 'false', message: 'line one\nline two' }], steps: [] },
+  { name: 'write-message-cr', resource: 'configmaps', validations: [{ expression: 'false', message: 'one\rtwo' }], steps: [] },
+  { name: 'msg-trailing-newline', resource: 'configmaps', validations: [{ expression: 'false', message: '  one line\n' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'or-value-map-null', resource: 'configmaps', validations: [{ expression: 'object.?data.orValue({}) == null' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'or-value-list-null', resource: 'deployments', validations: [{ expression: 'object.?spec.template.spec.containers.orValue([]) != null' }], steps: [{ op: 'create', replicas: 1 }] },
+  { name: 'or-value-string-null', resource: 'configmaps', validations: [{ expression: "object.?data.a.orValue('') == null" }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'or-value-dyn-null', resource: 'configmaps', validations: [{ expression: 'object.?data.orValue(dyn({})) != null', message: 'no data' }], steps: [{ op: 'create', data: { a: '1' } }] },
 ];
