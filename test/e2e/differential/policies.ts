@@ -537,6 +537,13 @@ export const POLICIES: PolicyRow[] = [
     validations: [{ expression: "!(variables.again == 'x')", message: 'data is x' }],
     steps: [{ op: 'create', data: { a: '1' } }],
   },
+  { name: 'eq-old-object', resource: 'configmaps', validations: [{ expression: "oldObject == null || !(oldObject.data == 'x')", message: 'x' }], steps: [{ op: 'create', data: { a: '1' } }, { op: 'update', data: { a: '2' } }] },
+  // comprehension variables over the object's elements are its values too (filter keeps them)
+  { name: 'eq-comprehension', resource: 'deployments', validations: [{ expression: "!object.spec.template.spec.containers.exists(c, c == 'x')", message: 'x' }], steps: [{ op: 'create', replicas: 1 }] },
+  { name: 'eq-comprehension-filter', resource: 'deployments', validations: [{ expression: "!object.spec.template.spec.containers.filter(c, true).exists(d, d == 'x')", message: 'x' }], steps: [{ op: 'create', replicas: 1 }] },
+  { name: 'eq-comprehension-two-var', resource: 'deployments', validations: [{ expression: "object.spec.template.spec.containers.all(i, c, !(c == 'x'))", message: 'x' }], steps: [{ op: 'create', replicas: 1 }] },
+  { name: 'eq-comprehension-key', resource: 'configmaps', validations: [{ expression: "!object.data.exists(k, k == 'x')", message: 'x' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'eq-list-of-maps', resource: 'deployments', validations: [{ expression: "!(object.spec.template.spec.containers == ['x'])", message: 'x' }], steps: [{ op: 'create', replicas: 1 }] },
   { name: 'eq-in-map', resource: 'configmaps', validations: [{ expression: "!('x' in object.data) && !(object.data in ['x'])", message: 'x in data' }], steps: [{ op: 'create', data: { a: '1' } }] },
   { name: 'eq-match-condition', resource: 'configmaps', matchConditions: [{ name: 'kind', expression: "!(object.data == 'x')" }], validations: [{ expression: 'false', message: 'matched' }], steps: [{ op: 'create', data: { a: '1' } }] },
   // --- run-time errors in cel-go's words
