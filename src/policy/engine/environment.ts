@@ -20,7 +20,7 @@ import { registerCIDR } from '../library/cidr.ts';
 import { registerQuantity } from '../library/quantity.ts';
 import { registerSemver } from '../library/semver.ts';
 import { registerSets, validateSetsCall } from '../library/sets.ts';
-import { registerOptionals } from '../library/optionals.ts';
+import { registerOptionals, validateOrValueNullComparisons } from '../library/optionals.ts';
 import { registerComprehensions } from '../library/comprehensions.ts';
 import { celGoCheckMessage, replaceNumericComparisons } from '../library/numeric.ts';
 import { replaceDoubleBuiltins } from '../library/doubles.ts';
@@ -67,6 +67,7 @@ export function newEnvironment(variables: Readonly<Record<string, string>> = Obj
 /** The compile-time checks of literal arguments the API server's environment makes; throws the first problem. */
 export function validateProgram(program: Program): void {
   forEachCall(program.ast, validateCall);
+  validateOrValueNullComparisons(program.ast);
 }
 
 function validateCall(call: CallNode): void {

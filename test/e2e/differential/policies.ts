@@ -572,5 +572,9 @@ export const POLICIES: PolicyRow[] = [
   { name: 'or-value-map-null', resource: 'configmaps', validations: [{ expression: 'object.?data.orValue({}) == null' }], steps: [{ op: 'create', data: { a: '1' } }] },
   { name: 'or-value-list-null', resource: 'deployments', validations: [{ expression: 'object.?spec.template.spec.containers.orValue([]) != null' }], steps: [{ op: 'create', replicas: 1 }] },
   { name: 'or-value-string-null', resource: 'configmaps', validations: [{ expression: "object.?data.a.orValue('') == null" }], steps: [{ op: 'create', data: { a: '1' } }] },
+  // on a dyn receiver (a variable holding an optional is dyn in VAP) cel-go types orValue as its argument
+  { name: 'write-variable-or-value-null', resource: 'configmaps', variables: [{ name: 'o', expression: 'object.?data' }], validations: [{ expression: 'variables.o.orValue({}) != null' }], steps: [] },
+  { name: 'write-dyn-or-value-null', resource: 'configmaps', validations: [{ expression: "object.data.orValue('') == null" }], steps: [] },
+  { name: 'write-dyn-or-value-null-left', resource: 'configmaps', validations: [{ expression: 'null != object.data.orValue([])' }], steps: [] },
   { name: 'or-value-dyn-null', resource: 'configmaps', validations: [{ expression: 'object.?data.orValue(dyn({})) != null', message: 'no data' }], steps: [{ op: 'create', data: { a: '1' } }] },
 ];
