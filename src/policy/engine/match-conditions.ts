@@ -150,6 +150,8 @@ function cannotError(n: RawNode | undefined): boolean {
 }
 
 export type MatchOutcome = { matches: true } | { matches: false } | { error: string };
+const MATCHES: MatchOutcome = Object.freeze({ matches: true });
+const SKIPS: MatchOutcome = Object.freeze({ matches: false });
 
 /**
  * VAP's matcher: every condition is evaluated, in order, in an activation of its own (object,
@@ -164,7 +166,7 @@ export function evaluateMatchConditions(
   context: { params?: unknown; authorizer?: unknown },
   failurePolicy: FailurePolicy,
 ): MatchOutcome {
-  if (conditions.length === 0) return { matches: true };
+  if (conditions.length === 0) return MATCHES;
   const object = request.operation === 'DELETE' ? null : request.object;
   const ints = new IntsInPlace();
   const budget = openBudget(MATCH_CONDITIONS_BUDGET);
@@ -177,18 +179,18 @@ export function evaluateMatchConditions(
         result = condition.program(activation);
       } catch (err) {
         // Running out of budget stops the matcher at once: the whole evaluation is that error.
-        if (err instanceof CostBudgetError) return failurePolicy === 'Ignore' ? { matches: false } : { error: err.message };
+        if (err instanceof CostBudgetError) return failurePolicy === 'Ignore' ? SKIPS : { error: err.message };
         errors.push(`expression '${condition.expression}' resulted in error: ${celErrorText(err)}`);
         continue;
       }
-      if (result === false) return { matches: false };
+      if (result === false) return SKIPS;
     }
   } finally {
     ints.restore();
     closeBudget(budget);
   }
-  if (errors.length === 0) return { matches: true };
-  if (failurePolicy === 'Ignore') return { matches: false };
+  if (errors.length === 0) return MATCHES;
+  if (failurePolicy === 'Ignore') return SKIPS;
   const distinct = [...new Set(errors)];
   return { error: distinct.length === 1 ? distinct[0]! : `[${distinct.join(', ')}]` };
 }
