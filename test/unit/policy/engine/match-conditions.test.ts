@@ -8,6 +8,8 @@ import { passedThroughConditions, planMatchConditions } from '../../../../src/po
 import { SELF_PROTECTION_CONDITION, webhookConfigurations } from '../../../../src/controller/desired.ts';
 import { validateSpec } from '../../../../src/api/validate.ts';
 import type { AdmissionSuite, FailurePolicy, WebhookSpec } from '../../../../src/api/types.ts';
+import type { AdmissionRequest, Decision } from '../../../../src/api/review.ts';
+import { compileRules } from '../../../../src/policy/engine/rules.ts';
 import type { OperatorConfig } from '../../../../src/config.ts';
 
 const hook = (expressions: string[], extra: Partial<WebhookSpec> = {}): WebhookSpec => ({
@@ -75,5 +77,35 @@ describe('policy: matchConditions with VAP semantics', function () {
       { field: 'spec.webhooks[0].matchConditions[2].expression', message: 'Required value' },
       { field: 'spec.webhooks[0].matchConditions[2].name', message: 'Required value' },
     ]);
+  });
+
+  describe('evaluated by Portcullis', function () {
+    const request = (data: Record<string, string>) =>
+      ({ uid: 'u', kind: { group: '', version: 'v1', kind: 'ConfigMap' }, resource: { group: '', version: 'v1', resource: 'configmaps' }, operation: 'CREATE', userInfo: {}, object: { data } }) as unknown as AdmissionRequest;
+    const admit = (spec: WebhookSpec, failurePolicy: FailurePolicy, data: Record<string, string>) => compileRules('s', spec, 'spec.webhooks[0]', failurePolicy)(request(data)) as Decision;
+
+    it('skips the rules when a condition is false, whatever another one raised', function () {
+      const spec = hook(["object.data.missing == 'x'", 'has(object.data.gate)']);
+      expect(admit(spec, 'Fail', { a: '1' })).to.deep.equal({ allowed: true });
+      expect(admit(spec, 'Fail', { gate: '1' })).to.include({ allowed: false, code: 422, message: "expression 'object.data.missing == 'x'' resulted in error: no such key: missing" });
+      // under Ignore the API server skips on an error as VAP does: both are handed to it
+      expect(planMatchConditions(spec, 'spec.webhooks[0]', 'Ignore').evaluated).to.deep.equal([]);
+    });
+
+    it('joins several errors as apimachinery aggregates them', function () {
+      const spec = hook(["object.data.missing == 'x'", 'object.data.a + 1 > 0']);
+      expect(admit(spec, 'Fail', { a: '1' }).message).to.equal("[expression 'object.data.missing == 'x'' resulted in error: no such key: missing, expression 'object.data.a + 1 > 0' resulted in error: no such overload]");
+    });
+
+    it('reads params, and skips a mutation as it skips validations', function () {
+      const params = { params: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'p', name: 'p' } };
+      const spec = hook(['object.data.tier != params.data.exempt'], params);
+      const rules = compileRules('s', spec, 'spec.webhooks[0]', 'Fail');
+      expect(rules(request({ tier: 'gold' }), { params: { data: { exempt: 'gold' } } })).to.deep.equal({ allowed: true });
+      expect((rules(request({ tier: 'iron' }), { params: { data: { exempt: 'gold' } } }) as Decision).allowed).to.equal(false);
+      const mutating: WebhookSpec = { ...hook(['has(object.data.patch)']), type: 'Mutating', validations: undefined, mutations: [{ patch: [{ op: 'add', path: '/data/b', value: '2' }] }] };
+      expect(admit(mutating, 'Fail', { a: '1' })).to.deep.equal({ allowed: true });
+      expect(admit(mutating, 'Fail', { patch: '1' }).patch).to.deep.equal([{ op: 'add', path: '/data/b', value: '2' }]);
+    });
   });
 });
