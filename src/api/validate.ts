@@ -3,7 +3,7 @@
  * Every problem is reported with its field path, all at once, so one apply shows them all.
  */
 import { parseDuration } from '../k8s/duration.ts';
-import { DNS1123_LABEL, LABEL_KEY } from '../k8s/validation.ts';
+import { DNS1123_LABEL, isQualifiedName, LABEL_KEY } from '../k8s/validation.ts';
 import { DEFAULT_CERTIFICATE_DURATION_MS, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
 
 export interface FieldError {
@@ -110,8 +110,42 @@ function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
     if (keys.has(a.key)) err(`.auditAnnotations[${i}].key`, `duplicate key "${a.key}"`);
     keys.add(a.key);
   });
+  errors.push(...validateMatchConditions(webhook, path));
+  webhook.validations?.forEach((v, i) => {
+    // VAP's check of a static message: one line once trimmed (CEL's newline characters).
+    if (typeof v.message === 'string' && /[\n\r]/.test(v.message.trim())) err(`.validations[${i}].message`, 'must not contain line breaks');
+  });
   const actions = webhook.validationActions ?? [];
   if (actions.includes('Deny') && actions.includes('Warn')) err('.validationActions', 'Deny and Warn may not be used together');
+  return errors;
+}
+
+/**
+ * The API server takes at most 64 matchConditions per webhook, and the operator adds its own
+ * self-protection condition to each (controller/desired.ts).
+ */
+export const MAX_MATCH_CONDITIONS = 63;
+
+/** VAP's checks of matchConditions that need no compiler, in its words (the compiler's are policy/engine/match-conditions.ts). */
+function validateMatchConditions(webhook: WebhookSpec, path: string): FieldError[] {
+  const errors: FieldError[] = [];
+  const conditions = webhook.matchConditions ?? [];
+  if (!Array.isArray(conditions)) return [{ field: `${path}.matchConditions`, message: 'must be a list' }];
+  if (conditions.length > MAX_MATCH_CONDITIONS) {
+    errors.push({ field: `${path}.matchConditions`, message: `Too many: ${conditions.length}: must have at most ${MAX_MATCH_CONDITIONS} items (the API server takes 64 per webhook, and Portcullis adds one of its own)` });
+  }
+  const names = new Set<string>();
+  conditions.forEach((condition, i) => {
+    const field = `${path}.matchConditions[${i}]`;
+    if (typeof condition.expression !== 'string' || condition.expression.trim() === '') errors.push({ field: `${field}.expression`, message: 'Required value' });
+    const name = typeof condition.name === 'string' ? condition.name : '';
+    if (name === '') errors.push({ field: `${field}.name`, message: 'Required value' });
+    else {
+      for (const message of isQualifiedName(name)) errors.push({ field: `${field}.name`, message });
+      if (names.has(name)) errors.push({ field: `${field}.name`, message: `Duplicate value: ${JSON.stringify(name)}` });
+      names.add(name);
+    }
+  });
   return errors;
 }
 

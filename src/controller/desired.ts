@@ -15,6 +15,7 @@ import {
 } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
 import type { KubeObject } from '../kube/client.ts';
+import { passedThroughConditions } from '../policy/engine/match-conditions.ts';
 
 export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
@@ -129,15 +130,17 @@ function namespaceSelector(suite: AdmissionSuite, webhook: WebhookSpec, config: 
 }
 
 function webhookEntry(suite: AdmissionSuite, webhook: WebhookSpec, config: OperatorConfig, caBundle: string) {
+  const failurePolicy = webhook.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
   const entry: Record<string, unknown> = {
     name: webhookFullName(suite.metadata.name, webhook.name),
     clientConfig: clientConfig(suite, webhook, config, caBundle),
     rules: webhook.rules,
     namespaceSelector: namespaceSelector(suite, webhook, config),
     objectSelector: webhook.objectSelector ?? {},
-    matchConditions: [SELF_PROTECTION_CONDITION, ...(webhook.matchConditions ?? [])],
+    // Only the conditions the API server decides as VAP would; Portcullis evaluates the others.
+    matchConditions: [SELF_PROTECTION_CONDITION, ...passedThroughConditions(webhook, failurePolicy)],
     matchPolicy: webhook.matchPolicy ?? 'Equivalent',
-    failurePolicy: webhook.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail',
+    failurePolicy,
     timeoutSeconds: webhook.timeoutSeconds ?? suite.spec.timeoutSeconds ?? 5,
     sideEffects: webhook.sideEffects ?? 'None',
     admissionReviewVersions: webhook.admissionReviewVersions ?? ['v1', 'v1beta1'],

@@ -12,6 +12,7 @@ import { findHandler } from '../handlers/registry.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';
 import { compileRules, evaluationTotals, type AuthorizingRulesAdmit } from '../policy/engine/rules.ts';
+import { planMatchConditions } from '../policy/engine/match-conditions.ts';
 import type { Authorizer } from '../api/authorization.ts';
 
 export interface CompiledWebhook {
@@ -160,6 +161,8 @@ class SpecError extends Error {
 
 function compileHandler(spec: WebhookSpec, path: string, view: ClusterView): (request: AdmissionRequest) => Decision {
   const ref = spec.handler!;
+  // Its matchConditions all go to the API server: compiled here only to be refused on apply if they cannot work there.
+  planMatchConditions(spec, path, spec.failurePolicy ?? 'Fail');
   const handler = findHandler(ref.name);
   if (!handler) throw new SpecError([{ field: `${path}.handler.name`, message: `no built-in handler named "${ref.name}"` }]);
   const side = spec.type === 'Mutating' ? handler.mutate : handler.validate;

@@ -26,6 +26,7 @@ const VAP_NS = 'diff-vap';
 const HOOK_NS = 'diff-hook';
 const PARAMS_NS = 'diff-params';
 const ROW_LABEL = 'diff-row';
+const PARAMS_PER_WRITE = 4;
 const PROBE: PolicyRow = { name: 'probe', resource: 'configmaps', validations: [{ expression: 'false', message: 'probe' }], steps: [] };
 
 const GROUPS = { configmaps: '', deployments: 'apps' } as const;
@@ -220,7 +221,16 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     }
     // The probe goes last on both sides: once it is enforced, so is every policy before it.
     for (const object of nativePolicy(PROBE)) await apply(kube, object);
-    await createSuite(SUITE, { webhooks: [...accepted, UNAUTHORIZED_ROW, PROBE].map(suiteWebhook) });
+    // The params guard (deploy/06-suite-params-guard.yaml, installed by other tests of the same
+    // control plane) lets one write introduce at most 4 ConfigMap params: the suite grows in steps.
+    const webhooks = [...accepted, UNAUTHORIZED_ROW, PROBE].map(suiteWebhook);
+    const withParams = webhooks.filter((w) => w.params);
+    for (let introduced = 0; introduced === 0 || introduced < withParams.length; introduced += PARAMS_PER_WRITE) {
+      const present = new Set(withParams.slice(0, introduced + PARAMS_PER_WRITE));
+      const spec = { webhooks: webhooks.filter((w) => !w.params || present.has(w)) };
+      if (introduced === 0) await createSuite(SUITE, spec);
+      else await apply(kube, { apiVersion: API_VERSION, kind: 'AdmissionSuite', metadata: { name: SUITE }, spec });
+    }
     await waitForCondition(SUITE, 'Ready', 'True', 60_000);
     for (const namespace of [VAP_NS, HOOK_NS]) {
       await eventually(

@@ -20,14 +20,16 @@ import { registerCIDR } from '../library/cidr.ts';
 import { registerQuantity } from '../library/quantity.ts';
 import { registerSemver } from '../library/semver.ts';
 import { registerSets, validateSetsCall } from '../library/sets.ts';
-import { registerOptionals } from '../library/optionals.ts';
+import { registerOptionals, validateOrValueNullComparisons } from '../library/optionals.ts';
 import { registerComprehensions } from '../library/comprehensions.ts';
 import { celGoCheckMessage, replaceNumericComparisons } from '../library/numeric.ts';
 import { replaceDoubleBuiltins } from '../library/doubles.ts';
+import { replaceConversionBuiltins } from '../library/conversions.ts';
 import { AUTHORIZER_TYPE, registerAuthz } from '../library/authz.ts';
 import { withCost } from '../cost/instrument.ts';
 import { shortcutFor } from '../fast/shortcut.ts';
 import { useCelGoLogic } from '../celjs/logic.ts';
+import { useCelGoEquality } from '../celjs/equality.ts';
 
 /** The variables VAP declares; `object`, `oldObject` and `params` are untyped (dyn), as in VAP. */
 const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject', 'request', 'variables'] as const;
@@ -58,12 +60,14 @@ export function newEnvironment(variables: Readonly<Record<string, string>> = Obj
   replaceRegexBuiltins(env);
   replaceNumericComparisons(env);
   replaceDoubleBuiltins(env);
+  replaceConversionBuiltins(env);
   return env;
 }
 
 /** The compile-time checks of literal arguments the API server's environment makes; throws the first problem. */
 export function validateProgram(program: Program): void {
   forEachCall(program.ast, validateCall);
+  validateOrValueNullComparisons(program.ast);
 }
 
 function validateCall(call: CallNode): void {
@@ -78,14 +82,16 @@ function validateCall(call: CallNode): void {
 
 /**
  * As VAP: `params` is declared only for a policy that has a paramKind (here: a webhook with
- * params); `authorizer` (and `authorizer.requestResource`) everywhere but in messageExpressions.
+ * params); `authorizer` (and `authorizer.requestResource`) everywhere but in messageExpressions;
+ * `variables` everywhere but in matchConditions.
  */
 const environments = new Map<string, Environment>();
-function vapEnvironment(params: boolean, authorizer: boolean): Environment {
-  const key = `${params}/${authorizer}`;
+function vapEnvironment(params: boolean, authorizer: boolean, withVariables = true): Environment {
+  const key = `${params}/${authorizer}/${withVariables}`;
   let env = environments.get(key);
   if (!env) {
-    const variables: Record<string, string> = Object.fromEntries(ACTIVATION_VARIABLES.filter((n) => params || n !== 'params').map((n) => [n, 'dyn']));
+    const declared = ACTIVATION_VARIABLES.filter((n) => (params || n !== 'params') && (withVariables || n !== 'variables'));
+    const variables: Record<string, string> = Object.fromEntries(declared.map((n) => [n, 'dyn']));
     if (authorizer) variables.authorizer = AUTHORIZER_TYPE;
     environments.set(key, (env = newEnvironment(variables)));
   }
@@ -98,15 +104,23 @@ export type ResultType = 'bool' | 'string' | 'list' | 'null';
 
 /**
  * Parses and type-checks `expression`; `expect` lists the types it may yield (any when empty);
- * `params` and `authorizer` say whether those variables are declared (by default they are).
+ * `params`, `authorizer` and `variables` say whether those variables are declared (by default they are).
  */
 export function compile(
   expression: string,
   field: string,
   expect: ResultType[] = [],
-  options: { params?: boolean; authorizer?: boolean; mixedLiterals?: boolean; compiledVariables?: ReadonlySet<string> } = {},
+  options: {
+    params?: boolean;
+    authorizer?: boolean;
+    variables?: boolean;
+    mixedLiterals?: boolean;
+    compiledVariables?: ReadonlySet<string>;
+    /** The variables whose value is a part of the request as it is (celjs/equality.ts). */
+    requestVariables?: ReadonlySet<string>;
+  } = {},
 ): Program {
-  const environment = vapEnvironment(options.params !== false, options.authorizer !== false);
+  const environment = vapEnvironment(options.params !== false, options.authorizer !== false, options.variables !== false);
   let program: Program;
   try {
     program = environment.parse(expression);
@@ -133,6 +147,7 @@ export function compile(
     throw new CompileError(field, `must evaluate to ${wanted} but got ${celGoTypeName(type)}`);
   }
   useCelGoLogic(program.ast);
+  useCelGoEquality(program.ast, options.requestVariables);
   let compiled = false;
   const run = withCost(program, (instrumented) => {
     const body = shortcutFor(instrumented, options.compiledVariables);

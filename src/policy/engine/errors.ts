@@ -9,6 +9,16 @@ const REWRITES: [RegExp, string][] = [
   [/^No such key: (.*)$/, 'no such key: $1'],
   // cel-go's run-time overload error names no types.
   [/^no such overload\b.*$/, 'no such overload'],
+  // A macro's predicate that is not a bool: cel-go's `&&`, `||` or `?:` in the expansion has no overload for it.
+  [/^(?:all|exists|exists_one|filter)\(var, predicate\) predicate must return bool, got .*$/, 'no such overload'],
+  // An optional's method on a value that is not optional: cel-go dispatches at run time and finds none.
+  [/^optional\.(?:orValue|or)\(\w+\) receiver must be optional$/, 'no such overload'],
+  [/^found no matching overload for '(string|int|uint|double|bool|bytes)\.(value|hasValue)\(\)'$/, 'no such overload: $2($1)'],
+  // Conversions from strings (cel-go's String.ConvertToType); those of numbers are library/conversions.ts's.
+  [/^(int|uint|double)\(\) type error: cannot convert to \w+$/, "type conversion error from 'string' to '$1'"],
+  [/^bool\(\) conversion error: invalid string value .*$/, "type conversion error from 'string' to 'bool'"],
+  [/^Invalid duration string: .*$/, "type conversion error from 'string' to 'google.protobuf.Duration'"],
+  [/^timestamp\(\) requires a string in ISO 8601 format$/, "type conversion error from 'string' to 'google.protobuf.Timestamp'"],
 ];
 
 /** The text of a CEL evaluation error, in cel-go's words where they differ. */

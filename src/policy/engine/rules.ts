@@ -16,6 +16,8 @@ import type { Authorizer } from '../../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
 import { requestAuthorizer } from '../library/authz.ts';
 import { ActivationReads } from '../values/reads.ts';
+import { readsRequestValue } from '../celjs/equality.ts';
+import { evaluateMatchConditions, planMatchConditions, type CompiledMatchCondition } from './match-conditions.ts';
 
 /** (for src/registry/compile.ts, which reads the policy engine through this module and celjs/program.ts only) */
 export { evaluationTotals } from '../cost/meter.ts';
@@ -35,8 +37,15 @@ interface CompiledAuditAnnotation {
   program: Program;
 }
 
+/** The matchConditions Portcullis evaluates itself (match-conditions.ts), and what they read. */
+interface CompiledConditions {
+  conditions: CompiledMatchCondition[];
+  reads: ActivationReads;
+}
+
 interface CompiledValidations {
   suite: string;
+  matchConditions: CompiledConditions;
   webhook: string;
   failurePolicy: FailurePolicy;
   actions: ValidationAction[];
@@ -101,10 +110,15 @@ type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => De
 function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): SyncRules {
   // The variables whose expressions compile (policy/fast) can be read by compiled expressions after them.
   const compiledVariables = new Set<string>();
-  const scope = { params: webhook.params !== undefined, compiledVariables };
+  // The variables that are a part of the request as it is: compared across kinds, they raise as the request's values do.
+  const requestVariables = new Set<string>();
+  const scope = { params: webhook.params !== undefined, compiledVariables, requestVariables };
+  const conditions = planMatchConditions(webhook, path, failurePolicy).evaluated;
+  const matchConditions: CompiledConditions = { conditions, reads: new ActivationReads(conditions.map((c) => c.program)) };
   const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => {
-    const program = compile(v.expression, `${path}.variables[${i}].expression`, [], { ...scope, compiledVariables: new Set(compiledVariables) });
+    const program = compile(v.expression, `${path}.variables[${i}].expression`, [], { ...scope, compiledVariables: new Set(compiledVariables), requestVariables: new Set(requestVariables) });
     if (program.compiled) compiledVariables.add(v.name);
+    if (readsRequestValue(program.ast, requestVariables)) requestVariables.add(v.name);
     return { name: v.name, program };
   });
 
@@ -120,8 +134,11 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       };
     });
     const reads = new ActivationReads([...variables.map((v) => v.program), ...mutations.flatMap((m) => [m.condition, m.patchProgram])]);
-    const authorizing = reads.uses('authorizer');
+    const authorizing = reads.uses('authorizer') || matchConditions.reads.uses('authorizer');
     const admit = (request: AdmissionRequest, context: EvaluationContext = {}) => {
+      const match = evaluateMatchConditions(matchConditions.conditions, matchConditions.reads, request, context, failurePolicy);
+      if ('error' in match) return errored(match.error, failurePolicy, 'Invalid');
+      if (!match.matches) return allowed();
       const budget = openBudget();
       try {
         return mutate(request, mutations, variables, context, reads);
@@ -153,6 +170,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
   }));
   const compiled: CompiledValidations = {
     suite,
+    matchConditions,
     webhook: webhook.name,
     failurePolicy,
     actions: webhook.validationActions ?? ['Deny'],
@@ -163,7 +181,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
     reads: new ActivationReads([...variables.map((v) => v.program), ...validations.flatMap((v) => [v.program, v.messageProgram]), ...auditAnnotations.map((a) => a.program)]),
     messageExpressions: validations.filter((v) => v.messageProgram).length,
   };
-  const authorizing = compiled.variablesAuthorize || [...compiled.validations.map((v) => v.program), ...compiled.auditAnnotations.map((a) => a.program)].some(usesAuthorizer);
+  const authorizing = compiled.variablesAuthorize || matchConditions.reads.uses('authorizer') || [...compiled.validations.map((v) => v.program), ...compiled.auditAnnotations.map((a) => a.program)].some(usesAuthorizer);
   return Object.assign((request: AdmissionRequest, context: EvaluationContext = {}) => validate(request, compiled, context), { authorizing });
 }
 
@@ -173,6 +191,10 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
  * first one collected is the answer, Warn adds a warning, Audit adds it to `validation_failure`.
  */
 function validate(request: AdmissionRequest, compiled: CompiledValidations, context: EvaluationContext): Decision {
+  // As VAP's validator: matchConditions first; a false one skips the policy, an error is its one decision.
+  const match = evaluateMatchConditions(compiled.matchConditions.conditions, compiled.matchConditions.reads, request, context, compiled.failurePolicy);
+  if ('error' in match) return singleError(compiled, match.error);
+  if (!match.matches) return allowed();
   const object = request.operation === 'DELETE' ? null : request.object;
   const { failurePolicy } = compiled;
   // One cost budget (cost/meter.ts) for the validations, then their messageExpressions from what is left,
@@ -190,7 +212,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
         // Anything but true denies, as in the API server (a non-bool is not an error there).
         outcome = validation.program(activation) === true ? undefined : null;
       } catch (err) {
-        if (err instanceof CostBudgetError) return outOfBudget(compiled, err.message);
+        if (err instanceof CostBudgetError) return singleError(compiled, err.message);
         evaluationTotals.errors++;
         outcome = failurePolicy === 'Ignore' ? undefined : { message: `expression '${validation.expression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' };
       }
@@ -235,7 +257,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
       try {
         value = annotation.program(activation);
       } catch (err) {
-        if (err instanceof CostBudgetError) return outOfBudget(compiled, err.message);
+        if (err instanceof CostBudgetError) return singleError(compiled, err.message);
         evaluationTotals.errors++;
         if (failurePolicy === 'Fail') verdict.denials.push({ message: `expression '${annotation.valueExpression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' });
         continue;
@@ -290,8 +312,11 @@ class Verdict {
   }
 }
 
-/** A webhook whose evaluation ran out of cost budget: one error, by failurePolicy, and nothing else (as the API server). */
-function outOfBudget(compiled: CompiledValidations, message: string): Decision {
+/**
+ * One error as the whole decision, by failurePolicy, routed to the validationActions, and nothing
+ * else (as the API server): failing matchConditions, or an evaluation that ran out of cost budget.
+ */
+function singleError(compiled: CompiledValidations, message: string): Decision {
   evaluationTotals.errors++;
   const verdict = new Verdict(compiled);
   if (compiled.failurePolicy === 'Fail') verdict.add({ message, reason: 'Invalid' }, 0);

@@ -5,6 +5,7 @@
  * map entries (`[?x]`, `{?'k': v}`) need cel-js's parser and are not available.
  */
 import type { Environment } from '@marcbachmann/cel-js';
+import { forEachNode, type RawNode } from '../celjs/walk.ts';
 import { celEquals, celError, Duration, Optional, UnsignedInt } from '../celjs/values.ts';
 
 /** cel-go's IsZeroValue: false, 0, 0u, 0.0, '', b'', [], {}, null, a zero duration, the epoch. */
@@ -90,4 +91,40 @@ export function registerOptionals(env: Environment): void {
   env.registerFunction('optional.optMap(ast, ast): optional<dyn>', optionalMapMacro('optMap', false) as never);
   env.registerFunction('optional.optFlatMap(ast, ast): optional<dyn>', optionalMapMacro('optFlatMap', true) as never);
   env.registerOperator('optional == optional', (a: Optional, b: Optional) => celEquals(a, b));
+}
+
+/**
+ * cel-go types `x.orValue(v)` on a receiver that is `dyn` (not an optional of dyn) as `v`'s type:
+ * its `optional(V)` leaves V unbound there, and VAP declares a variable holding an optional as dyn.
+ * cel-js types it dyn, so what the API server's type checker refuses for it is refused here where
+ * it is sure to be: comparing it with null when `v` is a literal of a type null is not (a map,
+ * list, string, number or bool). A check of the checked AST `root`; throws the first problem.
+ */
+export function validateOrValueNullComparisons(root: unknown): void {
+  forEachNode(root, (node) => {
+    if ((node.op !== '==' && node.op !== '!=') || !Array.isArray(node.args)) return;
+    const [left, right] = node.args as RawNode[];
+    const isNull = (n: RawNode | undefined) => n?.op === 'value' && n.args === null;
+    const other = isNull(right) ? left : isNull(left) ? right : undefined;
+    const type = other && orValueOnDyn(other);
+    if (!type) return;
+    const operands = isNull(right) ? `${type}, null` : `null, ${type}`;
+    throw new Error(`found no matching overload for '_${node.op}_' applied to '(${operands})'`);
+  });
+}
+
+/** The cel-go type of `node` when it is `x.orValue(<literal>)` with `x` dyn; undefined otherwise. */
+function orValueOnDyn(node: RawNode): string | undefined {
+  if (node.op !== 'rcall' || !Array.isArray(node.args) || node.args[0] !== 'orValue') return undefined;
+  const receiver = node.args[1] as RawNode | undefined;
+  const arg = (node.args[2] as RawNode[] | undefined)?.[0];
+  if (receiver?.checkedType?.name !== 'dyn' || !arg) return undefined;
+  if (arg.op === 'map' || arg.op === 'list') {
+    const name = arg.checkedType?.name ?? '';
+    // an empty literal's parameters are unbound: dyn to cel-go
+    const goName = name.replace(/\b[A-Z]\b/g, 'dyn').replaceAll('<', '(').replaceAll('>', ')');
+    return goName || undefined;
+  }
+  if (arg.op === 'value' && arg.args !== null) return arg.checkedType?.name;
+  return undefined;
 }

@@ -1,6 +1,6 @@
 /** The optional-type functions cel-js lacks: optional.ofNonZeroValue, optMap, optFlatMap, equality. */
 import { expect } from 'chai';
-import { evaluate } from './evaluate.ts';
+import { compileError, evaluate } from './evaluate.ts';
 
 describe('policy library: optionals', function () {
   it('ofNonZeroValue is none for zero values of every type', function () {
@@ -29,5 +29,12 @@ describe('policy library: optionals', function () {
     expect(evaluate('optional.of(1) == optional.none()')).to.equal(false);
     expect(evaluate('optional.of(1) != optional.of(2)')).to.equal(true);
     expect(evaluate('object.?a == optional.of(1.0)', { a: 1 })).to.equal(true);
+  });
+
+  it('refuses comparing orValue on a dyn receiver with null, as cel-go types it by its argument', function () {
+    expect(compileError('variables.o.orValue({}) != null')).to.equal("found no matching overload for '_!=_' applied to '(map(dyn, dyn), null)'");
+    expect(compileError("null == object.data.orValue('')")).to.equal("found no matching overload for '_==_' applied to '(null, string)'");
+    // an optional of dyn keeps dyn
+    expect(evaluate('object.?data.orValue({}) != null', { data: {} })).to.equal(true);
   });
 });
