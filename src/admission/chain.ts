@@ -6,17 +6,17 @@
  *   3. offload a large body to the review worker (offload.ts), which decodes and decides it off this event loop;
  *   4. decide  by the webhook: synchronous for almost every webhook (answered in the same tick,
  *              with no promise around it), a Promise while `authorizer` checks are asked;
- *   5. failurePolicy for what the chain itself lost (the worker): the webhook's, applied here
- *              (a compiled webhook answers its own rule and handler errors by it, see registry/compile.ts);
+ *   5. failurePolicy for what the chain itself lost (the worker): the webhook's, by the same
+ *              internalError a compiled webhook answers its handler's throws with (registry/compile.ts);
  *   6. encode  the response, counted and logged (one line per denial and per error), its
  *              connection closed while the replica drains.
  * A ReviewError thrown at any step is a transport failure, answered by the server's error handler.
  * Knows no webhook's domain and no transport beyond the reply it writes to.
  */
 import type { FastifyReply } from 'fastify';
-import { errored, outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { Logger } from '../log.ts';
-import type { CompiledWebhook } from '../registry/compile.ts';
+import { internalError, type CompiledWebhook } from '../registry/compile.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LargeBody, type ReviewOffload, WorkerLostError } from './offload.ts';
 import { decodeReview, encodeReview, parseJson } from './review.ts';
@@ -81,7 +81,7 @@ export class AdmissionChain {
       if (!(err instanceof WorkerLostError)) throw err;
       // The worker is gone: the request is answered here, by the webhook's failurePolicy.
       const { apiVersion, request } = decodeReview(parseJson(body.text));
-      this.answer(reply, started, apiVersion, request, webhook, errored(`internal error: ${err.message}`, webhook.failurePolicy));
+      this.answer(reply, started, apiVersion, request, webhook, internalError(err, webhook.failurePolicy));
     }
     return reply;
   }

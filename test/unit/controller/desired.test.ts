@@ -50,9 +50,10 @@ describe('controller/desired', function () {
   });
 
   it("puts the self-protection condition before the webhook's own matchConditions", function () {
-    const own = { name: 'only-labelled', expression: "has(object.metadata.labels)" };
+    // Under Ignore, and reading no params: a condition the API server decides as Portcullis would, so handed to it.
+    const own = { name: 'creates-only', expression: "request.operation == 'CREATE'" };
     const [plain] = entries(suite(), cluster);
-    const [withOwn] = entries(suite({}, [{ matchConditions: [own] }]), cluster);
+    const [withOwn] = entries(suite({}, [{ failurePolicy: 'Ignore', matchConditions: [own] }]), cluster);
     expect(plain!.matchConditions).to.deep.equal([SELF_PROTECTION_CONDITION]);
     expect(withOwn!.matchConditions).to.deep.equal([SELF_PROTECTION_CONDITION, own]);
     // Nodes, leases and the review APIs themselves are never sent to a webhook the operator answers.
