@@ -1,30 +1,36 @@
 /**
- * Wires the pieces of one operator process. Every replica watches suites and Secrets, compiles
- * every suite into the registry, fills the certificate store and serves admission; the elected
- * leader alone runs the work queue that drives the reconcilers (the only writers). On stop the
- * writers stop first and the servers close last, since they may still be answering.
+ * Wires the pieces of one operator process, and only wires them: it makes the watch caches, the
+ * reconcilers, the work queue, the leader elector and the servers, and connects them. Every
+ * replica watches suites and Secrets, compiles every suite into the registry, fills the
+ * certificate store and serves admission; the elected leader alone runs the work queue that
+ * drives the reconcilers (the only writers). What each event wakes, and the store filled from
+ * Secrets, are controller/watches.ts's; which reconciler a key runs, controller/dispatch.ts's.
+ * The caches sync before the elector starts; on stop the writers stop first and the servers
+ * close last, since they may still be answering.
  */
 import os from 'node:os';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { FastifyInstance, FastifyListenOptions } from 'fastify';
 import { GROUP, PLURAL, VERSION, type AdmissionSuite } from './api/types.ts';
-import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME, SUITE_LABEL, SUITE_VALIDATION, tlsSecretName } from './api/names.ts';
+import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME } from './api/names.ts';
 import { createAdmissionServer } from './admission/server.ts';
-import { Metrics, type ReconcileKind, type ReconcileResultLabel } from './health/metrics.ts';
-import { isSignedBy, readCertificate } from './certs/x509.ts';
+import { Metrics } from './health/metrics.ts';
+import { readCertificate } from './certs/x509.ts';
 import { caFromSecret } from './certs/authority.ts';
 import { CertificateStore } from './certs/store.ts';
 import type { OperatorConfig } from './config.ts';
-import { CA_KEY, CaNotIssuedError, CaReconciler, type CaSecret } from './controller/ca.ts';
-import { SELF_CERTIFICATE, SELF_KEY, SelfReconciler } from './controller/self.ts';
+import { CA_KEY, CaReconciler, cachedRotationFacts, type CaSecret, type ConfigurationObject } from './controller/ca.ts';
+import { dispatcher, kindOf, type Reconcilers } from './controller/dispatch.ts';
+import { SELF_CERTIFICATE, SelfReconciler } from './controller/self.ts';
+import { Watches, type SecretObject } from './controller/watches.ts';
 import { EventRecorder } from './controller/events.ts';
 import { LeaderElector } from './controller/leader.ts';
 import { WorkQueue } from './controller/queue.ts';
 import { SuiteReconciler } from './controller/reconciler.ts';
-import { ORPHANS_KEY, OrphanSweeper } from './controller/orphans.ts';
+import { OrphanSweeper } from './controller/orphans.ts';
 import { createHealthServer } from './health/server.ts';
 import type { ClusterView } from './handlers/handler.ts';
-import { connect, describeError, NotLeaderError, type CacheLookup, type Kube, type KubeObject } from './kube/client.ts';
+import { connect, describeError, type CacheLookup, type Kube, type KubeObject } from './kube/client.ts';
 import { watchCache, type WatchedCache } from './kube/watch.ts';
 import { shareConnections } from './kube/connections.ts';
 import { ObjectWatches } from './kube/objects.ts';
@@ -60,12 +66,6 @@ export interface StartOptions {
   authorizer?: Authorizer;
 }
 
-type SecretObject = KubernetesObject & { data?: Record<string, string> };
-type ConfigurationObject = KubernetesObject & { webhooks?: { clientConfig?: { caBundle?: string } }[] };
-
-/** Past the garbage collector's discovery period: by then it has removed what it can. */
-const ORPHAN_SWEEP_AFTER_DELETE_MS = 45_000;
-
 const managedSelector = Object.entries(MANAGED_BY_LABELS).map(([k, v]) => `${k}=${v}`).join(',');
 
 export async function startOperator(config: OperatorConfig, kubeConfig: KubeConfig, options: StartOptions = {}): Promise<Operator> {
@@ -78,13 +78,6 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     writes: () => kube.writes.count,
     servingCertificates: () => [...certificates.expiries()].map(({ key, notAfter }) => ({ suite: key === SELF_CERTIFICATE ? undefined : key, notAfter })),
   });
-  /** Installs a served certificate; a different one replacing it is a rotation. */
-  const serveCertificate = (key: string, data: Record<string, string>) => {
-    const certPem = Buffer.from(data['tls.crt']!, 'base64').toString();
-    const before = certificates.served(key);
-    certificates.set(key, certPem, Buffer.from(data['tls.key']!, 'base64').toString());
-    if (before !== undefined && before !== certPem) metrics.rotated('serving');
-  };
   const events = new EventRecorder(kube, componentLogger('events'), identity);
   const noop = () => undefined;
 
@@ -122,66 +115,21 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   }
   const effective: OperatorConfig = { ...config, servingPort };
 
-  // The watches' callbacks first run after their first list, by which time the queue exists.
+  // The watches' callbacks first run after their first list, by which time `watches` (and the
+  // queue it adds to) exists. What each event wakes is declared in controller/watches.ts.
   const suites: WatchedCache<AdmissionSuite> = watchCache<AdmissionSuite>(kubeConfig, {
     path: `/apis/${GROUP}/${VERSION}/${PLURAL}`,
     list: () => kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }) as Promise<KubernetesListObject<AdmissionSuite>>,
     log,
-    onChange: (suite, deleted) => {
-      const name = suite.metadata!.name!;
-      if (deleted) {
-        log.info('suite deleted; no longer served', { suite: name });
-        registry.remove(name);
-        certificates.remove(name);
-        // A rotation step may have waited on this suite's bundle or leaf.
-        if (caReconciler.rotating()) queue.add(CA_KEY);
-        // Garbage collection removes its objects; if it cannot (its CRD just removed), the sweep does.
-        queue.addAfter(ORPHANS_KEY, ORPHAN_SWEEP_AFTER_DELETE_MS);
-        return;
-      }
-      // Every replica compiles every suite, once per generation, so every replica can serve it.
-      registry.sync(suite);
-      queue.add(name);
-    },
+    onChange: (suite, deleted) => watches.suite(suite, deleted),
   });
-
-  let lastSigningCa: string | undefined;
   const secrets = watchCache<SecretObject>(kubeConfig, {
     path: `/api/v1/namespaces/${config.namespace}/secrets`,
     labelSelector: managedSelector,
     list: () => kube.core.listNamespacedSecret({ namespace: config.namespace, labelSelector: managedSelector }) as Promise<KubernetesListObject<SecretObject>>,
     log,
-    onChange: (secret, deleted) => {
-      const name = secret.metadata!.name!;
-      // A leaf re-signed by the new CA is what a rotation's last step waits for.
-      if (caReconciler.rotating()) queue.add(CA_KEY);
-      if (name === CA_SECRET) {
-        queue.add(CA_KEY);
-        const signing = deleted ? undefined : caFromSecret(secret.data, secret.metadata?.annotations)?.current.certPem;
-        if (signing && lastSigningCa && signing !== lastSigningCa) metrics.rotated('ca');
-        lastSigningCa = signing ?? lastSigningCa;
-        queue.add(SELF_KEY);
-        for (const suite of suites.list()) queue.add(suite.metadata!.name!);
-        return;
-      }
-      if (name === SUITE_VALIDATION.secret) {
-        const crt = secret.data?.['tls.crt'];
-        const key = secret.data?.['tls.key'];
-        if (deleted || !crt || !key) certificates.remove(SELF_CERTIFICATE);
-        else serveCertificate(SELF_CERTIFICATE, secret.data!);
-        queue.add(SELF_KEY);
-        return;
-      }
-      const suite = secret.metadata?.labels?.[SUITE_LABEL];
-      if (!suite || name !== tlsSecretName(suite)) return;
-      const crt = secret.data?.['tls.crt'];
-      const key = secret.data?.['tls.key'];
-      if (deleted || !crt || !key) certificates.remove(suite);
-      else serveCertificate(suite, secret.data!);
-      queue.add(suite);
-    },
+    onChange: (secret, deleted) => watches.secret(secret, deleted),
   });
-
   // The Services we made, so one deleted or edited by hand is put back (the API server would
   // otherwise fail every call to its suite while the suite still said Ready).
   const services = watchCache<KubernetesObject>(kubeConfig, {
@@ -189,15 +137,10 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     labelSelector: managedSelector,
     list: () => kube.core.listNamespacedService({ namespace: config.namespace, labelSelector: managedSelector }),
     log,
-    onChange: (object) => {
-      if (object.metadata?.name === SUITE_VALIDATION.service) queue.add(SELF_KEY);
-      const suite = object.metadata?.labels?.[SUITE_LABEL];
-      if (suite && suites.get(suite)) queue.add(suite);
-    },
+    onChange: (service) => watches.service(service),
   });
-
   // What we registered, so a configuration deleted or edited by hand is put back.
-  const configurations = (['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'] as const).map((resource) =>
+  const [mutatingConfigurations, validatingConfigurations] = (['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'] as const).map((resource) =>
     watchCache<ConfigurationObject>(kubeConfig, {
       path: `/apis/admissionregistration.k8s.io/v1/${resource}`,
       labelSelector: managedSelector,
@@ -206,15 +149,19 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
           ? kube.admissionregistration.listMutatingWebhookConfiguration({ labelSelector: managedSelector })
           : kube.admissionregistration.listValidatingWebhookConfiguration({ labelSelector: managedSelector })) as Promise<KubernetesListObject<ConfigurationObject>>,
       log,
-      onChange: (object) => {
-        // A bundle carrying the successor is what a rotation's promotion waits for.
-        if (caReconciler.rotating()) queue.add(CA_KEY);
-        if (object.metadata?.name === SUITE_VALIDATION.configuration) queue.add(SELF_KEY);
-        const suite = object.metadata?.labels?.[SUITE_LABEL];
-        if (suite && suites.get(suite)) queue.add(suite);
-      },
+      onChange: (configuration) => watches.configuration(configuration),
     }),
-  );
+  ) as [WatchedCache<ConfigurationObject>, WatchedCache<ConfigurationObject>];
+  const configurations = [mutatingConfigurations, validatingConfigurations];
+  // What the operator makes, by kind: read from these caches before the API server, and swept when orphaned.
+  const made = [
+    { apiVersion: 'v1', kind: 'Secret', cache: secrets },
+    { apiVersion: 'v1', kind: 'Service', cache: services },
+    { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', cache: mutatingConfigurations },
+    { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', cache: validatingConfigurations },
+  ] as { apiVersion: string; kind: string; cache: WatchedCache<KubernetesObject> }[];
+  const byKind = new Map(made.map(({ kind, cache }) => [kind, cache]));
+  const cached: CacheLookup = (header) => byKind.get(header.kind ?? '')?.get(header.metadata?.name ?? '', header.metadata?.namespace) as KubeObject | undefined;
 
   const caReconciler = new CaReconciler({
     kube,
@@ -222,74 +169,16 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     namespace: config.namespace,
     settings: { durationMs: config.caDurationMs, renewBeforeMs: config.caRenewBeforeMs, overlapMs: config.caOverlapMs },
     log: componentLogger('ca'),
-    facts: {
-      // Only configurations the API server may still call: one whose suite is gone waits only for
-      // garbage collection, and no reconcile will ever update its bundle.
-      allBundlesCarry: (certPem) =>
-        configurations.every((cache) =>
-          cache
-            .list()
-            .filter((c) => c.metadata?.name === SUITE_VALIDATION.configuration || suites.get(c.metadata?.labels?.[SUITE_LABEL] ?? '') !== undefined)
-            .every((c) => (c.webhooks ?? []).every((w) => Buffer.from(w.clientConfig?.caBundle ?? '', 'base64').toString().includes(certPem.trim()))),
-        ),
-      anyLeafSignedBy: (certPem) =>
-        secrets.list().some((s) => s.metadata?.name !== CA_SECRET && s.data?.['tls.crt'] && isSignedBy(Buffer.from(s.data['tls.crt'], 'base64').toString(), certPem)) ||
-        suites.list().some((s) => {
-          const served = certificates.served(s.metadata!.name!);
-          return served !== undefined && isSignedBy(served, certPem);
-        }),
-    },
+    facts: cachedRotationFacts({ secrets, suites, configurations, certificates }),
   });
-  const [mutatingConfigurations, validatingConfigurations] = configurations;
-  const byKind: Record<string, WatchedCache<KubernetesObject>> = {
-    Secret: secrets,
-    Service: services,
-    MutatingWebhookConfiguration: mutatingConfigurations!,
-    ValidatingWebhookConfiguration: validatingConfigurations!,
+  const reconcilers: Reconcilers = {
+    ca: caReconciler,
+    self: new SelfReconciler({ kube, config: effective, ca: caReconciler, cached, log: componentLogger('suite-validation') }),
+    orphans: new OrphanSweeper({ kube, suites, made, log: componentLogger('orphans') }),
+    suite: new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, log: componentLogger('reconciler') }),
   };
-  const cached: CacheLookup = (header) => byKind[header.kind ?? '']?.get(header.metadata?.name ?? '', header.metadata?.namespace) as KubeObject | undefined;
-  const selfReconciler = new SelfReconciler({ kube, config: effective, ca: caReconciler, cached, log: componentLogger('suite-validation') });
-  const reconciler = new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, log: componentLogger('reconciler') });
-  const sweeper = new OrphanSweeper({
-    kube,
-    suites,
-    made: [
-      { apiVersion: 'v1', kind: 'Secret', cache: secrets },
-      { apiVersion: 'v1', kind: 'Service', cache: services },
-      { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', cache: mutatingConfigurations! },
-      { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', cache: validatingConfigurations! },
-    ],
-    log: componentLogger('orphans'),
-  });
-  const kindOf = (key: string): ReconcileKind => (key === CA_KEY ? 'ca' : key === SELF_KEY ? 'suite-validation' : key === ORPHANS_KEY ? 'orphans' : 'suite');
   const queue = new WorkQueue(
-    async (name) => {
-      const started = performance.now();
-      const done = (result: ReconcileResultLabel) => metrics.reconciled(kindOf(name), result, (performance.now() - started) / 1e3);
-      try {
-        const result =
-          name === CA_KEY
-            ? await caReconciler.reconcile()
-            : name === SELF_KEY
-              ? await selfReconciler.reconcile()
-              : name === ORPHANS_KEY
-                ? await sweeper.reconcile()
-                : await reconciler.reconcile(name);
-        done(result?.requeueAfterMs !== undefined ? 'requeue' : 'success');
-        return result;
-      } catch (err) {
-        // Leadership moved mid-reconcile: the new leader takes it from here.
-        if (err instanceof NotLeaderError) return done('not-leader');
-        // The CA is issued first (its key runs before any other); once it is, its Secret's event requeues everyone.
-        if (err instanceof CaNotIssuedError) {
-          done('requeue');
-          queue.add(CA_KEY);
-          return { requeueAfterMs: 1000 };
-        }
-        done('error');
-        throw err;
-      }
-    },
+    dispatcher(reconcilers, (kind, result, seconds) => metrics.reconciled(kind, result, seconds), () => queue.add(CA_KEY)),
     {
       onError: (name, err, retryInMs, failures) => {
         metrics.retried(kindOf(name));
@@ -305,6 +194,14 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     { concurrency: config.maxConcurrentReconciles, exclusive: (key) => key === CA_KEY },
   );
   queue.setActive(false);
+  const watches = new Watches({
+    queue,
+    state: { rotating: () => caReconciler.rotating(), hasSuite: (name) => suites.get(name) !== undefined, suiteNames: () => suites.list().map((s) => s.metadata!.name!) },
+    registry,
+    certificates,
+    rotated: (kind) => metrics.rotated(kind),
+    log,
+  });
 
   const elector = new LeaderElector(
     kube,
@@ -319,13 +216,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     componentLogger('leader'),
     (leading) => {
       log.info(leading ? 'leading: this replica writes' : 'not leading: this replica serves only', { identity });
-      if (leading) {
-        // Level-based: a new leader looks at everything, adopting what exists.
-        queue.add(CA_KEY);
-        queue.add(SELF_KEY);
-        queue.add(ORPHANS_KEY);
-        for (const suite of suites.list()) queue.add(suite.metadata!.name!);
-      }
+      if (leading) watches.leading();
       queue.setActive(leading);
     },
   );

@@ -5,6 +5,15 @@ import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 export const REVIEW_VERSIONS = new Set(['admission.k8s.io/v1', 'admission.k8s.io/v1beta1']);
 const OPERATIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
 
+/** The body's JSON, or a MALFORMED_JSON ReviewError. */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, (err as Error).message);
+  }
+}
+
 export function decodeReview(body: unknown): { apiVersion: string; request: AdmissionRequest } {
   const fail = (detail: string): never => {
     throw new ReviewError(REVIEW_ERRORS.NOT_A_REVIEW, detail);

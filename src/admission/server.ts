@@ -1,22 +1,23 @@
 /**
- * admission: the HTTPS endpoint the API server calls. Decodes and checks each AdmissionReview,
- * finds the compiled webhook for /admit/<suite>/<webhook>, asks it for a Decision, and encodes
- * the response. It never evaluates rules itself and makes no API calls of its own (a webhook
+ * admission: the HTTPS endpoint the API server calls: TLS (SNI from the certificate store),
+ * limits, body parsing, and routing. /admit/<suite>/<webhook> goes to the registry's webhooks,
+ * the suite-validation path to the operator's own; both through the one per-request chain
+ * (chain.ts: decode, route, offload, decide, failurePolicy, encode). Transport failures are
+ * answered here. It never evaluates rules itself and makes no API calls of its own (a webhook
  * whose rules use `authorizer` asks SubjectAccessReviews through the Authorizer it was compiled with).
  */
 import { constants } from 'node:crypto';
 import type https from 'node:https';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { CertificateStore } from '../certs/store.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
-import type { CompiledWebhook } from '../registry/compile.ts';
 import type { Logger } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
-import { LARGE_BODY, LargeBody, ReviewOffload, WorkerLostError } from './offload.ts';
+import { LARGE_BODY, LargeBody, ReviewOffload } from './offload.ts';
+import { AdmissionChain, type Router } from './chain.ts';
 import { SUITE_VALIDATION } from '../api/names.ts';
-import { errored, outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
-import { validateSuiteRequest, type ParamsAccessCheck } from './suite-validation.ts';
-import { decodeReview, encodeFailure, encodeReview } from './review.ts';
+import { suiteValidationWebhook, type ParamsAccessCheck } from './suite-validation.ts';
+import { encodeFailure, parseJson } from './review.ts';
 import type { Metrics } from '../health/metrics.ts';
 
 /** The API server sends objects up to its own 3 MiB limit, twice for an UPDATE. */
@@ -60,9 +61,6 @@ const TLS_OPTIONS = {
   secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
 } as const;
 
-/** The content type of every answer (what fastify's own serializer sets). */
-const JSON_TYPE = 'application/json; charset=utf-8';
-
 export interface AdmissionServerOptions {
   registry: SuiteRegistry;
   certificates: CertificateStore;
@@ -92,13 +90,6 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     logger: false,
     return503OnClosing: false,
   });
-
-  // While draining, the API server's keep-alive connections are closed after an answer rather
-  // than under a request in flight, so its next call opens a connection to another replica.
-  const draining = options.draining ?? (() => false);
-  const closeIfDraining = (reply: FastifyReply) => {
-    if (draining()) void reply.header('connection', 'close');
-  };
 
   app.server.maxConnections = limits.maxConnections;
   app.server.headersTimeout = limits.headersTimeoutMs;
@@ -131,65 +122,19 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
     void reply.code(reviewError.kind.status).send(encodeFailure(reviewError));
   });
 
+  // The server only routes: every request goes through the one chain (chain.ts).
+  const chain = new AdmissionChain({ offload, log, draining: options.draining ?? (() => false) });
+  const suites: Router = { find: (suite, webhook) => registry.webhook(suite, webhook), offload: true };
+  const validation = suiteValidationWebhook(registry, paramsAccess);
   // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
-  app.post(SUITE_VALIDATION.path, async (request, reply) => {
-    const { apiVersion, request: admissionRequest } = decodeReview(inline(request.body));
-    closeIfDraining(reply);
-    return reply.send(encodeReview(apiVersion, admissionRequest.uid, await validateSuiteRequest(admissionRequest, registry, paramsAccess)));
-  });
-
+  const suiteValidation: Router = { find: () => validation, offload: false };
+  app.post(SUITE_VALIDATION.path, (request, reply) => chain.handle(suiteValidation, validation.suite, validation.name, request.body, reply));
   // Not async: a synchronous decision is answered in the same tick, with no promise around it.
   // A throw here reaches the error handler as from an async handler.
-  app.post<{ Params: { suite: string; webhook: string } }>('/admit/:suite/:webhook', (request, reply) => {
-    const started = performance.now();
-    const { suite, webhook: name } = request.params;
-    const answer = (apiVersion: string, { uid, operation }: Pick<AdmissionRequest, 'uid' | 'operation'>, webhook: CompiledWebhook, decision: Decision): void => {
-      const outcome = outcomeOf(decision);
-      webhook.observer.answered(operation, outcome, (performance.now() - started) / 1e3, webhook.failurePolicy);
-      // One line per denial and per error (the request's uid finds it in the API server's audit log).
-      if (outcome === 'denied' || outcome === 'error') {
-        log.info(outcome === 'error' ? 'answered by failurePolicy' : 'denied', { uid, suite, webhook: name, operation, decision: outcome, allowed: decision.allowed, denial: decision.message });
-      }
-      closeIfDraining(reply);
-      // Sent as text with its type set, fastify does not serialize it again.
-      void reply.header('content-type', JSON_TYPE).send(JSON.stringify(encodeReview(apiVersion, uid, decision)));
-    };
-    if (request.body instanceof LargeBody) {
-      const body = request.body;
-      const webhook = registry.webhook(suite, name);
-      if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
-      return offload.admit(suite, name, body.text).then(
-        (judged) => void answer(judged.apiVersion, judged, webhook, judged.decision),
-        (err: unknown) => {
-          if (!(err instanceof WorkerLostError)) throw err;
-          // The worker is gone: the request is answered here, by the webhook's failurePolicy.
-          const { apiVersion, request: admissionRequest } = decodeReview(parseJson(body.text));
-          answer(apiVersion, admissionRequest, webhook, errored(`internal error: ${err.message}`, webhook.failurePolicy));
-        },
-      ).then(() => reply);
-    }
-    const { apiVersion, request: admissionRequest } = decodeReview(request.body);
-    const webhook = registry.webhook(suite, name);
-    if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
-    // Synchronous for almost every webhook; a Promise while `authorizer` checks are asked.
-    const decision = webhook.admit(admissionRequest);
-    if (decision instanceof Promise) return decision.then((d) => answer(apiVersion, admissionRequest, webhook, d)).then(() => reply);
-    answer(apiVersion, admissionRequest, webhook, decision);
-  });
+  app.post<{ Params: { suite: string; webhook: string } }>('/admit/:suite/:webhook', (request, reply) =>
+    chain.handle(suites, request.params.suite, request.params.webhook, request.body, reply),
+  );
   return app;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, (err as Error).message);
-  }
-}
-
-/** A body as parsed JSON, a large one parsed here (for the routes whose bodies are small in practice). */
-function inline(body: unknown): unknown {
-  return body instanceof LargeBody ? parseJson(body.text) : body;
 }
 
 function toReviewError(error: unknown): ReviewError {

@@ -1,18 +1,33 @@
 /**
  * The decision of the operator's own webhook on an AdmissionSuite being applied: refused when
  * it cannot work (the registry's compile errors, naming fields) or when it names params its
- * author may not read. Owns nothing else: transport is server.ts's, the access check is
- * src/kube/params-access.ts's.
+ * author may not read; served through the same chain as every suite's webhook (chain.ts), with
+ * `failurePolicy: Ignore` as it is registered (self.ts). Owns nothing else: transport is
+ * server.ts's and chain.ts's, the access check is src/kube/params-access.ts's.
  */
 import type { AuthorizationUser } from '../api/authorization.ts';
 import { allowed, denied, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
+import { SUITE_VALIDATION } from '../api/names.ts';
+import { NO_OBSERVER } from '../registry/compile.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
+import type { ServedWebhook } from './chain.ts';
 
 /** Who may read which params; see ParamsAccess. */
 export interface ParamsAccessCheck {
   refusals(user: AuthorizationUser, uses: { field: string; ref: ParamsRef }[]): Promise<FieldError[]>;
+}
+
+/** The operator's own webhook as the chain serves it (not counted in the admission metrics, as before). */
+export function suiteValidationWebhook(registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck): ServedWebhook {
+  return {
+    suite: '',
+    name: SUITE_VALIDATION.webhook,
+    failurePolicy: 'Ignore',
+    admit: (request) => validateSuiteRequest(request, registry, paramsAccess),
+    observer: NO_OBSERVER,
+  };
 }
 
 export async function validateSuiteRequest(request: AdmissionRequest, registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck): Promise<Decision> {

@@ -28,6 +28,24 @@ export class CertificateStore {
     for (const name of entry.names) this.byName.set(name.toLowerCase(), entry.context);
   }
 
+  /**
+   * Installs the certificate of a kubernetes.io/tls Secret's data (base64 `tls.crt`, `tls.key`),
+   * or removes the key's when the Secret is gone (`undefined`) or lacks either. True when a
+   * different certificate replaced one served: a rotation.
+   */
+  setFromSecret(key: string, data: Record<string, string> | undefined): boolean {
+    const crt = data?.['tls.crt'];
+    const tlsKey = data?.['tls.key'];
+    if (!crt || !tlsKey) {
+      this.remove(key);
+      return false;
+    }
+    const certPem = Buffer.from(crt, 'base64').toString();
+    const before = this.served(key);
+    this.set(key, certPem, Buffer.from(tlsKey, 'base64').toString());
+    return before !== undefined && before !== certPem;
+  }
+
   remove(suite: string): void {
     this.unindex(suite);
     this.bySuite.delete(suite);

@@ -5,7 +5,8 @@
  * It runs alone (an exclusive key of the work queue), and returns only once the watch cache shows
  * what it wrote, so the suite reconcilers, which read the CA from that cache, never see an older one.
  */
-import { CA_SECRET, MANAGED_BY_LABELS } from '../api/names.ts';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { CA_SECRET, MANAGED_BY_LABELS, SUITE_LABEL, SUITE_VALIDATION } from '../api/names.ts';
 import {
   caFromSecret,
   caToSecret,
@@ -17,6 +18,8 @@ import {
   type CaState,
   type RotationFacts,
 } from '../certs/authority.ts';
+import { isSignedBy } from '../certs/x509.ts';
+import type { CertificateStore } from '../certs/store.ts';
 import { apply, getObject, type Kube, type KubeObject } from '../kube/client.ts';
 import type { Logger } from '../log.ts';
 import type { ReconcileResult } from './queue.ts';
@@ -45,6 +48,38 @@ export interface CaReconcilerDeps {
   facts: RotationFacts;
   log: Logger;
   now?: () => Date;
+}
+
+export type ConfigurationObject = KubernetesObject & { webhooks?: { clientConfig?: { caBundle?: string } }[] };
+
+/** The operator's caches a rotation step looks at. */
+export interface RotationCaches {
+  secrets: { list(): (KubernetesObject & { data?: Record<string, string> })[] };
+  suites: { get(name: string): unknown; list(): KubernetesObject[] };
+  /** The mutating and the validating webhook configurations we made. */
+  configurations: { list(): ConfigurationObject[] }[];
+  certificates: Pick<CertificateStore, 'served'>;
+}
+
+/** The cluster facts a rotation step waits on, read from the caches (no API call). */
+export function cachedRotationFacts({ secrets, suites, configurations, certificates }: RotationCaches): RotationFacts {
+  return {
+    // Only configurations the API server may still call: one whose suite is gone waits only for
+    // garbage collection, and no reconcile will ever update its bundle.
+    allBundlesCarry: (certPem) =>
+      configurations.every((cache) =>
+        cache
+          .list()
+          .filter((c) => c.metadata?.name === SUITE_VALIDATION.configuration || suites.get(c.metadata?.labels?.[SUITE_LABEL] ?? '') !== undefined)
+          .every((c) => (c.webhooks ?? []).every((w) => Buffer.from(w.clientConfig?.caBundle ?? '', 'base64').toString().includes(certPem.trim()))),
+      ),
+    anyLeafSignedBy: (certPem) =>
+      secrets.list().some((s) => s.metadata?.name !== CA_SECRET && s.data?.['tls.crt'] && isSignedBy(Buffer.from(s.data['tls.crt'], 'base64').toString(), certPem)) ||
+      suites.list().some((s) => {
+        const served = certificates.served(s.metadata!.name!);
+        return served !== undefined && isSignedBy(served, certPem);
+      }),
+  };
 }
 
 export class CaReconciler {

@@ -1,7 +1,8 @@
 /**
  * The objects a suite should have, as pure functions of the suite, the operator's settings and
- * the certificates: the serving Secret, the Service, and the webhook configurations. The
- * reconciler applies them; nothing here talks to the API server.
+ * the certificates: the serving Secret, the Service, and the webhook configurations (the Service
+ * and clientConfig shapes shared with the operator's own suite-validation webhook, self.ts). The
+ * reconcilers apply them; nothing here talks to the API server.
  */
 import { API_VERSION, KIND, type AdmissionSuite, type WebhookSpec, type WebhookType } from '../api/types.ts';
 import {
@@ -99,25 +100,36 @@ export function tlsSecret(metadata: ObjectMetadata, certPem: string, keyPem: str
   };
 }
 
+/**
+ * A Service that brings the API server's calls on `ref.port` to the operator's pods; in local
+ * mode, with no kube-proxy outside a cluster, an ExternalName the API server resolves to localhost.
+ * Shared by the suites and the operator's own suite-validation webhook.
+ */
+export function operatorService(metadata: ObjectMetadata, ref: ServiceRef, config: OperatorConfig): KubeObject {
+  const spec =
+    config.mode === 'local'
+      ? { type: 'ExternalName', externalName: 'localhost' }
+      : { type: 'ClusterIP', selector: { ...POD_LABELS }, ports: [{ name: 'https', port: ref.port, targetPort: config.servingPort, protocol: 'TCP' }] };
+  return { apiVersion: 'v1', kind: 'Service', metadata, spec };
+}
+
+/** A webhook's clientConfig for a Service made by operatorService. */
+export function serviceClientConfig(ref: ServiceRef, path: string, config: OperatorConfig, caBundle: string) {
+  // For an ExternalName Service the API server dials <externalName>:<this port>.
+  const port = config.mode === 'local' ? config.servingPort : ref.port;
+  return { service: { namespace: ref.namespace, name: ref.name, path, port }, caBundle: Buffer.from(caBundle).toString('base64') };
+}
+
 export function service(suite: AdmissionSuite, config: OperatorConfig): KubeObject | undefined {
   if (suite.spec.url) return undefined;
   const ref = serviceRef(suite, config);
-  const spec =
-    config.mode === 'local'
-      ? // No kube-proxy outside a cluster: the API server resolves the ExternalName and dials localhost.
-        { type: 'ExternalName', externalName: 'localhost' }
-      : { type: 'ClusterIP', selector: { ...POD_LABELS }, ports: [{ name: 'https', port: ref.port, targetPort: config.servingPort, protocol: 'TCP' }] };
-  return { apiVersion: 'v1', kind: 'Service', metadata: metadataFor(suite, ref.name, ref.namespace), spec };
+  return operatorService(metadataFor(suite, ref.name, ref.namespace), ref, config);
 }
 
 function clientConfig(suite: AdmissionSuite, webhook: WebhookSpec, config: OperatorConfig, caBundle: string) {
   const path = admitPath(suite.metadata.name, webhook.name);
-  const bundle = Buffer.from(caBundle).toString('base64');
-  if (suite.spec.url) return { url: `${suite.spec.url.replace(/\/+$/, '')}${path}`, caBundle: bundle };
-  const ref = serviceRef(suite, config);
-  // For an ExternalName Service the API server dials <externalName>:<this port>.
-  const port = config.mode === 'local' ? config.servingPort : ref.port;
-  return { service: { namespace: ref.namespace, name: ref.name, path, port }, caBundle: bundle };
+  if (suite.spec.url) return { url: `${suite.spec.url.replace(/\/+$/, '')}${path}`, caBundle: Buffer.from(caBundle).toString('base64') };
+  return serviceClientConfig(serviceRef(suite, config), path, config, caBundle);
 }
 
 function namespaceSelector(suite: AdmissionSuite, webhook: WebhookSpec, config: OperatorConfig) {

@@ -5,12 +5,12 @@
  * CRD removes it. Reconciled like a suite: certificate, Service, probe, then registration.
  */
 import { DEFAULT_CERTIFICATE_DURATION_MS, GROUP, PLURAL, VERSION } from '../api/types.ts';
-import { MANAGED_BY_LABELS, POD_LABELS, SUITE_VALIDATION } from '../api/names.ts';
+import { MANAGED_BY_LABELS, SUITE_VALIDATION } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
 import { applyOwned, getObject, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
 import type { Logger } from '../log.ts';
 import type { CaReconciler } from './ca.ts';
-import type { ObjectMetadata, OwnerReference } from './desired.ts';
+import { operatorService, serviceClientConfig, type ObjectMetadata, type OwnerReference } from './desired.ts';
 import type { ReconcileResult } from './queue.ts';
 import { ensureLeaf, probeEndpointSoon, probeTarget } from './serving.ts';
 
@@ -72,19 +72,8 @@ export class SelfReconciler {
       this.now(),
       this.deps.cached,
     );
-    const service = await applyOwned(
-      kube,
-      {
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: metadata(SUITE_VALIDATION.service, config.namespace),
-        spec:
-          config.mode === 'local'
-            ? { type: 'ExternalName', externalName: 'localhost' }
-            : { type: 'ClusterIP', selector: { ...POD_LABELS }, ports: [{ name: 'https', port: SERVICE_PORT, targetPort: config.servingPort, protocol: 'TCP' }] },
-      },
-      this.deps.cached,
-    );
+    const ref = { namespace: config.namespace, name: SUITE_VALIDATION.service, port: SERVICE_PORT };
+    const service = await applyOwned(kube, operatorService(metadata(SUITE_VALIDATION.service, config.namespace), ref, config), this.deps.cached);
     const probe = await probeEndpointSoon(probeTarget(config, service, SERVICE_PORT), serverName, ca.bundle, serving.certPem);
     if (probe !== true) {
       this.deps.log.debug('suite validation not registered yet', { reason: probe });
@@ -97,10 +86,7 @@ export class SelfReconciler {
       webhooks: [
         {
           name: SUITE_VALIDATION.webhook,
-          clientConfig: {
-            service: { namespace: config.namespace, name: SUITE_VALIDATION.service, path: SUITE_VALIDATION.path, port: config.mode === 'local' ? config.servingPort : SERVICE_PORT },
-            caBundle: Buffer.from(ca.bundle).toString('base64'),
-          },
+          clientConfig: serviceClientConfig(ref, SUITE_VALIDATION.path, config, ca.bundle),
           rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [PLURAL], scope: 'Cluster' }],
           // Ignore: with no operator running, suites can still be created, edited and deleted.
           failurePolicy: 'Ignore',

@@ -104,9 +104,14 @@ export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}
   return { name, generation, errors, webhooks: errors.length ? new Map() : webhooks };
 }
 
+/** What went wrong under a webhook (its handler threw, the review worker was lost), answered by its failurePolicy. */
+export function internalError(err: unknown, failurePolicy: FailurePolicy): Decision {
+  return errored(`internal error: ${firstLine(err)}`, failurePolicy);
+}
+
 /** A handler that throws (or rejects) is an error answered by failurePolicy, never a dead request. */
 function guarded(admit: (request: AdmissionRequest) => Decision | Promise<Decision>, failurePolicy: FailurePolicy) {
-  const internal = (err: unknown) => errored(`internal error: ${firstLine(err)}`, failurePolicy);
+  const internal = (err: unknown) => internalError(err, failurePolicy);
   return (request: AdmissionRequest): Decision | Promise<Decision> => {
     try {
       const decision = admit(request);

@@ -1,0 +1,117 @@
+/**
+ * admission: the per-request chain, written once and in order (as Kyverno's server.go chains its
+ * handlers), for every webhook served, the operator's own suite validation included:
+ *   1. decode  the body into an AdmissionReview (review.ts); a large one stays text for step 3;
+ *   2. route   to the webhook the path names (the server's Router: the registry's, or suite validation);
+ *   3. offload a large body to the review worker (offload.ts), which decodes and decides it off this event loop;
+ *   4. decide  by the webhook: synchronous for almost every webhook (answered in the same tick,
+ *              with no promise around it), a Promise while `authorizer` checks are asked;
+ *   5. failurePolicy for what the chain itself lost (the worker): the webhook's, by the same
+ *              internalError a compiled webhook answers its handler's throws with (registry/compile.ts);
+ *   6. encode  the response, counted and logged (one line per denial and per error), its
+ *              connection closed while the replica drains.
+ * A ReviewError thrown at any step is a transport failure, answered by the server's error handler.
+ * Knows no webhook's domain and no transport beyond the reply it writes to.
+ */
+import type { FastifyReply } from 'fastify';
+import { outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
+import type { Logger } from '../log.ts';
+import { internalError, type CompiledWebhook } from '../registry/compile.ts';
+import { REVIEW_ERRORS, ReviewError } from './errors.ts';
+import { LargeBody, type ReviewOffload, WorkerLostError } from './offload.ts';
+import { decodeReview, encodeReview, parseJson } from './review.ts';
+
+/** What the chain needs of a webhook. */
+export type ServedWebhook = Pick<CompiledWebhook, 'suite' | 'name' | 'failurePolicy' | 'admit' | 'observer'>;
+
+/** Step 2: the webhooks one route serves. */
+export interface Router {
+  find(suite: string, webhook: string): ServedWebhook | undefined;
+  /** Whether its large bodies go to the review worker (whose registry holds the suites' webhooks only). */
+  offload: boolean;
+}
+
+/** The content type of every answer (what fastify's own serializer sets). */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export interface ChainOptions {
+  offload: ReviewOffload;
+  log: Logger;
+  /** True once the replica is shutting down: every answer then closes its connection. */
+  draining: () => boolean;
+}
+
+export class AdmissionChain {
+  private readonly offload: ReviewOffload;
+  private readonly log: Logger;
+  private readonly draining: () => boolean;
+
+  constructor(options: ChainOptions) {
+    this.offload = options.offload;
+    this.log = options.log;
+    this.draining = options.draining;
+  }
+
+  /** One request through every step; undefined when it was answered synchronously. */
+  handle(router: Router, suite: string, name: string, body: unknown, reply: FastifyReply): Promise<FastifyReply> | undefined {
+    const started = performance.now();
+    if (body instanceof LargeBody) {
+      if (router.offload) return this.offloaded(this.route(router, suite, name), body, reply, started);
+      body = parseJson(body.text);
+    }
+    const { apiVersion, request } = decodeReview(body);
+    const webhook = this.route(router, suite, name);
+    const decision = webhook.admit(request);
+    if (decision instanceof Promise) return decision.then((d) => this.answer(reply, started, apiVersion, request, webhook, d)).then(() => reply);
+    this.answer(reply, started, apiVersion, request, webhook, decision);
+    return undefined;
+  }
+
+  private route(router: Router, suite: string, name: string): ServedWebhook {
+    const webhook = router.find(suite, name);
+    if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${suite}/${name}`);
+    return webhook;
+  }
+
+  private async offloaded(webhook: ServedWebhook, body: LargeBody, reply: FastifyReply, started: number): Promise<FastifyReply> {
+    try {
+      const judged = await this.offload.admit(webhook.suite, webhook.name, body.text);
+      this.answer(reply, started, judged.apiVersion, judged, webhook, judged.decision);
+    } catch (err) {
+      if (!(err instanceof WorkerLostError)) throw err;
+      // The worker is gone: the request is answered here, by the webhook's failurePolicy.
+      const { apiVersion, request } = decodeReview(parseJson(body.text));
+      this.answer(reply, started, apiVersion, request, webhook, internalError(err, webhook.failurePolicy));
+    }
+    return reply;
+  }
+
+  private answer(
+    reply: FastifyReply,
+    started: number,
+    apiVersion: string,
+    { uid, operation }: Pick<AdmissionRequest, 'uid' | 'operation'>,
+    webhook: ServedWebhook,
+    decision: Decision,
+  ): void {
+    const outcome = outcomeOf(decision);
+    webhook.observer.answered(operation, outcome, (performance.now() - started) / 1e3, webhook.failurePolicy);
+    // One line per denial and per error (the request's uid finds it in the API server's audit log).
+    if (outcome === 'denied' || outcome === 'error') {
+      this.log.info(outcome === 'error' ? 'answered by failurePolicy' : 'denied', {
+        uid,
+        suite: webhook.suite,
+        webhook: webhook.name,
+        operation,
+        decision: outcome,
+        allowed: decision.allowed,
+        denial: decision.message,
+      });
+    }
+    // While draining, the API server's keep-alive connections are closed after an answer rather
+    // than under a request in flight, so its next call opens a connection to another replica.
+    if (this.draining()) void reply.header('connection', 'close');
+    // Sent as text with its type set, fastify does not serialize it again.
+    void reply.header('content-type', JSON_TYPE).send(JSON.stringify(encodeReview(apiVersion, uid, decision)));
+  }
+}
