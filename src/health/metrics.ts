@@ -9,6 +9,7 @@
 import client from 'prom-client';
 import { VERSION } from '../version.ts';
 import { LATENCY_BUCKETS, WebhookMetrics, type AdmissionInstruments } from './webhook-metrics.ts';
+import { BucketHistogram, SeriesCounter } from './request-series.ts';
 
 /** What the operator knows that a scrape reports as it is then; each part may be missing (tests, the bench). */
 export interface MetricSources {
@@ -56,37 +57,33 @@ export class Metrics {
     const read = <T>(fn: (s: MetricSources) => T) => fn(this.sources);
 
     this.instruments = {
-      requests: new client.Counter({
+      requests: new SeriesCounter({
         name: 'portcullis_admission_requests_total',
         help: 'AdmissionReviews answered, by suite, webhook, operation and decision (allowed, denied, patched, warned, error: answered by failurePolicy).',
-        labelNames: ['suite', 'webhook', 'operation', 'decision'],
         registers,
       }),
-      duration: new client.Histogram({
+      // The request path's series: see request-series.ts for why not prom-client's own.
+      duration: new BucketHistogram({
         name: 'portcullis_admission_request_duration_seconds',
         help: 'Time from an AdmissionReview read to its answer sent, by suite and webhook.',
-        labelNames: ['suite', 'webhook'],
         buckets: LATENCY_BUCKETS,
         registers,
       }),
-      celDuration: new client.Histogram({
+      celDuration: new BucketHistogram({
         name: 'portcullis_admission_cel_evaluation_duration_seconds',
         help: "Time spent evaluating one webhook's CEL variables, validations, messages, audit annotations or mutations for one request.",
-        labelNames: ['suite', 'webhook'],
         buckets: LATENCY_BUCKETS,
         registers,
       }),
-      celCost: new client.Histogram({
+      celCost: new BucketHistogram({
         name: 'portcullis_admission_cel_evaluation_cost',
         help: "CEL cost (the API server's cost units; its budget is 10,000,000 per evaluation) one webhook's evaluation of one request spent.",
-        labelNames: ['suite', 'webhook'],
         buckets: [10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000],
         registers,
       }),
-      failures: new client.Counter({
+      failures: new SeriesCounter({
         name: 'portcullis_admission_failure_policy_total',
         help: "Evaluation errors (an expression's error, cost budget exhausted, a handler's failure, params missing) answered by the webhook's failurePolicy, by suite, webhook and failure_policy (Fail denies, Ignore allows).",
-        labelNames: ['suite', 'webhook', 'failure_policy'],
         registers,
       }),
     };

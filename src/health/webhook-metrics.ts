@@ -2,18 +2,18 @@
  * The request path's recorder for one webhook: its label children resolved once (when the webhook
  * is compiled), so an answer costs a few increments. The metric objects are metrics.ts's.
  */
-import type client from 'prom-client';
 import { OUTCOMES, type Outcome } from '../api/review.ts';
+import type { BucketHistogram, SeriesCounter } from './request-series.ts';
 
 /** From a tenth of a millisecond (a typical answer) to 10 s (past the API server's default webhook timeout). */
 export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export interface AdmissionInstruments {
-  requests: client.Counter<'suite' | 'webhook' | 'operation' | 'decision'>;
-  duration: client.Histogram<'suite' | 'webhook'>;
-  celDuration: client.Histogram<'suite' | 'webhook'>;
-  celCost: client.Histogram<'suite' | 'webhook'>;
-  failures: client.Counter<'suite' | 'webhook' | 'failure_policy'>;
+  requests: SeriesCounter;
+  duration: BucketHistogram;
+  celDuration: BucketHistogram;
+  celCost: BucketHistogram;
+  failures: SeriesCounter;
 }
 
 const OPERATIONS = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'] as const;
