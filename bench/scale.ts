@@ -25,6 +25,7 @@ import { admitPath, tlsSecretName } from '../src/api/names.ts';
 import { DEFAULTS } from '../src/config.ts';
 import { servingNames } from '../src/controller/desired.ts';
 import { OPERATOR_NODE_FLAGS } from '../src/admission/heap.ts';
+import { requestFor } from '../test/fixtures/reviews.ts';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 /** The image's /app, inside the repository so its node_modules resolve: package.json, crds/, dist/. */
@@ -184,23 +185,8 @@ async function untilAllServe(kubeConfig: k8s.KubeConfig, names: string[], servin
 function deniesAsExpected(name: string, bundle: string, port: number): Promise<boolean> {
   const suite = suiteFor(name);
   const servername = servingNames(suite, { ...DEFAULTS, mode: 'local' })[0]!;
-  const body = JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: `scale-${name}`,
-      kind: { group: '', version: 'v1', kind: 'ConfigMap' },
-      resource: { group: '', version: 'v1', resource: 'configmaps' },
-      requestKind: { group: '', version: 'v1', kind: 'ConfigMap' },
-      requestResource: { group: '', version: 'v1', resource: 'configmaps' },
-      name: 'probe',
-      namespace: 'default',
-      operation: 'CREATE',
-      userInfo: { username: 'bench' },
-      object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'probe', namespace: 'default' }, data: { deny: 'yes' } },
-      dryRun: true,
-    },
-  });
+  const request = requestFor('configmaps', 'CREATE', { object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'probe', namespace: 'default' }, data: { deny: 'yes' } } });
+  const body = JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { ...request, uid: `scale-${name}`, dryRun: true } });
   return new Promise((resolve) => {
     const req = https.request(
       { host: '127.0.0.1', port, servername, ca: bundle, method: 'POST', path: admitPath(name, 'guard'), headers: { 'content-type': 'application/json' }, agent: false, timeout: 5000 },

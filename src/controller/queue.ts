@@ -82,11 +82,6 @@ export class WorkQueue {
     return this.pending.size;
   }
 
-  /** Resolves once nothing runs and nothing waits (tests and benches; a stopped queue is idle). */
-  async idle(): Promise<void> {
-    while (this.running.size > 0 || (this.pending.size > 0 && this.active && !this.stopped)) await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-
   stop(): void {
     this.stopped = true;
     for (const { timer } of this.timers.values()) clearTimeout(timer);

@@ -8,7 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import type { CaMaterial } from '../certs/authority.ts';
 import { issueLeaf, isSignedBy, readCertificate, type KeyAlgorithm } from '../certs/x509.ts';
 import { renewalTime } from '../certs/renewal.ts';
-import { apply, assertOurs, getObject, isOurs, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
+import { apply, assertOurs, readOurs, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
 import { tlsSecret, type ObjectMetadata } from './desired.ts';
 import type { OperatorConfig } from '../config.ts';
 
@@ -33,8 +33,7 @@ export interface ServingCertificate {
 
 export async function ensureLeaf(kube: Kube, ca: CaMaterial, spec: LeafSpec, now: Date, cached?: CacheLookup): Promise<ServingCertificate> {
   const header = { apiVersion: 'v1', kind: 'Secret', metadata: { name: spec.metadata.name, namespace: spec.metadata.namespace } };
-  const known = cached?.(header);
-  const secret = (known && isOurs(known, { metadata: spec.metadata }) ? known : await getObject(kube, header)) as (KubeObject & { data?: Record<string, string> }) | undefined;
+  const secret = await readOurs<KubeObject & { data?: Record<string, string> }>(kube, { ...header, metadata: spec.metadata }, cached);
   // Never a Secret someone else keeps under this name: neither its key read nor the Secret overwritten.
   assertOurs(secret, { ...header, metadata: spec.metadata });
   const decode = (key: string) => (secret?.data?.[key] ? Buffer.from(secret.data[key], 'base64').toString() : '');

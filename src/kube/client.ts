@@ -125,9 +125,22 @@ export type CacheLookup = (header: { apiVersion?: string; kind?: string; metadat
  * one that is not there is read first; someone else's never carries our labels, so is never there.
  */
 export async function applyOwned<T extends KubeObject>(kube: Kube, object: T, cached?: CacheLookup): Promise<T> {
-  const known = cached?.(object);
-  assertOurs(known && isOurs(known, object) ? known : await getObject(kube, object as Parameters<typeof getObject>[1]), object);
+  assertOurs(await readOurs(kube, object as Parameters<typeof getObject>[1] & { metadata: Metadata }, cached), object);
   return apply(kube, object);
+}
+
+/**
+ * The object `desired` names as it is now: from our caches when they hold it as ours, else from
+ * the API server (undefined when it does not exist). The caller decides what a foreign one means.
+ */
+export async function readOurs<T extends KubeObject>(
+  kube: Kube,
+  desired: { apiVersion: string; kind: string; metadata: Metadata & { name: string } },
+  cached?: CacheLookup,
+): Promise<T | undefined> {
+  const known = cached?.(desired);
+  if (known && isOurs(known, desired)) return known as T;
+  return getObject<T>(kube, desired);
 }
 
 export async function deleteIfExists(kube: Kube, header: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<boolean> {
