@@ -33,10 +33,14 @@ export interface ControlPlaneOptions {
   dataDir?: string;
   /** Admission plugins that a managed cluster typically does not offer (tests of our own versions need them off). */
   disableAdmissionPlugins?: string[];
+  /** Admission plugins to turn on beyond the API server's defaults (the plugin differential's oracle). */
+  enableAdmissionPlugins?: string[];
+  /** An AdmissionConfiguration file (`--admission-control-config-file`), for plugins that read one. */
+  admissionConfigFile?: string;
   log?: (line: string) => void;
 }
 
-const DEFAULT_DISABLED_PLUGINS = ['ServiceAccount', 'LimitRanger', 'DefaultTolerationSeconds'];
+export const DEFAULT_DISABLED_PLUGINS = ['ServiceAccount', 'LimitRanger', 'DefaultTolerationSeconds'];
 const READY_TIMEOUT_MS = 180_000;
 /** How long each stage of stop() waits for its processes to exit before killing them. */
 const STOP_GRACE_MS = 2000;
@@ -93,6 +97,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     '--endpoint-reconciler-type=none',
     '--authorization-mode=RBAC',
     `--disable-admission-plugins=${(options.disableAdmissionPlugins ?? DEFAULT_DISABLED_PLUGINS).join(',')}`,
+    ...(options.enableAdmissionPlugins?.length ? [`--enable-admission-plugins=${options.enableAdmissionPlugins.join(',')}`] : []),
+    ...(options.admissionConfigFile ? [`--admission-control-config-file=${options.admissionConfigFile}`] : []),
   ];
   let apiserver: ChildProcess | undefined;
   const startApiServer = async () => {

@@ -8,6 +8,7 @@ import { startControlPlane, type ControlPlane } from '../../src/local/controlpla
 import { installForLocalRun } from '../../src/local/install.ts';
 import { connect, type Kube } from '../../src/kube/client.ts';
 import { OPERATOR_NAME } from '../../src/api/names.ts';
+import { PORTCULLIS_SIDE_DISABLED } from './reference.ts';
 
 export const OPERATOR_NAMESPACE = 'portcullis-system';
 
@@ -22,7 +23,8 @@ export interface TestCluster {
 let current: TestCluster | undefined;
 
 export async function startCluster(): Promise<TestCluster> {
-  const controlPlane = await startControlPlane();
+  // The in-tree versions of the plugins Portcullis re-creates are off, so its handlers answer alone.
+  const controlPlane = await startControlPlane({ disableAdmissionPlugins: PORTCULLIS_SIDE_DISABLED });
   const kubeConfig = new k8s.KubeConfig();
   kubeConfig.loadFromFile(controlPlane.kubeconfigPath);
   await installForLocalRun(kubeConfig, OPERATOR_NAMESPACE);

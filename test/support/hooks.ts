@@ -3,6 +3,7 @@
  * stopped after the last. A missing toolchain or a failed build fails the run with the reason.
  */
 import { startCluster, stopCluster } from './cluster.ts';
+import { stopReferenceCluster } from './reference.ts';
 
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
@@ -12,6 +13,6 @@ export const mochaHooks = {
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
-    await stopCluster();
+    await Promise.all([stopCluster(), stopReferenceCluster()]);
   },
 };

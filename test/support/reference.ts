@@ -1,0 +1,78 @@
+/**
+ * The oracle of the plugin differential tests: a second control plane (its own etcd and data)
+ * whose API server runs the in-tree admission plugins that Portcullis re-creates as built-in
+ * handlers, while the test run's own API server (cluster.ts) has them turned off and is served
+ * by Portcullis. Started on first use (most files never need it) and stopped by the root hooks.
+ */
+import { execFile } from 'node:child_process';
+import * as k8s from '@kubernetes/client-node';
+import { DEFAULT_DISABLED_PLUGINS, startControlPlane, type ControlPlane } from '../../src/local/controlplane.ts';
+import { connect, type Kube } from '../../src/kube/client.ts';
+/** As cluster.ts' kubectl answers (not imported from there: cluster.ts imports this file). */
+interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** In-tree plugins that built-in handlers re-create and that are on by default in kube-apiserver. */
+export const RECREATED_DEFAULT_ON = [
+  'PodSecurity',
+  'Priority',
+  'RuntimeClass',
+  'DefaultStorageClass',
+  'DefaultIngressClass',
+  'PersistentVolumeClaimResize',
+  'StorageObjectInUseProtection',
+];
+/** In-tree plugins that built-in handlers re-create and that kube-apiserver leaves off unless asked. */
+export const RECREATED_DEFAULT_OFF = [
+  'PodTolerationRestriction',
+  'LimitPodHardAntiAffinityTopology',
+  'ExtendedResourceToleration',
+  'OwnerReferencesPermissionEnforcement',
+];
+
+/** What the test run's own API server turns off: the defaults of local mode plus every plugin we re-create. */
+export const PORTCULLIS_SIDE_DISABLED = [...DEFAULT_DISABLED_PLUGINS, ...RECREATED_DEFAULT_ON];
+
+export interface ReferenceCluster {
+  controlPlane: ControlPlane;
+  kubeConfig: k8s.KubeConfig;
+  kube: Kube;
+  kubectl(args: string[], input?: string): Promise<CommandResult>;
+}
+
+let starting: Promise<ReferenceCluster> | undefined;
+
+/**
+ * The reference API server, started once per run. Its disabled list is local mode's (so the
+ * plugins our own handlers re-create there, like DefaultTolerationSeconds, stay comparable only
+ * where a test turns them on through `admissionConfigFile`); every plugin above is on.
+ */
+export function referenceCluster(): Promise<ReferenceCluster> {
+  starting ??= (async () => {
+    const controlPlane = await startControlPlane({
+      disableAdmissionPlugins: DEFAULT_DISABLED_PLUGINS,
+      enableAdmissionPlugins: RECREATED_DEFAULT_OFF,
+    });
+    const kubeConfig = new k8s.KubeConfig();
+    kubeConfig.loadFromFile(controlPlane.kubeconfigPath);
+    const kubectl = (args: string[], input?: string) =>
+      new Promise<CommandResult>((resolve) => {
+        const child = execFile(controlPlane.binaries.kubectl, ['--kubeconfig', controlPlane.kubeconfigPath, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+        });
+        if (input !== undefined) child.stdin!.end(input);
+      });
+    return { controlPlane, kubeConfig, kube: connect(kubeConfig), kubectl };
+  })();
+  return starting;
+}
+
+export async function stopReferenceCluster(): Promise<void> {
+  if (!starting) return;
+  const reference = await starting.catch(() => undefined);
+  starting = undefined;
+  await reference?.controlPlane.stop();
+}
