@@ -91,6 +91,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   const view: ClusterView = {
     namespace: (name) => namespaces.get(name) as Record<string, any> | undefined,
     limitRanges: (namespace) => limitRanges.list().filter((lr) => lr.metadata?.namespace === namespace) as Record<string, any>[],
+    // No handler declares lookups yet; the shared lookup caches come with the first that does.
+    list: () => [],
   };
   const params = new ObjectWatches(kube, log, config.namespace);
   const authorizer = options.authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig));

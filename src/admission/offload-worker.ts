@@ -23,6 +23,8 @@ let current: { namespace?: string; context: ReviewContext } = { context: { limit
 const view: ClusterView = {
   namespace: (name) => (name === current.namespace ? current.context.namespaceObject : undefined),
   limitRanges: (namespace) => (namespace === current.namespace ? (current.context.limitRanges as Record<string, any>[]) : []),
+  // No handler declares lookups yet; the worker learns them with the review's context when one does.
+  list: () => [],
 };
 const params: ParamsSource = {
   watch: () => undefined,

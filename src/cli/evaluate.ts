@@ -75,6 +75,7 @@ export class OfflineCluster {
     const view: ClusterView = {
       namespace: (name) => this.namespaceObject(name),
       limitRanges: (namespace) => objects.filter((o) => o.kind === 'LimitRange' && o.metadata?.namespace === namespace),
+      list: (kind, namespace) => objects.filter((o) => o.kind === kind && (namespace === undefined || o.metadata?.namespace === namespace)),
     };
     const params: ParamsSource = {
       watch: () => undefined,

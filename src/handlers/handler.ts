@@ -11,6 +11,13 @@ export interface ServedResource {
 }
 
 /**
+ * Kinds of cluster object a handler may look up beyond Namespaces and LimitRanges. Each is served
+ * from one watch cache shared by all handlers, started only while a suite uses a handler that
+ * declares the kind in its `lookups`.
+ */
+export type LookupKind = 'Pod' | 'PriorityClass' | 'RuntimeClass' | 'StorageClass' | 'IngressClass';
+
+/**
  * The read-only cluster state a handler may consult, served from the operator's watch caches
  * (never an API call on the request path), as upstream plugins read their informers.
  */
@@ -19,14 +26,18 @@ export interface ClusterView {
   namespace(name: string): Record<string, any> | undefined;
   /** The LimitRange objects of a namespace. */
   limitRanges(namespace: string): Record<string, any>[];
+  /** The objects of a kind the handler declared in `lookups` (of one namespace, for Pods). */
+  list(kind: LookupKind, namespace?: string): Record<string, any>[];
 }
 
-export const EMPTY_VIEW: ClusterView = { namespace: () => undefined, limitRanges: () => [] };
+export const EMPTY_VIEW: ClusterView = { namespace: () => undefined, limitRanges: () => [], list: () => [] };
 
 export interface Handler<Config = Record<string, unknown>> {
   name: string;
   /** The resources the handler understands; a suite may not point it elsewhere. A group or resource of '*' means any. */
   resources: ServedResource[];
+  /** The kinds `view.list` must serve for this handler; their caches start when a suite uses it. */
+  lookups?: LookupKind[];
   /** Checks and defaults `config`; returns problems as [field under config, message]. */
   parseConfig(config: Record<string, unknown>): { config: Config; errors: { field: string; message: string }[] };
   mutate?(request: AdmissionRequest, config: Config, view: ClusterView): Decision;

@@ -46,6 +46,7 @@ const suite: AdmissionSuite = {
 const view: ClusterView = {
   namespace: (name) => (name === 'team-a' ? { metadata: { name, labels: { team: 'payments' } } } : undefined),
   limitRanges: () => [],
+  list: () => [],
 };
 const params: ParamsSource = {
   watch: () => undefined,
