@@ -28,7 +28,7 @@ const view: ClusterView = {
 };
 const params: ParamsSource = {
   watch: () => undefined,
-  get: () => current.context.params ?? { state: 'pending', reason: 'params were not sent to the review worker' },
+  select: () => current.context.params ?? { state: 'pending', reason: 'params were not sent to the review worker' },
 };
 
 let reviewId = 0;

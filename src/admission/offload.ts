@@ -13,7 +13,7 @@ import { Worker } from 'node:worker_threads';
 import type { AuthorizationAttributes, AuthorizationDecision } from '../api/authorization.ts';
 import { markFailed, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
-import type { Lookup } from '../kube/objects.ts';
+import type { ParamsSelection } from '../api/params.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import { ReviewError, type ReviewErrorKey } from './errors.ts';
@@ -33,7 +33,8 @@ export class LargeBody {
 export interface ReviewContext {
   namespaceObject?: Record<string, unknown>;
   limitRanges: Record<string, unknown>[];
-  params?: Lookup;
+  /** The params objects the webhook's params select for the review's namespace. */
+  params?: ParamsSelection;
 }
 
 export type ToWorker =
@@ -130,7 +131,7 @@ export class ReviewOffload {
         const context: ReviewContext = {
           namespaceObject: message.namespace ? view.namespace(message.namespace) : undefined,
           limitRanges: message.namespace ? view.limitRanges(message.namespace) : [],
-          params: message.params ? params.get(message.params) : undefined,
+          params: message.params ? params.select(message.params, message.namespace) : undefined,
         };
         worker.postMessage({ type: 'context', id: message.id, context } satisfies ToWorker);
         return;

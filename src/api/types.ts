@@ -4,6 +4,8 @@
  * paths. Pure data and functions: nothing here talks to the API server.
  */
 
+import type { LabelSelector } from '../k8s/selectors.ts';
+
 export const GROUP = 'admission.portcullis.dev';
 export const VERSION = 'v1alpha1';
 export const KIND = 'AdmissionSuite';
@@ -15,10 +17,7 @@ export type WebhookType = 'Validating' | 'Mutating';
 export type ValidationAction = 'Deny' | 'Warn' | 'Audit';
 export type Reason = 'Unauthorized' | 'Forbidden' | 'Invalid' | 'RequestEntityTooLarge';
 
-export interface LabelSelector {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: { key: string; operator: string; values?: string[] }[];
-}
+export type { LabelSelector } from '../k8s/selectors.ts';
 
 export interface RuleWithOperations {
   operations?: string[];
@@ -26,6 +25,16 @@ export interface RuleWithOperations {
   apiVersions?: string[];
   resources?: string[];
   scope?: string;
+}
+
+/**
+ * A rule with an optional list of object names, as ValidatingAdmissionPolicy's
+ * NamedRuleWithOperations: with `resourceNames`, only requests on objects of those names match.
+ * The API server's webhook rules have no names: the operator registers the rule without them and
+ * checks the names in a matchCondition of its own (controller/desired.ts).
+ */
+export interface NamedRuleWithOperations extends RuleWithOperations {
+  resourceNames?: string[];
 }
 
 export interface MatchCondition {
@@ -64,11 +73,16 @@ export interface Variable {
   expression: string;
 }
 
+/**
+ * As ValidatingAdmissionPolicy's paramKind and paramRef together: exactly one of `name` and
+ * `selector`; `namespace` unset means the request's namespace when the kind is namespaced.
+ */
 export interface ParamsRef {
   apiVersion: string;
   kind: string;
   namespace?: string;
-  name: string;
+  name?: string;
+  selector?: LabelSelector;
   notFoundAction?: 'Deny' | 'Allow';
 }
 
@@ -80,7 +94,9 @@ export interface HandlerRef {
 export interface WebhookSpec {
   name: string;
   type: WebhookType;
-  rules: RuleWithOperations[];
+  rules: NamedRuleWithOperations[];
+  /** Requests matching any of these are not judged, even when `rules` match (VAP's excludeResourceRules). */
+  excludeResourceRules?: NamedRuleWithOperations[];
   namespaceSelector?: LabelSelector;
   objectSelector?: LabelSelector;
   matchConditions?: MatchCondition[];

@@ -4,7 +4,9 @@
  */
 import { parseDuration } from '../k8s/duration.ts';
 import { DNS1123_LABEL, isQualifiedName, LABEL_KEY } from '../k8s/validation.ts';
-import { DEFAULT_CERTIFICATE_DURATION_MS, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
+import { labelSelectorProblems } from '../k8s/selectors.ts';
+import { DEFAULT_CERTIFICATE_DURATION_MS, type NamedRuleWithOperations, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
+import { needsResourceCondition, RESOURCE_MATCH_CONDITION } from './resource-match.ts';
 
 export interface FieldError {
   field: string;
@@ -93,6 +95,9 @@ function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
   if (!DNS1123_LABEL.test(webhook.name ?? '')) err('.name', 'must be a DNS label');
   if (webhook.type !== 'Validating' && webhook.type !== 'Mutating') err('.type', 'must be Validating or Mutating');
   if (!Array.isArray(webhook.rules) || webhook.rules.length === 0) err('.rules', 'must list at least one rule');
+  else webhook.rules.forEach((rule, i) => errors.push(...validateResourceNames(rule, `${path}.rules[${i}]`)));
+  errors.push(...validateExcludeResourceRules(webhook, path));
+  if (webhook.params !== undefined) errors.push(...validateParams(webhook.params, `${path}.params`));
 
   const hasRules = (webhook.validations?.length ?? 0) + (webhook.auditAnnotations?.length ?? 0) + (webhook.mutations?.length ?? 0) > 0;
   if (webhook.handler && hasRules) err('', 'a webhook has either a handler or validations/mutations, not both');
@@ -122,17 +127,90 @@ function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
 
 /**
  * The API server takes at most 64 matchConditions per webhook, and the operator adds its own
- * self-protection condition to each (controller/desired.ts).
+ * self-protection condition to each (controller/desired.ts), and one more for a webhook with
+ * resourceNames or excludeResourceRules (api/resource-match.ts).
  */
 export const MAX_MATCH_CONDITIONS = 63;
+
+/** The names of the matchConditions the operator writes itself; a user's may not take them. */
+const OPERATOR_CONDITIONS = new Set(['portcullis-self-protection', RESOURCE_MATCH_CONDITION]);
+
+/** VAP's checks of a paramRef (validateParamRef), in its words, and of the kind it names. */
+function validateParams(params: ParamsRef, path: string): FieldError[] {
+  const errors: FieldError[] = [];
+  if (typeof params !== 'object' || params === null) return [{ field: path, message: 'must be an object' }];
+  if (!params.apiVersion) errors.push({ field: `${path}.apiVersion`, message: 'Required value' });
+  if (!params.kind) errors.push({ field: `${path}.kind`, message: 'Required value' });
+  const hasName = typeof params.name === 'string' && params.name !== '';
+  if (hasName) {
+    for (const message of pathSegmentProblems(params.name!)) errors.push({ field: `${path}.name`, message: `Invalid value: ${JSON.stringify(params.name)}: ${message}` });
+    if (params.selector !== undefined) errors.push({ field: `${path}.name`, message: 'Forbidden: name and selector are mutually exclusive' });
+  }
+  if (params.selector !== undefined) errors.push(...labelSelectorProblems(params.selector, `${path}.selector`));
+  if (!hasName && params.selector === undefined) errors.push({ field: path, message: 'Required value: one of name or selector must be specified' });
+  if (params.notFoundAction !== undefined && params.notFoundAction !== 'Deny' && params.notFoundAction !== 'Allow') {
+    errors.push({ field: `${path}.notFoundAction`, message: `Unsupported value: ${JSON.stringify(params.notFoundAction)}: supported values: "Allow", "Deny"` });
+  }
+  return errors;
+}
+
+/** apimachinery's IsPathSegmentName: what VAP accepts as a paramRef name or a resourceName. */
+function pathSegmentProblems(name: string): string[] {
+  if (name === '.' || name === '..') return [`may not be '${name}'`];
+  return [...(name.includes('/') ? ["may not contain '/'"] : []), ...(name.includes('%') ? ["may not contain '%'"] : [])];
+}
+
+/** A rule's resourceNames as VAP's validateNamedRuleWithOperations checks them. */
+function validateResourceNames(rule: NamedRuleWithOperations, path: string): FieldError[] {
+  if (rule.resourceNames === undefined) return [];
+  if (!Array.isArray(rule.resourceNames)) return [{ field: `${path}.resourceNames`, message: 'must be a list of names' }];
+  const errors: FieldError[] = [];
+  const seen = new Set<string>();
+  rule.resourceNames.forEach((name, i) => {
+    const field = `${path}.resourceNames[${i}]`;
+    if (typeof name !== 'string' || name === '') return errors.push({ field, message: 'Required value' });
+    for (const message of pathSegmentProblems(name)) errors.push({ field, message: `Invalid value: ${JSON.stringify(name)}: ${message}` });
+    if (seen.has(name)) errors.push({ field, message: `Duplicate value: ${JSON.stringify(name)}` });
+    seen.add(name);
+  });
+  return errors;
+}
+
+/**
+ * excludeResourceRules never reach the API server as rules (the operator writes them as a
+ * matchCondition), so what it would check of a rule is checked here: each list given, and a
+ * known scope.
+ */
+function validateExcludeResourceRules(webhook: WebhookSpec, path: string): FieldError[] {
+  const rules = webhook.excludeResourceRules;
+  if (rules === undefined) return [];
+  if (!Array.isArray(rules)) return [{ field: `${path}.excludeResourceRules`, message: 'must be a list of rules' }];
+  const errors: FieldError[] = [];
+  rules.forEach((rule, i) => {
+    const field = `${path}.excludeResourceRules[${i}]`;
+    for (const key of ['operations', 'apiGroups', 'apiVersions', 'resources'] as const) {
+      const values = rule?.[key];
+      if (!Array.isArray(values) || values.length === 0) errors.push({ field: `${field}.${key}`, message: 'Required value' });
+      else if (values.some((v) => typeof v !== 'string')) errors.push({ field: `${field}.${key}`, message: 'must be a list of strings' });
+    }
+    if (rule?.scope !== undefined && !['Cluster', 'Namespaced', '*'].includes(rule.scope)) {
+      errors.push({ field: `${field}.scope`, message: `Unsupported value: ${JSON.stringify(rule.scope)}: supported values: "*", "Cluster", "Namespaced"` });
+    }
+    errors.push(...validateResourceNames(rule ?? {}, field));
+  });
+  return errors;
+}
 
 /** VAP's checks of matchConditions that need no compiler, in its words (the compiler's are policy/engine/match-conditions.ts). */
 function validateMatchConditions(webhook: WebhookSpec, path: string): FieldError[] {
   const errors: FieldError[] = [];
   const conditions = webhook.matchConditions ?? [];
   if (!Array.isArray(conditions)) return [{ field: `${path}.matchConditions`, message: 'must be a list' }];
-  if (conditions.length > MAX_MATCH_CONDITIONS) {
-    errors.push({ field: `${path}.matchConditions`, message: `Too many: ${conditions.length}: must have at most ${MAX_MATCH_CONDITIONS} items (the API server takes 64 per webhook, and Portcullis adds one of its own)` });
+  const ours = needsResourceCondition(webhook) ? 2 : 1;
+  const max = MAX_MATCH_CONDITIONS + 1 - ours;
+  if (conditions.length > max) {
+    const why = ours === 1 ? 'Portcullis adds one of its own' : 'Portcullis adds two of its own: self-protection, and one for resourceNames and excludeResourceRules';
+    errors.push({ field: `${path}.matchConditions`, message: `Too many: ${conditions.length}: must have at most ${max} items (the API server takes 64 per webhook, and ${why})` });
   }
   const names = new Set<string>();
   conditions.forEach((condition, i) => {
@@ -142,6 +220,7 @@ function validateMatchConditions(webhook: WebhookSpec, path: string): FieldError
     if (name === '') errors.push({ field: `${field}.name`, message: 'Required value' });
     else {
       for (const message of isQualifiedName(name)) errors.push({ field: `${field}.name`, message });
+      if (OPERATOR_CONDITIONS.has(name)) errors.push({ field: `${field}.name`, message: `Invalid value: ${JSON.stringify(name)}: the operator writes a matchCondition of this name itself` });
       if (names.has(name)) errors.push({ field: `${field}.name`, message: `Duplicate value: ${JSON.stringify(name)}` });
       names.add(name);
     }

@@ -18,6 +18,7 @@ import { webhookConfigurations, NAMESPACE_NAME_LABEL } from '../controller/desir
 import { DEFAULTS } from '../config.ts';
 import type { ClusterView } from '../handlers/handler.ts';
 import { compileSuite, type ParamsSource } from '../registry/compile.ts';
+import { selectParams } from '../api/params.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
 import { notCalledBecause, type RegisteredWebhook } from './match.ts';
 
@@ -79,9 +80,12 @@ export class OfflineCluster {
     };
     const params: ParamsSource = {
       watch: () => undefined,
-      get: (ref) => {
-        const found = objects.find((o) => o.apiVersion === ref.apiVersion && o.kind === ref.kind && o.metadata?.name === ref.name && (ref.namespace === undefined || o.metadata?.namespace === ref.namespace));
-        return found ? { state: 'found', object: found } : { state: 'absent' };
+      select: (ref, requestNamespace) => {
+        const ofKind = objects.filter((o) => o.apiVersion === ref.apiVersion && o.kind === ref.kind);
+        const inNamespace = (namespace?: string) => ofKind.filter((o) => namespace === undefined || o.metadata?.namespace === namespace);
+        // Offline there is no discovery: a kind is namespaced when the objects given of it carry a namespace.
+        const namespaced = ref.namespace !== undefined || ofKind.some((o) => o.metadata?.namespace);
+        return selectParams(ref, requestNamespace, { namespaced, get: (name, namespace) => inNamespace(namespace).find((o) => o.metadata?.name === name), list: inNamespace });
       },
     };
     this.registry = new SuiteRegistry({ view, params, operatorNamespace });

@@ -2,10 +2,13 @@
  * Which registered webhooks the API server would call for a request: the rules, namespaceSelector
  * and objectSelector of the webhook configuration the operator registers (src/controller/desired.ts,
  * the self-protection exclusions included), evaluated offline as the API server evaluates them.
- * matchConditions are CEL, evaluated by evaluate.ts with the policy engine. Pure; no I/O.
+ * matchConditions are CEL, evaluated by evaluate.ts with the policy engine: among them the one the
+ * operator writes for a webhook's `resourceNames` and `excludeResourceRules`, which registered
+ * rules cannot say. Pure; no I/O.
  */
 import type { AdmissionRequest } from '../api/review.ts';
 import type { FailurePolicy, LabelSelector, MatchCondition, RuleWithOperations } from '../api/types.ts';
+import { selects } from '../k8s/selectors.ts';
 
 export interface RegisteredWebhook {
   name: string;
@@ -43,18 +46,5 @@ function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest): boole
   const scope = rule.scope ?? '*';
   if (scope === 'Cluster' && request.namespace) return false;
   if (scope === 'Namespaced' && !request.namespace) return false;
-  return true;
-}
-
-/** A label selector's verdict on `labels`; an absent or empty selector selects everything. */
-export function selects(selector: LabelSelector | undefined, labels: Record<string, string>): boolean {
-  for (const [key, value] of Object.entries(selector?.matchLabels ?? {})) if (labels[key] !== value) return false;
-  for (const { key, operator, values = [] } of selector?.matchExpressions ?? []) {
-    const has = key in labels;
-    if (operator === 'In' && !(has && values.includes(labels[key]!))) return false;
-    if (operator === 'NotIn' && has && values.includes(labels[key]!)) return false;
-    if (operator === 'Exists' && !has) return false;
-    if (operator === 'DoesNotExist' && has) return false;
-  }
   return true;
 }

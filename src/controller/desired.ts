@@ -17,6 +17,9 @@ import {
 import type { OperatorConfig } from '../config.ts';
 import type { KubeObject } from '../kube/client.ts';
 import { passedThroughConditions } from '../policy/engine/match-conditions.ts';
+import { registeredRules, resourceCondition } from '../api/resource-match.ts';
+
+const optional = <T>(value: T | undefined): T[] => (value === undefined ? [] : [value]);
 
 export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
@@ -146,11 +149,12 @@ function webhookEntry(suite: AdmissionSuite, webhook: WebhookSpec, config: Opera
   const entry: Record<string, unknown> = {
     name: webhookFullName(suite.metadata.name, webhook.name),
     clientConfig: clientConfig(suite, webhook, config, caBundle),
-    rules: webhook.rules,
+    // resourceNames and excludeResourceRules, which webhook rules cannot hold, go to a matchCondition.
+    rules: registeredRules(webhook),
     namespaceSelector: namespaceSelector(suite, webhook, config),
     objectSelector: webhook.objectSelector ?? {},
     // Only the conditions the API server decides as VAP would; Portcullis evaluates the others.
-    matchConditions: [SELF_PROTECTION_CONDITION, ...passedThroughConditions(webhook, failurePolicy)],
+    matchConditions: [SELF_PROTECTION_CONDITION, ...optional(resourceCondition(webhook)), ...passedThroughConditions(webhook, failurePolicy)],
     matchPolicy: webhook.matchPolicy ?? 'Equivalent',
     failurePolicy,
     timeoutSeconds: webhook.timeoutSeconds ?? suite.spec.timeoutSeconds ?? 5,

@@ -7,6 +7,8 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { paramsRefusal } from '../api/validate.ts';
+import { selectParams, type ParamsSelection } from '../api/params.ts';
+import type { ParamsRef } from '../api/types.ts';
 import type { Logger } from '../log.ts';
 import { describeError, statusCode, type Kube } from './client.ts';
 import { backoffMs } from './backoff.ts';
@@ -18,8 +20,6 @@ export interface ObjectRef {
   namespace?: string;
   name: string;
 }
-
-export type Lookup = { state: 'found'; object: Record<string, unknown> } | { state: 'absent' } | { state: 'pending'; reason: string };
 
 /** Whether a watched collection can be read: `unreadable` says why (the API server's words). */
 export type Readiness = { state: 'ready' } | { state: 'loading' } | { state: 'unreadable'; reason: string };
@@ -38,6 +38,8 @@ interface Collection {
   cache?: WatchedCache<k8s.KubernetesObject>;
   /** The resource's plural and group, once discovery has found it. */
   resource?: string;
+  /** Whether the kind is namespaced, once discovery has found it. */
+  namespaced?: boolean;
   synced: boolean;
   error?: string;
 }
@@ -70,13 +72,28 @@ export class ObjectWatches {
     void this.start(ref, collection);
   }
 
-  get(ref: ObjectRef): Lookup {
+  /**
+   * The params objects `ref` selects for a request in `requestNamespace` (api/params.ts), from the
+   * watch cache of its collection: all namespaces when `ref.namespace` is unset.
+   */
+  select(ref: ParamsRef, requestNamespace: string | undefined): ParamsSelection {
+    const found = this.cached(ref);
+    if ('reason' in found) return { state: 'pending', reason: found.reason };
+    const { cache, namespaced } = found;
+    return selectParams(ref, requestNamespace, {
+      namespaced,
+      get: (name, namespace) => cache.get(name, namespace) as Record<string, unknown> | undefined,
+      list: (namespace) => cache.list(namespace) as Record<string, unknown>[],
+    });
+  }
+
+  /** The synced cache of the collection holding `ref`, or why there is none yet. */
+  private cached(ref: Omit<ObjectRef, 'name'>): { cache: WatchedCache<k8s.KubernetesObject>; namespaced: boolean } | { reason: string } {
     const collection = this.collections.get(collectionKey(ref));
-    if (!collection) return { state: 'pending', reason: `${ref.kind} objects are not watched` };
-    if (collection.error) return { state: 'pending', reason: collection.error };
-    if (!collection.synced || !collection.cache) return { state: 'pending', reason: this.failure(ref, collection) ?? `${ref.kind} objects are still loading` };
-    const object = collection.cache.get(ref.name, ref.namespace);
-    return object ? { state: 'found', object: object as Record<string, unknown> } : { state: 'absent' };
+    if (!collection) return { reason: `${ref.kind} objects are not watched` };
+    if (collection.error) return { reason: collection.error };
+    if (!collection.synced || !collection.cache) return { reason: this.failure(ref, collection) ?? `${ref.kind} objects are still loading` };
+    return { cache: collection.cache, namespaced: collection.namespaced ?? true };
   }
 
   /**
@@ -126,6 +143,7 @@ export class ObjectWatches {
     collection.error = undefined;
     const group = ref.apiVersion.includes('/') ? ref.apiVersion.split('/')[0]! : '';
     collection.resource = group ? `${resource.name}.${group}` : resource.name;
+    collection.namespaced = resource.namespaced;
     const base = ref.apiVersion.includes('/') ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`;
     const scope = resource.namespaced && ref.namespace ? `/namespaces/${ref.namespace}` : '';
     if (this.stopped) return;

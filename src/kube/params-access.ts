@@ -53,14 +53,16 @@ export class ParamsAccess {
     if (!resource) throw new Error(`the API server serves no ${ref.kind} in ${ref.apiVersion}`);
     const group = ref.apiVersion.includes('/') ? ref.apiVersion.split('/')[0]! : '';
     const namespace = resource.namespaced ? (ref.namespace ?? '') : '';
+    // A selector names no object: as VAP asks `list` of a binding's author then, we ask list and watch.
+    const verbs = ref.name ? VERBS : VERBS.filter((verb) => verb !== 'get');
     const answers = await Promise.all(
-      VERBS.map((verb) =>
+      verbs.map((verb) =>
         this.authorizer.check({
           user,
-          resource: { verb, group, resource: resource.name, subresource: '', namespace, name: verb === 'get' ? ref.name : '' },
+          resource: { verb, group, resource: resource.name, subresource: '', namespace, name: verb === 'get' ? (ref.name ?? '') : '' },
         }),
       ),
     );
-    return VERBS.filter((_, i) => !answers[i]!.allowed);
+    return verbs.filter((_, i) => !answers[i]!.allowed);
   }
 }

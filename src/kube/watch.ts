@@ -9,7 +9,8 @@ import { describeError } from './client.ts';
 import { backoffMs, type BackoffPolicy } from './backoff.ts';
 
 export interface WatchedCache<T extends k8s.KubernetesObject> {
-  list(): T[];
+  /** Every object, or those of one namespace. */
+  list(namespace?: string): T[];
   get(name: string, namespace?: string): T | undefined;
   /** Resolves once the first list has arrived. */
   synced: Promise<void>;
@@ -73,7 +74,7 @@ export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfi
   void start();
 
   return {
-    list: () => [...informer.list()],
+    list: (namespace) => [...informer.list(namespace)],
     get: (name, namespace) => informer.get(name, namespace),
     synced,
     failure: () => failure,

@@ -7,7 +7,10 @@ import { validateSpec, validateSuiteName, type FieldError } from '../api/validat
 import type { AdmissionSuite, FailurePolicy, WebhookSpec, WebhookType } from '../api/types.ts';
 import { webhookFullName } from '../api/names.ts';
 import { allowed, errored, markFailed, type AdmissionRequest, type Decision, type Outcome } from '../api/review.ts';
-import type { Lookup, ObjectRef } from '../kube/objects.ts';
+import type { ObjectRef } from '../kube/objects.ts';
+import { PARAMS_ERRORS, type ParamsSelection } from '../api/params.ts';
+import type { ParamsRef } from '../api/types.ts';
+import { evaluateEach } from './each-params.ts';
 import { findHandler } from '../handlers/registry.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';
@@ -47,12 +50,13 @@ export interface CompiledSuite {
 /** Where a suite's `params` come from: watch caches, never an API call per request. */
 export interface ParamsSource {
   watch(ref: Omit<ObjectRef, 'name'>): void;
-  get(ref: ObjectRef): Lookup;
+  /** The objects `ref` selects for a request in `requestNamespace` (api/params.ts). */
+  select(ref: ParamsRef, requestNamespace: string | undefined): ParamsSelection;
 }
 
 export const NO_PARAMS: ParamsSource = {
   watch: () => undefined,
-  get: () => ({ state: 'pending', reason: 'params are not watched here' }),
+  select: () => ({ state: 'pending', reason: 'params are not watched here' }),
 };
 
 /** What a suite is compiled against besides itself; each part has a stand-in for tests that do not need it. */
@@ -138,21 +142,26 @@ function measured(admit: (request: AdmissionRequest) => Decision | Promise<Decis
   };
 }
 
-/** Binds `params` and `namespaceObject` for each request, as VAP does. */
+/**
+ * Binds `params` and `namespaceObject` for each request, as VAP does: the rules run once per
+ * selected params object (each-params.ts); none selected answers by `notFoundAction`; a reference
+ * that cannot select for this request (a namespaced kind, no namespace, a cluster-scoped request)
+ * is a configuration error, answered by failurePolicy as the API server answers a binding's.
+ */
 function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource) {
   const ref = spec.params;
   if (ref) params.watch(ref);
   return (request: AdmissionRequest): Decision | Promise<Decision> => {
     const namespaceObject = request.namespace ? view.namespace(request.namespace) : undefined;
     if (!ref) return rules(request, { namespaceObject });
-    const found = params.get(ref);
-    if (found.state === 'found') return rules(request, { params: found.object, namespaceObject });
-    if (found.state === 'absent') {
+    const found = params.select(ref, request.namespace || undefined);
+    if (found.state === 'pending') return errored(`params of webhook ${spec.name} are not available: ${found.reason}`, failurePolicy, 'Invalid');
+    if (found.state === 'misconfigured') return errored(`failed to configure binding: ${found.reason}`, failurePolicy, 'Invalid');
+    if (found.objects.length === 0) {
       if ((ref.notFoundAction ?? 'Deny') === 'Allow') return allowed();
-      // The API server's words for a VAP binding whose params are missing.
-      return errored('failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction', failurePolicy, 'Invalid');
+      return errored(`failed to configure binding: ${PARAMS_ERRORS.notFoundDeny}`, failurePolicy, 'Invalid');
     }
-    return errored(`params of webhook ${spec.name} are not available: ${found.reason}`, failurePolicy, 'Invalid');
+    return evaluateEach(spec.type, request, found.objects, (req, object) => rules(req, { params: object, namespaceObject }));
   };
 }
 

@@ -50,7 +50,7 @@ const view: ClusterView = {
 };
 const params: ParamsSource = {
   watch: () => undefined,
-  get: (ref) => (ref.name === 'replicas' ? { state: 'found', object: { data: { max: '2' } } } : { state: 'absent' }),
+  select: (ref) => ({ state: 'selected', objects: ref.name === 'replicas' ? [{ data: { max: '2' } }] : [] }),
 };
 
 /** The deployment review, padded with annotations to `bytes` of JSON. */
