@@ -143,7 +143,7 @@ function validateParams(params: ParamsRef, path: string): FieldError[] {
   if (!params.kind) errors.push({ field: `${path}.kind`, message: 'Required value' });
   const hasName = typeof params.name === 'string' && params.name !== '';
   if (hasName) {
-    for (const message of pathSegmentProblems(params.name!)) errors.push({ field: `${path}.name`, message: `Invalid value: ${JSON.stringify(params.name)}: ${message}` });
+    for (const message of pathSegmentProblems(params.name!)) errors.push({ field: `${path}.name`, message });
     if (params.selector !== undefined) errors.push({ field: `${path}.name`, message: 'Forbidden: name and selector are mutually exclusive' });
   }
   if (params.selector !== undefined) errors.push(...labelSelectorProblems(params.selector, `${path}.selector`));
@@ -169,7 +169,7 @@ function validateResourceNames(rule: NamedRuleWithOperations, path: string): Fie
   rule.resourceNames.forEach((name, i) => {
     const field = `${path}.resourceNames[${i}]`;
     if (typeof name !== 'string' || name === '') return errors.push({ field, message: 'Required value' });
-    for (const message of pathSegmentProblems(name)) errors.push({ field, message: `Invalid value: ${JSON.stringify(name)}: ${message}` });
+    for (const message of pathSegmentProblems(name)) errors.push({ field, message });
     if (seen.has(name)) errors.push({ field, message: `Duplicate value: ${JSON.stringify(name)}` });
     seen.add(name);
   });
@@ -220,7 +220,7 @@ function validateMatchConditions(webhook: WebhookSpec, path: string): FieldError
     if (name === '') errors.push({ field: `${field}.name`, message: 'Required value' });
     else {
       for (const message of isQualifiedName(name)) errors.push({ field: `${field}.name`, message });
-      if (OPERATOR_CONDITIONS.has(name)) errors.push({ field: `${field}.name`, message: `Invalid value: ${JSON.stringify(name)}: the operator writes a matchCondition of this name itself` });
+      if (OPERATOR_CONDITIONS.has(name)) errors.push({ field: `${field}.name`, message: 'the operator writes a matchCondition of this name itself' });
       if (names.has(name)) errors.push({ field: `${field}.name`, message: `Duplicate value: ${JSON.stringify(name)}` });
       names.add(name);
     }

@@ -30,8 +30,8 @@ export function labelSelectorProblems(selector: unknown, path: string): { field:
   if (typeof selector !== 'object' || selector === null || Array.isArray(selector)) return [{ field: path, message: 'must be a label selector (matchLabels, matchExpressions)' }];
   const { matchLabels = {}, matchExpressions = [] } = selector as LabelSelector;
   for (const [key, value] of Object.entries(matchLabels)) {
-    for (const message of isQualifiedName(key)) problems.push({ field: `${path}.matchLabels`, message: `Invalid value: ${JSON.stringify(key)}: ${message}` });
-    for (const message of isLabelValue(String(value))) problems.push({ field: `${path}.matchLabels`, message: `Invalid value: ${JSON.stringify(value)}: ${message}` });
+    for (const message of isQualifiedName(key)) problems.push({ field: `${path}.matchLabels`, message });
+    for (const message of isLabelValue(String(value))) problems.push({ field: `${path}.matchLabels`, message });
   }
   if (!Array.isArray(matchExpressions)) return [...problems, { field: `${path}.matchExpressions`, message: 'must be a list' }];
   matchExpressions.forEach((expression, i) => {
@@ -42,11 +42,11 @@ export function labelSelectorProblems(selector: unknown, path: string): { field:
     } else if (expression.operator === 'Exists' || expression.operator === 'DoesNotExist') {
       if (values.length > 0) problems.push({ field: `${field}.values`, message: "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'" });
     } else {
-      problems.push({ field: `${field}.operator`, message: `Invalid value: ${JSON.stringify(expression.operator)}: not a valid selector operator` });
+      problems.push({ field: `${field}.operator`, message: `${JSON.stringify(expression.operator)} is not a valid selector operator` });
     }
-    for (const message of isQualifiedName(String(expression.key ?? ''))) problems.push({ field: `${field}.key`, message: `Invalid value: ${JSON.stringify(expression.key)}: ${message}` });
+    for (const message of isQualifiedName(String(expression.key ?? ''))) problems.push({ field: `${field}.key`, message });
     values.forEach((value, j) => {
-      for (const message of isLabelValue(String(value))) problems.push({ field: `${field}.values[${j}]`, message: `Invalid value: ${JSON.stringify(value)}: ${message}` });
+      for (const message of isLabelValue(String(value))) problems.push({ field: `${field}.values[${j}]`, message });
     });
   });
   return problems;

@@ -1,7 +1,8 @@
 /**
  * The differential harness: each policy of the table is installed twice in one control plane,
  * as a native ValidatingAdmissionPolicy + binding scoped to namespace diff-vap, and as a webhook
- * of the AdmissionSuite `diff` scoped to namespace diff-hook. The same steps go through the API
+ * of the AdmissionSuite `diff` (and `diff-2`, ..., as a suite holds at most 128 webhooks) scoped
+ * to namespace diff-hook. The same steps go through the API
  * server to both, and the outcomes must be the same: admitted or refused, the HTTP code, and the
  * policy's own part of the message and of each warning (each side's wrapper stripped), and the
  * audit annotations in the API server's audit log. The native VAP is the oracle: no expected
@@ -27,12 +28,15 @@ const HOOK_NS = 'diff-hook';
 const PARAMS_NS = 'diff-params';
 const ROW_LABEL = 'diff-row';
 const PARAMS_PER_WRITE = 4;
+const WEBHOOKS_PER_SUITE = 100;
 const PROBE: PolicyRow = { name: 'probe', resource: 'configmaps', validations: [{ expression: 'false', message: 'probe' }], steps: [] };
 
 const GROUPS = { configmaps: '', deployments: 'apps' } as const;
 const onlyNamespace = (ns: string) => ({ matchLabels: { 'kubernetes.io/metadata.name': ns } });
 const policyName = (row: PolicyRow) => `diff-${row.name}`;
 const paramsName = (row: PolicyRow) => `${row.name}-params`;
+/** The label of the ConfigMaps a row selects as params (params.selected). */
+const PARAMS_OF_LABEL = 'diff-params-of';
 
 function resourceRule(row: PolicyRow) {
   return {
@@ -43,6 +47,31 @@ function resourceRule(row: PolicyRow) {
   };
 }
 
+/** The row's rule with its resourceNames, as both VAP and a suite write it. */
+const namedRule = (row: PolicyRow) => ({ ...resourceRule(row), ...(row.resourceNames ? { resourceNames: row.resourceNames } : {}) });
+const excludeRules = (row: PolicyRow) => (row.excludeResourceRules ?? []).map((rule) => ({ ...resourceRule(row), ...rule }));
+
+/** Which ConfigMaps a row's params are: by name or by selector, in diff-params or the request's namespace. */
+function paramsReference(row: PolicyRow) {
+  const params = row.params!;
+  return {
+    ...(params.inRequestNamespace ? {} : { namespace: PARAMS_NS }),
+    ...(params.selected ? { selector: { matchLabels: { [PARAMS_OF_LABEL]: row.name } } } : { name: paramsName(row) }),
+  };
+}
+
+/** The ConfigMaps a row's params name or select, in every namespace they must be in. */
+function paramsObjects(row: PolicyRow): KubeObject[] {
+  const params = row.params;
+  if (!params || (!params.data && !params.selected)) return [];
+  const namespaces = params.inRequestNamespace ? [VAP_NS, HOOK_NS] : [PARAMS_NS];
+  return namespaces.flatMap((namespace) =>
+    params.selected
+      ? params.selected.map((data, i) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${row.name}-p${i}`, namespace, labels: { [PARAMS_OF_LABEL]: row.name } }, data }))
+      : [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace }, data: params.data }],
+  );
+}
+
 function nativePolicy(row: PolicyRow): KubeObject[] {
   const policy = {
     apiVersion: 'admissionregistration.k8s.io/v1',
@@ -51,7 +80,7 @@ function nativePolicy(row: PolicyRow): KubeObject[] {
     spec: {
       failurePolicy: row.failurePolicy ?? 'Fail',
       ...(row.params ? { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' } } : {}),
-      matchConstraints: { resourceRules: [resourceRule(row)] },
+      matchConstraints: { resourceRules: [namedRule(row)], ...(row.excludeResourceRules ? { excludeResourceRules: excludeRules(row) } : {}) },
       ...(row.matchConditions ? { matchConditions: row.matchConditions } : {}),
       ...(row.variables ? { variables: row.variables } : {}),
       validations: row.validations,
@@ -65,7 +94,7 @@ function nativePolicy(row: PolicyRow): KubeObject[] {
     spec: {
       policyName: policyName(row),
       validationActions: row.validationActions ?? ['Deny'],
-      ...(row.params ? { paramRef: { name: paramsName(row), namespace: PARAMS_NS, parameterNotFoundAction: row.params.notFoundAction ?? 'Deny' } } : {}),
+      ...(row.params ? { paramRef: { ...paramsReference(row), parameterNotFoundAction: row.params.notFoundAction ?? 'Deny' } } : {}),
       matchResources: { namespaceSelector: onlyNamespace(VAP_NS), objectSelector: { matchLabels: { [ROW_LABEL]: row.name } } },
     },
   };
@@ -76,12 +105,13 @@ function suiteWebhook(row: PolicyRow): WebhookSpec {
   return {
     name: row.name,
     type: 'Validating',
-    rules: [resourceRule(row)],
+    rules: [namedRule(row)],
+    ...(row.excludeResourceRules ? { excludeResourceRules: excludeRules(row) } : {}),
     failurePolicy: row.failurePolicy ?? 'Fail',
     namespaceSelector: onlyNamespace(HOOK_NS),
     objectSelector: { matchLabels: { [ROW_LABEL]: row.name } },
     ...(row.matchConditions ? { matchConditions: row.matchConditions } : {}),
-    ...(row.params ? { params: { apiVersion: 'v1', kind: 'ConfigMap', namespace: PARAMS_NS, name: paramsName(row), notFoundAction: row.params.notFoundAction ?? 'Deny' } } : {}),
+    ...(row.params ? { params: { apiVersion: 'v1', kind: 'ConfigMap', ...paramsReference(row), notFoundAction: row.params.notFoundAction ?? 'Deny' } } : {}),
     ...(row.variables ? { variables: row.variables } : {}),
     validations: row.validations,
     ...(row.auditAnnotations ? { auditAnnotations: row.auditAnnotations } : {}),
@@ -90,7 +120,7 @@ function suiteWebhook(row: PolicyRow): WebhookSpec {
 }
 
 function objectFor(row: PolicyRow, step: Step): Record<string, unknown> {
-  const metadata = { name: row.name, labels: { [ROW_LABEL]: row.name, ...step.labels } };
+  const metadata = { name: step.name ?? row.name, labels: { [ROW_LABEL]: row.name, ...step.labels } };
   if (row.resource === 'configmaps') return { apiVersion: 'v1', kind: 'ConfigMap', metadata, data: step.data ?? {} };
   return {
     apiVersion: 'apps/v1',
@@ -123,8 +153,8 @@ async function run(row: PolicyRow, step: Step, namespace: string): Promise<Outco
     step.op === 'create'
       ? await rawRequest('POST', base + query, objectFor(row, step), as)
       : step.op === 'update'
-        ? await rawRequest('PUT', `${base}/${row.name}${query}`, objectFor(row, step), as)
-        : await rawRequest('DELETE', `${base}/${row.name}${query}`, undefined, as);
+        ? await rawRequest('PUT', `${base}/${step.name ?? row.name}${query}`, objectFor(row, step), as)
+        : await rawRequest('DELETE', `${base}/${step.name ?? row.name}${query}`, undefined, as);
   const ok = response.status < 300;
   return {
     status: response.status,
@@ -143,7 +173,9 @@ interface WriteRefusal {
 function vapRefusal(response: RawResponse): WriteRefusal | undefined {
   if (response.status < 300) return undefined;
   const cause = (response.body.details as { causes?: { field?: string; message?: string }[] } | undefined)?.causes?.[0];
-  return { field: (cause?.field ?? '').replace(/^spec\./, ''), reason: (cause?.message ?? response.body.message ?? '').replace(/^Invalid value: "(?:[^"\\]|\\.)*": /, '') };
+  // A VAP's rules are under matchConstraints, a suite webhook's at its top.
+  const field = (cause?.field ?? '').replace(/^spec\./, '').replace(/^matchConstraints\.(resourceRules|excludeResourceRules)/, (_, list: string) => (list === 'resourceRules' ? 'rules' : list));
+  return { field, reason: (cause?.message ?? response.body.message ?? '').replace(/^Invalid value: "(?:[^"\\]|\\.)*": /, '') };
 }
 
 /** The suite's refusal on apply, from the suite-validation webhook's message (its first field). */
@@ -184,12 +216,15 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
   let operator: Operator;
   const outcomes = new Map<string, { vap: Outcome[]; hook: Outcome[] }>();
   const refusedOnWrite = new Map<string, { vap?: WriteRefusal; suite?: WriteRefusal }>();
+  /** The suites the table is served by, and which one serves each row. */
+  const suites: { name: string; probe: PolicyRow }[] = [];
+  const suiteOf = new Map<string, string>();
 
   before(async function () {
     const { kube } = cluster();
     for (const ns of [VAP_NS, HOOK_NS, PARAMS_NS]) await apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { team: 'differential' } } });
     for (const row of POLICIES) {
-      if (row.params?.data) await apply(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace: PARAMS_NS }, data: row.params.data });
+      for (const object of paramsObjects(row)) await apply(kube, object);
     }
     // AUTHZ_USER may write ConfigMaps on both sides but not delete them; the robot may list in diff-params.
     const role = (namespace: string, name: string, verbs: string[]) => ({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name, namespace }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs }] });
@@ -221,33 +256,44 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     }
     // The probe goes last on both sides: once it is enforced, so is every policy before it.
     for (const object of nativePolicy(PROBE)) await apply(kube, object);
-    // The params guard (deploy/06-suite-params-guard.yaml, installed by other tests of the same
-    // control plane) lets one write introduce at most 4 ConfigMap params: the suite grows in steps.
-    const webhooks = [...accepted, UNAUTHORIZED_ROW, PROBE].map(suiteWebhook);
-    const withParams = webhooks.filter((w) => w.params);
-    for (let introduced = 0; introduced === 0 || introduced < withParams.length; introduced += PARAMS_PER_WRITE) {
-      const present = new Set(withParams.slice(0, introduced + PARAMS_PER_WRITE));
-      const spec = { webhooks: webhooks.filter((w) => !w.params || present.has(w)) };
-      if (introduced === 0) await createSuite(SUITE, spec);
-      else await apply(kube, { apiVersion: API_VERSION, kind: 'AdmissionSuite', metadata: { name: SUITE }, spec });
+    // A suite holds at most 128 webhooks (the CRD's bound): the table is spread over suites of
+    // WEBHOOKS_PER_SUITE, each ending with a probe of its own.
+    const rows = [...accepted, UNAUTHORIZED_ROW];
+    for (let start = 0, n = 1; start < rows.length; start += WEBHOOKS_PER_SUITE, n++) {
+      const name = n === 1 ? SUITE : `${SUITE}-${n}`;
+      const probe = n === 1 ? PROBE : { ...PROBE, name: `probe-${n}` };
+      const chunk = [...rows.slice(start, start + WEBHOOKS_PER_SUITE), probe];
+      suites.push({ name, probe });
+      for (const row of chunk) suiteOf.set(row.name, name);
+      // The params guard (deploy/06-suite-params-guard.yaml, installed by other tests of the same
+      // control plane) lets one write introduce at most 4 ConfigMap params: the suite grows in steps.
+      const webhooks = chunk.map(suiteWebhook);
+      const withParams = webhooks.filter((w) => w.params);
+      for (let introduced = 0; introduced === 0 || introduced < withParams.length; introduced += PARAMS_PER_WRITE) {
+        const present = new Set(withParams.slice(0, introduced + PARAMS_PER_WRITE));
+        const spec = { webhooks: webhooks.filter((w) => !w.params || present.has(w)) };
+        if (introduced === 0) await createSuite(name, spec);
+        else await apply(kube, { apiVersion: API_VERSION, kind: 'AdmissionSuite', metadata: { name }, spec });
+      }
     }
-    await waitForCondition(SUITE, 'Ready', 'True', 60_000);
-    for (const namespace of [VAP_NS, HOOK_NS]) {
+    for (const { name } of suites) await waitForCondition(name, 'Ready', 'True', 60_000);
+    const probes: [PolicyRow, string][] = [[PROBE, VAP_NS], ...suites.map(({ probe }): [PolicyRow, string] => [probe, HOOK_NS])];
+    for (const [probe, namespace] of probes) {
       await eventually(
         async () => {
-          const outcome = await run(PROBE, { op: 'create' }, namespace);
+          const outcome = await run(probe, { op: 'create' }, namespace);
           if (outcome.status < 300) {
-            await run(PROBE, { op: 'delete' }, namespace);
-            throw new Error(`the probe was admitted in ${namespace}`);
+            await run(probe, { op: 'delete' }, namespace);
+            throw new Error(`the probe ${probe.name} was admitted in ${namespace}`);
           }
         },
-        { what: `the probe policy to be enforced in ${namespace}`, timeoutMs: 60_000 },
+        { what: `the probe policy ${probe.name} to be enforced in ${namespace}`, timeoutMs: 60_000 },
       );
     }
   });
 
   after(async function () {
-    await deleteSuite(SUITE);
+    for (const { name } of suites) await deleteSuite(name);
     const { kube } = cluster();
     for (const row of [...POLICIES, PROBE]) {
       for (const object of nativePolicy(row).reverse()) await deleteIfExists(kube, object as never);
@@ -316,7 +362,7 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
           .map((line) => JSON.parse(line) as AuditEvent);
         for (const row of audited) {
           const vap = auditAnnotations(events, row, VAP_NS, policyName(row));
-          const hook = auditAnnotations(events, row, HOOK_NS, webhookFullName(SUITE, row.name));
+          const hook = auditAnnotations(events, row, HOOK_NS, webhookFullName(suiteOf.get(row.name)!, row.name));
           expect(vap.length, `${row.name}: requests audited`).to.equal(row.steps.length);
           expect(vap.some((a) => Object.keys(a).length > 0), `${row.name}: the oracle annotated`).to.equal(true);
           expect(hook, `${row.name}: audit annotations`).to.deep.equal(vap);

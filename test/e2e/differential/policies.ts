@@ -24,6 +24,14 @@ export interface Step {
   dryRun?: boolean;
   /** The user making the request (impersonated; see AUTHZ_USER), instead of the admin. */
   as?: string;
+  /** The object's name, when not the row's (rows on resourceNames and excludeResourceRules). */
+  name?: string;
+}
+
+/** A rule of excludeResourceRules, on the row's resource: its operations and names. */
+export interface ExcludeRule {
+  operations: ('CREATE' | 'UPDATE' | 'DELETE')[];
+  resourceNames?: string[];
 }
 
 /** A user who may create, update and read ConfigMaps in the policies' namespaces, but not delete them. */
@@ -40,8 +48,16 @@ export interface PolicyRow {
   auditAnnotations?: { key: string; valueExpression: string }[];
   validationActions?: ValidationAction[];
   matchConditions?: MatchCondition[];
-  /** A ConfigMap as params: `data` present means it exists; absent means it is missing. */
-  params?: { data?: Record<string, string>; notFoundAction?: 'Deny' | 'Allow' };
+  /**
+   * ConfigMaps as params. By name: `data` present means it exists; absent means it is missing.
+   * `selected`: instead, one ConfigMap per entry, labelled for the row and selected by a label
+   * selector (paramRef.selector; an empty list: none exists). `inRequestNamespace`: the params live
+   * in the request's own namespace (paramRef.namespace unset), one copy on each side.
+   */
+  params?: { data?: Record<string, string>; notFoundAction?: 'Deny' | 'Allow'; selected?: Record<string, string>[]; inRequestNamespace?: boolean };
+  /** resourceNames of the row's rule: only objects of these names are judged. */
+  resourceNames?: string[];
+  excludeResourceRules?: ExcludeRule[];
   steps: Step[];
 }
 
@@ -263,6 +279,48 @@ export const POLICIES: PolicyRow[] = [
   { name: 'params-missing-deny', resource: 'configmaps', params: { notFoundAction: 'Deny' }, validations: [{ expression: 'true' }], steps: [{ op: 'create', data: { a: '1' } }] },
   { name: 'params-missing-deny-ignore', resource: 'configmaps', failurePolicy: 'Ignore', params: { notFoundAction: 'Deny' }, validations: [{ expression: 'true' }], steps: [{ op: 'create', data: { a: '1' } }] },
   { name: 'params-missing-allow', resource: 'configmaps', params: { notFoundAction: 'Allow' }, validations: [{ expression: 'false', message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  // params by selector: the rules run once per selected ConfigMap, the first denial answers
+  {
+    name: 'params-selector',
+    resource: 'configmaps',
+    params: { selected: [{ max: '3' }, { max: '1' }, { max: '5' }] },
+    validations: [{ expression: 'size(object.data) <= int(params.data.max)', messageExpression: "'at most ' + params.data.max + ' keys'" }],
+    steps: cmLifecycle({ a: '1', b: '2' }, { a: '1' }),
+  },
+  {
+    name: 'params-selector-all-hold',
+    resource: 'configmaps',
+    params: { selected: [{ allowed: 'a' }, { allowed: 'a' }] },
+    validations: [{ expression: 'object.data.all(k, k == params.data.allowed)', message: 'only key a' }],
+    steps: cmLifecycle({ b: '1' }, { a: '1' }),
+  },
+  { name: 'params-selector-none-deny', resource: 'configmaps', params: { selected: [], notFoundAction: 'Deny' }, validations: [{ expression: 'true' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'params-selector-none-allow', resource: 'configmaps', params: { selected: [], notFoundAction: 'Allow' }, validations: [{ expression: 'false', message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  {
+    name: 'params-selector-ignore',
+    resource: 'configmaps',
+    failurePolicy: 'Ignore',
+    params: { selected: [{ max: '1' }, { max: 'many' }] },
+    validations: [{ expression: 'size(object.data) <= int(params.data.max)', messageExpression: "'at most ' + params.data.max + ' keys'" }],
+    steps: cmLifecycle({ a: '1', b: '2' }, { a: '1' }),
+  },
+  // params.namespace unset on a namespaced kind: the request's own namespace
+  {
+    name: 'params-request-namespace',
+    resource: 'configmaps',
+    params: { data: { max: '1' }, inRequestNamespace: true },
+    validations: [{ expression: 'params.metadata.namespace == request.namespace && size(object.data) <= int(params.data.max)', messageExpression: "'at most ' + params.data.max + ' key'" }],
+    steps: cmLifecycle({ a: '1', b: '2' }, { a: '1' }),
+  },
+  { name: 'params-request-namespace-deny', resource: 'configmaps', params: { inRequestNamespace: true, notFoundAction: 'Deny' }, validations: [{ expression: 'true' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'params-request-namespace-allow', resource: 'configmaps', params: { inRequestNamespace: true, notFoundAction: 'Allow' }, validations: [{ expression: 'false', message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  {
+    name: 'params-request-namespace-selector',
+    resource: 'configmaps',
+    params: { selected: [{ max: '2' }, { max: '1' }], inRequestNamespace: true },
+    validations: [{ expression: 'size(object.data) <= int(params.data.max)', messageExpression: "'at most ' + params.data.max + ' keys'" }],
+    steps: cmLifecycle({ a: '1', b: '2' }, { a: '1' }),
+  },
   { name: 'params-unset', resource: 'configmaps', validations: [{ expression: 'params != null', message: 'params is null without a paramKind' }], steps: [{ op: 'create', data: { a: '1' } }] },
   {
     name: 'namespace-object',
@@ -577,4 +635,41 @@ export const POLICIES: PolicyRow[] = [
   { name: 'write-dyn-or-value-null', resource: 'configmaps', validations: [{ expression: "object.data.orValue('') == null" }], steps: [] },
   { name: 'write-dyn-or-value-null-left', resource: 'configmaps', validations: [{ expression: 'null != object.data.orValue([])' }], steps: [] },
   { name: 'or-value-dyn-null', resource: 'configmaps', validations: [{ expression: 'object.?data.orValue(dyn({})) != null', message: 'no data' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  // --- matching: resourceNames and excludeResourceRules, with VAP's meaning
+  {
+    name: 'resource-names',
+    resource: 'configmaps',
+    resourceNames: ['resource-names-judged', 'resource-names'],
+    validations: [{ expression: 'object == null || !has(object.data.bad)', message: 'bad is not allowed' }],
+    steps: [
+      { op: 'create', data: { bad: '1' }, name: 'resource-names-judged' },
+      { op: 'create', data: { bad: '1' }, name: 'resource-names-other' },
+      { op: 'create', data: { bad: '1' } },
+      { op: 'update', data: { bad: '2' }, name: 'resource-names-other' },
+      { op: 'delete', name: 'resource-names-other' },
+    ],
+  },
+  {
+    name: 'exclude-resource-rules',
+    resource: 'configmaps',
+    excludeResourceRules: [{ operations: ['UPDATE'], resourceNames: ['exclude-resource-rules'] }, { operations: ['CREATE'], resourceNames: ['exclude-resource-rules-skip'] }],
+    validations: [{ expression: 'object == null || !has(object.data.bad)', message: 'bad is not allowed' }],
+    steps: [
+      { op: 'create', data: { bad: '1' } },
+      { op: 'create', data: { ok: '1' } },
+      { op: 'update', data: { bad: '1' } },
+      { op: 'create', data: { bad: '1' }, name: 'exclude-resource-rules-skip' },
+      { op: 'update', data: { bad: '2' }, name: 'exclude-resource-rules-skip' },
+      { op: 'delete', name: 'exclude-resource-rules-skip' },
+    ],
+  },
+  {
+    name: 'exclude-operation',
+    resource: 'configmaps',
+    excludeResourceRules: [{ operations: ['DELETE'] }],
+    validations: [{ expression: "request.operation == 'CREATE'", message: 'only creates' }],
+    steps: [{ op: 'create', data: { a: '1' } }, { op: 'update', data: { a: '2' } }, { op: 'delete' }],
+  },
+  { name: 'write-resource-names-slash', resource: 'configmaps', resourceNames: ['a/b'], validations: [{ expression: 'true' }], steps: [] },
+  { name: 'write-resource-names-duplicate', resource: 'configmaps', resourceNames: ['a', 'a'], validations: [{ expression: 'true' }], steps: [] },
 ];
