@@ -58,4 +58,42 @@ describe('suite validation', function () {
     const bad = compileSuite(suite({ webhooks: [{ name: 'a', type: 'Validating', rules: podRule, validations: [{ expression: 'true' }, { expression: '((' }] }] }));
     expect(bad.webhooks.size).to.equal(0);
   });
+
+  describe('params, resourceNames and excludeResourceRules (as VAP checks a paramRef and its match rules)', function () {
+    const validating = (extra: Record<string, unknown>) => suite({ webhooks: [{ name: 'a', type: 'Validating', rules: podRule, validations: [{ expression: 'true' }], ...extra }] });
+    const errors = (extra: Record<string, unknown>) => compileSuite(validating(extra)).errors;
+    const cm = { apiVersion: 'v1', kind: 'ConfigMap' };
+
+    it('params need exactly one of name and selector, and a valid selector', function () {
+      expect(errors({ params: { ...cm, name: 'limits' } })).to.deep.equal([]);
+      expect(errors({ params: { ...cm, selector: { matchLabels: { tier: 'gold' } } } })).to.deep.equal([]);
+      expect(errors({ params: { ...cm } })).to.deep.equal([{ field: 'spec.webhooks[0].params', message: 'Required value: one of name or selector must be specified' }]);
+      expect(errors({ params: { ...cm, name: 'x', selector: {} } })).to.deep.equal([{ field: 'spec.webhooks[0].params.name', message: 'Forbidden: name and selector are mutually exclusive' }]);
+      expect(errors({ params: { ...cm, selector: { matchExpressions: [{ key: 'tier', operator: 'In' }] } } }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].params.selector.matchExpressions[0].values']);
+      expect(errors({ params: { ...cm, selector: { matchExpressions: [{ key: 'tier', operator: 'Maybe' }] } } }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].params.selector.matchExpressions[0].operator']);
+      expect(errors({ params: { ...cm, name: 'a/b' } })).to.deep.equal([{ field: 'spec.webhooks[0].params.name', message: "may not contain '/'" }]);
+      expect(errors({ params: { ...cm, name: 'x', notFoundAction: 'Maybe' } }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].params.notFoundAction']);
+    });
+
+    it('resourceNames are path segments, each once; excludeResourceRules are whole rules', function () {
+      const named = (resourceNames: string[]) => ({ rules: [{ ...podRule[0], resourceNames }] });
+      expect(errors(named(['web', 'api']))).to.deep.equal([]);
+      expect(errors(named(['web', 'web']))).to.deep.equal([{ field: 'spec.webhooks[0].rules[0].resourceNames[1]', message: 'Duplicate value: "web"' }]);
+      expect(errors(named(['..']))).to.deep.equal([{ field: 'spec.webhooks[0].rules[0].resourceNames[0]', message: "may not be '..'" }]);
+      expect(errors({ excludeResourceRules: [{ ...podRule[0], resourceNames: ['web'] }] })).to.deep.equal([]);
+      expect(errors({ excludeResourceRules: [{ operations: ['CREATE'], apiGroups: [''], resources: ['pods'], scope: 'Somewhere' }] }).map((e) => e.field)).to.deep.equal([
+        'spec.webhooks[0].excludeResourceRules[0].apiVersions',
+        'spec.webhooks[0].excludeResourceRules[0].scope',
+      ]);
+    });
+
+    it('the operator’s second matchCondition counts against the 64, and its names are not the user’s', function () {
+      const conditions = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `c${i}`, expression: 'true' }));
+      expect(errors({ matchConditions: conditions(63) })).to.deep.equal([]);
+      expect(errors({ matchConditions: conditions(63), excludeResourceRules: [{ ...podRule[0], operations: ['DELETE'] }] }).map((e) => e.message)).to.deep.equal([
+        'Too many: 63: must have at most 62 items (the API server takes 64 per webhook, and Portcullis adds two of its own: self-protection, and one for resourceNames and excludeResourceRules)',
+      ]);
+      expect(errors({ matchConditions: [{ name: 'portcullis-resource-match', expression: 'true' }] }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].matchConditions[0].name']);
+    });
+  });
 });

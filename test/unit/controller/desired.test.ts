@@ -108,4 +108,21 @@ describe('controller/desired', function () {
     expect(entries(s, cluster, 'Mutating')[0]).to.include({ name: 'm1.guards.admission.portcullis.dev', reinvocationPolicy: 'Never' });
     expect(webhookConfigurations(suite(), cluster, 'BUNDLE').has('Mutating')).to.equal(false);
   });
+
+  describe('resourceNames and excludeResourceRules', function () {
+    it('registers the rules without names, and writes the rest as a matchCondition after self-protection', function () {
+      const named = [{ ...rules[0]!, resourceNames: ['web'] }];
+      const exclude = [{ operations: ['DELETE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['pods/*'] }];
+      const [entry] = entries(suite({}, [{ rules: named, excludeResourceRules: exclude, matchConditions: [{ name: 'mine', expression: "request.operation != 'CONNECT'" }] }]), cluster);
+      expect(entry!.rules).to.deep.equal(rules);
+      expect(entry!.matchConditions.map((c: { name: string }) => c.name)).to.deep.equal([SELF_PROTECTION_CONDITION.name, 'portcullis-resource-match', 'mine']);
+      expect(entry!.matchConditions[1].expression).to.equal(
+        '((request.operation in ["CREATE"] && request.resource.group in [""] && request.resource.version in ["v1"] && (request.resource.resource == "pods" && !has(request.subResource)) && (has(request.name) && request.name in ["web"]))) && !(request.operation in ["DELETE"] && (request.resource.resource == "pods"))',
+      );
+    });
+
+    it('writes no such condition for a webhook that has neither', function () {
+      expect(entries(suite(), cluster)[0]!.matchConditions.map((c: { name: string }) => c.name)).to.deep.equal([SELF_PROTECTION_CONDITION.name]);
+    });
+  });
 });
