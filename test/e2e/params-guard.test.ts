@@ -2,7 +2,7 @@
  * deploy/'s params guard, with no operator answering the suite-validation webhook (which fails
  * open): the API server itself refuses a suite whose author may not read the ConfigMap it names as
  * params, admits it once they may, and lets someone without that access edit the suite as long as
- * they leave its params alone.
+ * they leave its params alone; params by selector need `list` (in all namespaces when unset).
  */
 import { expect } from 'chai';
 import { cluster, kubectl } from '../support/cluster.ts';
@@ -15,7 +15,7 @@ import { SUITE_VALIDATION } from '../../src/api/names.ts';
 const NS = 'params-guard-e2e';
 const SUITE = 'params-guard';
 
-function manifest(params: Record<string, string>, timeoutSeconds = 5): string {
+function manifest(params: Record<string, unknown>, timeoutSeconds = 5): string {
   return JSON.stringify({
     apiVersion: 'admission.portcullis.dev/v1alpha1',
     kind: 'AdmissionSuite',
@@ -101,5 +101,16 @@ describe("deploy/'s params guard: the API server checks a suite author's access 
     const repoint = await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=bob', '--as=bob', '-f', '-'], manifest({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'kube-system', name: 'extension-apiserver-authentication' }, 7));
     expect(repoint.code).to.not.equal(0);
     expect(repoint.stderr).to.contain('user "bob" may not get ConfigMap (v1) extension-apiserver-authentication in namespace kube-system');
+  });
+
+  it('asks list for params by selector: in all namespaces when the namespace is unset, else in it', async function () {
+    const selector = { apiVersion: 'v1', kind: 'ConfigMap', selector: { matchLabels: { tier: 'gold' } } };
+    // Replaced whole: a server-side apply would merge its selector with the name already there.
+    const refused = await kubectl(['replace', '--as=bob', '-f', '-'], manifest(selector, 7));
+    expect(refused.code).to.not.equal(0);
+    expect(refused.stderr, refused.stderr).to.contain('user "bob" may not list ConfigMaps (v1) in all namespaces');
+    const inNamespace = await kubectl(['replace', '--as=eve', '-f', '-'], manifest({ ...selector, namespace: NS }, 7));
+    expect(inNamespace.code, inNamespace.stderr).to.equal(0);
+    expect((await getSuite(SUITE))!.spec.webhooks[0]!.params).to.deep.equal({ ...selector, namespace: NS });
   });
 });
