@@ -350,6 +350,56 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     expect(outcome).to.deep.equal({ status: 401, message: 'no', warnings: [] });
   });
 
+  it('params in the request’s namespace, for a request on a cluster-scoped object: the same configuration error, under Deny and Allow', async function () {
+    // Outside the table, which judges namespaced objects only: ClusterRoles, sent as dry runs.
+    const { kube } = cluster();
+    const label = 'diff-cluster';
+    const rule = { apiGroups: ['rbac.authorization.k8s.io'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['clusterroles'] };
+    const actions = ['Deny', 'Allow'] as const;
+    const native = (name: string, objectLabel: string, action?: 'Deny' | 'Allow'): KubeObject[] => [
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        metadata: { name },
+        spec: { failurePolicy: 'Fail', ...(action ? { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' } } : {}), matchConstraints: { resourceRules: [rule] }, validations: [{ expression: action ? 'true' : 'false', message: 'probe' }] },
+      },
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicyBinding',
+        metadata: { name },
+        spec: { policyName: name, validationActions: ['Deny'], ...(action ? { paramRef: { name: 'limits', parameterNotFoundAction: action } } : {}), matchResources: { objectSelector: { matchLabels: { [label]: objectLabel } } } },
+      },
+    ];
+    const objects = [...actions.flatMap((action) => native(`diff-cluster-${action.toLowerCase()}`, `vap-${action}`, action)), ...native('diff-cluster-probe', 'probe')];
+    const webhooks: WebhookSpec[] = actions.map((action) => ({
+      name: `cluster-${action.toLowerCase()}`,
+      type: 'Validating',
+      rules: [rule],
+      failurePolicy: 'Fail',
+      objectSelector: { matchLabels: { [label]: `hook-${action}` } },
+      params: { apiVersion: 'v1', kind: 'ConfigMap', name: 'limits', notFoundAction: action },
+      validations: [{ expression: 'true' }],
+    }));
+    const create = (objectLabel: string) => rawRequest('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles?dryRun=All', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `diff-cluster-${objectLabel.toLowerCase()}`, labels: { [label]: objectLabel } }, rules: [] });
+    try {
+      for (const object of objects) await apply(kube, object);
+      await createSuite('diff-cluster', { webhooks });
+      await waitForCondition('diff-cluster', 'Ready', 'True', 60_000);
+      await eventually(async () => expect((await create('probe')).status).to.equal(422), { what: 'the native policies to be enforced', timeoutMs: 60_000 });
+      for (const action of actions) {
+        const outcome = (r: RawResponse) => ({ status: r.status, message: strip(r.body.message ?? '', WRAPPERS) });
+        const vap = outcome(await create(`vap-${action}`));
+        const hook = outcome(await create(`hook-${action}`));
+        if (process.env.PORTCULLIS_DIFF_VERBOSE) console.log(`      cluster-scoped, ${action}: ${JSON.stringify(vap)}`);
+        expect(vap.message, 'the oracle').to.contain('cannot use namespaced paramRef');
+        expect(hook, action).to.deep.equal(vap);
+      }
+    } finally {
+      await deleteSuite('diff-cluster');
+      for (const object of objects.reverse()) await deleteIfExists(kube, object as never);
+    }
+  });
+
   it('records the same audit annotations in the API server’s audit log', async function () {
     const audited = POLICIES.filter((row) => (row.validationActions?.includes('Audit') || row.auditAnnotations) && !refusedOnWrite.has(row.name));
     expect(audited.length).to.be.at.least(3);

@@ -6,7 +6,8 @@ import { expect } from 'chai';
 import { compileSuite, type ParamsSource } from '../../../src/registry/compile.ts';
 import { PARAMS_ERRORS } from '../../../src/api/params.ts';
 import type { AdmissionSuite, WebhookSpec } from '../../../src/api/types.ts';
-import type { AdmissionRequest, Decision } from '../../../src/api/review.ts';
+import type { Decision } from '../../../src/api/review.ts';
+import { requestFor } from '../../fixtures/reviews.ts';
 
 const limits = (max: string, name = `max-${max}`) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'team-a' }, data: { max } });
 
@@ -36,18 +37,7 @@ function webhook(spec: Partial<WebhookSpec>, selected: Record<string, unknown>[]
   return (data: Record<string, string>) => compiled.webhooks.get('w')!.admit(request(data)) as Decision;
 }
 
-function request(data: Record<string, string>): AdmissionRequest {
-  return {
-    uid: '1',
-    kind: { group: '', version: 'v1', kind: 'ConfigMap' },
-    resource: { group: '', version: 'v1', resource: 'configmaps' },
-    name: 'cm',
-    namespace: 'team-a',
-    operation: 'CREATE',
-    userInfo: { username: 'u' },
-    object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'team-a', labels: {} }, data },
-  };
-}
+const request = (data: Record<string, string>) => requestFor('configmaps', 'CREATE', { object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'team-a' }, data } });
 
 const sizeRule = { validations: [{ expression: 'size(object.data) <= int(params.data.max)', messageExpression: "'at most ' + params.data.max" }] };
 
