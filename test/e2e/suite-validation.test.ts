@@ -64,6 +64,34 @@ describe('suite validation on apply', function () {
     expect(await getSuite('elsewhere')).to.equal(undefined);
   });
 
+  it('refuses params with both name and selector, or neither, and a bad selector or resourceName, naming each field', async function () {
+    const params = (extra: Record<string, unknown>) => ({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', ...extra });
+    const manifest = JSON.stringify({
+      apiVersion: 'admission.portcullis.dev/v1alpha1',
+      kind: 'AdmissionSuite',
+      metadata: { name: 'refused' },
+      spec: {
+        webhooks: [
+          { name: 'both', type: 'Validating', rules: configmaps, params: params({ name: 'limits', selector: {} }), validations: [{ expression: 'true' }] },
+          { name: 'neither', type: 'Validating', rules: configmaps, params: params({}), validations: [{ expression: 'true' }] },
+          { name: 'bad-selector', type: 'Validating', rules: configmaps, params: params({ selector: { matchExpressions: [{ key: 'tier', operator: 'In' }] } }), validations: [{ expression: 'true' }] },
+          { name: 'bad-names', type: 'Validating', rules: [{ ...configmaps[0], resourceNames: ['a/b'] }], validations: [{ expression: 'true' }] },
+        ],
+      },
+    });
+    const result = await kubectl(['apply', '-f', '-'], manifest);
+    expect(result.code).to.not.equal(0);
+    for (const problem of [
+      'spec.webhooks[0].params.name: Forbidden: name and selector are mutually exclusive',
+      'spec.webhooks[1].params: Required value: one of name or selector must be specified',
+      "spec.webhooks[2].params.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+      "spec.webhooks[3].rules[0].resourceNames[0]: may not contain '/'",
+    ]) {
+      expect(result.stderr, result.stderr).to.contain(problem);
+    }
+    expect(await getSuite('refused')).to.equal(undefined);
+  });
+
   it('is owned by the AdmissionSuite CRD and fails open', async function () {
     const crd = await cluster().kube.objects.read({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'admissionsuites.admission.portcullis.dev' } });
     const configuration = await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: 'portcullis-admissionsuites' });
