@@ -1,7 +1,8 @@
 /**
  * Watch caches of arbitrary kinds, started on demand (a suite's `params` may name any kind):
- * discovery finds the resource, a watch keeps the collection in memory, and lookups never call
- * the API server on the request path. A kind the API server does not serve yet, or that the
+ * discovery finds the resource (and whether it is namespaced), a watch keeps the collection in
+ * memory (every namespace when a reference names none), and the params a request gets are selected
+ * from it (api/params.ts decides which), never calling the API server on the request path. A kind the API server does not serve yet, or that the
  * operator may not list and watch, is retried with backoff (a CRD installed, a role granted later
  * is picked up) and reported as such, for the suite's conditions.
  */
