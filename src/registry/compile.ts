@@ -4,12 +4,11 @@
  * the request side only reads. Nothing here does I/O.
  */
 import { validateSpec, validateSuiteName, type FieldError } from '../api/validate.ts';
-import type { AdmissionSuite, FailurePolicy, WebhookSpec, WebhookType } from '../api/types.ts';
+import type { AdmissionSuite, FailurePolicy, ParamsRef, WebhookSpec, WebhookType } from '../api/types.ts';
 import { webhookFullName } from '../api/names.ts';
 import { allowed, errored, markFailed, type AdmissionRequest, type Decision, type Outcome } from '../api/review.ts';
 import type { ObjectRef } from '../kube/objects.ts';
 import { PARAMS_ERRORS, type ParamsSelection } from '../api/params.ts';
-import type { ParamsRef } from '../api/types.ts';
 import { evaluateEach } from './each-params.ts';
 import { findHandler } from '../handlers/registry.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
