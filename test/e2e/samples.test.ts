@@ -11,6 +11,7 @@ import { deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { deployment, ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import type { Operator } from '../../src/operator.ts';
+import { apply } from '../../src/kube/client.ts';
 
 const NS = 'samples-e2e';
 
@@ -44,7 +45,7 @@ describe('config/samples, applied as they are', function () {
   });
 
   after(async function () {
-    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards']) await deleteSuite(name);
+    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards', 'team-limits']) await deleteSuite(name);
     await cluster().kube.core.deleteNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: 'replica-limits' }).catch(() => undefined);
     await operator.stop();
   });
@@ -123,6 +124,44 @@ describe('config/samples, applied as they are', function () {
       expect(result.code, result.stderr).to.equal(0);
       const admitted = await eventually(createDeployment('after-delete', 9), { what: 'the limit to be gone' });
       expect(admitted.spec?.replicas).to.equal(9);
+    });
+  });
+
+  describe('team-limits.yaml (params of the request’s namespace, by selector; excludeResourceRules; resourceNames)', function () {
+    const SHOP = 'shop';
+    const inShop = (name: string, replicas: number) => () => cluster().apps.createNamespacedDeployment({ namespace: SHOP, body: deployment(name, replicas) });
+    const limits = (name: string, max: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: SHOP, labels: { 'portcullis.dev/limits': 'replicas' } }, data: { max } });
+    before(() => applySample('team-limits.yaml', 'team-limits'));
+    after(async function () {
+      // --wait=false: the sample's Namespace goes once the namespace controller has emptied it.
+      await kubectl(['delete', '--wait=false', '-f', 'config/samples/team-limits.yaml']);
+    });
+
+    it("limits a Deployment by every limits ConfigMap of its own namespace, saying which refused; other namespaces' are their own", async function () {
+      const refused = await denialOf(inShop('four', 4));
+      expect(refused.code).to.equal(422);
+      expect(refused.message).to.contain('replica-limit.team-limits.admission.portcullis.dev');
+      expect(refused.message).to.contain('replicas must be no greater than 3 (ConfigMap replica-limits)');
+      expect((await inShop('three', 3)()).spec?.replicas).to.equal(3);
+      await apply(cluster().kube, limits('weekend-limits', '2'));
+      const stricter = await denialOf(inShop('three-again', 3));
+      expect(stricter.message).to.contain('replicas must be no greater than 2 (ConfigMap weekend-limits)');
+      // samples-e2e has no limits ConfigMap: notFoundAction Allow.
+      expect((await createDeployment('unlimited', 9)()).spec?.replicas).to.equal(9);
+    });
+
+    it('never limits a Deployment named load-test (excludeResourceRules)', async function () {
+      expect((await inShop('load-test', 50)()).spec?.replicas).to.equal(50);
+    });
+
+    it('refuses changing or deleting a ConfigMap named release-freeze, and only that name (resourceNames)', async function () {
+      const core = cluster().kube.core;
+      for (const name of ['release-freeze', 'settings']) await core.createNamespacedConfigMap({ namespace: SHOP, body: { metadata: { name }, data: { frozen: 'yes' } } });
+      const refused = await denialOf(() => core.replaceNamespacedConfigMap({ namespace: SHOP, name: 'release-freeze', body: { metadata: { name: 'release-freeze' }, data: { frozen: 'no' } } }));
+      expect(refused.message).to.contain('release-freeze cannot be changed or deleted');
+      expect((await refusal(() => core.deleteNamespacedConfigMap({ namespace: SHOP, name: 'release-freeze' })))?.message).to.contain('release-freeze cannot be changed or deleted');
+      await core.replaceNamespacedConfigMap({ namespace: SHOP, name: 'settings', body: { metadata: { name: 'settings' }, data: { frozen: 'no' } } });
+      await core.deleteNamespacedConfigMap({ namespace: SHOP, name: 'settings' });
     });
   });
 });
