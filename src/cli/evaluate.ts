@@ -19,7 +19,7 @@ import { DEFAULTS } from '../config.ts';
 import type { ClusterView } from '../handlers/handler.ts';
 import { compileSuite, type ParamsSource } from '../registry/compile.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
-import { notCalledBecause, type RegisteredWebhook } from './match.ts';
+import { notCalledBecause, type RegisteredWebhook } from '../registry/match.ts';
 
 type KubeObject = Record<string, any>;
 

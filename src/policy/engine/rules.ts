@@ -11,7 +11,7 @@ import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
 import { CopyOnWritePatcher } from './patch.ts';
 import { fromCel, IntsInPlace } from '../values/convert.ts';
-import { closeBudget, CostBudgetError, evaluationTotals, openBudget, PER_CALL_LIMIT, remainingBudget } from '../cost/meter.ts';
+import { closeBudget, CostBudgetError, evaluationTotals, openBudget, PER_CALL_LIMIT, remainingBudget, RUNTIME_CEL_COST_BUDGET } from '../cost/meter.ts';
 import type { Authorizer } from '../../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
 import { requestAuthorizer } from '../library/authz.ts';
@@ -20,7 +20,7 @@ import { readsRequestValue } from '../celjs/equality.ts';
 import { evaluateMatchConditions, planMatchConditions, type CompiledMatchCondition } from './match-conditions.ts';
 
 /** (for src/registry/compile.ts, which reads the policy engine through this module and celjs/program.ts only) */
-export { evaluationTotals } from '../cost/meter.ts';
+export { evaluationTotals, RUNTIME_CEL_COST_BUDGET } from '../cost/meter.ts';
 
 interface CompiledValidation {
   expression: string;
@@ -45,6 +45,7 @@ interface CompiledConditions {
 
 interface CompiledValidations {
   suite: string;
+  costBudget: number;
   matchConditions: CompiledConditions;
   webhook: string;
   failurePolicy: FailurePolicy;
@@ -87,9 +88,10 @@ type EvaluationContext = RulesContext & { authorizer?: unknown };
  * do not name `authorizer` is always evaluated synchronously and binds nothing for it.
  */
 export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): RulesAdmit;
-export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer: Authorizer | undefined): AuthorizingRulesAdmit;
-export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer?: Authorizer): AuthorizingRulesAdmit {
-  const admit = compileSyncRules(suite, webhook, path, failurePolicy);
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer: Authorizer | undefined, costBudget?: number): AuthorizingRulesAdmit;
+/** `costBudget`: the cost one evaluation may spend (the API server's RUNTIME_CEL_COST_BUDGET unless a cluster admin set less for AdmissionPolicies). */
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer?: Authorizer, costBudget = RUNTIME_CEL_COST_BUDGET): AuthorizingRulesAdmit {
+  const admit = compileSyncRules(suite, webhook, path, failurePolicy, costBudget);
   if (!admit.authorizing) return admit;
   if (!authorizer) {
     return (request, context = {}) => admit(request, { ...context, authorizer: requestAuthorizer(request, new AuthorizationSession(undefined)) });
@@ -107,7 +109,7 @@ function usesAuthorizer(program: Program | undefined): boolean {
 
 type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean };
 
-function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): SyncRules {
+function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, costBudget: number): SyncRules {
   // The variables whose expressions compile (policy/fast) can be read by compiled expressions after them.
   const compiledVariables = new Set<string>();
   // The variables that are a part of the request as it is: compared across kinds, they raise as the request's values do.
@@ -139,7 +141,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       const match = evaluateMatchConditions(matchConditions.conditions, matchConditions.reads, request, context, failurePolicy);
       if ('error' in match) return errored(match.error, failurePolicy, 'Invalid');
       if (!match.matches) return allowed();
-      const budget = openBudget();
+      const budget = openBudget(costBudget);
       try {
         return mutate(request, mutations, variables, context, reads);
       } catch (err) {
@@ -170,6 +172,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
   }));
   const compiled: CompiledValidations = {
     suite,
+    costBudget,
     matchConditions,
     webhook: webhook.name,
     failurePolicy,
@@ -199,7 +202,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
   const { failurePolicy } = compiled;
   // One cost budget (cost/meter.ts) for the validations, then their messageExpressions from what is left,
   // as the API server spends it; running out answers for the whole webhook.
-  const budget = openBudget();
+  const budget = openBudget(compiled.costBudget);
   const ints = new IntsInPlace();
   try {
     const activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads, true);
@@ -251,7 +254,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
     const verdict = new Verdict(compiled);
     failures.forEach((failure, index) => verdict.add(failure, index));
 
-    openBudget(); // audit annotations get a budget of their own, as in the API server
+    openBudget(compiled.costBudget); // audit annotations get a budget of their own, as in the API server
     for (const annotation of compiled.auditAnnotations) {
       let value: unknown;
       try {

@@ -1,8 +1,10 @@
 /**
  * Which registered webhooks the API server would call for a request: the rules, namespaceSelector
  * and objectSelector of the webhook configuration the operator registers (src/controller/desired.ts,
- * the self-protection exclusions included), evaluated offline as the API server evaluates them.
- * matchConditions are CEL, evaluated by evaluate.ts with the policy engine. Pure; no I/O.
+ * the self-protection exclusions included), evaluated as the API server evaluates them. Used
+ * offline by the `portcullis` command (src/cli/evaluate.ts), and on the request path for
+ * AdmissionPolicies, which share one registered webhook and are told apart here
+ * (registry/namespaced.ts). matchConditions are CEL, evaluated by the policy engine. Pure; no I/O.
  */
 import type { AdmissionRequest } from '../api/review.ts';
 import type { FailurePolicy, LabelSelector, MatchCondition, RuleWithOperations } from '../api/types.ts';
@@ -27,7 +29,7 @@ export function notCalledBecause(webhook: RegisteredWebhook, request: AdmissionR
   return undefined;
 }
 
-function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest): boolean {
+export function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest): boolean {
   const any = (list: string[] | undefined, value: string) => (list ?? []).some((v) => v === '*' || v === value);
   if (!any(rule.operations, request.operation)) return false;
   if (!any(rule.apiGroups, request.resource.group)) return false;
