@@ -11,6 +11,8 @@ import { DEFAULT_CERTIFICATE_DURATION_MS, type AdmissionPolicy, type ParamsRef, 
 export interface FieldError {
   field: string;
   message: string;
+  /** Set when the spec is valid but beyond what the cluster's administrator allows (AdmissionPolicies). */
+  limit?: true;
 }
 
 const REASONS = new Set(['Unauthorized', 'Forbidden', 'Invalid', 'RequestEntityTooLarge']);
@@ -130,7 +132,7 @@ export function validatePolicy(policy: AdmissionPolicy, limits: PolicyLimits, pr
     if (refusal) err('spec.params', refusal);
   }
   if (spec.type === 'Mutating' && !limits.mutations) {
-    err('spec.type', "Mutating policies are turned off by the cluster's administrator (the operator's --namespaced-policy-mutations=false); only Validating policies are served");
+    errors.push({ field: 'spec.type', message: "Mutating policies are turned off by the cluster's administrator (the operator's --namespaced-policy-mutations=false); only Validating policies are served", limit: true });
   }
   return errors;
 }
