@@ -64,7 +64,7 @@ export async function renderManifests(): Promise<Map<string, string>> {
   }
   for (const [file, sources] of DEPLOY_FILES) {
     const source = [sources].flat().join(' and ');
-    const header = `# Rendered from ${source} by \`${REGENERATE}\` (kubectl kustomize ${BASE}).\n# Do not edit: edit the source, whose comments say why each part is there, and run \`${REGENERATE}\`.\n`;
+    const header = `# Rendered from ${source} by \`${REGENERATE}\` (kubectl kustomize ${BASE}).\n# Do not edit: edit that file, whose comments say why each part is there, and run \`${REGENERATE}\`.\n`;
     rendered.set(file, header + documents.get(file)!.join('---\n'));
   }
   for (const [file, source] of COPIES) rendered.set(file, fs.readFileSync(path.join(ROOT, source), 'utf8'));
