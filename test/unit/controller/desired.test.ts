@@ -123,7 +123,7 @@ describe('controller/desired', function () {
       const configuration = namespacedConfiguration('Validating', [{ namespace: 'team-b', rules }, { namespace: 'team-a', rules: deployments }, { namespace: 'team-a', rules }], metadata, ref, cluster, 'BUNDLE')!;
       expect(configuration).to.deep.include({ kind: 'ValidatingWebhookConfiguration' });
       expect((configuration.metadata as { name: string }).name).to.equal(NAMESPACED.configuration);
-      const [webhook] = configuration.webhooks as Record<string, any>[];
+      const webhook = (configuration.webhooks as Record<string, any>[])[0]!;
       expect(webhook.namespaceSelector.matchExpressions).to.deep.equal([
         { key: NAMESPACE_NAME_LABEL, operator: 'In', values: ['team-a', 'team-b'] },
         { key: NAMESPACE_NAME_LABEL, operator: 'NotIn', values: ['ops', 'kube-system', 'kube-node-lease'] },
