@@ -265,7 +265,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   void Promise.all([suites.synced, secrets.synced]).then(() => elector.start());
 
   let synced = false;
-  void Promise.all([suites.synced, secrets.synced]).then(() => (synced = true));
+  // Ready only once the AdmissionPolicies are listed too: a replica that answered their webhook before would admit what they deny.
+  void Promise.all([suites.synced, secrets.synced, policies.synced]).then(() => (synced = true));
   const health = createHealthServer({
     ready: () => synced && !draining && admission.server.listening,
     metrics: () => metrics.render(),
