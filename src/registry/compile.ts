@@ -11,7 +11,7 @@ import type { Lookup, ObjectRef } from '../kube/objects.ts';
 import { findHandler } from '../handlers/registry.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';
-import { compileRules, evaluationTotals, type AuthorizingRulesAdmit } from '../policy/engine/rules.ts';
+import { compileRules, evaluationTotals, type AuthorizingRulesAdmit, type RulesOptions } from '../policy/engine/rules.ts';
 import { planMatchConditions } from '../policy/engine/match-conditions.ts';
 import type { Authorizer } from '../api/authorization.ts';
 
@@ -90,7 +90,7 @@ export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}
 /**
  * One webhook's spec (at `path`) compiled into what answers its requests, or the field errors
  * that keep it from working. Shared by the suites and the AdmissionPolicies (registry/policies.ts),
- * whose `costBudget` a cluster admin may set lower than the API server's.
+ * whose `options` say how a policy differs (RulesOptions: its cost budget, its matchConditions).
  */
 export function compileWebhook(
   owner: string,
@@ -98,14 +98,14 @@ export function compileWebhook(
   path: string,
   failurePolicy: FailurePolicy,
   context: CompileContext,
-  costBudget?: number,
+  options?: RulesOptions,
 ): CompiledWebhook | { errors: FieldError[] } {
   const { view = EMPTY_VIEW, params = NO_PARAMS, authorizer, observers } = context;
   try {
     const observer = observers?.webhook(owner, spec.name) ?? NO_OBSERVER;
     const admit = spec.handler
       ? compileHandler(spec, path, view)
-      : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, costBudget), spec, failurePolicy, view, params), observer);
+      : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params), observer);
     return {
       suite: owner,
       name: spec.name,

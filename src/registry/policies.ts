@@ -47,7 +47,8 @@ export function compilePolicy(policy: AdmissionPolicy, context: PolicyContext): 
   if (errors.length > 0) return { ...base, errors };
   // Params are read in the policy's own namespace only (validatePolicy refused any other).
   const spec: WebhookSpec = { ...policy.spec, name, ...(policy.spec.params ? { params: { ...policy.spec.params, namespace } } : {}) };
-  const compiled = compileWebhook(namespace, spec, 'spec', POLICY_FAILURE_POLICY, context, context.limits.costBudget);
+  // Every matchCondition is the operator's to evaluate: the registered webhook is shared by every policy.
+  const compiled = compileWebhook(namespace, spec, 'spec', POLICY_FAILURE_POLICY, context, { costBudget: context.limits.costBudget, allMatchConditions: true });
   if ('errors' in compiled) return { ...base, errors: compiled.errors };
   return { ...base, errors: [], webhook: compiled };
 }

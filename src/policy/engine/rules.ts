@@ -77,6 +77,14 @@ export type RulesAdmit = (request: AdmissionRequest, context?: RulesContext) => 
 /** Rules that may have to ask `authorizer` checks first: a Promise then, a Decision otherwise. */
 export type AuthorizingRulesAdmit = (request: AdmissionRequest, context?: RulesContext) => Decision | Promise<Decision>;
 
+/** How an AdmissionPolicy's rules differ from a suite webhook's (registry/policies.ts). */
+export interface RulesOptions {
+  /** The cost one evaluation may spend (the API server's RUNTIME_CEL_COST_BUDGET unless a cluster admin set less). */
+  costBudget?: number;
+  /** Evaluate every matchCondition here, none handed to the API server (a policy shares one registered webhook with others). */
+  allMatchConditions?: boolean;
+}
+
 /** What one evaluation binds besides the request: the RulesContext, and `authorizer` when used. */
 type EvaluationContext = RulesContext & { authorizer?: unknown };
 
@@ -88,10 +96,9 @@ type EvaluationContext = RulesContext & { authorizer?: unknown };
  * do not name `authorizer` is always evaluated synchronously and binds nothing for it.
  */
 export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): RulesAdmit;
-export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer: Authorizer | undefined, costBudget?: number): AuthorizingRulesAdmit;
-/** `costBudget`: the cost one evaluation may spend (the API server's RUNTIME_CEL_COST_BUDGET unless a cluster admin set less for AdmissionPolicies). */
-export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer?: Authorizer, costBudget = RUNTIME_CEL_COST_BUDGET): AuthorizingRulesAdmit {
-  const admit = compileSyncRules(suite, webhook, path, failurePolicy, costBudget);
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer: Authorizer | undefined, options?: RulesOptions): AuthorizingRulesAdmit;
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer?: Authorizer, options: RulesOptions = {}): AuthorizingRulesAdmit {
+  const admit = compileSyncRules(suite, webhook, path, failurePolicy, options.costBudget ?? RUNTIME_CEL_COST_BUDGET, options.allMatchConditions ?? false);
   if (!admit.authorizing) return admit;
   if (!authorizer) {
     return (request, context = {}) => admit(request, { ...context, authorizer: requestAuthorizer(request, new AuthorizationSession(undefined)) });
@@ -109,13 +116,13 @@ function usesAuthorizer(program: Program | undefined): boolean {
 
 type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean };
 
-function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, costBudget: number): SyncRules {
+function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, costBudget: number, allMatchConditions: boolean): SyncRules {
   // The variables whose expressions compile (policy/fast) can be read by compiled expressions after them.
   const compiledVariables = new Set<string>();
   // The variables that are a part of the request as it is: compared across kinds, they raise as the request's values do.
   const requestVariables = new Set<string>();
   const scope = { params: webhook.params !== undefined, compiledVariables, requestVariables };
-  const conditions = planMatchConditions(webhook, path, failurePolicy).evaluated;
+  const conditions = planMatchConditions(webhook, path, failurePolicy, allMatchConditions).evaluated;
   const matchConditions: CompiledConditions = { conditions, reads: new ActivationReads(conditions.map((c) => c.program)) };
   const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => {
     const program = compile(v.expression, `${path}.variables[${i}].expression`, [], { ...scope, compiledVariables: new Set(compiledVariables), requestVariables: new Set(requestVariables) });

@@ -64,6 +64,14 @@ describe('registry/namespaced: AdmissionPolicies', function () {
     expect(decide(policies, 'Validating', configMap('team-a', { strict: 'yes' })).message).to.equal('AdmissionPolicy strict-only: nothing here');
   });
 
+  it("evaluates every matchCondition itself, those the API server could decide too (the registered webhook is shared, so none is handed to it)", function () {
+    const onlyUpdates: PolicySpec = { ...denyAll, matchConditions: [{ name: 'updates', expression: "request.operation == 'UPDATE'" }] };
+    const policies = registry({}, policy('team-a', 'updates-only', onlyUpdates));
+    expect(decide(policies, 'Validating').allowed, 'a CREATE is skipped').to.equal(true);
+    const update = requestFor('configmaps', 'UPDATE', { object: { metadata: { name: 'c', namespace: 'team-a' } }, oldObject: { metadata: { name: 'c', namespace: 'team-a' } }, namespace: 'team-a' });
+    expect(decide(policies, 'Validating', update).message).to.equal('AdmissionPolicy updates-only: nothing here');
+  });
+
   it('runs mutating policies in name order, each on the object the one before left, as one patch', function () {
     const second: PolicySpec = {
       type: 'Mutating',
