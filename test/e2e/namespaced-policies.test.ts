@@ -6,7 +6,8 @@
  * order, as the stored object shows; objects of another namespace are untouched; the member can
  * create no policy elsewhere, and an invalid one is refused naming the field; deleting the
  * namespace removes its policies and nothing else; the `portcullis.namespaced` configurations
- * follow the policies that exist, and go with the last one.
+ * follow the policies that exist, and go with the last one; with mutations turned off by the
+ * cluster admin (an operator flag), a Mutating policy is reported in its status and not served.
  */
 import { expect } from 'chai';
 import * as k8s from '@kubernetes/client-node';
@@ -250,6 +251,31 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     }, { what: 'the last configuration to go with the last policy' });
     const admitted = await cluster().kube.core.createNamespacedConfigMap({ namespace: THIRD, body: { metadata: { name: 'y', labels: { [LABEL]: 'true' } }, data: { forbidden: 'x' } } });
     expect(admitted.metadata?.name).to.equal('y');
+  });
+
+  it("holds the cluster admin's limits: with mutations turned off, a Mutating policy is reported and not served, and a new one is refused", async function () {
+    await cluster().kube.custom.createNamespacedCustomObject({ ...ref(THIRD), body: policyBody('a-first', append('a')) });
+    await waitReady(THIRD, 'a-first');
+    await operator.stop();
+    operator = await startTestOperator({ namespacedPolicyMutations: false });
+    const limited = await eventually(
+      async () => {
+        const policy = (await cluster().kube.custom.getNamespacedCustomObject({ ...ref(THIRD), name: 'a-first' })) as AdmissionPolicy;
+        const ready = policy.status?.conditions?.find((c) => c.type === 'Ready');
+        if (ready?.reason !== 'ExceedsLimits') throw new Error(`Ready: ${JSON.stringify(ready)}`);
+        return ready;
+      },
+      { what: 'the Mutating policy to be reported beyond the limits' },
+    );
+    expect(limited.status).to.equal('False');
+    expect(limited.message).to.contain('--namespaced-policy-mutations=false');
+    await eventually(async () => {
+      if (await configuration('Mutating')) throw new Error('the Mutating configuration is still there');
+    }, { what: 'the Mutating configuration to go: nothing of the policy is served' });
+    await waitForSuiteValidation(operator);
+    const refused = await refusal(() => cluster().kube.custom.createNamespacedCustomObject({ ...ref(THIRD), body: policyBody('b-second', append('b')) }));
+    expect(refused?.message).to.contain('AdmissionPolicy "b-second" is invalid: spec.type: Mutating policies are turned off');
+    await cluster().kube.custom.deleteNamespacedCustomObject({ ...ref(THIRD), name: 'a-first' });
   });
 
   it('answers a policy refused by the API server\'s own schema with its message (the CRD\'s rules)', async function () {
