@@ -32,6 +32,10 @@ export interface OperatorConfig {
   shutdownDelayMs: number;
   /** Suites reconciled at once (controller-runtime's MaxConcurrentReconciles); one suite is never reconciled twice at once. */
   maxConcurrentReconciles: number;
+  /** Whether Mutating AdmissionPolicies are served (a cluster admin's limit on what teams may do). */
+  namespacedPolicyMutations: boolean;
+  /** The CEL cost one AdmissionPolicy may spend on one request (the API server's budget per policy is 10,000,000). */
+  namespacedPolicyCostBudget: number;
   kubeconfig?: string;
   logLevel: LogLevel;
   /** json: one JSON object a line (for log collectors); text: one readable line (for people). */
@@ -50,6 +54,8 @@ export const DEFAULTS: OperatorConfig = {
   retryPeriodMs: 2_000,
   shutdownDelayMs: 5_000,
   maxConcurrentReconciles: 10,
+  namespacedPolicyMutations: true,
+  namespacedPolicyCostBudget: 1_000_000,
   logLevel: 'info',
   logFormat: 'json',
 };
@@ -86,6 +92,21 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
     set: (c, v) => {
       if (v !== 'json' && v !== 'text') throw new Error(`--log-format must be json or text, not ${v}`);
       c.logFormat = v;
+    },
+  },
+  'namespaced-policy-mutations': {
+    help: 'whether Mutating AdmissionPolicies (teams\' policies in their namespaces) are served: true or false (true)',
+    set: (c, v) => {
+      if (v !== 'true' && v !== 'false') throw new Error(`--namespaced-policy-mutations must be true or false, not ${v}`);
+      c.namespacedPolicyMutations = v === 'true';
+    },
+  },
+  'namespaced-policy-cost-budget': {
+    help: 'the CEL cost one AdmissionPolicy may spend on one request, in the API server\'s units; past it the request is denied (1000000)',
+    set: (c, v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 10_000_000) throw new Error(`--namespaced-policy-cost-budget must be a whole number from 1 to 10000000 (the API server's own budget), not ${v}`);
+      c.namespacedPolicyCostBudget = n;
     },
   },
   'max-concurrent-reconciles': {

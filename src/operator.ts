@@ -11,7 +11,7 @@
 import os from 'node:os';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { FastifyInstance, FastifyListenOptions } from 'fastify';
-import { GROUP, PLURAL, VERSION, type AdmissionSuite } from './api/types.ts';
+import { GROUP, PLURAL, POLICY_PLURAL, VERSION, type AdmissionPolicy, type AdmissionSuite } from './api/types.ts';
 import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME } from './api/names.ts';
 import { createAdmissionServer } from './admission/server.ts';
 import { Metrics } from './health/metrics.ts';
@@ -37,6 +37,9 @@ import { ObjectWatches } from './kube/objects.ts';
 import { ParamsAccess } from './kube/params-access.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
+import { PolicyRegistry } from './registry/policies.ts';
+import { NamespacedReconciler } from './controller/namespaced.ts';
+import { protectedNamespaces } from './controller/desired.ts';
 import { CachingAuthorizer, SubjectAccessReviewer } from './kube/authorizer.ts';
 import type { Authorizer } from './api/authorization.ts';
 
@@ -102,10 +105,20 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     'removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name))),
   );
 
+  // The teams' AdmissionPolicies: compiled as a suite's webhooks, within the limits the cluster admin set.
+  const policyRegistry = new PolicyRegistry({
+    view,
+    params,
+    authorizer,
+    operatorNamespace: config.namespace,
+    limits: { mutations: config.namespacedPolicyMutations, costBudget: config.namespacedPolicyCostBudget },
+    protectedNamespaces: protectedNamespaces(config),
+  });
+
   // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
   const paramsAccess = new ParamsAccess(kubeConfig, new SubjectAccessReviewer(kubeConfig));
   let draining = false;
-  const admission: FastifyInstance = createAdmissionServer({ registry, certificates, metrics, log: componentLogger('admission'), paramsAccess, draining: () => draining });
+  const admission: FastifyInstance = createAdmissionServer({ registry, policies: policyRegistry, certificates, metrics, log: componentLogger('admission'), paramsAccess, draining: () => draining });
   const listen = async () => {
     // reusePort: replicas on one host share the port (Node 24).
     await admission.listen({ port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true } as FastifyListenOptions);
@@ -125,6 +138,14 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     log,
     onChange: (suite, deleted) => watches.suite(suite, deleted),
   });
+  const policies: WatchedCache<AdmissionPolicy> = watchCache<AdmissionPolicy>(kubeConfig, {
+    path: `/apis/${GROUP}/${VERSION}/${POLICY_PLURAL}`,
+    list: () => kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: POLICY_PLURAL }) as Promise<KubernetesListObject<AdmissionPolicy>>,
+    log,
+    onChange: (policy, deleted) => watches.policy(policy, deleted),
+  });
+  let policiesSynced = false;
+  void policies.synced.then(() => (policiesSynced = true));
   const secrets = watchCache<SecretObject>(kubeConfig, {
     path: `/api/v1/namespaces/${config.namespace}/secrets`,
     labelSelector: managedSelector,
@@ -177,6 +198,17 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     ca: caReconciler,
     self: new SelfReconciler({ kube, config: effective, ca: caReconciler, cached, log: componentLogger('suite-validation') }),
     orphans: new OrphanSweeper({ kube, suites, made, log: componentLogger('orphans') }),
+    namespaced: new NamespacedReconciler({
+      kube,
+      config: effective,
+      ca: caReconciler,
+      policies,
+      synced: () => policiesSynced,
+      registry: policyRegistry,
+      certificates,
+      cached,
+      log: componentLogger('namespaced'),
+    }),
     suite: new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, log: componentLogger('reconciler') }),
   };
   const queue = new WorkQueue(
@@ -200,6 +232,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     queue,
     state: { rotating: () => caReconciler.rotating(), hasSuite: (name) => suites.get(name) !== undefined, suiteNames: () => suites.list().map((s) => s.metadata!.name!) },
     registry,
+    policies: policyRegistry,
     certificates,
     rotated: (kind) => metrics.rotated(kind),
     log,
@@ -232,7 +265,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   void Promise.all([suites.synced, secrets.synced]).then(() => elector.start());
 
   let synced = false;
-  void Promise.all([suites.synced, secrets.synced]).then(() => (synced = true));
+  // Ready only once the AdmissionPolicies are listed too: a replica that answered their webhook before would admit what they deny.
+  void Promise.all([suites.synced, secrets.synced, policies.synced]).then(() => (synced = true));
   const health = createHealthServer({
     ready: () => synced && !draining && admission.server.listening,
     metrics: () => metrics.render(),
@@ -258,7 +292,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     stop: async () => {
       queue.stop();
       await elector.stop();
-      await Promise.all([suites, secrets, services, namespaces, limitRanges, params, ...configurations].map((w) => w.stop()));
+      await Promise.all([suites, policies, secrets, services, namespaces, limitRanges, params, ...configurations].map((w) => w.stop()));
       await new Promise((resolve) => health.close(resolve));
       await admission.close();
     },

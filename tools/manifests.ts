@@ -2,7 +2,7 @@
  * tools/manifests: the install manifests rendered from their one source. deploy/ is
  * `kubectl kustomize config/base` (the kubectl built with the control plane), split back into
  * its numbered files so that `kubectl apply -f deploy/` keeps its order; the Helm chart's
- * files/crd.yaml is crds/'s CRD byte for byte. `npm run manifests` writes them;
+ * files/crd.yaml and files/crd-admissionpolicies.yaml are crds/'s CRDs byte for byte. `npm run manifests` writes them;
  * test/e2e/manifests.test.ts fails when a rendered copy drifts. Never edits a source.
  */
 import { execFile } from 'node:child_process';
@@ -16,12 +16,13 @@ import { ensureBinaries } from '../src/local/binaries.ts';
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const REGENERATE = 'npm run manifests';
 export const CRD_SOURCE = 'crds/admission.portcullis.dev_admissionsuites.yaml';
+export const POLICY_CRD_SOURCE = 'crds/admission.portcullis.dev_admissionpolicies.yaml';
 const BASE = 'config/base';
 
-/** Each deploy/ file and the source its objects come from, in the order `kubectl apply -f deploy/` applies them. */
-const DEPLOY_FILES: [file: string, source: string][] = [
+/** Each deploy/ file and the sources its objects come from, in the order `kubectl apply -f deploy/` applies them. */
+const DEPLOY_FILES: [file: string, source: string | string[]][] = [
   ['deploy/00-namespace.yaml', `${BASE}/namespace.yaml`],
-  ['deploy/01-crd.yaml', CRD_SOURCE],
+  ['deploy/01-crd.yaml', [CRD_SOURCE, POLICY_CRD_SOURCE]],
   ['deploy/02-rbac.yaml', `${BASE}/rbac.yaml`],
   ['deploy/03-deployment.yaml', `${BASE}/deployment.yaml`],
   ['deploy/04-token-guard.yaml', `${BASE}/token-guard.yaml`],
@@ -30,7 +31,10 @@ const DEPLOY_FILES: [file: string, source: string][] = [
 ];
 
 /** Byte-for-byte copies: the chart reads the CRD with .Files.Get, from inside the chart. */
-const COPIES: [file: string, source: string][] = [['charts/portcullis/files/crd.yaml', CRD_SOURCE]];
+const COPIES: [file: string, source: string][] = [
+  ['charts/portcullis/files/crd.yaml', CRD_SOURCE],
+  ['charts/portcullis/files/crd-admissionpolicies.yaml', POLICY_CRD_SOURCE],
+];
 
 const objectKey = (o: k8s.KubernetesObject) => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name}`;
 
@@ -38,9 +42,11 @@ const objectKey = (o: k8s.KubernetesObject) => `${o.kind} ${o.metadata?.namespac
 export async function renderManifests(): Promise<Map<string, string>> {
   const rendered = new Map<string, string>();
   const origin = new Map<string, { file: string; object: k8s.KubernetesObject }>();
-  for (const [file, source] of DEPLOY_FILES) {
-    for (const object of k8s.loadAllYaml(fs.readFileSync(path.join(ROOT, source), 'utf8')) as k8s.KubernetesObject[]) {
-      if (object) origin.set(objectKey(object), { file, object });
+  for (const [file, sources] of DEPLOY_FILES) {
+    for (const source of [sources].flat()) {
+      for (const object of k8s.loadAllYaml(fs.readFileSync(path.join(ROOT, source), 'utf8')) as k8s.KubernetesObject[]) {
+        if (object) origin.set(objectKey(object), { file, object });
+      }
     }
   }
   const documents = new Map<string, string[]>(DEPLOY_FILES.map(([file]) => [file, []]));
@@ -56,7 +62,8 @@ export async function renderManifests(): Promise<Map<string, string>> {
     }
     documents.get(source.file)!.push(document);
   }
-  for (const [file, source] of DEPLOY_FILES) {
+  for (const [file, sources] of DEPLOY_FILES) {
+    const source = [sources].flat().join(' and ');
     const header = `# Rendered from ${source} by \`${REGENERATE}\` (kubectl kustomize ${BASE}).\n# Do not edit: edit that file, whose comments say why each part is there, and run \`${REGENERATE}\`.\n`;
     rendered.set(file, header + documents.get(file)!.join('---\n'));
   }

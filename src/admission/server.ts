@@ -15,8 +15,10 @@ import type { Logger } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LARGE_BODY, LargeBody, ReviewOffload } from './offload.ts';
 import { AdmissionChain, type Router } from './chain.ts';
-import { SUITE_VALIDATION } from '../api/names.ts';
-import { suiteValidationWebhook, type ParamsAccessCheck } from './suite-validation.ts';
+import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
+import { policyValidationWebhook, suiteValidationWebhook, type ParamsAccessCheck } from './suite-validation.ts';
+import type { PolicyRegistry } from '../registry/policies.ts';
+import { namespacedWebhook } from '../registry/namespaced.ts';
 import { encodeFailure, parseJson } from './review.ts';
 import type { Metrics } from '../health/metrics.ts';
 
@@ -63,6 +65,8 @@ const TLS_OPTIONS = {
 
 export interface AdmissionServerOptions {
   registry: SuiteRegistry;
+  /** The AdmissionPolicies, served at NAMESPACED.paths; none served without it. */
+  policies?: PolicyRegistry;
   certificates: CertificateStore;
   metrics: Metrics;
   log: Logger;
@@ -129,6 +133,16 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
   // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
   const suiteValidation: Router = { find: () => validation, offload: false };
   app.post(SUITE_VALIDATION.path, (request, reply) => chain.handle(suiteValidation, validation.suite, validation.name, request.body, reply));
+  if (options.policies) {
+    const policies = options.policies;
+    const policyValidation = policyValidationWebhook(policies, paramsAccess);
+    app.post(NAMESPACED.validationPath, (request, reply) => chain.handle({ find: () => policyValidation, offload: false }, '', policyValidation.name, request.body, reply));
+    // The namespaced policies' webhooks; a large body is decoded here, not in the review worker (which holds the suites only).
+    for (const type of ['Mutating', 'Validating'] as const) {
+      const webhook = namespacedWebhook(type, policies);
+      app.post(NAMESPACED.paths[type], (request, reply) => chain.handle({ find: () => webhook, offload: false }, '', webhook.name, request.body, reply));
+    }
+  }
   // Not async: a synchronous decision is answered in the same tick, with no promise around it.
   // A throw here reaches the error handler as from an async handler.
   app.post<{ Params: { suite: string; webhook: string } }>('/admit/:suite/:webhook', (request, reply) =>

@@ -1,17 +1,18 @@
 /**
- * The decision of the operator's own webhook on an AdmissionSuite being applied: refused when
- * it cannot work (the registry's compile errors, naming fields) or when it names params its
- * author may not read; served through the same chain as every suite's webhook (chain.ts), with
- * `failurePolicy: Ignore` as it is registered (self.ts). Owns nothing else: transport is
- * server.ts's and chain.ts's, the access check is src/kube/params-access.ts's.
+ * The decision of the operator's own webhook on an AdmissionSuite, or an AdmissionPolicy, being
+ * applied: refused when it cannot work (the registries' compile errors, naming fields) or when it
+ * names params its author may not read; served through the same chain as every suite's webhook
+ * (chain.ts), with `failurePolicy: Ignore` as it is registered (self.ts). Owns nothing else:
+ * transport is server.ts's and chain.ts's, the access check is src/kube/params-access.ts's.
  */
 import type { AuthorizationUser } from '../api/authorization.ts';
 import { allowed, denied, type AdmissionRequest, type Decision } from '../api/review.ts';
-import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
+import type { AdmissionPolicy, AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
-import { SUITE_VALIDATION } from '../api/names.ts';
+import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import { NO_OBSERVER } from '../registry/compile.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
+import type { PolicyRegistry } from '../registry/policies.ts';
 import type { ServedWebhook } from './chain.ts';
 
 /** Who may read which params; see ParamsAccess. */
@@ -28,6 +29,32 @@ export function suiteValidationWebhook(registry: SuiteRegistry, paramsAccess?: P
     admit: (request) => validateSuiteRequest(request, registry, paramsAccess),
     observer: NO_OBSERVER,
   };
+}
+
+/** The twin for AdmissionPolicies (registered beside it, self.ts). */
+export function policyValidationWebhook(policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck): ServedWebhook {
+  return {
+    suite: '',
+    name: NAMESPACED.validationWebhook,
+    failurePolicy: 'Ignore',
+    admit: (request) => validatePolicyRequest(request, policies, paramsAccess),
+    observer: NO_OBSERVER,
+  };
+}
+
+export async function validatePolicyRequest(request: AdmissionRequest, policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck): Promise<Decision> {
+  const policy = request.object as unknown as AdmissionPolicy;
+  // The API server fills in the namespace of the request, not always the object's.
+  const named = { ...policy, metadata: { ...policy?.metadata, namespace: policy?.metadata?.namespace ?? request.namespace ?? '' } };
+  const errors = policies.validate(named);
+  const params = policy.spec?.params;
+  const old = request.oldObject as unknown as AdmissionPolicy | undefined;
+  if (errors.length === 0 && paramsAccess && params && JSON.stringify(params) !== JSON.stringify(old?.spec?.params ?? null)) {
+    errors.push(...(await paramsAccess.refusals(userOf(request), [{ field: 'spec.params', ref: { ...params, namespace: named.metadata.namespace } }])));
+  }
+  if (errors.length === 0) return allowed();
+  const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+  return denied(`AdmissionPolicy "${policy?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
 }
 
 export async function validateSuiteRequest(request: AdmissionRequest, registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck): Promise<Decision> {

@@ -22,3 +22,18 @@ export const SUITE_VALIDATION = {
   secret: 'portcullis-operator-tls',
   crd: `admissionsuites.${GROUP}`,
 } as const;
+
+/**
+ * The operator-owned configurations that serve every AdmissionPolicy: one Mutating and one
+ * Validating, each present while a policy of its type exists. `.` sorts after `-`, so the API
+ * server calls every suite's mutating configuration (`portcullis-<suite>`) before this one.
+ */
+export const NAMESPACED = {
+  configuration: 'portcullis.namespaced',
+  webhook: `admissionpolicies.${GROUP}`,
+  paths: { Mutating: '/namespaced/mutate', Validating: '/namespaced/validate' },
+  /** The operator's webhook that refuses invalid AdmissionPolicies on apply (beside the suites' one). */
+  validationWebhook: `admissionpolicies.validation.${GROUP}`,
+  validationPath: '/validate/admissionpolicies',
+  crd: `admissionpolicies.${GROUP}`,
+} as const;

@@ -1,7 +1,6 @@
 /**
- * api: the AdmissionSuite resource as users write it (spec) and as the operator reports it
- * (status), the names derived from it, its defaults, and the validation of a spec with field
- * paths. Pure data and functions: nothing here talks to the API server.
+ * api: the AdmissionSuite and AdmissionPolicy resources as users write them (spec) and as the
+ * operator reports them (status), and their defaults. Pure data: nothing here talks to the API server.
  */
 
 import type { LabelSelector } from '../k8s/selectors.ts';
@@ -11,6 +10,9 @@ export const VERSION = 'v1alpha1';
 export const KIND = 'AdmissionSuite';
 export const PLURAL = 'admissionsuites';
 export const API_VERSION = `${GROUP}/${VERSION}`;
+/** The namespaced policy a team owns in its namespace (the contract's last section). */
+export const POLICY_KIND = 'AdmissionPolicy';
+export const POLICY_PLURAL = 'admissionpolicies';
 
 export type FailurePolicy = 'Fail' | 'Ignore';
 export type WebhookType = 'Validating' | 'Mutating';
@@ -161,4 +163,27 @@ export interface AdmissionSuite {
   metadata: ObjectMeta;
   spec: SuiteSpec;
   status?: SuiteStatus;
+}
+
+/**
+ * An AdmissionPolicy's spec: one webhook's rules, without what only a cluster admin may choose
+ * (handler, namespaceSelector, failurePolicy, timeouts, how the API server reaches it). It is
+ * served through the operator's own `portcullis.namespaced` configurations, only for objects of
+ * the policy's namespace.
+ */
+export type PolicySpec = Pick<WebhookSpec, 'type' | 'rules' | 'excludeResourceRules' | 'objectSelector' | 'matchConditions' | 'params' | 'variables' | 'validations' | 'validationActions' | 'mutations'>;
+
+/** As a suite's; `typeChecking` is filled by the type checker as for a suite's webhooks. */
+export interface PolicyStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  typeChecking?: { expressionWarnings?: { fieldRef: string; warning: string }[] };
+}
+
+export interface AdmissionPolicy {
+  apiVersion: typeof API_VERSION;
+  kind: typeof POLICY_KIND;
+  metadata: ObjectMeta & { namespace: string };
+  spec: PolicySpec;
+  status?: PolicyStatus;
 }

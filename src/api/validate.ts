@@ -1,16 +1,20 @@
 /**
- * The checks on a suite's spec that need no compiler: shape, names, mutually exclusive fields.
- * Every problem is reported with its field path, all at once, so one apply shows them all.
+ * The checks on a suite's spec, and on an AdmissionPolicy's (one webhook's rules, bounded by its
+ * namespace and the cluster admin's limits), that need no compiler: shape, names, mutually
+ * exclusive fields. Every problem is reported with its field path, all at once, so one apply
+ * shows them all.
  */
 import { parseDuration } from '../k8s/duration.ts';
 import { DNS1123_LABEL, isQualifiedName, LABEL_KEY } from '../k8s/validation.ts';
 import { labelSelectorProblems } from '../k8s/selectors.ts';
-import { DEFAULT_CERTIFICATE_DURATION_MS, type NamedRuleWithOperations, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
+import { DEFAULT_CERTIFICATE_DURATION_MS, type AdmissionPolicy, type NamedRuleWithOperations, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
 import { needsResourceCondition, RESOURCE_MATCH_CONDITION } from './resource-match.ts';
 
 export interface FieldError {
   field: string;
   message: string;
+  /** Set when the spec is valid but beyond what the cluster's administrator allows (AdmissionPolicies). */
+  limit?: true;
 }
 
 const REASONS = new Set(['Unauthorized', 'Forbidden', 'Invalid', 'RequestEntityTooLarge']);
@@ -90,9 +94,55 @@ export function paramsRefusal(ref: Omit<ParamsRef, 'name'>, operatorNamespace: s
 }
 
 function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
+  const named = DNS1123_LABEL.test(webhook.name ?? '') ? [] : [{ field: `${path}.name`, message: 'must be a DNS label' }];
+  return [...named, ...validateRules(webhook, path)];
+}
+
+/** What the cluster's administrator lets AdmissionPolicies do (the operator's flags; src/config.ts). */
+export interface PolicyLimits {
+  /** Whether Mutating policies are served. */
+  mutations: boolean;
+  /** The CEL cost budget of one policy's evaluation of one request (the API server's is 10,000,000). */
+  costBudget: number;
+}
+
+/**
+ * An AdmissionPolicy's checks: its rules as a webhook's (field paths under `spec`), plus what
+ * keeps it inside its namespace (namespaced resources only, params of its own namespace) and
+ * inside the limits its cluster's administrator set. `protectedNamespaces` are those the
+ * operator never serves (its own, kube-system, kube-node-lease), so a policy there could never work.
+ */
+export function validatePolicy(policy: AdmissionPolicy, limits: PolicyLimits, protectedNamespaces: readonly string[], operatorNamespace?: string): FieldError[] {
+  const spec = policy.spec;
+  if (!spec) return [{ field: 'spec', message: 'is required' }];
+  const errors: FieldError[] = [];
+  const err = (field: string, message: string) => errors.push({ field, message });
+  const namespace = policy.metadata?.namespace ?? '';
+  if (protectedNamespaces.includes(namespace)) {
+    err('metadata.namespace', `no policy is served in ${namespace}: the operator's namespace, kube-system and kube-node-lease are never sent to admission webhooks, so the cluster can always be repaired`);
+  }
+  // The webhook spec's own checks; a policy has neither handler nor auditAnnotations (the CRD prunes them).
+  errors.push(...validateRules({ ...spec, name: policy.metadata?.name ?? '' }, 'spec'));
+  (Array.isArray(spec.rules) ? spec.rules : []).forEach((rule, i) => {
+    if (rule.scope !== undefined && rule.scope !== 'Namespaced') err(`spec.rules[${i}].scope`, 'must be Namespaced or unset: a policy applies only to objects of its own namespace');
+  });
+  if (spec.params) {
+    if (spec.params.namespace !== undefined && spec.params.namespace !== namespace) {
+      err('spec.params.namespace', `must be the policy's own namespace (${namespace}) or unset: a policy reads nothing of another namespace`);
+    }
+    const refusal = operatorNamespace !== undefined ? paramsRefusal({ ...spec.params, namespace }, operatorNamespace) : undefined;
+    if (refusal) err('spec.params', refusal);
+  }
+  if (spec.type === 'Mutating' && !limits.mutations) {
+    errors.push({ field: 'spec.type', message: "Mutating policies are turned off by the cluster's administrator (the operator's --namespaced-policy-mutations=false); only Validating policies are served", limit: true });
+  }
+  return errors;
+}
+
+/** A webhook's checks but its name (a policy's name is its object's, checked by the API server). */
+function validateRules(webhook: WebhookSpec, path: string): FieldError[] {
   const errors: FieldError[] = [];
   const err = (field: string, message: string) => errors.push({ field: `${path}${field}`, message });
-  if (!DNS1123_LABEL.test(webhook.name ?? '')) err('.name', 'must be a DNS label');
   if (webhook.type !== 'Validating' && webhook.type !== 'Mutating') err('.type', 'must be Validating or Mutating');
   if (!Array.isArray(webhook.rules) || webhook.rules.length === 0) err('.rules', 'must list at least one rule');
   else webhook.rules.forEach((rule, i) => errors.push(...validateResourceNames(rule, `${path}.rules[${i}]`)));

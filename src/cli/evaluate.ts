@@ -20,7 +20,7 @@ import type { ClusterView } from '../handlers/handler.ts';
 import { compileSuite, type ParamsSource } from '../registry/compile.ts';
 import { selectParams } from '../api/params.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
-import { notCalledBecause, type RegisteredWebhook } from './match.ts';
+import { notCalledBecause, type RegisteredWebhook } from '../registry/match.ts';
 
 type KubeObject = Record<string, any>;
 

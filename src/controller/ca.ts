@@ -6,7 +6,7 @@
  * what it wrote, so the suite reconcilers, which read the CA from that cache, never see an older one.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { CA_SECRET, MANAGED_BY_LABELS, SUITE_LABEL, SUITE_VALIDATION } from '../api/names.ts';
+import { CA_SECRET, MANAGED_BY_LABELS, NAMESPACED, SUITE_LABEL, SUITE_VALIDATION } from '../api/names.ts';
 import {
   caFromSecret,
   caToSecret,
@@ -70,7 +70,7 @@ export function cachedRotationFacts({ secrets, suites, configurations, certifica
       configurations.every((cache) =>
         cache
           .list()
-          .filter((c) => c.metadata?.name === SUITE_VALIDATION.configuration || suites.get(c.metadata?.labels?.[SUITE_LABEL] ?? '') !== undefined)
+          .filter((c) => c.metadata?.name === SUITE_VALIDATION.configuration || c.metadata?.name === NAMESPACED.configuration || suites.get(c.metadata?.labels?.[SUITE_LABEL] ?? '') !== undefined)
           .every((c) => (c.webhooks ?? []).every((w) => Buffer.from(w.clientConfig?.caBundle ?? '', 'base64').toString().includes(certPem.trim()))),
       ),
     anyLeafSignedBy: (certPem) =>

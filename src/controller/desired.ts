@@ -1,15 +1,17 @@
 /**
  * The objects a suite should have, as pure functions of the suite, the operator's settings and
  * the certificates: the serving Secret, the Service, and the webhook configurations (the Service
- * and clientConfig shapes shared with the operator's own suite-validation webhook, self.ts). The
+ * and clientConfig shapes shared with the operator's own suite-validation webhook, self.ts), and
+ * the operator-owned configurations that serve every AdmissionPolicy (namespaced.ts). The
  * reconcilers apply them; nothing here talks to the API server.
  */
-import { API_VERSION, KIND, type AdmissionSuite, type WebhookSpec, type WebhookType } from '../api/types.ts';
+import { API_VERSION, KIND, type AdmissionSuite, type RuleWithOperations, type WebhookSpec, type WebhookType } from '../api/types.ts';
 import {
   admitPath,
   configurationName,
   defaultServiceName,
   MANAGED_BY_LABELS,
+  NAMESPACED,
   POD_LABELS,
   SUITE_LABEL,
   webhookFullName,
@@ -135,12 +137,16 @@ function clientConfig(suite: AdmissionSuite, webhook: WebhookSpec, config: Opera
   return serviceClientConfig(serviceRef(suite, config), path, config, caBundle);
 }
 
+/** The namespaces no webhook of ours is ever called for, so the cluster can always be repaired. */
+export function protectedNamespaces(config: Pick<OperatorConfig, 'namespace'>): string[] {
+  return [...new Set([config.namespace, 'kube-system', 'kube-node-lease'])];
+}
+
 function namespaceSelector(suite: AdmissionSuite, webhook: WebhookSpec, config: OperatorConfig) {
   const selector = webhook.namespaceSelector ?? suite.spec.namespaceSelector ?? {};
-  const protectedNamespaces = [...new Set([config.namespace, 'kube-system', 'kube-node-lease'])];
   return {
     ...selector,
-    matchExpressions: [...(selector.matchExpressions ?? []), { key: NAMESPACE_NAME_LABEL, operator: 'NotIn', values: protectedNamespaces }],
+    matchExpressions: [...(selector.matchExpressions ?? []), { key: NAMESPACE_NAME_LABEL, operator: 'NotIn', values: protectedNamespaces(config) }],
   };
 }
 
@@ -184,4 +190,58 @@ export function webhookConfigurations(suite: AdmissionSuite, config: OperatorCon
     });
   }
   return out;
+}
+
+/** What the namespaced configurations need of the served policies. */
+export interface ServedPolicy {
+  namespace: string;
+  rules: RuleWithOperations[];
+}
+
+/**
+ * The operator-owned configuration of `type` that sends AdmissionPolicies' requests to the
+ * operator (NAMESPACED.paths), through its own Service and serving certificate as the
+ * suite-validation webhook. What keeps requests no policy wants from reaching the operator at all:
+ * namespaceSelector lists the namespaces that have a served policy of this type (by the
+ * immutable `kubernetes.io/metadata.name` label, so the operator needs no write access to
+ * Namespaces and nobody can opt a namespace in or out by labelling it); rules are the union of
+ * those policies' rules, namespaced resources only. The operator matches each policy's own rules
+ * and objectSelector (registry/namespaced.ts). Undefined when no policy of this type is served.
+ */
+export function namespacedConfiguration(
+  type: WebhookType,
+  policies: ServedPolicy[],
+  metadata: ObjectMetadata,
+  ref: ServiceRef,
+  config: OperatorConfig,
+  caBundle: string,
+): KubeObject | undefined {
+  if (policies.length === 0) return undefined;
+  const namespaces = [...new Set(policies.map((p) => p.namespace))].sort();
+  const rules = new Map<string, RuleWithOperations>();
+  for (const rule of policies.flatMap((p) => p.rules)) {
+    const scoped = { operations: rule.operations, apiGroups: rule.apiGroups, apiVersions: rule.apiVersions, resources: rule.resources, scope: 'Namespaced' };
+    rules.set(JSON.stringify(scoped), scoped);
+  }
+  const webhook: Record<string, unknown> = {
+    name: NAMESPACED.webhook,
+    clientConfig: serviceClientConfig(ref, NAMESPACED.paths[type], config, caBundle),
+    rules: [...rules.keys()].sort().map((key) => rules.get(key)!),
+    namespaceSelector: {
+      matchExpressions: [
+        { key: NAMESPACE_NAME_LABEL, operator: 'In', values: namespaces },
+        { key: NAMESPACE_NAME_LABEL, operator: 'NotIn', values: protectedNamespaces(config) },
+      ],
+    },
+    objectSelector: {},
+    matchConditions: [SELF_PROTECTION_CONDITION],
+    matchPolicy: 'Equivalent',
+    // A team's rules hold while the operator is down, as a suite's with Fail (only its namespaces are concerned).
+    failurePolicy: 'Fail',
+    timeoutSeconds: 10,
+    sideEffects: 'None',
+    admissionReviewVersions: ['v1'],
+  };
+  if (type === 'Mutating') webhook.reinvocationPolicy = 'Never';
+  return { apiVersion: 'admissionregistration.k8s.io/v1', kind: CONFIGURATION_KINDS[type], metadata: { ...metadata, name: NAMESPACED.configuration }, webhooks: [webhook] };
 }

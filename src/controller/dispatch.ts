@@ -1,6 +1,6 @@
 /**
  * Which reconciler a work-queue key runs (the CA's, the suite-validation webhook's, the orphan
- * sweep's, or a suite's), timed and counted by kind. The queue knows only keys; the reconcilers
+ * sweep's, the AdmissionPolicies', or a suite's), timed and counted by kind. The queue knows only keys; the reconcilers
  * know only their own object; this is the one place that joins the two. Owns no state.
  */
 import type { ReconcileKind, ReconcileResultLabel } from '../health/metrics.ts';
@@ -9,16 +9,18 @@ import { CA_KEY, CaNotIssuedError } from './ca.ts';
 import { ORPHANS_KEY } from './orphans.ts';
 import type { ReconcileResult } from './queue.ts';
 import { SELF_KEY } from './self.ts';
+import { NAMESPACED_KEY } from './namespaced.ts';
 
 export interface Reconcilers {
   ca: { reconcile(): Promise<ReconcileResult> };
   self: { reconcile(): Promise<ReconcileResult> };
   orphans: { reconcile(): Promise<ReconcileResult> };
+  namespaced: { reconcile(): Promise<ReconcileResult> };
   suite: { reconcile(name: string): Promise<ReconcileResult> };
 }
 
 export function kindOf(key: string): ReconcileKind {
-  return key === CA_KEY ? 'ca' : key === SELF_KEY ? 'suite-validation' : key === ORPHANS_KEY ? 'orphans' : 'suite';
+  return key === CA_KEY ? 'ca' : key === SELF_KEY ? 'suite-validation' : key === ORPHANS_KEY ? 'orphans' : key === NAMESPACED_KEY ? 'namespaced' : 'suite';
 }
 
 /** The CA is issued first (its key runs before any other); how soon a reconcile that found none runs again. */
@@ -44,7 +46,9 @@ export function dispatcher(
             ? await reconcilers.self.reconcile()
             : key === ORPHANS_KEY
               ? await reconcilers.orphans.reconcile()
-              : await reconcilers.suite.reconcile(key);
+              : key === NAMESPACED_KEY
+                ? await reconcilers.namespaced.reconcile()
+                : await reconcilers.suite.reconcile(key);
       done(result?.requeueAfterMs !== undefined ? 'requeue' : 'success');
       return result;
     } catch (err) {

@@ -1,16 +1,16 @@
 /**
  * The operator's own webhook that refuses invalid AdmissionSuites on apply (field paths in the
- * message). It has `failurePolicy: Ignore`, so a stopped operator never blocks editing or
+ * message), and its twin for AdmissionPolicies in the same configuration. It has `failurePolicy: Ignore`, so a stopped operator never blocks editing or
  * deleting suites, and everything of it is owned by the AdmissionSuite CRD, so uninstalling the
  * CRD removes it. Reconciled like a suite: certificate, Service, probe, then registration.
  */
-import { DEFAULT_CERTIFICATE_DURATION_MS, GROUP, PLURAL, VERSION } from '../api/types.ts';
-import { MANAGED_BY_LABELS, SUITE_VALIDATION } from '../api/names.ts';
+import { DEFAULT_CERTIFICATE_DURATION_MS, GROUP, PLURAL, POLICY_PLURAL, VERSION } from '../api/types.ts';
+import { MANAGED_BY_LABELS, NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
 import { applyOwned, getObject, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
 import type { Logger } from '../log.ts';
 import type { CaReconciler } from './ca.ts';
-import { operatorService, serviceClientConfig, type ObjectMetadata, type OwnerReference } from './desired.ts';
+import { operatorService, serviceClientConfig, type ObjectMetadata, type OwnerReference, type ServiceRef } from './desired.ts';
 import type { ReconcileResult } from './queue.ts';
 import { ensureLeaf, probeEndpointSoon, probeTarget } from './serving.ts';
 
@@ -20,6 +20,16 @@ export const SELF_KEY = '#self';
 export const SELF_CERTIFICATE = '#operator';
 
 const SERVICE_PORT = 443;
+
+/** The operator's own Service, which the suite-validation webhook and the AdmissionPolicies' configurations name. */
+export function selfServiceRef(config: Pick<OperatorConfig, 'namespace'>): ServiceRef {
+  return { namespace: config.namespace, name: SUITE_VALIDATION.service, port: SERVICE_PORT };
+}
+
+/** The TLS server name the API server sends to the operator's own Service (its certificate's first name). */
+export function selfServerName(config: Pick<OperatorConfig, 'namespace'>): string {
+  return `${SUITE_VALIDATION.service}.${config.namespace}.svc`;
+}
 /** With no CRD there is nothing to validate; no watch tells us when one is installed, so look again. */
 const CRD_RETRY_MS = 5_000;
 
@@ -57,7 +67,7 @@ export class SelfReconciler {
       labels: { ...MANAGED_BY_LABELS, [`${GROUP}/component`]: 'suite-validation' },
       ownerReferences: [owner],
     });
-    const serverName = `${SUITE_VALIDATION.service}.${config.namespace}.svc`;
+    const serverName = selfServerName(config);
 
     const ca = this.deps.ca.material();
     const serving = await ensureLeaf(
@@ -72,7 +82,7 @@ export class SelfReconciler {
       this.now(),
       this.deps.cached,
     );
-    const ref = { namespace: config.namespace, name: SUITE_VALIDATION.service, port: SERVICE_PORT };
+    const ref = selfServiceRef(config);
     const service = await applyOwned(kube, operatorService(metadata(SUITE_VALIDATION.service, config.namespace), ref, config), this.deps.cached);
     const probe = await probeEndpointSoon(probeTarget(config, service, SERVICE_PORT), serverName, ca.bundle, serving.certPem);
     if (probe !== true) {
@@ -89,6 +99,15 @@ export class SelfReconciler {
           clientConfig: serviceClientConfig(ref, SUITE_VALIDATION.path, config, ca.bundle),
           rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [PLURAL], scope: 'Cluster' }],
           // Ignore: with no operator running, suites can still be created, edited and deleted.
+          failurePolicy: 'Ignore',
+          sideEffects: 'None',
+          timeoutSeconds: 5,
+          admissionReviewVersions: ['v1'],
+        },
+        {
+          name: NAMESPACED.validationWebhook,
+          clientConfig: serviceClientConfig(ref, NAMESPACED.validationPath, config, ca.bundle),
+          rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [POLICY_PLURAL], scope: 'Namespaced' }],
           failurePolicy: 'Ignore',
           sideEffects: 'None',
           timeoutSeconds: 5,

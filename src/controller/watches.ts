@@ -2,17 +2,19 @@
  * What wakes each reconciler, declared in one place (controller-runtime's For/Owns/Watches): for
  * each watched kind, the pure map from an event to the work-queue keys it adds, and `Watches`,
  * which the operator hands to its caches as their onChange callbacks. Besides adding keys, the
- * callbacks keep what every replica needs whether or not it leads: the registry compiled from the
- * suites, and the certificate store filled from the serving Secrets. Creates no cache and talks to
+ * callbacks keep what every replica needs whether or not it leads: the registries compiled from the
+ * suites and the AdmissionPolicies, and the certificate store filled from the serving Secrets. Creates no cache and talks to
  * no API server: operator.ts makes the caches and connects them here.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { CA_SECRET, SUITE_LABEL, SUITE_VALIDATION, tlsSecretName } from '../api/names.ts';
-import type { AdmissionSuite } from '../api/types.ts';
+import { CA_SECRET, NAMESPACED, SUITE_LABEL, SUITE_VALIDATION, tlsSecretName } from '../api/names.ts';
+import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 import { caFromSecret } from '../certs/authority.ts';
 import type { CertificateStore } from '../certs/store.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
+import type { PolicyRegistry } from '../registry/policies.ts';
+import { NAMESPACED_KEY } from './namespaced.ts';
 import { CA_KEY } from './ca.ts';
 import { ORPHANS_KEY } from './orphans.ts';
 import { SELF_CERTIFICATE, SELF_KEY } from './self.ts';
@@ -53,9 +55,10 @@ export function secretWakes(secret: SecretObject, state: WatchState): Wake[] {
   const name = secret.metadata?.name;
   // A leaf re-signed by the new CA is what a rotation's last step waits for.
   const wakes = state.rotating() ? [now(CA_KEY)] : [];
-  if (name === CA_SECRET) return [...wakes, now(CA_KEY), now(SELF_KEY), ...state.suiteNames().map(now)];
+  if (name === CA_SECRET) return [...wakes, now(CA_KEY), now(SELF_KEY), now(NAMESPACED_KEY), ...state.suiteNames().map(now)];
   const owner = servedCertificateKey(secret);
-  if (owner === SELF_CERTIFICATE) return [...wakes, now(SELF_KEY)];
+  // The AdmissionPolicies are served with the operator's own certificate.
+  if (owner === SELF_CERTIFICATE) return [...wakes, now(SELF_KEY), now(NAMESPACED_KEY)];
   if (owner !== undefined) return [...wakes, now(owner)];
   return wakes;
 }
@@ -71,13 +74,14 @@ export function configurationWakes(configuration: KubernetesObject, state: Watch
     // A bundle carrying the successor is what a rotation's promotion waits for.
     ...(state.rotating() ? [now(CA_KEY)] : []),
     ...(configuration.metadata?.name === SUITE_VALIDATION.configuration ? [now(SELF_KEY)] : []),
+    ...(configuration.metadata?.name === NAMESPACED.configuration ? [now(NAMESPACED_KEY)] : []),
     ...ownerWake(configuration, state),
   ];
 }
 
 /** Level-based: a new leader looks at everything, adopting what exists; the CA first. */
 export function leadingWakes(state: WatchState): Wake[] {
-  return [now(CA_KEY), now(SELF_KEY), now(ORPHANS_KEY), ...state.suiteNames().map(now)];
+  return [now(CA_KEY), now(SELF_KEY), now(ORPHANS_KEY), now(NAMESPACED_KEY), ...state.suiteNames().map(now)];
 }
 
 /** The suite an object of ours belongs to, if that suite is there. */
@@ -101,6 +105,7 @@ export interface WatchesDeps {
   queue: { add(key: string): void; addAfter(key: string, delayMs: number): void };
   state: WatchState;
   registry: Pick<SuiteRegistry, 'sync' | 'remove'>;
+  policies: Pick<PolicyRegistry, 'sync' | 'remove'>;
   certificates: CertificateStore;
   /** A served certificate replaced by another, or the CA that signs replaced. */
   rotated(kind: 'serving' | 'ca'): void;
@@ -127,6 +132,14 @@ export class Watches {
       this.deps.registry.sync(suite);
     }
     this.wake(suiteWakes(name, deleted, this.deps.state));
+  };
+
+  /** Any AdmissionPolicy changed: every replica compiles it (to serve it); the leader reconciles them all under one key. */
+  readonly policy = (policy: AdmissionPolicy, deleted: boolean): void => {
+    const { namespace, name } = policy.metadata;
+    if (deleted) this.deps.policies.remove(namespace, name);
+    else this.deps.policies.sync(policy);
+    this.wake([now(NAMESPACED_KEY)]);
   };
 
   readonly secret = (secret: SecretObject, deleted: boolean): void => {

@@ -26,7 +26,7 @@ export interface MetricSources {
 }
 
 /** The work-queue keys the controller reconciles, as a bounded label (never a suite's name). */
-export type ReconcileKind = 'suite' | 'ca' | 'suite-validation' | 'orphans';
+export type ReconcileKind = 'suite' | 'ca' | 'suite-validation' | 'orphans' | 'namespaced';
 export type ReconcileResultLabel = 'success' | 'requeue' | 'error' | 'not-leader';
 
 /** Default runtime metrics (event-loop lag, heap, GC, handles) once per process, however many operators a test starts. */

@@ -1,17 +1,18 @@
-/** Installs what the operator needs into a control plane with no deploy/ applied: the CRD and the operator's namespace. */
+/** Installs what the operator needs into a control plane with no deploy/ applied: the CRDs and the operator's namespace. */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { apply, connect } from '../kube/client.ts';
 
 export const CRD_FILE = fileURLToPath(new URL('../../crds/admission.portcullis.dev_admissionsuites.yaml', import.meta.url));
+export const POLICY_CRD_FILE = fileURLToPath(new URL('../../crds/admission.portcullis.dev_admissionpolicies.yaml', import.meta.url));
 
 export async function installForLocalRun(config: k8s.KubeConfig, namespace: string): Promise<void> {
   const kube = connect(config);
-  const crd = k8s.loadYaml<k8s.KubernetesObject & Record<string, unknown>>(fs.readFileSync(CRD_FILE, 'utf8'));
-  await apply(kube, crd);
+  const crds = [CRD_FILE, POLICY_CRD_FILE].map((file) => k8s.loadYaml<k8s.KubernetesObject & Record<string, unknown>>(fs.readFileSync(file, 'utf8')));
+  for (const crd of crds) await apply(kube, crd);
   await apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
-  await waitForCrd(kube, crd.metadata!.name!);
+  for (const crd of crds) await waitForCrd(kube, crd.metadata!.name!);
 }
 
 async function waitForCrd(kube: ReturnType<typeof connect>, name: string): Promise<void> {

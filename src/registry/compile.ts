@@ -13,7 +13,7 @@ import { evaluateEach } from './each-params.ts';
 import { findHandler } from '../handlers/registry.ts';
 import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';
-import { compileRules, evaluationTotals, type AuthorizingRulesAdmit } from '../policy/engine/rules.ts';
+import { compileRules, evaluationTotals, type AuthorizingRulesAdmit, type RulesOptions } from '../policy/engine/rules.ts';
 import { planMatchConditions } from '../policy/engine/match-conditions.ts';
 import type { Authorizer } from '../api/authorization.ts';
 
@@ -74,37 +74,55 @@ export interface CompileContext {
 }
 
 export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}): CompiledSuite {
-  const { view = EMPTY_VIEW, params = NO_PARAMS, authorizer, operatorNamespace, observers } = context;
+  const { operatorNamespace } = context;
   const name = suite.metadata.name;
   const generation = suite.metadata.generation ?? 0;
   const errors = [...validateSuiteName(name), ...validateSpec(suite.spec, operatorNamespace)];
   const webhooks = new Map<string, CompiledWebhook>();
   if (errors.length === 0) {
     suite.spec.webhooks.forEach((spec, i) => {
-      const path = `spec.webhooks[${i}]`;
       const failurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
-      try {
-        const observer = observers?.webhook(name, spec.name) ?? NO_OBSERVER;
-        const admit = spec.handler
-          ? compileHandler(spec, path, view)
-          : measured(withContext(compileRules(name, spec, path, failurePolicy, authorizer), spec, failurePolicy, view, params), observer);
-        webhooks.set(spec.name, {
-          suite: name,
-          name: spec.name,
-          fullName: webhookFullName(name, spec.name),
-          type: spec.type,
-          failurePolicy,
-          admit: guarded(admit, failurePolicy),
-          observer,
-        });
-      } catch (err) {
-        if (err instanceof SpecError) errors.push(...err.errors);
-        else if (err instanceof CompileError) errors.push({ field: err.field, message: err.message.slice(err.field.length + 2) });
-        else throw err;
-      }
+      const compiled = compileWebhook(name, spec, `spec.webhooks[${i}]`, failurePolicy, context);
+      if ('errors' in compiled) errors.push(...compiled.errors);
+      else webhooks.set(spec.name, compiled);
     });
   }
   return { name, generation, errors, webhooks: errors.length ? new Map() : webhooks };
+}
+
+/**
+ * One webhook's spec (at `path`) compiled into what answers its requests, or the field errors
+ * that keep it from working. Shared by the suites and the AdmissionPolicies (registry/policies.ts),
+ * whose `options` say how a policy differs (RulesOptions: its cost budget, its matchConditions).
+ */
+export function compileWebhook(
+  owner: string,
+  spec: WebhookSpec,
+  path: string,
+  failurePolicy: FailurePolicy,
+  context: CompileContext,
+  options?: RulesOptions,
+): CompiledWebhook | { errors: FieldError[] } {
+  const { view = EMPTY_VIEW, params = NO_PARAMS, authorizer, observers } = context;
+  try {
+    const observer = observers?.webhook(owner, spec.name) ?? NO_OBSERVER;
+    const admit = spec.handler
+      ? compileHandler(spec, path, view)
+      : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params), observer);
+    return {
+      suite: owner,
+      name: spec.name,
+      fullName: webhookFullName(owner, spec.name),
+      type: spec.type,
+      failurePolicy,
+      admit: guarded(admit, failurePolicy),
+      observer,
+    };
+  } catch (err) {
+    if (err instanceof SpecError) return { errors: err.errors };
+    if (err instanceof CompileError) return { errors: [{ field: err.field, message: err.message.slice(err.field.length + 2) }] };
+    throw err;
+  }
 }
 
 /** What went wrong under a webhook (its handler threw, the review worker was lost), answered by its failurePolicy. */

@@ -68,6 +68,7 @@ describe('charts/portcullis: the Helm chart', function () {
           '--set', 'nodeSelector.pool=system', '--set', 'priorityClassName=system-cluster-critical',
           '--set', 'metrics.service.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true',
           '--set', 'crds.install=false', '--set', 'networkPolicy.enabled=false', '--set', 'podDisruptionBudget.enabled=false',
+          '--set', 'namespacedPolicies.mutations=false', '--set', 'namespacedPolicies.costBudget=50000',
         ])
       ).stdout,
     );
@@ -75,13 +76,14 @@ describe('charts/portcullis: the Helm chart', function () {
     const pod = deployment.spec.template.spec;
     expect(deployment.spec.replicas).to.equal(3);
     expect(pod.containers[0].image).to.equal(`registry.example.com/portcullis@sha256:${'a'.repeat(64)}`);
-    expect(pod.containers[0].args).to.deep.equal(['--mode=cluster', '--lease-duration=30s', '--shutdown-delay=8s']);
+    expect(pod.containers[0].args).to.deep.equal(['--mode=cluster', '--lease-duration=30s', '--namespaced-policy-mutations=false', '--namespaced-policy-cost-budget=50000', '--shutdown-delay=8s']);
     expect(pod.containers[0].env).to.deep.include({ name: 'PORTCULLIS_LOG_LEVEL', value: 'debug' });
     expect(pod.nodeSelector).to.deep.equal({ pool: 'system' });
     expect(pod.priorityClassName).to.equal('system-cluster-critical');
     expect(chart.has('Service policy/portcullis-operator-metrics')).to.equal(true);
     expect(chart.has('ServiceMonitor policy/portcullis-operator')).to.equal(true);
     expect(chart.has('CustomResourceDefinition admissionsuites.admission.portcullis.dev')).to.equal(false);
+    expect(chart.has('CustomResourceDefinition admissionpolicies.admission.portcullis.dev')).to.equal(false);
     expect(chart.has('NetworkPolicy policy/portcullis-operator')).to.equal(false);
     expect(chart.has('PodDisruptionBudget policy/portcullis-operator')).to.equal(false);
     // The release's namespace reaches the RBAC subjects and the token guard's rules.

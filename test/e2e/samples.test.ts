@@ -1,6 +1,7 @@
 /**
- * config/samples/, each applied as a user would (`kubectl apply -f`), alone, against a running
- * operator: each does what its opening comment says, shows in `kubectl get`, and is deleted.
+ * config/samples/, each applied as a user would (`kubectl apply -f`, `-n` for AdmissionPolicies),
+ * alone, against a running operator: each does what its opening comment says, shows in
+ * `kubectl get`, and is deleted.
  * platform-guards.yaml is the contract's example suite, as written there.
  */
 import { expect } from 'chai';
@@ -88,6 +89,34 @@ describe('config/samples, applied as they are', function () {
       expect(pod.spec?.containers.map((c) => c.imagePullPolicy)).to.deep.equal(['Always', 'Always']);
       const labelled = await createPod('team-core', { team: 'core' });
       expect(labelled.metadata?.labels).to.deep.equal({ team: 'core' });
+    });
+  });
+
+  describe('team-policies.yaml (AdmissionPolicies, applied in a namespace)', function () {
+    before(async function () {
+      const result = await kubectl(['apply', '-n', NS, '-f', 'config/samples/team-policies.yaml']);
+      expect(result.code, result.stderr).to.equal(0);
+      expect(result.stdout).to.contain('admissionpolicy.admission.portcullis.dev/replica-limit created');
+      await eventually(async () => {
+        const table = await kubectl(['get', 'apol', '-n', NS, '--no-headers']);
+        const rows = table.stdout.trim().split('\n').map((line) => line.trim().split(/\s+/));
+        if (rows.length !== 2 || rows.some((row) => row[2] !== 'True')) throw new Error(table.stdout + table.stderr);
+      }, { what: 'both policies to show Ready in kubectl get apol' });
+    });
+    after(async function () {
+      await kubectl(['delete', '-n', NS, '-f', 'config/samples/team-policies.yaml', '--ignore-not-found']);
+      // With the last policy, the operator removes portcullis.namespaced (nothing left pointing at this file's operator).
+      await eventually(async () => {
+        const left = await kubectl(['get', 'mutatingwebhookconfigurations,validatingwebhookconfigurations', '--field-selector', 'metadata.name=portcullis.namespaced', '--no-headers']);
+        if (left.stdout.trim()) throw new Error(left.stdout);
+      }, { what: 'the portcullis.namespaced configurations to go with the last policy' });
+    });
+
+    it('labels a Deployment of the namespace with its team and refuses more than three replicas, saying so', async function () {
+      const refused = await denialOf(createDeployment('four', 4));
+      expect(refused.message).to.contain('AdmissionPolicy replica-limit: at most 3 replicas in samples-e2e, not 4');
+      const three = await createDeployment('three', 3)();
+      expect(three.metadata?.labels?.team).to.equal(NS);
     });
   });
 

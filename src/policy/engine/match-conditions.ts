@@ -39,13 +39,14 @@ export interface MatchConditionPlan {
  * the field. A webhook with a built-in handler is a webhook, not a policy: its conditions all go
  * to the API server, compiled as the API server compiles a webhook's (no params).
  */
-export function planMatchConditions(webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): MatchConditionPlan {
+/** `evaluateAll`: none is handed to the API server (an AdmissionPolicy's, whose registered webhook is shared). */
+export function planMatchConditions(webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, evaluateAll = false): MatchConditionPlan {
   const plan: MatchConditionPlan = { passedThrough: [], evaluated: [] };
   const params = !webhook.handler && webhook.params !== undefined;
   (webhook.matchConditions ?? []).forEach((condition, i) => {
     // VAP compiles the trimmed expression, with no `variables` declared.
     const program = compile(condition.expression.trim(), `${path}.matchConditions[${i}].expression`, ['bool'], { params, variables: false });
-    if (webhook.handler || sameOnTheApiServer(program, failurePolicy)) plan.passedThrough.push(condition);
+    if (!evaluateAll && (webhook.handler || sameOnTheApiServer(program, failurePolicy))) plan.passedThrough.push(condition);
     else plan.evaluated.push({ name: condition.name, expression: condition.expression.trim(), program });
   });
   return plan;

@@ -11,7 +11,7 @@ import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
 import { CopyOnWritePatcher } from './patch.ts';
 import { fromCel, IntsInPlace } from '../values/convert.ts';
-import { closeBudget, CostBudgetError, evaluationTotals, openBudget, PER_CALL_LIMIT, remainingBudget } from '../cost/meter.ts';
+import { closeBudget, CostBudgetError, evaluationTotals, openBudget, PER_CALL_LIMIT, remainingBudget, RUNTIME_CEL_COST_BUDGET } from '../cost/meter.ts';
 import type { Authorizer } from '../../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
 import { requestAuthorizer } from '../library/authz.ts';
@@ -20,7 +20,7 @@ import { readsRequestValue } from '../celjs/equality.ts';
 import { evaluateMatchConditions, planMatchConditions, type CompiledMatchCondition } from './match-conditions.ts';
 
 /** (for src/registry/compile.ts, which reads the policy engine through this module and celjs/program.ts only) */
-export { evaluationTotals } from '../cost/meter.ts';
+export { evaluationTotals, RUNTIME_CEL_COST_BUDGET } from '../cost/meter.ts';
 
 interface CompiledValidation {
   expression: string;
@@ -45,6 +45,7 @@ interface CompiledConditions {
 
 interface CompiledValidations {
   suite: string;
+  costBudget: number;
   matchConditions: CompiledConditions;
   webhook: string;
   failurePolicy: FailurePolicy;
@@ -76,6 +77,14 @@ export type RulesAdmit = (request: AdmissionRequest, context?: RulesContext) => 
 /** Rules that may have to ask `authorizer` checks first: a Promise then, a Decision otherwise. */
 export type AuthorizingRulesAdmit = (request: AdmissionRequest, context?: RulesContext) => Decision | Promise<Decision>;
 
+/** How an AdmissionPolicy's rules differ from a suite webhook's (registry/policies.ts). */
+export interface RulesOptions {
+  /** The cost one evaluation may spend (the API server's RUNTIME_CEL_COST_BUDGET unless a cluster admin set less). */
+  costBudget?: number;
+  /** Evaluate every matchCondition here, none handed to the API server (a policy shares one registered webhook with others). */
+  allMatchConditions?: boolean;
+}
+
 /** What one evaluation binds besides the request: the RulesContext, and `authorizer` when used. */
 type EvaluationContext = RulesContext & { authorizer?: unknown };
 
@@ -87,9 +96,9 @@ type EvaluationContext = RulesContext & { authorizer?: unknown };
  * do not name `authorizer` is always evaluated synchronously and binds nothing for it.
  */
 export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): RulesAdmit;
-export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer: Authorizer | undefined): AuthorizingRulesAdmit;
-export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer?: Authorizer): AuthorizingRulesAdmit {
-  const admit = compileSyncRules(suite, webhook, path, failurePolicy);
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer: Authorizer | undefined, options?: RulesOptions): AuthorizingRulesAdmit;
+export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer?: Authorizer, options: RulesOptions = {}): AuthorizingRulesAdmit {
+  const admit = compileSyncRules(suite, webhook, path, failurePolicy, options.costBudget ?? RUNTIME_CEL_COST_BUDGET, options.allMatchConditions ?? false);
   if (!admit.authorizing) return admit;
   if (!authorizer) {
     return (request, context = {}) => admit(request, { ...context, authorizer: requestAuthorizer(request, new AuthorizationSession(undefined)) });
@@ -107,13 +116,13 @@ function usesAuthorizer(program: Program | undefined): boolean {
 
 type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean };
 
-function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): SyncRules {
+function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, costBudget: number, allMatchConditions: boolean): SyncRules {
   // The variables whose expressions compile (policy/fast) can be read by compiled expressions after them.
   const compiledVariables = new Set<string>();
   // The variables that are a part of the request as it is: compared across kinds, they raise as the request's values do.
   const requestVariables = new Set<string>();
   const scope = { params: webhook.params !== undefined, compiledVariables, requestVariables };
-  const conditions = planMatchConditions(webhook, path, failurePolicy).evaluated;
+  const conditions = planMatchConditions(webhook, path, failurePolicy, allMatchConditions).evaluated;
   const matchConditions: CompiledConditions = { conditions, reads: new ActivationReads(conditions.map((c) => c.program)) };
   const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => {
     const program = compile(v.expression, `${path}.variables[${i}].expression`, [], { ...scope, compiledVariables: new Set(compiledVariables), requestVariables: new Set(requestVariables) });
@@ -139,7 +148,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       const match = evaluateMatchConditions(matchConditions.conditions, matchConditions.reads, request, context, failurePolicy);
       if ('error' in match) return errored(match.error, failurePolicy, 'Invalid');
       if (!match.matches) return allowed();
-      const budget = openBudget();
+      const budget = openBudget(costBudget);
       try {
         return mutate(request, mutations, variables, context, reads);
       } catch (err) {
@@ -170,6 +179,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
   }));
   const compiled: CompiledValidations = {
     suite,
+    costBudget,
     matchConditions,
     webhook: webhook.name,
     failurePolicy,
@@ -199,7 +209,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
   const { failurePolicy } = compiled;
   // One cost budget (cost/meter.ts) for the validations, then their messageExpressions from what is left,
   // as the API server spends it; running out answers for the whole webhook.
-  const budget = openBudget();
+  const budget = openBudget(compiled.costBudget);
   const ints = new IntsInPlace();
   try {
     const activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads, true);
@@ -251,7 +261,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
     const verdict = new Verdict(compiled);
     failures.forEach((failure, index) => verdict.add(failure, index));
 
-    openBudget(); // audit annotations get a budget of their own, as in the API server
+    openBudget(compiled.costBudget); // audit annotations get a budget of their own, as in the API server
     for (const annotation of compiled.auditAnnotations) {
       let value: unknown;
       try {

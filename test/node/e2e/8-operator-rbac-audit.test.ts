@@ -4,7 +4,8 @@
  * (test/node/cluster.ts). After the run so far (install, suites, rolls, drains, a lost leader),
  * this file first exercises the paths only some suites take (params read from a ConfigMap, the
  * SubjectAccessReview asking whether the author may read them, a Mutating webhook, and its
- * configuration deleted when the suite drops that type), then reads the log: no request of the
+ * configuration deleted when the suite drops that type; an AdmissionPolicy served through
+ * portcullis.namespaced and its status, the configuration gone with it), then reads the log: no request of the
  * operator was refused (403), every one is granted by deploy/02-rbac.yaml (or is discovery, which
  * every authenticated user may read), and every permission deploy/02-rbac.yaml grants was used,
  * but for a short allow-list, each entry with the reason it is rarely used.
@@ -28,6 +29,10 @@ const RARELY_USED: { grant: string; reason: string }[] = [
   {
     grant: 'get admission.portcullis.dev/admissionsuites',
     reason: 'read only when a status write conflicts (the watch cache was behind the suite), to write over the newest version',
+  },
+  {
+    grant: 'get admission.portcullis.dev/admissionpolicies',
+    reason: 'read only when a status write conflicts (the watch cache was behind the policy), to write over the newest version',
   },
 ];
 
@@ -168,6 +173,34 @@ describe('the operator: least privilege, from the audit log', function () {
       what: 'the Validating configuration of the suite to be deleted',
     });
     await stamped('not-this-one');
+  });
+
+  it('an AdmissionPolicy is served through portcullis.namespaced, and its configuration goes with it', async function () {
+    const policy = {
+      apiVersion: 'admission.portcullis.dev/v1alpha1',
+      kind: 'AdmissionPolicy',
+      metadata: { name: 'no-forbidden', namespace: NS },
+      spec: {
+        type: 'Validating',
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+        validations: [{ expression: "object.metadata.name != 'policy-forbidden'", message: 'not this name in this namespace' }],
+      },
+    };
+    await apply(policy);
+    await eventually(
+      async () => {
+        const denied = await nodeCluster().kubectl(['create', 'configmap', 'policy-forbidden', '-n', NS, '--dry-run=server']);
+        expect(denied.stderr).to.contain('AdmissionPolicy no-forbidden: not this name in this namespace');
+      },
+      { what: 'the AdmissionPolicy to deny', timeoutMs: 30_000 },
+    );
+    await eventually(async () => expect(await kc(['get', 'apol', 'no-forbidden', '-n', NS, '-o', 'jsonpath={.status.conditions[0].reason}'])).to.equal('Served'), {
+      what: 'the AdmissionPolicy to be Ready',
+    });
+    await kc(['delete', 'apol', 'no-forbidden', '-n', NS]);
+    await eventually(async () => expect(await kc(['get', 'validatingwebhookconfiguration', 'portcullis.namespaced', '--ignore-not-found', '-o', 'name'])).to.equal(''), {
+      what: 'the namespaced configuration to go with the last policy',
+    });
   });
 
   it('every request of its ServiceAccount was allowed and granted by deploy/02-rbac.yaml, and every grant was used', async function () {

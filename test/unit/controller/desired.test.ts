@@ -6,7 +6,8 @@
 import { expect } from 'chai';
 import { API_VERSION, KIND, type AdmissionSuite, type WebhookSpec } from '../../../src/api/types.ts';
 import { DEFAULTS, type OperatorConfig } from '../../../src/config.ts';
-import { NAMESPACE_NAME_LABEL, SELF_PROTECTION_CONDITION, service, servingNames, webhookConfigurations } from '../../../src/controller/desired.ts';
+import { NAMESPACE_NAME_LABEL, namespacedConfiguration, SELF_PROTECTION_CONDITION, service, servingNames, webhookConfigurations } from '../../../src/controller/desired.ts';
+import { NAMESPACED } from '../../../src/api/names.ts';
 
 const cluster: OperatorConfig = { ...DEFAULTS, namespace: 'ops', servingPort: 9443, mode: 'cluster' };
 const local: OperatorConfig = { ...cluster, mode: 'local', servingPort: 18443 };
@@ -123,6 +124,36 @@ describe('controller/desired', function () {
 
     it('writes no such condition for a webhook that has neither', function () {
       expect(entries(suite(), cluster)[0]!.matchConditions.map((c: { name: string }) => c.name)).to.deep.equal([SELF_PROTECTION_CONDITION.name]);
+    });
+  });
+
+  describe("the AdmissionPolicies' configurations", function () {
+    const metadata = { name: 'ignored', labels: { 'app.kubernetes.io/managed-by': 'portcullis' }, ownerReferences: [] };
+    const ref = { namespace: 'ops', name: 'portcullis-operator', port: 443 };
+    const deployments = [{ operations: ['CREATE', 'UPDATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
+
+    it('exists only while a policy of its type is served', function () {
+      expect(namespacedConfiguration('Mutating', [], metadata, ref, cluster, 'BUNDLE')).to.equal(undefined);
+    });
+
+    it("sends only the namespaces that have policies, only the resources they name, namespaced only, to the operator's own Service", function () {
+      const configuration = namespacedConfiguration('Validating', [{ namespace: 'team-b', rules }, { namespace: 'team-a', rules: deployments }, { namespace: 'team-a', rules }], metadata, ref, cluster, 'BUNDLE')!;
+      expect(configuration).to.deep.include({ kind: 'ValidatingWebhookConfiguration' });
+      expect((configuration.metadata as { name: string }).name).to.equal(NAMESPACED.configuration);
+      const webhook = (configuration.webhooks as Record<string, any>[])[0]!;
+      expect(webhook.namespaceSelector.matchExpressions).to.deep.equal([
+        { key: NAMESPACE_NAME_LABEL, operator: 'In', values: ['team-a', 'team-b'] },
+        { key: NAMESPACE_NAME_LABEL, operator: 'NotIn', values: ['ops', 'kube-system', 'kube-node-lease'] },
+      ]);
+      expect(webhook.rules, 'the union, each rule once').to.have.length(2);
+      expect(webhook.rules.every((r: { scope: string }) => r.scope === 'Namespaced')).to.equal(true);
+      expect(webhook.matchConditions).to.deep.equal([SELF_PROTECTION_CONDITION]);
+      expect(webhook.clientConfig.service).to.deep.equal({ namespace: 'ops', name: 'portcullis-operator', path: NAMESPACED.paths.Validating, port: 443 });
+      expect(webhook).to.include({ failurePolicy: 'Fail', sideEffects: 'None' });
+    });
+
+    it('sorts after every suite\'s configuration, so the API server calls cluster mutations first', function () {
+      for (const suite of ['a', 'zzz', 'portcullis', '0']) expect(`portcullis-${suite}` < NAMESPACED.configuration).to.equal(true);
     });
   });
 });

@@ -4,6 +4,7 @@ import { CA_KEY, CaNotIssuedError } from '../../../src/controller/ca.ts';
 import { CA_WAIT_MS, dispatcher, kindOf } from '../../../src/controller/dispatch.ts';
 import { ORPHANS_KEY } from '../../../src/controller/orphans.ts';
 import { SELF_KEY } from '../../../src/controller/self.ts';
+import { NAMESPACED_KEY } from '../../../src/controller/namespaced.ts';
 import { NotLeaderError } from '../../../src/kube/client.ts';
 
 describe('controller/dispatch', function () {
@@ -17,19 +18,19 @@ describe('controller/dispatch', function () {
       return name === 'suite' ? undefined : { requeueAfterMs: 10 };
     };
     const reconcile = dispatcher(
-      { ca: { reconcile: run('ca') }, self: { reconcile: run('self') }, orphans: { reconcile: run('orphans') }, suite: { reconcile: (key) => run('suite')().then((r) => (ran.push(key), r)) } },
+      { ca: { reconcile: run('ca') }, self: { reconcile: run('self') }, orphans: { reconcile: run('orphans') }, namespaced: { reconcile: run('namespaced') }, suite: { reconcile: (key) => run('suite')().then((r) => (ran.push(key), r)) } },
       (kind, result) => void observed.push(`${kind}:${result}`),
       () => void caAdded++,
     );
     return { reconcile, ran, observed, caAdded: () => caAdded };
   }
 
-  it("runs the CA's, the suite-validation webhook's, the sweep's or the named suite's reconciler, reporting each by kind", async function () {
+  it("runs the CA's, the suite-validation webhook's, the sweep's, the AdmissionPolicies' or the named suite's reconciler, reporting each by kind", async function () {
     const { reconcile, ran, observed } = setup();
-    for (const key of [CA_KEY, SELF_KEY, ORPHANS_KEY, 'guards']) await reconcile(key);
-    expect(ran).to.deep.equal(['ca', 'self', 'orphans', 'suite', 'guards']);
-    expect(observed).to.deep.equal(['ca:requeue', 'suite-validation:requeue', 'orphans:requeue', 'suite:success']);
-    expect([CA_KEY, SELF_KEY, ORPHANS_KEY, 'guards'].map(kindOf)).to.deep.equal(['ca', 'suite-validation', 'orphans', 'suite']);
+    for (const key of [CA_KEY, SELF_KEY, ORPHANS_KEY, NAMESPACED_KEY, 'guards']) await reconcile(key);
+    expect(ran).to.deep.equal(['ca', 'self', 'orphans', 'namespaced', 'suite', 'guards']);
+    expect(observed).to.deep.equal(['ca:requeue', 'suite-validation:requeue', 'orphans:requeue', 'namespaced:requeue', 'suite:success']);
+    expect([CA_KEY, SELF_KEY, ORPHANS_KEY, NAMESPACED_KEY, 'guards'].map(kindOf)).to.deep.equal(['ca', 'suite-validation', 'orphans', 'namespaced', 'suite']);
   });
 
   it('with no CA yet, queues the CA and runs the key again soon rather than failing it', async function () {

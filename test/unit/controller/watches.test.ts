@@ -4,14 +4,15 @@
  */
 import { expect } from 'chai';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { CA_SECRET, SUITE_LABEL, SUITE_VALIDATION, tlsSecretName } from '../../../src/api/names.ts';
-import type { AdmissionSuite } from '../../../src/api/types.ts';
+import { CA_SECRET, NAMESPACED, SUITE_LABEL, SUITE_VALIDATION, tlsSecretName } from '../../../src/api/names.ts';
+import type { AdmissionPolicy, AdmissionSuite } from '../../../src/api/types.ts';
 import { caToSecret, newCA } from '../../../src/certs/authority.ts';
 import { CertificateStore } from '../../../src/certs/store.ts';
 import { createCA, issueLeaf } from '../../../src/certs/x509.ts';
 import { CA_KEY } from '../../../src/controller/ca.ts';
 import { ORPHANS_KEY } from '../../../src/controller/orphans.ts';
 import { SELF_CERTIFICATE, SELF_KEY } from '../../../src/controller/self.ts';
+import { NAMESPACED_KEY } from '../../../src/controller/namespaced.ts';
 import {
   configurationWakes,
   leadingWakes,
@@ -39,14 +40,14 @@ describe('controller/watches', function () {
     });
 
     it("the CA Secret wakes the CA first, then the suite-validation webhook and every suite (all sign with it)", function () {
-      expect(keys(secretWakes(object(CA_SECRET), state(false)))).to.deep.equal([CA_KEY, SELF_KEY, 'a', 'b']);
+      expect(keys(secretWakes(object(CA_SECRET), state(false)))).to.deep.equal([CA_KEY, SELF_KEY, NAMESPACED_KEY, 'a', 'b']);
     });
 
     it("a serving Secret wakes its owner; any other Secret nothing; mid-rotation each also wakes the CA, first", function () {
       const leaf = object(tlsSecretName('a'), { [SUITE_LABEL]: 'a' });
       expect(keys(secretWakes(leaf, state(false)))).to.deep.equal(['a']);
       expect(keys(secretWakes(leaf, state(true)))).to.deep.equal([CA_KEY, 'a']);
-      expect(keys(secretWakes(object(SUITE_VALIDATION.secret), state(false)))).to.deep.equal([SELF_KEY]);
+      expect(keys(secretWakes(object(SUITE_VALIDATION.secret), state(false))), 'the AdmissionPolicies are served with the operator\'s certificate too').to.deep.equal([SELF_KEY, NAMESPACED_KEY]);
       // Labelled for a suite but not named as its serving Secret: not one we serve from.
       expect(keys(secretWakes(object('other', { [SUITE_LABEL]: 'a' }), state(false)))).to.deep.equal([]);
       expect(keys(secretWakes(object('other'), state(true)))).to.deep.equal([CA_KEY]);
@@ -59,10 +60,11 @@ describe('controller/watches', function () {
       expect(keys(configurationWakes(object('portcullis-a', { [SUITE_LABEL]: 'a' }), state(false)))).to.deep.equal(['a']);
       expect(keys(configurationWakes(object('portcullis-gone', { [SUITE_LABEL]: 'gone' }), state(false)))).to.deep.equal([]);
       expect(keys(configurationWakes(object(SUITE_VALIDATION.configuration), state(true)))).to.deep.equal([CA_KEY, SELF_KEY]);
+      expect(keys(configurationWakes(object(NAMESPACED.configuration), state(false))), "the AdmissionPolicies' configurations").to.deep.equal([NAMESPACED_KEY]);
     });
 
-    it('a new leader looks at everything: the CA first, then the suite-validation webhook, the orphans and every suite', function () {
-      expect(keys(leadingWakes(state(false)))).to.deep.equal([CA_KEY, SELF_KEY, ORPHANS_KEY, 'a', 'b']);
+    it('a new leader looks at everything: the CA first, then the suite-validation webhook, the orphans, the AdmissionPolicies and every suite', function () {
+      expect(keys(leadingWakes(state(false)))).to.deep.equal([CA_KEY, SELF_KEY, ORPHANS_KEY, NAMESPACED_KEY, 'a', 'b']);
     });
 
     it('serves a Secret under its owner: the operator, a suite whose serving Secret it is, or none', function () {
@@ -89,6 +91,10 @@ describe('controller/watches', function () {
           sync: (suite: AdmissionSuite) => (calls.push(`sync ${suite.metadata.name}`), { errors: [] }) as never,
           remove: (name: string) => void calls.push(`remove ${name}`),
         },
+        policies: {
+          sync: (policy) => (calls.push(`sync policy ${policy.metadata.namespace}/${policy.metadata.name}`), { errors: [] }) as never,
+          remove: (namespace, name) => void calls.push(`remove policy ${namespace}/${name}`),
+        },
         certificates,
         rotated: (kind) => void rotated.push(kind),
         log: componentLogger('test'),
@@ -109,6 +115,15 @@ describe('controller/watches', function () {
       expect(calls).to.deep.equal(['sync a', 'remove a']);
       expect(certificates.served('a')).to.equal(undefined);
       expect(added).to.deep.equal(['a', `${ORPHANS_KEY}@${ORPHAN_SWEEP_AFTER_DELETE_MS}`]);
+    });
+
+    it('compiles an AdmissionPolicy into the policy registry, removes it when deleted, and wakes the one key of all policies', function () {
+      const { watches, added, calls } = setup();
+      const policy = { metadata: { name: 'p', namespace: 'team' } } as AdmissionPolicy;
+      watches.policy(policy, false);
+      watches.policy(policy, true);
+      expect(calls).to.deep.equal(['sync policy team/p', 'remove policy team/p']);
+      expect(added).to.deep.equal([NAMESPACED_KEY, NAMESPACED_KEY]);
     });
 
     it("serves a suite's and the operator's certificates from their Secrets, counts a replacement as a rotation, and drops one deleted or incomplete", async function () {
@@ -137,7 +152,7 @@ describe('controller/watches', function () {
       const self: SecretObject = { metadata: { name: SUITE_VALIDATION.secret }, data: tlsData(first.certPem, first.keyPem) };
       watches.secret(self, false);
       expect(certificates.served(SELF_CERTIFICATE)).to.equal(first.certPem);
-      expect(added.at(-1)).to.equal(SELF_KEY);
+      expect(added.slice(-2)).to.deep.equal([SELF_KEY, NAMESPACED_KEY]);
     });
 
     it('counts a CA rotation only when the signing CA changes, not on its first sight nor on its deletion', async function () {
@@ -155,13 +170,13 @@ describe('controller/watches', function () {
       watches.secret(caSecret({ current: first }), true);
       watches.secret(caSecret({ current: second, previousCertPem: first.certPem, previousSince: new Date() }), false);
       expect(rotated).to.deep.equal(['ca']);
-      expect(added.slice(0, 4)).to.deep.equal([CA_KEY, SELF_KEY, 'a', 'b']);
+      expect(added.slice(0, 5)).to.deep.equal([CA_KEY, SELF_KEY, NAMESPACED_KEY, 'a', 'b']);
     });
 
     it('adds every key when this replica starts leading, the CA first', function () {
       const { watches, added } = setup();
       watches.leading();
-      expect(added).to.deep.equal([CA_KEY, SELF_KEY, ORPHANS_KEY, 'a', 'b']);
+      expect(added).to.deep.equal([CA_KEY, SELF_KEY, ORPHANS_KEY, NAMESPACED_KEY, 'a', 'b']);
     });
   });
 });

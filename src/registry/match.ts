@@ -1,13 +1,15 @@
 /**
  * Which registered webhooks the API server would call for a request: the rules, namespaceSelector
  * and objectSelector of the webhook configuration the operator registers (src/controller/desired.ts,
- * the self-protection exclusions included), evaluated offline as the API server evaluates them.
- * matchConditions are CEL, evaluated by evaluate.ts with the policy engine: among them the one the
- * operator writes for a webhook's `resourceNames` and `excludeResourceRules`, which registered
- * rules cannot say. Pure; no I/O.
+ * the self-protection exclusions included), evaluated as the API server evaluates them. Used
+ * offline by the `portcullis` command (src/cli/evaluate.ts), and on the request path for
+ * AdmissionPolicies, which share one registered webhook and are told apart here
+ * (registry/namespaced.ts). matchConditions are CEL, evaluated by the policy engine: among them
+ * the one the operator writes for a webhook's `resourceNames` and `excludeResourceRules`, which
+ * registered rules cannot say. Pure; no I/O.
  */
 import type { AdmissionRequest } from '../api/review.ts';
-import type { FailurePolicy, LabelSelector, MatchCondition, RuleWithOperations } from '../api/types.ts';
+import type { FailurePolicy, LabelSelector, MatchCondition, NamedRuleWithOperations, RuleWithOperations } from '../api/types.ts';
 import { selects } from '../k8s/selectors.ts';
 
 export interface RegisteredWebhook {
@@ -30,7 +32,7 @@ export function notCalledBecause(webhook: RegisteredWebhook, request: AdmissionR
   return undefined;
 }
 
-function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest): boolean {
+export function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest): boolean {
   const any = (list: string[] | undefined, value: string) => (list ?? []).some((v) => v === '*' || v === value);
   if (!any(rule.operations, request.operation)) return false;
   if (!any(rule.apiGroups, request.resource.group)) return false;
@@ -46,5 +48,8 @@ function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest): boole
   const scope = rule.scope ?? '*';
   if (scope === 'Cluster' && request.namespace) return false;
   if (scope === 'Namespaced' && !request.namespace) return false;
+  // Registered rules have no names (resource-match.ts moves them to a matchCondition); a policy's rules keep theirs.
+  const names = (rule as NamedRuleWithOperations).resourceNames;
+  if (names?.length && !(request.name && names.includes(request.name))) return false;
   return true;
 }

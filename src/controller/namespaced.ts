@@ -1,0 +1,154 @@
+/**
+ * The AdmissionPolicies' reconciler: level-based, one work-queue key for all of them. From the
+ * policy cache it brings the policy registry up to date, keeps the two operator-owned
+ * `portcullis.namespaced` configurations (one per type, present while a policy of that type is
+ * served; owned by the AdmissionPolicy CRD, so uninstalling it removes them), and writes each
+ * policy's status. The configurations point at the operator's own Service and certificate, which
+ * the suite-validation reconciler (self.ts) keeps; they are registered only once that endpoint
+ * answers with a certificate the bundle trusts. Run twice, it changes nothing the second time.
+ */
+import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type PolicyStatus, type WebhookType } from '../api/types.ts';
+import { MANAGED_BY_LABELS, NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
+import type { OperatorConfig } from '../config.ts';
+import type { CertificateStore } from '../certs/store.ts';
+import { applyOwned, deleteIfExists, describeError, getObject, isConflict, isNotFound, write, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
+import type { WatchedCache } from '../kube/watch.ts';
+import type { Logger } from '../log.ts';
+import type { CompiledPolicy, PolicyRegistry } from '../registry/policies.ts';
+import type { CaReconciler } from './ca.ts';
+import { setConditions, type ConditionInput } from './conditions.ts';
+import { CONFIGURATION_KINDS, namespacedConfiguration, type ObjectMetadata } from './desired.ts';
+import type { ReconcileResult } from './queue.ts';
+import { probeEndpointSoon, probeTarget } from './serving.ts';
+import { SELF_CERTIFICATE, selfServerName, selfServiceRef } from './self.ts';
+
+/** The work-queue key of the AdmissionPolicies; not a DNS label, so no suite can have it. */
+export const NAMESPACED_KEY = '#namespaced';
+
+const ENDPOINT_RETRY_MS = 250;
+/** With no CRD (or its cache not listed yet) there is nothing to serve; no watch tells us when one is installed, so look again. */
+const CRD_RETRY_MS = 5_000;
+
+export interface NamespacedReconcilerDeps {
+  kube: Kube;
+  config: OperatorConfig;
+  ca: CaReconciler;
+  policies: WatchedCache<AdmissionPolicy>;
+  /** Whether the policy cache has listed (before that, an empty cache would unregister every policy). */
+  synced: () => boolean;
+  registry: PolicyRegistry;
+  /** The operator's own serving certificate, as served now (self.ts keeps it). */
+  certificates: Pick<CertificateStore, 'served'>;
+  cached: CacheLookup;
+  log: Logger;
+  now?: () => Date;
+}
+
+export class NamespacedReconciler {
+  private readonly deps: NamespacedReconcilerDeps;
+  private readonly now: () => Date;
+
+  constructor(deps: NamespacedReconcilerDeps) {
+    this.deps = deps;
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  async reconcile(): Promise<ReconcileResult> {
+    const { registry } = this.deps;
+    if (!this.deps.synced()) return { requeueAfterMs: CRD_RETRY_MS };
+    const policies = this.deps.policies.list();
+    const compiled = policies.map((policy) => ({ policy, compiled: registry.sync(policy) }));
+    const served = compiled.filter((c) => c.compiled.webhook !== undefined).map((c) => c.compiled);
+
+    let waiting: string | undefined;
+    if (served.length > 0 || this.ours('Mutating') || this.ours('Validating')) {
+      waiting = await this.configure(served);
+      if (waiting === CRD_MISSING) return { requeueAfterMs: CRD_RETRY_MS };
+    }
+    for (const { policy, compiled: c } of compiled) await this.writeStatus(policy, readiness(c, waiting));
+    return waiting ? { requeueAfterMs: ENDPOINT_RETRY_MS } : undefined;
+  }
+
+  /** Applies (or removes) the two configurations; returns why they are not registered yet, if they are not. */
+  private async configure(served: CompiledPolicy[]): Promise<string | undefined> {
+    const { kube, config } = this.deps;
+    const crd = await getObject<KubeObject & { metadata: { uid: string } }>(kube, {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: NAMESPACED.crd },
+    });
+    if (!crd) return CRD_MISSING;
+    const metadata: ObjectMetadata = {
+      name: NAMESPACED.configuration,
+      labels: { ...MANAGED_BY_LABELS, [`${GROUP}/component`]: 'namespaced-policies' },
+      ownerReferences: [{ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: NAMESPACED.crd, uid: crd.metadata.uid }],
+    };
+    const ca = this.deps.ca.material();
+    const ref = selfServiceRef(config);
+    const wanted = (['Mutating', 'Validating'] as const).map((type) => ({
+      type,
+      configuration: namespacedConfiguration(type, served.filter((p) => p.type === type), metadata, ref, config, ca.bundle),
+    }));
+    if (wanted.some((w) => w.configuration)) {
+      // Registered only once the operator's endpoint answers, on the API server's own path, with the certificate the bundle trusts.
+      const certPem = this.deps.certificates.served(SELF_CERTIFICATE);
+      if (!certPem) return "the operator's serving certificate is not issued yet";
+      const service = this.deps.cached({ apiVersion: 'v1', kind: 'Service', metadata: { name: SUITE_VALIDATION.service, namespace: config.namespace } });
+      if (config.mode === 'cluster' && !service) return "the operator's Service is not there yet";
+      const target = probeTarget(config, service, ref.port);
+      const probe = await probeEndpointSoon(target, selfServerName(config), ca.bundle, certPem);
+      if (probe !== true) return probe;
+    }
+    for (const { type, configuration } of wanted) {
+      if (configuration) await applyOwned(kube, configuration, this.deps.cached);
+      else if (this.ours(type)) await deleteIfExists(kube, header(type));
+    }
+    return undefined;
+  }
+
+  /** Whether a configuration of this type that we made exists (never one someone else made under the name). */
+  private ours(type: WebhookType): boolean {
+    const existing = this.deps.cached(header(type)) as (KubeObject & { metadata: { labels?: Record<string, string> } }) | undefined;
+    return existing?.metadata.labels?.[`${GROUP}/component`] === 'namespaced-policies';
+  }
+
+  private async writeStatus(policy: AdmissionPolicy, ready: ConditionInput): Promise<void> {
+    const generation = policy.metadata.generation ?? 0;
+    const current = policy.status ?? {};
+    const status: PolicyStatus = { ...current, observedGeneration: generation, conditions: setConditions(current.conditions, [ready], generation, this.now()) };
+    if (JSON.stringify(status) === JSON.stringify(current)) return;
+    const { kube } = this.deps;
+    const { name, namespace } = policy.metadata;
+    const ref = { group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace, name };
+    const replace = (base: AdmissionPolicy) => write(kube, () => kube.custom.replaceNamespacedCustomObjectStatus({ ...ref, body: { ...base, status } }));
+    try {
+      await replace(policy);
+    } catch (err) {
+      if (isNotFound(err)) return;
+      if (!isConflict(err)) {
+        this.deps.log.warn('could not write the status of an AdmissionPolicy', { namespace, policy: name, error: describeError(err) });
+        throw err;
+      }
+      // The cache was behind: the next event of that policy wakes this reconcile again.
+      const fresh = (await kube.custom.getNamespacedCustomObject(ref)) as AdmissionPolicy;
+      if (fresh.metadata.generation === policy.metadata.generation) await replace(fresh);
+    }
+  }
+}
+
+const CRD_MISSING = '#crd-missing';
+
+function header(type: WebhookType) {
+  return { apiVersion: 'admissionregistration.k8s.io/v1', kind: CONFIGURATION_KINDS[type], metadata: { name: NAMESPACED.configuration } };
+}
+
+/** The policy's Ready condition: why it is not served, or that it is. */
+function readiness(policy: CompiledPolicy, waiting: string | undefined): ConditionInput {
+  if (policy.errors.length > 0) {
+    const message = policy.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+    const limited = policy.errors.some((e) => e.limit);
+    return { type: 'Ready', status: 'False', reason: limited ? 'ExceedsLimits' : 'InvalidSpec', message: limited ? `not served: ${message}` : message };
+  }
+  if (waiting) return { type: 'Ready', status: 'False', reason: 'WaitingForEndpoint', message: waiting };
+  return { type: 'Ready', status: 'True', reason: 'Served', message: `served for objects in namespace ${policy.namespace} through ${NAMESPACED.configuration}` };
+}

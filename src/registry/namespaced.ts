@@ -1,0 +1,129 @@
+/**
+ * registry: the decision of the one registered webhook that serves every AdmissionPolicy of a
+ * type: the request's namespace's policies, in name order, those whose rules and objectSelector
+ * match. Mutating: each on the object the one before patched, the answer one patch from the
+ * object as it came; Validating: the first denial answers, warnings and audit annotations of all
+ * those evaluated are kept. A policy never sees a request of another namespace, nor one for a
+ * cluster-scoped object, whatever the registered configuration sends (checked here, not only there).
+ * Pure: reads the policy registry, writes nothing.
+ */
+import jsonpatch from 'fast-json-patch';
+import { allowed, denied, followedFailurePolicy, markFailed, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
+import type { JsonPatchOperation, Reason, WebhookType } from '../api/types.ts';
+import { NAMESPACED } from '../api/names.ts';
+import { notCalledBecause, ruleMatches } from './match.ts';
+import { NO_OBSERVER, type CompiledWebhook } from './compile.ts';
+import type { CompiledPolicy, PolicyRegistry } from './policies.ts';
+
+/** What the admission chain serves at NAMESPACED.paths[type]. */
+export type NamespacedWebhook = Pick<CompiledWebhook, 'suite' | 'name' | 'failurePolicy' | 'admit' | 'observer'>;
+
+export function namespacedWebhook(type: WebhookType, policies: Pick<PolicyRegistry, 'served'>): NamespacedWebhook {
+  return {
+    suite: '',
+    name: NAMESPACED.webhook,
+    failurePolicy: 'Fail',
+    admit: (request) => {
+      const matched = policiesFor(request, type, policies);
+      if (matched.length === 0) return allowed();
+      return type === 'Mutating' ? mutate(request, matched) : validate(request, matched);
+    },
+    observer: NO_OBSERVER,
+  };
+}
+
+/**
+ * The policies that apply to `request`: none for a cluster-scoped object (a Namespace's request
+ * carries its own name as namespace), else its namespace's of this type whose rules match.
+ */
+export function policiesFor(request: AdmissionRequest, type: WebhookType, policies: Pick<PolicyRegistry, 'served'>): CompiledPolicy[] {
+  const namespace = request.namespace;
+  if (!namespace || (request.resource.group === '' && request.resource.resource === 'namespaces')) return [];
+  return policies
+    .served(namespace)
+    .filter(
+      (p) =>
+        p.type === type &&
+        notCalledBecause({ name: p.name, rules: p.rules, objectSelector: p.objectSelector }, request, undefined) === undefined &&
+        !p.excludeResourceRules.some((rule) => ruleMatches(rule, request)),
+    );
+}
+
+/** A denial says which policy denied (they share one registered webhook name). */
+function attributed(policy: CompiledPolicy, decision: Decision): Decision {
+  const out = denied(`AdmissionPolicy ${policy.name}: ${decision.message ?? 'denied'}`, reasonOf(decision));
+  if (decision.code !== undefined) out.code = decision.code;
+  return followedFailurePolicy(decision) ? markFailed(out) : out;
+}
+
+function reasonOf(decision: Decision): Reason {
+  return (decision.reason as Reason | undefined) ?? 'Forbidden';
+}
+
+/** Runs `step` over `items` in order, synchronously until one answers with a Promise; stops when `step` says so. */
+function inOrder<T>(items: T[], step: (item: T, decision: Decision) => boolean, admit: (item: T) => Decision | Promise<Decision>, done: () => Decision): Decision | Promise<Decision> {
+  const from = (start: number): Decision | Promise<Decision> => {
+    for (let i = start; i < items.length; i++) {
+      const decision = admit(items[i]!);
+      if (decision instanceof Promise) return decision.then((d) => (step(items[i]!, d) ? from(i + 1) : done()));
+      if (!step(items[i]!, decision)) return done();
+    }
+    return done();
+  };
+  return from(0);
+}
+
+function validate(request: AdmissionRequest, matched: CompiledPolicy[]): Decision | Promise<Decision> {
+  const warnings: string[] = [];
+  const annotations: Record<string, string> = {};
+  const audited: unknown[] = [];
+  let denial: Decision | undefined;
+  return inOrder(
+    matched,
+    (policy, decision) => {
+      warnings.push(...(decision.warnings ?? []));
+      for (const [key, value] of Object.entries(decision.auditAnnotations ?? {})) {
+        // VAP's validation_failure is a JSON list: the policies' lists are joined.
+        if (key === 'validation_failure') audited.push(...(JSON.parse(value) as unknown[]));
+        else annotations[`${policy.name}.${key}`] ??= value;
+      }
+      if (!decision.allowed) denial = attributed(policy, decision);
+      return decision.allowed;
+    },
+    (policy) => policy.webhook!.admit(request),
+    () => {
+      const decision = denial ?? allowed();
+      if (warnings.length) decision.warnings = warnings;
+      if (audited.length) annotations.validation_failure = JSON.stringify(audited);
+      if (Object.keys(annotations).length) decision.auditAnnotations = annotations;
+      return decision;
+    },
+  );
+}
+
+function mutate(request: AdmissionRequest, matched: CompiledPolicy[]): Decision | Promise<Decision> {
+  const original = request.object;
+  if (!original) return allowed();
+  let working: Record<string, unknown> = original;
+  const warnings: string[] = [];
+  let denial: Decision | undefined;
+  return inOrder(
+    matched,
+    (policy, decision) => {
+      warnings.push(...(decision.warnings ?? []));
+      if (!decision.allowed) {
+        denial = attributed(policy, decision);
+        return false;
+      }
+      // Each policy sees the object as the ones before it left it (a copy: the request's object stays as it came).
+      if (decision.patch?.length) working = jsonpatch.applyPatch(working, decision.patch as jsonpatch.Operation[], false, false).newDocument;
+      return true;
+    },
+    (policy) => policy.webhook!.admit(working === original ? request : { ...request, object: working }),
+    () => {
+      const decision = denial ?? (working === original ? allowed() : patched(jsonpatch.compare(original, working) as JsonPatchOperation[]));
+      if (warnings.length) decision.warnings = warnings;
+      return decision;
+    },
+  );
+}

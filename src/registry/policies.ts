@@ -1,0 +1,107 @@
+/**
+ * registry: the AdmissionPolicies (a team's rules in its own namespace), each compiled once per
+ * generation through the suites' compile path (compile.ts' compileWebhook) and kept by namespace
+ * in name order, the order they are evaluated in (registry/namespaced.ts). The control side fills
+ * it from the policy watch; the request side only reads it. Nothing here does I/O, and nothing
+ * here decides a request.
+ */
+import type { AdmissionPolicy, LabelSelector, NamedRuleWithOperations, WebhookSpec, WebhookType } from '../api/types.ts';
+import { validatePolicy, type FieldError, type PolicyLimits } from '../api/validate.ts';
+import { compileWebhook, type CompileContext, type CompiledWebhook } from './compile.ts';
+
+/** One policy as compiled: served when `errors` is empty. */
+export interface CompiledPolicy {
+  namespace: string;
+  name: string;
+  generation: number;
+  type: WebhookType;
+  /** With their resourceNames: the operator matches them itself (namespaced.ts), not the API server. */
+  rules: NamedRuleWithOperations[];
+  excludeResourceRules: NamedRuleWithOperations[];
+  objectSelector?: LabelSelector;
+  /** Empty when the policy is served; otherwise why not, each naming its field. */
+  errors: FieldError[];
+  /** Present when it is served. */
+  webhook?: CompiledWebhook;
+}
+
+/** What policies are compiled against: the suites' context (no metrics: their labels would be namespaces and names), the admin's limits, and where none is served. */
+export interface PolicyContext extends Omit<CompileContext, 'observers'> {
+  limits: PolicyLimits;
+  /** The namespaces never sent to any webhook (the operator's, kube-system, kube-node-lease). */
+  protectedNamespaces: readonly string[];
+}
+
+/** Policies expressions fail as ValidatingAdmissionPolicy's default (and as a suite's): the request is denied. */
+const POLICY_FAILURE_POLICY = 'Fail';
+
+export function compilePolicy(policy: AdmissionPolicy, context: PolicyContext): CompiledPolicy {
+  const { namespace, name } = policy.metadata;
+  const base = {
+    namespace,
+    name,
+    generation: policy.metadata.generation ?? 0,
+    type: policy.spec?.type,
+    rules: policy.spec?.rules ?? [],
+    excludeResourceRules: policy.spec?.excludeResourceRules ?? [],
+    ...(policy.spec?.objectSelector ? { objectSelector: policy.spec.objectSelector } : {}),
+  };
+  const errors = validatePolicy(policy, context.limits, context.protectedNamespaces, context.operatorNamespace);
+  if (errors.length > 0) return { ...base, errors };
+  // Params are read in the policy's own namespace only (validatePolicy refused any other).
+  const spec: WebhookSpec = { ...policy.spec, name, ...(policy.spec.params ? { params: { ...policy.spec.params, namespace } } : {}) };
+  // Every matchCondition is the operator's to evaluate: the registered webhook is shared by every policy.
+  const compiled = compileWebhook(namespace, spec, 'spec', POLICY_FAILURE_POLICY, context, { costBudget: context.limits.costBudget, allMatchConditions: true });
+  if ('errors' in compiled) return { ...base, errors: compiled.errors };
+  return { ...base, errors: [], webhook: compiled };
+}
+
+export class PolicyRegistry {
+  /** namespace -> its policies, sorted by name. */
+  private readonly byNamespace = new Map<string, CompiledPolicy[]>();
+  readonly context: PolicyContext;
+
+  constructor(context: PolicyContext) {
+    this.context = context;
+  }
+
+  /** Brings the entry for `policy` up to its generation; returns the compiled policy. */
+  sync(policy: AdmissionPolicy): CompiledPolicy {
+    const { namespace, name } = policy.metadata;
+    const current = this.get(namespace, name);
+    if (current && current.generation === (policy.metadata.generation ?? 0)) return current;
+    const compiled = compilePolicy(policy, this.context);
+    const list = (this.byNamespace.get(namespace) ?? []).filter((p) => p.name !== name);
+    list.push(compiled);
+    // Name order, as the API server orders configurations: byte order, not the locale's.
+    list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    this.byNamespace.set(namespace, list);
+    return compiled;
+  }
+
+  /** What is wrong with `policy`, as sync would find it, without serving it or starting any watch (the validation webhook asks this). */
+  validate(policy: AdmissionPolicy): FieldError[] {
+    const { params: _params, ...context } = this.context;
+    return compilePolicy(policy, context).errors;
+  }
+
+  remove(namespace: string, name: string): void {
+    const list = (this.byNamespace.get(namespace) ?? []).filter((p) => p.name !== name);
+    if (list.length > 0) this.byNamespace.set(namespace, list);
+    else this.byNamespace.delete(namespace);
+  }
+
+  get(namespace: string, name: string): CompiledPolicy | undefined {
+    return this.byNamespace.get(namespace)?.find((p) => p.name === name);
+  }
+
+  /** The policies of `namespace` that are served, in name order. */
+  served(namespace: string): CompiledPolicy[] {
+    return (this.byNamespace.get(namespace) ?? []).filter((p) => p.webhook !== undefined);
+  }
+
+  /** Every policy, served or not. */
+  all(): CompiledPolicy[] {
+    return [...this.byNamespace.values()].flat();
+  }
+}
