@@ -6,6 +6,7 @@
  */
 import type { AdmissionRequest } from '../api/review.ts';
 import type { FailurePolicy, LabelSelector, MatchCondition, RuleWithOperations } from '../api/types.ts';
+import { selects } from '../k8s/selectors.ts';
 
 export interface RegisteredWebhook {
   name: string;
@@ -43,18 +44,5 @@ function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest): boole
   const scope = rule.scope ?? '*';
   if (scope === 'Cluster' && request.namespace) return false;
   if (scope === 'Namespaced' && !request.namespace) return false;
-  return true;
-}
-
-/** A label selector's verdict on `labels`; an absent or empty selector selects everything. */
-export function selects(selector: LabelSelector | undefined, labels: Record<string, string>): boolean {
-  for (const [key, value] of Object.entries(selector?.matchLabels ?? {})) if (labels[key] !== value) return false;
-  for (const { key, operator, values = [] } of selector?.matchExpressions ?? []) {
-    const has = key in labels;
-    if (operator === 'In' && !(has && values.includes(labels[key]!))) return false;
-    if (operator === 'NotIn' && has && values.includes(labels[key]!)) return false;
-    if (operator === 'Exists' && !has) return false;
-    if (operator === 'DoesNotExist' && has) return false;
-  }
   return true;
 }
