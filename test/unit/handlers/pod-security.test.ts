@@ -11,7 +11,7 @@ import { EVALUATOR } from '../../../src/handlers/pod-security.ts';
 import { parseVersion, policyToEvaluate, LATEST, v1, type Policy } from '../../../src/handlers/pod-security/levels.ts';
 import { forbiddenDetail } from '../../../src/handlers/pod-security/checks.ts';
 import type { PodSecurityConfig } from '../../../src/handlers/pod-security/config.ts';
-import { compileSuite } from '../../../src/registry/compile.ts';
+import { suiteErrors } from '../../fixtures/patch.ts';
 import { pod, requestFor } from '../../fixtures/reviews.ts';
 import { namespace, viewOf } from '../../fixtures/views.ts';
 import { podSecurityFixtures } from '../../support/pod-security-fixtures.ts';
@@ -252,30 +252,19 @@ describe('handlers: PodSecurity', function () {
 
   describe('config', function () {
     it('is refused on apply naming each field', function () {
-      const suite = {
-        apiVersion: 'admission.portcullis.dev/v1alpha1',
-        kind: 'AdmissionSuite',
-        metadata: { name: 'psa' },
-        spec: {
-          webhooks: [
-            {
-              name: 'pss',
-              type: 'Validating' as const,
-              rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
-              handler: {
-                name: 'PodSecurity',
-                config: {
-                  defaults: { enforce: 'strict', warnVersion: '1.30', typo: 1 },
-                  exemptions: { usernames: [''] },
-                  namespacePolicies: [{ enforce: 'baseline' }, { namespaceSelector: { matchExpressions: [{ key: 'a', operator: 'In' }] }, ignoreNamespaceLabels: 'yes' }],
-                  levels: {},
-                },
-              },
-            },
-          ],
+      const errors = suiteErrors({
+        type: 'Validating',
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+        handler: {
+          name: 'PodSecurity',
+          config: {
+            defaults: { enforce: 'strict', warnVersion: '1.30', typo: 1 },
+            exemptions: { usernames: [''] },
+            namespacePolicies: [{ enforce: 'baseline' }, { namespaceSelector: { matchExpressions: [{ key: 'a', operator: 'In' }] }, ignoreNamespaceLabels: 'yes' }],
+            levels: {},
+          },
         },
-      };
-      const errors = compileSuite(suite).errors.map((e) => e.field);
+      }).map((e) => e.field);
       const at = 'spec.webhooks[0].handler.config.';
       expect(errors).to.have.members([
         `${at}levels`,
