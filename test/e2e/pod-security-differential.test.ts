@@ -23,7 +23,7 @@ import { referenceCluster, REFERENCE_POD_SECURITY_EXEMPTIONS, type ReferenceClus
 import { startTestOperator } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { rawRequestTo, type RawResponse, type RequestOptions } from '../support/raw.ts';
-import { eventually } from '../support/wait.ts';
+import { eventually, pool } from '../support/wait.ts';
 import { podSecurityFixtures, type PodSecurityFixture } from '../support/pod-security-fixtures.ts';
 import { apply, deleteIfExists, type Kube } from '../../src/kube/client.ts';
 import { webhookFullName } from '../../src/api/names.ts';
@@ -78,15 +78,6 @@ function differences(reference: Outcome, ours: Outcome): string[] {
   if ((reference.message ?? '') !== (ours.message ?? '')) out.push(`message ${JSON.stringify(reference.message)} vs ${JSON.stringify(ours.message)}`);
   if (JSON.stringify(reference.warnings) !== JSON.stringify(ours.warnings)) out.push(`warnings ${JSON.stringify(reference.warnings)} vs ${JSON.stringify(ours.warnings)}`);
   return out;
-}
-
-async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) await work(items[next++]!);
-    }),
-  );
 }
 
 interface Sides {
