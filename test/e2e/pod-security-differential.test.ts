@@ -6,10 +6,10 @@
  *
  * - every fixture of the upstream test data (k8s.io/pod-security-admission test/testdata, each
  *   level, version, pass and fail) as a dry-run create in a namespace labelled enforce=<level>,
- *   enforce-version=<version>, warn=<level>, warn-version=<version>, and as the template of a
- *   dry-run Deployment there (warnings only), as upstream's own run sends them: status code, the
- *   violation (the message after each side's own prefix) and the warnings must be the same; a
- *   count per level and version is printed;
+ *   enforce-version=<version> (warn and audit the same), and as the template of a dry-run
+ *   Deployment there (warnings only), as upstream's own run sends them: status code, the
+ *   violation (the message after each side's own prefix), the warnings and the audit annotations
+ *   in each API server's audit log must be the same; a count per level and version is printed;
  * - workload templates (warnings only), exempt namespace, user and runtime class, pod updates
  *   (which are judged and which are not), ephemeral containers, and namespace label changes (the
  *   warning listing the existing pods that would violate), with the audit annotations each side
@@ -129,21 +129,45 @@ interface AuditEvent {
   requestURI: string;
 }
 
-/** The PodSecurity annotations of the audit events for one object, keyed as upstream names them (the webhook's prefix taken off ours). */
-function podSecurityAnnotations(auditLogPath: string, namespace: string, name: string, prefix: string): Record<string, string>[] {
+function auditEvents(auditLogPath: string): AuditEvent[] {
   return fs
     .readFileSync(auditLogPath, 'utf8')
     .split('\n')
     .filter(Boolean)
-    .map((line) => JSON.parse(line) as AuditEvent)
+    .map((line) => JSON.parse(line) as AuditEvent);
+}
+
+/** An event's PodSecurity annotations, keyed as upstream names them (each side's prefix taken off). */
+function annotationsOf(event: AuditEvent, prefix: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(event.annotations ?? {})
+      .filter(([k]) => k.startsWith(prefix))
+      .map(([k, v]) => [k.slice(prefix.length), v]),
+  );
+}
+
+/** The PodSecurity annotations of the audit events for one object. */
+function podSecurityAnnotations(auditLogPath: string, namespace: string, name: string, prefix: string): Record<string, string>[] {
+  return auditEvents(auditLogPath)
     .filter((e) => e.objectRef?.namespace === namespace && e.objectRef?.name === name && e.verb !== 'get')
-    .map((e) =>
-      Object.fromEntries(
-        Object.entries(e.annotations ?? {})
-          .filter(([k]) => k.startsWith(prefix))
-          .map(([k, v]) => [k.slice(prefix.length), v]),
-      ),
-    );
+    .map((e) => annotationsOf(e, prefix));
+}
+
+const IN_TREE_PREFIX = 'pod-security.kubernetes.io/';
+const OUR_AUDIT_PREFIX = `${FULL_NAME}/`;
+
+/** Per fixture namespace, the sorted annotations of every create of an object named "test" (requests ran concurrently, so as multisets). */
+function fixtureAudit(auditLogPath: string, prefix: string, namespaces: Set<string>): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const e of auditEvents(auditLogPath)) {
+    const ns = e.objectRef?.namespace;
+    if (e.verb !== 'create' || e.objectRef?.name !== 'test' || !ns || !namespaces.has(ns)) continue;
+    const list = out.get(ns) ?? [];
+    list.push(JSON.stringify([e.objectRef?.resource, Object.entries(annotationsOf(e, prefix)).sort()]));
+    out.set(ns, list);
+  }
+  for (const list of out.values()) list.sort();
+  return out;
 }
 
 describe('PodSecurity against the in-tree plugin', function () {
@@ -162,7 +186,7 @@ describe('PodSecurity against the in-tree plugin', function () {
     sides = { reference, ours: { kube: cluster().kube, kubeConfig: cluster().kubeConfig } };
     const namespaces = [
       ...versions.map(({ level, version, namespace }) =>
-        namespaceObject(namespace, { [label('enforce')]: level, [label('enforce-version')]: version, [label('warn')]: level, [label('warn-version')]: version }),
+        namespaceObject(namespace, { [label('enforce')]: level, [label('enforce-version')]: version, [label('warn')]: level, [label('warn-version')]: version, [label('audit')]: level, [label('audit-version')]: version }),
       ),
       namespaceObject(EXEMPT_NS, { [label('enforce')]: 'restricted' }),
       namespaceObject(WORKLOAD_NS, { [label('enforce')]: 'restricted', [label('warn')]: 'baseline', [label('warn-version')]: 'v1.30', [label('audit')]: 'restricted' }),
@@ -220,9 +244,10 @@ describe('PodSecurity against the in-tree plugin', function () {
     await onBoth(sides, (kube) => deleteIfExists(kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'psa-exempt-user' } }));
   });
 
-  it('answers every upstream fixture as the in-tree plugin does, as a Pod and as a Deployment (dry-run creates, enforce and warn labels)', async function () {
+  it('answers every upstream fixture as the in-tree plugin does, as a Pod and as a Deployment (dry-run creates; enforce, warn and audit labels), audit annotations included', async function () {
     const counts = new Map<string, { run: number; agreed: number; differing: number; oracleOff: number }>();
     const differing: string[] = [];
+    let judgedPods = 0;
     const cases = fixtures.flatMap((fixture) => (['Pod', 'Deployment'] as const).map((kind) => ({ fixture, kind })));
     await pool(cases, CONCURRENCY, async ({ fixture, kind }) => {
       const key = `${fixture.level}/${fixture.version}`;
@@ -234,6 +259,8 @@ describe('PodSecurity against the in-tree plugin', function () {
           ? await both(sides, 'POST', `/api/v1/namespaces/${namespace}/pods?dryRun=All`, fixturePod(fixture))
           : await both(sides, 'POST', `/apis/apps/v1/namespaces/${namespace}/deployments?dryRun=All`, fixtureDeployment(fixture));
       count.run++;
+      // Pods the API server's validation refused (422) never reached admission.
+      if (kind === 'Pod' && answers.reference.status !== 422) judgedPods++;
       // The oracle itself must answer as the fixture says: a Pod created or refused, a Deployment created with or without warnings.
       // (The API server's own warnings, such as deprecated AppArmor annotations, are not the plugin's.)
       const passed = kind === 'Pod' ? answers.reference.status === 201 : answers.reference.status === 201 && !answers.reference.warnings.some((w) => w.startsWith('would violate PodSecurity'));
@@ -258,6 +285,25 @@ describe('PodSecurity against the in-tree plugin', function () {
     expect(total.run).to.equal(cases.length);
     expect(total.oracleOff, 'fixtures the in-tree plugin itself answers otherwise than the test data says').to.equal(0);
     expect(differing.slice(0, 20), `${differing.length} fixtures answered differently`).to.deep.equal([]);
+
+    // The audit annotations (enforce-policy, audit-violations) of every one of those creates, per namespace.
+    const namespaces = new Set(versions.map((v) => v.namespace));
+    const perNamespace = cases.length / namespaces.size;
+    await eventually(
+      async () => {
+        const inTree = fixtureAudit(sides.reference.controlPlane.auditLogPath, IN_TREE_PREFIX, namespaces);
+        const ours = fixtureAudit(cluster().controlPlane.auditLogPath, OUR_AUDIT_PREFIX, namespaces);
+        const audited = [...inTree.values()].reduce((n, list) => n + list.length, 0);
+        expect(audited, 'creates in the in-tree audit log').to.equal(cases.length);
+        const entries = [...inTree.values()].flat();
+        expect(entries.filter((e) => e.includes('"audit-violations"')).length, 'in-tree audit violations').to.be.greaterThan(1000);
+        expect(entries.filter((e) => e.startsWith('["pods"') && e.includes('"enforce-policy"')).length, 'pods with enforce-policy').to.equal(judgedPods);
+        const unlike = [...namespaces].filter((ns) => JSON.stringify(inTree.get(ns)) !== JSON.stringify(ours.get(ns)));
+        expect(unlike, 'namespaces whose creates were audited differently').to.deep.equal([]);
+        console.log(`      audit annotations of the ${audited} creates (about ${Math.round(perNamespace)} a namespace): the same on both sides`);
+      },
+      { what: 'both audit logs to hold every fixture create alike', timeoutMs: 30_000 },
+    );
   });
 
   it('warns, never denies, for workload templates, and audits them the same', async function () {
@@ -286,12 +332,12 @@ describe('PodSecurity against the in-tree plugin', function () {
     await eventually(
       async () => {
         for (const name of ['psa-privileged', 'psa-plain', 'psa-restricted']) {
-          const inTree = podSecurityAnnotations(sides.reference.controlPlane.auditLogPath, WORKLOAD_NS, name, 'pod-security.kubernetes.io/');
-          const ours = podSecurityAnnotations(cluster().controlPlane.auditLogPath, WORKLOAD_NS, name, `${FULL_NAME}/`);
+          const inTree = podSecurityAnnotations(sides.reference.controlPlane.auditLogPath, WORKLOAD_NS, name, IN_TREE_PREFIX);
+          const ours = podSecurityAnnotations(cluster().controlPlane.auditLogPath, WORKLOAD_NS, name, OUR_AUDIT_PREFIX);
           expect(inTree.length, `${name}: audited creates`).to.be.greaterThan(0);
           expect(ours, name).to.deep.equal(inTree);
         }
-        const inTree = podSecurityAnnotations(sides.reference.controlPlane.auditLogPath, WORKLOAD_NS, 'psa-privileged', 'pod-security.kubernetes.io/');
+        const inTree = podSecurityAnnotations(sides.reference.controlPlane.auditLogPath, WORKLOAD_NS, 'psa-privileged', IN_TREE_PREFIX);
         expect(inTree[0]!['audit-violations']).to.match(/^would violate PodSecurity "restricted:latest": /);
       },
       { what: 'both audit logs to hold the deployments', timeoutMs: 15_000 },
@@ -309,6 +355,20 @@ describe('PodSecurity against the in-tree plugin', function () {
     const byRuntime = await both(sides, 'POST', `/api/v1/namespaces/${restricted}/pods?dryRun=All`, pod('psa-exempt-rc', { runtimeClassName: EXEMPT_RUNTIME }, PRIVILEGED));
     expect(byRuntime.ours).to.deep.equal(byRuntime.reference);
     expect(byRuntime.reference.status).to.equal(201);
+    await eventually(
+      async () => {
+        for (const [namespace, name, reason] of [
+          [EXEMPT_NS, 'psa-exempt-ns', 'namespace'],
+          [restricted, 'psa-exempt-user', 'user'],
+          [restricted, 'psa-exempt-rc', 'runtimeClass'],
+        ] as const) {
+          const inTree = podSecurityAnnotations(sides.reference.controlPlane.auditLogPath, namespace, name, IN_TREE_PREFIX);
+          expect(inTree, name).to.deep.equal([{ exempt: reason }]);
+          expect(podSecurityAnnotations(cluster().controlPlane.auditLogPath, namespace, name, OUR_AUDIT_PREFIX), name).to.deep.equal(inTree);
+        }
+      },
+      { what: 'both audit logs to hold the exempt creates', timeoutMs: 15_000 },
+    );
     // A label change on the exempt namespace is answered with the same warning.
     // (A change that only relaxes enforce is not looked at; a new version is.)
     const labelled = await bothPatch(sides, `/api/v1/namespaces/${EXEMPT_NS}?dryRun=All`, { metadata: { labels: { [label('enforce-version')]: 'v1.30', [label('warn')]: 'baseline' } } });
