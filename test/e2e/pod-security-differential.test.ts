@@ -433,6 +433,9 @@ describe('PodSecurity against the in-tree plugin', function () {
     const badLabel = await bothPatch(sides, `/api/v1/namespaces/${UPDATES_NS}?dryRun=All`, { metadata: { labels: { [label('enforce')]: 'strict', [label('audit-version')]: '1.30' } } });
     expect(badLabel.ours).to.deep.equal(badLabel.reference);
     expect(badLabel.reference.status).to.equal(422);
+    const badNew = await both(sides, 'POST', '/api/v1/namespaces?dryRun=All', namespaceObject('psa-diff-bad', { [label('warn')]: 'loose', [label('enforce-version')]: 'v2.0' }));
+    expect(badNew.ours).to.deep.equal(badNew.reference);
+    expect(badNew.reference.status).to.equal(422);
   });
 });
 
