@@ -26,6 +26,7 @@ import { DEFAULTS } from '../src/config.ts';
 import { servingNames } from '../src/controller/desired.ts';
 import { OPERATOR_NODE_FLAGS } from '../src/admission/heap.ts';
 import { requestFor } from '../test/fixtures/reviews.ts';
+import { pool } from '../test/support/wait.ts';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 /** The image's /app, inside the repository so its node_modules resolve: package.json, crds/, dist/. */
@@ -90,15 +91,6 @@ function rssMB(pid: number): number {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) await work(items[next++]!);
-    }),
-  );
-}
 
 interface OperatorChild {
   child: ChildProcess;

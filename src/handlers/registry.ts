@@ -7,6 +7,7 @@ import type { Handler } from './handler.ts';
 import { imageRegistryAllowlist } from './image-registry-allowlist.ts';
 import { namespaceProtection } from './namespace-protection.ts';
 import { podNodeSelector } from './pod-node-selector.ts';
+import { podSecurity } from './pod-security.ts';
 import { requiredLabels } from './required-labels.ts';
 
 const HANDLERS: Handler<any>[] = [
@@ -18,6 +19,7 @@ const HANDLERS: Handler<any>[] = [
   defaultResources,
   podNodeSelector,
   requiredLabels,
+  podSecurity,
 ];
 
 const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));

@@ -2,7 +2,8 @@
  * Label selectors (metav1.LabelSelector) as the API server reads them: whether one selects a set
  * of labels, and metav1validation.ValidateLabelSelector's checks in its words. One home for both,
  * shared by the params of a webhook (a selector of params objects) and the offline matching of
- * the CLI (namespace and object selectors). Pure: selectors and labels in, verdicts out.
+ * the CLI (namespace and object selectors), and handlers' configs (PodSecurity's namespaceSelector).
+ * Pure: selectors and labels in, verdicts out.
  */
 import { isLabelValue, isQualifiedName } from './validation.ts';
 
@@ -50,4 +51,10 @@ export function labelSelectorProblems(selector: unknown, path: string): { field:
     });
   });
   return problems;
+}
+
+/** A selector given as JSON (a handler's config): its problems with fields relative to it, or the selector when it has none. */
+export function readSelector(value: unknown): { selector?: LabelSelector; errors: { field: string; message: string }[] } {
+  const errors = labelSelectorProblems(value, '').map(({ field, message }) => ({ field: field.replace(/^\./, ''), message }));
+  return errors.length ? { errors } : { selector: value as LabelSelector, errors };
 }

@@ -11,10 +11,12 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { deployment, ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
+import { rawRequest } from '../support/raw.ts';
 import type { Operator } from '../../src/operator.ts';
 import { apply } from '../../src/kube/client.ts';
 
 const NS = 'samples-e2e';
+const PRODUCTION_NS = 'samples-e2e-production';
 
 /** Applies the sample with kubectl and waits until its suite is Ready. */
 async function applySample(file: string, suite: string): Promise<void> {
@@ -46,7 +48,8 @@ describe('config/samples, applied as they are', function () {
   });
 
   after(async function () {
-    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards', 'team-limits']) await deleteSuite(name);
+    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards', 'team-limits', 'pod-security']) await deleteSuite(name);
+    await cluster().kube.core.deleteNamespace({ name: PRODUCTION_NS }).catch(() => undefined);
     await cluster().kube.core.deleteNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: 'replica-limits' }).catch(() => undefined);
     await operator.stop();
   });
@@ -191,6 +194,33 @@ describe('config/samples, applied as they are', function () {
       expect((await refusal(() => core.deleteNamespacedConfigMap({ namespace: SHOP, name: 'release-freeze' })))?.message).to.contain('release-freeze cannot be changed or deleted');
       await core.replaceNamespacedConfigMap({ namespace: SHOP, name: 'settings', body: { metadata: { name: 'settings' }, data: { frozen: 'no' } } });
       await core.deleteNamespacedConfigMap({ namespace: SHOP, name: 'settings' });
+    });
+  });
+
+  describe('pod-security.yaml', function () {
+    before(async function () {
+      await ensureNamespace(PRODUCTION_NS, { environment: 'production', 'pod-security.kubernetes.io/enforce': 'privileged' });
+      await applySample('pod-security.yaml', 'pod-security');
+    });
+    after(() => deleteSuite('pod-security'));
+
+    const podBody = (name: string, securityContext?: k8s.V1SecurityContext) => ({ metadata: { name }, spec: { containers: [{ name: 'app', image: 'nginx:1.27', ...(securityContext ? { securityContext } : {}) }] } });
+
+    it('holds an unlabelled namespace to baseline, and warns at restricted', async function () {
+      const refused = await denialOf(() => cluster().kube.core.createNamespacedPod({ namespace: NS, body: podBody('privileged', { privileged: true }) }));
+      expect(refused.code).to.equal(403);
+      expect(refused.message).to.equal(
+        'admission webhook "pod-security.pod-security.admission.portcullis.dev" denied the request: violates PodSecurity "baseline:latest": privileged (container "app" must not set securityContext.privileged=true)',
+      );
+      const plain = await rawRequest('POST', `/api/v1/namespaces/${NS}/pods?dryRun=All`, podBody('plain'));
+      expect(plain.status).to.equal(201);
+      expect(plain.warnings).to.have.length(1);
+      expect(plain.warnings[0]).to.match(/^would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false/);
+    });
+
+    it('holds a production namespace to restricted although its own label says privileged', async function () {
+      const refused = await denialOf(() => cluster().kube.core.createNamespacedPod({ namespace: PRODUCTION_NS, body: podBody('plain') }));
+      expect(refused.message).to.contain('violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false');
     });
   });
 });

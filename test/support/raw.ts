@@ -4,6 +4,7 @@
  * client does not hand back). TLS verified against the control plane's CA.
  */
 import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { cluster } from './cluster.ts';
 
 export interface RawResponse {
@@ -13,15 +14,25 @@ export interface RawResponse {
 }
 
 /** `as` impersonates that user (the API server adds system:authenticated), as `kubectl --as`. */
-export async function rawRequest(method: string, path: string, body?: unknown, user: { as?: string } = {}): Promise<RawResponse> {
-  const { kubeConfig } = cluster();
+export function rawRequest(method: string, path: string, body?: unknown, user: RequestOptions = {}): Promise<RawResponse> {
+  return rawRequestTo(cluster().kubeConfig, method, path, body, user);
+}
+
+/** `as` impersonates; `contentType` for PATCH (application/merge-patch+json and the like). */
+export interface RequestOptions {
+  as?: string;
+  contentType?: string;
+}
+
+/** The same against the API server of `kubeConfig` (the reference control plane's, for one). */
+export async function rawRequestTo(kubeConfig: KubeConfig, method: string, path: string, body?: unknown, user: RequestOptions = {}): Promise<RawResponse> {
   const server = new URL(kubeConfig.getCurrentCluster()!.server);
   const options: https.RequestOptions = {
     method,
     host: server.hostname,
     port: server.port,
     path,
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json', ...(user.as ? { 'Impersonate-User': user.as } : {}) },
+    headers: { 'Content-Type': user.contentType ?? 'application/json', Accept: 'application/json', ...(user.as ? { 'Impersonate-User': user.as } : {}) },
   };
   await kubeConfig.applyToHTTPSOptions(options);
   const payload = body === undefined ? undefined : JSON.stringify(body);

@@ -5,6 +5,9 @@
  * by Portcullis. Started on first use (most files never need it) and stopped by the root hooks.
  */
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { DEFAULT_DISABLED_PLUGINS, startControlPlane, type ControlPlane } from '../../src/local/controlplane.ts';
 import { connect, type Kube } from '../../src/kube/client.ts';
@@ -36,6 +39,35 @@ export const RECREATED_DEFAULT_OFF = [
 /** What the test run's own API server turns off: the defaults of local mode plus every plugin we re-create. */
 export const PORTCULLIS_SIDE_DISABLED = [...DEFAULT_DISABLED_PLUGINS, ...RECREATED_DEFAULT_ON];
 
+/**
+ * The in-tree PodSecurity's exemptions on the reference (its defaults stay privileged:latest, as
+ * with no configuration): a differential test gives a suite the same ones.
+ */
+export const REFERENCE_POD_SECURITY_EXEMPTIONS = {
+  usernames: ['psa-exempt-user'],
+  namespaces: ['psa-diff-exempt'],
+  runtimeClasses: ['psa-exempt-runtime'],
+};
+
+/** The AdmissionConfiguration the reference reads: each configured plugin's entry. */
+function writeAdmissionConfig(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-reference-admission-'));
+  const file = path.join(dir, 'admission.json');
+  const plugins = [
+    {
+      name: 'PodSecurity',
+      configuration: {
+        apiVersion: 'pod-security.admission.config.k8s.io/v1',
+        kind: 'PodSecurityConfiguration',
+        defaults: { enforce: 'privileged', 'enforce-version': 'latest', audit: 'privileged', 'audit-version': 'latest', warn: 'privileged', 'warn-version': 'latest' },
+        exemptions: REFERENCE_POD_SECURITY_EXEMPTIONS,
+      },
+    },
+  ];
+  fs.writeFileSync(file, JSON.stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins }));
+  return file;
+}
+
 export interface ReferenceCluster {
   controlPlane: ControlPlane;
   kubeConfig: k8s.KubeConfig;
@@ -55,6 +87,7 @@ export function referenceCluster(): Promise<ReferenceCluster> {
     const controlPlane = await startControlPlane({
       disableAdmissionPlugins: DEFAULT_DISABLED_PLUGINS,
       enableAdmissionPlugins: RECREATED_DEFAULT_OFF,
+      admissionConfigFile: writeAdmissionConfig(),
     });
     const kubeConfig = new k8s.KubeConfig();
     kubeConfig.loadFromFile(controlPlane.kubeconfigPath);
