@@ -29,11 +29,12 @@ import { WorkQueue } from './controller/queue.ts';
 import { SuiteReconciler } from './controller/reconciler.ts';
 import { OrphanSweeper } from './controller/orphans.ts';
 import { createHealthServer } from './health/server.ts';
-import type { ClusterView } from './handlers/handler.ts';
+import { LookupNotReady, type ClusterView } from './handlers/handler.ts';
 import { connect, describeError, type CacheLookup, type Kube, type KubeObject } from './kube/client.ts';
 import { watchCache, type WatchedCache } from './kube/watch.ts';
 import { shareConnections } from './kube/connections.ts';
 import { ObjectWatches } from './kube/objects.ts';
+import { LookupCaches } from './kube/lookups.ts';
 import { ParamsAccess } from './kube/params-access.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
@@ -88,11 +89,17 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     log,
     onChange: noop,
   });
+  // The shared lookup caches: watched only while a served suite uses a handler that reads the kind.
+  const lookups = new LookupCaches(kube, componentLogger('lookups'));
   const view: ClusterView = {
     namespace: (name) => namespaces.get(name) as Record<string, any> | undefined,
     limitRanges: (namespace) => limitRanges.list().filter((lr) => lr.metadata?.namespace === namespace) as Record<string, any>[],
-    // No handler declares lookups yet; the shared lookup caches come with the first that does.
-    list: () => [],
+    list: (kind, namespace) => {
+      const found = lookups.list(kind, namespace);
+      if (!found) throw new LookupNotReady(kind);
+      return found as Record<string, any>[];
+    },
+    whenReady: async (kinds, timeoutMs) => (await Promise.all(kinds.map((kind) => lookups.whenSynced(kind, timeoutMs)))).every(Boolean),
   };
   const params = new ObjectWatches(kube, log, config.namespace);
   const authorizer = options.authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig));
@@ -101,6 +108,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   registry.subscribe((change) =>
     'removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name))),
   );
+  registry.subscribe(() => lookups.use(registry.lookups()));
 
   // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
   const paramsAccess = new ParamsAccess(kubeConfig, new SubjectAccessReviewer(kubeConfig));
@@ -258,7 +266,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     stop: async () => {
       queue.stop();
       await elector.stop();
-      await Promise.all([suites, secrets, services, namespaces, limitRanges, params, ...configurations].map((w) => w.stop()));
+      await Promise.all([suites, secrets, services, namespaces, limitRanges, params, lookups, ...configurations].map((w) => w.stop()));
       await new Promise((resolve) => health.close(resolve));
       await admission.close();
     },

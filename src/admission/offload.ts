@@ -13,6 +13,8 @@ import { Worker } from 'node:worker_threads';
 import type { AuthorizationAttributes, AuthorizationDecision } from '../api/authorization.ts';
 import { markFailed, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
+import { LookupNotReady, type ClusterView, type LookupKind } from '../handlers/handler.ts';
+import { LOOKUP_READY_WAIT_MS } from '../registry/compile.ts';
 import type { Lookup } from '../kube/objects.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
@@ -34,6 +36,8 @@ export interface ReviewContext {
   namespaceObject?: Record<string, unknown>;
   limitRanges: Record<string, unknown>[];
   params?: Lookup;
+  /** The webhook's handler's lookups (Pods of the request's namespace only); null for a kind not yet synced. */
+  lookups?: Partial<Record<LookupKind, Record<string, unknown>[] | null>>;
 }
 
 export type ToWorker =
@@ -44,7 +48,7 @@ export type ToWorker =
   | { type: 'authorized'; id: number; check: number; decision?: AuthorizationDecision; error?: string };
 
 export type FromWorker =
-  | { type: 'needs'; id: number; namespace?: string; params?: ParamsRef }
+  | { type: 'needs'; id: number; namespace?: string; params?: ParamsRef; lookups?: LookupKind[] }
   | { type: 'authorize'; id: number; check: number; attributes: AuthorizationAttributes }
   | { type: 'answer'; id: number; apiVersion: string; uid: string; operation: AdmissionRequest['operation']; decision: Decision; failed: boolean }
   | { type: 'failed'; id: number; key: ReviewErrorKey; message: string };
@@ -127,12 +131,15 @@ export class ReviewOffload {
     switch (message.type) {
       case 'needs': {
         const { view, params } = this.registry.context;
-        const context: ReviewContext = {
-          namespaceObject: message.namespace ? view.namespace(message.namespace) : undefined,
-          limitRanges: message.namespace ? view.limitRanges(message.namespace) : [],
-          params: message.params ? params.get(message.params) : undefined,
-        };
-        worker.postMessage({ type: 'context', id: message.id, context } satisfies ToWorker);
+        void lookupsFor(view, message.lookups ?? [], message.namespace).then((lookups) => {
+          const context: ReviewContext = {
+            namespaceObject: message.namespace ? view.namespace(message.namespace) : undefined,
+            limitRanges: message.namespace ? view.limitRanges(message.namespace) : [],
+            params: message.params ? params.get(message.params) : undefined,
+            ...(lookups ? { lookups } : {}),
+          };
+          worker.postMessage({ type: 'context', id: message.id, context } satisfies ToWorker);
+        });
         return;
       }
       case 'authorize': {
@@ -166,4 +173,30 @@ export class ReviewOffload {
     this.pending.delete(id);
     return pending;
   }
+}
+
+/**
+ * The lookups a handler reads, from this thread's caches, waiting for unsynced ones as a request
+ * judged here would (the worker's view then answers a kind still unsynced as not ready).
+ */
+async function lookupsFor(view: ClusterView, kinds: LookupKind[], namespace: string | undefined): Promise<ReviewContext['lookups']> {
+  if (kinds.length === 0) return undefined;
+  const read = () => {
+    const out: NonNullable<ReviewContext['lookups']> = {};
+    let missing = false;
+    for (const kind of kinds) {
+      try {
+        out[kind] = view.list(kind, kind === 'Pod' ? (namespace ?? '') : undefined);
+      } catch (err) {
+        if (!(err instanceof LookupNotReady)) throw err;
+        out[kind] = null;
+        missing = true;
+      }
+    }
+    return { out, missing };
+  };
+  const first = read();
+  if (!first.missing || !view.whenReady) return first.out;
+  await view.whenReady(kinds, LOOKUP_READY_WAIT_MS);
+  return read().out;
 }

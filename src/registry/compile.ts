@@ -9,7 +9,8 @@ import { webhookFullName } from '../api/names.ts';
 import { allowed, errored, markFailed, type AdmissionRequest, type Decision, type Outcome } from '../api/review.ts';
 import type { Lookup, ObjectRef } from '../kube/objects.ts';
 import { findHandler } from '../handlers/registry.ts';
-import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
+import { EMPTY_VIEW, LookupNotReady, type ClusterView, type LookupKind } from '../handlers/handler.ts';
+import { forbiddenMessage, NOT_READY } from '../handlers/errors.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';
 import { compileRules, evaluationTotals, type AuthorizingRulesAdmit } from '../policy/engine/rules.ts';
 import { planMatchConditions } from '../policy/engine/match-conditions.ts';
@@ -25,6 +26,8 @@ export interface CompiledWebhook {
   admit(request: AdmissionRequest): Decision | Promise<Decision>;
   /** Where its answers are counted (resolved once, here, so the request path does no lookup). */
   observer: WebhookObserver;
+  /** The kinds its built-in handler looks up (the shared lookup caches it needs); empty for CEL rules. */
+  lookups: LookupKind[];
 }
 
 /** The metrics of one webhook (src/health/webhook-metrics.ts); NO_OBSERVER where nothing is counted. */
@@ -83,7 +86,7 @@ export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}
       try {
         const observer = observers?.webhook(name, spec.name) ?? NO_OBSERVER;
         const admit = spec.handler
-          ? compileHandler(spec, path, view)
+          ? compileHandler(spec, path, view, failurePolicy)
           : measured(withContext(compileRules(name, spec, path, failurePolicy, authorizer), spec, failurePolicy, view, params), observer);
         webhooks.set(spec.name, {
           suite: name,
@@ -93,6 +96,7 @@ export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}
           failurePolicy,
           admit: guarded(admit, failurePolicy),
           observer,
+          lookups: (spec.handler && findHandler(spec.handler.name)?.lookups) || [],
         });
       } catch (err) {
         if (err instanceof SpecError) errors.push(...err.errors);
@@ -164,7 +168,14 @@ class SpecError extends Error {
   }
 }
 
-function compileHandler(spec: WebhookSpec, path: string, view: ClusterView): (request: AdmissionRequest) => Decision {
+/**
+ * How long a request waits for a lookup cache that has not synced (a suite just applied, an
+ * operator just started) before it is answered as not ready; well within the API server's
+ * default webhook timeout of 10 s.
+ */
+export const LOOKUP_READY_WAIT_MS = 3_000;
+
+function compileHandler(spec: WebhookSpec, path: string, view: ClusterView, failurePolicy: FailurePolicy): (request: AdmissionRequest) => Decision | Promise<Decision> {
   const ref = spec.handler!;
   // Its matchConditions all go to the API server: compiled here only to be refused on apply if they cannot work there.
   planMatchConditions(spec, path, spec.failurePolicy ?? 'Fail');
@@ -188,5 +199,26 @@ function compileHandler(spec: WebhookSpec, path: string, view: ClusterView): (re
   const parsed = handler.parseConfig(ref.config ?? {});
   errors.push(...parsed.errors.map((e) => ({ field: `${path}.handler.config.${e.field}`, message: e.message })));
   if (errors.length) throw new SpecError(errors);
-  return (request) => side.call(handler, request, parsed.config, view);
+  const run = (request: AdmissionRequest) => side.call(handler, request, parsed.config, view);
+  // Before its caches have synced a handler is not run on a partial list: the request waits for
+  // them a little, then is refused as the in-tree plugins refuse it, by failurePolicy.
+  const notReady = (request: AdmissionRequest) => errored(forbiddenMessage(request, NOT_READY), failurePolicy);
+  const retried = (request: AdmissionRequest) => {
+    try {
+      return run(request);
+    } catch (err) {
+      if (err instanceof LookupNotReady) return notReady(request);
+      throw err;
+    }
+  };
+  return (request) => {
+    try {
+      return run(request);
+    } catch (err) {
+      if (!(err instanceof LookupNotReady)) throw err;
+      const waiting = view.whenReady?.(handler.lookups ?? [err.kind], LOOKUP_READY_WAIT_MS);
+      if (!waiting) return notReady(request);
+      return waiting.then((ready) => (ready ? retried(request) : notReady(request)));
+    }
+  };
 }

@@ -4,6 +4,7 @@
  * client does not hand back). TLS verified against the control plane's CA.
  */
 import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { cluster } from './cluster.ts';
 
 export interface RawResponse {
@@ -12,16 +13,25 @@ export interface RawResponse {
   warnings: string[];
 }
 
-/** `as` impersonates that user (the API server adds system:authenticated), as `kubectl --as`. */
-export async function rawRequest(method: string, path: string, body?: unknown, user: { as?: string } = {}): Promise<RawResponse> {
-  const { kubeConfig } = cluster();
+/**
+ * `as` impersonates that user (the API server adds system:authenticated), as `kubectl --as`;
+ * `kubeConfig` names another API server than the test cluster's (the reference control plane);
+ * `contentType` a patch's (application/merge-patch+json).
+ */
+export async function rawRequest(
+  method: string,
+  path: string,
+  body?: unknown,
+  user: { as?: string; kubeConfig?: KubeConfig; contentType?: string } = {},
+): Promise<RawResponse> {
+  const kubeConfig = user.kubeConfig ?? cluster().kubeConfig;
   const server = new URL(kubeConfig.getCurrentCluster()!.server);
   const options: https.RequestOptions = {
     method,
     host: server.hostname,
     port: server.port,
     path,
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json', ...(user.as ? { 'Impersonate-User': user.as } : {}) },
+    headers: { 'Content-Type': user.contentType ?? 'application/json', Accept: 'application/json', ...(user.as ? { 'Impersonate-User': user.as } : {}) },
   };
   await kubeConfig.applyToHTTPSOptions(options);
   const payload = body === undefined ? undefined : JSON.stringify(body);

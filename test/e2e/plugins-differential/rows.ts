@@ -1,0 +1,333 @@
+/**
+ * The rows of the plugin differential (test/e2e/plugins-differential.test.ts): for each in-tree
+ * plugin a built-in handler re-creates, the cases of its upstream admission_test.go (named as
+ * there; `upstream: true`) and a few of ours, each as the objects to create first (the
+ * looked-up classes, an earlier state) and the one request whose answer is compared. Objects
+ * carry the label that scopes the Portcullis suite's webhooks; every name is unique in the table.
+ */
+
+export const NS = 'plugins-diff';
+export const LABEL = { 'plugins-diff': 'yes' };
+
+export interface Request {
+  method: 'POST' | 'PATCH';
+  path: string;
+  body: Record<string, any>;
+  contentType?: string;
+  /** `Kind/name` of what a create makes, removed after the row. */
+  name?: string;
+}
+export type Step = Request | { pauseMs: number };
+
+export interface Row {
+  plugin: string;
+  name: string;
+  upstream: boolean;
+  setup: Step[];
+  request: Request;
+  /** A deliberate difference, documented in the README: the row is counted as differing with this reason and does not fail. */
+  knownDifference?: string;
+}
+
+const labelled = (metadata: Record<string, any>) => ({ ...metadata, labels: { ...LABEL, ...(metadata.labels ?? {}) } });
+
+const PATHS: Record<string, { base: string; plural: string; namespaced: boolean }> = {
+  Pod: { base: '/api/v1', plural: 'pods', namespaced: true },
+  PersistentVolumeClaim: { base: '/api/v1', plural: 'persistentvolumeclaims', namespaced: true },
+  PersistentVolume: { base: '/api/v1', plural: 'persistentvolumes', namespaced: false },
+  StorageClass: { base: '/apis/storage.k8s.io/v1', plural: 'storageclasses', namespaced: false },
+  VolumeAttributesClass: { base: '/apis/storage.k8s.io/v1', plural: 'volumeattributesclasses', namespaced: false },
+  IngressClass: { base: '/apis/networking.k8s.io/v1', plural: 'ingressclasses', namespaced: false },
+  Ingress: { base: '/apis/networking.k8s.io/v1', plural: 'ingresses', namespaced: true },
+  PriorityClass: { base: '/apis/scheduling.k8s.io/v1', plural: 'priorityclasses', namespaced: false },
+};
+
+export function collectionPath(kind: string): string {
+  const p = PATHS[kind];
+  if (!p) throw new Error(`no path for kind ${kind}`);
+  return `${p.base}${p.namespaced ? `/namespaces/${NS}` : ''}/${p.plural}`;
+}
+
+export function objectPath(kind: string, name: string, subresource?: string): string {
+  return `${collectionPath(kind)}/${name}${subresource ? `/${subresource}` : ''}`;
+}
+
+const API_VERSIONS: Record<string, string> = {
+  Pod: 'v1',
+  PersistentVolumeClaim: 'v1',
+  PersistentVolume: 'v1',
+  StorageClass: 'storage.k8s.io/v1',
+  VolumeAttributesClass: 'storage.k8s.io/v1',
+  IngressClass: 'networking.k8s.io/v1',
+  Ingress: 'networking.k8s.io/v1',
+  PriorityClass: 'scheduling.k8s.io/v1',
+};
+
+/** A create of `kind`, labelled. */
+export function create(kind: string, metadata: Record<string, any>, rest: Record<string, any> = {}): Request {
+  return { method: 'POST', path: collectionPath(kind), body: { apiVersion: API_VERSIONS[kind], kind, metadata: labelled(metadata), ...rest }, name: `${kind}/${metadata.name}` };
+}
+
+/** A JSON merge patch (an UPDATE to admission) of an object, or of its subresource. */
+export function patch(kind: string, name: string, body: Record<string, any>, subresource?: string): Request {
+  return { method: 'PATCH', path: objectPath(kind, name, subresource), body, contentType: 'application/merge-patch+json' };
+}
+
+const IMAGE = 'registry.k8s.io/pause:3.10';
+const pod = (name: string, spec: Record<string, any> = {}, metadata: Record<string, any> = {}) =>
+  create('Pod', { name, ...metadata }, { spec: { containers: [{ name: 'container', image: IMAGE }], ...spec } });
+
+// DefaultStorageClass ----------------------------------------------------------------------------
+const DEFAULT_SC = 'storageclass.kubernetes.io/is-default-class';
+const storageClass = (name: string, annotations?: Record<string, string>, rest: Record<string, any> = {}) =>
+  create('StorageClass', { name, ...(annotations ? { annotations } : {}) }, { provisioner: name, ...rest });
+const noDefaults = () => [storageClass('nondefault1', { [DEFAULT_SC]: 'false' }), storageClass('nondefault2'), storageClass('nondefault3', { [DEFAULT_SC]: '' })];
+const claim = (name: string, spec: Record<string, any> = {}, metadata: Record<string, any> = {}) =>
+  create('PersistentVolumeClaim', { name, ...metadata }, { spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, ...spec } });
+const WAIT_A_SECOND = { pauseMs: 1100 };
+
+const defaultStorageClassRows: Row[] = [
+  { name: 'no default, no modification of PVCs', upstream: true, setup: noDefaults(), request: claim('dsc-1') },
+  { name: 'one default, modify PVC with class=nil', upstream: true, setup: [storageClass('default1', { [DEFAULT_SC]: 'true' }), ...noDefaults()], request: claim('dsc-2') },
+  { name: "one default, no modification of PVC with class=''", upstream: true, setup: [storageClass('default1', { [DEFAULT_SC]: 'true' }), ...noDefaults()], request: claim('dsc-3', { storageClassName: '' }) },
+  { name: "one default, no modification of PVC with class='foo'", upstream: true, setup: [storageClass('default1', { [DEFAULT_SC]: 'true' }), ...noDefaults()], request: claim('dsc-4', { storageClassName: 'foo' }) },
+  {
+    name: "two defaults, no modification of PVC with class=''",
+    upstream: true,
+    setup: [storageClass('default1', { [DEFAULT_SC]: 'true' }), storageClass('default2', { [DEFAULT_SC]: 'true' }), ...noDefaults()],
+    request: claim('dsc-5', { storageClassName: '' }),
+  },
+  {
+    name: "two defaults, no modification of PVC with class='foo'",
+    upstream: true,
+    setup: [storageClass('default1', { [DEFAULT_SC]: 'true' }), storageClass('default2', { [DEFAULT_SC]: 'true' }), ...noDefaults()],
+    request: claim('dsc-6', { storageClassName: 'foo' }),
+  },
+  {
+    // Created in one request burst: the same second, as upstream's equal timestamps (a later second would still pick the newer).
+    name: 'two defaults with same creation time, choose the one with smaller name',
+    upstream: true,
+    setup: [storageClass('default2', { [DEFAULT_SC]: 'true' }), storageClass('default1', { [DEFAULT_SC]: 'true' })],
+    request: claim('dsc-7'),
+  },
+  {
+    name: 'two defaults, choose the one with newer creation time',
+    upstream: true,
+    setup: [storageClass('default1', { [DEFAULT_SC]: 'true' }), WAIT_A_SECOND, storageClass('default2', { [DEFAULT_SC]: 'true' })],
+    request: claim('dsc-8'),
+  },
+  {
+    name: 'the beta default annotation counts; a claim with the beta class annotation is left alone',
+    upstream: false,
+    setup: [storageClass('default-beta', { 'storageclass.beta.kubernetes.io/is-default-class': 'true' })],
+    request: claim('dsc-9', {}, { annotations: { 'volume.beta.kubernetes.io/storage-class': 'slow' } }),
+  },
+  { name: 'the beta default annotation counts', upstream: false, setup: [storageClass('default-beta', { 'storageclass.beta.kubernetes.io/is-default-class': 'true' })], request: claim('dsc-10') },
+].map((row) => ({ plugin: 'DefaultStorageClass', ...row }));
+
+// DefaultIngressClass ----------------------------------------------------------------------------
+const DEFAULT_IC = 'ingressclass.kubernetes.io/is-default-class';
+const ingressClass = (name: string, annotations?: Record<string, string>) => create('IngressClass', { name, ...(annotations ? { annotations } : {}) }, { spec: { controller: 'example.com/ingress' } });
+const ingress = (name: string, spec: Record<string, any> = {}, metadata: Record<string, any> = {}) =>
+  create('Ingress', { name, ...metadata }, { spec: { defaultBackend: { service: { name: 'web', port: { number: 80 } } }, ...spec } });
+const icNoDefaults = () => [ingressClass('ic-nondefault1', { [DEFAULT_IC]: 'false' }), ingressClass('ic-nondefault2')];
+
+const defaultIngressClassRows: Row[] = [
+  { name: 'no default, no modification of Ingress', upstream: true, setup: icNoDefaults(), request: ingress('dic-1') },
+  { name: 'one default, modify Ingress with class=nil', upstream: true, setup: [ingressClass('ic-default1', { [DEFAULT_IC]: 'true' }), ...icNoDefaults()], request: ingress('dic-2') },
+  { name: "one default, no modification of Ingress with class field=''", upstream: true, setup: [ingressClass('ic-default1', { [DEFAULT_IC]: 'true' })], request: ingress('dic-3', { ingressClassName: '' }) },
+  { name: "one default, no modification of Ingress with class field='foo'", upstream: true, setup: [ingressClass('ic-default1', { [DEFAULT_IC]: 'true' })], request: ingress('dic-4', { ingressClassName: 'foo' }) },
+  {
+    name: "one default, no modification of Ingress with class annotation='foo'",
+    upstream: true,
+    setup: [ingressClass('ic-default1', { [DEFAULT_IC]: 'true' })],
+    request: ingress('dic-5', {}, { annotations: { 'kubernetes.io/ingress.class': 'foo' } }),
+  },
+  {
+    name: 'two defaults with the same creation time, choose the one with the lower name',
+    upstream: true,
+    setup: [ingressClass('ic-default2', { [DEFAULT_IC]: 'true' }), ingressClass('ic-default1', { [DEFAULT_IC]: 'true' })],
+    request: ingress('dic-6'),
+  },
+  {
+    name: "two defaults, no modification with Ingress with class field=''",
+    upstream: true,
+    setup: [ingressClass('ic-default1', { [DEFAULT_IC]: 'true' }), ingressClass('ic-default2', { [DEFAULT_IC]: 'true' })],
+    request: ingress('dic-7', { ingressClassName: '' }),
+  },
+  {
+    name: 'two defaults, choose the one with the newer creation time',
+    upstream: true,
+    setup: [ingressClass('ic-default2', { [DEFAULT_IC]: 'true' }), WAIT_A_SECOND, ingressClass('ic-default1', { [DEFAULT_IC]: 'true' })],
+    request: ingress('dic-8'),
+  },
+].map((row) => ({ plugin: 'DefaultIngressClass', ...row }));
+
+// PersistentVolumeClaimResize --------------------------------------------------------------------
+const gold = () => storageClass('gold', undefined, { allowVolumeExpansion: true });
+const silver = () => storageClass('silver', undefined, { allowVolumeExpansion: false });
+const bound = (name: string) => patch('PersistentVolumeClaim', name, { status: { phase: 'Bound', capacity: { storage: '1Gi' } } }, 'status');
+const grow = (name: string, storage = '2Gi') => patch('PersistentVolumeClaim', name, { spec: { resources: { requests: { storage } } } });
+
+const resizeRows: Row[] = [
+  { name: 'pvc-resize, update, no error', upstream: true, setup: [gold(), silver(), claim('rsz-1', { storageClassName: 'gold', volumeName: 'volume1' }), bound('rsz-1')], request: grow('rsz-1') },
+  { name: 'pvc-resize, update, dynamically provisioned error (no class)', upstream: true, setup: [gold(), silver(), claim('rsz-2', { storageClassName: '', volumeName: 'volume3' }), bound('rsz-2')], request: grow('rsz-2') },
+  { name: 'pvc-resize, update, dynamically provisioned error (silver)', upstream: true, setup: [gold(), silver(), claim('rsz-3', { storageClassName: 'silver', volumeName: 'volume4' }), bound('rsz-3')], request: grow('rsz-3') },
+  { name: 'PVC update with no change in size', upstream: true, setup: [gold(), silver(), claim('rsz-4', { storageClassName: 'silver' })], request: grow('rsz-4', '1Gi') },
+  { name: 'expand pvc in pending state', upstream: true, setup: [gold(), silver(), claim('rsz-5', { storageClassName: 'silver' })], request: grow('rsz-5') },
+  { name: 'a class that does not exist', upstream: false, setup: [claim('rsz-6', { storageClassName: 'bronze', volumeName: 'volume6' }), bound('rsz-6')], request: grow('rsz-6') },
+  { name: 'shrinking a bound claim is left to validation', upstream: false, setup: [silver(), claim('rsz-7', { storageClassName: 'silver', volumeName: 'volume7' }), bound('rsz-7')], request: grow('rsz-7', '500Mi') },
+].map((row) => ({ plugin: 'PersistentVolumeClaimResize', ...row }));
+
+// StorageObjectInUseProtection -------------------------------------------------------------------
+const pv = (name: string, metadata: Record<string, any> = {}) =>
+  create('PersistentVolume', { name, ...metadata }, { spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: '/tmp/x' } } });
+const vac = (name: string, metadata: Record<string, any> = {}) => create('VolumeAttributesClass', { name, ...metadata }, { driverName: 'example.com/csi', parameters: { iops: '100' } });
+
+const protectionRows: Row[] = [
+  { name: 'create -> add finalizer (PVC)', upstream: true, setup: [], request: claim('soiup-1', { storageClassName: '' }) },
+  { name: 'finalizer already exists -> no new finalizer (PVC)', upstream: true, setup: [], request: claim('soiup-2', { storageClassName: '' }, { finalizers: ['kubernetes.io/pvc-protection'] }) },
+  { name: 'create -> add finalizer (PV)', upstream: true, setup: [], request: pv('soiup-pv-3') },
+  { name: 'finalizer already exists -> no new finalizer (PV)', upstream: true, setup: [], request: pv('soiup-pv-4', { finalizers: ['kubernetes.io/pv-protection'] }) },
+  { name: 'create -> add finalizer (VAC)', upstream: true, setup: [], request: vac('soiup-vac-5') },
+  { name: 'finalizer already exists -> no new finalizer (VAC)', upstream: true, setup: [], request: vac('soiup-vac-6', { finalizers: ['kubernetes.io/vac-protection'] }) },
+  { name: 'another finalizer is kept, ours added after it', upstream: false, setup: [], request: claim('soiup-7', { storageClassName: '' }, { finalizers: ['example.com/keep'] }) },
+].map((row) => ({ plugin: 'StorageObjectInUseProtection', ...row }));
+
+// LimitPodHardAntiAffinityTopology ---------------------------------------------------------------
+const term = (topologyKey: string) => ({ labelSelector: { matchExpressions: [{ key: 'security', operator: 'In', values: ['S2'] }] }, topologyKey });
+const antiAffinity = (podAntiAffinity: Record<string, any>) => ({ affinity: { podAntiAffinity } });
+const preferred = (topologyKey: string) => [{ weight: 10, podAffinityTerm: term(topologyKey) }];
+
+const antiAffinityRows: Row[] = [
+  { name: 'no affinity', upstream: true, setup: [], request: pod('aa-1') },
+  { name: 'preferred anti-affinity with topologyKey az', upstream: true, setup: [], request: pod('aa-2', antiAffinity({ preferredDuringSchedulingIgnoredDuringExecution: preferred('az') })) },
+  {
+    name: 'preferred az and required hostname',
+    upstream: true,
+    setup: [],
+    request: pod('aa-3', antiAffinity({ preferredDuringSchedulingIgnoredDuringExecution: preferred('az'), requiredDuringSchedulingIgnoredDuringExecution: [term('kubernetes.io/hostname')] })),
+  },
+  { name: 'required hostname', upstream: true, setup: [], request: pod('aa-4', antiAffinity({ requiredDuringSchedulingIgnoredDuringExecution: [term('kubernetes.io/hostname')] })) },
+  { name: "required ' zone ' (also invalid)", upstream: true, setup: [], request: pod('aa-5', antiAffinity({ requiredDuringSchedulingIgnoredDuringExecution: [term(' zone ')] })) },
+  { name: 'required zone', upstream: false, setup: [], request: pod('aa-6', antiAffinity({ requiredDuringSchedulingIgnoredDuringExecution: [term('topology.kubernetes.io/zone')] })) },
+  {
+    name: 'required hostname then zone',
+    upstream: true,
+    setup: [],
+    request: pod('aa-7', antiAffinity({ requiredDuringSchedulingIgnoredDuringExecution: [term('kubernetes.io/hostname'), term('topology.kubernetes.io/zone')] })),
+  },
+  { name: 'pod affinity (not anti) with zone', upstream: false, setup: [], request: pod('aa-8', { affinity: { podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term('topology.kubernetes.io/zone')] } } }) },
+].map((row) => ({ plugin: 'LimitPodHardAntiAffinityTopology', ...row }));
+
+// ExtendedResourceToleration ---------------------------------------------------------------------
+const requesting = (requests: Record<string, string>) => ({ name: 'container', image: IMAGE, resources: { requests, limits: requests } });
+const ertRows: Row[] = [
+  { name: 'empty pod without any extended resources, expect no change in tolerations', upstream: true, setup: [], request: pod('ert-1') },
+  { name: 'pod with container without any extended resources, expect no change in tolerations', upstream: true, setup: [], request: pod('ert-2', { containers: [requesting({ cpu: '1' })] }) },
+  {
+    name: 'pod with init container without any extended resources, expect no change in tolerations',
+    upstream: true,
+    setup: [],
+    request: pod('ert-3', { initContainers: [{ ...requesting({ memory: '1Gi' }), name: 'init' }] }),
+  },
+  { name: 'pod with container with extended resource, expect toleration to be added', upstream: true, setup: [], request: pod('ert-4', { containers: [requesting({ 'example.com/device-ek': '1' })] }) },
+  {
+    name: 'pod with init container with extended resource, expect toleration to be added',
+    upstream: true,
+    setup: [],
+    request: pod('ert-5', { initContainers: [{ ...requesting({ 'example.com/device-ek': '1' }), name: 'init' }] }),
+  },
+  {
+    name: 'pod with existing tolerations and container with extended resource, expect existing tolerations to be preserved and new toleration to be added',
+    upstream: true,
+    setup: [],
+    request: pod('ert-6', { containers: [requesting({ 'example.com/device-ek': '1' })], tolerations: [{ key: 'foo', operator: 'Equal', value: 'bar', effect: 'NoSchedule' }] }),
+  },
+  {
+    name: 'pod with multiple extended resources, expect multiple tolerations to be added',
+    upstream: true,
+    setup: [],
+    request: pod('ert-7', {
+      containers: [requesting({ 'example.com/device-ek': '1', 'example.com/device-do': '1' })],
+      initContainers: [{ ...requesting({ 'example.com/device-ek': '1', 'example.com/device-do': '1' }), name: 'init' }],
+    }),
+  },
+  {
+    name: 'pod with container requesting extended resource and existing correct toleration, expect no change in tolerations',
+    upstream: true,
+    setup: [],
+    request: pod('ert-8', { containers: [requesting({ 'example.com/device-ek': '1' })], tolerations: [{ key: 'example.com/device-ek', operator: 'Exists', effect: 'NoSchedule' }] }),
+  },
+  {
+    name: 'pod with container requesting extended resource and existing toleration with the same key but different effect and value, expect existing tolerations to be preserved and new toleration to be added',
+    upstream: true,
+    setup: [],
+    request: pod('ert-9', { containers: [requesting({ 'example.com/device-ek': '1' })], tolerations: [{ key: 'example.com/device-ek', operator: 'Equal', value: 'foo', effect: 'NoExecute' }] }),
+  },
+  {
+    name: 'pod with wildcard toleration and container requesting extended resource, expect existing tolerations to be preserved and new toleration to be added',
+    upstream: true,
+    setup: [],
+    request: pod('ert-10', { containers: [requesting({ 'example.com/device-ek': '1' })], tolerations: [{ operator: 'Exists' }] }),
+  },
+  {
+    name: 'a matching toleration with tolerationSeconds is replaced by the plain one',
+    upstream: false,
+    setup: [],
+    request: pod('ert-11', { containers: [requesting({ 'example.com/device-ek': '1' })], tolerations: [{ key: 'example.com/device-ek', operator: 'Exists', effect: 'NoSchedule', tolerationSeconds: 30 }] }),
+  },
+].map((row) => ({ plugin: 'ExtendedResourceToleration', ...row }));
+
+// Priority -------------------------------------------------------------------------------------
+const priorityClass = (name: string, value: number, globalDefault = false, rest: Record<string, any> = {}) => create('PriorityClass', { name }, { value, globalDefault, ...rest });
+const defaultClass1 = () => priorityClass('default1', 1000, true);
+const defaultClass2 = () => priorityClass('default2', 2000, true);
+const nondefaultClass1 = () => priorityClass('nondefault1', 2000);
+const neverPreempt = () => priorityClass('nopreemptionpolicy', 2000, false, { preemptionPolicy: 'Never' });
+
+const priorityRows: Row[] = [
+  { name: 'create operator with default class', upstream: true, setup: [], request: defaultClass1() },
+  { name: 'create operator with one existing default class', upstream: true, setup: [defaultClass1()], request: defaultClass2() },
+  {
+    name: 'create operator with system name and value allowed by admission controller',
+    upstream: true,
+    setup: [],
+    request: priorityClass('system-test', 1000, false, { description: 'Name has system critical prefix' }),
+  },
+  { name: 'update operator with default class', upstream: true, setup: [defaultClass1()], request: patch('PriorityClass', 'default1', { description: 'updated' }) },
+  { name: 'update operator with one existing default class', upstream: true, setup: [defaultClass1(), nondefaultClass1()], request: patch('PriorityClass', 'nondefault1', { globalDefault: true }) },
+  { name: 'Pod with priority class', upstream: true, setup: [defaultClass1(), nondefaultClass1()], request: pod('prio-1', { priorityClassName: 'default1' }) },
+  { name: 'Pod without priority class', upstream: true, setup: [defaultClass1(), nondefaultClass1()], request: pod('prio-2') },
+  { name: 'pod without priority class and no existing priority class', upstream: true, setup: [], request: pod('prio-3') },
+  { name: 'pod without priority class and no default class', upstream: true, setup: [nondefaultClass1()], request: pod('prio-4') },
+  { name: 'pod with a system priority class', upstream: true, setup: [], request: pod('prio-5', { priorityClassName: 'system-cluster-critical' }) },
+  { name: 'Pod with non-existing priority class', upstream: true, setup: [], request: pod('prio-6', { priorityClassName: 'foo' }) },
+  { name: 'pod with integer priority', upstream: true, setup: [], request: pod('prio-7', { priority: 1000 }) },
+  { name: 'mirror pod with system priority class', upstream: true, setup: [], request: pod('prio-8', { priorityClassName: 'system-node-critical' }, { annotations: { 'kubernetes.io/config.mirror': '' } }) },
+  { name: 'mirror pod with integer priority', upstream: true, setup: [], request: pod('prio-9', { priority: 1000 }, { annotations: { 'kubernetes.io/config.mirror': '' } }) },
+  { name: 'pod with system critical priority in non-system namespace', upstream: true, setup: [], request: pod('prio-10', { priorityClassName: 'system-cluster-critical' }) },
+  { name: 'pod with priority that matches computed priority', upstream: true, setup: [nondefaultClass1()], request: pod('prio-11', { priorityClassName: 'nondefault1', priority: 2000 }) },
+  { name: 'pod with priority that matches default priority', upstream: true, setup: [defaultClass2()], request: pod('prio-12', { priority: 2000 }) },
+  { name: 'pod with priority that matches resolved priority', upstream: true, setup: [nondefaultClass1()], request: pod('prio-13', { priorityClassName: 'nondefault1', priority: 2000 }) },
+  { name: 'pod with nil preemtpion policy', upstream: true, setup: [priorityClass('nil-pp', 2000)], request: pod('prio-14', { priorityClassName: 'nil-pp' }) },
+  { name: 'pod with preemtpion policy that matches resolved preemtpion policy', upstream: true, setup: [neverPreempt()], request: pod('prio-15', { priorityClassName: 'nopreemptionpolicy', preemptionPolicy: 'Never' }) },
+  {
+    name: "pod with preemtpion policy that does't matches resolved preemtpion policy",
+    upstream: true,
+    setup: [neverPreempt()],
+    request: pod('prio-16', { priorityClassName: 'nopreemptionpolicy', preemptionPolicy: 'PreemptLowerPriority' }),
+  },
+  { name: 'pod with priority that differs from the computed one', upstream: false, setup: [nondefaultClass1()], request: pod('prio-18', { priorityClassName: 'nondefault1', priority: 5 }) },
+  { name: 'an update keeps the priority the create set', upstream: false, setup: [nondefaultClass1(), pod('prio-19', { priorityClassName: 'nondefault1' })], request: patch('Pod', 'prio-19', { metadata: { labels: { touched: 'yes' } } }) },
+].map((row) => ({ plugin: 'Priority', ...row }));
+
+export const ROWS: Row[] = [
+  ...defaultStorageClassRows,
+  ...defaultIngressClassRows,
+  ...resizeRows,
+  ...protectionRows,
+  ...antiAffinityRows,
+  ...ertRows,
+  ...priorityRows,
+];
