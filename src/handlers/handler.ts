@@ -43,8 +43,9 @@ export interface ClusterView {
  * answer before their informers have synced ("not yet ready to handle request"), by failurePolicy.
  */
 export class LookupNotReady extends Error {
-  readonly kind: LookupKind;
-  constructor(kind: LookupKind) {
+  readonly kind: LookupKind | 'Namespace';
+  /** 'Namespace': the request's namespace is not in the cache yet (created a moment ago). */
+  constructor(kind: LookupKind | 'Namespace') {
     super(`the ${kind} cache has not synced`);
     this.kind = kind;
   }

@@ -6,6 +6,7 @@ import { defaultStorageClass } from './default-storage-class.ts';
 import { extendedResourceToleration } from './extended-resource-toleration.ts';
 import { limitPodHardAntiAffinityTopology } from './limit-pod-hard-anti-affinity-topology.ts';
 import { persistentVolumeClaimResize } from './persistent-volume-claim-resize.ts';
+import { podTolerationRestriction } from './pod-toleration-restriction.ts';
 import { priority } from './priority.ts';
 import { storageObjectInUseProtection } from './storage-object-in-use-protection.ts';
 import { defaultTolerationSeconds } from './default-toleration-seconds.ts';
@@ -32,6 +33,7 @@ const HANDLERS: Handler<any>[] = [
   priority,
   extendedResourceToleration,
   limitPodHardAntiAffinityTopology,
+  podTolerationRestriction,
 ];
 
 const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));

@@ -216,7 +216,7 @@ function compileHandler(spec: WebhookSpec, path: string, view: ClusterView, fail
       return run(request);
     } catch (err) {
       if (!(err instanceof LookupNotReady)) throw err;
-      const waiting = view.whenReady?.(handler.lookups ?? [err.kind], LOOKUP_READY_WAIT_MS);
+      const waiting = err.kind === 'Namespace' ? undefined : view.whenReady?.(handler.lookups ?? [err.kind], LOOKUP_READY_WAIT_MS);
       if (!waiting) return notReady(request);
       return waiting.then((ready) => (ready ? retried(request) : notReady(request)));
     }

@@ -5,6 +5,9 @@
  * by Portcullis. Started on first use (most files never need it) and stopped by the root hooks.
  */
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { DEFAULT_DISABLED_PLUGINS, startControlPlane, type ControlPlane } from '../../src/local/controlplane.ts';
 import { connect, type Kube } from '../../src/kube/client.ts';
@@ -36,6 +39,34 @@ export const RECREATED_DEFAULT_OFF = [
 /** What the test run's own API server turns off: the defaults of local mode plus every plugin we re-create. */
 export const PORTCULLIS_SIDE_DISABLED = [...DEFAULT_DISABLED_PLUGINS, ...RECREATED_DEFAULT_ON];
 
+/**
+ * PodTolerationRestriction's cluster defaults on the reference (its admission configuration
+ * file): the toleration of upstream's test cases. Pods in namespaces without the
+ * defaultTolerations annotation get it there, so a suite comparing with the reference gives its
+ * PodTolerationRestriction handler the same `default`. No cluster whitelist: it would refuse
+ * every tolerating Pod of every other differential.
+ */
+export const REFERENCE_POD_TOLERATION_DEFAULTS = [{ key: 'testKey', operator: 'Equal', value: 'testValue', effect: 'NoSchedule' }];
+
+function admissionConfigFile(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-reference-admission-'));
+  const file = path.join(dir, 'admission.json');
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: 'apiserver.config.k8s.io/v1',
+      kind: 'AdmissionConfiguration',
+      plugins: [
+        {
+          name: 'PodTolerationRestriction',
+          configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1', kind: 'Configuration', default: REFERENCE_POD_TOLERATION_DEFAULTS },
+        },
+      ],
+    }),
+  );
+  return file;
+}
+
 export interface ReferenceCluster {
   controlPlane: ControlPlane;
   kubeConfig: k8s.KubeConfig;
@@ -55,6 +86,7 @@ export function referenceCluster(): Promise<ReferenceCluster> {
     const controlPlane = await startControlPlane({
       disableAdmissionPlugins: DEFAULT_DISABLED_PLUGINS,
       enableAdmissionPlugins: RECREATED_DEFAULT_OFF,
+      admissionConfigFile: admissionConfigFile(),
     });
     const kubeConfig = new k8s.KubeConfig();
     kubeConfig.loadFromFile(controlPlane.kubeconfigPath);

@@ -14,8 +14,8 @@ export interface Request {
   path: string;
   body: Record<string, any>;
   contentType?: string;
-  /** `Kind/name` of what a create makes, removed after the row. */
-  name?: string;
+  /** What a create makes, removed after the row. */
+  made?: { kind: string; name: string; namespace?: string };
 }
 export type Step = Request | { pauseMs: number };
 
@@ -25,8 +25,11 @@ export interface Row {
   upstream: boolean;
   setup: Step[];
   request: Request;
-  /** A deliberate difference, documented in the README: the row is counted as differing with this reason and does not fail. */
-  knownDifference?: string;
+  /**
+   * A deliberate difference in the status code, documented in the README: the row is counted as
+   * differing with this reason; it fails unless the codes are these and all else agrees.
+   */
+  knownDifference?: { reason: string; reference: number; portcullis: number };
 }
 
 const labelled = (metadata: Record<string, any>) => ({ ...metadata, labels: { ...LABEL, ...(metadata.labels ?? {}) } });
@@ -40,16 +43,18 @@ const PATHS: Record<string, { base: string; plural: string; namespaced: boolean 
   IngressClass: { base: '/apis/networking.k8s.io/v1', plural: 'ingressclasses', namespaced: false },
   Ingress: { base: '/apis/networking.k8s.io/v1', plural: 'ingresses', namespaced: true },
   PriorityClass: { base: '/apis/scheduling.k8s.io/v1', plural: 'priorityclasses', namespaced: false },
+  RuntimeClass: { base: '/apis/node.k8s.io/v1', plural: 'runtimeclasses', namespaced: false },
+  Namespace: { base: '/api/v1', plural: 'namespaces', namespaced: false },
 };
 
-export function collectionPath(kind: string): string {
+export function collectionPath(kind: string, namespace = NS): string {
   const p = PATHS[kind];
   if (!p) throw new Error(`no path for kind ${kind}`);
-  return `${p.base}${p.namespaced ? `/namespaces/${NS}` : ''}/${p.plural}`;
+  return `${p.base}${p.namespaced ? `/namespaces/${namespace}` : ''}/${p.plural}`;
 }
 
-export function objectPath(kind: string, name: string, subresource?: string): string {
-  return `${collectionPath(kind)}/${name}${subresource ? `/${subresource}` : ''}`;
+export function objectPath(kind: string, name: string, subresource?: string, namespace = NS): string {
+  return `${collectionPath(kind, namespace)}/${name}${subresource ? `/${subresource}` : ''}`;
 }
 
 const API_VERSIONS: Record<string, string> = {
@@ -61,16 +66,24 @@ const API_VERSIONS: Record<string, string> = {
   IngressClass: 'networking.k8s.io/v1',
   Ingress: 'networking.k8s.io/v1',
   PriorityClass: 'scheduling.k8s.io/v1',
+  RuntimeClass: 'node.k8s.io/v1',
+  Namespace: 'v1',
 };
 
-/** A create of `kind`, labelled. */
+/** A create of `kind` (in `metadata.namespace`, else plugins-diff, when namespaced), labelled. */
 export function create(kind: string, metadata: Record<string, any>, rest: Record<string, any> = {}): Request {
-  return { method: 'POST', path: collectionPath(kind), body: { apiVersion: API_VERSIONS[kind], kind, metadata: labelled(metadata), ...rest }, name: `${kind}/${metadata.name}` };
+  const namespace = PATHS[kind]?.namespaced ? (metadata.namespace ?? NS) : undefined;
+  return {
+    method: 'POST',
+    path: collectionPath(kind, namespace),
+    body: { apiVersion: API_VERSIONS[kind], kind, metadata: labelled(metadata), ...rest },
+    made: { kind, name: metadata.name, ...(namespace ? { namespace } : {}) },
+  };
 }
 
 /** A JSON merge patch (an UPDATE to admission) of an object, or of its subresource. */
-export function patch(kind: string, name: string, body: Record<string, any>, subresource?: string): Request {
-  return { method: 'PATCH', path: objectPath(kind, name, subresource), body, contentType: 'application/merge-patch+json' };
+export function patch(kind: string, name: string, body: Record<string, any>, subresource?: string, namespace = NS): Request {
+  return { method: 'PATCH', path: objectPath(kind, name, subresource, namespace), body, contentType: 'application/merge-patch+json' };
 }
 
 const IMAGE = 'registry.k8s.io/pause:3.10';
@@ -322,7 +335,79 @@ const priorityRows: Row[] = [
   { name: 'an update keeps the priority the create set', upstream: false, setup: [nondefaultClass1(), pod('prio-19', { priorityClassName: 'nondefault1' })], request: patch('Pod', 'prio-19', { metadata: { labels: { touched: 'yes' } } }) },
 ].map((row) => ({ plugin: 'Priority', ...row }));
 
+// PodTolerationRestriction ---------------------------------------------------------------------
+// The reference's cluster default (test/support/reference.ts) is upstream's testKey=testValue:NoSchedule.
+const testKey = (value = 'testValue') => ({ key: 'testKey', operator: 'Equal', value, effect: 'NoSchedule' });
+const namespaceWith = (name: string, defaults?: unknown[], whitelist?: unknown[]) =>
+  create('Namespace', {
+    name,
+    annotations: {
+      ...(defaults ? { 'scheduler.alpha.kubernetes.io/defaultTolerations': JSON.stringify(defaults) } : {}),
+      ...(whitelist ? { 'scheduler.alpha.kubernetes.io/tolerationsWhitelist': JSON.stringify(whitelist) } : {}),
+    },
+  });
+const bestEffort = (name: string, namespace: string, tolerations: unknown[]) => pod(name, { tolerations }, { namespace });
+const withCpu = (name: string, namespace: string, request: string, limit: string, tolerations: unknown[] = []) =>
+  pod(name, { containers: [{ name: 'test', image: IMAGE, resources: { requests: { cpu: request }, limits: { cpu: limit } } }], tolerations }, { namespace });
+
+const WHITELIST_CODE = {
+  reason: 'the in-tree plugin answers a whitelist conflict with a plain error, 500 (Internal Server Error); the handler refuses it with 403 (Forbidden), in the same words',
+  reference: 500,
+  portcullis: 403,
+};
+
+const ptrRows: Row[] = [
+  { name: 'default cluster tolerations with empty pod tolerations and nil namespace tolerations', upstream: true, setup: [namespaceWith('ptr-1')], request: bestEffort('ptr-1', 'ptr-1', []) },
+  { name: 'default cluster tolerations with pod tolerations specified', upstream: true, setup: [namespaceWith('ptr-2', [])], request: bestEffort('ptr-2', 'ptr-2', [testKey()]) },
+  { name: 'namespace tolerations', upstream: true, setup: [namespaceWith('ptr-3', [testKey()])], request: bestEffort('ptr-3', 'ptr-3', [testKey()]) },
+  { name: 'no pod tolerations', upstream: true, setup: [namespaceWith('ptr-4', [testKey()])], request: bestEffort('ptr-4', 'ptr-4', []) },
+  { name: 'duplicate key pod and namespace tolerations', upstream: true, setup: [namespaceWith('ptr-5', [testKey()])], request: bestEffort('ptr-5', 'ptr-5', [testKey('testValue1')]) },
+  {
+    name: 'conflicting pod and default cluster tolerations but overridden by empty namespace tolerations',
+    upstream: true,
+    setup: [namespaceWith('ptr-6', [])],
+    request: bestEffort('ptr-6', 'ptr-6', [testKey('testValue1')]),
+  },
+  { name: 'merged pod tolerations satisfy whitelist', upstream: true, setup: [namespaceWith('ptr-7', [testKey()], [testKey()])], request: bestEffort('ptr-7', 'ptr-7', []) },
+  { name: 'Override default cluster toleration by empty namespace level toleration', upstream: true, setup: [namespaceWith('ptr-8', [])], request: bestEffort('ptr-8', 'ptr-8', []) },
+  {
+    name: 'merged pod tolerations conflict with the whitelist',
+    upstream: true,
+    setup: [namespaceWith('ptr-10', [testKey()], [testKey('testValue1')])],
+    request: bestEffort('ptr-10', 'ptr-10', []),
+    knownDifference: WHITELIST_CODE,
+  },
+  { name: 'added memoryPressure/DiskPressure for Burstable pod', upstream: true, setup: [namespaceWith('ptr-11', [testKey()], [])], request: withCpu('ptr-11', 'ptr-11', '500m', '1000m') },
+  {
+    name: 'Pod with duplicate key tolerations should not be modified',
+    upstream: true,
+    setup: [namespaceWith('ptr-12', [], [])],
+    request: bestEffort('ptr-12', 'ptr-12', [testKey(), testKey('testValue1')]),
+  },
+  { name: 'added memoryPressure/DiskPressure for Guaranteed pod', upstream: true, setup: [namespaceWith('ptr-13', [testKey()], [])], request: withCpu('ptr-13', 'ptr-13', '1000m', '1000m') },
+  {
+    name: 'a toleration the namespace whitelist does not cover',
+    upstream: false,
+    setup: [namespaceWith('ptr-14', [], [{ key: 'allowed', operator: 'Exists' }])],
+    request: bestEffort('ptr-14', 'ptr-14', [{ key: 'other', operator: 'Exists', effect: 'NoSchedule' }]),
+    knownDifference: WHITELIST_CODE,
+  },
+  {
+    name: 'an Exists whitelist entry covers the memory-pressure toleration',
+    upstream: false,
+    setup: [namespaceWith('ptr-15', [], [{ key: 'node.kubernetes.io/memory-pressure', operator: 'Exists' }])],
+    request: withCpu('ptr-15', 'ptr-15', '100m', '200m'),
+  },
+  {
+    name: 'an update adds only the memory-pressure toleration (not the namespace defaults)',
+    upstream: false,
+    setup: [namespaceWith('ptr-16', [testKey()]), bestEffort('ptr-16', 'ptr-16', [])],
+    request: patch('Pod', 'ptr-16', { metadata: { labels: { touched: 'yes' } } }, undefined, 'ptr-16'),
+  },
+].map((row) => ({ plugin: 'PodTolerationRestriction', ...row }));
+
 export const ROWS: Row[] = [
+  ...ptrRows,
   ...defaultStorageClassRows,
   ...defaultIngressClassRows,
   ...resizeRows,
