@@ -17,7 +17,7 @@ import { rawRequest, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { apply } from '../../src/kube/client.ts';
 import type { Operator } from '../../src/operator.ts';
-import type { LookupKind } from '../../src/handlers/handler.ts';
+import { LookupNotReady, type LookupKind } from '../../src/handlers/handler.ts';
 import type { RuleWithOperations, WebhookSpec } from '../../src/api/types.ts';
 import { LABEL, NS, ROWS, objectPath, type Request, type Row } from './plugins-differential/rows.ts';
 
@@ -193,6 +193,25 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
       expect(unexpected, `${plugin}: rows that differ from the in-tree plugin`).to.deep.equal([]);
     });
   }
+
+  it('keeps the lookup caches only while a suite uses them: deleting the suite stops them', async function () {
+    const view = operator.registry.context.view;
+    expect(view.list('StorageClass').map((o) => o.metadata?.name)).to.not.include('probe');
+    await deleteSuite(SUITE);
+    await eventually(
+      async () => {
+        try {
+          view.list('StorageClass');
+        } catch (err) {
+          if (err instanceof LookupNotReady) return;
+          throw err;
+        }
+        throw new Error('the StorageClass cache is still kept');
+      },
+      { what: 'the StorageClass cache to stop' },
+    );
+    expect(() => view.list('PriorityClass')).to.throw(LookupNotReady);
+  });
 
   /** Runs one row on both sides; the reason they differ, or undefined when they agree. */
   async function runRow(row: Row): Promise<string | undefined> {
