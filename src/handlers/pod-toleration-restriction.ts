@@ -15,7 +15,7 @@ import { allowed, denied, patched, type AdmissionRequest, type Decision } from '
 import { LookupNotReady, type ClusterView, type Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { isPod, metadataOf, podSpecOf, type PodSpec } from './pods.ts';
-import { sameToleration, type Toleration } from './tolerations.ts';
+import { mergeTolerations, verifyAgainstWhitelist, type Toleration } from './tolerations.ts';
 import { compare, parseQuantity } from '../k8s/quantity.ts';
 import { isLabelValue, isQualifiedName } from '../k8s/validation.ts';
 
@@ -28,40 +28,6 @@ export interface PodTolerationRestrictionConfig {
   default: Toleration[];
   /** Cluster whitelist, for namespaces without the tolerationsWhitelist annotation; empty allows all. */
   whitelist: Toleration[];
-}
-
-/** upstream's isSuperset: whether `ss` tolerates whatever `t` does. */
-export function isSuperset(ss: Toleration, t: Toleration): boolean {
-  if (sameToleration(ss, t)) return true;
-  if ((t.key ?? '') !== (ss.key ?? '') && ((ss.key ?? '') !== '' || ss.operator !== 'Exists')) return false;
-  if ((t.effect ?? '') !== (ss.effect ?? '') && (ss.effect ?? '') !== '') return false;
-  if (ss.effect === 'NoExecute' && ss.tolerationSeconds != null && (t.tolerationSeconds == null || t.tolerationSeconds > ss.tolerationSeconds)) return false;
-  switch (ss.operator ?? '') {
-    case 'Equal':
-    case '':
-      return t.operator === 'Equal' && (t.value ?? '') === (ss.value ?? '');
-    case 'Exists':
-      return true;
-    default:
-      return false;
-  }
-}
-
-/** upstream's MergeTolerations: both lists in order, a toleration covered by another dropped. */
-export function mergeTolerations(first: Toleration[], second: Toleration[]): Toleration[] {
-  const all = [...first, ...second];
-  const merged: Toleration[] = [];
-  all.forEach((t, i) => {
-    if (merged.some((m) => isSuperset(m, t))) return;
-    if (all.slice(i + 1).some((t2) => !sameToleration(t, t2) && isSuperset(t2, t))) return;
-    merged.push(t);
-  });
-  return merged;
-}
-
-export function verifyAgainstWhitelist(tolerations: Toleration[], whitelist: Toleration[]): boolean {
-  if (whitelist.length === 0 || tolerations.length === 0) return true;
-  return tolerations.every((t) => whitelist.some((w) => isSuperset(w, t)));
 }
 
 /** The namespace's list under `key`: undefined without the annotation, [] for an empty one; throws on bad JSON, as upstream errs. */

@@ -8,6 +8,7 @@ import { limitPodHardAntiAffinityTopology } from './limit-pod-hard-anti-affinity
 import { persistentVolumeClaimResize } from './persistent-volume-claim-resize.ts';
 import { podTolerationRestriction } from './pod-toleration-restriction.ts';
 import { priority } from './priority.ts';
+import { runtimeClass } from './runtime-class.ts';
 import { storageObjectInUseProtection } from './storage-object-in-use-protection.ts';
 import { defaultTolerationSeconds } from './default-toleration-seconds.ts';
 import { denyServiceExternalIPs } from './deny-service-external-ips.ts';
@@ -34,6 +35,7 @@ const HANDLERS: Handler<any>[] = [
   extendedResourceToleration,
   limitPodHardAntiAffinityTopology,
   podTolerationRestriction,
+  runtimeClass,
 ];
 
 const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));

@@ -406,7 +406,53 @@ const ptrRows: Row[] = [
   },
 ].map((row) => ({ plugin: 'PodTolerationRestriction', ...row }));
 
+// RuntimeClass ---------------------------------------------------------------------------------
+const runtimeClassNamed = (name: string, rest: Record<string, any> = {}) => create('RuntimeClass', { name }, { handler: 'bar', ...rest });
+const OVERHEAD = { cpu: '100m', memory: '10Mi' };
+const runs = (name: string, runtimeClassName: string, spec: Record<string, any> = {}) => pod(name, { runtimeClassName, ...spec });
+const guaranteed = { containers: [{ name: 'container', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } } }] };
+const fooBar = { key: 'foo', operator: 'Equal', value: 'bar', effect: 'NoSchedule' };
+const fizzBuzz = { key: 'fizz', operator: 'Equal', value: 'buzz', effect: 'NoSchedule' };
+
+const runtimeClassRows: Row[] = [
+  { name: 'overhead, no container requirements', upstream: true, setup: [runtimeClassNamed('rc-1', { overhead: { podFixed: OVERHEAD } })], request: runs('rtc-1', 'rc-1') },
+  { name: 'overhead, guaranteed pod', upstream: true, setup: [runtimeClassNamed('rc-2', { overhead: { podFixed: OVERHEAD } })], request: runs('rtc-2', 'rc-2', guaranteed) },
+  {
+    name: 'overhead, pod with differing overhead already set',
+    upstream: true,
+    setup: [runtimeClassNamed('rc-3', { overhead: { podFixed: OVERHEAD } })],
+    request: runs('rtc-3', 'rc-3', { overhead: { cpu: '200m', memory: '10Mi' } }),
+  },
+  { name: 'overhead, pod with same overhead already set', upstream: true, setup: [runtimeClassNamed('rc-4', { overhead: { podFixed: OVERHEAD } })], request: runs('rtc-4', 'rc-4', { overhead: OVERHEAD }) },
+  { name: 'scheduling, nil scheduling', upstream: true, setup: [runtimeClassNamed('rc-5')], request: runs('rtc-5', 'rc-5', { nodeSelector: { foo: 'bar' } }) },
+  { name: 'scheduling, conflict node selector', upstream: true, setup: [runtimeClassNamed('rc-6', { scheduling: { nodeSelector: { foo: 'conflict' } } })], request: runs('rtc-6', 'rc-6', { nodeSelector: { foo: 'bar' } }) },
+  { name: 'scheduling, nil node selector', upstream: true, setup: [runtimeClassNamed('rc-7', { scheduling: { nodeSelector: { foo: 'bar' } } })], request: runs('rtc-7', 'rc-7') },
+  {
+    name: 'scheduling, node selector with the same key value',
+    upstream: true,
+    setup: [runtimeClassNamed('rc-8', { scheduling: { nodeSelector: { foo: 'bar' } } })],
+    request: runs('rtc-8', 'rc-8', { nodeSelector: { foo: 'bar' } }),
+  },
+  {
+    name: 'scheduling, node selector with different key value',
+    upstream: true,
+    setup: [runtimeClassNamed('rc-9', { scheduling: { nodeSelector: { foo: 'bar', fizz: 'buzz' } } })],
+    request: runs('rtc-9', 'rc-9', { nodeSelector: { foo: 'bar' } }),
+  },
+  {
+    name: 'scheduling, multiple tolerations',
+    upstream: true,
+    setup: [runtimeClassNamed('rc-10', { scheduling: { tolerations: [fooBar, fizzBuzz] } })],
+    request: runs('rtc-10', 'rc-10', { nodeSelector: { foo: 'bar' }, tolerations: [fooBar] }),
+  },
+  { name: 'runtimeClass not found by lister nor client', upstream: true, setup: [], request: runs('rtc-11', 'rc-missing') },
+  { name: 'No Overhead in RunntimeClass, Overhead set in pod', upstream: true, setup: [runtimeClassNamed('rc-12')], request: runs('rtc-12', 'rc-12', { overhead: OVERHEAD }) },
+  { name: 'No RunntimeClass, Overhead set in pod', upstream: true, setup: [], request: pod('rtc-13', { overhead: OVERHEAD }) },
+  { name: 'a Pod without a runtimeClassName is left alone', upstream: false, setup: [runtimeClassNamed('rc-14', { overhead: { podFixed: OVERHEAD } })], request: pod('rtc-14') },
+].map((row) => ({ plugin: 'RuntimeClass', ...row }));
+
 export const ROWS: Row[] = [
+  ...runtimeClassRows,
   ...ptrRows,
   ...defaultStorageClassRows,
   ...defaultIngressClassRows,
