@@ -13,6 +13,12 @@ import { eventually } from '../support/wait.ts';
 import type { Operator } from '../../src/operator.ts';
 
 const NS = 'samples-e2e';
+/** The in-tree plugins written as CEL suites (the README's table of plugins names them). */
+const PLUGIN_SAMPLES = [
+  { file: 'always-deny.yaml', suite: 'always-deny' },
+  { file: 'cluster-trust-bundle-attest.yaml', suite: 'cluster-trust-bundle-attest' },
+  { file: 'pod-group-protection.yaml', suite: 'pod-group-protection' },
+];
 
 /** Applies the sample with kubectl and waits until its suite is Ready. */
 async function applySample(file: string, suite: string): Promise<void> {
@@ -44,7 +50,7 @@ describe('config/samples, applied as they are', function () {
   });
 
   after(async function () {
-    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards']) await deleteSuite(name);
+    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards', ...PLUGIN_SAMPLES.map((p) => p.suite)]) await deleteSuite(name);
     await cluster().kube.core.deleteNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: 'replica-limits' }).catch(() => undefined);
     await operator.stop();
   });
@@ -87,6 +93,32 @@ describe('config/samples, applied as they are', function () {
       expect(pod.spec?.containers.map((c) => c.imagePullPolicy)).to.deep.equal(['Always', 'Always']);
       const labelled = await createPod('team-core', { team: 'core' });
       expect(labelled.metadata?.labels).to.deep.equal({ team: 'core' });
+    });
+  });
+
+  describe('the in-tree plugins as CEL: always-deny.yaml, cluster-trust-bundle-attest.yaml, pod-group-protection.yaml', function () {
+    before(async () => {
+      for (const { file, suite } of PLUGIN_SAMPLES) await applySample(file, suite);
+    });
+    after(async () => {
+      for (const { suite } of PLUGIN_SAMPLES) await deleteSuite(suite);
+    });
+
+    it('AlwaysDeny refuses an object carrying its label with the in-tree words, and nothing else', async function () {
+      const labels = { 'portcullis.dev/always-deny': 'true' };
+      const refused = await denialOf(() => cluster().kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'denied', labels } } }));
+      expect(refused.code).to.equal(403);
+      expect(refused.message).to.contain('always-deny.always-deny.admission.portcullis.dev');
+      expect(refused.message).to.contain('admission control is denying all modifications');
+      const admitted = await cluster().kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'admitted' } } });
+      expect(admitted.metadata?.name).to.equal('admitted');
+    });
+
+    it('ClusterTrustBundleAttest and PodGroupProtection compile and register as they are', async function () {
+      for (const suite of ['cluster-trust-bundle-attest', 'pod-group-protection']) {
+        const found = await getSuite(suite);
+        expect(found?.status?.webhooks?.length, suite).to.equal(1);
+      }
     });
   });
 
