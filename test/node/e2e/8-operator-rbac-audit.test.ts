@@ -4,7 +4,9 @@
  * (test/node/cluster.ts). After the run so far (install, suites, rolls, drains, a lost leader),
  * this file first exercises the paths only some suites take (params read from a ConfigMap, the
  * SubjectAccessReview asking whether the author may read them, a Mutating webhook, and its
- * configuration deleted when the suite drops that type), then reads the log: no request of the
+ * configuration deleted when the suite drops that type; built-in handlers that look up
+ * PriorityClasses, RuntimeClasses, StorageClasses and IngressClasses, whose shared caches list and
+ * watch them), then reads the log: no request of the
  * operator was refused (403), every one is granted by deploy/02-rbac.yaml (or is discovery, which
  * every authenticated user may read), and every permission deploy/02-rbac.yaml grants was used,
  * but for a short allow-list, each entry with the reason it is rarely used.
@@ -22,6 +24,7 @@ import { DEPLOY_DIR, ensureOperator, waitSuiteReady } from '../operator.ts';
 
 const NS = 'rbac-audit';
 const SUITE = 'rbac-exercise';
+const LOOKUP_SUITE = 'rbac-lookups';
 
 /** Granted, and used only on paths no test here can take on purpose. */
 const RARELY_USED: { grant: string; reason: string }[] = [
@@ -121,7 +124,7 @@ describe('the operator: least privilege, from the audit log', function () {
     removeNamespace = await namespace(NS);
   });
   after(async function () {
-    await kc(['delete', 'admissionsuite', SUITE, '--ignore-not-found']);
+    await kc(['delete', 'admissionsuite', SUITE, LOOKUP_SUITE, '--ignore-not-found']);
     await removeNamespace();
   });
 
@@ -168,6 +171,28 @@ describe('the operator: least privilege, from the audit log', function () {
       what: 'the Validating configuration of the suite to be deleted',
     });
     await stamped('not-this-one');
+  });
+
+  it('a suite of handlers that look up classes works: its caches list and watch them', async function () {
+    const only = { matchLabels: { 'kubernetes.io/metadata.name': NS } };
+    const rule = (group: string, resource: string) => [{ operations: ['CREATE'], apiGroups: [group], apiVersions: ['v1'], resources: [resource] }];
+    const webhooks = [
+      { name: 'priority', type: 'Mutating', namespaceSelector: only, rules: rule('', 'pods'), handler: { name: 'Priority' } },
+      { name: 'runtime-class', type: 'Mutating', namespaceSelector: only, rules: rule('', 'pods'), handler: { name: 'RuntimeClass' } },
+      { name: 'storage-class', type: 'Mutating', namespaceSelector: only, rules: rule('', 'persistentvolumeclaims'), handler: { name: 'DefaultStorageClass' } },
+      { name: 'ingress-class', type: 'Mutating', namespaceSelector: only, rules: rule('networking.k8s.io', 'ingresses'), handler: { name: 'DefaultIngressClass' } },
+    ];
+    await apply({ apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: LOOKUP_SUITE }, spec: { webhooks } });
+    await waitSuiteReady(LOOKUP_SUITE);
+    // A Pod naming a RuntimeClass that does not exist is refused from the RuntimeClass cache (dry run: nothing stored).
+    const pod = JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'rc', namespace: NS }, spec: { runtimeClassName: 'none', containers: [{ name: 'a', image: 'localhost/portcullis-test:1' }] } });
+    await eventually(
+      async () => {
+        const refused = await nodeCluster().kubectl(['create', '--dry-run=server', '-f', '-'], { input: pod });
+        expect(refused.stderr).to.contain('pod rejected: RuntimeClass "none" not found');
+      },
+      { what: 'the RuntimeClass handler to refuse', timeoutMs: 30_000 },
+    );
   });
 
   it('every request of its ServiceAccount was allowed and granted by deploy/02-rbac.yaml, and every grant was used', async function () {
