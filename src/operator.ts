@@ -29,11 +29,12 @@ import { WorkQueue } from './controller/queue.ts';
 import { SuiteReconciler } from './controller/reconciler.ts';
 import { OrphanSweeper } from './controller/orphans.ts';
 import { createHealthServer } from './health/server.ts';
-import type { ClusterView } from './handlers/handler.ts';
+import { LookupNotReady, type ClusterView } from './handlers/handler.ts';
 import { connect, describeError, type CacheLookup, type Kube, type KubeObject } from './kube/client.ts';
 import { watchCache, type WatchedCache } from './kube/watch.ts';
 import { shareConnections } from './kube/connections.ts';
 import { ObjectWatches } from './kube/objects.ts';
+import { LookupCaches } from './kube/lookups.ts';
 import { ParamsAccess } from './kube/params-access.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
@@ -91,11 +92,17 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     log,
     onChange: noop,
   });
+  // The shared lookup caches: watched only while a served suite uses a handler that reads the kind.
+  const lookups = new LookupCaches(kube, componentLogger('lookups'));
   const view: ClusterView = {
     namespace: (name) => namespaces.get(name) as Record<string, any> | undefined,
     limitRanges: (namespace) => limitRanges.list().filter((lr) => lr.metadata?.namespace === namespace) as Record<string, any>[],
-    // No handler declares lookups yet; the shared lookup caches come with the first that does.
-    list: () => [],
+    list: (kind, namespace) => {
+      const found = lookups.list(kind, namespace);
+      if (!found) throw new LookupNotReady(kind);
+      return found as Record<string, any>[];
+    },
+    whenReady: async (kinds, timeoutMs) => (await Promise.all(kinds.map((kind) => lookups.whenSynced(kind, timeoutMs)))).every(Boolean),
   };
   const params = new ObjectWatches(kube, log, config.namespace);
   const authorizer = options.authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig));
@@ -104,6 +111,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   registry.subscribe((change) =>
     'removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name))),
   );
+  registry.subscribe(() => lookups.use(registry.lookups()));
 
   // The teams' AdmissionPolicies: compiled as a suite's webhooks, within the limits the cluster admin set.
   const policyRegistry = new PolicyRegistry({
@@ -292,7 +300,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     stop: async () => {
       queue.stop();
       await elector.stop();
-      await Promise.all([suites, policies, secrets, services, namespaces, limitRanges, params, ...configurations].map((w) => w.stop()));
+      await Promise.all([suites, policies, secrets, services, namespaces, limitRanges, params, lookups, ...configurations].map((w) => w.stop()));
       await new Promise((resolve) => health.close(resolve));
       await admission.close();
     },

@@ -7,7 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../api/authorization.ts';
 import { followedFailurePolicy } from '../api/review.ts';
-import type { ClusterView } from '../handlers/handler.ts';
+import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
 import type { ParamsSource } from '../registry/compile.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
 import { tuneHeapForAdmission } from './heap.ts';
@@ -23,8 +23,13 @@ let current: { namespace?: string; context: ReviewContext } = { context: { limit
 const view: ClusterView = {
   namespace: (name) => (name === current.namespace ? current.context.namespaceObject : undefined),
   limitRanges: (namespace) => (namespace === current.namespace ? (current.context.limitRanges as Record<string, any>[]) : []),
-  // No handler declares lookups yet; the worker learns them with the review's context when one does.
-  list: () => [],
+  // What the main thread sent for this review: its handler's kinds (Pods of the request's namespace).
+  list: (kind, namespace) => {
+    const objects = current.context.lookups?.[kind];
+    if (!objects) throw new LookupNotReady(kind);
+    if (kind === 'Pod' && namespace !== current.namespace) return [];
+    return (namespace === undefined ? objects : objects.filter((o) => (o.metadata as { namespace?: string } | undefined)?.namespace === namespace)) as Record<string, any>[];
+  },
 };
 const params: ParamsSource = {
   watch: () => undefined,
@@ -105,7 +110,7 @@ async function judge(review: Extract<ToWorker, { type: 'review' }>): Promise<Omi
   const namespace = request.namespace || undefined;
   const context = await new Promise<ReviewContext>((resolve) => {
     waitingContext = resolve;
-    send({ type: 'needs', id: review.id, namespace, params: registry.paramsOf(review.suite, review.webhook) });
+    send({ type: 'needs', id: review.id, namespace, params: registry.paramsOf(review.suite, review.webhook), lookups: webhook.lookups });
   });
   waitingContext = undefined;
   current = { namespace, context };

@@ -14,6 +14,8 @@ import type { AuthorizationAttributes, AuthorizationDecision } from '../api/auth
 import { markFailed, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { ParamsSelection } from '../api/params.ts';
+import { LookupNotReady, type ClusterView, type LookupKind } from '../handlers/handler.ts';
+import { LOOKUP_READY_WAIT_MS } from '../registry/compile.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import { ReviewError, type ReviewErrorKey } from './errors.ts';
@@ -35,6 +37,8 @@ export interface ReviewContext {
   limitRanges: Record<string, unknown>[];
   /** The params objects the webhook's params select for the review's namespace. */
   params?: ParamsSelection;
+  /** The webhook's handler's lookups (Pods of the request's namespace only); null for a kind not yet synced. */
+  lookups?: Partial<Record<LookupKind, Record<string, unknown>[] | null>>;
 }
 
 export type ToWorker =
@@ -45,7 +49,7 @@ export type ToWorker =
   | { type: 'authorized'; id: number; check: number; decision?: AuthorizationDecision; error?: string };
 
 export type FromWorker =
-  | { type: 'needs'; id: number; namespace?: string; params?: ParamsRef }
+  | { type: 'needs'; id: number; namespace?: string; params?: ParamsRef; lookups?: LookupKind[] }
   | { type: 'authorize'; id: number; check: number; attributes: AuthorizationAttributes }
   | { type: 'answer'; id: number; apiVersion: string; uid: string; operation: AdmissionRequest['operation']; decision: Decision; failed: boolean }
   | { type: 'failed'; id: number; key: ReviewErrorKey; message: string };
@@ -128,12 +132,15 @@ export class ReviewOffload {
     switch (message.type) {
       case 'needs': {
         const { view, params } = this.registry.context;
-        const context: ReviewContext = {
-          namespaceObject: message.namespace ? view.namespace(message.namespace) : undefined,
-          limitRanges: message.namespace ? view.limitRanges(message.namespace) : [],
-          params: message.params ? params.select(message.params, message.namespace) : undefined,
-        };
-        worker.postMessage({ type: 'context', id: message.id, context } satisfies ToWorker);
+        void lookupsFor(view, message.lookups ?? [], message.namespace).then((lookups) => {
+          const context: ReviewContext = {
+            namespaceObject: message.namespace ? view.namespace(message.namespace) : undefined,
+            limitRanges: message.namespace ? view.limitRanges(message.namespace) : [],
+            params: message.params ? params.select(message.params, message.namespace) : undefined,
+            ...(lookups ? { lookups } : {}),
+          };
+          worker.postMessage({ type: 'context', id: message.id, context } satisfies ToWorker);
+        });
         return;
       }
       case 'authorize': {
@@ -167,4 +174,30 @@ export class ReviewOffload {
     this.pending.delete(id);
     return pending;
   }
+}
+
+/**
+ * The lookups a handler reads, from this thread's caches, waiting for unsynced ones as a request
+ * judged here would (the worker's view then answers a kind still unsynced as not ready).
+ */
+async function lookupsFor(view: ClusterView, kinds: LookupKind[], namespace: string | undefined): Promise<ReviewContext['lookups']> {
+  if (kinds.length === 0) return undefined;
+  const read = () => {
+    const out: NonNullable<ReviewContext['lookups']> = {};
+    let missing = false;
+    for (const kind of kinds) {
+      try {
+        out[kind] = view.list(kind, kind === 'Pod' ? (namespace ?? '') : undefined);
+      } catch (err) {
+        if (!(err instanceof LookupNotReady)) throw err;
+        out[kind] = null;
+        missing = true;
+      }
+    }
+    return { out, missing };
+  };
+  const first = read();
+  if (!first.missing || !view.whenReady) return first.out;
+  await view.whenReady(kinds, LOOKUP_READY_WAIT_MS);
+  return read().out;
 }

@@ -26,8 +26,29 @@ export interface ClusterView {
   namespace(name: string): Record<string, any> | undefined;
   /** The LimitRange objects of a namespace. */
   limitRanges(namespace: string): Record<string, any>[];
-  /** The objects of a kind the handler declared in `lookups` (of one namespace, for Pods). */
+  /**
+   * The objects of a kind the handler declared in `lookups` (of one namespace, for Pods). Throws
+   * LookupNotReady while the kind's cache has not synced: a handler never decides on a partial list.
+   */
   list(kind: LookupKind, namespace?: string): Record<string, any>[];
+  /**
+   * Resolves true once every kind has synced, false after `timeoutMs` (where caches are not kept
+   * here, as in the review worker, absent: a handler that found one not ready is answered at once).
+   */
+  whenReady?(kinds: LookupKind[], timeoutMs: number): Promise<boolean>;
+}
+
+/**
+ * A lookup whose cache has not synced yet. The registry answers the request as the in-tree plugins
+ * answer before their informers have synced ("not yet ready to handle request"), by failurePolicy.
+ */
+export class LookupNotReady extends Error {
+  readonly kind: LookupKind | 'Namespace';
+  /** 'Namespace': the request's namespace is not in the cache yet (created a moment ago). */
+  constructor(kind: LookupKind | 'Namespace') {
+    super(`the ${kind} cache has not synced`);
+    this.kind = kind;
+  }
 }
 
 export const EMPTY_VIEW: ClusterView = { namespace: () => undefined, limitRanges: () => [], list: () => [] };

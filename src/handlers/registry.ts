@@ -1,6 +1,15 @@
 /** The built-in handlers by name. A new handler is one file and one line here. */
 import { alwaysPullImages } from './always-pull-images.ts';
+import { defaultIngressClass } from './default-ingress-class.ts';
 import { defaultResources } from './default-resources.ts';
+import { defaultStorageClass } from './default-storage-class.ts';
+import { extendedResourceToleration } from './extended-resource-toleration.ts';
+import { limitPodHardAntiAffinityTopology } from './limit-pod-hard-anti-affinity-topology.ts';
+import { persistentVolumeClaimResize } from './persistent-volume-claim-resize.ts';
+import { podTolerationRestriction } from './pod-toleration-restriction.ts';
+import { priority } from './priority.ts';
+import { runtimeClass } from './runtime-class.ts';
+import { storageObjectInUseProtection } from './storage-object-in-use-protection.ts';
 import { defaultTolerationSeconds } from './default-toleration-seconds.ts';
 import { denyServiceExternalIPs } from './deny-service-external-ips.ts';
 import type { Handler } from './handler.ts';
@@ -20,6 +29,15 @@ const HANDLERS: Handler<any>[] = [
   podNodeSelector,
   requiredLabels,
   podSecurity,
+  defaultStorageClass,
+  defaultIngressClass,
+  persistentVolumeClaimResize,
+  storageObjectInUseProtection,
+  priority,
+  extendedResourceToleration,
+  limitPodHardAntiAffinityTopology,
+  podTolerationRestriction,
+  runtimeClass,
 ];
 
 const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));

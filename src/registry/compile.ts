@@ -11,7 +11,8 @@ import type { ObjectRef } from '../kube/objects.ts';
 import { PARAMS_ERRORS, type ParamsSelection } from '../api/params.ts';
 import { evaluateEach } from './each-params.ts';
 import { findHandler } from '../handlers/registry.ts';
-import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
+import { EMPTY_VIEW, LookupNotReady, type ClusterView, type LookupKind } from '../handlers/handler.ts';
+import { forbiddenMessage, NOT_READY } from '../handlers/errors.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';
 import { compileRules, evaluationTotals, type AuthorizingRulesAdmit, type RulesOptions } from '../policy/engine/rules.ts';
 import { planMatchConditions } from '../policy/engine/match-conditions.ts';
@@ -27,6 +28,8 @@ export interface CompiledWebhook {
   admit(request: AdmissionRequest): Decision | Promise<Decision>;
   /** Where its answers are counted (resolved once, here, so the request path does no lookup). */
   observer: WebhookObserver;
+  /** The kinds its built-in handler looks up (the shared lookup caches it needs); empty for CEL rules. */
+  lookups: LookupKind[];
 }
 
 /** The metrics of one webhook (src/health/webhook-metrics.ts); NO_OBSERVER where nothing is counted. */
@@ -107,7 +110,7 @@ export function compileWebhook(
   try {
     const observer = observers?.webhook(owner, spec.name) ?? NO_OBSERVER;
     const admit = spec.handler
-      ? compileHandler(spec, path, view)
+      ? compileHandler(spec, path, view, failurePolicy)
       : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params), observer);
     return {
       suite: owner,
@@ -117,6 +120,7 @@ export function compileWebhook(
       failurePolicy,
       admit: guarded(admit, failurePolicy),
       observer,
+      lookups: (spec.handler && findHandler(spec.handler.name)?.lookups) || [],
     };
   } catch (err) {
     if (err instanceof SpecError) return { errors: err.errors };
@@ -190,7 +194,14 @@ class SpecError extends Error {
   }
 }
 
-function compileHandler(spec: WebhookSpec, path: string, view: ClusterView): (request: AdmissionRequest) => Decision {
+/**
+ * How long a request waits for a lookup cache that has not synced (a suite just applied, an
+ * operator just started) before it is answered as not ready; well within the API server's
+ * default webhook timeout of 10 s.
+ */
+export const LOOKUP_READY_WAIT_MS = 3_000;
+
+function compileHandler(spec: WebhookSpec, path: string, view: ClusterView, failurePolicy: FailurePolicy): (request: AdmissionRequest) => Decision | Promise<Decision> {
   const ref = spec.handler!;
   // Its matchConditions all go to the API server: compiled here only to be refused on apply if they cannot work there.
   planMatchConditions(spec, path, spec.failurePolicy ?? 'Fail');
@@ -214,5 +225,26 @@ function compileHandler(spec: WebhookSpec, path: string, view: ClusterView): (re
   const parsed = handler.parseConfig(ref.config ?? {});
   errors.push(...parsed.errors.map((e) => ({ field: `${path}.handler.config.${e.field}`, message: e.message })));
   if (errors.length) throw new SpecError(errors);
-  return (request) => side.call(handler, request, parsed.config, view);
+  const run = (request: AdmissionRequest) => side.call(handler, request, parsed.config, view);
+  // Before its caches have synced a handler is not run on a partial list: the request waits for
+  // them a little, then is refused as the in-tree plugins refuse it, by failurePolicy.
+  const notReady = (request: AdmissionRequest) => errored(forbiddenMessage(request, NOT_READY), failurePolicy);
+  const retried = (request: AdmissionRequest) => {
+    try {
+      return run(request);
+    } catch (err) {
+      if (err instanceof LookupNotReady) return notReady(request);
+      throw err;
+    }
+  };
+  return (request) => {
+    try {
+      return run(request);
+    } catch (err) {
+      if (!(err instanceof LookupNotReady)) throw err;
+      const waiting = err.kind === 'Namespace' ? undefined : view.whenReady?.(handler.lookups ?? [err.kind], LOOKUP_READY_WAIT_MS);
+      if (!waiting) return notReady(request);
+      return waiting.then((ready) => (ready ? retried(request) : notReady(request)));
+    }
+  };
 }

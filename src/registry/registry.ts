@@ -5,7 +5,7 @@
 import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { compileSuite, NO_PARAMS, type CompileContext, type CompiledSuite, type CompiledWebhook, type ParamsSource } from './compile.ts';
-import { EMPTY_VIEW, type ClusterView } from '../handlers/handler.ts';
+import { EMPTY_VIEW, type ClusterView, type LookupKind } from '../handlers/handler.ts';
 import type { Authorizer } from '../api/authorization.ts';
 
 /** What changed: a suite compiled at a new generation, or one removed. */
@@ -61,6 +61,13 @@ export class SuiteRegistry {
   /** The params a webhook names, as its suite says. */
   paramsOf(suite: string, webhook: string): ParamsRef | undefined {
     return this.sources.get(suite)?.spec.webhooks.find((w) => w.name === webhook)?.params;
+  }
+
+  /** The kinds the served suites' handlers look up: the shared lookup caches to keep. */
+  lookups(): Set<LookupKind> {
+    const kinds = new Set<LookupKind>();
+    for (const suite of this.suites.values()) for (const webhook of suite.webhooks.values()) for (const kind of webhook.lookups) kinds.add(kind);
+    return kinds;
   }
 
   webhook(suite: string, webhook: string): CompiledWebhook | undefined {

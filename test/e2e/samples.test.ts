@@ -17,6 +17,12 @@ import { apply } from '../../src/kube/client.ts';
 
 const NS = 'samples-e2e';
 const PRODUCTION_NS = 'samples-e2e-production';
+/** The in-tree plugins written as CEL suites (the README's table of plugins names them). */
+const PLUGIN_SAMPLES = [
+  { file: 'always-deny.yaml', suite: 'always-deny' },
+  { file: 'cluster-trust-bundle-attest.yaml', suite: 'cluster-trust-bundle-attest' },
+  { file: 'pod-group-protection.yaml', suite: 'pod-group-protection' },
+];
 
 /** Applies the sample with kubectl and waits until its suite is Ready. */
 async function applySample(file: string, suite: string): Promise<void> {
@@ -48,7 +54,7 @@ describe('config/samples, applied as they are', function () {
   });
 
   after(async function () {
-    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards', 'team-limits', 'pod-security']) await deleteSuite(name);
+    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards', 'team-limits', 'pod-security', ...PLUGIN_SAMPLES.map((p) => p.suite)]) await deleteSuite(name);
     await cluster().kube.core.deleteNamespace({ name: PRODUCTION_NS }).catch(() => undefined);
     await cluster().kube.core.deleteNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: 'replica-limits' }).catch(() => undefined);
     await operator.stop();
@@ -120,6 +126,32 @@ describe('config/samples, applied as they are', function () {
       expect(refused.message).to.contain('AdmissionPolicy replica-limit: at most 3 replicas in samples-e2e, not 4');
       const three = await createDeployment('three', 3)();
       expect(three.metadata?.labels?.team).to.equal(NS);
+    });
+  });
+
+  describe('the in-tree plugins as CEL: always-deny.yaml, cluster-trust-bundle-attest.yaml, pod-group-protection.yaml', function () {
+    before(async () => {
+      for (const { file, suite } of PLUGIN_SAMPLES) await applySample(file, suite);
+    });
+    after(async () => {
+      for (const { suite } of PLUGIN_SAMPLES) await deleteSuite(suite);
+    });
+
+    it('AlwaysDeny refuses an object carrying its label with the in-tree words, and nothing else', async function () {
+      const labels = { 'portcullis.dev/always-deny': 'true' };
+      const refused = await denialOf(() => cluster().kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'denied', labels } } }));
+      expect(refused.code).to.equal(403);
+      expect(refused.message).to.contain('always-deny.always-deny.admission.portcullis.dev');
+      expect(refused.message).to.contain('admission control is denying all modifications');
+      const admitted = await cluster().kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'admitted' } } });
+      expect(admitted.metadata?.name).to.equal('admitted');
+    });
+
+    it('ClusterTrustBundleAttest and PodGroupProtection compile and register as they are', async function () {
+      for (const suite of ['cluster-trust-bundle-attest', 'pod-group-protection']) {
+        const found = await getSuite(suite);
+        expect(found?.status?.webhooks?.length, suite).to.equal(1);
+      }
     });
   });
 

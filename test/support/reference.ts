@@ -49,6 +49,15 @@ export const REFERENCE_POD_SECURITY_EXEMPTIONS = {
   runtimeClasses: ['psa-exempt-runtime'],
 };
 
+/**
+ * PodTolerationRestriction's cluster defaults on the reference (its admission configuration
+ * file): the toleration of upstream's test cases. Pods in namespaces without the
+ * defaultTolerations annotation get it there, so a suite comparing with the reference gives its
+ * PodTolerationRestriction handler the same `default`. No cluster whitelist: it would refuse
+ * every tolerating Pod of every other differential.
+ */
+export const REFERENCE_POD_TOLERATION_DEFAULTS = [{ key: 'testKey', operator: 'Equal', value: 'testValue', effect: 'NoSchedule' }];
+
 /** The AdmissionConfiguration the reference reads: each configured plugin's entry. */
 function writeAdmissionConfig(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-reference-admission-'));
@@ -62,6 +71,10 @@ function writeAdmissionConfig(): string {
         defaults: { enforce: 'privileged', 'enforce-version': 'latest', audit: 'privileged', 'audit-version': 'latest', warn: 'privileged', 'warn-version': 'latest' },
         exemptions: REFERENCE_POD_SECURITY_EXEMPTIONS,
       },
+    },
+    {
+      name: 'PodTolerationRestriction',
+      configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1', kind: 'Configuration', default: REFERENCE_POD_TOLERATION_DEFAULTS },
     },
   ];
   fs.writeFileSync(file, JSON.stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins }));

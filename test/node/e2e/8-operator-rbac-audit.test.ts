@@ -5,7 +5,9 @@
  * this file first exercises the paths only some suites take (params read from a ConfigMap, the
  * SubjectAccessReview asking whether the author may read them, a Mutating webhook, and its
  * configuration deleted when the suite drops that type; an AdmissionPolicy served through
- * portcullis.namespaced and its status, the configuration gone with it), then reads the log: no request of the
+ * portcullis.namespaced and its status, the configuration gone with it; built-in handlers that
+ * look up PriorityClasses, RuntimeClasses, StorageClasses, IngressClasses and Pods, whose shared caches
+ * list and watch them), then reads the log: no request of the
  * operator was refused (403), every one is granted by deploy/02-rbac.yaml (or is discovery, which
  * every authenticated user may read), and every permission deploy/02-rbac.yaml grants was used,
  * but for a short allow-list, each entry with the reason it is rarely used.
@@ -23,6 +25,7 @@ import { DEPLOY_DIR, ensureOperator, waitSuiteReady } from '../operator.ts';
 
 const NS = 'rbac-audit';
 const SUITE = 'rbac-exercise';
+const LOOKUP_SUITE = 'rbac-lookups';
 
 /** Granted, and used only on paths no test here can take on purpose. */
 const RARELY_USED: { grant: string; reason: string }[] = [
@@ -126,7 +129,7 @@ describe('the operator: least privilege, from the audit log', function () {
     removeNamespace = await namespace(NS);
   });
   after(async function () {
-    await kc(['delete', 'admissionsuite', SUITE, '--ignore-not-found']);
+    await kc(['delete', 'admissionsuite', SUITE, LOOKUP_SUITE, '--ignore-not-found']);
     await removeNamespace();
   });
 
@@ -201,6 +204,30 @@ describe('the operator: least privilege, from the audit log', function () {
     await eventually(async () => expect(await kc(['get', 'validatingwebhookconfiguration', 'portcullis.namespaced', '--ignore-not-found', '-o', 'name'])).to.equal(''), {
       what: 'the namespaced configuration to go with the last policy',
     });
+  });
+
+  it('a suite of handlers that look up classes works: its caches list and watch them', async function () {
+    const only = { matchLabels: { 'kubernetes.io/metadata.name': NS } };
+    const rule = (group: string, resource: string) => [{ operations: ['CREATE'], apiGroups: [group], apiVersions: ['v1'], resources: [resource] }];
+    const webhooks = [
+      { name: 'priority', type: 'Mutating', namespaceSelector: only, rules: rule('', 'pods'), handler: { name: 'Priority' } },
+      { name: 'runtime-class', type: 'Mutating', namespaceSelector: only, rules: rule('', 'pods'), handler: { name: 'RuntimeClass' } },
+      { name: 'storage-class', type: 'Mutating', namespaceSelector: only, rules: rule('', 'persistentvolumeclaims'), handler: { name: 'DefaultStorageClass' } },
+      { name: 'ingress-class', type: 'Mutating', namespaceSelector: only, rules: rule('networking.k8s.io', 'ingresses'), handler: { name: 'DefaultIngressClass' } },
+      // PodSecurity reads the Pod cache (its warning on a namespace label change).
+      { name: 'pod-security', type: 'Validating', namespaceSelector: only, rules: rule('', 'pods'), handler: { name: 'PodSecurity' } },
+    ];
+    await apply({ apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: LOOKUP_SUITE }, spec: { webhooks } });
+    await waitSuiteReady(LOOKUP_SUITE);
+    // A Pod naming a RuntimeClass that does not exist is refused from the RuntimeClass cache (dry run: nothing stored).
+    const pod = JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'rc', namespace: NS }, spec: { runtimeClassName: 'none', containers: [{ name: 'a', image: 'localhost/portcullis-test:1' }] } });
+    await eventually(
+      async () => {
+        const refused = await nodeCluster().kubectl(['create', '--dry-run=server', '-f', '-'], { input: pod });
+        expect(refused.stderr).to.contain('pod rejected: RuntimeClass "none" not found');
+      },
+      { what: 'the RuntimeClass handler to refuse', timeoutMs: 30_000 },
+    );
   });
 
   it('every request of its ServiceAccount was allowed and granted by deploy/02-rbac.yaml, and every grant was used', async function () {

@@ -1,0 +1,253 @@
+/**
+ * The plugin differential: the in-tree admission plugins that built-in handlers re-create are the
+ * oracle. Each row of plugins-differential/rows.ts (the plugin's upstream admission_test.go cases,
+ * and some of ours) creates the same objects, then sends the same request, to the reference API
+ * server (test/support/reference.ts: the in-tree plugins on) and to the run's own API server
+ * (those plugins off, a Portcullis suite with the handlers on). The answers must be the same:
+ * the status code, the message (the webhook's wrapper stripped), the warnings, and the stored
+ * object's spec, finalizers and annotations. Counts per plugin are printed: cases run, agreed,
+ * and those that differ, with why.
+ */
+import { expect } from 'chai';
+import { cluster } from '../support/cluster.ts';
+import { REFERENCE_POD_TOLERATION_DEFAULTS, referenceCluster, type ReferenceCluster } from '../support/reference.ts';
+import { startTestOperator } from '../support/operator.ts';
+import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
+import { rawRequestTo, type RawResponse } from '../support/raw.ts';
+import { eventually } from '../support/wait.ts';
+import { apply } from '../../src/kube/client.ts';
+import type { Operator } from '../../src/operator.ts';
+import { LookupNotReady, type LookupKind } from '../../src/handlers/handler.ts';
+import type { RuleWithOperations, WebhookSpec } from '../../src/api/types.ts';
+import { LABEL, NS, ROWS, objectPath, type Request, type Row } from './plugins-differential/rows.ts';
+
+const SUITE = 'plugins-diff';
+/** How long the reference's own informers get to see a class created or deleted (they are in its process: milliseconds). */
+const REFERENCE_SETTLE_MS = 500;
+/** runRow's answer for a row that differs exactly as its knownDifference documents. */
+const KNOWN = 'known';
+const LOOKUP_KINDS = new Set<string>(['PriorityClass', 'RuntimeClass', 'StorageClass', 'IngressClass']);
+
+const rule = (operations: string[], group: string, resources: string[]): RuleWithOperations => ({ operations, apiGroups: [group], apiVersions: ['v1'], resources });
+const hook = (name: string, type: 'Mutating' | 'Validating', handler: string, rules: RuleWithOperations[], config?: Record<string, unknown>): WebhookSpec => ({
+  name,
+  type,
+  rules,
+  objectSelector: { matchLabels: LABEL },
+  handler: { name: handler, ...(config ? { config } : {}) },
+});
+const PTR_CONFIG = { default: REFERENCE_POD_TOLERATION_DEFAULTS };
+
+/** The suite that stands in for the in-tree plugins on the run's own API server; mutating ones in the in-tree order. */
+const WEBHOOKS: WebhookSpec[] = [
+  hook('priority', 'Mutating', 'Priority', [rule(['CREATE', 'UPDATE'], '', ['pods'])]),
+  hook('pod-toleration-restriction', 'Mutating', 'PodTolerationRestriction', [rule(['CREATE', 'UPDATE'], '', ['pods'])], PTR_CONFIG),
+  hook('extended-resource-toleration', 'Mutating', 'ExtendedResourceToleration', [rule(['CREATE', 'UPDATE'], '', ['pods'])]),
+  hook('default-storage-class', 'Mutating', 'DefaultStorageClass', [rule(['CREATE'], '', ['persistentvolumeclaims'])]),
+  hook('soiup', 'Mutating', 'StorageObjectInUseProtection', [
+    rule(['CREATE'], '', ['persistentvolumes', 'persistentvolumeclaims']),
+    rule(['CREATE'], 'storage.k8s.io', ['volumeattributesclasses']),
+  ]),
+  hook('runtime-class', 'Mutating', 'RuntimeClass', [rule(['CREATE'], '', ['pods'])]),
+  hook('default-ingress-class', 'Mutating', 'DefaultIngressClass', [rule(['CREATE'], 'networking.k8s.io', ['ingresses'])]),
+  hook('runtime-class-overhead', 'Validating', 'RuntimeClass', [rule(['CREATE'], '', ['pods'])]),
+  hook('pod-toleration-whitelist', 'Validating', 'PodTolerationRestriction', [rule(['CREATE', 'UPDATE'], '', ['pods'])], PTR_CONFIG),
+  hook('priority-classes', 'Validating', 'Priority', [rule(['CREATE', 'UPDATE'], 'scheduling.k8s.io', ['priorityclasses'])]),
+  hook('pvc-resize', 'Validating', 'PersistentVolumeClaimResize', [rule(['UPDATE'], '', ['persistentvolumeclaims'])]),
+  hook('anti-affinity', 'Validating', 'LimitPodHardAntiAffinityTopology', [rule(['CREATE', 'UPDATE'], '', ['pods'])]),
+];
+
+interface Side {
+  name: 'reference' | 'portcullis';
+  send(step: Request): Promise<RawResponse>;
+  send(method: string, path: string, body?: unknown, contentType?: string): Promise<RawResponse>;
+}
+
+/** What is compared of an answer. */
+function outcome(response: RawResponse) {
+  const ok = response.status < 300;
+  const body = response.body as Record<string, any>;
+  return {
+    status: response.status,
+    message: ok ? undefined : String(body.message ?? '').replace(/^admission webhook "[^"]*" denied the request: /, ''),
+    warnings: response.warnings,
+    object: ok ? { spec: body.spec, finalizers: body.metadata?.finalizers, annotations: body.metadata?.annotations, globalDefault: body.globalDefault } : undefined,
+  };
+}
+
+/** The first path at which two JSON values differ, for a reason one can read. */
+function firstDifference(a: unknown, b: unknown, path = ''): string | undefined {
+  if (JSON.stringify(a) === JSON.stringify(b)) return undefined;
+  if (a && b && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const found = firstDifference((a as any)[key], (b as any)[key], `${path}.${key}`);
+      if (found) return found;
+    }
+  }
+  return `${path || '.'}: reference ${JSON.stringify(a)?.slice(0, 300)}, portcullis ${JSON.stringify(b)?.slice(0, 300)}`;
+}
+
+describe('the plugin differential: built-in handlers against the in-tree plugins', function () {
+  this.timeout(15 * 60_000);
+  let operator: Operator;
+  let reference: ReferenceCluster;
+  let sides: [Side, Side];
+  const counts = new Map<string, { run: number; agreed: number; differing: string[] }>();
+
+  const sideFor = (name: Side['name'], kubeConfig: ReturnType<typeof cluster>['kubeConfig']): Side => ({
+    name,
+    send: ((stepOrMethod: any, path?: string, body?: unknown, contentType?: string) =>
+      typeof stepOrMethod === 'string'
+        ? rawRequestTo(kubeConfig, stepOrMethod, path!, body, { contentType })
+        : rawRequestTo(kubeConfig, stepOrMethod.method, stepOrMethod.path, stepOrMethod.body, { contentType: stepOrMethod.contentType })) as Side['send'],
+  });
+
+  before(async function () {
+    reference = await referenceCluster();
+    await Promise.all([
+      apply(cluster().kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }),
+      apply(reference.kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }),
+    ]);
+    operator = await startTestOperator();
+    await createSuite(SUITE, { webhooks: WEBHOOKS });
+    await waitForCondition(SUITE, 'Ready', 'True', 60_000);
+    sides = [sideFor('reference', reference.kubeConfig), sideFor('portcullis', cluster().kubeConfig)];
+    // The suite answers once its webhooks are registered: a labelled PVC gets its finalizer (dry run: nothing stored).
+    await eventually(
+      async () => {
+        const answer = await sides[1].send('POST', `/api/v1/namespaces/${NS}/persistentvolumeclaims?dryRun=All`, {
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name: 'probe', labels: LABEL },
+          spec: { storageClassName: '', accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+        });
+        if (!(answer.body as any).metadata?.finalizers?.includes('kubernetes.io/pvc-protection')) throw new Error(`not yet served: ${JSON.stringify(answer.body).slice(0, 200)}`);
+      },
+      { what: 'the plugins-diff suite to serve', timeoutMs: 60_000 },
+    );
+  });
+
+  after(async function () {
+    const lines = [...counts].map(([plugin, c]) => `      ${plugin}: ${c.run} run, ${c.agreed} agreed, ${c.differing.length} differing${c.differing.map((d) => `\n        - ${d}`).join('')}`);
+    process.stdout.write(`\n      plugin differential (cases per plugin):\n${lines.join('\n')}\n`);
+    await deleteSuite(SUITE);
+    await operator?.stop();
+  });
+
+  /** Waits until the operator's lookup cache (or namespace cache) holds, or no longer holds, the objects named. */
+  async function ourCacheHas(kind: string, names: Set<string>, gone: Set<string>): Promise<void> {
+    const view = operator.registry.context.view;
+    if (kind === 'Namespace') {
+      for (const name of names) await eventually(async () => view.namespace(name) ?? Promise.reject(new Error(`namespace ${name} not yet cached`)), { what: `namespace ${name} in the operator's cache` });
+      return;
+    }
+    if (!LOOKUP_KINDS.has(kind)) return;
+    await eventually(
+      async () => {
+        const listed = new Set(view.list(kind as LookupKind).map((o) => o.metadata?.name as string));
+        for (const name of names) if (!listed.has(name)) throw new Error(`${kind} ${name} not yet in the operator's cache`);
+        for (const name of gone) if (listed.has(name)) throw new Error(`${kind} ${name} still in the operator's cache`);
+      },
+      { what: `the operator's ${kind} cache to catch up`, timeoutMs: 10_000 },
+    );
+  }
+
+  /** Removes what a row made, finalizers first (no controller here removes them), on both sides. */
+  async function cleanup(made: NonNullable<Request['made']>[]): Promise<void> {
+    const byKind = new Map<string, Set<string>>();
+    for (const { kind, name, namespace } of made.reverse()) {
+      const path = objectPath(kind, name, undefined, namespace);
+      for (const side of sides) {
+        await side.send('PATCH', path, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+        const gone = await side.send('DELETE', `${path}?gracePeriodSeconds=0`);
+        if (gone.status >= 300 && gone.status !== 404) throw new Error(`${side.name}: deleting ${kind} ${name}: ${gone.status} ${gone.body.message}`);
+      }
+      // Namespaces go when the namespace controller has emptied them; each row names its own.
+      if (kind === 'Namespace') continue;
+      if (!byKind.has(kind)) byKind.set(kind, new Set());
+      byKind.get(kind)!.add(name);
+    }
+    for (const [kind, names] of byKind) await ourCacheHas(kind, new Set(), names);
+    if ([...byKind.keys()].some((k) => LOOKUP_KINDS.has(k))) await new Promise((r) => setTimeout(r, REFERENCE_SETTLE_MS));
+  }
+
+  const names = ROWS.map((r) => `${r.plugin}: ${r.name}`);
+  it('has a unique name for every row', function () {
+    expect(names.length).to.equal(new Set(names).size);
+  });
+
+  for (const plugin of [...new Set(ROWS.map((r) => r.plugin))]) {
+    it(`${plugin}: every row answered alike by the in-tree plugin and the handler`, async function () {
+      const differing: string[] = [];
+      const unexpected: string[] = [];
+      const count = { run: 0, agreed: 0, differing };
+      counts.set(plugin, count);
+      for (const row of ROWS.filter((r) => r.plugin === plugin)) {
+        const reason = await runRow(row);
+        count.run += 1;
+        if (!reason) count.agreed += 1;
+        else if (reason === KNOWN) differing.push(`${row.name}: ${row.knownDifference!.reason}`);
+        else {
+          differing.push(`${row.name}: ${reason}`);
+          unexpected.push(`${row.name}: ${reason}`);
+        }
+      }
+      expect(unexpected, `${plugin}: rows that differ from the in-tree plugin`).to.deep.equal([]);
+    });
+  }
+
+  it('keeps the lookup caches only while a suite uses them: deleting the suite stops them', async function () {
+    const view = operator.registry.context.view;
+    expect(view.list('StorageClass').map((o) => o.metadata?.name)).to.not.include('probe');
+    await deleteSuite(SUITE);
+    await eventually(
+      async () => {
+        try {
+          view.list('StorageClass');
+        } catch (err) {
+          if (err instanceof LookupNotReady) return;
+          throw err;
+        }
+        throw new Error('the StorageClass cache is still kept');
+      },
+      { what: 'the StorageClass cache to stop' },
+    );
+    expect(() => view.list('PriorityClass')).to.throw(LookupNotReady);
+  });
+
+  /** Runs one row on both sides; the reason they differ, or undefined when they agree. */
+  async function runRow(row: Row): Promise<string | undefined> {
+    const made: NonNullable<Request['made']>[] = [];
+    try {
+      for (const step of row.setup) {
+        if ('pauseMs' in step) {
+          await new Promise((r) => setTimeout(r, step.pauseMs));
+          continue;
+        }
+        const answers = await Promise.all(sides.map((side) => side.send(step)));
+        if (step.made && answers.some((a) => a.status < 300)) made.push(step.made);
+        // Setup is the same on both sides, rejected alike or accepted alike (PriorityClasses pass the handler too).
+        const [a, b] = answers.map((x) => x!.status < 300);
+        if (a !== b) return `setup ${step.method} ${step.path}: reference ${answers[0]!.status}, portcullis ${answers[1]!.status} ${answers[1]!.body.message ?? ''}`;
+        if (!a) throw new Error(`setup of "${row.name}" failed on both sides: ${answers[0]!.status} ${answers[0]!.body.message}`);
+        if (step.made) await ourCacheHas(step.made.kind, new Set([step.made.name]), new Set());
+      }
+      if (row.setup.some((s) => 'made' in s && s.made && (LOOKUP_KINDS.has(s.made.kind) || s.made.kind === 'Namespace'))) await new Promise((r) => setTimeout(r, REFERENCE_SETTLE_MS));
+      const [ref, ours] = await Promise.all(sides.map((side) => side.send(row.request)));
+      if (row.request.made && (ref!.status < 300 || ours!.status < 300)) made.push(row.request.made);
+      const [theirs, mine] = [outcome(ref!), outcome(ours!)];
+      const known = row.knownDifference;
+      if (known) {
+        // Only the documented status codes may differ; with them set aside, all else must agree.
+        if (theirs.status !== known.reference || mine.status !== known.portcullis) return `expected the documented codes ${known.reference}/${known.portcullis}, got ${theirs.status}/${mine.status}`;
+        mine.status = theirs.status;
+      }
+      const difference = firstDifference(theirs, mine);
+      if (known && !difference) return KNOWN;
+      if (process.env.PORTCULLIS_DIFF_VERBOSE) process.stdout.write(`        ${row.plugin}: ${row.name}: ${ref!.status} ${JSON.stringify(outcome(ref!)).slice(0, 400)}\n`);
+      return difference;
+    } finally {
+      await cleanup(made);
+    }
+  }
+});
