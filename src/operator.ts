@@ -35,6 +35,7 @@ import { watchCache, type WatchedCache } from './kube/watch.ts';
 import { shareConnections } from './kube/connections.ts';
 import { ObjectWatches } from './kube/objects.ts';
 import { ParamsAccess } from './kube/params-access.ts';
+import { OpenApiSchemas } from './kube/openapi.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
 import { CachingAuthorizer, SubjectAccessReviewer } from './kube/authorizer.ts';
@@ -105,7 +106,9 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
   const paramsAccess = new ParamsAccess(kubeConfig, new SubjectAccessReviewer(kubeConfig));
   let draining = false;
-  const admission: FastifyInstance = createAdmissionServer({ registry, certificates, metrics, log: componentLogger('admission'), paramsAccess, draining: () => draining });
+  // Read at apply and reconcile time only (type checking), cached by the documents' hashes.
+  const schemas = new OpenApiSchemas(kubeConfig);
+  const admission: FastifyInstance = createAdmissionServer({ registry, certificates, metrics, log: componentLogger('admission'), paramsAccess, schemas, draining: () => draining });
   const listen = async () => {
     // reusePort: replicas on one host share the port (Node 24).
     await admission.listen({ port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true } as FastifyListenOptions);
@@ -177,7 +180,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     ca: caReconciler,
     self: new SelfReconciler({ kube, config: effective, ca: caReconciler, cached, log: componentLogger('suite-validation') }),
     orphans: new OrphanSweeper({ kube, suites, made, log: componentLogger('orphans') }),
-    suite: new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, log: componentLogger('reconciler') }),
+    suite: new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, schemas, log: componentLogger('reconciler') }),
   };
   const queue = new WorkQueue(
     dispatcher(reconcilers, (kind, result, seconds) => metrics.reconciled(kind, result, seconds), () => queue.add(CA_KEY)),

@@ -17,6 +17,7 @@ import { LARGE_BODY, LargeBody, ReviewOffload } from './offload.ts';
 import { AdmissionChain, type Router } from './chain.ts';
 import { SUITE_VALIDATION } from '../api/names.ts';
 import { suiteValidationWebhook, type ParamsAccessCheck } from './suite-validation.ts';
+import type { SchemaSource } from '../registry/typecheck.ts';
 import { encodeFailure, parseJson } from './review.ts';
 import type { Metrics } from '../health/metrics.ts';
 
@@ -68,6 +69,8 @@ export interface AdmissionServerOptions {
   log: Logger;
   /** Whether a suite's author may read the params it names; without it, suites are checked for what they say only. */
   paramsAccess?: ParamsAccessCheck;
+  /** The OpenAPI schemas suites are type-checked against on apply; without it, they are not. */
+  schemas?: SchemaSource;
   /** SERVING_LIMITS unless a test needs them shorter. */
   limits?: Partial<ServingLimits>;
   /** True once the replica is shutting down: every answer then closes its connection. */
@@ -125,7 +128,7 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
   // The server only routes: every request goes through the one chain (chain.ts).
   const chain = new AdmissionChain({ offload, log, draining: options.draining ?? (() => false) });
   const suites: Router = { find: (suite, webhook) => registry.webhook(suite, webhook), offload: true };
-  const validation = suiteValidationWebhook(registry, paramsAccess);
+  const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas);
   // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
   const suiteValidation: Router = { find: () => validation, offload: false };
   app.post(SUITE_VALIDATION.path, (request, reply) => chain.handle(suiteValidation, validation.suite, validation.name, request.body, reply));

@@ -14,6 +14,7 @@ import type { WatchedCache } from '../kube/watch.ts';
 import type { Readiness } from '../kube/objects.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
+import { typeCheckSuite, type SchemaSource } from '../registry/typecheck.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
 import { CONFIGURATION_KINDS, metadataFor, serviceRef, servingNames, service, webhookConfigurations } from './desired.ts';
 import { ensureLeaf, probeEndpointSoon, probeTarget } from './serving.ts';
@@ -37,6 +38,8 @@ export interface ReconcilerDeps {
   events: EventRecorder;
   /** Whether the operator can read each params collection a suite names (its watches). */
   params: { readiness(ref: { apiVersion: string; kind: string; namespace?: string }): Readiness };
+  /** The OpenAPI schemas `status.typeChecking` is computed against; without it, nothing is reported there. */
+  schemas?: SchemaSource;
   log: Logger;
   now?: () => Date;
 }
@@ -83,6 +86,7 @@ export class SuiteReconciler {
       return;
     }
 
+    const typeChecking = await this.typeChecking(suite);
     const ca = this.deps.ca.material();
     const serving = await ensureLeaf(
       this.deps.kube,
@@ -122,7 +126,7 @@ export class SuiteReconciler {
           { type: 'WebhooksRegistered', status: 'False', reason: 'WaitingForEndpoint', message: probe },
           { type: 'Ready', status: 'False', reason: 'WaitingForEndpoint', message: probe },
         ],
-        { certificate: certificateStatus },
+        { certificate: certificateStatus, ...typeChecking },
       );
       return { requeueAfterMs: ENDPOINT_RETRY_MS };
     }
@@ -144,10 +148,27 @@ export class SuiteReconciler {
     await this.writeStatus(
       suite,
       [certificateReady, { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: `${webhooks.length} webhook(s) registered` }, ready],
-      { certificate: certificateStatus, webhooks, webhookCount: webhooks.length },
+      { certificate: certificateStatus, webhooks, webhookCount: webhooks.length, ...typeChecking },
     );
     if (params.some(({ readiness }) => readiness.state !== 'ready')) return { requeueAfterMs: PARAMS_RETRY_MS };
     return { requeueAfterMs: Math.max(1000, serving.renewalTime.getTime() - this.now().getTime()) };
+  }
+
+  /**
+   * status.typeChecking, as ValidatingAdmissionPolicy's: the expressions that fail to type-check
+   * against the kinds their webhook matches. Never changes what the suite does (a suite with
+   * definite errors got in with `typeCheckErrors: Warn`, or while no operator checked it, or
+   * before a CRD changed); a schema that cannot be read leaves the last report as it is.
+   */
+  private async typeChecking(suite: AdmissionSuite): Promise<Pick<SuiteStatus, 'typeChecking'>> {
+    if (!this.deps.schemas) return {};
+    try {
+      const { warnings } = await typeCheckSuite(suite, this.deps.schemas);
+      return { typeChecking: warnings.length ? { expressionWarnings: warnings } : {} };
+    } catch (err) {
+      this.deps.log.warn('type checking failed', { suite: suite.metadata.name, error: describeError(err) });
+      return {};
+    }
   }
 
   /** An object the suite needs is someone else's: reported, never taken over; looked at again later. */

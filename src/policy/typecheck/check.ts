@@ -9,7 +9,7 @@
  * lines). Pure and compile-time only: the request path never sees these environments.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import type { WebhookSpec } from '../../api/types.ts';
+import type { ExpressionWarning, WebhookSpec } from '../../api/types.ts';
 import { newEnvironment } from '../engine/environment.ts';
 import { celGoCheckMessage } from '../library/numeric.ts';
 import { AUTHORIZER_TYPE } from '../library/authz.ts';
@@ -25,12 +25,6 @@ export interface GroupVersionKind {
 export interface CheckedKind {
   gvk: GroupVersionKind;
   types: SchemaTypes;
-}
-
-/** As ValidatingAdmissionPolicy's status.typeChecking.expressionWarnings[]. */
-export interface ExpressionWarning {
-  fieldRef: string;
-  warning: string;
 }
 
 /** A warning, and whether the expression failed on every kind checked (a definite error). */
