@@ -67,6 +67,9 @@ export interface StartOptions {
   authorizer?: Authorizer;
 }
 
+/** How often the OpenAPI discovery document is compared with the last one (a CRD changed: type-check again). */
+const SCHEMA_POLL_MS = 5_000;
+
 const managedSelector = Object.entries(MANAGED_BY_LABELS).map(([k, v]) => `${k}=${v}`).join(',');
 
 export async function startOperator(config: OperatorConfig, kubeConfig: KubeConfig, options: StartOptions = {}): Promise<Operator> {
@@ -233,6 +236,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     suiteConditions: () => suites.list().map((suite) => suite.status?.conditions ?? []),
   });
   void Promise.all([suites.synced, secrets.synced]).then(() => elector.start());
+  // A CRD's schema changed: suites are type-checked again (status.typeChecking).
+  const schemaChanges = schemas.watchChanges(() => watches.schemas(), SCHEMA_POLL_MS);
 
   let synced = false;
   void Promise.all([suites.synced, secrets.synced]).then(() => (synced = true));
@@ -259,6 +264,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       await elector.stop();
     },
     stop: async () => {
+      schemaChanges.stop();
       queue.stop();
       await elector.stop();
       await Promise.all([suites, secrets, services, namespaces, limitRanges, params, ...configurations].map((w) => w.stop()));

@@ -78,6 +78,39 @@ export class OpenApiSchemas {
     return undefined;
   }
 
+  /**
+   * Calls `onChange` with the group versions (`apis/<group>/<version>`, `api/v1`) whose documents
+   * changed (a CRD created, edited or deleted), polling `/openapi/v3` every `periodMs`: its
+   * hashed URLs change with the content, so the operator needs no watch on CRDs (nor the right to one).
+   */
+  watchChanges(onChange: (groupVersions: string[]) => void, periodMs: number): { stop(): void } {
+    let last: Record<string, { serverRelativeURL: string }> | undefined;
+    let stopped = false;
+    const poll = async () => {
+      try {
+        const paths = await this.get<{ paths?: Record<string, { serverRelativeURL: string }> }>('/openapi/v3').then((d) => d.paths ?? {});
+        if (last) {
+          const changed = new Set([...Object.keys(paths), ...Object.keys(last)].filter((gv) => paths[gv]?.serverRelativeURL !== last![gv]?.serverRelativeURL));
+          if (changed.size > 0) {
+            this.paths = { at: Date.now(), value: Promise.resolve(paths) };
+            onChange([...changed]);
+          }
+        }
+        last = paths;
+      } catch {
+        // The API server unreachable for a moment: the next poll asks again.
+      }
+      if (!stopped) timer = setTimeout(() => void poll(), periodMs).unref();
+    };
+    let timer = setTimeout(() => void poll(), 0).unref();
+    return {
+      stop: () => {
+        stopped = true;
+        clearTimeout(timer);
+      },
+    };
+  }
+
   private openApiPaths(): Promise<Record<string, { serverRelativeURL: string }>> {
     if (!this.paths || Date.now() - this.paths.at > FRESH_MS) {
       const value = this.get<{ paths?: Record<string, { serverRelativeURL: string }> }>('/openapi/v3').then((d) => d.paths ?? {});

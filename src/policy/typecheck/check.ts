@@ -207,7 +207,8 @@ function celGoMessage(error: unknown): string {
   if (field) return `undefined field '${field[1]}'`;
   const index = /^Cannot index type '(.*)'$/.exec(message);
   if (index) return `type '${index[1]}' does not support field selection`;
-  return message;
+  // cel-go prints the well-known types by their CEL names.
+  return message.replaceAll('google.protobuf.Timestamp', 'timestamp').replaceAll('google.protobuf.Duration', 'duration');
 }
 
 /**
@@ -238,7 +239,8 @@ function hasChecks(
         if (next === undefined) {
           const message = `undefined field '${part[1]}'`;
           const list = failures.get(expression.field) ?? [];
-          list.push({ kind: gvk, text: located(expression.source, dot, message), message });
+          // cel-go places it at the macro's call, the `(` of has(.
+          list.push({ kind: gvk, text: located(expression.source, match.index! + 3, message), message });
           failures.set(expression.field, list);
           break;
         }

@@ -120,7 +120,9 @@ function declResolved(input: OpenApiSchema, resourceRoot: boolean, name: string,
         const field = escapeField(property);
         if (field === undefined) continue;
         const type = declType(propertySchema, embedded(propertySchema, walk), `${name}.${field}`, walk);
-        if (type !== undefined) fields[field] = type;
+        // A reserved word (`namespace`) is selected by its own name: the API server's environment
+        // recognizes keywords as field names (DeclTypeProvider's recognizeKeywordAsFieldName).
+        if (type !== undefined) fields[RESERVED.has(property) ? property : field] = type;
       }
       walk.objects.set(name, fields);
       return name;
