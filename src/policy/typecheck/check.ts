@@ -96,8 +96,7 @@ export function typeCheckWebhook(webhook: WebhookSpec, path: string, kinds: read
     };
     for (const [i, variable] of variables.entries()) {
       const type = record(variable, withVariables());
-      // A variable that fails is dyn to the expressions after it (VAP: its output type is unknown).
-      declared[webhook.variables![i]!.name] = type ?? 'dyn';
+      declared[webhook.variables![i]!.name] = variableType(type);
     }
     const full = withVariables();
     for (const expression of others) record(expression, expression.variables ? full : base);
@@ -116,6 +115,23 @@ export function typeCheckWebhook(webhook: WebhookSpec, path: string, kinds: read
     });
   }
   return out;
+}
+
+const SCALARS = new Set(['bool', 'bytes', 'double', 'google.protobuf.Duration', 'int', 'null', 'string', 'google.protobuf.Timestamp', 'uint', 'dyn']);
+
+/**
+ * The type the expressions after a variable see it with, as VAP's composition environment gives it
+ * (convertCelTypeToDeclType): a scalar as it is; a list or map as a list or map, whose elements the
+ * API server keeps only when they are its own singleton types (elements of a schema's list, not
+ * those a macro makes), so dyn here, which never warns where it would not; an object type, an
+ * optional, and a variable that does not type-check (undefined), dyn.
+ */
+function variableType(type: string | undefined): string {
+  if (type === undefined) return 'dyn';
+  if (SCALARS.has(type)) return type;
+  if (type.startsWith('list<')) return 'list<dyn>';
+  if (type.startsWith('map<')) return 'map<dyn, dyn>';
+  return 'dyn';
 }
 
 const environments = new WeakMap<SchemaTypes, Map<string, Environment>>();
