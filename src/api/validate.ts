@@ -3,7 +3,7 @@
  * Every problem is reported with its field path, all at once, so one apply shows them all.
  */
 import { parseDuration } from '../k8s/duration.ts';
-import { DNS1123_LABEL, isQualifiedName, LABEL_KEY } from '../k8s/validation.ts';
+import { DNS1123_LABEL, isCelIdentifier, isQualifiedName, LABEL_KEY } from '../k8s/validation.ts';
 import { DEFAULT_CERTIFICATE_DURATION_MS, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
 
 export interface FieldError {
@@ -153,9 +153,6 @@ function validateMatchConditions(webhook: WebhookSpec, path: string): FieldError
   return errors;
 }
 
-/** CEL's reserved words, which no identifier may be (cel-spec; VAP's isCELIdentifier). */
-const CEL_RESERVED = new Set(['true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while']);
-
 /** VAP's checks of variable names, in its words: each is read as `variables.<name>`, so a CEL identifier, and unique. */
 function validateVariables(webhook: WebhookSpec, path: string): FieldError[] {
   const errors: FieldError[] = [];
@@ -166,7 +163,7 @@ function validateVariables(webhook: WebhookSpec, path: string): FieldError[] {
     const field = `${path}.variables[${i}]`;
     const name = typeof variable.name === 'string' ? variable.name : '';
     if (name.trim() === '') errors.push({ field: `${field}.name`, message: 'Required value: name is not specified' });
-    else if (!/^[_a-zA-Z][_a-zA-Z0-9]*$/.test(name) || CEL_RESERVED.has(name)) errors.push({ field: `${field}.name`, message: `Invalid value: ${JSON.stringify(name)}: must be a valid CEL identifier` });
+    else if (!isCelIdentifier(name)) errors.push({ field: `${field}.name`, message: `Invalid value: ${JSON.stringify(name)}: must be a valid CEL identifier` });
     else if (names.has(name)) errors.push({ field: `${field}.name`, message: `Duplicate value: ${JSON.stringify(name)}` });
     names.add(name);
     if (typeof variable.expression !== 'string' || variable.expression.trim() === '') errors.push({ field: `${field}.expression`, message: 'Required value: expression is not specified' });

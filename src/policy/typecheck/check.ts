@@ -84,9 +84,15 @@ export function typeCheckWebhook(webhook: WebhookSpec, path: string, kinds: read
       return env;
     };
     const record = (expression: Expression, env: Environment): string | undefined => {
-      const result = env.check(expression.source);
+      let program;
+      try {
+        program = env.parse(expression.source);
+      } catch {
+        return undefined; // does not parse: the registry refuses it
+      }
+      const result = program.check();
       if (result.valid) return result.type ?? 'dyn';
-      const problem = describe(expression.source, result.error);
+      const problem = describe(expression.source, result.error, program.ast);
       if (problem) {
         const list = failures.get(expression.field) ?? [];
         list.push({ kind: kind.gvk, ...problem });
@@ -166,12 +172,83 @@ function declareObjects(env: Environment, types: SchemaTypes, prefix: string): v
 }
 
 /** cel-js's check error as cel-go prints it: the message, its position, and the source line with a caret. */
-function describe(source: string, error: unknown): { text: string; message: string } | undefined {
+function describe(source: string, error: unknown, ast: unknown): { text: string; message: string } | undefined {
   if (!error) return undefined;
-  const message = celGoMessage(error).replaceAll(`.${LIST_ELEMENT}`, '.@idx').replaceAll(`.${MAP_ELEMENT}`, '.@elem');
   const node = (error as { node?: PositionedNode }).node;
-  const offset = node ? errorOffset(source, node) : 0;
+  const call = node ? callProblem(source, firstLine(error), node, ast) : undefined;
+  const message = (call?.message ?? celGoMessage(error)).replaceAll(`.${LIST_ELEMENT}`, '.@idx').replaceAll(`.${MAP_ELEMENT}`, '.@elem');
+  const offset = call?.offset ?? (node ? errorOffset(source, node) : 0);
   return { text: located(source, offset, message), message };
+}
+
+function firstLine(error: unknown): string {
+  return String((error as Error).message ?? error).split('\n')[0]!;
+}
+
+/** cel-go's spelling of a cel-js type (`list<string>` -> `list(string)`). */
+function goType(type: string): string {
+  return type.replaceAll('<', '(').replaceAll('>', ')');
+}
+
+interface CallNode extends PositionedNode {
+  args: [string, PositionedNode & { checkedType?: { name: string } }, unknown[]];
+}
+
+/** The receiver call named `name` whose arguments hold `inner`, found in the checked AST. */
+function findCall(ast: unknown, name: string, inner: PositionedNode): CallNode | undefined {
+  const seen = new Set<unknown>();
+  const stack: unknown[] = [ast];
+  while (stack.length) {
+    const n = stack.pop() as PositionedNode | undefined;
+    if (!n || typeof n !== 'object' || seen.has(n)) continue;
+    seen.add(n);
+    const args = Array.isArray(n.args) ? (n.args as unknown[]) : [];
+    if (n.op === 'rcall' && args[0] === name && (args[1] === inner || (Array.isArray(args[2]) && (args[2] as unknown[]).includes(inner)))) return n as CallNode;
+    for (const a of args) (Array.isArray(a) ? a : [a]).forEach((x) => stack.push(x));
+  }
+  return undefined;
+}
+
+/** The `(` of `.name(` at or after `from`: where cel-go places a receiver call's errors. */
+function openParen(source: string, name: string, from: number): number {
+  const at = source.indexOf(`.${name}`, from);
+  return at < 0 ? from : source.indexOf('(', at);
+}
+
+function literalType(n: unknown): string {
+  const node = n as { op?: string; args?: unknown; checkedType?: { name: string } };
+  if (node?.checkedType) return goType(node.checkedType.name);
+  if (node?.op !== 'value') return 'dyn';
+  const v = node.args;
+  return typeof v === 'string' ? 'string' : typeof v === 'bigint' ? 'int' : typeof v === 'number' ? 'double' : typeof v === 'boolean' ? 'bool' : v === null ? 'null' : 'dyn';
+}
+
+/**
+ * The errors cel-js words as its own macros' and optionals' checks, in cel-go's words: a macro's
+ * predicate that is not bool (cel-go checks the expansion: `expected type 'bool'` for all/exists,
+ * the `_?_:_` of exists_one and filter), and an optional's method on a value that is not optional.
+ */
+function callProblem(source: string, line: string, node: PositionedNode, ast: unknown): { message: string; offset: number } | undefined {
+  const macro = /^(all|exists|exists_one|filter)\(var, predicate\) predicate must return bool, got '(.*)'$/.exec(line);
+  if (macro) {
+    const [, name, got] = macro as unknown as [string, string, string];
+    if (name === 'all' || name === 'exists') return { message: `expected type 'bool' but found '${goType(got)}'`, offset: errorOffset(source, node) };
+    const call = findCall(ast, name, node);
+    if (!call) return undefined;
+    const range = call.args[1].checkedType?.name ?? 'dyn';
+    const element = /^list<(.*)>$/.exec(range)?.[1] ?? /^map<(.*?), /.exec(range)?.[1] ?? 'dyn';
+    const rest = name === 'exists_one' ? 'int, int' : `list(${goType(element)}), list(${goType(element)})`;
+    return { message: `found no matching overload for '_?_:_' applied to '(${goType(got)}, ${rest})'`, offset: openParen(source, name, call.pos ?? 0) };
+  }
+  const optional = /^optional\.(\w+)\(.*\) receiver must be optional, got '(.*)'$/.exec(line);
+  if (optional) {
+    const [, name, got] = optional as unknown as [string, string, string];
+    const call = findCall(ast, name, node);
+    if (!call) return undefined;
+    const args = (call.args[2] ?? []).map(literalType).join(', ');
+    return { message: `found no matching overload for '${name}' applied to '${goType(got)}.(${args})'`, offset: openParen(source, name, call.pos ?? 0) };
+  }
+  return undefined;
 }
 
 /** `ERROR: <input>:line:col: message` with the line and a caret, as cel-go's Errors.ToDisplayString. */
@@ -223,8 +300,8 @@ function celGoMessage(error: unknown): string {
   if (field) return `undefined field '${field[1]}'`;
   const index = /^Cannot index type '(.*)'$/.exec(message);
   if (index) return `type '${index[1]}' does not support field selection`;
-  // cel-go prints the well-known types by their CEL names.
-  return message.replaceAll('google.protobuf.Timestamp', 'timestamp').replaceAll('google.protobuf.Duration', 'duration');
+  // cel-go prints the well-known types by their CEL names, and null, against a schema's types, as `null`.
+  return message.replaceAll('google.protobuf.Timestamp', 'timestamp').replaceAll('google.protobuf.Duration', 'duration').replace(/^(found no matching overload .*)\bnull_type\b/, '$1null');
 }
 
 /**

@@ -9,6 +9,7 @@
  * API server. Type names follow DeclType.MaybeAssignTypeName (`<root>.<field>`, `.@idx`, `.@elem`; see LIST_ELEMENT).
  * Pure: the schemas come from src/kube/openapi.ts; registering the types is check.ts's.
  */
+import { CEL_RESERVED } from '../../k8s/validation.ts';
 
 /** The parts of an OpenAPI v3 schema the conversion reads. */
 export interface OpenApiSchema {
@@ -122,7 +123,7 @@ function declResolved(input: OpenApiSchema, resourceRoot: boolean, name: string,
         const type = declType(propertySchema, embedded(propertySchema, walk), `${name}.${field}`, walk);
         // A reserved word (`namespace`) is selected by its own name: the API server's environment
         // recognizes keywords as field names (DeclTypeProvider's recognizeKeywordAsFieldName).
-        if (type !== undefined) fields[RESERVED.has(property) ? property : field] = type;
+        if (type !== undefined) fields[CEL_RESERVED.has(property) ? property : field] = type;
       }
       walk.objects.set(name, fields);
       return name;
@@ -189,13 +190,9 @@ function withTypeAndObjectMeta(schema: OpenApiSchema, walk: Walk): OpenApiSchema
   };
 }
 
-const RESERVED = new Set([
-  'true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while',
-]);
-
 /** apiserver cel.Escape: a property's name as a CEL field name, or undefined when it cannot be one. */
 export function escapeField(name: string): string | undefined {
-  if (RESERVED.has(name)) return `__${name}__`;
+  if (CEL_RESERVED.has(name)) return `__${name}__`;
   if (/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(name) && !name.includes('__')) return name;
   if (!/^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*$/.test(name)) return undefined;
   let out = '';
