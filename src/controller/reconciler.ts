@@ -38,8 +38,8 @@ export interface ReconcilerDeps {
   events: EventRecorder;
   /** Whether the operator can read each params collection a suite names (its watches). */
   params: { readiness(ref: { apiVersion: string; kind: string; namespace?: string }): Readiness };
-  /** The OpenAPI schemas `status.typeChecking` is computed against; without it, nothing is reported there. */
-  schemas?: SchemaSource;
+  /** The OpenAPI schemas `status.typeChecking` is computed against (and their epoch, which moves when one changes); without them, nothing is reported there. */
+  schemas?: SchemaSource & { epoch(): number };
   log: Logger;
   now?: () => Date;
 }
@@ -47,6 +47,8 @@ export interface ReconcilerDeps {
 export class SuiteReconciler {
   private readonly deps: ReconcilerDeps;
   private readonly now: () => Date;
+  /** Each suite's last type check, by generation and schema epoch. */
+  private readonly typeChecks = new Map<string, { key: string; status: Pick<SuiteStatus, 'typeChecking'> }>();
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -56,7 +58,10 @@ export class SuiteReconciler {
   async reconcile(name: string): Promise<ReconcileResult> {
     const suite = this.deps.suites.get(name);
     // A deleted suite's objects go through garbage collection (owner references), even with no operator running.
-    if (!suite) return;
+    if (!suite) {
+      this.typeChecks.delete(name);
+      return;
+    }
     try {
       return await this.converge(suite);
     } catch (err) {
@@ -161,10 +166,19 @@ export class SuiteReconciler {
    * before a CRD changed); a schema that cannot be read leaves the last report as it is.
    */
   private async typeChecking(suite: AdmissionSuite): Promise<Pick<SuiteStatus, 'typeChecking'>> {
-    if (!this.deps.schemas) return {};
+    const schemas = this.deps.schemas;
+    if (!schemas) return {};
+    // The same generation against the same schemas gives the same answer: kept until either changes.
+    const key = `${suite.metadata.uid}/${suite.metadata.generation ?? 0}/${schemas.epoch()}`;
+    const known = this.typeChecks.get(suite.metadata.name);
+    if (known?.key === key) return known.status;
     try {
-      const { warnings } = await typeCheckSuite(suite, this.deps.schemas);
-      return { typeChecking: warnings.length ? { expressionWarnings: warnings } : {} };
+      const { warnings, complete } = await typeCheckSuite(suite, schemas);
+      // A kind or schema that could not be read: the last report stays, and the next reconcile checks again.
+      if (!complete) return {};
+      const status = { typeChecking: warnings.length ? { expressionWarnings: warnings } : {} };
+      this.typeChecks.set(suite.metadata.name, { key, status });
+      return status;
     } catch (err) {
       this.deps.log.warn('type checking failed', { suite: suite.metadata.name, error: describeError(err) });
       return {};

@@ -37,11 +37,14 @@ interface Fetched<T> {
   value: Promise<T>;
 }
 
+class NotFound extends Error {}
+
 export class OpenApiSchemas {
   private readonly config: k8s.KubeConfig;
   private paths?: Fetched<Record<string, { serverRelativeURL: string }>>;
   private readonly documents = new Map<string, Promise<Readonly<Record<string, OpenApiSchema>>>>();
   private readonly resources = new Map<string, Fetched<{ name: string; kind: string }[]>>();
+  private changes = 0;
 
   constructor(config: k8s.KubeConfig) {
     this.config = config;
@@ -53,10 +56,12 @@ export class OpenApiSchemas {
     let entry = this.resources.get(key);
     if (!entry || Date.now() - entry.at > FRESH_MS) {
       const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
+      // A group version that is not served has no kinds; any other failure is not an answer (not kept).
       const value = this.get<{ resources?: { name: string; kind: string }[] }>(path).then(
         (list) => list.resources ?? [],
-        () => [],
+        (err: unknown) => (err instanceof NotFound ? [] : Promise.reject(err as Error)),
       );
+      value.catch(() => this.resources.delete(key));
       this.resources.set(key, (entry = { at: Date.now(), value }));
     }
     const list = await entry.value;
@@ -78,6 +83,11 @@ export class OpenApiSchemas {
     return undefined;
   }
 
+  /** Moves each time watchChanges sees a document change: a type check made before may be stale. */
+  epoch(): number {
+    return this.changes;
+  }
+
   /**
    * Calls `onChange` with the group versions (`apis/<group>/<version>`, `api/v1`) whose documents
    * changed (a CRD created, edited or deleted), polling `/openapi/v3` every `periodMs`: its
@@ -92,6 +102,8 @@ export class OpenApiSchemas {
         if (last) {
           const changed = new Set([...Object.keys(paths), ...Object.keys(last)].filter((gv) => paths[gv]?.serverRelativeURL !== last![gv]?.serverRelativeURL));
           if (changed.size > 0) {
+            this.changes++;
+            this.resources.clear();
             this.paths = { at: Date.now(), value: Promise.resolve(paths) };
             onChange([...changed]);
           }
@@ -146,7 +158,8 @@ export class OpenApiSchemas {
         response.on('data', (c: Buffer) => chunks.push(c));
         response.on('end', () => {
           const body = Buffer.concat(chunks).toString('utf8');
-          if ((response.statusCode ?? 0) >= 300) reject(new Error(`GET ${url.pathname}: ${response.statusCode} ${body.slice(0, 256)}`));
+          if (response.statusCode === 404) reject(new NotFound(`GET ${url.pathname}: 404`));
+          else if ((response.statusCode ?? 0) >= 300) reject(new Error(`GET ${url.pathname}: ${response.statusCode} ${body.slice(0, 256)}`));
           else {
             try {
               resolve(JSON.parse(body) as T);

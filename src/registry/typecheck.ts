@@ -21,6 +21,8 @@ export interface SchemaSource {
 
 export interface SuiteTypeCheck {
   warnings: ExpressionWarning[];
+  /** False when a kind or schema could not be read (the API server briefly unreachable): those kinds went unchecked. */
+  complete: boolean;
   /** The definite errors, unless the suite asks for warnings only. */
   errors: FieldError[];
 }
@@ -31,11 +33,25 @@ const MAX_KINDS = 10;
 export async function typeCheckSuite(suite: AdmissionSuite, source: SchemaSource): Promise<SuiteTypeCheck> {
   const warnings: ExpressionWarning[] = [];
   const errors: FieldError[] = [];
+  // Type checking never changes what a suite does: what cannot be read is left unchecked (dyn), and said.
+  let complete = true;
+  const reading: SchemaSource = {
+    kindsFor: (group, version, resource) =>
+      source.kindsFor(group, version, resource).catch(() => {
+        complete = false;
+        return [];
+      }),
+    schema: (gvk) =>
+      source.schema(gvk).catch(() => {
+        complete = false;
+        return undefined;
+      }),
+  };
   const refuse = (suite.spec.typeCheckErrors ?? 'Refuse') === 'Refuse';
   for (const [i, webhook] of (suite.spec.webhooks ?? []).entries()) {
     if (webhook.handler) continue;
-    const kinds = await checkedKinds(webhook, source);
-    const params = webhook.params ? await paramsTypes(webhook, source) : undefined;
+    const kinds = await checkedKinds(webhook, reading);
+    const params = webhook.params ? await paramsTypes(webhook, reading) : undefined;
     for (const checked of typeCheckWebhook(webhook, `spec.webhooks[${i}]`, kinds, params)) {
       warnings.push({ fieldRef: checked.fieldRef, warning: checked.warning });
       if (checked.definite && refuse) {
@@ -44,7 +60,7 @@ export async function typeCheckSuite(suite: AdmissionSuite, source: SchemaSource
       }
     }
   }
-  return { warnings, errors };
+  return { warnings, errors, complete };
 }
 
 /** The kinds VAP's typesToCheck gives for these rules, with their types. */
@@ -101,13 +117,7 @@ async function paramsTypes(webhook: WebhookSpec, source: SchemaSource): Promise<
 const converted = new Map<string, SchemaTypes | undefined>();
 
 async function typesOf(gvk: GroupVersionKind, source: SchemaSource): Promise<SchemaTypes | undefined> {
-  let schema;
-  try {
-    schema = await source.schema(gvk);
-  } catch {
-    // Type checking never changes what a suite does: a schema that cannot be read leaves it dyn.
-    return undefined;
-  }
+  const schema = await source.schema(gvk);
   if (!schema) return undefined;
   const key = `${schema.source}#${gvkString(gvk)}`;
   if (!converted.has(key)) {
