@@ -3,8 +3,8 @@
  * version), as ValidatingAdmissionPolicy's type checker reads them (apiserver
  * pkg/cel/openapi/resolver/discovery.go), and the kinds a resource rule names (API discovery,
  * as its RESTMapper). Built-in kinds and CRDs alike: a CRD's change changes its group version's
- * hash in `/openapi/v3`, so a document is cached by its hashed URL and fetched again only when it
- * changes. Read at compile and apply time only, never on the request path. Knows nothing about
+ * hash in `/openapi/v3`, so a group version's document is kept with its hashed URL and fetched
+ * again only when that changes (only the group versions of kinds suites match are ever read). Read at compile and apply time only, never on the request path. Knows nothing about
  * admission: turning a schema into CEL types is src/policy/typecheck's.
  */
 import https from 'node:https';
@@ -29,8 +29,6 @@ export interface KindSchema {
 
 /** How long `/openapi/v3` and a group version's resource list are reused before asking again. */
 const FRESH_MS = 2_000;
-/** Documents kept (each group version's, by hashed URL): more than a cluster serves. */
-const MAX_DOCUMENTS = 200;
 
 interface Fetched<T> {
   at: number;
@@ -42,7 +40,7 @@ class NotFound extends Error {}
 export class OpenApiSchemas {
   private readonly config: k8s.KubeConfig;
   private paths?: Fetched<Record<string, { serverRelativeURL: string }>>;
-  private readonly documents = new Map<string, Promise<Readonly<Record<string, OpenApiSchema>>>>();
+  private readonly documents = new Map<string, { url: string; doc: Promise<Readonly<Record<string, OpenApiSchema>>> }>();
   private readonly resources = new Map<string, Fetched<{ name: string; kind: string }[]>>();
   private changes = 0;
 
@@ -71,9 +69,10 @@ export class OpenApiSchemas {
   /** The schema of `gvk`, or undefined when the API server publishes none. */
   async schema(gvk: GroupVersionKind): Promise<KindSchema | undefined> {
     const paths = await this.openApiPaths();
-    const entry = paths[gvk.group ? `apis/${gvk.group}/${gvk.version}` : `api/${gvk.version}`];
+    const path = gvk.group ? `apis/${gvk.group}/${gvk.version}` : `api/${gvk.version}`;
+    const entry = paths[path];
     if (!entry) return undefined;
-    const components = await this.document(entry.serverRelativeURL);
+    const components = await this.document(path, entry.serverRelativeURL);
     for (const [name, schema] of Object.entries(components)) {
       const gvks = schema['x-kubernetes-group-version-kind'];
       if (Array.isArray(gvks) && gvks.some((g: GroupVersionKind) => (g.group ?? '') === gvk.group && g.version === gvk.version && g.kind === gvk.kind)) {
@@ -135,14 +134,15 @@ export class OpenApiSchemas {
     return this.paths.value;
   }
 
-  private document(url: string): Promise<Readonly<Record<string, OpenApiSchema>>> {
-    let doc = this.documents.get(url);
-    if (!doc) {
-      if (this.documents.size >= MAX_DOCUMENTS) this.documents.delete(this.documents.keys().next().value!);
-      doc = this.get<{ components?: { schemas?: Record<string, OpenApiSchema> } }>(url).then((d) => Object.freeze(d.components?.schemas ?? {}));
-      doc.catch(() => this.documents.delete(url));
-      this.documents.set(url, doc);
-    }
+  /** The document of group version `path` at its hashed `url`: one kept per group version, the newest asked for. */
+  private document(path: string, url: string): Promise<Readonly<Record<string, OpenApiSchema>>> {
+    const kept = this.documents.get(path);
+    if (kept?.url === url) return kept.doc;
+    const doc = this.get<{ components?: { schemas?: Record<string, OpenApiSchema> } }>(url).then((d) => Object.freeze(d.components?.schemas ?? {}));
+    doc.catch(() => {
+      if (this.documents.get(path)?.doc === doc) this.documents.delete(path);
+    });
+    this.documents.set(path, { url, doc });
     return doc;
   }
 

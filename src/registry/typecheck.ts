@@ -113,15 +113,20 @@ async function paramsTypes(webhook: WebhookSpec, source: SchemaSource): Promise<
   return await typesOf({ group: group!, version: version!, kind }, source);
 }
 
-/** One SchemaTypes per kind and document version, so the checker's environments are reused. */
+/**
+ * One SchemaTypes per kind and document version, so the checker's environments (a few MB and
+ * about 100 ms each for a kind of Deployment's size) are reused; bounded, a cluster's suites
+ * rarely match more kinds than this.
+ */
 const converted = new Map<string, SchemaTypes | undefined>();
+const MAX_CONVERTED = 64;
 
 async function typesOf(gvk: GroupVersionKind, source: SchemaSource): Promise<SchemaTypes | undefined> {
   const schema = await source.schema(gvk);
   if (!schema) return undefined;
   const key = `${schema.source}#${gvkString(gvk)}`;
   if (!converted.has(key)) {
-    if (converted.size > 500) converted.clear();
+    if (converted.size >= MAX_CONVERTED) converted.delete(converted.keys().next().value!);
     converted.set(key, schemaTypes(gvk.kind, schema.ref, schema.components as Readonly<Record<string, OpenApiSchema>>));
   }
   return converted.get(key);
