@@ -64,4 +64,8 @@ describe('registry: a suite type-checked against the kinds its webhooks match', 
     const result = await typeCheckSuite(suite([rule(['other'])], 'object.replicas > 1'), source([]));
     expect(result).to.deep.equal({ warnings: [], errors: [], complete: true });
   });
+  it('leaves a kind whose discovery or schema cannot be read unchecked, and says the check is incomplete', async function () {
+    const failing: SchemaSource = { kindsFor: async () => Promise.reject(new Error('connection refused')), schema: async () => undefined };
+    expect(await typeCheckSuite(suite([rule(['thing1'])], 'object.replicas > 1'), failing)).to.deep.equal({ warnings: [], errors: [], complete: false });
+  });
 });
