@@ -36,6 +36,7 @@ import { shareConnections } from './kube/connections.ts';
 import { ObjectWatches } from './kube/objects.ts';
 import { LookupCaches } from './kube/lookups.ts';
 import { ParamsAccess } from './kube/params-access.ts';
+import { OpenApiSchemas } from './kube/openapi.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
 import { PolicyRegistry } from './registry/policies.ts';
@@ -69,6 +70,9 @@ export interface StartOptions {
    */
   authorizer?: Authorizer;
 }
+
+/** How often the OpenAPI discovery document is compared with the last one (a CRD changed: type-check again). */
+const SCHEMA_POLL_MS = 5_000;
 
 const managedSelector = Object.entries(MANAGED_BY_LABELS).map(([k, v]) => `${k}=${v}`).join(',');
 
@@ -126,7 +130,9 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
   const paramsAccess = new ParamsAccess(kubeConfig, new SubjectAccessReviewer(kubeConfig));
   let draining = false;
-  const admission: FastifyInstance = createAdmissionServer({ registry, policies: policyRegistry, certificates, metrics, log: componentLogger('admission'), paramsAccess, draining: () => draining });
+  // Read at apply and reconcile time only (type checking), cached by the documents' hashes.
+  const schemas = new OpenApiSchemas(kubeConfig);
+  const admission: FastifyInstance = createAdmissionServer({ registry, policies: policyRegistry, certificates, metrics, log: componentLogger('admission'), paramsAccess, schemas, draining: () => draining });
   const listen = async () => {
     // reusePort: replicas on one host share the port (Node 24).
     await admission.listen({ port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true } as FastifyListenOptions);
@@ -217,7 +223,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       cached,
       log: componentLogger('namespaced'),
     }),
-    suite: new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, log: componentLogger('reconciler') }),
+    suite: new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, schemas, log: componentLogger('reconciler') }),
   };
   const queue = new WorkQueue(
     dispatcher(reconcilers, (kind, result, seconds) => metrics.reconciled(kind, result, seconds), () => queue.add(CA_KEY)),
@@ -271,6 +277,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     suiteConditions: () => suites.list().map((suite) => suite.status?.conditions ?? []),
   });
   void Promise.all([suites.synced, secrets.synced]).then(() => elector.start());
+  // A CRD's schema changed: suites are type-checked again (status.typeChecking).
+  const schemaChanges = schemas.watchChanges(() => watches.schemas(), SCHEMA_POLL_MS);
 
   let synced = false;
   // Ready only once the AdmissionPolicies are listed too: a replica that answered their webhook before would admit what they deny.
@@ -298,6 +306,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       await elector.stop();
     },
     stop: async () => {
+      schemaChanges.stop();
       queue.stop();
       await elector.stop();
       await Promise.all([suites, policies, secrets, services, namespaces, limitRanges, params, lookups, ...configurations].map((w) => w.stop()));

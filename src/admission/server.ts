@@ -19,6 +19,7 @@ import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import { policyValidationWebhook, suiteValidationWebhook, type ParamsAccessCheck } from './suite-validation.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
 import { namespacedWebhook } from '../registry/namespaced.ts';
+import type { SchemaSource } from '../registry/typecheck.ts';
 import { encodeFailure, parseJson } from './review.ts';
 import type { Metrics } from '../health/metrics.ts';
 
@@ -72,6 +73,8 @@ export interface AdmissionServerOptions {
   log: Logger;
   /** Whether a suite's author may read the params it names; without it, suites are checked for what they say only. */
   paramsAccess?: ParamsAccessCheck;
+  /** The OpenAPI schemas suites are type-checked against on apply; without it, they are not. */
+  schemas?: SchemaSource;
   /** SERVING_LIMITS unless a test needs them shorter. */
   limits?: Partial<ServingLimits>;
   /** True once the replica is shutting down: every answer then closes its connection. */
@@ -129,7 +132,7 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
   // The server only routes: every request goes through the one chain (chain.ts).
   const chain = new AdmissionChain({ offload, log, draining: options.draining ?? (() => false) });
   const suites: Router = { find: (suite, webhook) => registry.webhook(suite, webhook), offload: true };
-  const validation = suiteValidationWebhook(registry, paramsAccess);
+  const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas);
   // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
   const suiteValidation: Router = { find: () => validation, offload: false };
   app.post(SUITE_VALIDATION.path, (request, reply) => chain.handle(suiteValidation, validation.suite, validation.name, request.body, reply));

@@ -1,7 +1,8 @@
 /**
  * The decision of the operator's own webhook on an AdmissionSuite, or an AdmissionPolicy, being
- * applied: refused when it cannot work (the registries' compile errors, naming fields) or when it
- * names params its author may not read; served through the same chain as every suite's webhook
+ * applied: refused when it cannot work (the registries' compile errors, naming fields), when it
+ * names params its author may not read, or when an expression of a suite does not type-check
+ * against any kind it matches; served through the same chain as every suite's webhook
  * (chain.ts), with `failurePolicy: Ignore` as it is registered (self.ts). Owns nothing else:
  * transport is server.ts's and chain.ts's, the access check is src/kube/params-access.ts's.
  */
@@ -13,6 +14,7 @@ import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import { NO_OBSERVER } from '../registry/compile.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
+import { typeCheckSuite, type SchemaSource } from '../registry/typecheck.ts';
 import type { ServedWebhook } from './chain.ts';
 
 /** Who may read which params; see ParamsAccess. */
@@ -21,12 +23,12 @@ export interface ParamsAccessCheck {
 }
 
 /** The operator's own webhook as the chain serves it (not counted in the admission metrics, as before). */
-export function suiteValidationWebhook(registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck): ServedWebhook {
+export function suiteValidationWebhook(registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck, schemas?: SchemaSource): ServedWebhook {
   return {
     suite: '',
     name: SUITE_VALIDATION.webhook,
     failurePolicy: 'Ignore',
-    admit: (request) => validateSuiteRequest(request, registry, paramsAccess),
+    admit: (request) => validateSuiteRequest(request, registry, paramsAccess, schemas),
     observer: NO_OBSERVER,
   };
 }
@@ -57,13 +59,19 @@ export async function validatePolicyRequest(request: AdmissionRequest, policies:
   return denied(`AdmissionPolicy "${policy?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
 }
 
-export async function validateSuiteRequest(request: AdmissionRequest, registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck): Promise<Decision> {
+/**
+ * `schemas`, when given, type-checks the suite's expressions against the kinds its webhooks match
+ * (registry/typecheck.ts): a definite error refuses it unless it sets `spec.typeCheckErrors: Warn`.
+ */
+export async function validateSuiteRequest(request: AdmissionRequest, registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck, schemas?: SchemaSource): Promise<Decision> {
   const suite = request.object as unknown as AdmissionSuite;
   const errors = registry.validate(suite);
   if (errors.length === 0 && paramsAccess) {
     const uses = changedParams(suite, request.oldObject as unknown as AdmissionSuite | undefined);
     if (uses.length > 0) errors.push(...(await paramsAccess.refusals(userOf(request), uses)));
   }
+  // Only a suite that compiles is type-checked; a schema that cannot be read leaves its kinds unchecked (typecheck.ts).
+  if (errors.length === 0 && schemas) errors.push(...(await typeCheckSuite(suite, schemas)).errors);
   if (errors.length === 0) return allowed();
   const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   return denied(`AdmissionSuite "${suite?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');

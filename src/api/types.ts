@@ -120,7 +120,12 @@ export interface WebhookSpec {
 /** spec.certificate.duration when it is not given ("2160h", 90 days, as the contract says). */
 export const DEFAULT_CERTIFICATE_DURATION_MS = 2160 * 3600_000;
 
+/** What a type-check error (an expression that fails on every kind its webhook matches) does on apply. */
+export type TypeCheckErrors = 'Refuse' | 'Warn';
+
 export interface SuiteSpec {
+  /** Refuse (default): such a suite is refused on apply; Warn: accepted, reported in status.typeChecking only. */
+  typeCheckErrors?: TypeCheckErrors;
   service?: { namespace?: string; name?: string; port?: number };
   url?: string;
   certificate?: { duration?: string; renewBefore?: string; keyAlgorithm?: 'ECDSA' | 'RSA' };
@@ -128,6 +133,12 @@ export interface SuiteSpec {
   timeoutSeconds?: number;
   namespaceSelector?: LabelSelector;
   webhooks: WebhookSpec[];
+}
+
+/** One expression's type-checking result: the field (`spec.webhooks[0].validations[1].expression`) and what failed, per kind. */
+export interface ExpressionWarning {
+  fieldRef: string;
+  warning: string;
 }
 
 export interface Condition {
@@ -144,6 +155,8 @@ export interface SuiteStatus {
   conditions?: Condition[];
   certificate?: { notAfter?: string; caNotAfter?: string; renewalTime?: string };
   webhooks?: { name: string; type: WebhookType }[];
+  /** As ValidatingAdmissionPolicy's: the expressions that do not type-check against the kinds their webhook matches. */
+  typeChecking?: { expressionWarnings?: ExpressionWarning[] };
   /** How many are registered: `kubectl get` can show a number, not a list (printer columns show a list's first item only). */
   webhookCount?: number;
 }

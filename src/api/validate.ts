@@ -5,7 +5,7 @@
  * shows them all.
  */
 import { parseDuration } from '../k8s/duration.ts';
-import { DNS1123_LABEL, isQualifiedName, LABEL_KEY } from '../k8s/validation.ts';
+import { DNS1123_LABEL, isCelIdentifier, isQualifiedName, LABEL_KEY } from '../k8s/validation.ts';
 import { labelSelectorProblems } from '../k8s/selectors.ts';
 import { DEFAULT_CERTIFICATE_DURATION_MS, type AdmissionPolicy, type NamedRuleWithOperations, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
 import { needsResourceCondition, RESOURCE_MATCH_CONDITION } from './resource-match.ts';
@@ -36,6 +36,7 @@ export function validateSpec(spec: SuiteSpec | undefined, operatorNamespace?: st
   const err = (field: string, message: string) => errors.push({ field, message });
 
   if (spec.service && spec.url) err('spec', 'exactly one of service and url may be set, not both');
+  if (spec.typeCheckErrors !== undefined && spec.typeCheckErrors !== 'Refuse' && spec.typeCheckErrors !== 'Warn') err('spec.typeCheckErrors', 'must be Refuse or Warn');
   const serviceNamespace = spec.service?.namespace;
   if (operatorNamespace !== undefined && serviceNamespace !== undefined && serviceNamespace !== operatorNamespace) {
     // The shipped RBAC lets the operator manage Services only in its own namespace: such a suite could never become Ready.
@@ -166,9 +167,12 @@ function validateRules(webhook: WebhookSpec, path: string): FieldError[] {
     keys.add(a.key);
   });
   errors.push(...validateMatchConditions(webhook, path));
+  errors.push(...validateVariables(webhook, path));
   webhook.validations?.forEach((v, i) => {
     // VAP's check of a static message: one line once trimmed (CEL's newline characters).
-    if (typeof v.message === 'string' && /[\n\r]/.test(v.message.trim())) err(`.validations[${i}].message`, 'must not contain line breaks');
+    if (typeof v.message === 'string' && v.message.length > 0 && v.message.trim() === '') err(`.validations[${i}].message`, 'must be non-empty if specified');
+    else if (typeof v.message === 'string' && /[\n\r]/.test(v.message.trim())) err(`.validations[${i}].message`, 'must not contain line breaks');
+    if (typeof v.messageExpression === 'string' && v.messageExpression.length > 0 && v.messageExpression.trim() === '') err(`.validations[${i}].messageExpression`, 'must be non-empty if specified');
   });
   const actions = webhook.validationActions ?? [];
   if (actions.includes('Deny') && actions.includes('Warn')) err('.validationActions', 'Deny and Warn may not be used together');
@@ -274,6 +278,24 @@ function validateMatchConditions(webhook: WebhookSpec, path: string): FieldError
       if (names.has(name)) errors.push({ field: `${field}.name`, message: `Duplicate value: ${JSON.stringify(name)}` });
       names.add(name);
     }
+  });
+  return errors;
+}
+
+/** VAP's checks of variable names, in its words: each is read as `variables.<name>`, so a CEL identifier, and unique. */
+function validateVariables(webhook: WebhookSpec, path: string): FieldError[] {
+  const errors: FieldError[] = [];
+  const variables = webhook.variables ?? [];
+  if (!Array.isArray(variables)) return [{ field: `${path}.variables`, message: 'must be a list' }];
+  const names = new Set<string>();
+  variables.forEach((variable, i) => {
+    const field = `${path}.variables[${i}]`;
+    const name = typeof variable.name === 'string' ? variable.name : '';
+    if (name.trim() === '') errors.push({ field: `${field}.name`, message: 'Required value: name is not specified' });
+    else if (!isCelIdentifier(name)) errors.push({ field: `${field}.name`, message: `Invalid value: ${JSON.stringify(name)}: must be a valid CEL identifier` });
+    else if (names.has(name)) errors.push({ field: `${field}.name`, message: `Duplicate value: ${JSON.stringify(name)}` });
+    names.add(name);
+    if (typeof variable.expression !== 'string' || variable.expression.trim() === '') errors.push({ field: `${field}.expression`, message: 'Required value: expression is not specified' });
   });
   return errors;
 }

@@ -14,6 +14,7 @@ import type { WatchedCache } from '../kube/watch.ts';
 import type { Readiness } from '../kube/objects.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
+import { typeCheckSuite, type SchemaSource } from '../registry/typecheck.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
 import { CONFIGURATION_KINDS, metadataFor, serviceRef, servingNames, service, webhookConfigurations } from './desired.ts';
 import { ensureLeaf, probeEndpointSoon, probeTarget } from './serving.ts';
@@ -37,6 +38,8 @@ export interface ReconcilerDeps {
   events: EventRecorder;
   /** Whether the operator can read each params collection a suite names (its watches). */
   params: { readiness(ref: { apiVersion: string; kind: string; namespace?: string }): Readiness };
+  /** The OpenAPI schemas `status.typeChecking` is computed against (and their epoch, which moves when one changes); without them, nothing is reported there. */
+  schemas?: SchemaSource & { epoch(): number };
   log: Logger;
   now?: () => Date;
 }
@@ -44,6 +47,8 @@ export interface ReconcilerDeps {
 export class SuiteReconciler {
   private readonly deps: ReconcilerDeps;
   private readonly now: () => Date;
+  /** Each suite's last type check, by generation and schema epoch. */
+  private readonly typeChecks = new Map<string, { key: string; status: Pick<SuiteStatus, 'typeChecking'> }>();
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -53,7 +58,10 @@ export class SuiteReconciler {
   async reconcile(name: string): Promise<ReconcileResult> {
     const suite = this.deps.suites.get(name);
     // A deleted suite's objects go through garbage collection (owner references), even with no operator running.
-    if (!suite) return;
+    if (!suite) {
+      this.typeChecks.delete(name);
+      return;
+    }
     try {
       return await this.converge(suite);
     } catch (err) {
@@ -83,6 +91,7 @@ export class SuiteReconciler {
       return;
     }
 
+    const typeChecking = await this.typeChecking(suite);
     const ca = this.deps.ca.material();
     const serving = await ensureLeaf(
       this.deps.kube,
@@ -122,7 +131,7 @@ export class SuiteReconciler {
           { type: 'WebhooksRegistered', status: 'False', reason: 'WaitingForEndpoint', message: probe },
           { type: 'Ready', status: 'False', reason: 'WaitingForEndpoint', message: probe },
         ],
-        { certificate: certificateStatus },
+        { certificate: certificateStatus, ...typeChecking },
       );
       return { requeueAfterMs: ENDPOINT_RETRY_MS };
     }
@@ -144,10 +153,36 @@ export class SuiteReconciler {
     await this.writeStatus(
       suite,
       [certificateReady, { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: `${webhooks.length} webhook(s) registered` }, ready],
-      { certificate: certificateStatus, webhooks, webhookCount: webhooks.length },
+      { certificate: certificateStatus, webhooks, webhookCount: webhooks.length, ...typeChecking },
     );
     if (params.some(({ readiness }) => readiness.state !== 'ready')) return { requeueAfterMs: PARAMS_RETRY_MS };
     return { requeueAfterMs: Math.max(1000, serving.renewalTime.getTime() - this.now().getTime()) };
+  }
+
+  /**
+   * status.typeChecking, as ValidatingAdmissionPolicy's: the expressions that fail to type-check
+   * against the kinds their webhook matches. Never changes what the suite does (a suite with
+   * definite errors got in with `typeCheckErrors: Warn`, or while no operator checked it, or
+   * before a CRD changed); a schema that cannot be read leaves the last report as it is.
+   */
+  private async typeChecking(suite: AdmissionSuite): Promise<Pick<SuiteStatus, 'typeChecking'>> {
+    const schemas = this.deps.schemas;
+    if (!schemas) return {};
+    // The same generation against the same schemas gives the same answer: kept until either changes.
+    const key = `${suite.metadata.uid}/${suite.metadata.generation ?? 0}/${schemas.epoch()}`;
+    const known = this.typeChecks.get(suite.metadata.name);
+    if (known?.key === key) return known.status;
+    try {
+      const { warnings, complete } = await typeCheckSuite(suite, schemas);
+      // A kind or schema that could not be read: the last report stays, and the next reconcile checks again.
+      if (!complete) return {};
+      const status = { typeChecking: warnings.length ? { expressionWarnings: warnings } : {} };
+      this.typeChecks.set(suite.metadata.name, { key, status });
+      return status;
+    } catch (err) {
+      this.deps.log.warn('type checking failed', { suite: suite.metadata.name, error: describeError(err) });
+      return {};
+    }
   }
 
   /** An object the suite needs is someone else's: reported, never taken over; looked at again later. */

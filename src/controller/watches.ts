@@ -153,6 +153,12 @@ export class Watches {
     this.wake(secretWakes(secret, this.deps.state));
   };
 
+  /**
+   * The API server's OpenAPI schemas changed (a CRD created, edited or removed): every suite is
+   * reconciled again, so its status.typeChecking is checked against what is served now.
+   */
+  readonly schemas = (): void => this.wake(this.deps.state.suiteNames().map(now));
+
   readonly service = (service: KubernetesObject): void => this.wake(serviceWakes(service, this.deps.state));
 
   readonly configuration = (configuration: KubernetesObject): void => this.wake(configurationWakes(configuration, this.deps.state));

@@ -143,3 +143,11 @@ export function formatLabels(labels: Record<string, string>): string {
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
 }
+
+/** CEL's reserved words (cel-spec's RESERVED), which no CEL identifier may be. */
+export const CEL_RESERVED = new Set(['true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while']);
+
+/** A CEL identifier, as VAP's isCELIdentifier: `[_a-zA-Z][_a-zA-Z0-9]*`, not a reserved word. */
+export function isCelIdentifier(name: string): boolean {
+  return /^[_a-zA-Z][_a-zA-Z0-9]*$/.test(name) && !CEL_RESERVED.has(name);
+}

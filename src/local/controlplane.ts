@@ -125,9 +125,10 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       `--kubeconfig=${kcmKubeconfig}`,
       `--authentication-kubeconfig=${kcmKubeconfig}`,
       `--authorization-kubeconfig=${kcmKubeconfig}`,
-      // Garbage collection (owner references), the namespace controller (Namespace deletion) and
-      // ClusterRole aggregation (the operator's params role gathers what an admin labels for it).
-      '--controllers=garbage-collector-controller,namespace-controller,clusterrole-aggregation-controller',
+      // Garbage collection (owner references), the namespace controller (Namespace deletion),
+      // ClusterRole aggregation (the operator's params role gathers what an admin labels for it)
+      // and ValidatingAdmissionPolicies' status (their type checking, which suites' is compared with).
+      '--controllers=garbage-collector-controller,namespace-controller,clusterrole-aggregation-controller,validatingadmissionpolicy-status-controller',
       '--leader-elect=false',
       '--bind-address=127.0.0.1',
       `--secure-port=${kcmPort}`,

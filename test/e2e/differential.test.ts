@@ -244,11 +244,13 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     operator = await startTestOperator();
     await waitForSuiteValidation(operator);
     // Written on both sides, one policy at a time: what either refuses is compared as a refusal.
+    // VAP never refuses a policy for its types (it warns in status.typeChecking; several rows
+    // compare run-time type errors), so the suites opt into the same: typeCheckErrors Warn.
     const accepted: PolicyRow[] = [];
     for (const [i, row] of POLICIES.entries()) {
       const [policy, binding] = nativePolicy(row);
       const vap = vapRefusal(await rawRequest('POST', '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', policy));
-      const suiteBody = { apiVersion: API_VERSION, kind: 'AdmissionSuite', metadata: { name: `diff-check-${i}` }, spec: { webhooks: [suiteWebhook(row)] } };
+      const suiteBody = { apiVersion: API_VERSION, kind: 'AdmissionSuite', metadata: { name: `diff-check-${i}` }, spec: { typeCheckErrors: 'Warn', webhooks: [suiteWebhook(row)] } };
       const suite = suiteRefusal(await rawRequest('POST', `/apis/${GROUP}/${VERSION}/${PLURAL}?dryRun=All`, suiteBody));
       if (vap || suite) refusedOnWrite.set(row.name, { vap, suite });
       if (!vap) await apply(kube, binding!);
@@ -271,7 +273,7 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
       const withParams = webhooks.filter((w) => w.params);
       for (let introduced = 0; introduced === 0 || introduced < withParams.length; introduced += PARAMS_PER_WRITE) {
         const present = new Set(withParams.slice(0, introduced + PARAMS_PER_WRITE));
-        const spec = { webhooks: webhooks.filter((w) => !w.params || present.has(w)) };
+        const spec = { typeCheckErrors: 'Warn' as const, webhooks: webhooks.filter((w) => !w.params || present.has(w)) };
         if (introduced === 0) await createSuite(name, spec);
         else await apply(kube, { apiVersion: API_VERSION, kind: 'AdmissionSuite', metadata: { name }, spec });
       }

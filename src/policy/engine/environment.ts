@@ -38,9 +38,13 @@ const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject'
  * The environment with every library; `variables` (name -> cel-js type) default to VAP's. Other
  * variables are for tests that run foreign expressions (the cel-spec conformance suite).
  */
-export function newEnvironment(variables: Readonly<Record<string, string>> = Object.fromEntries(ACTIVATION_VARIABLES.map((n) => [n, 'dyn']))): Environment {
+export function newEnvironment(
+  variables: Readonly<Record<string, string>> = Object.fromEntries(ACTIVATION_VARIABLES.map((n) => [n, 'dyn'])),
+  declareTypes?: (env: Environment) => void,
+): Environment {
   const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false });
   registerAuthz(env); // first: its types are those of the variable `authorizer`
+  declareTypes?.(env); // the object types some variables are declared with (typecheck/), before those variables
   for (const [name, type] of Object.entries(variables)) env.registerVariable(name, type);
   registerLists(env);
   registerListsExt(env);

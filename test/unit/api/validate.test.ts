@@ -96,4 +96,37 @@ describe('suite validation', function () {
       expect(errors({ matchConditions: [{ name: 'portcullis-resource-match', expression: 'true' }] }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].matchConditions[0].name']);
     });
   });
+
+  it('refuses variable names that are not CEL identifiers or repeat one, and empty messages, in VAP\'s words', function () {
+    const errors = compileSuite(
+      suite({
+        typeCheckErrors: 'Sometimes' as 'Warn',
+        webhooks: [
+          {
+            name: 'a',
+            type: 'Validating',
+            rules: podRule,
+            variables: [
+              { name: 'ok', expression: '1' },
+              { name: 'not-ident', expression: '1' },
+              { name: 'in', expression: '1' },
+              { name: 'ok', expression: '2' },
+              { name: ' ', expression: ' ' },
+            ],
+            validations: [{ expression: 'true', message: '  ' }, { expression: 'true', messageExpression: ' ' }],
+          },
+        ],
+      }),
+    ).errors.map((e) => `${e.field}: ${e.message}`);
+    expect(errors).to.deep.equal([
+      'spec.typeCheckErrors: must be Refuse or Warn',
+      'spec.webhooks[0].variables[1].name: Invalid value: "not-ident": must be a valid CEL identifier',
+      'spec.webhooks[0].variables[2].name: Invalid value: "in": must be a valid CEL identifier',
+      'spec.webhooks[0].variables[3].name: Duplicate value: "ok"',
+      'spec.webhooks[0].variables[4].name: Required value: name is not specified',
+      'spec.webhooks[0].variables[4].expression: Required value: expression is not specified',
+      'spec.webhooks[0].validations[0].message: must be non-empty if specified',
+      'spec.webhooks[0].validations[1].messageExpression: must be non-empty if specified',
+    ]);
+  });
 });

@@ -1,0 +1,178 @@
+/**
+ * The OpenAPI v3 schemas the API server publishes (`/openapi/v3`, then one document per group
+ * version), as ValidatingAdmissionPolicy's type checker reads them (apiserver
+ * pkg/cel/openapi/resolver/discovery.go), and the kinds a resource rule names (API discovery,
+ * as its RESTMapper). Built-in kinds and CRDs alike: a CRD's change changes its group version's
+ * hash in `/openapi/v3`, so a group version's document is kept with its hashed URL and fetched
+ * again only when that changes (only the group versions of kinds suites match are ever read). Read at compile and apply time only, never on the request path. Knows nothing about
+ * admission: turning a schema into CEL types is src/policy/typecheck's.
+ */
+import https from 'node:https';
+import type * as k8s from '@kubernetes/client-node';
+
+/** A schema as published; what its fields mean is src/policy/typecheck's. */
+export type OpenApiSchema = Record<string, unknown>;
+
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+/** A kind's schema: its reference in `components` and the document's components (shared, never modified). */
+export interface KindSchema {
+  ref: string;
+  components: Readonly<Record<string, OpenApiSchema>>;
+  /** The document's hashed URL: the same for the same content. */
+  source: string;
+}
+
+/** How long `/openapi/v3` and a group version's resource list are reused before asking again. */
+const FRESH_MS = 2_000;
+
+interface Fetched<T> {
+  at: number;
+  value: Promise<T>;
+}
+
+class NotFound extends Error {}
+
+export class OpenApiSchemas {
+  private readonly config: k8s.KubeConfig;
+  private paths?: Fetched<Record<string, { serverRelativeURL: string }>>;
+  private readonly documents = new Map<string, { url: string; doc: Promise<Readonly<Record<string, OpenApiSchema>>> }>();
+  private readonly resources = new Map<string, Fetched<{ name: string; kind: string }[]>>();
+  private changes = 0;
+
+  constructor(config: k8s.KubeConfig) {
+    this.config = config;
+  }
+
+  /** The kinds served as `resource` in group/version (none when it is not served), as RESTMapper.KindsFor. */
+  async kindsFor(group: string, version: string, resource: string): Promise<GroupVersionKind[]> {
+    const key = `${group}/${version}`;
+    let entry = this.resources.get(key);
+    if (!entry || Date.now() - entry.at > FRESH_MS) {
+      const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
+      // A group version that is not served has no kinds; any other failure is not an answer (not kept).
+      const value = this.get<{ resources?: { name: string; kind: string }[] }>(path).then(
+        (list) => list.resources ?? [],
+        (err: unknown) => (err instanceof NotFound ? [] : Promise.reject(err as Error)),
+      );
+      value.catch(() => this.resources.delete(key));
+      this.resources.set(key, (entry = { at: Date.now(), value }));
+    }
+    const list = await entry.value;
+    return list.filter((r) => r.name === resource).map((r) => ({ group, version, kind: r.kind }));
+  }
+
+  /** The schema of `gvk`, or undefined when the API server publishes none. */
+  async schema(gvk: GroupVersionKind): Promise<KindSchema | undefined> {
+    const paths = await this.openApiPaths();
+    const path = gvk.group ? `apis/${gvk.group}/${gvk.version}` : `api/${gvk.version}`;
+    const entry = paths[path];
+    if (!entry) return undefined;
+    const components = await this.document(path, entry.serverRelativeURL);
+    for (const [name, schema] of Object.entries(components)) {
+      const gvks = schema['x-kubernetes-group-version-kind'];
+      if (Array.isArray(gvks) && gvks.some((g: GroupVersionKind) => (g.group ?? '') === gvk.group && g.version === gvk.version && g.kind === gvk.kind)) {
+        return { ref: name, components, source: entry.serverRelativeURL };
+      }
+    }
+    return undefined;
+  }
+
+  /** Moves each time watchChanges sees a document change: a type check made before may be stale. */
+  epoch(): number {
+    return this.changes;
+  }
+
+  /**
+   * Calls `onChange` with the group versions (`apis/<group>/<version>`, `api/v1`) whose documents
+   * changed (a CRD created, edited or deleted), polling `/openapi/v3` every `periodMs`: its
+   * hashed URLs change with the content, so the operator needs no watch on CRDs (nor the right to one).
+   */
+  watchChanges(onChange: (groupVersions: string[]) => void, periodMs: number): { stop(): void } {
+    let last: Record<string, { serverRelativeURL: string }> | undefined;
+    let stopped = false;
+    const poll = async () => {
+      try {
+        const paths = await this.get<{ paths?: Record<string, { serverRelativeURL: string }> }>('/openapi/v3').then((d) => d.paths ?? {});
+        if (last) {
+          const changed = new Set([...Object.keys(paths), ...Object.keys(last)].filter((gv) => paths[gv]?.serverRelativeURL !== last![gv]?.serverRelativeURL));
+          if (changed.size > 0) {
+            this.changes++;
+            this.resources.clear();
+            this.paths = { at: Date.now(), value: Promise.resolve(paths) };
+            onChange([...changed]);
+          }
+        }
+        last = paths;
+      } catch {
+        // The API server unreachable for a moment: the next poll asks again.
+      }
+      if (!stopped) timer = setTimeout(() => void poll(), periodMs).unref();
+    };
+    let timer = setTimeout(() => void poll(), 0).unref();
+    return {
+      stop: () => {
+        stopped = true;
+        clearTimeout(timer);
+      },
+    };
+  }
+
+  private openApiPaths(): Promise<Record<string, { serverRelativeURL: string }>> {
+    if (!this.paths || Date.now() - this.paths.at > FRESH_MS) {
+      const value = this.get<{ paths?: Record<string, { serverRelativeURL: string }> }>('/openapi/v3').then((d) => d.paths ?? {});
+      // A failure is not kept: the next check asks again.
+      value.catch(() => {
+        this.paths = undefined;
+      });
+      this.paths = { at: Date.now(), value };
+    }
+    return this.paths.value;
+  }
+
+  /** The document of group version `path` at its hashed `url`: one kept per group version, the newest asked for. */
+  private document(path: string, url: string): Promise<Readonly<Record<string, OpenApiSchema>>> {
+    const kept = this.documents.get(path);
+    if (kept?.url === url) return kept.doc;
+    const doc = this.get<{ components?: { schemas?: Record<string, OpenApiSchema> } }>(url).then((d) => Object.freeze(d.components?.schemas ?? {}));
+    doc.catch(() => {
+      if (this.documents.get(path)?.doc === doc) this.documents.delete(path);
+    });
+    this.documents.set(path, { url, doc });
+    return doc;
+  }
+
+  private async get<T>(path: string): Promise<T> {
+    const cluster = this.config.getCurrentCluster();
+    if (!cluster) throw new Error('no current cluster in the kubeconfig');
+    const url = new URL(path, cluster.server);
+    const options: https.RequestOptions = { method: 'GET', headers: { accept: 'application/json' } };
+    await this.config.applyToHTTPSOptions(options);
+    return await new Promise<T>((resolve, reject) => {
+      const request = https.request(url, options, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (c: Buffer) => chunks.push(c));
+        response.on('end', () => {
+          const body = Buffer.concat(chunks).toString('utf8');
+          if (response.statusCode === 404) reject(new NotFound(`GET ${url.pathname}: 404`));
+          else if ((response.statusCode ?? 0) >= 300) reject(new Error(`GET ${url.pathname}: ${response.statusCode} ${body.slice(0, 256)}`));
+          else {
+            try {
+              resolve(JSON.parse(body) as T);
+            } catch (err) {
+              reject(err as Error);
+            }
+          }
+        });
+        response.on('error', reject);
+      });
+      request.setTimeout(10_000, () => request.destroy(new Error(`GET ${url.pathname}: timed out`)));
+      request.on('error', reject);
+      request.end();
+    });
+  }
+}

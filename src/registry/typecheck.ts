@@ -1,0 +1,133 @@
+/**
+ * A suite type-checked against the schemas of the kinds its webhooks match, as
+ * ValidatingAdmissionPolicy's TypeChecker picks them (typechecking.go typesToCheck): per rule, every
+ * group x version x resource, sorted, none for a rule with a wildcard group or version, wildcard
+ * resources and subresources skipped, at most ten kinds per webhook; a kind without a published
+ * schema is not checked (its expressions stay dyn). Gives the warnings for `status.typeChecking`
+ * and the definite errors (failing on every kind checked) that refuse a suite on apply unless
+ * `spec.typeCheckErrors: Warn`. The schemas come from a SchemaSource (src/kube/openapi.ts in the
+ * operator); nothing here is on the request path.
+ */
+import type { AdmissionSuite, ExpressionWarning, RuleWithOperations, WebhookSpec } from '../api/types.ts';
+import type { FieldError } from '../api/validate.ts';
+import { typeCheckWebhook, gvkString, type CheckedKind, type GroupVersionKind } from '../policy/typecheck/check.ts';
+import { schemaTypes, type OpenApiSchema, type SchemaTypes } from '../policy/typecheck/schema.ts';
+
+/** Where kinds and their schemas come from (src/kube/openapi.ts's OpenApiSchemas). */
+export interface SchemaSource {
+  kindsFor(group: string, version: string, resource: string): Promise<GroupVersionKind[]>;
+  schema(gvk: GroupVersionKind): Promise<{ ref: string; components: Readonly<Record<string, Record<string, unknown>>>; source: string } | undefined>;
+}
+
+export interface SuiteTypeCheck {
+  warnings: ExpressionWarning[];
+  /** False when a kind or schema could not be read (the API server briefly unreachable): those kinds went unchecked. */
+  complete: boolean;
+  /** The definite errors, unless the suite asks for warnings only. */
+  errors: FieldError[];
+}
+
+/** VAP's maxTypesToCheck. */
+const MAX_KINDS = 10;
+
+export async function typeCheckSuite(suite: AdmissionSuite, source: SchemaSource): Promise<SuiteTypeCheck> {
+  const warnings: ExpressionWarning[] = [];
+  const errors: FieldError[] = [];
+  // Type checking never changes what a suite does: what cannot be read is left unchecked (dyn), and said.
+  let complete = true;
+  const reading: SchemaSource = {
+    kindsFor: (group, version, resource) =>
+      source.kindsFor(group, version, resource).catch(() => {
+        complete = false;
+        return [];
+      }),
+    schema: (gvk) =>
+      source.schema(gvk).catch(() => {
+        complete = false;
+        return undefined;
+      }),
+  };
+  const refuse = (suite.spec.typeCheckErrors ?? 'Refuse') === 'Refuse';
+  for (const [i, webhook] of (suite.spec.webhooks ?? []).entries()) {
+    if (webhook.handler) continue;
+    const kinds = await checkedKinds(webhook, reading);
+    const params = webhook.params ? await paramsTypes(webhook, reading) : undefined;
+    for (const checked of typeCheckWebhook(webhook, `spec.webhooks[${i}]`, kinds, params)) {
+      warnings.push({ fieldRef: checked.fieldRef, warning: checked.warning });
+      if (checked.definite && refuse) {
+        const on = kinds.map((k) => gvkString(k.gvk)).join('; ');
+        errors.push({ field: checked.fieldRef, message: `type checking failed on every kind the webhook matches (${on}): ${checked.message} (set spec.typeCheckErrors: Warn to accept it with warnings)` });
+      }
+    }
+  }
+  return { warnings, errors, complete };
+}
+
+/** The kinds VAP's typesToCheck gives for these rules, with their types. */
+async function checkedKinds(webhook: WebhookSpec, source: SchemaSource): Promise<CheckedKind[]> {
+  const gvks: GroupVersionKind[] = [];
+  const seen = new Set<string>();
+  collect: for (const rule of webhook.rules ?? []) {
+    const [groups, versions, resources] = ruleParts(rule);
+    // As VAP: counted per rule, and the first rule to reach the cap ends the collection.
+    let count = 0;
+    for (const group of groups) {
+      for (const version of versions) {
+        for (const resource of resources) {
+          for (const gvk of await source.kindsFor(group, version, resource)) {
+            const key = gvkString(gvk);
+            if (!seen.has(key)) {
+              seen.add(key);
+              gvks.push(gvk);
+            }
+            if (++count === MAX_KINDS) break collect;
+          }
+        }
+      }
+    }
+  }
+  gvks.sort((a, b) => cmp(a.group, b.group) || cmp(a.version, b.version) || cmp(a.kind, b.kind));
+  const kinds: CheckedKind[] = [];
+  for (const gvk of gvks) {
+    const types = await typesOf(gvk, source);
+    if (types) kinds.push({ gvk, types });
+  }
+  return kinds;
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function ruleParts(rule: RuleWithOperations): [string[], string[], string[]] {
+  const groups = rule.apiGroups ?? [];
+  const versions = rule.apiVersions ?? [];
+  if (groups.some((g) => g.includes('*')) || versions.some((v) => v.includes('*'))) return [[], [], []];
+  const resources = (rule.resources ?? []).filter((r) => !/[*/]/.test(r));
+  return [[...groups].sort(), [...versions].sort(), [...resources].sort()];
+}
+
+async function paramsTypes(webhook: WebhookSpec, source: SchemaSource): Promise<SchemaTypes | undefined> {
+  const { apiVersion, kind } = webhook.params!;
+  const [group, version] = apiVersion.includes('/') ? apiVersion.split('/', 2) : ['', apiVersion];
+  return await typesOf({ group: group!, version: version!, kind }, source);
+}
+
+/**
+ * One SchemaTypes per kind and document version, so the checker's environments (a few MB and
+ * about 100 ms each for a kind of Deployment's size) are reused; bounded, a cluster's suites
+ * rarely match more kinds than this.
+ */
+const converted = new Map<string, SchemaTypes | undefined>();
+const MAX_CONVERTED = 64;
+
+async function typesOf(gvk: GroupVersionKind, source: SchemaSource): Promise<SchemaTypes | undefined> {
+  const schema = await source.schema(gvk);
+  if (!schema) return undefined;
+  const key = `${schema.source}#${gvkString(gvk)}`;
+  if (!converted.has(key)) {
+    if (converted.size >= MAX_CONVERTED) converted.delete(converted.keys().next().value!);
+    converted.set(key, schemaTypes(gvk.kind, schema.ref, schema.components as Readonly<Record<string, OpenApiSchema>>));
+  }
+  return converted.get(key);
+}
