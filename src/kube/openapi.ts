@@ -42,6 +42,12 @@ export class OpenApiSchemas {
   private paths?: Fetched<Record<string, { serverRelativeURL: string }>>;
   private readonly documents = new Map<string, { url: string; doc: Promise<Readonly<Record<string, OpenApiSchema>>> }>();
   private readonly resources = new Map<string, Fetched<{ name: string; kind: string }[]>>();
+  /**
+   * Resources a rule named that discovery did not (yet) serve, as `group/version` -> names: a CRD
+   * just created is in `/openapi/v3` a moment before its discovery, so a check made in between
+   * found no kind, and no later change of `/openapi/v3` would say so. watchChanges asks again.
+   */
+  private readonly misses = new Map<string, Set<string>>();
   private changes = 0;
 
   constructor(config: k8s.KubeConfig) {
@@ -63,7 +69,27 @@ export class OpenApiSchemas {
       this.resources.set(key, (entry = { at: Date.now(), value }));
     }
     const list = await entry.value;
-    return list.filter((r) => r.name === resource).map((r) => ({ group, version, kind: r.kind }));
+    const kinds = list.filter((r) => r.name === resource).map((r) => ({ group, version, kind: r.kind }));
+    if (kinds.length === 0) this.misses.set(key, (this.misses.get(key) ?? new Set()).add(resource));
+    return kinds;
+  }
+
+  /** The group versions (as watchChanges names them) where a resource missed before is now served. */
+  private async foundSinceMissed(): Promise<string[]> {
+    const found: string[] = [];
+    for (const [key, names] of [...this.misses]) {
+      const [group, version] = key.split('/') as [string, string];
+      const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
+      const list = await this.get<{ resources?: { name: string }[] }>(path).then(
+        (l) => l.resources ?? [],
+        () => [],
+      );
+      if (list.some((r) => names.has(r.name))) {
+        this.misses.delete(key);
+        found.push(path.slice(1));
+      }
+    }
+    return found;
   }
 
   /** The schema of `gvk`, or undefined when the API server publishes none. */
@@ -100,6 +126,7 @@ export class OpenApiSchemas {
         const paths = await this.get<{ paths?: Record<string, { serverRelativeURL: string }> }>('/openapi/v3').then((d) => d.paths ?? {});
         if (last) {
           const changed = new Set([...Object.keys(paths), ...Object.keys(last)].filter((gv) => paths[gv]?.serverRelativeURL !== last![gv]?.serverRelativeURL));
+          for (const gv of await this.foundSinceMissed()) changed.add(gv);
           if (changed.size > 0) {
             this.changes++;
             this.resources.clear();
