@@ -221,6 +221,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       registry: policyRegistry,
       certificates,
       cached,
+      schemas,
       log: componentLogger('namespaced'),
     }),
     suite: new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, schemas, log: componentLogger('reconciler') }),

@@ -138,7 +138,7 @@ export function createAdmissionServer(options: AdmissionServerOptions): FastifyI
   app.post(SUITE_VALIDATION.path, (request, reply) => chain.handle(suiteValidation, validation.suite, validation.name, request.body, reply));
   if (options.policies) {
     const policies = options.policies;
-    const policyValidation = policyValidationWebhook(policies, paramsAccess);
+    const policyValidation = policyValidationWebhook(policies, paramsAccess, options.schemas);
     app.post(NAMESPACED.validationPath, (request, reply) => chain.handle({ find: () => policyValidation, offload: false }, '', policyValidation.name, request.body, reply));
     // The namespaced policies' webhooks; a large body is decoded here, not in the review worker (which holds the suites only).
     for (const type of ['Mutating', 'Validating'] as const) {

@@ -14,7 +14,7 @@ import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import { NO_OBSERVER } from '../registry/compile.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
-import { typeCheckSuite, type SchemaSource } from '../registry/typecheck.ts';
+import { typeCheckPolicy, typeCheckSuite, type SchemaSource } from '../registry/typecheck.ts';
 import type { ServedWebhook } from './chain.ts';
 
 /** Who may read which params; see ParamsAccess. */
@@ -34,17 +34,18 @@ export function suiteValidationWebhook(registry: SuiteRegistry, paramsAccess?: P
 }
 
 /** The twin for AdmissionPolicies (registered beside it, self.ts). */
-export function policyValidationWebhook(policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck): ServedWebhook {
+export function policyValidationWebhook(policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck, schemas?: SchemaSource): ServedWebhook {
   return {
     suite: '',
     name: NAMESPACED.validationWebhook,
     failurePolicy: 'Ignore',
-    admit: (request) => validatePolicyRequest(request, policies, paramsAccess),
+    admit: (request) => validatePolicyRequest(request, policies, paramsAccess, schemas),
     observer: NO_OBSERVER,
   };
 }
 
-export async function validatePolicyRequest(request: AdmissionRequest, policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck): Promise<Decision> {
+/** `schemas`, when given, type-checks the policy as a suite's webhook (refused unless `spec.typeCheckErrors: Warn`). */
+export async function validatePolicyRequest(request: AdmissionRequest, policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck, schemas?: SchemaSource): Promise<Decision> {
   const policy = request.object as unknown as AdmissionPolicy;
   // The API server fills in the namespace of the request, not always the object's.
   const named = { ...policy, metadata: { ...policy?.metadata, namespace: policy?.metadata?.namespace ?? request.namespace ?? '' } };
@@ -54,6 +55,7 @@ export async function validatePolicyRequest(request: AdmissionRequest, policies:
   if (errors.length === 0 && paramsAccess && params && JSON.stringify(params) !== JSON.stringify(old?.spec?.params ?? null)) {
     errors.push(...(await paramsAccess.refusals(userOf(request), [{ field: 'spec.params', ref: { ...params, namespace: named.metadata.namespace } }])));
   }
+  if (errors.length === 0 && schemas) errors.push(...(await typeCheckPolicy(named, schemas)).errors);
   if (errors.length === 0) return allowed();
   const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   return denied(`AdmissionPolicy "${policy?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');

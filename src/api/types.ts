@@ -184,7 +184,7 @@ export interface AdmissionSuite {
  * served through the operator's own `portcullis.namespaced` configurations, only for objects of
  * the policy's namespace.
  */
-export type PolicySpec = Pick<WebhookSpec, 'type' | 'rules' | 'excludeResourceRules' | 'objectSelector' | 'matchConditions' | 'params' | 'variables' | 'validations' | 'validationActions' | 'mutations'>;
+export type PolicySpec = Pick<WebhookSpec, 'type' | 'rules' | 'excludeResourceRules' | 'objectSelector' | 'matchConditions' | 'params' | 'variables' | 'validations' | 'validationActions' | 'mutations'> & Pick<SuiteSpec, 'typeCheckErrors'>;
 
 /** As a suite's; `typeChecking` is filled by the type checker as for a suite's webhooks. */
 export interface PolicyStatus {

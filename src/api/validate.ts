@@ -134,6 +134,7 @@ export function validatePolicy(policy: AdmissionPolicy, limits: PolicyLimits, pr
     const refusal = operatorNamespace !== undefined ? paramsRefusal({ ...spec.params, namespace }, operatorNamespace) : undefined;
     if (refusal) err('spec.params', refusal);
   }
+  if (spec.typeCheckErrors !== undefined && spec.typeCheckErrors !== 'Refuse' && spec.typeCheckErrors !== 'Warn') err('spec.typeCheckErrors', 'must be Refuse or Warn');
   if (spec.type === 'Mutating' && !limits.mutations) {
     errors.push({ field: 'spec.type', message: "Mutating policies are turned off by the cluster's administrator (the operator's --namespaced-policy-mutations=false); only Validating policies are served", limit: true });
   }

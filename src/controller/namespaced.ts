@@ -15,6 +15,7 @@ import { applyOwned, deleteIfExists, describeError, getObject, isConflict, isNot
 import type { WatchedCache } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
 import type { CompiledPolicy, PolicyRegistry } from '../registry/policies.ts';
+import { typeCheckPolicy, type SchemaSource } from '../registry/typecheck.ts';
 import type { CaReconciler } from './ca.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
 import { CONFIGURATION_KINDS, namespacedConfiguration, type ObjectMetadata } from './desired.ts';
@@ -37,6 +38,8 @@ export interface NamespacedReconcilerDeps {
   /** Whether the policy cache has listed (before that, an empty cache would unregister every policy). */
   synced: () => boolean;
   registry: PolicyRegistry;
+  /** The API server's schemas, for status.typeChecking (absent: not type-checked, as in unit tests). */
+  schemas?: SchemaSource & { epoch(): number };
   /** The operator's own serving certificate, as served now (self.ts keeps it). */
   certificates: Pick<CertificateStore, 'served'>;
   cached: CacheLookup;
@@ -47,6 +50,8 @@ export interface NamespacedReconcilerDeps {
 export class NamespacedReconciler {
   private readonly deps: NamespacedReconcilerDeps;
   private readonly now: () => Date;
+  /** The last type check of each policy (namespace/name), with the generation and schema epoch it was made for. */
+  private readonly typeChecks = new Map<string, { key: string; status: Pick<PolicyStatus, 'typeChecking'> }>();
 
   constructor(deps: NamespacedReconcilerDeps) {
     this.deps = deps;
@@ -57,6 +62,8 @@ export class NamespacedReconciler {
     const { registry } = this.deps;
     if (!this.deps.synced()) return { requeueAfterMs: CRD_RETRY_MS };
     const policies = this.deps.policies.list();
+    const present = new Set(policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`));
+    for (const id of this.typeChecks.keys()) if (!present.has(id)) this.typeChecks.delete(id);
     const compiled = policies.map((policy) => ({ policy, compiled: registry.sync(policy) }));
     const served = compiled.filter((c) => c.compiled.webhook !== undefined).map((c) => c.compiled);
 
@@ -65,7 +72,7 @@ export class NamespacedReconciler {
       waiting = await this.configure(served);
       if (waiting === CRD_MISSING) return { requeueAfterMs: CRD_RETRY_MS };
     }
-    for (const { policy, compiled: c } of compiled) await this.writeStatus(policy, readiness(c, waiting));
+    for (const { policy, compiled: c } of compiled) await this.writeStatus(policy, readiness(c, waiting), await this.typeChecking(policy));
     return waiting ? { requeueAfterMs: ENDPOINT_RETRY_MS } : undefined;
   }
 
@@ -112,10 +119,33 @@ export class NamespacedReconciler {
     return existing?.metadata.labels?.[`${GROUP}/component`] === 'namespaced-policies';
   }
 
-  private async writeStatus(policy: AdmissionPolicy, ready: ConditionInput): Promise<void> {
+  /**
+   * status.typeChecking, as a suite's (reconciler.ts): kept per policy generation and schema
+   * epoch; a schema that cannot be read leaves the last report as it is.
+   */
+  private async typeChecking(policy: AdmissionPolicy): Promise<Pick<PolicyStatus, 'typeChecking'>> {
+    const schemas = this.deps.schemas;
+    if (!schemas || !policy.spec) return {};
+    const key = `${policy.metadata.uid}/${policy.metadata.generation ?? 0}/${schemas.epoch()}`;
+    const id = `${policy.metadata.namespace}/${policy.metadata.name}`;
+    const known = this.typeChecks.get(id);
+    if (known?.key === key) return known.status;
+    try {
+      const { warnings, complete } = await typeCheckPolicy(policy, schemas);
+      if (!complete) return {};
+      const status = { typeChecking: warnings.length ? { expressionWarnings: warnings } : {} };
+      this.typeChecks.set(id, { key, status });
+      return status;
+    } catch (err) {
+      this.deps.log.warn('type checking failed', { namespace: policy.metadata.namespace, policy: policy.metadata.name, error: describeError(err) });
+      return {};
+    }
+  }
+
+  private async writeStatus(policy: AdmissionPolicy, ready: ConditionInput, typeChecking: Pick<PolicyStatus, 'typeChecking'>): Promise<void> {
     const generation = policy.metadata.generation ?? 0;
     const current = policy.status ?? {};
-    const status: PolicyStatus = { ...current, observedGeneration: generation, conditions: setConditions(current.conditions, [ready], generation, this.now()) };
+    const status: PolicyStatus = { ...current, ...typeChecking, observedGeneration: generation, conditions: setConditions(current.conditions, [ready], generation, this.now()) };
     if (JSON.stringify(status) === JSON.stringify(current)) return;
     const { kube } = this.deps;
     const { name, namespace } = policy.metadata;

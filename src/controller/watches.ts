@@ -154,10 +154,11 @@ export class Watches {
   };
 
   /**
-   * The API server's OpenAPI schemas changed (a CRD created, edited or removed): every suite is
-   * reconciled again, so its status.typeChecking is checked against what is served now.
+   * The API server's OpenAPI schemas changed (a CRD created, edited or removed): every suite, and
+   * the AdmissionPolicies, are reconciled again, so status.typeChecking is checked against what is
+   * served now.
    */
-  readonly schemas = (): void => this.wake(this.deps.state.suiteNames().map(now));
+  readonly schemas = (): void => this.wake([now(NAMESPACED_KEY), ...this.deps.state.suiteNames().map(now)]);
 
   readonly service = (service: KubernetesObject): void => this.wake(serviceWakes(service, this.deps.state));
 

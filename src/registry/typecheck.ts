@@ -1,5 +1,5 @@
 /**
- * A suite type-checked against the schemas of the kinds its webhooks match, as
+ * A suite (or an AdmissionPolicy, one webhook under `spec`) type-checked against the schemas of the kinds its webhooks match, as
  * ValidatingAdmissionPolicy's TypeChecker picks them (typechecking.go typesToCheck): per rule, every
  * group x version x resource, sorted, none for a rule with a wildcard group or version, wildcard
  * resources and subresources skipped, at most ten kinds per webhook; a kind without a published
@@ -8,7 +8,7 @@
  * `spec.typeCheckErrors: Warn`. The schemas come from a SchemaSource (src/kube/openapi.ts in the
  * operator); nothing here is on the request path.
  */
-import type { AdmissionSuite, ExpressionWarning, RuleWithOperations, WebhookSpec } from '../api/types.ts';
+import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, RuleWithOperations, WebhookSpec } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { typeCheckWebhook, gvkString, type CheckedKind, type GroupVersionKind } from '../policy/typecheck/check.ts';
 import { schemaTypes, type OpenApiSchema, type SchemaTypes } from '../policy/typecheck/schema.ts';
@@ -31,6 +31,17 @@ export interface SuiteTypeCheck {
 const MAX_KINDS = 10;
 
 export async function typeCheckSuite(suite: AdmissionSuite, source: SchemaSource): Promise<SuiteTypeCheck> {
+  const webhooks = (suite.spec.webhooks ?? []).map((webhook, i) => ({ webhook, path: `spec.webhooks[${i}]` }));
+  return await typeCheckWebhooks(webhooks, (suite.spec.typeCheckErrors ?? 'Refuse') === 'Refuse', source);
+}
+
+/** An AdmissionPolicy is one webhook whose fields are under `spec`, checked as a suite's. */
+export async function typeCheckPolicy(policy: AdmissionPolicy, source: SchemaSource): Promise<SuiteTypeCheck> {
+  const webhook: WebhookSpec = { ...policy.spec, name: policy.metadata.name };
+  return await typeCheckWebhooks([{ webhook, path: 'spec' }], (policy.spec?.typeCheckErrors ?? 'Refuse') === 'Refuse', source);
+}
+
+async function typeCheckWebhooks(webhooks: { webhook: WebhookSpec; path: string }[], refuse: boolean, source: SchemaSource): Promise<SuiteTypeCheck> {
   const warnings: ExpressionWarning[] = [];
   const errors: FieldError[] = [];
   // Type checking never changes what a suite does: what cannot be read is left unchecked (dyn), and said.
@@ -47,12 +58,11 @@ export async function typeCheckSuite(suite: AdmissionSuite, source: SchemaSource
         return undefined;
       }),
   };
-  const refuse = (suite.spec.typeCheckErrors ?? 'Refuse') === 'Refuse';
-  for (const [i, webhook] of (suite.spec.webhooks ?? []).entries()) {
+  for (const { webhook, path } of webhooks) {
     if (webhook.handler) continue;
     const kinds = await checkedKinds(webhook, reading);
     const params = webhook.params ? await paramsTypes(webhook, reading) : undefined;
-    for (const checked of typeCheckWebhook(webhook, `spec.webhooks[${i}]`, kinds, params)) {
+    for (const checked of typeCheckWebhook(webhook, path, kinds, params)) {
       warnings.push({ fieldRef: checked.fieldRef, warning: checked.warning });
       if (checked.definite && refuse) {
         const on = kinds.map((k) => gvkString(k.gvk)).join('; ');

@@ -213,6 +213,29 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     expect((await listPolicies(TEAM)).map((p) => p.metadata.name).sort()).to.deep.equal(['a-first', 'b-second', 'deny-forbidden']);
   });
 
+  it('type-checks a policy as a suite\'s webhook: a definite error is refused on apply naming the field; with typeCheckErrors: Warn it is accepted and reported in its status', async function () {
+    const deployments = [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
+    const typo: PolicySpec = { type: 'Validating', rules: deployments, objectSelector: selected, validations: [{ expression: 'object.replicas <= 5' }] };
+    const undefinedField = "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'";
+    const refused = await refusal(() => member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody('typo', typo) }));
+    expect(refused?.message).to.contain('AdmissionPolicy "typo" is invalid: spec.validations[0].expression: type checking failed on every kind the webhook matches');
+    expect(refused?.message).to.contain("undefined field 'replicas'");
+
+    await member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody('typo', { ...typo, typeCheckErrors: 'Warn' }) });
+    const statusOf = async (name: string) => ((await cluster().kube.custom.getNamespacedCustomObject({ ...ref(TEAM), name })) as AdmissionPolicy).status;
+    await eventually(
+      async () => {
+        const warnings = (await statusOf('typo'))?.typeChecking?.expressionWarnings ?? [];
+        expect(warnings.map((w) => w.fieldRef)).to.deep.equal(['spec.validations[0].expression']);
+        expect(warnings[0]!.warning).to.contain(undefinedField);
+      },
+      { what: "the policy's status.typeChecking to report the undefined field" },
+    );
+    // A policy whose expressions hold against ConfigMap's schema is checked and has no warnings.
+    await eventually(async () => expect((await statusOf('deny-forbidden'))?.typeChecking).to.deep.equal({}), { what: 'the good policy to be checked with no warnings' });
+    await cluster().kube.custom.deleteNamespacedCustomObject({ ...ref(TEAM), name: 'typo' });
+  });
+
   it('removes a namespace\'s policies with the namespace and nothing else; the configurations go with the last policy of their type', async function () {
     await cluster().kube.custom.createNamespacedCustomObject({ ...ref(THIRD), body: policyBody('third-deny', denyForbidden) });
     await waitReady(THIRD, 'third-deny');
