@@ -15,7 +15,7 @@ import { applyOwned, deleteIfExists, describeError, getObject, isConflict, isNot
 import type { WatchedCache } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
 import type { CompiledPolicy, PolicyRegistry } from '../registry/policies.ts';
-import { typeCheckPolicy, type SchemaSource } from '../registry/typecheck.ts';
+import { typeCheckPolicy, TypeCheckMemo, type SchemaSource } from '../registry/typecheck.ts';
 import type { CaReconciler } from './ca.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
 import { CONFIGURATION_KINDS, namespacedConfiguration, type ObjectMetadata } from './desired.ts';
@@ -50,8 +50,8 @@ export interface NamespacedReconcilerDeps {
 export class NamespacedReconciler {
   private readonly deps: NamespacedReconcilerDeps;
   private readonly now: () => Date;
-  /** The last type check of each policy (namespace/name), with the generation and schema epoch it was made for. */
-  private readonly typeChecks = new Map<string, { key: string; status: Pick<PolicyStatus, 'typeChecking'> }>();
+  /** The last type check of each policy, by namespace/name. */
+  private readonly typeChecks = new TypeCheckMemo();
 
   constructor(deps: NamespacedReconcilerDeps) {
     this.deps = deps;
@@ -62,8 +62,7 @@ export class NamespacedReconciler {
     const { registry } = this.deps;
     if (!this.deps.synced()) return { requeueAfterMs: CRD_RETRY_MS };
     const policies = this.deps.policies.list();
-    const present = new Set(policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`));
-    for (const id of this.typeChecks.keys()) if (!present.has(id)) this.typeChecks.delete(id);
+    this.typeChecks.keepOnly(new Set(policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)));
     const compiled = policies.map((policy) => ({ policy, compiled: registry.sync(policy) }));
     const served = compiled.filter((c) => c.compiled.webhook !== undefined).map((c) => c.compiled);
 
@@ -119,25 +118,15 @@ export class NamespacedReconciler {
     return existing?.metadata.labels?.[`${GROUP}/component`] === 'namespaced-policies';
   }
 
-  /**
-   * status.typeChecking, as a suite's (reconciler.ts): kept per policy generation and schema
-   * epoch; a schema that cannot be read leaves the last report as it is.
-   */
+  /** status.typeChecking, as a suite's (reconciler.ts). */
   private async typeChecking(policy: AdmissionPolicy): Promise<Pick<PolicyStatus, 'typeChecking'>> {
     const schemas = this.deps.schemas;
     if (!schemas || !policy.spec) return {};
-    const key = `${policy.metadata.uid}/${policy.metadata.generation ?? 0}/${schemas.epoch()}`;
-    const id = `${policy.metadata.namespace}/${policy.metadata.name}`;
-    const known = this.typeChecks.get(id);
-    if (known?.key === key) return known.status;
+    const { namespace, name } = policy.metadata;
     try {
-      const { warnings, complete } = await typeCheckPolicy(policy, schemas);
-      if (!complete) return {};
-      const status = { typeChecking: warnings.length ? { expressionWarnings: warnings } : {} };
-      this.typeChecks.set(id, { key, status });
-      return status;
+      return await this.typeChecks.status(`${namespace}/${name}`, policy, schemas.epoch(), () => typeCheckPolicy(policy, schemas));
     } catch (err) {
-      this.deps.log.warn('type checking failed', { namespace: policy.metadata.namespace, policy: policy.metadata.name, error: describeError(err) });
+      this.deps.log.warn('type checking failed', { namespace, policy: name, error: describeError(err) });
       return {};
     }
   }

@@ -14,7 +14,7 @@ import type { WatchedCache } from '../kube/watch.ts';
 import type { Readiness } from '../kube/objects.ts';
 import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
-import { typeCheckSuite, type SchemaSource } from '../registry/typecheck.ts';
+import { typeCheckSuite, TypeCheckMemo, type SchemaSource } from '../registry/typecheck.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
 import { CONFIGURATION_KINDS, metadataFor, serviceRef, servingNames, service, webhookConfigurations } from './desired.ts';
 import { ensureLeaf, probeEndpointSoon, probeTarget } from './serving.ts';
@@ -48,7 +48,7 @@ export class SuiteReconciler {
   private readonly deps: ReconcilerDeps;
   private readonly now: () => Date;
   /** Each suite's last type check, by generation and schema epoch. */
-  private readonly typeChecks = new Map<string, { key: string; status: Pick<SuiteStatus, 'typeChecking'> }>();
+  private readonly typeChecks = new TypeCheckMemo();
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -59,7 +59,7 @@ export class SuiteReconciler {
     const suite = this.deps.suites.get(name);
     // A deleted suite's objects go through garbage collection (owner references), even with no operator running.
     if (!suite) {
-      this.typeChecks.delete(name);
+      this.typeChecks.forget(name);
       return;
     }
     try {
@@ -168,17 +168,8 @@ export class SuiteReconciler {
   private async typeChecking(suite: AdmissionSuite): Promise<Pick<SuiteStatus, 'typeChecking'>> {
     const schemas = this.deps.schemas;
     if (!schemas) return {};
-    // The same generation against the same schemas gives the same answer: kept until either changes.
-    const key = `${suite.metadata.uid}/${suite.metadata.generation ?? 0}/${schemas.epoch()}`;
-    const known = this.typeChecks.get(suite.metadata.name);
-    if (known?.key === key) return known.status;
     try {
-      const { warnings, complete } = await typeCheckSuite(suite, schemas);
-      // A kind or schema that could not be read: the last report stays, and the next reconcile checks again.
-      if (!complete) return {};
-      const status = { typeChecking: warnings.length ? { expressionWarnings: warnings } : {} };
-      this.typeChecks.set(suite.metadata.name, { key, status });
-      return status;
+      return await this.typeChecks.status(suite.metadata.name, suite, schemas.epoch(), () => typeCheckSuite(suite, schemas));
     } catch (err) {
       this.deps.log.warn('type checking failed', { suite: suite.metadata.name, error: describeError(err) });
       return {};

@@ -141,3 +141,36 @@ async function typesOf(gvk: GroupVersionKind, source: SchemaSource): Promise<Sch
   }
   return converted.get(key);
 }
+
+/** What a type check puts in an object's status: `typeChecking`, or nothing (the last report stands). */
+export type TypeCheckingStatus = { typeChecking?: { expressionWarnings?: ExpressionWarning[] } };
+
+/**
+ * The last type check of each object (a suite, a policy), kept while its uid, generation and the
+ * schemas' epoch stay the same: the same spec against the same schemas gives the same answer, so a
+ * reconcile does not check again. A check that could not read every kind or schema is not kept and
+ * reports nothing, so the last report in status stands and the next reconcile checks again.
+ */
+export class TypeCheckMemo {
+  private readonly last = new Map<string, { key: string; status: TypeCheckingStatus }>();
+
+  async status(id: string, object: { metadata: { uid?: string; generation?: number } }, epoch: number, check: () => Promise<SuiteTypeCheck>): Promise<TypeCheckingStatus> {
+    const key = `${object.metadata.uid}/${object.metadata.generation ?? 0}/${epoch}`;
+    const known = this.last.get(id);
+    if (known?.key === key) return known.status;
+    const { warnings, complete } = await check();
+    if (!complete) return {};
+    const status = { typeChecking: warnings.length ? { expressionWarnings: warnings } : {} };
+    this.last.set(id, { key, status });
+    return status;
+  }
+
+  /** Forgets the objects that no longer exist. */
+  keepOnly(ids: Set<string>): void {
+    for (const id of this.last.keys()) if (!ids.has(id)) this.last.delete(id);
+  }
+
+  forget(id: string): void {
+    this.last.delete(id);
+  }
+}
