@@ -81,13 +81,15 @@ describe('the operator installed with kubectl apply -f deploy/', function () {
     );
     // The Node 24 binary alone is about 120 MB; the production dependencies about 55 MB.
     expect(image.sizeBytes).to.be.below(250e6);
-    // Imported into the node's containerd: the kubelet lists it in the Node's status at its next update.
+    // Imported into the node's containerd: the kubelet lists it in the Node's status once its image
+    // cache has refreshed (every 30 s, kubelet images/image_gc_manager.go) and its next status
+    // update has run (every 10 s): up to 40 s.
     await eventually(
       async () => {
         const node = await getJson(['get', 'node', nodeCluster().nodeName]);
         expect(node.status.images.flatMap((i: { names: string[] }) => i.names)).to.include(image.name);
       },
-      { what: `the Node to list ${image.name}`, timeoutMs: 30_000 },
+      { what: `the Node to list ${image.name}`, timeoutMs: 75_000 },
     );
   });
 
