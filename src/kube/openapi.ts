@@ -48,6 +48,13 @@ export class OpenApiSchemas {
    * found no kind, and no later change of `/openapi/v3` would say so. watchChanges asks again.
    */
   private readonly misses = new Map<string, Set<string>>();
+  /**
+   * The hashed URL (undefined: none published) of each group version's document as the last type
+   * check read it. A poll compares these with what `/openapi/v3` says now, not with its own
+   * previous poll: a check may have read the paths before the first poll saw a CRD's group version
+   * (or its new hash), and a diff between polls would never say so.
+   */
+  private readonly read = new Map<string, string | undefined>();
   private changes = 0;
 
   constructor(config: k8s.KubeConfig) {
@@ -97,6 +104,7 @@ export class OpenApiSchemas {
     const paths = await this.openApiPaths();
     const path = gvk.group ? `apis/${gvk.group}/${gvk.version}` : `api/${gvk.version}`;
     const entry = paths[path];
+    this.read.set(path, entry?.serverRelativeURL);
     if (!entry) return undefined;
     const components = await this.document(path, entry.serverRelativeURL);
     for (const [name, schema] of Object.entries(components)) {
@@ -115,26 +123,28 @@ export class OpenApiSchemas {
 
   /**
    * Calls `onChange` with the group versions (`apis/<group>/<version>`, `api/v1`) whose documents
-   * changed (a CRD created, edited or deleted), polling `/openapi/v3` every `periodMs`: its
+   * changed since a type check read them (a CRD created, edited or deleted), or whose missed
+   * resource discovery now serves, polling `/openapi/v3` every `periodMs`: its
    * hashed URLs change with the content, so the operator needs no watch on CRDs (nor the right to one).
    */
   watchChanges(onChange: (groupVersions: string[]) => void, periodMs: number): { stop(): void } {
-    let last: Record<string, { serverRelativeURL: string }> | undefined;
     let stopped = false;
     const poll = async () => {
       try {
         const paths = await this.get<{ paths?: Record<string, { serverRelativeURL: string }> }>('/openapi/v3').then((d) => d.paths ?? {});
-        if (last) {
-          const changed = new Set([...Object.keys(paths), ...Object.keys(last)].filter((gv) => paths[gv]?.serverRelativeURL !== last![gv]?.serverRelativeURL));
-          for (const gv of await this.foundSinceMissed()) changed.add(gv);
-          if (changed.size > 0) {
-            this.changes++;
-            this.resources.clear();
-            this.paths = { at: Date.now(), value: Promise.resolve(paths) };
-            onChange([...changed]);
-          }
+        const changed = new Set<string>();
+        for (const [gv, url] of this.read) {
+          if (paths[gv]?.serverRelativeURL === url) continue;
+          changed.add(gv);
+          this.read.set(gv, paths[gv]?.serverRelativeURL);
         }
-        last = paths;
+        for (const gv of await this.foundSinceMissed()) changed.add(gv);
+        if (changed.size > 0) {
+          this.changes++;
+          this.resources.clear();
+          this.paths = { at: Date.now(), value: Promise.resolve(paths) };
+          onChange([...changed]);
+        }
       } catch {
         // The API server unreachable for a moment: the next poll asks again.
       }
