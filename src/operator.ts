@@ -43,6 +43,7 @@ import { PolicyRegistry } from './registry/policies.ts';
 import { NamespacedReconciler } from './controller/namespaced.ts';
 import { protectedNamespaces } from './controller/desired.ts';
 import { CachingAuthorizer, SubjectAccessReviewer } from './kube/authorizer.ts';
+import { DiscoveryMapper } from './kube/discovery.ts';
 import type { Authorizer } from './api/authorization.ts';
 
 export interface Operator {
@@ -110,7 +111,9 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   };
   const params = new ObjectWatches(kube, log, config.namespace);
   const authorizer = options.authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig));
-  const registry = new SuiteRegistry({ view, params, authorizer, operatorNamespace: config.namespace, observers: metrics });
+  // What an ownerReference's kind is served as (OwnerReferencesPermissionEnforcement), from API discovery.
+  const mapper = new DiscoveryMapper(kubeConfig);
+  const registry = new SuiteRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, observers: metrics });
   // A webhook's series go with it (a suite deleted, or a webhook removed from one).
   registry.subscribe((change) =>
     'removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name))),
@@ -122,6 +125,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     view,
     params,
     authorizer,
+    mapper,
     operatorNamespace: config.namespace,
     limits: { mutations: config.namespacedPolicyMutations, costBudget: config.namespacedPolicyCostBudget },
     protectedNamespaces: protectedNamespaces(config),

@@ -2,10 +2,11 @@
  * The review worker (see offload.ts): parses a large review, finds its webhook in a registry of
  * its own, asks the main thread for the request's namespace, LimitRanges and params, judges it,
  * and sends back the Decision. One review at a time, so the context it was given is the one its
- * rules read. Makes no API call and opens no socket; `authorizer` checks go to the main thread.
+ * rules read. Makes no API call and opens no socket; `authorizer` checks and RESTMappings go to the main thread.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../api/authorization.ts';
+import type { KindMapper, RestMapping } from '../api/discovery.ts';
 import { followedFailurePolicy } from '../api/review.ts';
 import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
 import type { ParamsSource } from '../registry/compile.ts';
@@ -39,6 +40,7 @@ const params: ParamsSource = {
 let reviewId = 0;
 let nextCheck = 0;
 const checks = new Map<number, { resolve(d: AuthorizationDecision): void; reject(e: Error): void }>();
+const mappings = new Map<number, { resolve(m: RestMapping[]): void; reject(e: Error): void }>();
 const authorizer: Authorizer | undefined = (workerData as { authorizer: boolean }).authorizer
   ? {
       check: (attributes: AuthorizationAttributes) =>
@@ -52,7 +54,17 @@ const authorizer: Authorizer | undefined = (workerData as { authorizer: boolean 
 
 tuneHeapForAdmission();
 // No operatorNamespace: suites it refuses are not served, so the main thread sends no review for them.
-const registry = new SuiteRegistry({ view, params, authorizer });
+const mapper: KindMapper | undefined = (workerData as { mapper: boolean }).mapper
+  ? {
+      restMappings: (group, version, kind) =>
+        new Promise<RestMapping[]>((resolve, reject) => {
+          const check = nextCheck++;
+          mappings.set(check, { resolve, reject });
+          send({ type: 'map', id: reviewId, check, group, version, kind });
+        }),
+    }
+  : undefined;
+const registry = new SuiteRegistry({ view, params, authorizer, mapper });
 let waitingContext: ((context: ReviewContext) => void) | undefined;
 const queue: Extract<ToWorker, { type: 'review' }>[] = [];
 let busy = false;
@@ -77,6 +89,13 @@ port.on('message', (message: ToWorker) => {
       checks.delete(message.check);
       if (message.decision) pending?.resolve(message.decision);
       else pending?.reject(new Error(message.error ?? 'authorization failed'));
+      return;
+    }
+    case 'mapped': {
+      const pending = mappings.get(message.check);
+      mappings.delete(message.check);
+      if (message.mappings) pending?.resolve(message.mappings);
+      else pending?.reject(new Error(message.error ?? 'API discovery failed'));
       return;
     }
   }

@@ -5,12 +5,13 @@
  * other admission for seconds (bench/starvation.ts). A body of LARGE_BODY or more is handed, as
  * text, to a worker thread that keeps its own copy of the registry (the same suites, compiled the
  * same way) and asks this thread for what it cannot know: the namespace, LimitRanges and params
- * of the request (from the watch caches) and `authorizer` checks. It answers a Decision, which
+ * of the request (from the watch caches), `authorizer` checks and RESTMappings. It answers a Decision, which
  * the server encodes like any other. Owns the worker and its messages; what a Decision is, and
  * how it is sent, belong to the registry and the server.
  */
 import { Worker } from 'node:worker_threads';
 import type { AuthorizationAttributes, AuthorizationDecision } from '../api/authorization.ts';
+import type { RestMapping } from '../api/discovery.ts';
 import { markFailed, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { ParamsSelection } from '../api/params.ts';
@@ -46,11 +47,13 @@ export type ToWorker =
   | { type: 'removed'; name: string }
   | { type: 'review'; id: number; suite: string; webhook: string; body: string }
   | { type: 'context'; id: number; context: ReviewContext }
-  | { type: 'authorized'; id: number; check: number; decision?: AuthorizationDecision; error?: string };
+  | { type: 'authorized'; id: number; check: number; decision?: AuthorizationDecision; error?: string }
+  | { type: 'mapped'; id: number; check: number; mappings?: RestMapping[]; error?: string };
 
 export type FromWorker =
   | { type: 'needs'; id: number; namespace?: string; params?: ParamsRef; lookups?: LookupKind[] }
   | { type: 'authorize'; id: number; check: number; attributes: AuthorizationAttributes }
+  | { type: 'map'; id: number; check: number; group: string; version: string; kind: string }
   | { type: 'answer'; id: number; apiVersion: string; uid: string; operation: AdmissionRequest['operation']; decision: Decision; failed: boolean }
   | { type: 'failed'; id: number; key: ReviewErrorKey; message: string };
 
@@ -106,7 +109,7 @@ export class ReviewOffload {
 
   private started(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(WORKER, { workerData: { authorizer: this.registry.context.authorizer !== undefined } });
+    const worker = new Worker(WORKER, { workerData: { authorizer: this.registry.context.authorizer !== undefined, mapper: this.registry.context.mapper !== undefined } });
     // The worker does not keep the process alive; the server's sockets do.
     worker.unref();
     for (const suite of this.suites.values()) worker.postMessage({ type: 'suite', suite } satisfies ToWorker);
@@ -150,6 +153,16 @@ export class ReviewOffload {
         if (!authorizer) return reply({ error: 'no authorizer' });
         authorizer.check(message.attributes).then(
           (decision) => reply({ decision }),
+          (err: Error) => reply({ error: err.message }),
+        );
+        return;
+      }
+      case 'map': {
+        const mapper = this.registry.context.mapper;
+        const reply = (answer: { mappings?: RestMapping[]; error?: string }) => worker.postMessage({ type: 'mapped', id: message.id, check: message.check, ...answer } satisfies ToWorker);
+        if (!mapper) return reply({ error: 'API discovery is not available here' });
+        mapper.restMappings(message.group, message.version, message.kind).then(
+          (mappings) => reply({ mappings }),
           (err: Error) => reply({ error: err.message }),
         );
         return;

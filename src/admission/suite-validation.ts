@@ -6,7 +6,7 @@
  * (chain.ts), with `failurePolicy: Ignore` as it is registered (self.ts). Owns nothing else:
  * transport is server.ts's and chain.ts's, the access check is src/kube/params-access.ts's.
  */
-import type { AuthorizationUser } from '../api/authorization.ts';
+import { authorizationUser, type AuthorizationUser } from '../api/authorization.ts';
 import { allowed, denied, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { AdmissionPolicy, AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
@@ -53,7 +53,7 @@ export async function validatePolicyRequest(request: AdmissionRequest, policies:
   const params = policy.spec?.params;
   const old = request.oldObject as unknown as AdmissionPolicy | undefined;
   if (errors.length === 0 && paramsAccess && params && JSON.stringify(params) !== JSON.stringify(old?.spec?.params ?? null)) {
-    errors.push(...(await paramsAccess.refusals(userOf(request), [{ field: 'spec.params', ref: { ...params, namespace: named.metadata.namespace } }])));
+    errors.push(...(await paramsAccess.refusals(authorizationUser(request.userInfo), [{ field: 'spec.params', ref: { ...params, namespace: named.metadata.namespace } }])));
   }
   if (errors.length === 0 && schemas) errors.push(...(await typeCheckPolicy(named, schemas)).errors);
   if (errors.length === 0) return allowed();
@@ -70,7 +70,7 @@ export async function validateSuiteRequest(request: AdmissionRequest, registry: 
   const errors = registry.validate(suite);
   if (errors.length === 0 && paramsAccess) {
     const uses = changedParams(suite, request.oldObject as unknown as AdmissionSuite | undefined);
-    if (uses.length > 0) errors.push(...(await paramsAccess.refusals(userOf(request), uses)));
+    if (uses.length > 0) errors.push(...(await paramsAccess.refusals(authorizationUser(request.userInfo), uses)));
   }
   // Only a suite that compiles is type-checked; a schema that cannot be read leaves its kinds unchecked (typecheck.ts).
   if (errors.length === 0 && schemas) errors.push(...(await typeCheckSuite(suite, schemas)).errors);
@@ -94,7 +94,3 @@ function changedParams(suite: AdmissionSuite, old: AdmissionSuite | undefined) {
   return uses;
 }
 
-function userOf(request: AdmissionRequest): AuthorizationUser {
-  const { username = '', uid, groups, extra } = request.userInfo ?? {};
-  return { username, ...(uid ? { uid } : {}), ...(groups ? { groups } : {}), ...(extra ? { extra } : {}) };
-}

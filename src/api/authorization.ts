@@ -12,6 +12,16 @@ export interface AuthorizationUser {
   extra?: Record<string, string[]>;
 }
 
+/** The user of an AdmissionRequest's `userInfo`, as the API server's checks name it (empty parts left out). */
+export function authorizationUser(info: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } | undefined): AuthorizationUser {
+  const { username = '', uid, groups, extra } = info ?? {};
+  const user: AuthorizationUser = { username };
+  if (uid) user.uid = uid;
+  if (groups?.length) user.groups = groups;
+  if (extra && Object.keys(extra).length) user.extra = extra;
+  return user;
+}
+
 /** A resource check (SubjectAccessReview `resourceAttributes`; the version is always `*`, as in the API server). */
 export interface ResourceAttributes {
   verb: string;

@@ -147,7 +147,7 @@ function validateRules(webhook: WebhookSpec, path: string): FieldError[] {
   const err = (field: string, message: string) => errors.push({ field: `${path}${field}`, message });
   if (webhook.type !== 'Validating' && webhook.type !== 'Mutating') err('.type', 'must be Validating or Mutating');
   if (!Array.isArray(webhook.rules) || webhook.rules.length === 0) err('.rules', 'must list at least one rule');
-  else webhook.rules.forEach((rule, i) => errors.push(...validateResourceNames(rule, `${path}.rules[${i}]`)));
+  else webhook.rules.forEach((rule, i) => errors.push(...validateRuleWildcards(rule, `${path}.rules[${i}]`), ...validateResourceNames(rule, `${path}.rules[${i}]`)));
   errors.push(...validateExcludeResourceRules(webhook, path));
   if (webhook.params !== undefined) errors.push(...validateParams(webhook.params, `${path}.params`));
 
@@ -215,6 +215,45 @@ function pathSegmentProblems(name: string): string[] {
   return [...(name.includes('/') ? ["may not contain '/'"] : []), ...(name.includes('%') ? ["may not contain '%'"] : [])];
 }
 
+/**
+ * What the API server refuses in a rule's lists (admissionregistration validateRuleWithOperations:
+ * a wildcard beside other values, an empty value, overlapping subresource wildcards), in its words,
+ * so such a suite is refused on apply instead of failing when its configuration is written.
+ */
+function validateRuleWildcards(rule: NamedRuleWithOperations, path: string): FieldError[] {
+  const errors: FieldError[] = [];
+  const invalid = (field: string, value: unknown, detail: string) => errors.push({ field: `${path}.${field}`, message: `Invalid value: ${JSON.stringify(value)}: ${detail}` });
+  const list = (key: 'operations' | 'apiGroups' | 'apiVersions' | 'resources') => (Array.isArray(rule?.[key]) ? (rule[key] as unknown[]).filter((v): v is string => typeof v === 'string') : []);
+  const alone = (key: 'operations' | 'apiGroups' | 'apiVersions', what: string) => {
+    const values = list(key);
+    if (values.length > 1 && values.includes('*')) invalid(key, values, `if '*' is present, must not specify other ${what}`);
+  };
+  alone('operations', 'operations');
+  alone('apiGroups', 'API groups');
+  alone('apiVersions', 'API versions');
+  list('apiVersions').forEach((v, i) => v === '' && errors.push({ field: `${path}.apiVersions[${i}]`, message: 'Required value' }));
+  const resources = list('resources');
+  const wildcardSubresources = new Set<string>();
+  const wildcardResources = new Set<string>();
+  let withoutSubresource = false;
+  resources.forEach((value, i) => {
+    if (value === '') return errors.push({ field: `${path}.resources[${i}]`, message: 'Required value' });
+    const slash = value.indexOf('/');
+    if (slash < 0) {
+      withoutSubresource = value !== '*';
+      return;
+    }
+    const [resource, sub] = [value.slice(0, slash), value.slice(slash + 1)];
+    if (wildcardSubresources.has(resource)) invalid(`resources[${i}]`, value, `if '${resource}/*' is present, must not specify ${value}`);
+    if (wildcardResources.has(sub)) invalid(`resources[${i}]`, value, `if '*/${sub}' is present, must not specify ${value}`);
+    if (sub === '*') wildcardSubresources.add(resource);
+    if (resource === '*') wildcardResources.add(sub);
+  });
+  if (resources.length > 1 && resources.includes('*/*')) invalid('resources', resources, "if '*/*' is present, must not specify other resources");
+  if (resources.includes('*') && withoutSubresource) invalid('resources', resources, "if '*' is present, must not specify other resources without subresources");
+  return errors;
+}
+
 /** A rule's resourceNames as VAP's validateNamedRuleWithOperations checks them. */
 function validateResourceNames(rule: NamedRuleWithOperations, path: string): FieldError[] {
   if (rule.resourceNames === undefined) return [];
@@ -251,7 +290,7 @@ function validateExcludeResourceRules(webhook: WebhookSpec, path: string): Field
     if (rule?.scope !== undefined && !['Cluster', 'Namespaced', '*'].includes(rule.scope)) {
       errors.push({ field: `${field}.scope`, message: `Unsupported value: ${JSON.stringify(rule.scope)}: supported values: "*", "Cluster", "Namespaced"` });
     }
-    errors.push(...validateResourceNames(rule ?? {}, field));
+    errors.push(...validateRuleWildcards(rule ?? {}, field), ...validateResourceNames(rule ?? {}, field));
   });
   return errors;
 }

@@ -4,6 +4,8 @@
  * Handlers must not import the controller or the admission server.
  */
 import type { AdmissionRequest, Decision } from '../api/review.ts';
+import type { AuthorizationAttributes, AuthorizationDecision } from '../api/authorization.ts';
+import type { MappingAnswer } from '../api/discovery.ts';
 
 export interface ServedResource {
   group: string;
@@ -36,6 +38,15 @@ export interface ClusterView {
    * here, as in the review worker, absent: a handler that found one not ready is answered at once).
    */
   whenReady?(kinds: LookupKind[], timeoutMs: number): Promise<boolean>;
+  /**
+   * The API server's answers to authorization checks (SubjectAccessReviews), all asked at once.
+   * Only for a handler that declares `asks`, whose view has it per request: a check not answered
+   * yet ends the handler's run, and the registry runs it again once the answers are in
+   * (policy/engine/authorization.ts), so the handler stays a pure function of what it was told.
+   */
+  authorize?(checks: AuthorizationAttributes[]): AuthorizationDecision[];
+  /** The resources each kind is served as (the API server's RESTMapper), as `authorize` asks: only with `asks`. */
+  restMappings?(kinds: { group: string; version: string; kind: string }[]): MappingAnswer[];
 }
 
 /**
@@ -59,6 +70,8 @@ export interface Handler<Config = Record<string, unknown>> {
   resources: ServedResource[];
   /** The kinds `view.list` must serve for this handler; their caches start when a suite uses it. */
   lookups?: LookupKind[];
+  /** Whether it puts questions to the API server per request (`view.authorize`, `view.restMappings`). */
+  asks?: boolean;
   /** Checks and defaults `config`; returns problems as [field under config, message]. */
   parseConfig(config: Record<string, unknown>): { config: Config; errors: { field: string; message: string }[] };
   mutate?(request: AdmissionRequest, config: Config, view: ClusterView): Decision;

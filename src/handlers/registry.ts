@@ -15,6 +15,7 @@ import { denyServiceExternalIPs } from './deny-service-external-ips.ts';
 import type { Handler } from './handler.ts';
 import { imageRegistryAllowlist } from './image-registry-allowlist.ts';
 import { namespaceProtection } from './namespace-protection.ts';
+import { ownerReferencesPermissionEnforcement } from './owner-references-permission-enforcement.ts';
 import { podNodeSelector } from './pod-node-selector.ts';
 import { podSecurity } from './pod-security.ts';
 import { requiredLabels } from './required-labels.ts';
@@ -38,6 +39,7 @@ const HANDLERS: Handler<any>[] = [
   limitPodHardAntiAffinityTopology,
   podTolerationRestriction,
   runtimeClass,
+  ownerReferencesPermissionEnforcement,
 ];
 
 const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));

@@ -14,6 +14,7 @@ import type { Logger } from '../log.ts';
 import { describeError, statusCode, type Kube } from './client.ts';
 import { backoffMs } from './backoff.ts';
 import { WATCH_RESTART, watchCache, type WatchedCache } from './watch.ts';
+import { Discovery } from './discovery.ts';
 
 export interface ObjectRef {
   apiVersion: string;
@@ -27,13 +28,6 @@ export type Readiness = { state: 'ready' } | { state: 'loading' } | { state: 'un
 
 /** The label that adds a ClusterRole's rules to the operator's params role (deploy/02-rbac.yaml). */
 export const PARAMS_AGGREGATION_LABEL = 'admission.portcullis.dev/aggregate-to-params';
-
-/** KubernetesObjectApi keeps its discovery protected; this exposes it. */
-export class Discovery extends k8s.KubernetesObjectApi {
-  lookup(apiVersion: string, kind: string): Promise<k8s.V1APIResource | undefined> {
-    return this.resource(apiVersion, kind);
-  }
-}
 
 interface Collection {
   cache?: WatchedCache<k8s.KubernetesObject>;

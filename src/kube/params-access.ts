@@ -10,7 +10,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';
 import type { ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
-import { Discovery } from './objects.ts';
+import { Discovery } from './discovery.ts';
 import { describeError } from './client.ts';
 
 /** The verbs the operator uses on a params collection: the object by name, and the collection's list and watch. */

@@ -17,6 +17,8 @@ import { CompileError, firstLine } from '../policy/celjs/program.ts';
 import { compileRules, evaluationTotals, type AuthorizingRulesAdmit, type RulesOptions } from '../policy/engine/rules.ts';
 import { planMatchConditions } from '../policy/engine/match-conditions.ts';
 import type { Authorizer } from '../api/authorization.ts';
+import type { KindMapper } from '../api/discovery.ts';
+import { evaluateAuthorizing, type Answerers } from '../policy/engine/authorization.ts';
 
 export interface CompiledWebhook {
   suite: string;
@@ -67,6 +69,8 @@ export interface CompileContext {
   params?: ParamsSource;
   /** Answers CEL's `authorizer` checks (SubjectAccessReviews); without one they are evaluation errors. */
   authorizer?: Authorizer;
+  /** Answers what a kind is served as (API discovery), for handlers that ask; without one they are told it is not available. */
+  mapper?: KindMapper;
   /**
    * The operator's namespace, which bounds what a suite may name there (its Service, Secrets as
    * params: see validateSpec). Unset where those suites were already refused (the review worker).
@@ -106,11 +110,11 @@ export function compileWebhook(
   context: CompileContext,
   options?: RulesOptions,
 ): CompiledWebhook | { errors: FieldError[] } {
-  const { view = EMPTY_VIEW, params = NO_PARAMS, authorizer, observers } = context;
+  const { view = EMPTY_VIEW, params = NO_PARAMS, authorizer, mapper, observers } = context;
   try {
     const observer = observers?.webhook(owner, spec.name) ?? NO_OBSERVER;
     const admit = spec.handler
-      ? compileHandler(spec, path, view, failurePolicy)
+      ? compileHandler(spec, path, view, failurePolicy, { authorizer, mapper })
       : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params), observer);
     return {
       suite: owner,
@@ -201,7 +205,13 @@ class SpecError extends Error {
  */
 export const LOOKUP_READY_WAIT_MS = 3_000;
 
-function compileHandler(spec: WebhookSpec, path: string, view: ClusterView, failurePolicy: FailurePolicy): (request: AdmissionRequest) => Decision | Promise<Decision> {
+function compileHandler(
+  spec: WebhookSpec,
+  path: string,
+  view: ClusterView,
+  failurePolicy: FailurePolicy,
+  answerers: Answerers,
+): (request: AdmissionRequest) => Decision | Promise<Decision> {
   const ref = spec.handler!;
   // Its matchConditions all go to the API server: compiled here only to be refused on apply if they cannot work there.
   planMatchConditions(spec, path, spec.failurePolicy ?? 'Fail');
@@ -225,7 +235,13 @@ function compileHandler(spec: WebhookSpec, path: string, view: ClusterView, fail
   const parsed = handler.parseConfig(ref.config ?? {});
   errors.push(...parsed.errors.map((e) => ({ field: `${path}.handler.config.${e.field}`, message: e.message })));
   if (errors.length) throw new SpecError(errors);
-  const run = (request: AdmissionRequest) => side.call(handler, request, parsed.config, view);
+  // A handler that asks the API server runs until its questions are answered, with a view that asks.
+  const run = handler.asks
+    ? (request: AdmissionRequest) =>
+        evaluateAuthorizing(answerers, (session) =>
+          side.call(handler, request, parsed.config, { ...view, authorize: (checks) => session.decideAll(checks), restMappings: (kinds) => session.restMappings(kinds) }),
+        )
+    : (request: AdmissionRequest) => side.call(handler, request, parsed.config, view);
   // Before its caches have synced a handler is not run on a partial list: the request waits for
   // them a little, then is refused as the in-tree plugins refuse it, by failurePolicy.
   const notReady = (request: AdmissionRequest) => errored(forbiddenMessage(request, NOT_READY), failurePolicy);

@@ -17,7 +17,7 @@ export class SuiteRegistry {
   /** Each suite as last synced, for a copy that starts after it was. */
   private readonly sources = new Map<string, AdmissionSuite>();
   /** What every suite is compiled against (see CompileContext), and what a copy elsewhere (the review worker) needs to answer alike. */
-  readonly context: { view: ClusterView; params: ParamsSource; authorizer?: Authorizer; operatorNamespace?: string; observers?: CompileContext['observers'] };
+  readonly context: CompileContext & { view: ClusterView; params: ParamsSource };
 
   constructor(context: CompileContext = {}) {
     this.context = { ...context, view: context.view ?? EMPTY_VIEW, params: context.params ?? NO_PARAMS };

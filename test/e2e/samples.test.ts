@@ -54,7 +54,7 @@ describe('config/samples, applied as they are', function () {
   });
 
   after(async function () {
-    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards', 'team-limits', 'pod-security', ...PLUGIN_SAMPLES.map((p) => p.suite)]) await deleteSuite(name);
+    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards', 'team-limits', 'pod-security', 'owner-references', ...PLUGIN_SAMPLES.map((p) => p.suite)]) await deleteSuite(name);
     await cluster().kube.core.deleteNamespace({ name: PRODUCTION_NS }).catch(() => undefined);
     await cluster().kube.core.deleteNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: 'replica-limits' }).catch(() => undefined);
     await operator.stop();
@@ -226,6 +226,47 @@ describe('config/samples, applied as they are', function () {
       expect((await refusal(() => core.deleteNamespacedConfigMap({ namespace: SHOP, name: 'release-freeze' })))?.message).to.contain('release-freeze cannot be changed or deleted');
       await core.replaceNamespacedConfigMap({ namespace: SHOP, name: 'settings', body: { metadata: { name: 'settings' }, data: { frozen: 'no' } } });
       await core.deleteNamespacedConfigMap({ namespace: SHOP, name: 'settings' });
+    });
+  });
+
+  describe('owner-references.yaml (OwnerReferencesPermissionEnforcement)', function () {
+    const USER = 'samples-orpe-user';
+    const rbac = [
+      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: USER, namespace: NS }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update', 'patch'] }] },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: USER, namespace: NS },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: USER },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: USER }],
+      },
+    ];
+    let ownerUid = '';
+    before(async () => {
+      for (const object of rbac) await apply(cluster().kube, object);
+      const owner = await cluster().kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'orpe-owner' } } });
+      ownerUid = owner.metadata!.uid!;
+      await cluster().kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'orpe-app' } } });
+      await applySample('owner-references.yaml', 'owner-references');
+    });
+    after(() => deleteSuite('owner-references'));
+
+    it('refuses adding an ownerReference to a ConfigMap its user may not delete, in the in-tree words; a create with one, and other changes, pass', async function () {
+      const ref = { apiVersion: 'v1', kind: 'ConfigMap', name: 'orpe-owner', uid: ownerUid };
+      const patch = (body: unknown) => rawRequest('PATCH', `/api/v1/namespaces/${NS}/configmaps/orpe-app?dryRun=All`, body, { as: USER, contentType: 'application/merge-patch+json' });
+      const refused = await eventually(
+        async () => {
+          const answer = await patch({ metadata: { ownerReferences: [ref] } });
+          return answer.status === 403 ? answer : Promise.reject(new Error(`not refused yet: ${answer.status}`));
+        },
+        { what: 'the owner-references webhook in force' },
+      );
+      expect(refused.body.message).to.equal(
+        `admission webhook "owner-references.owner-references.admission.portcullis.dev" denied the request: configmaps "orpe-app" is forbidden: cannot set an ownerRef on a resource you can't delete: , <nil>`,
+      );
+      expect((await patch({ metadata: { labels: { tier: 'web' } } })).status).to.equal(200);
+      const created = await rawRequest('POST', `/api/v1/namespaces/${NS}/configmaps?dryRun=All`, { metadata: { name: 'orpe-new', ownerReferences: [ref] } }, { as: USER });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
     });
   });
 

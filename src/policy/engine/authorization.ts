@@ -1,5 +1,7 @@
 /**
- * `authorizer` checks on the request path, keeping evaluation synchronous: two phases.
+ * `authorizer` checks on the request path, keeping evaluation synchronous: two phases. The same
+ * loop answers the other question a pure evaluation may have to put to the API server: what a
+ * kind is served as (RESTMappings, for OwnerReferencesPermissionEnforcement's owners).
  *
  * An evaluation is a pure function of the request and the request's AuthorizationSession (its
  * answers so far). A check whose answer is not there records its attributes and throws
@@ -15,6 +17,7 @@
  * two-phase loop costs a re-evaluation only for the few webhooks that use `authorizer`.
  */
 import { authorizationKey, type AuthorizationAttributes, type AuthorizationDecision, type Authorizer } from '../../api/authorization.ts';
+import type { KindMapper, MappingAnswer } from '../../api/discovery.ts';
 import { celError } from '../celjs/values.ts';
 
 /** Evaluations per request at most: every round but the last adds at least one new check. */
@@ -29,45 +32,101 @@ class NeedsAuthorization extends Error {
 }
 const NEEDS_AUTHORIZATION = new NeedsAuthorization();
 
-/** One request's checks: answers by key, and those the last evaluation asked for that have none. */
+/** A RESTMappings question: the kind of an ownerReference. */
+interface MappingQuestion {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+/** What a session's questions are asked of: the authorizer for checks, the mapper for kinds. */
+export interface Answerers {
+  authorizer?: Authorizer;
+  mapper?: KindMapper;
+}
+
+type Pending = Map<string, { check: AuthorizationAttributes } | { mapping: MappingQuestion }>;
+
+const firstLineOf = (err: unknown) => (err instanceof Error ? err.message : String(err)).split('\n')[0]!;
+
+/** One request's questions: answers by key, and those the last evaluation asked for that have none. */
 export class AuthorizationSession {
   private readonly answers = new Map<string, AuthorizationDecision>();
-  private pending: Map<string, AuthorizationAttributes> | undefined;
+  private readonly mappings = new Map<string, MappingAnswer>();
+  private pending: Pending | undefined;
   private readonly authorizer: Authorizer | undefined;
+  private readonly mapper: KindMapper | undefined;
 
-  constructor(authorizer: Authorizer | undefined) {
+  constructor({ authorizer, mapper }: Answerers) {
     this.authorizer = authorizer;
+    this.mapper = mapper;
   }
 
   /** The answer to `attributes`; throws NEEDS_AUTHORIZATION until it has one, or an evaluation error with no Authorizer at all. */
   decide(attributes: AuthorizationAttributes): AuthorizationDecision {
-    const key = authorizationKey(attributes);
-    const answer = this.answers.get(key);
-    if (answer) return answer;
-    if (!this.authorizer) throw celError('authorization checks are not available here');
-    (this.pending ??= new Map()).set(key, attributes);
-    throw NEEDS_AUTHORIZATION;
+    return this.decideAll([attributes])[0]!;
   }
 
-  /** The checks recorded since the last call, or undefined. */
-  takePending(): Map<string, AuthorizationAttributes> | undefined {
+  /** The answers to all of `checks`, asked together in one round when any is missing. */
+  decideAll(checks: AuthorizationAttributes[]): AuthorizationDecision[] {
+    let missing = false;
+    const answers = checks.map((attributes) => {
+      const key = authorizationKey(attributes);
+      const answer = this.answers.get(key);
+      if (!answer) {
+        if (!this.authorizer) throw celError('authorization checks are not available here');
+        (this.pending ??= new Map()).set(key, { check: attributes });
+        missing = true;
+      }
+      return answer!;
+    });
+    if (missing) throw NEEDS_AUTHORIZATION;
+    return answers;
+  }
+
+  /** The resources each kind is served as (RESTMappings), asked together in one round when any is missing. */
+  restMappings(kinds: MappingQuestion[]): MappingAnswer[] {
+    let missing = false;
+    const answers = kinds.map((question) => {
+      const key = JSON.stringify(['m', question.group, question.version, question.kind]);
+      const answer = this.mappings.get(key);
+      if (answer) return answer;
+      if (!this.mapper) return { error: 'API discovery is not available here' };
+      (this.pending ??= new Map()).set(key, { mapping: question });
+      missing = true;
+      return answer!;
+    });
+    if (missing) throw NEEDS_AUTHORIZATION;
+    return answers;
+  }
+
+  /** The questions recorded since the last call, or undefined. */
+  takePending(): Pending | undefined {
     const pending = this.pending;
     this.pending = undefined;
     return pending;
   }
 
-  /** Asks every check in `pending` at once; a check that cannot be asked is answered as errored. */
-  async ask(pending: Map<string, AuthorizationAttributes>): Promise<void> {
-    const authorizer = this.authorizer!;
+  /** Asks every question in `pending` at once; a check that cannot be asked is answered as errored. */
+  async ask(pending: Pending): Promise<void> {
     await Promise.all(
-      [...pending].map(async ([key, attributes]) => {
+      [...pending].map(async ([key, question]) => {
+        if ('mapping' in question) {
+          const { group, version, kind } = question.mapping;
+          try {
+            this.mappings.set(key, { mappings: await this.mapper!.restMappings(group, version, kind) });
+          } catch (err) {
+            this.mappings.set(key, { error: firstLineOf(err) });
+          }
+          return;
+        }
         try {
-          const decision = await authorizer.check(attributes);
+          const decision = await this.authorizer!.check(question.check);
           this.answers.set(key, { allowed: decision.allowed === true, reason: decision.reason ?? '', evaluationError: decision.evaluationError ?? '' });
         } catch (err) {
           // As the API server's authorizer answers a check it could not make: not allowed, errored,
           // with the error; the expression decides what that means (`errored()`, `error()`).
-          this.answers.set(key, { allowed: false, reason: '', evaluationError: `authorization check failed: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}` });
+          this.answers.set(key, { allowed: false, reason: '', evaluationError: `authorization check failed: ${firstLineOf(err)}` });
         }
       }),
     );
@@ -75,23 +134,33 @@ export class AuthorizationSession {
 }
 
 /**
- * Runs `evaluate` until its checks are all answered. Synchronous when the first evaluation asks
+ * Runs `evaluate` until its questions are all answered. Synchronous when the first evaluation asks
  * for nothing new (no check taken, or no authorizer configured: then checks are evaluation errors).
  */
-export function evaluateAuthorizing<T>(authorizer: Authorizer | undefined, evaluate: (session: AuthorizationSession) => T): T | Promise<T> {
-  const session = new AuthorizationSession(authorizer);
-  const first = evaluate(session);
+export function evaluateAuthorizing<T>(answerers: Answerers, evaluate: (session: AuthorizationSession) => T): T | Promise<T> {
+  const session = new AuthorizationSession(answerers);
+  const first = attempt(session, evaluate);
   const pending = session.takePending();
-  return pending ? rounds(session, pending, evaluate) : first;
+  return pending ? rounds(session, pending, evaluate) : (first as T);
 }
 
-async function rounds<T>(session: AuthorizationSession, pending: Map<string, AuthorizationAttributes>, evaluate: (session: AuthorizationSession) => T): Promise<T> {
+/** One evaluation; one that stopped at its first unanswered question (a handler does not catch it, as CEL does) has no result. */
+function attempt<T>(session: AuthorizationSession, evaluate: (session: AuthorizationSession) => T): T | undefined {
+  try {
+    return evaluate(session);
+  } catch (err) {
+    if (err === NEEDS_AUTHORIZATION) return undefined;
+    throw err;
+  }
+}
+
+async function rounds<T>(session: AuthorizationSession, pending: Pending, evaluate: (session: AuthorizationSession) => T): Promise<T> {
   for (let round = 1; ; round++) {
     if (round >= MAX_ROUNDS) throw new Error(`more than ${MAX_ROUNDS} rounds of authorization checks`);
     await session.ask(pending);
-    const result = evaluate(session);
+    const result = attempt(session, evaluate);
     const next = session.takePending();
-    if (!next) return result;
+    if (!next) return result as T;
     pending = next;
   }
 }

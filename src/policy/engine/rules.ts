@@ -101,10 +101,10 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
   const admit = compileSyncRules(suite, webhook, path, failurePolicy, options.costBudget ?? RUNTIME_CEL_COST_BUDGET, options.allMatchConditions ?? false);
   if (!admit.authorizing) return admit;
   if (!authorizer) {
-    return (request, context = {}) => admit(request, { ...context, authorizer: requestAuthorizer(request, new AuthorizationSession(undefined)) });
+    return (request, context = {}) => admit(request, { ...context, authorizer: requestAuthorizer(request, new AuthorizationSession({})) });
   }
   return (request, context = {}) => {
-    const decision = evaluateAuthorizing(authorizer, (session) => admit(request, { ...context, authorizer: requestAuthorizer(request, session) }));
+    const decision = evaluateAuthorizing({ authorizer }, (session) => admit(request, { ...context, authorizer: requestAuthorizer(request, session) }));
     return decision instanceof Promise ? decision.catch((err: unknown) => errored(firstLine(err), failurePolicy, 'Invalid')) : decision;
   };
 }

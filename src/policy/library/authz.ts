@@ -10,7 +10,7 @@
  * 350,000 (charged by cost/calls.ts), the builders and accessors 1, the selectors by their length.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import type { AuthorizationAttributes, AuthorizationDecision, AuthorizationUser } from '../../api/authorization.ts';
+import { authorizationUser, type AuthorizationAttributes, type AuthorizationDecision, type AuthorizationUser } from '../../api/authorization.ts';
 import type { AdmissionRequest } from '../../api/review.ts';
 import { charge, CostLimitError } from '../cost/meter.ts';
 import { celError } from '../celjs/values.ts';
@@ -102,12 +102,7 @@ export class DecisionValue {
 
 /** `authorizer` for `request`'s user, with `authorizer.requestResource` (as apiserver plugin/cel activation.go binds them). */
 export function requestAuthorizer(request: AdmissionRequest, session: CheckAnswers): AuthorizerValue {
-  const info = request.userInfo ?? {};
-  const user: AuthorizationUser = { username: info.username ?? '' };
-  if (info.uid) user.uid = info.uid;
-  if (info.groups?.length) user.groups = info.groups;
-  if (info.extra && Object.keys(info.extra).length) user.extra = info.extra;
-  const authorizer = new AuthorizerValue(user, session);
+  const authorizer = new AuthorizerValue(authorizationUser(request.userInfo), session);
   // The request's resource as the API server received it (not the matched version's equivalent).
   const resource = request.requestResource ?? request.resource;
   authorizer.requestResource = new ResourceCheckValue(authorizer, {

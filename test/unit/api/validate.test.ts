@@ -75,6 +75,23 @@ describe('suite validation', function () {
       expect(errors({ params: { ...cm, name: 'x', notFoundAction: 'Maybe' } }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].params.notFoundAction']);
     });
 
+    it('refuses on apply the rule lists the API server would refuse when the configuration is written, in its words', function () {
+      const rule = (over: Record<string, unknown>) => ({ rules: [{ ...podRule[0], ...over }] });
+      expect(errors(rule({ resources: ['*', '*/*'] }))).to.deep.equal([{ field: 'spec.webhooks[0].rules[0].resources', message: `Invalid value: ["*","*/*"]: if '*/*' is present, must not specify other resources` }]);
+      expect(errors(rule({ resources: ['*/*'] }))).to.deep.equal([]);
+      expect(errors(rule({ resources: ['*', '*/scale'] }))).to.deep.equal([]);
+      expect(errors(rule({ resources: ['deployments/*', 'deployments/scale'] }))).to.deep.equal([
+        { field: 'spec.webhooks[0].rules[0].resources[1]', message: `Invalid value: "deployments/scale": if 'deployments/*' is present, must not specify deployments/scale` },
+      ]);
+      expect(errors(rule({ resources: ['*', 'pods'] }))).to.deep.equal([{ field: 'spec.webhooks[0].rules[0].resources', message: `Invalid value: ["*","pods"]: if '*' is present, must not specify other resources without subresources` }]);
+      expect(errors(rule({ operations: ['*', 'CREATE'], apiGroups: ['*', 'apps'], apiVersions: ['v1', ''] })).map((e) => e.message)).to.deep.equal([
+        `Invalid value: ["*","CREATE"]: if '*' is present, must not specify other operations`,
+        `Invalid value: ["*","apps"]: if '*' is present, must not specify other API groups`,
+        'Required value',
+      ]);
+      expect(errors({ excludeResourceRules: [{ ...podRule[0], resources: ['*/*', 'pods'] }] }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].excludeResourceRules[0].resources']);
+    });
+
     it('resourceNames are path segments, each once; excludeResourceRules are whole rules', function () {
       const named = (resourceNames: string[]) => ({ rules: [{ ...podRule[0], resourceNames }] });
       expect(errors(named(['web', 'api']))).to.deep.equal([]);
