@@ -49,7 +49,7 @@ function admitFor(authorizer: Authorizer): (request: AdmissionRequest) => Decisi
         {
           name: 'owners',
           type: 'Validating',
-          rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*', '*/*'] }],
+          rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*/*'] }],
           handler: { name: 'OwnerReferencesPermissionEnforcement' },
         },
       ],
