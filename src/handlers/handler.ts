@@ -17,7 +17,7 @@ export interface ServedResource {
  * from one watch cache shared by all handlers, started only while a suite uses a handler that
  * declares the kind in its `lookups`.
  */
-export type LookupKind = 'Pod' | 'PriorityClass' | 'RuntimeClass' | 'StorageClass' | 'IngressClass';
+export type LookupKind = 'Pod' | 'PriorityClass' | 'RuntimeClass' | 'StorageClass' | 'IngressClass' | 'Node';
 
 /**
  * The read-only cluster state a handler may consult, served from the operator's watch caches

@@ -18,6 +18,7 @@ import { namespaceProtection } from './namespace-protection.ts';
 import { ownerReferencesPermissionEnforcement } from './owner-references-permission-enforcement.ts';
 import { podNodeSelector } from './pod-node-selector.ts';
 import { podSecurity } from './pod-security.ts';
+import { podTopologyLabels } from './pod-topology-labels.ts';
 import { requiredLabels } from './required-labels.ts';
 
 const HANDLERS: Handler<any>[] = [
@@ -40,6 +41,7 @@ const HANDLERS: Handler<any>[] = [
   podTolerationRestriction,
   runtimeClass,
   ownerReferencesPermissionEnforcement,
+  podTopologyLabels,
 ];
 
 const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));

@@ -26,7 +26,7 @@ const SUITE = 'plugins-diff';
 const REFERENCE_SETTLE_MS = 500;
 /** runRow's answer for a row that differs exactly as its knownDifference documents. */
 const KNOWN = 'known';
-const LOOKUP_KINDS = new Set<string>(['PriorityClass', 'RuntimeClass', 'StorageClass', 'IngressClass']);
+const LOOKUP_KINDS = new Set<string>(['PriorityClass', 'RuntimeClass', 'StorageClass', 'IngressClass', 'Node']);
 
 const rule = (operations: string[], group: string, resources: string[]): RuleWithOperations => ({ operations, apiGroups: [group], apiVersions: ['v1'], resources });
 const hook = (name: string, type: 'Mutating' | 'Validating', handler: string, rules: RuleWithOperations[], config?: Record<string, unknown>): WebhookSpec => ({
@@ -50,6 +50,7 @@ const WEBHOOKS: WebhookSpec[] = [
   ]),
   hook('runtime-class', 'Mutating', 'RuntimeClass', [rule(['CREATE'], '', ['pods'])]),
   hook('default-ingress-class', 'Mutating', 'DefaultIngressClass', [rule(['CREATE'], 'networking.k8s.io', ['ingresses'])]),
+  hook('pod-topology-labels', 'Mutating', 'PodTopologyLabels', [rule(['CREATE'], '', ['pods', 'pods/binding'])]),
   hook('runtime-class-overhead', 'Validating', 'RuntimeClass', [rule(['CREATE'], '', ['pods'])]),
   hook('pod-toleration-whitelist', 'Validating', 'PodTolerationRestriction', [rule(['CREATE', 'UPDATE'], '', ['pods'])], PTR_CONFIG),
   hook('priority-classes', 'Validating', 'Priority', [rule(['CREATE', 'UPDATE'], 'scheduling.k8s.io', ['priorityclasses'])]),
@@ -71,7 +72,7 @@ function outcome(response: RawResponse) {
     status: response.status,
     message: ok ? undefined : String(body.message ?? '').replace(/^admission webhook "[^"]*" denied the request: /, ''),
     warnings: response.warnings,
-    object: ok ? { spec: body.spec, finalizers: body.metadata?.finalizers, annotations: body.metadata?.annotations, globalDefault: body.globalDefault } : undefined,
+    object: ok ? { spec: body.spec, finalizers: body.metadata?.finalizers, annotations: body.metadata?.annotations, labels: body.metadata?.labels, globalDefault: body.globalDefault } : undefined,
   };
 }
 
@@ -235,13 +236,20 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
       if (row.setup.some((s) => 'made' in s && s.made && (LOOKUP_KINDS.has(s.made.kind) || s.made.kind === 'Namespace'))) await new Promise((r) => setTimeout(r, REFERENCE_SETTLE_MS));
       const [ref, ours] = await Promise.all(sides.map((side) => side.send(row.request)));
       if (row.request.made && (ref!.status < 300 || ours!.status < 300)) made.push(row.request.made);
-      const [theirs, mine] = [outcome(ref!), outcome(ours!)];
+      const theirs: ReturnType<typeof outcome> & { readBack?: unknown } = outcome(ref!);
+      const mine: ReturnType<typeof outcome> & { readBack?: unknown } = outcome(ours!);
+      if (row.readBack) {
+        const [refRead, ourRead] = await Promise.all(sides.map((side) => side.send('GET', row.readBack!)));
+        theirs.readBack = outcome(refRead!);
+        mine.readBack = outcome(ourRead!);
+      }
       const known = row.knownDifference;
       if (known) {
         // Only the documented status codes may differ; with them set aside, all else must agree.
         if (theirs.status !== known.reference || mine.status !== known.portcullis) return `expected the documented codes ${known.reference}/${known.portcullis}, got ${theirs.status}/${mine.status}`;
         mine.status = theirs.status;
       }
+      if (row.shows && !JSON.stringify(theirs).includes(row.shows)) return `the reference's answer does not show ${row.shows}: ${JSON.stringify(theirs).slice(0, 300)}`;
       const difference = firstDifference(theirs, mine);
       if (known && !difference) return KNOWN;
       if (process.env.PORTCULLIS_DIFF_VERBOSE) process.stdout.write(`        ${row.plugin}: ${row.name}: ${ref!.status} ${JSON.stringify(outcome(ref!)).slice(0, 400)}\n`);

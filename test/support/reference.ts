@@ -27,6 +27,7 @@ export const RECREATED_DEFAULT_ON = [
   'DefaultIngressClass',
   'PersistentVolumeClaimResize',
   'StorageObjectInUseProtection',
+  'PodTopologyLabels',
 ];
 /** In-tree plugins that built-in handlers re-create and that kube-apiserver leaves off unless asked. */
 export const RECREATED_DEFAULT_OFF = [

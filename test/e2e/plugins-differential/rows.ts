@@ -25,6 +25,10 @@ export interface Row {
   upstream: boolean;
   setup: Step[];
   request: Request;
+  /** An object read back after the request (a Pod after its Binding), compared as well. */
+  readBack?: string;
+  /** Text the reference's answer must hold (the row is not vacuous: the in-tree plugin acted). */
+  shows?: string;
   /**
    * A deliberate difference in the status code, documented in the README: the row is counted as
    * differing with this reason; it fails unless the codes are these and all else agrees.
@@ -45,6 +49,7 @@ const PATHS: Record<string, { base: string; plural: string; namespaced: boolean 
   PriorityClass: { base: '/apis/scheduling.k8s.io/v1', plural: 'priorityclasses', namespaced: false },
   RuntimeClass: { base: '/apis/node.k8s.io/v1', plural: 'runtimeclasses', namespaced: false },
   Namespace: { base: '/api/v1', plural: 'namespaces', namespaced: false },
+  Node: { base: '/api/v1', plural: 'nodes', namespaced: false },
 };
 
 export function collectionPath(kind: string, namespace = NS): string {
@@ -68,6 +73,7 @@ const API_VERSIONS: Record<string, string> = {
   PriorityClass: 'scheduling.k8s.io/v1',
   RuntimeClass: 'node.k8s.io/v1',
   Namespace: 'v1',
+  Node: 'v1',
 };
 
 /** A create of `kind` (in `metadata.namespace`, else plugins-diff, when namespaced), labelled. */
@@ -451,6 +457,49 @@ const runtimeClassRows: Row[] = [
   { name: 'a Pod without a runtimeClassName is left alone', upstream: false, setup: [runtimeClassNamed('rc-14', { overhead: { podFixed: OVERHEAD } })], request: pod('rtc-14') },
 ].map((row) => ({ plugin: 'RuntimeClass', ...row }));
 
+// PodTopologyLabels --------------------------------------------------------------------------------
+// Upstream's cases, each as the scheduler binds (a Binding with its own labels, the Pod read back)
+// and as a Pod created with spec.nodeName.
+const ZONE = 'topology.kubernetes.io/zone';
+const REGION = 'topology.kubernetes.io/region';
+const topologyCases: { name: string; nodeLabels: Record<string, string>; existing?: Record<string, string>; shows?: string }[] = [
+  {
+    name: 'copies topology.kubernetes.io/zone and region labels to binding labels',
+    shows: '"topology.kubernetes.io/zone":"zone1"',
+    nodeLabels: { [ZONE]: 'zone1', [REGION]: 'region1', 'topology.kubernetes.io/arbitrary': 'something', 'non-topology.kubernetes.io/label': 'something' },
+  },
+  { name: 'does not copy arbitrary topology labels', nodeLabels: { [ZONE]: 'zone1', 'topology.kubernetes.io/arbitrary': 'something' } },
+  { name: 'does not copy topology labels that use a subdomain', nodeLabels: { [REGION]: 'region1', 'sub.topology.kubernetes.io/zone': 'value' } },
+  { name: "does not copy label keys that don't contain a / character", nodeLabels: { 'topology.kubernetes.io': 'value' }, existing: {} },
+  { name: 'overwrites existing topology labels', nodeLabels: { [ZONE]: 'newValue' }, existing: { [ZONE]: 'oldValue' }, shows: '"topology.kubernetes.io/zone":"newValue"' },
+];
+const node = (name: string, labels: Record<string, string>) => create('Node', { name, labels });
+const topologyRows: Row[] = [
+  ...topologyCases.flatMap((c, i): Omit<Row, 'plugin'>[] => [
+    {
+      name: `${c.name} (a Binding)`,
+      upstream: true,
+      setup: [node(`ptl-node-b${i}`, c.nodeLabels), pod(`ptl-b${i}`)],
+      request: {
+        method: 'POST',
+        path: `${objectPath('Pod', `ptl-b${i}`)}/binding`,
+        body: { apiVersion: 'v1', kind: 'Binding', metadata: { name: `ptl-b${i}`, labels: { ...LABEL, ...c.existing } }, target: { apiVersion: 'v1', kind: 'Node', name: `ptl-node-b${i}` } },
+      },
+      readBack: objectPath('Pod', `ptl-b${i}`),
+      ...(c.shows ? { shows: c.shows } : {}),
+    },
+    {
+      name: `${c.name} (a Pod with nodeName)`,
+      upstream: true,
+      setup: [node(`ptl-node-p${i}`, c.nodeLabels)],
+      request: pod(`ptl-p${i}`, { nodeName: `ptl-node-p${i}` }, { labels: c.existing }),
+      ...(c.shows ? { shows: c.shows } : {}),
+    },
+  ]),
+  { name: 'a Pod bound to a Node that does not exist gets nothing', upstream: false, setup: [], request: pod('ptl-missing', { nodeName: 'ptl-no-such-node' }) },
+  { name: 'a Pod not yet scheduled gets nothing', upstream: false, setup: [node('ptl-node-u', { [ZONE]: 'zone1' })], request: pod('ptl-unscheduled') },
+].map((row) => ({ ...row, plugin: 'PodTopologyLabels' }));
+
 export const ROWS: Row[] = [
   ...runtimeClassRows,
   ...ptrRows,
@@ -461,4 +510,5 @@ export const ROWS: Row[] = [
   ...antiAffinityRows,
   ...ertRows,
   ...priorityRows,
+  ...topologyRows,
 ];

@@ -13,6 +13,7 @@ import { runtimeClass } from '../../../src/handlers/runtime-class.ts';
 import { podTolerationRestriction, isBestEffort } from '../../../src/handlers/pod-toleration-restriction.ts';
 import { isExtendedResourceName } from '../../../src/handlers/extended-resource-toleration.ts';
 import { findHandler } from '../../../src/handlers/registry.ts';
+import { podTopologyLabels } from '../../../src/handlers/pod-topology-labels.ts';
 import { namespace, viewOf } from '../../fixtures/views.ts';
 import { pod, requestFor } from '../../fixtures/reviews.ts';
 import { applied, suiteErrors } from '../../fixtures/patch.ts';
@@ -107,5 +108,26 @@ describe('handlers: the lookup handlers', function () {
     expect(isBestEffort(pod({ containers: [{ name: 'a', resources: { requests: { cpu: '100m' } } }] }))).to.equal(false);
     expect(isBestEffort({ ...pod({ containers: [{ name: 'a', resources: { requests: { cpu: '100m' } } }] }), status: { qosClass: 'BestEffort' } })).to.equal(true);
     expect(['example.com/gpu', 'cpu', 'kubernetes.io/foo', 'requests.example.com/gpu'].map(isExtendedResourceName)).to.deep.equal([true, false, false, false]);
+  });
+
+  it('PodTopologyLabels: the Node’s labels of the configured keys onto a Binding or a bound Pod, overwriting; a bad key refused naming the field', function () {
+    expect(podTopologyLabels.parseConfig({ labels: ['example.com/rack', 'bad key'] }).errors).to.deep.equal([
+      { field: 'labels[1]', message: `must be a label key: "bad key": the name must be 63 characters or less, alphanumeric at both ends, with '-', '_' or '.' between` },
+    ]);
+    const { config } = podTopologyLabels.parseConfig({ labels: ['topology.kubernetes.io/zone', 'example.com/rack'] });
+    const view = viewOf({ lookups: { Node: [{ metadata: { name: 'n1', labels: { 'topology.kubernetes.io/zone': 'z1', 'topology.kubernetes.io/region': 'r1', 'example.com/rack': '7' } } }] } });
+    const binding = { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'web', namespace: 'team-a', labels: { 'topology.kubernetes.io/zone': 'old' } }, target: { kind: 'Node', name: 'n1' } };
+    const request = { ...requestFor('pods', 'CREATE', { object: binding, subResource: 'binding' }) };
+    expect((applied(binding, podTopologyLabels.mutate!(request, config, view)) as { metadata: { labels: Record<string, string> } }).metadata.labels).to.deep.equal({
+      'topology.kubernetes.io/zone': 'z1',
+      'example.com/rack': '7',
+    });
+    const bound = pod({ nodeName: 'n1', containers: [{ name: 'c', image: 'i' }] });
+    expect((applied(bound, podTopologyLabels.mutate!(requestFor('pods', 'CREATE', { object: bound }), config, view)) as { metadata: { labels: Record<string, string> } }).metadata.labels).to.deep.equal({
+      'topology.kubernetes.io/zone': 'z1',
+      'example.com/rack': '7',
+    });
+    const elsewhere = pod({ nodeName: 'n2', containers: [{ name: 'c', image: 'i' }] });
+    expect(podTopologyLabels.mutate!(requestFor('pods', 'CREATE', { object: elsewhere }), config, view)).to.deep.equal({ allowed: true });
   });
 });
