@@ -26,6 +26,7 @@ import type { ClusterView, Handler } from './handler.ts';
 import { add, compare, exceedsRatio, formatQuantity, parseQuantity, ratioString, sign, type Quantity } from '../k8s/quantity.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { isPod, metadataOf, pointer, podSpecOf, type Container, type PodSpec, type ResourceList } from './pods.ts';
+import { podTotals, quantities, type Quantities } from './pod-resources.ts';
 
 export const LIMIT_RANGER_ANNOTATION = 'kubernetes.io/limit-ranger';
 
@@ -136,17 +137,6 @@ function containerPatch(container: Container, base: string, set: { requests: Res
 
 // Constraints ---------------------------------------------------------------------------------
 
-type Quantities = Map<string, Quantity>;
-
-function quantities(list: ResourceList | undefined): Quantities {
-  const out: Quantities = new Map();
-  for (const [name, text] of Object.entries(list ?? {})) {
-    const q = parseQuantity(text);
-    if (q) out.set(name, q);
-  }
-  return out;
-}
-
 const show = (q: Quantity | undefined, text?: string) => text ?? (q ? formatQuantity(q) : '');
 
 /**
@@ -207,43 +197,6 @@ function containerErrors(item: LimitRangeItem, spec: PodSpec, old: PodSpec | und
     }
   }
   return errors;
-}
-
-function addInto(total: Quantities, list: Quantities): void {
-  for (const [name, q] of list) total.set(name, total.has(name) ? add(total.get(name)!, q) : q);
-}
-
-function maxInto(total: Quantities, list: Quantities): void {
-  for (const [name, q] of list) if (!total.has(name) || compare(q, total.get(name)!) > 0) total.set(name, q);
-}
-
-/**
- * A Pod's effective requests or limits (upstream's podRequests/podLimits): its containers and
- * restartable init containers (sidecars) add up; a plain init container counts with the sidecars
- * started before it, and the largest of those wins where it is larger; pod-level resources,
- * when set, override cpu and memory.
- */
-export function podTotals(spec: PodSpec, kind: 'requests' | 'limits'): Quantities {
-  const total: Quantities = new Map();
-  for (const container of spec.containers ?? []) addInto(total, quantities(container.resources?.[kind]));
-  const sidecars: Quantities = new Map();
-  const init: Quantities = new Map();
-  for (const container of spec.initContainers ?? []) {
-    const own = quantities(container.resources?.[kind]);
-    if (container.restartPolicy === 'Always') {
-      addInto(total, own);
-      addInto(sidecars, own);
-      maxInto(init, sidecars);
-    } else {
-      const withSidecars: Quantities = new Map(sidecars);
-      addInto(withSidecars, own);
-      maxInto(init, withSidecars);
-    }
-  }
-  maxInto(total, init);
-  const podLevel = quantities(spec.resources?.[kind]);
-  for (const name of ['cpu', 'memory']) if (podLevel.has(name)) total.set(name, podLevel.get(name)!);
-  return total;
 }
 
 function podErrors(item: LimitRangeItem, spec: PodSpec, old: PodSpec | undefined): string[] {

@@ -19,6 +19,7 @@ import { ownerReferencesPermissionEnforcement } from './owner-references-permiss
 import { podNodeSelector } from './pod-node-selector.ts';
 import { podSecurity } from './pod-security.ts';
 import { podTopologyLabels } from './pod-topology-labels.ts';
+import { podResizeValidator } from './pod-resize-validator.ts';
 import { requiredLabels } from './required-labels.ts';
 
 const HANDLERS: Handler<any>[] = [
@@ -42,6 +43,7 @@ const HANDLERS: Handler<any>[] = [
   runtimeClass,
   ownerReferencesPermissionEnforcement,
   podTopologyLabels,
+  podResizeValidator,
 ];
 
 const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));

@@ -51,6 +51,7 @@ const WEBHOOKS: WebhookSpec[] = [
   hook('runtime-class', 'Mutating', 'RuntimeClass', [rule(['CREATE'], '', ['pods'])]),
   hook('default-ingress-class', 'Mutating', 'DefaultIngressClass', [rule(['CREATE'], 'networking.k8s.io', ['ingresses'])]),
   hook('pod-topology-labels', 'Mutating', 'PodTopologyLabels', [rule(['CREATE'], '', ['pods', 'pods/binding'])]),
+  hook('pod-resize', 'Validating', 'PodResizeValidator', [rule(['UPDATE'], '', ['pods/resize'])]),
   hook('runtime-class-overhead', 'Validating', 'RuntimeClass', [rule(['CREATE'], '', ['pods'])]),
   hook('pod-toleration-whitelist', 'Validating', 'PodTolerationRestriction', [rule(['CREATE', 'UPDATE'], '', ['pods'])], PTR_CONFIG),
   hook('priority-classes', 'Validating', 'Priority', [rule(['CREATE', 'UPDATE'], 'scheduling.k8s.io', ['priorityclasses'])]),

@@ -28,6 +28,7 @@ export const RECREATED_DEFAULT_ON = [
   'PersistentVolumeClaimResize',
   'StorageObjectInUseProtection',
   'PodTopologyLabels',
+  'PodResizeValidator',
 ];
 /** In-tree plugins that built-in handlers re-create and that kube-apiserver leaves off unless asked. */
 export const RECREATED_DEFAULT_OFF = [

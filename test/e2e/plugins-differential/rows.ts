@@ -500,6 +500,50 @@ const topologyRows: Row[] = [
   { name: 'a Pod not yet scheduled gets nothing', upstream: false, setup: [node('ptl-node-u', { [ZONE]: 'zone1' })], request: pod('ptl-unscheduled') },
 ].map((row) => ({ ...row, plugin: 'PodTopologyLabels' }));
 
+// PodResizeValidator --------------------------------------------------------------------------------
+// Upstream's cases: a Pod bound to a Node (allocatable cpu 4, memory 8Gi), resized in place.
+const resizeNode = (name: string, os = 'linux') =>
+  create('Node', { name, labels: { 'kubernetes.io/os': os } }, { status: { capacity: { cpu: '4', memory: '8Gi', pods: '110' }, allocatable: { cpu: '4', memory: '8Gi', pods: '110' } } });
+const boundPod = (name: string, nodeName: string | undefined, extra: Record<string, any> = {}) =>
+  pod(name, { ...(nodeName ? { nodeName } : {}), containers: [{ name: 'container', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }], ...extra });
+const resize = (name: string, requests: Record<string, string>): Request => ({
+  method: 'PATCH',
+  path: objectPath('Pod', name, 'resize'),
+  body: { spec: { containers: [{ name: 'container', resources: { requests } }] } },
+  contentType: 'application/strategic-merge-patch+json',
+});
+const podResizeRows: Row[] = [
+  { name: 'Successful cpu resize on Linux node', upstream: true, setup: [resizeNode('prv-linux-1'), boundPod('prv-1', 'prv-linux-1')], request: resize('prv-1', { cpu: '2' }) },
+  { name: 'Successful memory resize on Linux node', upstream: true, setup: [resizeNode('prv-linux-2'), boundPod('prv-2', 'prv-linux-2')], request: resize('prv-2', { memory: '2Gi' }) },
+  {
+    name: 'Skip validation if not resize subresource',
+    upstream: true,
+    setup: [resizeNode('prv-linux-3'), boundPod('prv-3', 'prv-linux-3')],
+    request: patch('Pod', 'prv-3', { metadata: { labels: { changed: 'yes' } } }),
+  },
+  { name: 'Skip validation if generation is unchanged', upstream: true, setup: [resizeNode('prv-linux-4', 'windows'), boundPod('prv-4', 'prv-linux-4')], request: resize('prv-4', { cpu: '1' }) },
+  { name: 'Skip validation if pod not bound to a node', upstream: true, setup: [boundPod('prv-5', undefined)], request: resize('prv-5', { cpu: '10' }) },
+  { name: 'Reject resize exceeding CPU allocatable', upstream: true, setup: [resizeNode('prv-linux-6'), boundPod('prv-6', 'prv-linux-6')], request: resize('prv-6', { cpu: '10' }), shows: 'cpu, requested: 10000, allocatable: 4000' },
+  { name: 'Reject resize exceeding memory allocatable', upstream: true, setup: [resizeNode('prv-linux-7'), boundPod('prv-7', 'prv-linux-7')], request: resize('prv-7', { memory: '10Gi' }) },
+  { name: 'Reject resize exceeding both CPU and memory allocatable', upstream: true, setup: [resizeNode('prv-linux-8'), boundPod('prv-8', 'prv-linux-8')], request: resize('prv-8', { cpu: '10', memory: '10Gi' }) },
+  { name: 'Reject resize on non-Linux node', upstream: true, setup: [resizeNode('prv-windows-9', 'windows'), boundPod('prv-9', 'prv-windows-9')], request: resize('prv-9', { cpu: '2' }) },
+  { name: 'Reject if node not found', upstream: true, setup: [boundPod('prv-10', 'prv-missing-node')], request: resize('prv-10', { cpu: '2' }) },
+  {
+    name: 'a sidecar counts with the containers, a plain init container as its own step',
+    upstream: false,
+    setup: [
+      resizeNode('prv-linux-11'),
+      boundPod('prv-11', 'prv-linux-11', {
+        initContainers: [
+          { name: 'sidecar', image: IMAGE, restartPolicy: 'Always', resources: { requests: { cpu: '1500m' } } },
+          { name: 'setup', image: IMAGE, resources: { requests: { cpu: '3' } } },
+        ],
+      }),
+    ],
+    request: resize('prv-11', { cpu: '2600m' }),
+  },
+].map((row) => ({ ...row, plugin: 'PodResizeValidator' }));
+
 export const ROWS: Row[] = [
   ...runtimeClassRows,
   ...ptrRows,
@@ -511,4 +555,5 @@ export const ROWS: Row[] = [
   ...ertRows,
   ...priorityRows,
   ...topologyRows,
+  ...podResizeRows,
 ];

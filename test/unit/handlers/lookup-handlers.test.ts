@@ -23,7 +23,7 @@ const sc = (name: string, created: string, isDefault = true) => ({ metadata: { n
 
 describe('handlers: the lookup handlers', function () {
   it('refuse any config where they take none, and PodTolerationRestriction a bad toleration, naming the field', function () {
-    for (const name of ['Priority', 'RuntimeClass', 'DefaultStorageClass', 'DefaultIngressClass', 'PersistentVolumeClaimResize', 'StorageObjectInUseProtection', 'ExtendedResourceToleration', 'LimitPodHardAntiAffinityTopology']) {
+    for (const name of ['Priority', 'RuntimeClass', 'DefaultStorageClass', 'DefaultIngressClass', 'PersistentVolumeClaimResize', 'StorageObjectInUseProtection', 'ExtendedResourceToleration', 'LimitPodHardAntiAffinityTopology', 'PodResizeValidator']) {
       expect(findHandler(name)!.parseConfig({ extra: 1 }).errors, name).to.deep.equal([{ field: 'extra', message: `${name} takes no configuration` }]);
     }
     const errors = suiteErrors({
