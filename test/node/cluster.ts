@@ -111,11 +111,13 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
   if (previous.killed || previous.containers || previous.unmounted || previous.cgroups || previous.netns)
     log(`cluster: cleaned up a previous run (${JSON.stringify(previous)})`);
   mark('machine ready (packages, previous run cleaned)');
-  options.afterCleanup?.();
 
   const binaries = { ...(await ensureBinaries()), ...(await ensureNodeBinaries()) };
   const images = await ensureNodeImages(log);
   mark('programs and images ready');
+  // Taken once the cached programs and images exist: a cold machine's first image build leaves
+  // buildah's storage (/var/lib/containers, /etc/cni), which stays as the cache, not as the run's.
+  options.afterCleanup?.();
 
   for (const d of [l.logs, l.pki, l.cniConfDir, l.cniIpam, l.podLogs, l.kubeletRoot]) fs.mkdirSync(d, { recursive: true });
   const processes: Launched[] = [];
