@@ -4,9 +4,13 @@
  *   none        no admission of ours;
  *   vap         a native ValidatingAdmissionPolicy with the rule;
  *   portcullis  an AdmissionSuite with the same rule, served by the operator (its own process);
- *   floor       the bench's bare HTTPS webhook (bench/server.ts `floor`: parse and allow),
- *               registered the way Portcullis registers itself in local mode (a Service naming
- *               localhost, TLS verified against its caBundle).
+ *   server      the same suite in the admission server alone (bench/server.ts `e2e`: the
+ *               operator's HTTPS server, chain and CEL, without the operator around it);
+ *   floor       the bench's bare HTTPS webhook (bench/server.ts `floor`: parse and allow);
+ * server and floor registered the way Portcullis registers itself in local mode (a Service naming
+ * localhost, TLS verified against its caBundle). `server` splits Portcullis' cost over the floor
+ * into what the admission path adds (server - floor) and what the operator process around it adds
+ * (portcullis - server).
  * Each one's rule is checked to be in force (a create that breaks it is refused) before timing.
  * Prints each one's added median and p99 over `none`, Portcullis' ratio to the floor's and to
  * VAP's; the last line is one JSON object. Creates that fail are counted and reported, not thrown.
@@ -22,20 +26,20 @@ import { installForLocalRun } from '../src/local/install.ts';
 import { apply, connect, loadKubeConfig } from '../src/kube/client.ts';
 import { shareConnections } from '../src/kube/connections.ts';
 import { createCA, issueLeaf } from '../src/certs/x509.ts';
-import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type AdmissionSuite } from '../src/api/types.ts';
+import { GROUP, PLURAL, VERSION } from '../src/api/types.ts';
 import { DEFAULTS } from '../src/config.ts';
 import { startServer } from './processes.ts';
+import { E2E_RULE, e2eSuite } from './fixtures.ts';
 import { OPERATOR_NODE_FLAGS } from '../src/admission/heap.ts';
 
-const CREATES = Number(process.env.E2E_CREATES ?? 300);
+const CREATES = Number(process.env.E2E_CREATES ?? 1000);
 const WARM_UP = 30;
-const KINDS = ['none', 'vap', 'portcullis', 'floor'] as const;
+const KINDS = ['none', 'vap', 'portcullis', 'server', 'floor'] as const;
 type Kind = (typeof KINDS)[number];
-const RULE = 'object.data.size() <= 10';
-const MESSAGE = 'at most 10 keys';
+const { expression: RULE, message: MESSAGE } = E2E_RULE;
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const SERVING_PORT = 19543;
-const FLOOR_SERVICE = 'bench-floor';
+
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const namespaceOf = (kind: Kind) => `bench-${kind}`;
@@ -97,51 +101,41 @@ try {
 
   // portcullis
   children.push(await startOperator(controlPlane.kubeconfigPath));
-  const suite: AdmissionSuite = {
-    apiVersion: API_VERSION,
-    kind: KIND,
-    metadata: { name: 'bench' } as AdmissionSuite['metadata'],
-    spec: {
-      failurePolicy: 'Fail',
-      namespaceSelector: selector('portcullis'),
-      webhooks: [
-        {
-          name: 'keys',
-          type: 'Validating',
-          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-          validations: [{ expression: RULE, message: MESSAGE }],
-        },
-      ],
-    },
-  };
+  const suite = e2eSuite(selector('portcullis'));
   await kubeConfig.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: suite });
 
-  // floor: its own CA and certificate, named as the API server will dial it
-  const ca = await createCA({ commonName: 'bench-floor-ca', notAfter: new Date(Date.now() + 86_400_000) });
-  const serverName = `${FLOOR_SERVICE}.default.svc`;
-  const leaf = await issueLeaf(ca, { commonName: serverName, dnsNames: [serverName], usage: 'server', notAfter: new Date(Date.now() + 86_400_000) });
-  fs.writeFileSync(path.join(dir, 'floor.crt'), leaf.certPem);
-  fs.writeFileSync(path.join(dir, 'floor.key'), leaf.keyPem);
+  // server and floor: each its own CA and certificate, named as the API server will dial it.
   // Unpinned, like the operator and the API server: all share the machine's cores alike.
-  const floor = await startServer('floor', path.join(dir, 'floor.crt'), path.join(dir, 'floor.key'), { pin: false });
-  children.push(floor.child);
-  await apply(kube, { apiVersion: 'v1', kind: 'Service', metadata: { name: FLOOR_SERVICE, namespace: 'default' }, spec: { type: 'ExternalName', externalName: 'localhost' } });
-  await apply(kube, {
-    apiVersion: 'admissionregistration.k8s.io/v1',
-    kind: 'ValidatingWebhookConfiguration',
-    metadata: { name: 'bench-floor' },
-    webhooks: [
-      {
-        name: 'floor.bench.portcullis.dev',
-        clientConfig: { service: { namespace: 'default', name: FLOOR_SERVICE, port: floor.port, path: '/' }, caBundle: Buffer.from(ca.certPem).toString('base64') },
-        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-        namespaceSelector: selector('floor'),
-        failurePolicy: 'Fail',
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1'],
-      },
-    ],
-  });
+  for (const kind of ['server', 'floor'] as const) {
+    const service = `bench-${kind}`;
+    const ca = await createCA({ commonName: `${service}-ca`, notAfter: new Date(Date.now() + 86_400_000) });
+    const serverName = `${service}.default.svc`;
+    const leaf = await issueLeaf(ca, { commonName: serverName, dnsNames: [serverName], usage: 'server', notAfter: new Date(Date.now() + 86_400_000) });
+    fs.writeFileSync(path.join(dir, `${kind}.crt`), leaf.certPem);
+    fs.writeFileSync(path.join(dir, `${kind}.key`), leaf.keyPem);
+    const started = await startServer(kind === 'server' ? 'e2e' : 'floor', path.join(dir, `${kind}.crt`), path.join(dir, `${kind}.key`), { pin: false });
+    children.push(started.child);
+    await apply(kube, { apiVersion: 'v1', kind: 'Service', metadata: { name: service, namespace: 'default' }, spec: { type: 'ExternalName', externalName: 'localhost' } });
+    await apply(kube, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: service },
+      webhooks: [
+        {
+          name: `${kind}.bench.portcullis.dev`,
+          clientConfig: {
+            service: { namespace: 'default', name: service, port: started.port, path: kind === 'server' ? '/admit/bench/keys' : '/' },
+            caBundle: Buffer.from(ca.certPem).toString('base64'),
+          },
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+          namespaceSelector: selector(kind),
+          failurePolicy: 'Fail',
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+        },
+      ],
+    });
+  }
 
   let sequence = 0;
   const create = async (kind: Kind, keys: number): Promise<number> => {
@@ -151,7 +145,7 @@ try {
   };
 
   // Each rule in force (the floor allows everything: it is checked to be called by its allow alone).
-  for (const kind of ['vap', 'portcullis'] as const) {
+  for (const kind of ['vap', 'portcullis', 'server'] as const) {
     for (let i = 0; ; i++) {
       const refused = await create(kind, 11).then(
         () => false,
@@ -163,8 +157,8 @@ try {
     }
   }
 
-  const latencies: Record<Kind, number[]> = { none: [], vap: [], portcullis: [], floor: [] };
-  const failures: Record<Kind, number> = { none: 0, vap: 0, portcullis: 0, floor: 0 };
+  const latencies: Record<Kind, number[]> = { none: [], vap: [], portcullis: [], server: [], floor: [] };
+  const failures: Record<Kind, number> = { none: 0, vap: 0, portcullis: 0, server: 0, floor: 0 };
   for (let round = 0; round < WARM_UP + CREATES; round++) {
     // The order turns each round, so no kind always follows another.
     for (let k = 0; k < KINDS.length; k++) {
@@ -182,21 +176,26 @@ try {
   const added = (kind: Kind) => ({ p50: quantile(latencies[kind], 0.5) - base.p50, p99: quantile(latencies[kind], 0.99) - base.p99 });
   console.log(`${CREATES} interleaved ConfigMap creates per kind (after ${WARM_UP} warm-up rounds), through kube-apiserver on loopback`);
   console.log(`none: create p50 ${base.p50.toFixed(2)} ms, p99 ${base.p99.toFixed(2)} ms`);
-  for (const kind of ['vap', 'portcullis', 'floor'] as const) {
+  for (const kind of ['vap', 'portcullis', 'server', 'floor'] as const) {
     const a = added(kind);
     console.log(`${kind.padEnd(10)} adds p50 ${a.p50.toFixed(2)} ms, p99 ${a.p99.toFixed(2)} ms${failures[kind] ? ` (${failures[kind]} failed creates)` : ''}`);
   }
   const ratioFloor = added('portcullis').p50 / added('floor').p50;
   const ratioVap = added('portcullis').p50 / added('vap').p50;
+  const ratioServer = added('server').p50 / added('floor').p50;
   console.log(`portcullis' added median: ${ratioFloor.toFixed(2)}x the floor webhook's, ${ratioVap.toFixed(2)}x VAP's`);
+  console.log(
+    `of which the admission path (server over floor): ${(added('server').p50 - added('floor').p50).toFixed(2)} ms (${ratioServer.toFixed(2)}x), the operator process around it (portcullis over server): ${(added('portcullis').p50 - added('server').p50).toFixed(2)} ms`,
+  );
   const round3 = (x: number) => Math.round(x * 1000) / 1000;
   console.log(
     JSON.stringify({
       creates: CREATES,
       none_p50_ms: round3(base.p50),
       none_p99_ms: round3(base.p99),
-      ...Object.fromEntries((['vap', 'portcullis', 'floor'] as const).flatMap((kind) => [[`${kind}_added_p50_ms`, round3(added(kind).p50)], [`${kind}_added_p99_ms`, round3(added(kind).p99)]])),
+      ...Object.fromEntries((['vap', 'portcullis', 'server', 'floor'] as const).flatMap((kind) => [[`${kind}_added_p50_ms`, round3(added(kind).p50)], [`${kind}_added_p99_ms`, round3(added(kind).p99)]])),
       ratio_to_floor: round3(ratioFloor),
+      server_ratio_to_floor: round3(ratioServer),
       ratio_to_vap: round3(ratioVap),
       failed_creates: failures,
     }),

@@ -1,6 +1,6 @@
 /** What the benchmarks send: a typical Pod AdmissionReview, a 50-container Pod, and the suites that judge them. */
 import type { AdmissionReview } from '../src/api/review.ts';
-import type { AdmissionSuite, WebhookSpec } from '../src/api/types.ts';
+import { API_VERSION, KIND, type AdmissionSuite, type WebhookSpec } from '../src/api/types.ts';
 
 const podRule = [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }];
 
@@ -96,3 +96,21 @@ export function benchSuite(): AdmissionSuite {
 }
 
 export const SERVER_NAME = 'portcullis-bench.portcullis-system.svc';
+
+/** The end-to-end bench's rule (bench/e2e.ts): at most 10 keys in a ConfigMap. */
+export const E2E_RULE = { expression: 'object.data.size() <= 10', message: 'at most 10 keys' };
+
+/** The end-to-end bench's suite: one validating webhook `keys` on ConfigMap creates with E2E_RULE. */
+export function e2eSuite(namespaceSelector?: Record<string, unknown>): AdmissionSuite {
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    metadata: { name: 'bench', uid: 'bench-e2e', generation: 1 } as AdmissionSuite['metadata'],
+    spec: {
+      failurePolicy: 'Fail',
+      ...(namespaceSelector ? { namespaceSelector } : {}),
+      webhooks: [{ name: 'keys', type: 'Validating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], validations: [E2E_RULE] }],
+    },
+  };
+}
+

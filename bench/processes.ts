@@ -18,8 +18,8 @@ export function runOnLoadCore(): void {
   process.exit(pinned.status ?? 1);
 }
 
-/** Starts bench/server.ts (`portcullis` or `floor`) on core 0 (unpinned with `pin: false`); resolves with its port once it listens. */
-export async function startServer(kind: 'portcullis' | 'floor', certFile: string, keyFile: string, options: { pin?: boolean } = {}): Promise<{ child: ChildProcess; port: number }> {
+/** Starts bench/server.ts (`portcullis`, `e2e` or `floor`) on core 0 (unpinned with `pin: false`); resolves with its port once it listens. */
+export async function startServer(kind: 'portcullis' | 'e2e' | 'floor', certFile: string, keyFile: string, options: { pin?: boolean } = {}): Promise<{ child: ChildProcess; port: number }> {
   const args = [...(CAN_PIN && options.pin !== false ? ['taskset', '-c', '0'] : []), process.execPath, SERVER, kind, certFile, keyFile];
   const child = spawn(args[0]!, args.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {

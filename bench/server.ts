@@ -1,7 +1,9 @@
 /**
  * One HTTPS server for the load benchmark, run as its own process (pinned to one core by
- * bench/run.ts): `portcullis` is the real admission server with the bench suite; `floor` is a
- * bare Node HTTPS server that reads and parses the same body and answers an allow with its uid.
+ * bench/run.ts): `portcullis` is the real admission server with the bench suite; `e2e` the same
+ * server with the end-to-end bench's suite (bench/e2e.ts' `server`: the admission server without the
+ * operator around it); `floor` is a bare Node HTTPS server that reads and parses the same body and
+ * answers an allow with its uid.
  * Prints "listening <port>" when ready.
  */
 import fs from 'node:fs';
@@ -12,7 +14,7 @@ import { CertificateStore } from '../src/certs/store.ts';
 import { Metrics } from '../src/health/metrics.ts';
 import { logger } from '../src/log.ts';
 import { SuiteRegistry } from '../src/registry/registry.ts';
-import { benchSuite } from './fixtures.ts';
+import { benchSuite, e2eSuite } from './fixtures.ts';
 
 const [kind, certFile, keyFile] = process.argv.slice(2);
 const cert = fs.readFileSync(certFile!, 'utf8');
@@ -35,7 +37,7 @@ if (kind === 'floor') {
   // Counted as the operator counts, so the metrics' cost is in the figures.
   const metrics = new Metrics();
   const registry = new SuiteRegistry({ observers: metrics });
-  registry.sync(benchSuite());
+  registry.sync(kind === 'e2e' ? e2eSuite() : benchSuite());
   const certificates = new CertificateStore();
   certificates.set('bench', cert, key);
   logger.level = 'error';
