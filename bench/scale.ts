@@ -103,7 +103,7 @@ interface OperatorChild {
 async function startOperator(kubeconfig: string, servingPort: number, metricsPort: number): Promise<OperatorChild> {
   const child = spawn(
     process.execPath,
-    [...OPERATOR_NODE_FLAGS, MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--namespace=${NAMESPACE}`, `--serving-port=${servingPort}`, `--metrics-port=${metricsPort}`],
+    [...OPERATOR_NODE_FLAGS, ...(process.env.SCALE_NODE_FLAGS ? process.env.SCALE_NODE_FLAGS.split(' ') : []), MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--namespace=${NAMESPACE}`, `--serving-port=${servingPort}`, `--metrics-port=${metricsPort}`],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'warn' } },
   );
   let output = '';
@@ -201,6 +201,41 @@ function deniesAsExpected(name: string, bundle: string, port: number): Promise<b
   });
 }
 
+/** The API server's request counts by verb and resource (apiserver_request_total, all codes summed). */
+async function apiRequests(kubeConfig: k8s.KubeConfig): Promise<Map<string, number>> {
+  const text = await new Promise<string>((resolve, reject) => {
+    const server = new URL(kubeConfig.getCurrentCluster()!.server);
+    const options: https.RequestOptions = { host: server.hostname, port: server.port, path: '/metrics', method: 'GET' };
+    void kubeConfig.applyToHTTPSOptions(options).then(() => {
+      const req = https.request(options, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve(Buffer.concat(chunks).toString()));
+      });
+      req.on('error', reject);
+      req.end();
+    }, reject);
+  });
+  const counts = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const label = (name: string) => new RegExp(`${name}="([^"]*)"`).exec(line)?.[1] ?? '';
+    const key = `${label('verb')} ${label('resource')}${label('subresource') ? `/${label('subresource')}` : ''}`;
+    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return counts;
+}
+
+/** What the API server served per suite between two counts: its writes first, the largest first. */
+function perSuiteRequests(before: Map<string, number>, after: Map<string, number>, n: number): string {
+  const writes = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY', 'CREATE', 'UPDATE']);
+  const deltas = [...after]
+    .map(([key, count]) => [key, (count - (before.get(key) ?? 0)) / n] as const)
+    .filter(([, per]) => per >= 0.05)
+    .sort((a, b) => Number(writes.has(b[0].split(' ')[0]!)) - Number(writes.has(a[0].split(' ')[0]!)) || b[1] - a[1]);
+  return deltas.map(([key, per]) => `${key} ${per.toFixed(2)}`).join(', ');
+}
+
 async function round(n: number, ports: { serving: number; metrics: number }): Promise<Round> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-scale-'));
   const controlPlane = await startControlPlane({ dataDir, log: () => undefined });
@@ -217,6 +252,7 @@ async function round(n: number, ports: { serving: number; metrics: number }): Pr
     const ready = watchReady(kubeConfig, new Set(names));
     await sleep(500);
     const createdAt = new Map<string, number>();
+    const requestsBefore = await apiRequests(kubeConfig);
     const start = Date.now();
     await pool(names, CREATE_CONCURRENCY, async (name) => {
       createdAt.set(name, Date.now());
@@ -230,6 +266,8 @@ async function round(n: number, ports: { serving: number; metrics: number }): Pr
     const allReadyS = (Math.max(...ready.readyAt.values()) - start) / 1000;
     const perSuite = names.map((name) => (ready.readyAt.get(name)! - createdAt.get(name)!) / 1000).sort((a, b) => a - b);
     console.log(`${n} suites: all Ready ${allReadyS.toFixed(2)} s after the first create; apply-to-Ready p50 ${percentile(perSuite, 50).toFixed(2)} s, p99 ${percentile(perSuite, 99).toFixed(2)} s`);
+    // Everything the API server served meanwhile (the bench's creates and watch included), per suite.
+    console.log(`${n} suites: API requests per suite: ${perSuiteRequests(requestsBefore, await apiRequests(kubeConfig), n)}`);
 
     await sleep(3000);
     const rssLoadedMB = rssMB(operator.child.pid!);
