@@ -9,6 +9,7 @@
  *     each suite's webhook is called as the API server calls it (TLS verified against the bundle the
  *     operator wrote, the suite's server name, its admit path) and must deny the object it denies.
  * Figures print as they come; the last line is one JSON object with all of them.
+ * SCALE_OPERATOR_ARGS adds operator flags (`--max-concurrent-reconciles=20`), SCALE_NODE_FLAGS Node's.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -103,7 +104,7 @@ interface OperatorChild {
 async function startOperator(kubeconfig: string, servingPort: number, metricsPort: number): Promise<OperatorChild> {
   const child = spawn(
     process.execPath,
-    [...OPERATOR_NODE_FLAGS, ...(process.env.SCALE_NODE_FLAGS ? process.env.SCALE_NODE_FLAGS.split(' ') : []), MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--namespace=${NAMESPACE}`, `--serving-port=${servingPort}`, `--metrics-port=${metricsPort}`],
+    [...OPERATOR_NODE_FLAGS, ...(process.env.SCALE_NODE_FLAGS ? process.env.SCALE_NODE_FLAGS.split(' ') : []), MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--namespace=${NAMESPACE}`, `--serving-port=${servingPort}`, `--metrics-port=${metricsPort}`, ...(process.env.SCALE_OPERATOR_ARGS ? process.env.SCALE_OPERATOR_ARGS.split(' ') : [])],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'warn' } },
   );
   let output = '';

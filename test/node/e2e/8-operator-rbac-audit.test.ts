@@ -6,7 +6,7 @@
  * SubjectAccessReview asking whether the author may read them, a Mutating webhook, and its
  * configuration deleted when the suite drops that type; an AdmissionPolicy served through
  * portcullis.namespaced and its status, the configuration gone with it; built-in handlers that
- * look up PriorityClasses, RuntimeClasses, StorageClasses, IngressClasses and Pods, whose shared caches
+ * look up PriorityClasses, RuntimeClasses, StorageClasses, IngressClasses, Pods and Nodes, whose shared caches
  * list and watch them), then reads the log: no request of the
  * operator was refused (403), every one is granted by deploy/02-rbac.yaml (or is discovery, which
  * every authenticated user may read), and every permission deploy/02-rbac.yaml grants was used,
@@ -220,6 +220,8 @@ describe('the operator: least privilege, from the audit log', function () {
       { name: 'ingress-class', type: 'Mutating', namespaceSelector: only, rules: rule('networking.k8s.io', 'ingresses'), handler: { name: 'DefaultIngressClass' } },
       // PodSecurity reads the Pod cache (its warning on a namespace label change).
       { name: 'pod-security', type: 'Validating', namespaceSelector: only, rules: rule('', 'pods'), handler: { name: 'PodSecurity' } },
+      // PodTopologyLabels reads the Node cache (a bound Pod's topology labels), started with the others.
+      { name: 'pod-topology-labels', type: 'Mutating', namespaceSelector: only, rules: rule('', 'pods'), handler: { name: 'PodTopologyLabels' } },
     ];
     await apply({ apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: LOOKUP_SUITE }, spec: { webhooks } });
     await waitSuiteReady(LOOKUP_SUITE);
