@@ -53,7 +53,9 @@ export const DEFAULTS: OperatorConfig = {
   renewDeadlineMs: 10_000,
   retryPeriodMs: 2_000,
   shutdownDelayMs: 5_000,
-  maxConcurrentReconciles: 10,
+  // A reconcile mostly waits on the API server (3 applies, a status write, an Event, reads and a
+  // TLS probe): measured with bench:scale, 1,000 suites were Ready in 30-34 s at 10, 26-29 s at 40.
+  maxConcurrentReconciles: 40,
   namespacedPolicyMutations: true,
   namespacedPolicyCostBudget: 1_000_000,
   logLevel: 'info',
@@ -110,7 +112,7 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
     },
   },
   'max-concurrent-reconciles': {
-    help: 'suites reconciled at once; one suite is never reconciled twice at once (10)',
+    help: 'suites reconciled at once; one suite is never reconciled twice at once (40)',
     set: (c, v) => {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`--max-concurrent-reconciles must be a whole number from 1 to 1000, not ${v}`);
