@@ -19,6 +19,7 @@
 import { authorizationKey, type AuthorizationAttributes, type AuthorizationDecision, type Authorizer } from '../../api/authorization.ts';
 import type { KindMapper, MappingAnswer } from '../../api/discovery.ts';
 import { celError } from '../celjs/values.ts';
+import { firstLine } from '../celjs/program.ts';
 
 /** Evaluations per request at most: every round but the last adds at least one new check. */
 export const MAX_ROUNDS = 32;
@@ -46,8 +47,6 @@ export interface Answerers {
 }
 
 type Pending = Map<string, { check: AuthorizationAttributes } | { mapping: MappingQuestion }>;
-
-const firstLineOf = (err: unknown) => (err instanceof Error ? err.message : String(err)).split('\n')[0]!;
 
 /** One request's questions: answers by key, and those the last evaluation asked for that have none. */
 export class AuthorizationSession {
@@ -116,7 +115,7 @@ export class AuthorizationSession {
           try {
             this.mappings.set(key, { mappings: await this.mapper!.restMappings(group, version, kind) });
           } catch (err) {
-            this.mappings.set(key, { error: firstLineOf(err) });
+            this.mappings.set(key, { error: firstLine(err) });
           }
           return;
         }
@@ -126,7 +125,7 @@ export class AuthorizationSession {
         } catch (err) {
           // As the API server's authorizer answers a check it could not make: not allowed, errored,
           // with the error; the expression decides what that means (`errored()`, `error()`).
-          this.answers.set(key, { allowed: false, reason: '', evaluationError: `authorization check failed: ${firstLineOf(err)}` });
+          this.answers.set(key, { allowed: false, reason: '', evaluationError: `authorization check failed: ${firstLine(err)}` });
         }
       }),
     );
