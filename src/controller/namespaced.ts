@@ -7,6 +7,7 @@
  * the suite-validation reconciler (self.ts) keeps; they are registered only once that endpoint
  * answers with a certificate the bundle trusts. Run twice, it changes nothing the second time.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type PolicyStatus, type WebhookType } from '../api/types.ts';
 import { MANAGED_BY_LABELS, NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
@@ -135,7 +136,9 @@ export class NamespacedReconciler {
     const generation = policy.metadata.generation ?? 0;
     const current = policy.status ?? {};
     const status: PolicyStatus = { ...current, ...typeChecking, observedGeneration: generation, conditions: setConditions(current.conditions, [ready], generation, this.now()) };
-    if (JSON.stringify(status) === JSON.stringify(current)) return;
+    // The API server hands status back with its keys sorted: compared as JSON values, not as text
+    // (which rewrote an unchanged status on every reconcile).
+    if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), current)) return;
     const { kube } = this.deps;
     const { name, namespace } = policy.metadata;
     const ref = { group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace, name };

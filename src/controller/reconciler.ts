@@ -3,6 +3,7 @@
  * CA and the suite's objects, applies the difference (server-side apply, so an unchanged object
  * is not written), and reports status. Run twice, it changes nothing the second time.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { AdmissionSuite, SuiteStatus, WebhookType } from '../api/types.ts';
 import { configurationName, tlsSecretName, webhookFullName } from '../api/names.ts';
 import { DEFAULT_CERTIFICATE_DURATION_MS, GROUP, VERSION, PLURAL } from '../api/types.ts';
@@ -211,7 +212,9 @@ export class SuiteReconciler {
       observedGeneration: generation,
       conditions: setConditions(current.conditions, conditions, generation, this.now()),
     };
-    if (JSON.stringify(status) === JSON.stringify(current)) return;
+    // The API server hands status back with its keys sorted: compared as JSON values, not as text
+    // (which rewrote an unchanged status on every reconcile).
+    if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), current)) return;
     const kube = this.deps.kube;
     const replace = (base: AdmissionSuite) =>
       write(kube, () => kube.custom.replaceClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: PLURAL, name: suite.metadata.name, body: { ...base, status } }));

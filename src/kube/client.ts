@@ -3,11 +3,15 @@
  * (server-side apply, get-or-undefined, status replace). Knows nothing about admission.
  */
 import fs from 'node:fs';
+import { createHash } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 
 export type KubeObject = k8s.KubernetesObject & Record<string, unknown>;
 
 export const FIELD_MANAGER = 'portcullis-operator';
+
+/** Objects whose last apply applyOwned remembers: a few per suite, for many thousands of suites. */
+const APPLIED_KEPT = 50_000;
 
 export interface Kube {
   config: k8s.KubeConfig;
@@ -15,6 +19,12 @@ export interface Kube {
   writes: { count: number };
   /** Every write asks first; a replica that is not the leader must not write. */
   mayWrite: () => boolean;
+  /**
+   * What applyOwned last applied to each object (a digest of it) and the resourceVersion the API
+   * server answered: the same object applied again to an object still at that version changes
+   * nothing, so it is not sent (the reconcile our own writes' watch events wake, a restart's resync).
+   */
+  applied: Map<string, { digest: string; resourceVersion: string }>;
   objects: k8s.KubernetesObjectApi;
   core: k8s.CoreV1Api;
   custom: k8s.CustomObjectsApi;
@@ -41,6 +51,7 @@ export function connect(config: k8s.KubeConfig): Kube {
     config,
     writes: { count: 0 },
     mayWrite: () => true,
+    applied: new Map(),
     objects: k8s.KubernetesObjectApi.makeApiClient(config),
     core: config.makeApiClient(k8s.CoreV1Api),
     custom: config.makeApiClient(k8s.CustomObjectsApi),
@@ -123,10 +134,22 @@ export type CacheLookup = (header: { apiVersion?: string; kind?: string; metadat
  * Server-side apply of an object that must be ours: one that exists and is someone else's is left
  * alone (ForeignObjectError). An object in our label-selected caches (`cached`) is known, so only
  * one that is not there is read first; someone else's never carries our labels, so is never there.
+ * Not sent at all when the cache holds the very version our last apply of the same object made.
  */
 export async function applyOwned<T extends KubeObject>(kube: Kube, object: T, cached?: CacheLookup): Promise<T> {
+  const key = `${object.apiVersion}/${object.kind}/${object.metadata?.namespace ?? ''}/${object.metadata?.name}`;
+  const digest = createHash('sha256').update(JSON.stringify(object)).digest('base64');
+  const known = cached?.(object);
+  const last = kube.applied.get(key);
+  if (known && isOurs(known, object) && last?.digest === digest && last.resourceVersion === known.metadata?.resourceVersion) return known as T;
   assertOurs(await readOurs(kube, object as Parameters<typeof getObject>[1] & { metadata: Metadata }, cached), object);
-  return apply(kube, object);
+  const applied = await apply(kube, object);
+  const resourceVersion = applied.metadata?.resourceVersion;
+  kube.applied.delete(key);
+  if (resourceVersion) kube.applied.set(key, { digest, resourceVersion });
+  // Bounded, oldest first: objects of suites long deleted (by the garbage collector) go in time.
+  if (kube.applied.size > APPLIED_KEPT) kube.applied.delete(kube.applied.keys().next().value!);
+  return applied;
 }
 
 /**

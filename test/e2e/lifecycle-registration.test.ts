@@ -8,6 +8,9 @@ import { cluster, OPERATOR_NAMESPACE } from '../support/cluster.ts';
 import { startTestOperator } from '../support/operator.ts';
 import { condition, createSuite, deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { eventually } from '../support/wait.ts';
+import { scrape } from '../support/prometheus.ts';
+import * as k8s from '@kubernetes/client-node';
+import { GROUP, PLURAL, VERSION } from '../../src/api/types.ts';
 import { getObject, type KubeObject } from '../../src/kube/client.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { readCertificate } from '../../src/certs/x509.ts';
@@ -63,7 +66,8 @@ describe('lifecycle: registration only when serving', function () {
     const serialBefore = await servingSerial();
     await first!.stop();
     first = undefined;
-    second = await startTestOperator({ servingPort: port });
+    const metricsPort = await freePort();
+    second = await startTestOperator({ servingPort: port, metricsPort });
     await waitForCondition(SUITE, 'Ready', 'True');
     const config = await eventually(async () => (await getObject(cluster().kube, configHeader)) ?? Promise.reject(new Error('no configuration')), { what: 'registration' });
     expect(await servingSerial(), 'the certificate issued before is reused').to.equal(serialBefore);
@@ -78,5 +82,18 @@ describe('lifecycle: registration only when serving', function () {
     const again = (await getObject(cluster().kube, configHeader)) as KubeObject & { metadata: { resourceVersion: string } };
     expect(again.metadata.resourceVersion).to.equal(version);
     expect((await getSuite(SUITE))!.metadata.resourceVersion).to.equal(suite!.metadata.resourceVersion);
+
+    // A reconcile woken with nothing to change (an annotation on the suite) sends no write at all:
+    // what it would apply is what this operator last applied, and the objects are still at that version.
+    const suiteReconciles = async () =>
+      (await scrape(metricsPort)).get('portcullis_reconcile_duration_seconds')!.samples.filter((s) => s.name.endsWith('_count') && s.labels.kind === 'suite').reduce((sum, s) => sum + s.value, 0);
+    const reconcilesBefore = await suiteReconciles();
+    const writesBefore = second.kube.writes.count;
+    await cluster().kube.custom.patchClusterCustomObject(
+      { group: GROUP, version: VERSION, plural: PLURAL, name: SUITE, body: { metadata: { annotations: { 'example.com/touched': 'yes' } } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    await eventually(async () => expect(await suiteReconciles()).to.be.greaterThan(reconcilesBefore), { what: 'a reconcile of the annotated suite' });
+    expect(second.kube.writes.count - writesBefore, 'writes of a reconcile with nothing to change').to.equal(0);
   });
 });
