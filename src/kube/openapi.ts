@@ -29,6 +29,8 @@ export interface KindSchema {
 
 /** How long `/openapi/v3` and a group version's resource list are reused before asking again. */
 const FRESH_MS = 2_000;
+/** How often a schema miss may make `/openapi/v3` be asked again before its FRESH_MS are up. */
+const MISS_REFRESH_MS = 1_000;
 
 interface Fetched<T> {
   at: number;
@@ -56,6 +58,7 @@ export class OpenApiSchemas {
    */
   private readonly read = new Map<string, string | undefined>();
   private changes = 0;
+  private pathsRefreshedOnMiss = 0;
 
   constructor(config: k8s.KubeConfig) {
     this.config = config;
@@ -101,8 +104,16 @@ export class OpenApiSchemas {
 
   /** The schema of `gvk`, or undefined when the API server publishes none. */
   async schema(gvk: GroupVersionKind): Promise<KindSchema | undefined> {
-    const paths = await this.openApiPaths();
+    let paths = await this.openApiPaths();
     const path = gvk.group ? `apis/${gvk.group}/${gvk.version}` : `api/${gvk.version}`;
+    // A group version discovery serves but the kept `/openapi/v3` lacks (a CRD published since):
+    // asked again at once, as the API server's RESTMapper asks discovery again on a miss, at most
+    // once a second, so a kind with no schema at all does not make every check fetch the list.
+    if (!paths[path] && Date.now() - this.pathsRefreshedOnMiss > MISS_REFRESH_MS) {
+      this.pathsRefreshedOnMiss = Date.now();
+      this.paths = undefined;
+      paths = await this.openApiPaths();
+    }
     const entry = paths[path];
     this.read.set(path, entry?.serverRelativeURL);
     if (!entry) return undefined;
