@@ -1,5 +1,5 @@
 /**
- * Cluster-wide classes (StorageClasses, IngressClasses) as the in-tree plugins read them from
+ * Cluster-wide classes (StorageClasses, IngressClasses) and Nodes as the in-tree plugins read them from
  * their informers: the default one when several claim to be (the newest, then the first by name,
  * as k8s.io/kubernetes/pkg/volume/util GetDefaultClass), and a class by name. Pure functions of
  * the objects a ClusterView lists.

@@ -6,6 +6,7 @@
  */
 import { allowed, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { ClusterView, Handler } from './handler.ts';
+import { byName } from './classes.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { forbidden } from './errors.ts';
 import { metadataOf, podSpecOf, type PodSpec, type ResourceList } from './pods.ts';
@@ -39,7 +40,7 @@ function judge(request: AdmissionRequest, view: ClusterView): Decision {
   if (!spec || typeof nodeName !== 'string' || nodeName === '') return allowed();
   // Only a change of the spec moves the generation; nothing else is a resize to judge.
   if ((metadataOf(request.oldObject) as { generation?: number } | undefined)?.generation === (metadataOf(request.object) as { generation?: number } | undefined)?.generation) return allowed();
-  const node = view.list('Node').find((n) => n.metadata?.name === nodeName);
+  const node = byName(view.list('Node'), nodeName);
   if (!node) return forbidden(request, `node "${nodeName}" not found`);
   const os = node.metadata?.labels?.['kubernetes.io/os'];
   if (typeof os === 'string' && os !== 'linux') return forbidden(request, `pod resize is only supported on linux nodes, node "${nodeName}" is "${os}"`);

@@ -10,6 +10,7 @@
 import { allowed, patched, type AdmissionRequest } from '../api/review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { ClusterView, Handler } from './handler.ts';
+import { byName } from './classes.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { metadataOf, pointer } from './pods.ts';
 import { labelKeyProblem } from '../k8s/validation.ts';
@@ -23,7 +24,7 @@ export const DEFAULT_TOPOLOGY_LABELS = ['topology.kubernetes.io/zone', 'topology
 
 /** The Node's labels among `keys` ({} for a Node the cache does not hold). */
 function topologyLabels(view: ClusterView, nodeName: string, keys: string[]): Record<string, string> {
-  const node = view.list('Node').find((n) => n.metadata?.name === nodeName);
+  const node = byName(view.list('Node'), nodeName);
   const labels: Record<string, string> = {};
   for (const key of keys) {
     const value = node?.metadata?.labels?.[key];
