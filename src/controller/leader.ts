@@ -30,6 +30,8 @@ export class LeaderElector {
   private leading = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
+  /** The attempt under way, which stop() lets finish before it releases the lease. */
+  private attempt: Promise<void> | undefined;
   private lastRenew = 0;
   /** The record we last saw, and when we saw it change, by our own clock. */
   private observed: { record: string; at: number } | undefined;
@@ -49,10 +51,15 @@ export class LeaderElector {
     void this.tick();
   }
 
-  /** Stops campaigning; a leader gives the lease up so a successor need not wait it out. */
+  /**
+   * Stops campaigning; a leader gives the lease up so a successor need not wait it out. A renewal
+   * in flight is let finish first: released under it, the lease would be written back to us (or
+   * the release refused as a conflict) and the successor would wait out the lease.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    await this.attempt;
     if (!this.leading) return;
     this.setLeading(false);
     try {
@@ -65,8 +72,13 @@ export class LeaderElector {
     }
   }
 
-  private async tick(): Promise<void> {
-    if (this.stopped) return;
+  private tick(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    this.attempt = this.attemptOnce().finally(() => (this.attempt = undefined));
+    return this.attempt;
+  }
+
+  private async attemptOnce(): Promise<void> {
     try {
       const held = await this.tryAcquireOrRenew();
       if (held) this.lastRenew = Date.now();
@@ -117,6 +129,8 @@ export class LeaderElector {
       if (this.leading) this.setLeading(false);
       return false;
     }
+    // Stopped while reading: a stopping replica neither takes the lease nor renews what it is about to release.
+    if (this.stopped) return false;
     const takingOver = holder !== identity;
     lease.spec = {
       ...spec,
