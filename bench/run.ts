@@ -55,7 +55,7 @@ function reviewMicros(): number {
  * The load's review in this process, best of several rounds (the least disturbed by neighbours):
  * JSON.parse of the body, and the validation webhook's answer to the parsed request (measured on
  * its own: the webhook leaves the request as it found it). What the server spends per request
- * beyond the floor is this evaluation plus fastify's and our plumbing.
+ * beyond the floor is this evaluation plus our plumbing (transport, chain, metrics).
  */
 function loadReviewMicros(body: string): { parse: number; evaluate: number } {
   const registry = new SuiteRegistry();

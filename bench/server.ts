@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import https from 'node:https';
-import { createAdmissionServer } from '../src/admission/server.ts';
+import { AdmissionServer } from '../src/admission/server.ts';
 import { tuneHeapForAdmission } from '../src/admission/heap.ts';
 import { CertificateStore } from '../src/certs/store.ts';
 import { Metrics } from '../src/health/metrics.ts';
@@ -41,7 +41,7 @@ if (kind === 'floor') {
   const certificates = new CertificateStore();
   certificates.set('bench', cert, key);
   logger.level = 'error';
-  const app = createAdmissionServer({ registry, certificates, metrics, log: logger });
+  const app = new AdmissionServer({ registry, certificates, metrics, log: logger });
   await app.listen({ port: 0, host: '127.0.0.1' });
   console.log(`listening ${(app.server.address() as { port: number }).port}`);
 }

@@ -10,10 +10,9 @@
  */
 import os from 'node:os';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
-import type { FastifyInstance, FastifyListenOptions } from 'fastify';
 import { GROUP, PLURAL, POLICY_PLURAL, VERSION, type AdmissionPolicy, type AdmissionSuite } from './api/types.ts';
 import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME } from './api/names.ts';
-import { createAdmissionServer } from './admission/server.ts';
+import { AdmissionServer } from './admission/server.ts';
 import { Metrics } from './health/metrics.ts';
 import { readCertificate } from './certs/x509.ts';
 import { caFromSecret } from './certs/authority.ts';
@@ -136,10 +135,9 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   let draining = false;
   // Read at apply and reconcile time only (type checking), cached by the documents' hashes.
   const schemas = new OpenApiSchemas(kubeConfig);
-  const admission: FastifyInstance = createAdmissionServer({ registry, policies: policyRegistry, certificates, metrics, log: componentLogger('admission'), paramsAccess, schemas, draining: () => draining });
+  const admission = new AdmissionServer({ registry, policies: policyRegistry, certificates, metrics, log: componentLogger('admission'), paramsAccess, schemas, draining: () => draining });
   const listen = async () => {
-    // reusePort: replicas on one host share the port (Node 24).
-    await admission.listen({ port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true } as FastifyListenOptions);
+    await admission.listen({ port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true });
   };
   let servingPort = config.servingPort;
   if (options.serve !== false) {

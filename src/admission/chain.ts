@@ -13,7 +13,6 @@
  * A ReviewError thrown at any step is a transport failure, answered by the server's error handler.
  * Knows no webhook's domain and no transport beyond the reply it writes to.
  */
-import type { FastifyReply } from 'fastify';
 import { outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { Logger } from '../log.ts';
 import { internalError, type CompiledWebhook } from '../registry/compile.ts';
@@ -31,8 +30,11 @@ export interface Router {
   offload: boolean;
 }
 
-/** The content type of every answer (what fastify's own serializer sets). */
-const JSON_TYPE = 'application/json; charset=utf-8';
+/** Where the chain writes its answer: the server's response to this request (server.ts). */
+export interface Reply {
+  /** Sends the JSON text `json` with HTTP `status`; `close` closes the connection after it. */
+  send(status: number, json: string, close: boolean): void;
+}
 
 export interface ChainOptions {
   offload: ReviewOffload;
@@ -53,7 +55,7 @@ export class AdmissionChain {
   }
 
   /** One request through every step; undefined when it was answered synchronously. */
-  handle(router: Router, suite: string, name: string, body: unknown, reply: FastifyReply): Promise<FastifyReply> | undefined {
+  handle(router: Router, suite: string, name: string, body: unknown, reply: Reply): Promise<void> | undefined {
     const started = performance.now();
     if (body instanceof LargeBody) {
       if (router.offload) return this.offloaded(this.route(router, suite, name), body, reply, started);
@@ -62,7 +64,7 @@ export class AdmissionChain {
     const { apiVersion, request } = decodeReview(body);
     const webhook = this.route(router, suite, name);
     const decision = webhook.admit(request);
-    if (decision instanceof Promise) return decision.then((d) => this.answer(reply, started, apiVersion, request, webhook, d)).then(() => reply);
+    if (decision instanceof Promise) return decision.then((d) => this.answer(reply, started, apiVersion, request, webhook, d));
     this.answer(reply, started, apiVersion, request, webhook, decision);
     return undefined;
   }
@@ -73,7 +75,7 @@ export class AdmissionChain {
     return webhook;
   }
 
-  private async offloaded(webhook: ServedWebhook, body: LargeBody, reply: FastifyReply, started: number): Promise<FastifyReply> {
+  private async offloaded(webhook: ServedWebhook, body: LargeBody, reply: Reply, started: number): Promise<void> {
     try {
       const judged = await this.offload.admit(webhook.suite, webhook.name, body.text);
       this.answer(reply, started, judged.apiVersion, judged, webhook, judged.decision);
@@ -83,11 +85,10 @@ export class AdmissionChain {
       const { apiVersion, request } = decodeReview(parseJson(body.text));
       this.answer(reply, started, apiVersion, request, webhook, internalError(err, webhook.failurePolicy));
     }
-    return reply;
   }
 
   private answer(
-    reply: FastifyReply,
+    reply: Reply,
     started: number,
     apiVersion: string,
     { uid, operation }: Pick<AdmissionRequest, 'uid' | 'operation'>,
@@ -110,8 +111,6 @@ export class AdmissionChain {
     }
     // While draining, the API server's keep-alive connections are closed after an answer rather
     // than under a request in flight, so its next call opens a connection to another replica.
-    if (this.draining()) void reply.header('connection', 'close');
-    // Sent as text with its type set, fastify does not serialize it again.
-    void reply.header('content-type', JSON_TYPE).send(JSON.stringify(encodeReview(apiVersion, uid, decision)));
+    reply.send(200, JSON.stringify(encodeReview(apiVersion, uid, decision)), this.draining());
   }
 }

@@ -1,20 +1,23 @@
 /**
  * admission: the HTTPS endpoint the API server calls: TLS (SNI from the certificate store),
- * limits, body parsing, and routing. /admit/<suite>/<webhook> goes to the registry's webhooks,
+ * limits, body reading (body.ts), and routing. /admit/<suite>/<webhook> goes to the registry's webhooks,
  * the suite-validation path to the operator's own; both through the one per-request chain
  * (chain.ts: decode, route, offload, decide, failurePolicy, encode). Transport failures are
  * answered here. It never evaluates rules itself and makes no API calls of its own (a webhook
  * whose rules use `authorizer` asks SubjectAccessReviews through the Authorizer it was compiled with).
  */
 import { constants } from 'node:crypto';
-import type https from 'node:https';
-import Fastify, { type FastifyInstance } from 'fastify';
+import https from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { lookup } from 'node:dns/promises';
 import type { CertificateStore } from '../certs/store.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { Logger } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LARGE_BODY, LargeBody, ReviewOffload } from './offload.ts';
-import { AdmissionChain, type Router } from './chain.ts';
+import { AdmissionChain, type Reply, type Router } from './chain.ts';
+import { readJsonBody } from './body.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import { policyValidationWebhook, suiteValidationWebhook, type ParamsAccessCheck } from './suite-validation.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
@@ -81,87 +84,190 @@ export interface AdmissionServerOptions {
   draining?: () => boolean;
 }
 
-export function createAdmissionServer(options: AdmissionServerOptions): FastifyInstance {
-  const { registry, certificates, metrics, log, paramsAccess } = options;
-  const limits = { ...SERVING_LIMITS, ...options.limits };
-  const app = Fastify({
-    https: {
-      SNICallback: certificates.sniCallback,
-      ...TLS_OPTIONS,
-      handshakeTimeout: limits.handshakeTimeoutMs,
-      // Node looks for requests past their timeouts on this period (30 s by default, which would double ours).
-      connectionsCheckingInterval: Math.min(1000, limits.requestTimeoutMs / 2),
-    } as https.ServerOptions,
-    bodyLimit: BODY_LIMIT,
-    requestTimeout: limits.requestTimeoutMs,
-    logger: false,
-    return503OnClosing: false,
-  });
+export interface ListenOptions {
+  port: number;
+  host: string;
+  /** Replicas on one host share the port (Node 24). */
+  reusePort?: boolean;
+}
 
-  app.server.maxConnections = limits.maxConnections;
-  app.server.headersTimeout = limits.headersTimeoutMs;
+/**
+ * Longer than any client's idle wait would make the server the side that closes idle connections
+ * (so a client could send on a connection as it closes); Go's http.Transport, the API server's
+ * webhook client, keeps idle connections 90 s. Fastify's default, kept from when this server ran on it.
+ */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
-  // Only JSON is an AdmissionReview; anything else is refused with 415 before it is read.
-  app.removeContentTypeParser(['text/plain', 'application/json']);
-  // Plain JSON.parse: fastify's default (secure-json-parse) scans every body for prototype keys,
-  // a sixth of the request's cost. JSON.parse only ever makes own properties, and nothing here
-  // merges a review into another object's prototype chain.
-  // A large body is left as text for the review worker (offload.ts), off this event loop.
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    if ((body as string).length >= LARGE_BODY) return done(null, new LargeBody(body as string));
-    try {
-      done(null, parseJson(body as string));
-    } catch (err) {
-      done(err as ReviewError, undefined);
+/** The content type of every answer. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** A fixed route: one path, one webhook. */
+interface Route {
+  router: Router;
+  suite: string;
+  name: string;
+}
+
+const ADMIT_PREFIX = '/admit/';
+
+/**
+ * The endpoint on node:https itself. It was a fastify app; for a handful of POST routes that all
+ * take JSON and answer JSON, fastify's routing, hooks and reply added about 4 us per review beyond
+ * a bare Node server (bench/run.ts), a tenth of the whole hot path, and nothing it offered was used.
+ */
+export class AdmissionServer {
+  /** The server on the first address listened on (the only one unless `localhost` resolves to several). */
+  readonly server: https.Server;
+  private readonly secondaries: https.Server[] = [];
+  private readonly options: https.ServerOptions;
+  private readonly maxConnections: number;
+  private readonly chain: AdmissionChain;
+  private readonly offload: ReviewOffload;
+  private readonly routes = new Map<string, Route>();
+  private readonly suites: Router;
+  private readonly metrics: Metrics;
+  private readonly log: Logger;
+  private closing = false;
+
+  constructor(options: AdmissionServerOptions) {
+    const { registry, certificates, metrics, log, paramsAccess } = options;
+    const limits = { ...SERVING_LIMITS, ...options.limits };
+    this.metrics = metrics;
+    this.log = log;
+    this.offload = new ReviewOffload(registry, log);
+    const draining = options.draining ?? (() => false);
+    // The server only routes: every request goes through the one chain (chain.ts).
+    this.chain = new AdmissionChain({ offload: this.offload, log, draining: () => this.closing || draining() });
+    this.suites = { find: (suite, webhook) => registry.webhook(suite, webhook), offload: true };
+    const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas);
+    // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
+    this.routes.set(SUITE_VALIDATION.path, { router: { find: () => validation, offload: false }, suite: validation.suite, name: validation.name });
+    if (options.policies) {
+      const policies = options.policies;
+      const policyValidation = policyValidationWebhook(policies, paramsAccess, options.schemas);
+      this.routes.set(NAMESPACED.validationPath, { router: { find: () => policyValidation, offload: false }, suite: '', name: policyValidation.name });
+      // The namespaced policies' webhooks; a large body is decoded here, not in the review worker (which holds the suites only).
+      for (const type of ['Mutating', 'Validating'] as const) {
+        const webhook = namespacedWebhook(type, policies);
+        this.routes.set(NAMESPACED.paths[type], { router: { find: () => webhook, offload: false }, suite: '', name: webhook.name });
+      }
     }
-  });
-  const offload = new ReviewOffload(registry, log);
-  app.addHook('onClose', async () => offload.close());
+    this.options = {
+        SNICallback: certificates.sniCallback,
+        ...TLS_OPTIONS,
+        handshakeTimeout: limits.handshakeTimeoutMs,
+        requestTimeout: limits.requestTimeoutMs,
+        headersTimeout: limits.headersTimeoutMs,
+        keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+        // Node looks for requests past their timeouts on this period (30 s by default, which would double ours).
+        connectionsCheckingInterval: Math.min(1000, limits.requestTimeoutMs / 2),
+    };
+    this.maxConnections = limits.maxConnections;
+    this.server = this.newServer();
+  }
 
-  app.setNotFoundHandler((request) => {
-    throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `${request.method} ${request.url}`);
-  });
-
-  app.setErrorHandler((error, _request, reply) => {
-    const reviewError = toReviewError(error);
-    log.warn('rejected an admission request', { code: reviewError.kind.code, reason: reviewError.message });
-    metrics.countRejected(reviewError.kind.code);
-    void reply.code(reviewError.kind.status).send(encodeFailure(reviewError));
-  });
-
-  // The server only routes: every request goes through the one chain (chain.ts).
-  const chain = new AdmissionChain({ offload, log, draining: options.draining ?? (() => false) });
-  const suites: Router = { find: (suite, webhook) => registry.webhook(suite, webhook), offload: true };
-  const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas);
-  // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
-  const suiteValidation: Router = { find: () => validation, offload: false };
-  app.post(SUITE_VALIDATION.path, (request, reply) => chain.handle(suiteValidation, validation.suite, validation.name, request.body, reply));
-  if (options.policies) {
-    const policies = options.policies;
-    const policyValidation = policyValidationWebhook(policies, paramsAccess, options.schemas);
-    app.post(NAMESPACED.validationPath, (request, reply) => chain.handle({ find: () => policyValidation, offload: false }, '', policyValidation.name, request.body, reply));
-    // The namespaced policies' webhooks; a large body is decoded here, not in the review worker (which holds the suites only).
-    for (const type of ['Mutating', 'Validating'] as const) {
-      const webhook = namespacedWebhook(type, policies);
-      app.post(NAMESPACED.paths[type], (request, reply) => chain.handle({ find: () => webhook, offload: false }, '', webhook.name, request.body, reply));
+  /**
+   * Listens on `host`; for `localhost`, on every address it resolves to (127.0.0.1 and ::1 where
+   * both are there), since a client resolving it may try either first.
+   */
+  async listen(options: ListenOptions): Promise<void> {
+    const addresses = options.host === 'localhost' ? (await lookup('localhost', { all: true })).map((a) => a.address) : [options.host];
+    await listenOn(this.server, { ...options, host: addresses[0]! });
+    const port = (this.server.address() as AddressInfo).port;
+    for (const host of addresses.slice(1)) {
+      const secondary = this.newServer();
+      try {
+        await listenOn(secondary, { ...options, host, port });
+        this.secondaries.push(secondary);
+      } catch (err) {
+        // An address family the host has turned off (no IPv6) is not an error.
+        if (!['EADDRNOTAVAIL', 'EAFNOSUPPORT'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
+      }
     }
   }
-  // Not async: a synchronous decision is answered in the same tick, with no promise around it.
-  // A throw here reaches the error handler as from an async handler.
-  app.post<{ Params: { suite: string; webhook: string } }>('/admit/:suite/:webhook', (request, reply) =>
-    chain.handle(suites, request.params.suite, request.params.webhook, request.body, reply),
-  );
-  return app;
+
+  /** Stops accepting, closes idle connections, lets requests in flight be answered (each closing its connection), then stops the review worker. */
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(
+      [this.server, ...this.secondaries.splice(0)].filter((server) => server.listening).map((server) => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        return closed;
+      }),
+    );
+    await this.offload.close();
+  }
+
+  private newServer(): https.Server {
+    const server = https.createServer(this.options, (request, response) => this.serve(request, response));
+    server.maxConnections = this.maxConnections;
+    return server;
+  }
+
+  private serve(request: IncomingMessage, response: ServerResponse): void {
+    const reply: Reply = { send: (status, json, close) => send(response, status, json, close) };
+    const route = request.method === 'POST' ? this.route(request.url ?? '') : undefined;
+    if (!route) return this.fail(new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `${request.method} ${request.url}`), reply, false);
+    readJsonBody(
+      request,
+      BODY_LIMIT,
+      (text) => {
+        try {
+          if (text === '') throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, 'the body is empty');
+          const body = text.length >= LARGE_BODY ? new LargeBody(text) : parseJson(text);
+          const answered = this.chain.handle(route.router, route.suite, route.name, body, reply);
+          if (answered) answered.catch((err: unknown) => this.fail(err, reply, false));
+        } catch (err) {
+          this.fail(err, reply, false);
+        }
+      },
+      // The rest of the body is unread: the connection cannot carry another request.
+      (err) => this.fail(err, reply, true),
+    );
+  }
+
+  /** The route of a request's URL; its query (the API server sends `?timeout=10s`) is not part of it. */
+  private route(url: string): Route | undefined {
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    if (path.startsWith(ADMIT_PREFIX)) {
+      // Suite and webhook names are DNS labels: nothing in them is escaped.
+      const slash = path.indexOf('/', ADMIT_PREFIX.length);
+      if (slash === -1 || path.includes('/', slash + 1)) return undefined;
+      return { router: this.suites, suite: path.slice(ADMIT_PREFIX.length, slash), name: path.slice(slash + 1) };
+    }
+    return this.routes.get(path);
+  }
+
+  /** A transport failure: answered as an AdmissionReview with its catalogue code, counted and logged. */
+  private fail(error: unknown, reply: Reply, close: boolean): void {
+    const reviewError = toReviewError(error);
+    this.log.warn('rejected an admission request', { code: reviewError.kind.code, reason: reviewError.message });
+    this.metrics.countRejected(reviewError.kind.code);
+    reply.send(reviewError.kind.status, JSON.stringify(encodeFailure(reviewError)), close || this.closing);
+  }
+}
+
+function listenOn(server: https.Server, options: ListenOptions): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function send(response: ServerResponse, status: number, json: string, close: boolean): void {
+  if (response.headersSent) return;
+  const headers = ['content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(json))];
+  if (close) headers.push('connection', 'close');
+  response.writeHead(status, headers);
+  response.end(json);
 }
 
 function toReviewError(error: unknown): ReviewError {
   if (error instanceof ReviewError) return error;
-  const code = (error as { code?: string }).code;
-  const message = (error as Error).message ?? String(error);
-  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ReviewError(REVIEW_ERRORS.BAD_CONTENT_TYPE, message);
-  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ReviewError(REVIEW_ERRORS.BODY_TOO_LARGE, `${BODY_LIMIT} bytes`);
-  if (code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error instanceof SyntaxError || code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
-    return new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, message);
-  }
-  return new ReviewError(REVIEW_ERRORS.NOT_A_REVIEW, message);
+  return new ReviewError(REVIEW_ERRORS.NOT_A_REVIEW, (error as Error).message ?? String(error));
 }

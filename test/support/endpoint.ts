@@ -4,8 +4,7 @@
  * AdmissionReviews as the API server would, without a control plane.
  */
 import https from 'node:https';
-import type { FastifyInstance } from 'fastify';
-import { createAdmissionServer, type ServingLimits } from '../../src/admission/server.ts';
+import { AdmissionServer, type ServingLimits } from '../../src/admission/server.ts';
 import { Metrics } from '../../src/health/metrics.ts';
 import { CertificateStore } from '../../src/certs/store.ts';
 import { createCA, issueLeaf } from '../../src/certs/x509.ts';
@@ -34,7 +33,7 @@ export async function startTestEndpoint(registry: SuiteRegistry, suite: string, 
   const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
   const certificates = new CertificateStore();
   certificates.set(suite, leaf.certPem, leaf.keyPem);
-  const app: FastifyInstance = createAdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger, ...(limits ? { limits } : {}) });
+  const app = new AdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger, ...(limits ? { limits } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
   const post = (path: string, body: string, contentType = 'application/json'): Promise<Reply> =>

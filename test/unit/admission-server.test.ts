@@ -4,7 +4,8 @@
  * the server keeps serving.
  */
 import { expect } from 'chai';
-import { startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
+import { SERVER_NAME, startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
+import { BODY_LIMIT } from '../../src/admission/server.ts';
 import https from 'node:https';
 import { REVIEW_ERRORS } from '../../src/admission/errors.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
@@ -71,6 +72,45 @@ describe('admission: the HTTPS endpoint', function () {
       expect(ok.body.response.allowed).to.equal(true);
     });
   }
+
+  it('routes by path alone: the query the API server adds (?timeout=10s) is not part of the route', async function () {
+    const reply = await post('/admit/guards/replicas?timeout=10s', JSON.stringify(fixtures.deploymentCreate()));
+    expect(reply.status).to.equal(200);
+    expect(reply.body.response.status.message).to.equal('at most 2 replicas');
+  });
+
+  it('answers a GET with 404 and a reason', async function () {
+    const reply = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      https
+        .get({ host: '127.0.0.1', port: endpoint.port, path: '/admit/guards/replicas', servername: SERVER_NAME, ca: endpoint.caPem }, (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        })
+        .on('error', reject);
+    });
+    expect(reply.status).to.equal(404);
+    expect(reply.body.response.status.reason).to.equal(REVIEW_ERRORS.UNKNOWN_WEBHOOK.code);
+  });
+
+  it('refuses a body declared larger than the limit with 413 before reading it, and keeps serving', async function () {
+    const reply = await new Promise<{ status: number; connection?: string; body: any }>((resolve, reject) => {
+      const req = https.request(
+        { host: '127.0.0.1', port: endpoint.port, path: '/admit/guards/replicas', method: 'POST', servername: SERVER_NAME, ca: endpoint.caPem, headers: { 'content-type': 'application/json', 'content-length': BODY_LIMIT + 1 } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, body: JSON.parse(text) }));
+        },
+      );
+      req.on('error', reject);
+      req.flushHeaders(); // and no body: the answer must not wait for one
+    });
+    expect(reply.status).to.equal(413);
+    expect(reply.connection, 'the unread body cannot be followed by another request').to.equal('close');
+    expect(reply.body.response.status.reason).to.equal(REVIEW_ERRORS.BODY_TOO_LARGE.code);
+    expect((await post('/admit/guards/replicas', JSON.stringify(fixtures.deploymentCreate()))).status).to.equal(200);
+  });
 
   it('names the catalogue code of a transport error', async function () {
     const reply = await post('/admit/guards/replicas', '{');
