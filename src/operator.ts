@@ -26,6 +26,7 @@ import { EventRecorder } from './controller/events.ts';
 import { LeaderElector } from './controller/leader.ts';
 import { WorkQueue } from './controller/queue.ts';
 import { SuiteReconciler } from './controller/reconciler.ts';
+import type { ServeCertificate } from './controller/serving.ts';
 import { OrphanSweeper } from './controller/orphans.ts';
 import { createHealthServer } from './health/server.ts';
 import { LookupNotReady, type ClusterView } from './handlers/handler.ts';
@@ -210,9 +211,13 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     log: componentLogger('ca'),
     facts: cachedRotationFacts({ secrets, suites, configurations, certificates }),
   });
+  // A rotation is counted once, by whichever of the reconcile and the Secret's watch event installs the new certificate first.
+  const serve: ServeCertificate = (key, certPem, keyPem) => {
+    if (certificates.install(key, certPem, keyPem)) metrics.rotated('serving');
+  };
   const reconcilers: Reconcilers = {
     ca: caReconciler,
-    self: new SelfReconciler({ kube, config: effective, ca: caReconciler, cached, log: componentLogger('suite-validation') }),
+    self: new SelfReconciler({ kube, config: effective, ca: caReconciler, cached, serve, log: componentLogger('suite-validation') }),
     orphans: new OrphanSweeper({ kube, suites, made, log: componentLogger('orphans') }),
     namespaced: new NamespacedReconciler({
       kube,
@@ -226,7 +231,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       schemas,
       log: componentLogger('namespaced'),
     }),
-    suite: new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, schemas, log: componentLogger('reconciler') }),
+    suite: new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, schemas, serve, log: componentLogger('reconciler') }),
   };
   const queue = new WorkQueue(
     dispatcher(reconcilers, (kind, result, seconds) => metrics.reconciled(kind, result, seconds), () => queue.add(CA_KEY)),

@@ -40,9 +40,13 @@ export class CertificateStore {
       this.remove(key);
       return false;
     }
-    const certPem = Buffer.from(crt, 'base64').toString();
+    return this.install(key, Buffer.from(crt, 'base64').toString(), Buffer.from(tlsKey, 'base64').toString());
+  }
+
+  /** Serves `certPem` for `key`; true when a different certificate replaced one served: a rotation. */
+  install(key: string, certPem: string, keyPem: string): boolean {
     const before = this.served(key);
-    this.set(key, certPem, Buffer.from(tlsKey, 'base64').toString());
+    this.set(key, certPem, keyPem);
     return before !== undefined && before !== certPem;
   }
 

@@ -80,7 +80,7 @@ export async function createCA(req: CaRequest): Promise<IssuedCertificate> {
       await x509.AuthorityKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
-  return { certPem: cert.toString('pem'), keyPem: await keyToPem(keys.privateKey), notBefore, notAfter: req.notAfter, serial };
+  return { certPem: cert.toString('pem'), keyPem: await keyToPem(keys.privateKey), ...validity(cert), serial };
 }
 
 export interface LeafRequest {
@@ -130,7 +130,16 @@ export async function issueLeaf(ca: KeyPairPem, req: LeafRequest): Promise<Issue
       ...(altNames.length ? [new x509.SubjectAlternativeNameExtension(altNames)] : []),
     ],
   });
-  return { certPem: cert.toString('pem'), keyPem: await keyToPem(keys.privateKey), notBefore, notAfter, serial };
+  return { certPem: cert.toString('pem'), keyPem: await keyToPem(keys.privateKey), ...validity(cert), serial };
+}
+
+/**
+ * The validity as the certificate carries it: whole seconds. The requested dates have
+ * milliseconds, and a status written from them differed from every later one read back from the
+ * certificate (a second status write per new suite, and one per suite after each restart).
+ */
+function validity(cert: x509.X509Certificate): { notBefore: Date; notAfter: Date } {
+  return { notBefore: cert.notBefore, notAfter: cert.notAfter };
 }
 
 /** Clock skew between nodes is common; a certificate valid from a minute ago avoids "not yet valid". */

@@ -18,7 +18,7 @@ import type { SuiteRegistry } from '../registry/registry.ts';
 import { typeCheckSuite, TypeCheckMemo, type SchemaSource } from '../registry/typecheck.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
 import { CONFIGURATION_KINDS, metadataFor, serviceRef, servingNames, service, webhookConfigurations } from './desired.ts';
-import { ensureLeaf, probeEndpointSoon, probeTarget } from './serving.ts';
+import { ensureLeaf, probeEndpointSoon, probeTarget, type ServeCertificate } from './serving.ts';
 import type { EventRecorder } from './events.ts';
 import type { ReconcileResult } from './queue.ts';
 
@@ -41,6 +41,8 @@ export interface ReconcilerDeps {
   params: { readiness(ref: { apiVersion: string; kind: string; namespace?: string }): Readiness };
   /** The OpenAPI schemas `status.typeChecking` is computed against (and their epoch, which moves when one changes); without them, nothing is reported there. */
   schemas?: SchemaSource & { epoch(): number };
+  /** Serves a suite's certificate here at once (serving.ts); without it, only once its Secret's watch event arrives. */
+  serve?: ServeCertificate;
   log: Logger;
   now?: () => Date;
 }
@@ -107,6 +109,7 @@ export class SuiteReconciler {
       this.now(),
       this.deps.cached,
     );
+    this.deps.serve?.(suite.metadata.name, serving.certPem, serving.keyPem);
     if (serving.issuedSerial) {
       // An Event is a record for people: written beside the reconcile, not in its way.
       void this.deps.events.record(suite, 'Normal', 'CertificateIssued', `issued serving certificate ${serving.issuedSerial} valid until ${serving.notAfter.toISOString()}`);

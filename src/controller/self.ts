@@ -12,7 +12,7 @@ import type { Logger } from '../log.ts';
 import type { CaReconciler } from './ca.ts';
 import { operatorService, serviceClientConfig, type ObjectMetadata, type OwnerReference, type ServiceRef } from './desired.ts';
 import type { ReconcileResult } from './queue.ts';
-import { ensureLeaf, probeEndpointSoon, probeTarget } from './serving.ts';
+import { ensureLeaf, probeEndpointSoon, probeTarget, type ServeCertificate } from './serving.ts';
 
 /** The work-queue key of the suite-validation webhook; not a DNS label, so no suite can have it. */
 export const SELF_KEY = '#self';
@@ -39,6 +39,8 @@ export interface SelfReconcilerDeps {
   ca: CaReconciler;
   /** The operator's caches of what it made: read there, not from the API server, when they hold it. */
   cached: CacheLookup;
+  /** Serves the operator's certificate here at once (serving.ts); without it, only once its Secret's watch event arrives. */
+  serve?: ServeCertificate;
   log: Logger;
   now?: () => Date;
 }
@@ -82,6 +84,7 @@ export class SelfReconciler {
       this.now(),
       this.deps.cached,
     );
+    this.deps.serve?.(SELF_CERTIFICATE, serving.certPem, serving.keyPem);
     const ref = selfServiceRef(config);
     const service = await applyOwned(kube, operatorService(metadata(SUITE_VALIDATION.service, config.namespace), ref, config), this.deps.cached);
     const probe = await probeEndpointSoon(probeTarget(config, service, SERVICE_PORT), serverName, ca.bundle, serving.certPem);

@@ -25,6 +25,7 @@ export interface LeafSpec {
 
 export interface ServingCertificate {
   certPem: string;
+  keyPem: string;
   notAfter: Date;
   renewalTime: Date;
   /** The serial of a certificate issued by this call; undefined when the existing one was kept. */
@@ -46,7 +47,7 @@ export async function ensureLeaf(kube: Kube, ca: CaMaterial, spec: LeafSpec, now
     if (namesMatch && renewal > now) {
       // The bundle changes during a CA rotation; the certificate need not.
       if (decode('ca.crt') !== ca.bundle) await apply(kube, tlsSecret(spec.metadata, certPem, keyPem, ca.bundle));
-      return { certPem, notAfter: facts.notAfter, renewalTime: renewal };
+      return { certPem, keyPem, notAfter: facts.notAfter, renewalTime: renewal };
     }
   }
   const issued = await issueLeaf(ca, {
@@ -59,11 +60,21 @@ export async function ensureLeaf(kube: Kube, ca: CaMaterial, spec: LeafSpec, now
   await apply(kube, tlsSecret(spec.metadata, issued.certPem, issued.keyPem, ca.bundle));
   return {
     certPem: issued.certPem,
+    keyPem: issued.keyPem,
     notAfter: issued.notAfter,
     renewalTime: renewalTime(issued.notBefore, issued.notAfter, spec.renewBeforeMs),
     issuedSerial: issued.serial,
   };
 }
+
+/**
+ * Puts a serving certificate in front of this replica's endpoint (the certificate store, under its
+ * key) as soon as the reconcile has it, rather than when its Secret's watch event arrives: under a
+ * burst of new suites that event took longer than the probe's retries, and each such suite went
+ * through WaitingForEndpoint (a status write and a requeue). The watch still serves every other
+ * replica, and brings this one the same certificate again.
+ */
+export type ServeCertificate = (key: string, certPem: string, keyPem: string) => void;
 
 /** Where the API server's calls arrive: this process's own port (local mode), or a Service's ClusterIP. */
 export interface ProbeTarget {

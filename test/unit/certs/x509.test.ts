@@ -32,6 +32,18 @@ describe('certs/x509', function () {
     expect(leaf.notAfter.getTime()).to.be.at.most(readCertificate(ca.certPem).notAfter.getTime());
   });
 
+  it('reports the validity a certificate carries (whole seconds), the same as reading it back gives', async function () {
+    const notAfter = new Date(Math.floor(Date.now() / 1000) * 1000 + 10 * 86_400_000 + 328);
+    const ca = await createCA({ commonName: 'ca', notAfter });
+    const leaf = await issueLeaf(ca, { commonName: 'svc', dnsNames: ['svc.ns.svc'], usage: 'server', notAfter: new Date(notAfter.getTime() - 86_400_000) });
+    for (const issued of [ca, leaf]) {
+      const read = readCertificate(issued.certPem);
+      expect(issued.notAfter.toISOString()).to.equal(read.notAfter.toISOString());
+      expect(issued.notBefore.toISOString()).to.equal(read.notBefore.toISOString());
+      expect(issued.notAfter.getMilliseconds()).to.equal(0);
+    }
+  });
+
   it('issues RSA 2048 leaves as well as ECDSA P-256', async function () {
     const ca = await createCA({ commonName: 'ca', notAfter: inDays(10) });
     const rsa = await issueLeaf(ca, { commonName: 'svc', usage: 'server', notAfter: inDays(1), keyAlgorithm: 'RSA' });
