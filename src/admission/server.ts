@@ -153,14 +153,14 @@ export class AdmissionServer {
       }
     }
     this.options = {
-        SNICallback: certificates.sniCallback,
-        ...TLS_OPTIONS,
-        handshakeTimeout: limits.handshakeTimeoutMs,
-        requestTimeout: limits.requestTimeoutMs,
-        headersTimeout: limits.headersTimeoutMs,
-        keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-        // Node looks for requests past their timeouts on this period (30 s by default, which would double ours).
-        connectionsCheckingInterval: Math.min(1000, limits.requestTimeoutMs / 2),
+      SNICallback: certificates.sniCallback,
+      ...TLS_OPTIONS,
+      handshakeTimeout: limits.handshakeTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      // Node looks for requests past their timeouts on this period (30 s by default, which would double ours).
+      connectionsCheckingInterval: Math.min(1000, limits.requestTimeoutMs / 2),
     };
     this.maxConnections = limits.maxConnections;
     this.server = this.newServer();
