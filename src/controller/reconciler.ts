@@ -52,6 +52,13 @@ export class SuiteReconciler {
   private readonly now: () => Date;
   /** Each suite's last type check, by generation and schema epoch. */
   private readonly typeChecks = new TypeCheckMemo();
+  /**
+   * Each suite's version our last status write was made over, while it made a newer one. A
+   * reconcile woken before the suite's cache has that write (by its own Secret's or Service's
+   * event) would compare against the old status, write again over a stale version, conflict, read
+   * the suite and write once more; the write's own watch event wakes the suite again anyway.
+   */
+  private readonly statusWrittenOver = new Map<string, string>();
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -63,6 +70,7 @@ export class SuiteReconciler {
     // A deleted suite's objects go through garbage collection (owner references), even with no operator running.
     if (!suite) {
       this.typeChecks.forget(name);
+      this.statusWrittenOver.delete(name);
       return;
     }
     try {
@@ -218,9 +226,16 @@ export class SuiteReconciler {
     // The API server hands status back with its keys sorted: compared as JSON values, not as text
     // (which rewrote an unchanged status on every reconcile).
     if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), current)) return;
+    const name = suite.metadata.name;
+    // The cache is behind our own last write: its event will bring the suite back here.
+    if (suite.metadata.resourceVersion && this.statusWrittenOver.get(name) === suite.metadata.resourceVersion) return;
     const kube = this.deps.kube;
-    const replace = (base: AdmissionSuite) =>
-      write(kube, () => kube.custom.replaceClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: PLURAL, name: suite.metadata.name, body: { ...base, status } }));
+    const replace = async (base: AdmissionSuite) => {
+      const written = (await write(kube, () => kube.custom.replaceClusterCustomObjectStatus({ group: GROUP, version: VERSION, plural: PLURAL, name, body: { ...base, status } }))) as AdmissionSuite;
+      const over = base.metadata.resourceVersion;
+      if (over && written?.metadata?.resourceVersion && written.metadata.resourceVersion !== over) this.statusWrittenOver.set(name, over);
+      else this.statusWrittenOver.delete(name);
+    };
     try {
       await replace(suite);
     } catch (err) {
@@ -228,7 +243,7 @@ export class SuiteReconciler {
       if (isNotFound(err)) return;
       if (!isConflict(err)) throw err;
       // The cache was behind: write over the newest version, whose spec we have just converged only if unchanged.
-      const fresh = (await this.deps.kube.custom.getClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, name: suite.metadata.name })) as AdmissionSuite;
+      const fresh = (await this.deps.kube.custom.getClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, name })) as AdmissionSuite;
       if (fresh.metadata.generation !== suite.metadata.generation) return;
       await replace(fresh);
     }
