@@ -176,6 +176,32 @@ describe('security: no confused deputy, nothing of others taken over', function 
     await deleteSuite('foreign');
   });
 
+  it("leaves a Secret or Service someone else made under a suite's names alone, reporting the Conflict", async function () {
+    type Foreign = KubeObject & { apiVersion: string; kind: string; metadata: { name: string; namespace: string } };
+    const cases: [string, Foreign][] = [
+      ['foreign-secret', { apiVersion: 'v1', kind: 'Secret', metadata: { name: tlsSecretName('foreign-secret'), namespace: OPERATOR_NAMESPACE }, type: 'Opaque', data: { theirs: Buffer.from('keep me').toString('base64') } } as Foreign],
+      ['foreign-svc', { apiVersion: 'v1', kind: 'Service', metadata: { name: defaultServiceName('foreign-svc'), namespace: OPERATOR_NAMESPACE }, spec: { ports: [{ port: 8443, targetPort: 8443 }], selector: { app: 'theirs' } } } as Foreign],
+    ];
+    for (const [suiteName, foreign] of cases) {
+      await cluster().kube.objects.create(foreign as never);
+      try {
+        await createSuite(suiteName, denyAll);
+        const suite = await waitForCondition(suiteName, 'Ready', 'False');
+        const ready = condition(suite, 'Ready')!;
+        expect(ready.reason, ready.message).to.equal('Conflict');
+        expect(ready.message).to.contain(`${foreign.kind} ${OPERATOR_NAMESPACE}/${foreign.metadata.name}`);
+        const theirs = (await getObject(cluster().kube, foreign)) as KubeObject & { data?: Record<string, string>; spec?: { selector?: Record<string, string> } };
+        expect(theirs.metadata?.ownerReferences ?? [], foreign.kind).to.deep.equal([]);
+        expect(theirs.metadata?.labels ?? {}, foreign.kind).to.deep.equal({});
+        if (foreign.kind === 'Secret') expect(theirs.data).to.deep.equal({ theirs: Buffer.from('keep me').toString('base64') });
+        else expect(theirs.spec?.selector).to.deep.equal({ app: 'theirs' });
+      } finally {
+        await deleteSuite(suiteName);
+        await deleteIfExists(cluster().kube, foreign);
+      }
+    }
+  });
+
   it("puts back a suite's Service deleted by hand within 10 s", async function () {
     await createSuite('svc-heal', denyAll);
     await waitForCondition('svc-heal', 'Ready', 'True');
