@@ -31,6 +31,7 @@ import { OrphanSweeper } from './controller/orphans.ts';
 import { createHealthServer } from './health/server.ts';
 import { LookupNotReady, type ClusterView } from './handlers/handler.ts';
 import { connect, describeError, type CacheLookup, type Kube, type KubeObject } from './kube/client.ts';
+import { watchTakenNames } from './kube/names.ts';
 import { watchCache, type WatchedCache } from './kube/watch.ts';
 import { shareConnections } from './kube/connections.ts';
 import { ObjectWatches } from './kube/objects.ts';
@@ -201,7 +202,24 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', cache: validatingConfigurations },
   ] as { apiVersion: string; kind: string; cache: WatchedCache<KubernetesObject> }[];
   const byKind = new Map(made.map(({ kind, cache }) => [kind, cache]));
-  const cached: CacheLookup = (header) => byKind.get(header.kind ?? '')?.get(header.metadata?.name ?? '', header.metadata?.namespace) as KubeObject | undefined;
+  // Every name of those kinds where the operator makes them, anyone's: a name no one has is written without a read first.
+  const namesPaths: [string, string, string | undefined][] = [
+    ['Secret', `/api/v1/namespaces/${config.namespace}/secrets`, config.namespace],
+    ['Service', `/api/v1/namespaces/${config.namespace}/services`, config.namespace],
+    ['MutatingWebhookConfiguration', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', undefined],
+    ['ValidatingWebhookConfiguration', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', undefined],
+  ];
+  const takenNames = new Map(namesPaths.map(([kind, path, namespace]) => [kind, { namespace, names: watchTakenNames(kubeConfig, path, log) }]));
+  const cached: CacheLookup = Object.assign(
+    (header: Parameters<CacheLookup>[0]) => byKind.get(header.kind ?? '')?.get(header.metadata?.name ?? '', header.metadata?.namespace) as KubeObject | undefined,
+    {
+      free: (header: Parameters<CacheLookup>[0]) => {
+        const index = takenNames.get(header.kind ?? '');
+        if (!index || index.namespace !== header.metadata?.namespace) return false;
+        return index.names.taken(header.metadata?.name ?? '', header.metadata?.namespace) === false;
+      },
+    },
+  );
 
   const caReconciler = new CaReconciler({
     kube,
@@ -317,7 +335,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       schemaChanges.stop();
       queue.stop();
       await elector.stop();
-      await Promise.all([suites, policies, secrets, services, namespaces, limitRanges, params, lookups, ...configurations].map((w) => w.stop()));
+      await Promise.all([suites, policies, secrets, services, namespaces, limitRanges, params, lookups, ...configurations, ...[...takenNames.values()].map((t) => t.names)].map((w) => w.stop()));
       await new Promise((resolve) => health.close(resolve));
       await admission.close();
     },

@@ -8,7 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import type { CaMaterial } from '../certs/authority.ts';
 import { issueLeaf, isSignedBy, readCertificate, type KeyAlgorithm } from '../certs/x509.ts';
 import { renewalTime } from '../certs/renewal.ts';
-import { apply, assertOurs, readOurs, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
+import { apply, applyNew, assertOurs, readOurs, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
 import { tlsSecret, type ObjectMetadata } from './desired.ts';
 import type { OperatorConfig } from '../config.ts';
 
@@ -57,7 +57,8 @@ export async function ensureLeaf(kube: Kube, ca: CaMaterial, spec: LeafSpec, now
     notAfter: new Date(now.getTime() + spec.durationMs),
     keyAlgorithm: spec.keyAlgorithm,
   });
-  await apply(kube, tlsSecret(spec.metadata, issued.certPem, issued.keyPem, ca.bundle));
+  // Not there (or no one was seen to have the name): written without force, so a Secret made meanwhile is never taken over.
+  await (secret ? apply : applyNew)(kube, tlsSecret(spec.metadata, issued.certPem, issued.keyPem, ca.bundle));
   return {
     certPem: issued.certPem,
     keyPem: issued.keyPem,

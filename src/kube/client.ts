@@ -95,6 +95,21 @@ export async function apply<T extends KubeObject>(kube: Kube, object: T): Promis
   return write(kube, async () => (await kube.objects.patch(object, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply)) as T);
 }
 
+/**
+ * Server-side apply of an object no one was seen to have (not read first: names.ts), without
+ * force. Someone who made it meanwhile owns its fields: the apply then fails (a conflict, or an
+ * immutable field) rather than taking them over, and the object is read to say whose it is.
+ */
+export async function applyNew<T extends KubeObject>(kube: Kube, object: T): Promise<T> {
+  try {
+    return await write(kube, async () => (await kube.objects.patch(object, undefined, undefined, FIELD_MANAGER, false, k8s.PatchStrategy.ServerSideApply)) as T);
+  } catch (err) {
+    if (err instanceof NotLeaderError) throw err;
+    assertOurs(await getObject(kube, object as Parameters<typeof getObject>[1]), object);
+    throw err;
+  }
+}
+
 type Metadata = { name?: string; namespace?: string; labels?: Record<string, string>; ownerReferences?: { uid: string }[] };
 
 /** An object we would write exists and is someone else's: it is never adopted, overwritten or deleted. */
@@ -128,7 +143,11 @@ export function assertOurs(existing: { metadata?: Metadata } | undefined, desire
 }
 
 /** What the operator's label-selected watch caches hold of one object, by its header. */
-export type CacheLookup = (header: { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }) => KubeObject | undefined;
+type ObjectHeader = { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } };
+export type CacheLookup = ((header: ObjectHeader) => KubeObject | undefined) & {
+  /** True when no object at all was seen with the header's name, ours or anyone's (names.ts): it is then written with applyNew, not read first. */
+  free?: (header: ObjectHeader) => boolean;
+};
 
 /**
  * Server-side apply of an object that must be ours: one that exists and is someone else's is left
@@ -142,8 +161,12 @@ export async function applyOwned<T extends KubeObject>(kube: Kube, object: T, ca
   const known = cached?.(object);
   const last = kube.applied.get(key);
   if (known && isOurs(known, object) && last?.digest === digest && last.resourceVersion === known.metadata?.resourceVersion) return known as T;
-  assertOurs(await readOurs(kube, object as Parameters<typeof getObject>[1] & { metadata: Metadata }, cached), object);
-  const applied = await apply(kube, object);
+  let applied: T;
+  if (!known && cached?.free?.(object)) applied = await applyNew(kube, object);
+  else {
+    assertOurs(await readOurs(kube, object as Parameters<typeof getObject>[1] & { metadata: Metadata }, cached), object);
+    applied = await apply(kube, object);
+  }
   const resourceVersion = applied.metadata?.resourceVersion;
   kube.applied.delete(key);
   if (resourceVersion) kube.applied.set(key, { digest, resourceVersion });
@@ -154,7 +177,8 @@ export async function applyOwned<T extends KubeObject>(kube: Kube, object: T, ca
 
 /**
  * The object `desired` names as it is now: from our caches when they hold it as ours, else from
- * the API server (undefined when it does not exist). The caller decides what a foreign one means.
+ * the API server (undefined when it does not exist, or when no one was seen to have the name: the
+ * caller then writes it with applyNew). The caller decides what a foreign one means.
  */
 export async function readOurs<T extends KubeObject>(
   kube: Kube,
@@ -163,6 +187,7 @@ export async function readOurs<T extends KubeObject>(
 ): Promise<T | undefined> {
   const known = cached?.(desired);
   if (known && isOurs(known, desired)) return known as T;
+  if (!known && cached?.free?.(desired)) return undefined;
   return getObject<T>(kube, desired);
 }
 

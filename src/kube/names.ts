@@ -1,0 +1,68 @@
+/**
+ * Which names are taken: a watch of one collection's object metadata only (the API server's
+ * PartialObjectMetadata), every object of it, ours or not. Before it writes an object under a
+ * name, the operator must know that no one else's object has that name; the caches of what it
+ * made (label-selected, whole objects) cannot say so, and asking the API server cost a GET per
+ * object of every new suite. Owns the metadata requests; what a name means is the caller's.
+ */
+import https from 'node:https';
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from '../log.ts';
+import { watchCache, type WatchedCache } from './watch.ts';
+
+const AS_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+const AS_OBJECT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+
+export interface TakenNames {
+  /** Whether an object has `name` (in `namespace`); undefined until the first list has arrived. */
+  taken(name: string, namespace?: string): boolean | undefined;
+  stop(): Promise<void>;
+}
+
+/** The taken names of the collection at `path` (e.g. /api/v1/namespaces/ns/secrets), kept by a metadata-only watch. */
+export function watchTakenNames(config: k8s.KubeConfig, path: string, log: Logger): TakenNames {
+  // The informer's watch asks through this config: its requests ask for metadata only.
+  const metadataOnly = Object.create(config) as k8s.KubeConfig;
+  metadataOnly.applySecurityAuthentication = async (context) => {
+    await config.applySecurityAuthentication(context);
+    context.setHeaderParam('Accept', AS_OBJECT);
+  };
+  let synced = false;
+  const cache: WatchedCache<k8s.KubernetesObject> = watchCache(metadataOnly, {
+    path,
+    list: () => listMetadata(config, path),
+    onChange: () => undefined,
+    log,
+  });
+  void cache.synced.then(() => (synced = true));
+  return {
+    taken: (name, namespace) => (synced ? cache.get(name, namespace) !== undefined : undefined),
+    stop: () => cache.stop(),
+  };
+}
+
+async function listMetadata(config: k8s.KubeConfig, path: string): Promise<k8s.KubernetesListObject<k8s.KubernetesObject>> {
+  const url = new URL(config.getCurrentCluster()!.server + path);
+  // An IPv6 server's URL has its address in brackets, which a request's hostname must not.
+  const options: https.RequestOptions = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, path: url.pathname, method: 'GET', headers: { Accept: AS_LIST } };
+  await config.applyToHTTPSOptions(options);
+  options.headers = { ...options.headers, Accept: AS_LIST };
+  return new Promise((resolve, reject) => {
+    const request = https.request(options, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        if (response.statusCode !== 200) return reject(new Error(`listing ${path}: ${response.statusCode} ${text.slice(0, 200)}`));
+        try {
+          resolve(JSON.parse(text));
+        } catch (err) {
+          reject(err);
+        }
+      });
+      response.on('error', reject);
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
