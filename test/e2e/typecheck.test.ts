@@ -279,6 +279,48 @@ async function nativeWarnings(group: Group): Promise<ExpressionWarning[]> {
   );
 }
 
+/**
+ * The oracle is fair only once kube-controller-manager's type checker has the Widget schema: it
+ * reads the API server's OpenAPI on its own schedule, checks a policy once per generation, and a
+ * policy checked before it had the schema reports nothing for Widgets (seen in CI). A probe policy
+ * whose expression is wrong for Widgets is checked again, one generation at a time, until it warns.
+ */
+async function untilNativeCheckerKnowsWidgets(): Promise<void> {
+  const probe = (attempt: number) => ({
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name: 'typecheck-probe' },
+    spec: {
+      failurePolicy: 'Ignore',
+      matchConstraints: { resourceRules: [{ apiGroups: ['typecheck.example.com'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['widgets'] }] },
+      validations: [{ expression: 'object.spec.labels.team == 1', message: `probe ${attempt}` }],
+    },
+  });
+  let attempt = 0;
+  try {
+    await eventually(
+      async () => {
+        await apply(cluster().kube, probe(++attempt));
+        const warnings = await eventually(
+          async () => {
+            const policy = (await cluster().admissionregistration.readValidatingAdmissionPolicy({ name: 'typecheck-probe' })) as unknown as {
+              metadata: { generation: number };
+              status?: { observedGeneration?: number; typeChecking?: { expressionWarnings?: ExpressionWarning[] } };
+            };
+            if (policy.status?.observedGeneration !== policy.metadata.generation || !policy.status.typeChecking) throw new Error('the probe policy is not type-checked yet');
+            return policy.status.typeChecking.expressionWarnings ?? [];
+          },
+          { what: 'the type checking of the probe policy', timeoutMs: 60_000 },
+        );
+        if (warnings.length === 0) throw new Error('kube-controller-manager does not know the Widget schema yet');
+      },
+      { what: "kube-controller-manager's type checker to know the Widget schema", timeoutMs: 90_000, intervalMs: 1000 },
+    );
+  } finally {
+    await deleteIfExists(cluster().kube, probe(0));
+  }
+}
+
 async function suiteWarnings(name: string): Promise<ExpressionWarning[]> {
   return eventually(
     async () => {
@@ -310,6 +352,7 @@ describe('type checking against the OpenAPI schemas, compared with the native Va
       },
       { what: 'the Widget CRD to be served' },
     );
+    await untilNativeCheckerKnowsWidgets();
     operator = await startTestOperator();
     await waitForSuiteValidation(operator);
   });
