@@ -21,7 +21,7 @@ import { OPERATOR_USER } from '../cluster.ts';
 import { nodeCluster } from '../hooks.ts';
 import { apply, getJson, kc, namespace } from '../kubectl.ts';
 import { layout } from '../layout.ts';
-import { DEPLOY_DIR, ensureOperator, waitSuiteReady } from '../operator.ts';
+import { DEPLOY_DIR, ensureOperator, OPERATOR_NS, waitSuiteReady } from '../operator.ts';
 
 const NS = 'rbac-audit';
 const SUITE = 'rbac-exercise';
@@ -234,6 +234,53 @@ describe('the operator: least privilege, from the audit log', function () {
       },
       { what: 'the RuntimeClass handler to refuse', timeoutMs: 30_000 },
     );
+  });
+
+  it("a Service or configuration someone else holds under a suite's name is read, reported as a Conflict, and left alone", async function () {
+    // A name no one holds is written without a read (src/kube/names.ts); a held one is read to say whose it is.
+    const foreign = [
+      { suite: 'rbac-foreign-svc', type: 'Validating', object: { apiVersion: 'v1', kind: 'Service', metadata: { name: 'portcullis-rbac-foreign-svc', namespace: OPERATOR_NS }, spec: { ports: [{ port: 8443 }], selector: { app: 'theirs' } } } },
+      ...(['Validating', 'Mutating'] as const).map((type) => ({
+        suite: `rbac-foreign-${type.toLowerCase()}`,
+        type,
+        object: {
+          apiVersion: 'admissionregistration.k8s.io/v1',
+          kind: `${type}WebhookConfiguration`,
+          metadata: { name: `portcullis-rbac-foreign-${type.toLowerCase()}` },
+          webhooks: [
+            {
+              name: 'theirs.example.com',
+              clientConfig: { url: 'https://theirs.example.invalid/hook' },
+              rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+              objectSelector: { matchLabels: { 'theirs.example.com/never': 'set' } },
+              failurePolicy: 'Ignore',
+              sideEffects: 'None',
+              admissionReviewVersions: ['v1'],
+            },
+          ],
+        },
+      })),
+    ];
+    try {
+      for (const { suite, type, object } of foreign) {
+        await apply(object);
+        const hook = { name: 'any', type, rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], objectSelector: { matchLabels: { 'rbac-audit/never': 'set' } } };
+        const rules = type === 'Mutating' ? { mutations: [{ patch: [{ op: 'add', path: '/metadata/labels/x', value: 'y' }] }] } : { validations: [{ expression: 'true' }] };
+        await apply({ apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: suite }, spec: { webhooks: [{ ...hook, ...rules }] } });
+        await eventually(async () => expect(await kc(['get', 'admissionsuite', suite, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}'])).to.equal('Conflict'), {
+          what: `suite ${suite} to report the Conflict over ${object.kind} ${object.metadata.name}`,
+          timeoutMs: 60_000,
+        });
+        const theirs = JSON.parse(await kc(['get', object.kind.toLowerCase(), object.metadata.name, ...('namespace' in object.metadata ? ['-n', OPERATOR_NS] : []), '-o', 'json']));
+        expect(theirs.metadata.labels ?? {}, object.kind).to.deep.equal({});
+        expect(theirs.metadata.ownerReferences ?? [], object.kind).to.deep.equal([]);
+      }
+    } finally {
+      for (const { suite, object } of foreign) {
+        await kc(['delete', 'admissionsuite', suite, '--ignore-not-found']);
+        await kc(['delete', object.kind.toLowerCase(), object.metadata.name, ...('namespace' in object.metadata ? ['-n', OPERATOR_NS] : []), '--ignore-not-found']);
+      }
+    }
   });
 
   it('every request of its ServiceAccount was allowed and granted by deploy/02-rbac.yaml, and every grant was used', async function () {
