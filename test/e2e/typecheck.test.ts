@@ -266,16 +266,21 @@ function suiteSpec(group: Group, typeCheckErrors?: 'Warn'): SuiteSpec {
 
 /** The native policy's warnings, once its status controller has type-checked its generation. */
 async function nativeWarnings(group: Group): Promise<ExpressionWarning[]> {
+  return policyWarnings(vapName(group));
+}
+
+/** A ValidatingAdmissionPolicy's warnings, once kube-controller-manager's validatingadmissionpolicy-status-controller has type-checked its generation. */
+async function policyWarnings(name: string): Promise<ExpressionWarning[]> {
   return eventually(
     async () => {
-      const policy = (await cluster().admissionregistration.readValidatingAdmissionPolicy({ name: vapName(group) })) as unknown as {
+      const policy = (await cluster().admissionregistration.readValidatingAdmissionPolicy({ name })) as unknown as {
         metadata: { generation: number };
         status?: { observedGeneration?: number; typeChecking?: { expressionWarnings?: ExpressionWarning[] } };
       };
-      if (policy.status?.observedGeneration !== policy.metadata.generation || !policy.status.typeChecking) throw new Error(`${vapName(group)} not type-checked yet`);
+      if (policy.status?.observedGeneration !== policy.metadata.generation || !policy.status.typeChecking) throw new Error(`${name} not type-checked yet`);
       return policy.status.typeChecking.expressionWarnings ?? [];
     },
-    { what: `the type checking of ValidatingAdmissionPolicy ${vapName(group)} (kube-controller-manager's validatingadmissionpolicy-status-controller)`, timeoutMs: 60_000 },
+    { what: `the type checking of ValidatingAdmissionPolicy ${name} (kube-controller-manager's validatingadmissionpolicy-status-controller)`, timeoutMs: 60_000 },
   );
 }
 
@@ -301,17 +306,7 @@ async function untilNativeCheckerKnowsWidgets(): Promise<void> {
     await eventually(
       async () => {
         await apply(cluster().kube, probe(++attempt));
-        const warnings = await eventually(
-          async () => {
-            const policy = (await cluster().admissionregistration.readValidatingAdmissionPolicy({ name: 'typecheck-probe' })) as unknown as {
-              metadata: { generation: number };
-              status?: { observedGeneration?: number; typeChecking?: { expressionWarnings?: ExpressionWarning[] } };
-            };
-            if (policy.status?.observedGeneration !== policy.metadata.generation || !policy.status.typeChecking) throw new Error('the probe policy is not type-checked yet');
-            return policy.status.typeChecking.expressionWarnings ?? [];
-          },
-          { what: 'the type checking of the probe policy', timeoutMs: 60_000 },
-        );
+        const warnings = await policyWarnings('typecheck-probe');
         if (warnings.length === 0) throw new Error('kube-controller-manager does not know the Widget schema yet');
       },
       { what: "kube-controller-manager's type checker to know the Widget schema", timeoutMs: 90_000, intervalMs: 1000 },
