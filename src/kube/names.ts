@@ -5,10 +5,10 @@
  * made (label-selected, whole objects) cannot say so, and asking the API server cost a GET per
  * object of every new suite. Owns the metadata requests; what a name means is the caller's.
  */
-import https from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
 import { watchCache, type WatchedCache } from './watch.ts';
+import { getJson } from './get-json.ts';
 
 const AS_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 const AS_OBJECT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
@@ -41,28 +41,6 @@ export function watchTakenNames(config: k8s.KubeConfig, path: string, log: Logge
   };
 }
 
-async function listMetadata(config: k8s.KubeConfig, path: string): Promise<k8s.KubernetesListObject<k8s.KubernetesObject>> {
-  const url = new URL(config.getCurrentCluster()!.server + path);
-  // An IPv6 server's URL has its address in brackets, which a request's hostname must not.
-  const options: https.RequestOptions = { hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port, path: url.pathname, method: 'GET', headers: { Accept: AS_LIST } };
-  await config.applyToHTTPSOptions(options);
-  options.headers = { ...options.headers, Accept: AS_LIST };
-  return new Promise((resolve, reject) => {
-    const request = https.request(options, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        if (response.statusCode !== 200) return reject(new Error(`listing ${path}: ${response.statusCode} ${text.slice(0, 200)}`));
-        try {
-          resolve(JSON.parse(text));
-        } catch (err) {
-          reject(err);
-        }
-      });
-      response.on('error', reject);
-    });
-    request.on('error', reject);
-    request.end();
-  });
+function listMetadata(config: k8s.KubeConfig, path: string): Promise<k8s.KubernetesListObject<k8s.KubernetesObject>> {
+  return getJson(config, path, AS_LIST);
 }

@@ -7,7 +7,7 @@
  * again only when that changes (only the group versions of kinds suites match are ever read). Read at compile and apply time only, never on the request path. Knows nothing about
  * admission: turning a schema into CEL types is src/policy/typecheck's.
  */
-import https from 'node:https';
+import { getJson, NotFound } from './get-json.ts';
 import type * as k8s from '@kubernetes/client-node';
 
 /** A schema as published; what its fields mean is src/policy/typecheck's. */
@@ -37,7 +37,6 @@ interface Fetched<T> {
   value: Promise<T>;
 }
 
-class NotFound extends Error {}
 
 export class OpenApiSchemas {
   private readonly config: k8s.KubeConfig;
@@ -194,33 +193,7 @@ export class OpenApiSchemas {
     return doc;
   }
 
-  private async get<T>(path: string): Promise<T> {
-    const cluster = this.config.getCurrentCluster();
-    if (!cluster) throw new Error('no current cluster in the kubeconfig');
-    const url = new URL(path, cluster.server);
-    const options: https.RequestOptions = { method: 'GET', headers: { accept: 'application/json' } };
-    await this.config.applyToHTTPSOptions(options);
-    return await new Promise<T>((resolve, reject) => {
-      const request = https.request(url, options, (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (c: Buffer) => chunks.push(c));
-        response.on('end', () => {
-          const body = Buffer.concat(chunks).toString('utf8');
-          if (response.statusCode === 404) reject(new NotFound(`GET ${url.pathname}: 404`));
-          else if ((response.statusCode ?? 0) >= 300) reject(new Error(`GET ${url.pathname}: ${response.statusCode} ${body.slice(0, 256)}`));
-          else {
-            try {
-              resolve(JSON.parse(body) as T);
-            } catch (err) {
-              reject(err as Error);
-            }
-          }
-        });
-        response.on('error', reject);
-      });
-      request.setTimeout(10_000, () => request.destroy(new Error(`GET ${url.pathname}: timed out`)));
-      request.on('error', reject);
-      request.end();
-    });
+  private get<T>(path: string): Promise<T> {
+    return getJson<T>(this.config, path);
   }
 }
