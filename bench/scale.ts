@@ -134,25 +134,45 @@ function watchReady(kubeConfig: k8s.KubeConfig, names: Set<string>): { readyAt: 
   const readyAt = new Map<string, number>();
   let resolveAll!: () => void;
   const all = new Promise<void>((resolve) => (resolveAll = resolve));
+  const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
   const watch = new k8s.Watch(kubeConfig);
   let request: { abort(): void } | undefined;
-  void watch
-    .watch(
-      `/apis/${GROUP}/${VERSION}/${PLURAL}`,
-      {},
-      (_type, suite: AdmissionSuite) => {
-        const name = suite.metadata.name;
-        if (!names.has(name) || readyAt.has(name)) return;
-        const ready = suite.status?.conditions?.find((c) => c.type === 'Ready');
-        if (ready?.status === 'True' && suite.status?.observedGeneration === suite.metadata.generation) {
-          readyAt.set(name, Date.now());
-          if (readyAt.size === names.size) resolveAll();
-        }
-      },
-      () => undefined,
-    )
-    .then((r) => (request = r));
-  return { readyAt, all, stop: () => request?.abort() };
+  let stopped = false;
+  const seen = (suite: AdmissionSuite) => {
+    const name = suite.metadata.name;
+    if (!names.has(name) || readyAt.has(name)) return;
+    const ready = suite.status?.conditions?.find((c) => c.type === 'Ready');
+    if (ready?.status === 'True' && suite.status?.observedGeneration === suite.metadata.generation) {
+      readyAt.set(name, Date.now());
+      if (readyAt.size === names.size) resolveAll();
+    }
+  };
+  // A watch the API server ends (its timeout, or a moment of overload under the burst) is listed
+  // and watched again: a suite that turned Ready meanwhile is timed by the list that finds it.
+  const start = async (): Promise<void> => {
+    if (stopped) return;
+    try {
+      const list = (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: AdmissionSuite[]; metadata: { resourceVersion: string } };
+      for (const suite of list.items) seen(suite);
+      request = await watch.watch(`/apis/${GROUP}/${VERSION}/${PLURAL}`, { resourceVersion: list.metadata.resourceVersion }, (_type, suite: AdmissionSuite) => seen(suite), () => void restart());
+    } catch {
+      void restart();
+    }
+  };
+  const restart = async () => {
+    if (stopped) return;
+    await sleep(200);
+    await start();
+  };
+  void start();
+  return {
+    readyAt,
+    all,
+    stop: () => {
+      stopped = true;
+      request?.abort();
+    },
+  };
 }
 
 /** Calls each suite's webhook as the API server would, until every one answers with its denial. */
