@@ -1,7 +1,9 @@
 /** Certificates as the API server's Go TLS stack needs them: positive serials, distinct CAs, leaves within their CA's life. */
 import { expect } from 'chai';
 import { X509Certificate } from 'node:crypto';
-import { createCA, issueLeaf, isSignedBy, readCertificate } from '../../../src/certs/x509.ts';
+import tls from 'node:tls';
+import { createCA, issueLeaf, isSignedBy, readCertificate, type KeyPairPem } from '../../../src/certs/x509.ts';
+import { EARLIER_CA } from '../../fixtures/earlier-ca.ts';
 
 const inDays = (days: number) => new Date(Date.now() + days * 86_400_000);
 
@@ -52,4 +54,54 @@ describe('certs/x509', function () {
     expect(key.asymmetricKeyDetails?.modulusLength).to.equal(2048);
     expect(isSignedBy(rsa.certPem, ca.certPem)).to.equal(true);
   });
+
+  it('issues leaves a TLS client accepts for their names and IPs, server and client alike', async function () {
+    const ca = await createCA({ commonName: 'portcullis-ca', notAfter: inDays(10) });
+    const leaf = await issueLeaf(ca, { commonName: 'admin', organization: 'system:masters', dnsNames: ['svc.ns.svc'], ipAddresses: ['127.0.0.1', '::1'], usage: 'both', notAfter: inDays(1) });
+    const cert = new X509Certificate(leaf.certPem);
+    expect(cert.subject).to.equal('CN=admin\nO=system:masters');
+    expect(cert.issuer).to.equal(new X509Certificate(ca.certPem).subject);
+    expect(cert.subjectAltName).to.equal('DNS:svc.ns.svc, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1');
+    expect(cert.keyUsage).to.have.members(['1.3.6.1.5.5.7.3.1', '1.3.6.1.5.5.7.3.2']);
+    expect(cert.ca).to.equal(false);
+    expect(await handshake(ca, leaf, { servername: 'svc.ns.svc' })).to.equal('authorized');
+    expect(await handshake(ca, leaf, { host: '127.0.0.1' })).to.equal('authorized');
+    expect(await handshake(ca, leaf, { servername: 'other.ns.svc' })).to.match(/not in the cert's altnames/);
+    const server = await issueLeaf(ca, { commonName: 'svc', dnsNames: ['svc.ns.svc'], usage: 'server', notAfter: inDays(1) });
+    expect(new X509Certificate(server.certPem).keyUsage).to.deep.equal(['1.3.6.1.5.5.7.3.1']);
+  });
+
+  it('signs with a CA an earlier release wrote (as CA Secrets in clusters hold them)', async function () {
+    const leaf = await issueLeaf(EARLIER_CA, { commonName: 'svc', dnsNames: ['svc.ns.svc'], usage: 'server', notAfter: inDays(1) });
+    expect(isSignedBy(leaf.certPem, EARLIER_CA.certPem)).to.equal(true);
+    expect(new X509Certificate(leaf.certPem).issuer).to.equal(new X509Certificate(EARLIER_CA.certPem).subject);
+    expect(await handshake(EARLIER_CA, leaf, { servername: 'svc.ns.svc' })).to.equal('authorized');
+  });
+
+  it('writes dates from 2050 on as GeneralizedTime and reads them back the same', async function () {
+    const notAfter = new Date('2061-03-04T05:06:07Z');
+    const ca = await createCA({ commonName: 'long-ca', notAfter });
+    expect(readCertificate(ca.certPem).notAfter.toISOString()).to.equal(notAfter.toISOString());
+    const leaf = await issueLeaf(ca, { commonName: 'svc', usage: 'server', notAfter: new Date('2055-01-01T00:00:00Z') });
+    expect(readCertificate(leaf.certPem).notAfter.toISOString()).to.equal('2055-01-01T00:00:00.000Z');
+  });
 });
+
+/** A TLS handshake to a server with `leaf`, verified against `ca`: 'authorized' or the client's reason. */
+async function handshake(ca: KeyPairPem, leaf: KeyPairPem, target: { servername?: string; host?: string }): Promise<string> {
+  const server = tls.createServer({ cert: leaf.certPem, key: leaf.keyPem }, (socket) => socket.end());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as { port: number }).port;
+    return await new Promise<string>((resolve) => {
+      const socket = tls.connect({ port, host: '127.0.0.1', ca: ca.certPem, ...target, ...(target.host ? { servername: undefined } : {}) }, () => {
+        resolve('authorized');
+        socket.destroy();
+      });
+      socket.on('error', (err) => resolve(err.message));
+    });
+  } finally {
+    server.close();
+  }
+}
+
