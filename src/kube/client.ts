@@ -150,22 +150,34 @@ export type CacheLookup = ((header: ObjectHeader) => KubeObject | undefined) & {
 };
 
 /**
+ * The digest of what applyOwned last applied, written on the object with it: after a restart, an
+ * object that carries the digest of what we would apply, and that no one else has written since,
+ * is not applied again (a restart with thousands of suites otherwise re-applies every object).
+ */
+export const APPLIED_DIGEST_ANNOTATION = 'admission.portcullis.dev/applied-digest';
+
+/**
  * Server-side apply of an object that must be ours: one that exists and is someone else's is left
  * alone (ForeignObjectError). An object in our label-selected caches (`cached`) is known, so only
  * one that is not there is read first; someone else's never carries our labels, so is never there.
- * Not sent at all when the cache holds the very version our last apply of the same object made.
+ * Not sent at all when the cache holds the very version our last apply of the same object made, or
+ * (after a restart, with nothing remembered) an object our apply of the same digest wrote last.
  */
 export async function applyOwned<T extends KubeObject>(kube: Kube, object: T, cached?: CacheLookup): Promise<T> {
   const key = `${object.apiVersion}/${object.kind}/${object.metadata?.namespace ?? ''}/${object.metadata?.name}`;
   const digest = createHash('sha256').update(JSON.stringify(object)).digest('base64');
   const known = cached?.(object);
   const last = kube.applied.get(key);
-  if (known && isOurs(known, object) && last?.digest === digest && last.resourceVersion === known.metadata?.resourceVersion) return known as T;
+  if (known && isOurs(known, object) && (last ? last.digest === digest && last.resourceVersion === known.metadata?.resourceVersion : lastWrittenByOurApply(known, digest))) {
+    if (!last && known.metadata?.resourceVersion) kube.applied.set(key, { digest, resourceVersion: known.metadata.resourceVersion });
+    return known as T;
+  }
+  const sent = { ...object, metadata: { ...object.metadata, annotations: { ...object.metadata?.annotations, [APPLIED_DIGEST_ANNOTATION]: digest } } };
   let applied: T;
-  if (!known && cached?.free?.(object)) applied = await applyNew(kube, object);
+  if (!known && cached?.free?.(object)) applied = await applyNew(kube, sent);
   else {
     assertOurs(await readOurs(kube, object as Parameters<typeof getObject>[1] & { metadata: Metadata }, cached), object);
-    applied = await apply(kube, object);
+    applied = await apply(kube, sent);
   }
   const resourceVersion = applied.metadata?.resourceVersion;
   kube.applied.delete(key);
@@ -173,6 +185,17 @@ export async function applyOwned<T extends KubeObject>(kube: Kube, object: T, ca
   // Bounded, oldest first: objects of suites long deleted (by the garbage collector) go in time.
   if (kube.applied.size > APPLIED_KEPT) kube.applied.delete(kube.applied.keys().next().value!);
   return applied;
+}
+
+/**
+ * Whether `existing` is as our apply of `digest` left it: it carries the digest, and every field
+ * manager of it is our apply (anyone else's write, `kubectl edit` included, adds a manager of its own).
+ */
+function lastWrittenByOurApply(existing: KubeObject, digest: string): boolean {
+  const metadata = existing.metadata as { annotations?: Record<string, string>; managedFields?: { manager?: string; operation?: string }[] } | undefined;
+  if (metadata?.annotations?.[APPLIED_DIGEST_ANNOTATION] !== digest) return false;
+  const managers = metadata.managedFields ?? [];
+  return managers.length > 0 && managers.every((m) => m.manager === FIELD_MANAGER && m.operation === 'Apply');
 }
 
 /**

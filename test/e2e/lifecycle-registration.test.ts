@@ -28,6 +28,7 @@ async function servingSerial(): Promise<string | undefined> {
 describe('lifecycle: registration only when serving', function () {
   let first: Operator | undefined;
   let second: Operator | undefined;
+  let third: Operator | undefined;
   let port: number;
 
   before(async function () {
@@ -37,6 +38,7 @@ describe('lifecycle: registration only when serving', function () {
   after(async function () {
     await deleteSuite(SUITE);
     await first?.stop();
+    await third?.stop();
     await second?.stop();
   });
 
@@ -95,5 +97,26 @@ describe('lifecycle: registration only when serving', function () {
     );
     await eventually(async () => expect(await suiteReconciles()).to.be.greaterThan(reconcilesBefore), { what: 'a reconcile of the annotated suite' });
     expect(second.kube.writes.count - writesBefore, 'writes of a reconcile with nothing to change').to.equal(0);
+  });
+
+  it('a restart applies nothing that its last apply left as it was, and takes back what someone changed meanwhile', async function () {
+    await second!.stop();
+    second = undefined;
+    // While no operator runs, someone else changes the configuration (as `kubectl edit` would).
+    const before = (await getObject(cluster().kube, configHeader)) as KubeObject & { webhooks: { timeoutSeconds: number }[] };
+    const timeout = before.webhooks[0]!.timeoutSeconds;
+    await cluster().admissionregistration.patchValidatingWebhookConfiguration(
+      { name: configHeader.metadata.name, body: [{ op: 'replace', path: '/webhooks/0/timeoutSeconds', value: timeout === 29 ? 28 : 29 }], fieldManager: 'kubectl-edit' },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch),
+    );
+    const metricsPort = await freePort();
+    third = await startTestOperator({ servingPort: port, metricsPort });
+    await eventually(
+      async () => expect(((await getObject(cluster().kube, configHeader)) as typeof before).webhooks[0]!.timeoutSeconds).to.equal(timeout),
+      { what: 'the changed configuration applied again' },
+    );
+    await waitForCondition(SUITE, 'Ready', 'True');
+    // The Secret and the Service are as the last apply left them: only the configuration was sent.
+    expect(third.kube.writes.count, 'writes of the restarted operator').to.equal(1);
   });
 });
