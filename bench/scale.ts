@@ -175,6 +175,19 @@ function watchReady(kubeConfig: k8s.KubeConfig, names: Set<string>): { readyAt: 
   };
 }
 
+/** Waits until the operator has reconciled `n` suites and its work queue is empty (its metrics). */
+async function untilReconciled(metricsPort: number, n: number, deadline: number): Promise<void> {
+  for (;;) {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const sum = (pattern: RegExp) => [...text.matchAll(pattern)].reduce((total, m) => total + Number(m[1]), 0);
+    const reconciled = sum(/^portcullis_reconcile_duration_seconds_count\{[^}]*kind="suite"[^}]*\} (\S+)$/gm);
+    const depth = sum(/^portcullis_workqueue_depth (\S+)$/gm);
+    if (reconciled >= n && depth === 0) return;
+    if (Date.now() > deadline) throw new Error(`after a restart, ${reconciled} of ${n} suites reconciled, ${depth} keys queued`);
+    await sleep(250);
+  }
+}
+
 /** Calls each suite's webhook as the API server would, until every one answers with its denial. */
 async function untilAllServe(kubeConfig: k8s.KubeConfig, names: string[], servingPort: number, deadline: number): Promise<void> {
   const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
@@ -296,12 +309,16 @@ async function round(n: number, ports: { serving: number; metrics: number }): Pr
     console.log(`${n} suites: operator RSS idle ${rssIdleMB.toFixed(0)} MB, with the suites ${rssLoadedMB.toFixed(0)} MB (${rssPerSuiteMB.toFixed(3)} MB per suite)`);
 
     await operator.stop();
+    const requestsBeforeRestart = await apiRequests(kubeConfig);
     const restarted = Date.now();
     operator = await startOperator(controlPlane.kubeconfigPath, ports.serving, ports.metrics);
     await untilAllServe(kubeConfig, names, ports.serving, restarted + READY_TIMEOUT_MS);
     const restartAllServingS = (Date.now() - restarted) / 1000;
     const rssAfterRestartMB = rssMB(operator.child.pid!);
     console.log(`${n} suites: after a restart, all serving again in ${restartAllServingS.toFixed(2)} s (RSS ${rssAfterRestartMB.toFixed(0)} MB)`);
+    // The restart's resync: what the API server served until every suite was reconciled once (the probes' Secret reads included).
+    await untilReconciled(ports.metrics, n, restarted + READY_TIMEOUT_MS);
+    console.log(`${n} suites: after a restart, until every suite was reconciled (${((Date.now() - restarted) / 1000).toFixed(2)} s), API requests per suite: ${perSuiteRequests(requestsBeforeRestart, await apiRequests(kubeConfig), n)}`);
     await operator.stop();
     if (process.env.SCALE_OPERATOR_LOG) fs.writeFileSync(process.env.SCALE_OPERATOR_LOG, operator.output());
 
