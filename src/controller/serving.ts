@@ -138,6 +138,16 @@ const SOON_RETRIES_MS = [10, 20, 40, 80, 150];
 
 export const LOOPBACK = '127.0.0.1';
 
+/**
+ * The probes' TLS client context, trusting `bundle`: every suite's bundle is the operator CA's, so
+ * one context serves a burst of new suites (making one per probe parsed the bundle each time).
+ */
+let probeContext: { bundle: string; context: tls.SecureContext } | undefined;
+function trusting(bundle: string): tls.SecureContext {
+  if (probeContext?.bundle !== bundle) probeContext = { bundle, context: tls.createSecureContext({ ca: bundle }) };
+  return probeContext.context;
+}
+
 function probeOnce(target: ProbeTarget, servername: string, bundle: string, certPem: string): Promise<true | string> {
   const expected = new X509Certificate(certPem).raw;
   return new Promise((resolve) => {
@@ -145,7 +155,7 @@ function probeOnce(target: ProbeTarget, servername: string, bundle: string, cert
       host: target.host,
       port: target.port,
       servername,
-      ca: bundle,
+      secureContext: trusting(bundle),
       timeout: PROBE_TIMEOUT_MS,
     });
     const done = (result: true | string) => {
