@@ -181,9 +181,10 @@ try {
     console.log(`${kind.padEnd(10)} adds p50 ${a.p50.toFixed(2)} ms, p99 ${a.p99.toFixed(2)} ms${failures[kind] ? ` (${failures[kind]} failed creates)` : ''}`);
   }
   const ratioFloor = added('portcullis').p50 / added('floor').p50;
-  const ratioVap = added('portcullis').p50 / added('vap').p50;
+  // VAP adds less than the creates' own spread: a median it "adds" at or below zero has no ratio.
+  const ratioVap = added('vap').p50 > 0 ? added('portcullis').p50 / added('vap').p50 : null;
   const ratioServer = added('server').p50 / added('floor').p50;
-  console.log(`portcullis' added median: ${ratioFloor.toFixed(2)}x the floor webhook's, ${ratioVap.toFixed(2)}x VAP's`);
+  console.log(`portcullis' added median: ${ratioFloor.toFixed(2)}x the floor webhook's, ${ratioVap === null ? "VAP's added median within the creates' noise (no ratio)" : `${ratioVap.toFixed(2)}x VAP's`}`);
   console.log(
     `of which the admission path (server over floor): ${(added('server').p50 - added('floor').p50).toFixed(2)} ms (${ratioServer.toFixed(2)}x), the operator process around it (portcullis over server): ${(added('portcullis').p50 - added('server').p50).toFixed(2)} ms`,
   );
@@ -196,7 +197,7 @@ try {
       ...Object.fromEntries((['vap', 'portcullis', 'server', 'floor'] as const).flatMap((kind) => [[`${kind}_added_p50_ms`, round3(added(kind).p50)], [`${kind}_added_p99_ms`, round3(added(kind).p99)]])),
       ratio_to_floor: round3(ratioFloor),
       server_ratio_to_floor: round3(ratioServer),
-      ratio_to_vap: round3(ratioVap),
+      ratio_to_vap: ratioVap === null ? null : round3(ratioVap),
       failed_creates: failures,
     }),
   );
