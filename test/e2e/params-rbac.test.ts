@@ -90,7 +90,7 @@ describe('params of a CRD kind, read by the operator once a cluster admin grants
 
     const waiting = await waitForCondition(SUITE, 'Ready', 'False');
     const ready = condition(waiting, 'Ready')!;
-    expect(ready.reason).to.equal('ParamsUnavailable');
+    expect(ready.reason, ready.message).to.equal('ParamsUnavailable');
     expect(ready.message).to.contain('webhook replica-limit');
     expect(ready.message).to.contain(`User "${OPERATOR_USER}" cannot list resource "replicalimits" in API group "policy.example.com"`);
     expect(ready.message).to.contain('admission.portcullis.dev/aggregate-to-params: "true"');
