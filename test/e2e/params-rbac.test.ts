@@ -47,6 +47,12 @@ describe('params of a CRD kind, read by the operator once a cluster admin grants
     const lifted = await kubectl(['delete', 'validatingadmissionpolicybinding', TOKEN_GUARD_BINDING, '--ignore-not-found']);
     expect(lifted.code, lifted.stderr).to.equal(0);
     guardWasApplied = lifted.stdout.includes('deleted');
+    // The API server drops a deleted binding from its admission a moment later (it refreshes its
+    // compiled policies on a period): until then the operator's first Service would be refused.
+    await eventually(async () => {
+      const probe = await kubectl(['create', 'service', 'externalname', 'portcullis-guard-lifted', '--external-name', 'localhost', '-n', OPERATOR_NAMESPACE, '--dry-run=server', '--as', OPERATOR_USER]);
+      if (probe.code !== 0) throw new Error(probe.stderr);
+    }, { what: "the API server to drop the token guard's binding" });
 
     await apply(cluster().kube, CRD);
     await eventually(async () => {
