@@ -22,7 +22,7 @@ const TAG = {
 } as const;
 
 /** One tag-length-value. */
-export function tlv(tag: number, content: Uint8Array): Buffer {
+function tlv(tag: number, content: Uint8Array): Buffer {
   const n = content.length;
   let header: number[];
   if (n < 0x80) header = [tag, n];
