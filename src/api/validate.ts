@@ -9,6 +9,7 @@ import { DNS1123_LABEL, isCelIdentifier, isQualifiedName, LABEL_KEY } from '../k
 import { labelSelectorProblems } from '../k8s/selectors.ts';
 import { DEFAULT_CERTIFICATE_DURATION_MS, type AdmissionPolicy, type NamedRuleWithOperations, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
 import { needsResourceCondition, RESOURCE_MATCH_CONDITION } from './resource-match.ts';
+import { reachesProtected, SELF_PROTECTION_CONDITION } from './self-protection.ts';
 
 export interface FieldError {
   field: string;
@@ -181,14 +182,14 @@ function validateRules(webhook: WebhookSpec, path: string): FieldError[] {
 }
 
 /**
- * The API server takes at most 64 matchConditions per webhook, and the operator adds its own
- * self-protection condition to each (controller/desired.ts), and one more for a webhook with
- * resourceNames or excludeResourceRules (api/resource-match.ts).
+ * The API server takes at most 64 matchConditions per webhook, and the operator adds its own:
+ * self-protection to a webhook whose rules could reach a protected resource (api/self-protection.ts),
+ * and one for resourceNames or excludeResourceRules (api/resource-match.ts).
  */
-export const MAX_MATCH_CONDITIONS = 63;
+const API_SERVER_MATCH_CONDITIONS = 64;
 
 /** The names of the matchConditions the operator writes itself; a user's may not take them. */
-const OPERATOR_CONDITIONS = new Set(['portcullis-self-protection', RESOURCE_MATCH_CONDITION]);
+const OPERATOR_CONDITIONS = new Set([SELF_PROTECTION_CONDITION.name, RESOURCE_MATCH_CONDITION]);
 
 /** VAP's checks of a paramRef (validateParamRef), in its words, and of the kind it names. */
 function validateParams(params: ParamsRef, path: string): FieldError[] {
@@ -300,11 +301,11 @@ function validateMatchConditions(webhook: WebhookSpec, path: string): FieldError
   const errors: FieldError[] = [];
   const conditions = webhook.matchConditions ?? [];
   if (!Array.isArray(conditions)) return [{ field: `${path}.matchConditions`, message: 'must be a list' }];
-  const ours = needsResourceCondition(webhook) ? 2 : 1;
-  const max = MAX_MATCH_CONDITIONS + 1 - ours;
+  const ours = [...(reachesProtected(webhook.rules) ? ['self-protection'] : []), ...(needsResourceCondition(webhook) ? ['one for resourceNames and excludeResourceRules'] : [])];
+  const max = API_SERVER_MATCH_CONDITIONS - ours.length;
   if (conditions.length > max) {
-    const why = ours === 1 ? 'Portcullis adds one of its own' : 'Portcullis adds two of its own: self-protection, and one for resourceNames and excludeResourceRules';
-    errors.push({ field: `${path}.matchConditions`, message: `Too many: ${conditions.length}: must have at most ${max} items (the API server takes 64 per webhook, and ${why})` });
+    const why = ours.length === 0 ? '' : `, and Portcullis adds its own: ${ours.join(', and ')}`;
+    errors.push({ field: `${path}.matchConditions`, message: `Too many: ${conditions.length}: must have at most ${max} items (the API server takes 64 per webhook${why})` });
   }
   const names = new Set<string>();
   conditions.forEach((condition, i) => {

@@ -20,25 +20,11 @@ import type { OperatorConfig } from '../config.ts';
 import type { KubeObject } from '../kube/client.ts';
 import { passedThroughConditions } from '../policy/engine/match-conditions.ts';
 import { registeredRules, resourceCondition } from '../api/resource-match.ts';
+import { selfProtection } from '../api/self-protection.ts';
 
 const optional = <T>(value: T | undefined): T[] => (value === undefined ? [] : [value]);
 
 export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
-
-/**
- * What the API server must never send us, so that a stopped operator cannot lock the cluster
- * out of healing itself. Evaluated by the API server, so it holds with no operator running.
- */
-export const SELF_PROTECTION_CONDITION = {
-  name: 'portcullis-self-protection',
-  expression: [
-    "!(request.resource.group == '' && request.resource.resource == 'nodes')",
-    "!(request.resource.group == 'coordination.k8s.io' && request.resource.resource == 'leases')",
-    "!(request.resource.group == 'certificates.k8s.io' && request.resource.resource == 'certificatesigningrequests')",
-    "!(request.resource.group in ['authentication.k8s.io', 'authorization.k8s.io'])",
-    "!(request.resource.group == 'admission.portcullis.dev')",
-  ].join(' && '),
-};
 
 export function ownerReference(suite: AdmissionSuite): OwnerReference {
   return { apiVersion: API_VERSION, kind: KIND, name: suite.metadata.name, uid: suite.metadata.uid, controller: true, blockOwnerDeletion: false };
@@ -152,15 +138,16 @@ function namespaceSelector(suite: AdmissionSuite, webhook: WebhookSpec, config: 
 
 function webhookEntry(suite: AdmissionSuite, webhook: WebhookSpec, config: OperatorConfig, caBundle: string) {
   const failurePolicy = webhook.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
+  // resourceNames and excludeResourceRules, which webhook rules cannot hold, go to a matchCondition.
+  const rules = registeredRules(webhook);
   const entry: Record<string, unknown> = {
     name: webhookFullName(suite.metadata.name, webhook.name),
     clientConfig: clientConfig(suite, webhook, config, caBundle),
-    // resourceNames and excludeResourceRules, which webhook rules cannot hold, go to a matchCondition.
-    rules: registeredRules(webhook),
+    rules,
     namespaceSelector: namespaceSelector(suite, webhook, config),
     objectSelector: webhook.objectSelector ?? {},
     // Only the conditions the API server decides as VAP would; Portcullis evaluates the others.
-    matchConditions: [SELF_PROTECTION_CONDITION, ...optional(resourceCondition(webhook)), ...passedThroughConditions(webhook, failurePolicy)],
+    matchConditions: [...optional(selfProtection(rules)), ...optional(resourceCondition(webhook)), ...passedThroughConditions(webhook, failurePolicy)],
     matchPolicy: webhook.matchPolicy ?? 'Equivalent',
     failurePolicy,
     timeoutSeconds: webhook.timeoutSeconds ?? suite.spec.timeoutSeconds ?? 5,
@@ -223,10 +210,11 @@ export function namespacedConfiguration(
     const scoped = { operations: rule.operations, apiGroups: rule.apiGroups, apiVersions: rule.apiVersions, resources: rule.resources, scope: 'Namespaced' };
     rules.set(JSON.stringify(scoped), scoped);
   }
+  const registered = [...rules.keys()].sort().map((key) => rules.get(key)!);
   const webhook: Record<string, unknown> = {
     name: NAMESPACED.webhook,
     clientConfig: serviceClientConfig(ref, NAMESPACED.paths[type], config, caBundle),
-    rules: [...rules.keys()].sort().map((key) => rules.get(key)!),
+    rules: registered,
     namespaceSelector: {
       matchExpressions: [
         { key: NAMESPACE_NAME_LABEL, operator: 'In', values: namespaces },
@@ -234,7 +222,7 @@ export function namespacedConfiguration(
       ],
     },
     objectSelector: {},
-    matchConditions: [SELF_PROTECTION_CONDITION],
+    matchConditions: optional(selfProtection(registered)),
     matchPolicy: 'Equivalent',
     // A team's rules hold while the operator is down, as a suite's with Fail (only its namespaces are concerned).
     failurePolicy: 'Fail',

@@ -104,13 +104,19 @@ describe('suite validation', function () {
       ]);
     });
 
-    it('the operator’s second matchCondition counts against the 64, and its names are not the user’s', function () {
+    it('the operator’s own matchConditions count against the 64, and their names are not the user’s', function () {
       const conditions = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `c${i}`, expression: 'true' }));
-      expect(errors({ matchConditions: conditions(63) })).to.deep.equal([]);
-      expect(errors({ matchConditions: conditions(63), excludeResourceRules: [{ ...podRule[0], operations: ['DELETE'] }] }).map((e) => e.message)).to.deep.equal([
-        'Too many: 63: must have at most 62 items (the API server takes 64 per webhook, and Portcullis adds two of its own: self-protection, and one for resourceNames and excludeResourceRules)',
+      const exclude = { excludeResourceRules: [{ ...podRule[0], operations: ['DELETE'] }] };
+      expect(errors({ matchConditions: conditions(63), ...exclude })).to.deep.equal([]);
+      expect(errors({ matchConditions: conditions(64), ...exclude }).map((e) => e.message)).to.deep.equal([
+        'Too many: 64: must have at most 63 items (the API server takes 64 per webhook, and Portcullis adds its own: one for resourceNames and excludeResourceRules)',
+      ]);
+      const everything = { rules: [{ operations: ['CREATE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
+      expect(errors({ matchConditions: conditions(63), ...exclude, ...everything }).map((e) => e.message)).to.deep.equal([
+        'Too many: 63: must have at most 62 items (the API server takes 64 per webhook, and Portcullis adds its own: self-protection, and one for resourceNames and excludeResourceRules)',
       ]);
       expect(errors({ matchConditions: [{ name: 'portcullis-resource-match', expression: 'true' }] }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].matchConditions[0].name']);
+      expect(errors({ matchConditions: [{ name: 'portcullis-self-protection', expression: 'true' }] }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].matchConditions[0].name']);
     });
   });
 

@@ -6,7 +6,8 @@
 import { expect } from 'chai';
 import { API_VERSION, KIND, type AdmissionSuite, type WebhookSpec } from '../../../src/api/types.ts';
 import { DEFAULTS, type OperatorConfig } from '../../../src/config.ts';
-import { NAMESPACE_NAME_LABEL, namespacedConfiguration, SELF_PROTECTION_CONDITION, service, servingNames, webhookConfigurations } from '../../../src/controller/desired.ts';
+import { NAMESPACE_NAME_LABEL, namespacedConfiguration, service, servingNames, webhookConfigurations } from '../../../src/controller/desired.ts';
+import { SELF_PROTECTION_CONDITION } from '../../../src/api/self-protection.ts';
 import { NAMESPACED } from '../../../src/api/names.ts';
 
 const cluster: OperatorConfig = { ...DEFAULTS, namespace: 'ops', servingPort: 9443, mode: 'cluster' };
@@ -50,15 +51,17 @@ describe('controller/desired', function () {
     });
   });
 
-  it("puts the self-protection condition before the webhook's own matchConditions", function () {
+  it("puts the self-protection condition before the webhook's own matchConditions, for rules that could reach a protected resource", function () {
     // Under Ignore, and reading no params: a condition the API server decides as Portcullis would, so handed to it.
     const own = { name: 'creates-only', expression: "request.operation == 'CREATE'" };
-    const [plain] = entries(suite(), cluster);
-    const [withOwn] = entries(suite({}, [{ failurePolicy: 'Ignore', matchConditions: [own] }]), cluster);
+    const everything = [{ operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*/*'] }] as WebhookSpec['rules'];
+    const [plain] = entries(suite({}, [{ rules: everything }]), cluster);
+    const [withOwn] = entries(suite({}, [{ rules: everything, failurePolicy: 'Ignore', matchConditions: [own] }]), cluster);
     expect(plain!.matchConditions).to.deep.equal([SELF_PROTECTION_CONDITION]);
     expect(withOwn!.matchConditions).to.deep.equal([SELF_PROTECTION_CONDITION, own]);
-    // Nodes, leases and the review APIs themselves are never sent to a webhook the operator answers.
-    expect(SELF_PROTECTION_CONDITION.expression).to.include("request.resource.resource == 'nodes'").and.include("'coordination.k8s.io'");
+    // Pods cannot be one: the API server evaluates nothing of ours per request.
+    expect(entries(suite(), cluster)[0]!.matchConditions).to.deep.equal([]);
+    expect(entries(suite({}, [{ failurePolicy: 'Ignore', matchConditions: [own] }]), cluster)[0]!.matchConditions).to.deep.equal([own]);
   });
 
   describe('clientConfig', function () {
@@ -111,19 +114,21 @@ describe('controller/desired', function () {
   });
 
   describe('resourceNames and excludeResourceRules', function () {
-    it('registers the rules without names, and writes the rest as a matchCondition after self-protection', function () {
+    it('registers the rules without names, and writes the rest as a matchCondition (after self-protection, when the rules need it)', function () {
       const named = [{ ...rules[0]!, resourceNames: ['web'] }];
       const exclude = [{ operations: ['DELETE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['pods/*'] }];
       const [entry] = entries(suite({}, [{ rules: named, excludeResourceRules: exclude, matchConditions: [{ name: 'mine', expression: "request.operation != 'CONNECT'" }] }]), cluster);
       expect(entry!.rules).to.deep.equal(rules);
-      expect(entry!.matchConditions.map((c: { name: string }) => c.name)).to.deep.equal([SELF_PROTECTION_CONDITION.name, 'portcullis-resource-match', 'mine']);
-      expect(entry!.matchConditions[1].expression).to.equal(
+      expect(entry!.matchConditions.map((c: { name: string }) => c.name)).to.deep.equal(['portcullis-resource-match', 'mine']);
+      const [wide] = entries(suite({}, [{ rules: [{ ...named[0]!, apiGroups: ['*'] }], excludeResourceRules: exclude }]), cluster);
+      expect(wide!.matchConditions.map((c: { name: string }) => c.name)).to.deep.equal([SELF_PROTECTION_CONDITION.name, 'portcullis-resource-match']);
+      expect(entry!.matchConditions[0].expression).to.equal(
         '((request.operation in ["CREATE"] && request.resource.group in [""] && request.resource.version in ["v1"] && (request.resource.resource == "pods" && !has(request.subResource)) && (has(request.name) && request.name in ["web"]))) && !(request.operation in ["DELETE"] && (request.resource.resource == "pods"))',
       );
     });
 
     it('writes no such condition for a webhook that has neither', function () {
-      expect(entries(suite(), cluster)[0]!.matchConditions.map((c: { name: string }) => c.name)).to.deep.equal([SELF_PROTECTION_CONDITION.name]);
+      expect(entries(suite(), cluster)[0]!.matchConditions).to.deep.equal([]);
     });
   });
 
@@ -147,9 +152,15 @@ describe('controller/desired', function () {
       ]);
       expect(webhook.rules, 'the union, each rule once').to.have.length(2);
       expect(webhook.rules.every((r: { scope: string }) => r.scope === 'Namespaced')).to.equal(true);
-      expect(webhook.matchConditions).to.deep.equal([SELF_PROTECTION_CONDITION]);
+      expect(webhook.matchConditions, 'pods and deployments cannot reach a protected resource').to.deep.equal([]);
       expect(webhook.clientConfig.service).to.deep.equal({ namespace: 'ops', name: 'portcullis-operator', path: NAMESPACED.paths.Validating, port: 443 });
       expect(webhook).to.include({ failurePolicy: 'Fail', sideEffects: 'None' });
+    });
+
+    it('keeps the self-protection condition when a policy could reach Leases', function () {
+      const everything = [{ operations: ['UPDATE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }];
+      const webhook = (namespacedConfiguration('Validating', [{ namespace: 'team-a', rules: everything }], metadata, ref, cluster, 'BUNDLE')!.webhooks as Record<string, any>[])[0]!;
+      expect(webhook.matchConditions).to.deep.equal([SELF_PROTECTION_CONDITION]);
     });
 
     it('sorts after every suite\'s configuration, so the API server calls cluster mutations first', function () {

@@ -1,11 +1,13 @@
 /**
  * matchConditions split between the API server and Portcullis: only conditions the API server
  * decides as VAP would are handed to it (no params; under Fail, provably never an error), and the
- * webhook configuration holds exactly those plus the operator's self-protection condition.
+ * webhook configuration holds exactly those plus, for rules that could reach a protected resource,
+ * the operator's self-protection condition.
  */
 import { expect } from 'chai';
 import { passedThroughConditions, planMatchConditions } from '../../../../src/policy/engine/match-conditions.ts';
-import { SELF_PROTECTION_CONDITION, webhookConfigurations } from '../../../../src/controller/desired.ts';
+import { webhookConfigurations } from '../../../../src/controller/desired.ts';
+import { SELF_PROTECTION_CONDITION } from '../../../../src/api/self-protection.ts';
 import { validateSpec } from '../../../../src/api/validate.ts';
 import type { AdmissionSuite, FailurePolicy, WebhookSpec } from '../../../../src/api/types.ts';
 import type { AdmissionRequest, Decision } from '../../../../src/api/review.ts';
@@ -49,23 +51,31 @@ describe('policy: matchConditions with VAP semantics', function () {
     expect(() => planMatchConditions(hook(["params.a == 'x'"]), 'spec.webhooks[0]', 'Fail')).to.throw(/compilation failed: .*params/);
   });
 
-  it('writes the self-protection condition and only the handed-over ones into the configuration', function () {
-    const suite: AdmissionSuite = {
-      apiVersion: 'admission.portcullis.dev/v1alpha1',
-      kind: 'AdmissionSuite',
-      metadata: { name: 's', uid: 'u' },
-      spec: { webhooks: [hook(["request.operation == 'CREATE'", '!has(object.data.skip)'])] },
-    } as AdmissionSuite;
-    const config = { namespace: 'portcullis-system', mode: 'cluster', servingPort: 9443 } as OperatorConfig;
-    const configuration = webhookConfigurations(suite, config, 'ca').get('Validating') as unknown as { webhooks: { matchConditions: unknown[] }[] };
-    expect(configuration.webhooks[0]!.matchConditions).to.deep.equal([SELF_PROTECTION_CONDITION, { name: 'c0', expression: "request.operation == 'CREATE'" }]);
+  it('writes only the handed-over ones into the configuration, after self-protection when the rules need it', function () {
+    const written = (webhook: WebhookSpec) => {
+      const suite = { apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: 's', uid: 'u' }, spec: { webhooks: [webhook] } } as AdmissionSuite;
+      const config = { namespace: 'portcullis-system', mode: 'cluster', servingPort: 9443 } as OperatorConfig;
+      const configuration = webhookConfigurations(suite, config, 'ca').get('Validating') as unknown as { webhooks: { matchConditions: unknown[] }[] };
+      return configuration.webhooks[0]!.matchConditions;
+    };
+    const handed = { name: 'c0', expression: "request.operation == 'CREATE'" };
+    expect(written(hook(["request.operation == 'CREATE'", '!has(object.data.skip)']))).to.deep.equal([handed]);
+    const everything = { rules: [{ operations: ['CREATE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
+    expect(written(hook(["request.operation == 'CREATE'", '!has(object.data.skip)'], everything))).to.deep.equal([SELF_PROTECTION_CONDITION, handed]);
     expect(passedThroughConditions(hook(['!has(object.data.skip)']), 'Ignore')).to.have.length(1);
   });
 
-  it('counts the self-protection condition in the API server’s 64, and checks names as VAP does', function () {
-    const many = hook(Array.from({ length: 64 }, () => 'true'));
-    expect(validateSpec({ webhooks: [many] })).to.deep.include({ field: 'spec.webhooks[0].matchConditions', message: 'Too many: 64: must have at most 63 items (the API server takes 64 per webhook, and Portcullis adds one of its own)' });
-    expect(validateSpec({ webhooks: [hook(Array.from({ length: 63 }, () => 'true'))] })).to.deep.equal([]);
+  it('counts the self-protection condition in the API server’s 64 when the rules need it, and checks names as VAP does', function () {
+    const conditions = (n: number) => Array.from({ length: n }, () => 'true');
+    const nodes = { rules: [{ operations: ['UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['nodes/status'] }] };
+    expect(validateSpec({ webhooks: [hook(conditions(64), nodes)] })).to.deep.include({
+      field: 'spec.webhooks[0].matchConditions',
+      message: 'Too many: 64: must have at most 63 items (the API server takes 64 per webhook, and Portcullis adds its own: self-protection)',
+    });
+    expect(validateSpec({ webhooks: [hook(conditions(63), nodes)] })).to.deep.equal([]);
+    // ConfigMaps cannot reach a protected resource: the webhook has all 64.
+    expect(validateSpec({ webhooks: [hook(conditions(64))] })).to.deep.equal([]);
+    expect(validateSpec({ webhooks: [hook(conditions(65))] })).to.deep.include({ field: 'spec.webhooks[0].matchConditions', message: 'Too many: 65: must have at most 64 items (the API server takes 64 per webhook)' });
     const named = hook(['true', 'true', 'true']);
     named.matchConditions = [
       { name: 'a', expression: 'true' },
