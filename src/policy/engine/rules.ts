@@ -213,10 +213,12 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
   const ints = new IntsInPlace();
   try {
     const activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads, true);
-    // undefined: holds; a message: an error (failurePolicy Fail); null: fails, its message comes later
-    const outcomes: (Failure | null | undefined)[] = [];
-    let allHold = true;
-    for (const validation of compiled.validations) {
+    // undefined: holds; a message: an error (failurePolicy Fail); null: fails, its message comes later.
+    // Made at the first outcome that is not "holds": the common answer allocates nothing here.
+    const { validations } = compiled;
+    let outcomes: (Failure | null | undefined)[] | undefined;
+    for (let index = 0; index < validations.length; index++) {
+      const validation = validations[index]!;
       let outcome: Failure | null | undefined;
       try {
         // Anything but true denies, as in the API server (a non-bool is not an error there).
@@ -226,15 +228,15 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
         evaluationTotals.errors++;
         outcome = failurePolicy === 'Ignore' ? undefined : { message: `expression '${validation.expression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' };
       }
-      outcomes.push(outcome);
-      if (outcome !== undefined) allHold = false;
+      if (outcome !== undefined) (outcomes ??= new Array<Failure | null | undefined>(validations.length).fill(undefined))[index] = outcome;
     }
     // The API server evaluates every messageExpression, of holding validations too, from what the
     // validations left, and running out fails the whole webhook. Only failing validations' messages
     // are used, so the others are evaluated only when the budget could run out.
     const everyMessage = remainingBudget() < compiled.messageExpressions * MAX_MESSAGE_COST;
     // The common answer, with nothing to word, route or annotate.
-    if (allHold && !everyMessage && compiled.auditAnnotations.length === 0) return allowed();
+    if (!outcomes && !everyMessage && compiled.auditAnnotations.length === 0) return allowed();
+    outcomes ??= new Array<Failure | null | undefined>(validations.length).fill(undefined);
     const failures: (Failure | undefined)[] = [];
     // The API server evaluates messageExpressions in an activation of their own, without
     // `authorizer`: a variable that asks it fails there, and the message falls back.

@@ -84,8 +84,7 @@ export const CONVERT: unique symbol = Symbol('convert');
 
 /** Converts the activation's JSON if that is still to be done. */
 export function convertActivation(activation: unknown): void {
-  const convert = (activation as { [CONVERT]?: () => void } | null | undefined)?.[CONVERT];
-  if (convert) convert();
+  (activation as { [CONVERT]?: () => void } | null | undefined)?.[CONVERT]?.();
 }
 
 export function fromCel(value: unknown): unknown {
