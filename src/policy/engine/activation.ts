@@ -10,18 +10,6 @@ export interface CompiledVariable {
   program: Program;
 }
 
-export interface Activation {
-  object: unknown;
-  oldObject: unknown;
-  request: unknown;
-  params: unknown;
-  namespaceObject: unknown;
-  variables: Record<string, unknown>;
-  /** Bound only for a webhook whose expressions use it (library/authz.ts). */
-  authorizer?: unknown;
-  /** While object, oldObject and request are still plain JSON (see `deferred` below). */
-  [CONVERT]?: (() => void) | undefined;
-}
 
 /**
  * `request` as VAP builds it (apiserver plugin/cel CreateAdmissionRequest, turned into JSON): no
@@ -87,13 +75,14 @@ const NO_VARIABLES: Record<string, unknown> = Object.freeze({});
  * bytes per request, measured). `[CONVERT]` converts the JSON still pending (deferred), once;
  * fields other than the CEL variables are not variables: cel-js reads only declared names.
  */
-class RequestActivation implements Activation {
+export class Activation {
   object: unknown;
   oldObject: unknown;
   request: unknown;
   params: unknown;
   namespaceObject: unknown;
   variables: Record<string, unknown>;
+  /** Bound only for a webhook whose expressions use it (library/authz.ts). */
   declare authorizer?: unknown;
   /** Set while object, oldObject and request are plain JSON still to be converted. */
   private pending: IntsInPlace | undefined;
@@ -137,7 +126,7 @@ export function buildActivation(
   /** Leaves object, oldObject and request as plain JSON until a program that is not compiled needs them converted (`convertActivation`). */
   deferred = false,
 ): Activation {
-  const activation = new RequestActivation(
+  const activation = new Activation(
     object === undefined || object === null || (reads && !reads.uses('object')) ? null : object,
     request.oldObject && (!reads || reads.uses('oldObject')) ? request.oldObject : null,
     !reads || reads.uses('request') ? requestAttributes(request) : null,
