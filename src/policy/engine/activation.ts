@@ -10,7 +10,6 @@ export interface CompiledVariable {
   program: Program;
 }
 
-
 /**
  * `request` as VAP builds it (apiserver plugin/cel CreateAdmissionRequest, turned into JSON): no
  * object or oldObject, an empty uid, and the omitempty fields (subResource, name, namespace,

@@ -228,7 +228,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
         evaluationTotals.errors++;
         outcome = failurePolicy === 'Ignore' ? undefined : { message: `expression '${validation.expression}' resulted in error: ${celErrorText(err)}`, reason: 'Invalid' };
       }
-      if (outcome !== undefined) (outcomes ??= new Array<Failure | null | undefined>(validations.length).fill(undefined))[index] = outcome;
+      if (outcome !== undefined) (outcomes ??= allHolding(validations.length))[index] = outcome;
     }
     // The API server evaluates every messageExpression, of holding validations too, from what the
     // validations left, and running out fails the whole webhook. Only failing validations' messages
@@ -236,7 +236,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
     const everyMessage = remainingBudget() < compiled.messageExpressions * MAX_MESSAGE_COST;
     // The common answer, with nothing to word, route or annotate.
     if (!outcomes && !everyMessage && compiled.auditAnnotations.length === 0) return allowed();
-    outcomes ??= new Array<Failure | null | undefined>(validations.length).fill(undefined);
+    outcomes ??= allHolding(validations.length);
     const failures: (Failure | undefined)[] = [];
     // The API server evaluates messageExpressions in an activation of their own, without
     // `authorizer`: a variable that asks it fails there, and the message falls back.
@@ -290,6 +290,11 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
 interface Failure {
   message: string;
   reason: Reason;
+}
+
+/** The outcomes of `count` validations that all hold, to be marked where one does not. */
+function allHolding(count: number): (Failure | null | undefined)[] {
+  return new Array<Failure | null | undefined>(count).fill(undefined);
 }
 
 /**
