@@ -6,8 +6,19 @@
  */
 import type { ParseResult } from '@marcbachmann/cel-js';
 
-/** A compiled expression; `compiled` when it has the compiled shortcut (fast/). */
-export type Program = ParseResult & { readonly compiled?: boolean };
+/** A compiled expression; `compiled` when it has the compiled shortcut (fast/), and then `direct`. */
+export type Program = ParseResult & { readonly compiled?: boolean; readonly direct?: DirectRun };
+
+/**
+ * A program's compiled shortcut, for a caller that runs it without the wrappers around it
+ * (fast/all-hold.ts): the generated function, the static cost charged before it runs, and the
+ * program cel-js answers with (which the tests compare its answers to).
+ */
+export interface DirectRun {
+  run: (activation: unknown) => unknown;
+  staticCost: number;
+  celjs: ParseResult;
+}
 
 export class CompileError extends Error {
   readonly field: string;

@@ -45,14 +45,14 @@ export const runtimeCharges = {
  * `check` as cel-js's. Call once per program, after `check()` (checking again would undo the
  * function-cost wrappers).
  */
-export function withCost(program: ParseResult, shortcut?: (program: ParseResult) => ((activation: unknown) => unknown) | undefined): ParseResult {
+export function withCost(program: ParseResult, shortcut?: (program: ParseResult) => ((activation: unknown) => unknown) | undefined): ParseResult & { staticCost: number } {
   const staticCost = instrument(program.ast);
   // a faster way to the same answer, given the instrumented program (policy/fast)
   const body = shortcut?.(program) ?? program;
   const run = ((activation?: unknown) => evaluate(body, staticCost, activation)) as ParseResult;
   run.ast = program.ast;
   run.check = program.check;
-  return run;
+  return Object.assign(run, { staticCost });
 }
 
 /** The static cost of `root`, instrumenting its comprehensions and sized calls on the way. */

@@ -5,7 +5,7 @@
  * HTTP; evaluating validations and mutations is rules.ts's. Errors carry the field path of the
  * expression they came from.
  */
-import { Environment } from '@marcbachmann/cel-js';
+import { Environment, type ParseResult } from '@marcbachmann/cel-js';
 import { CompileError, firstLine, type Program } from '../celjs/program.ts';
 import { registerLists, validateListCall } from '../library/lists.ts';
 import { registerListsExt, validateListsExtCall } from '../library/lists-ext.ts';
@@ -27,7 +27,7 @@ import { replaceDoubleBuiltins } from '../library/doubles.ts';
 import { replaceConversionBuiltins } from '../library/conversions.ts';
 import { AUTHORIZER_TYPE, registerAuthz } from '../library/authz.ts';
 import { withCost } from '../cost/instrument.ts';
-import { shortcutFor } from '../fast/shortcut.ts';
+import { shortcutFor, type Body } from '../fast/shortcut.ts';
 import { useCelGoLogic } from '../celjs/logic.ts';
 import { useCelGoEquality } from '../celjs/equality.ts';
 
@@ -152,13 +152,14 @@ export function compile(
   }
   useCelGoLogic(program.ast);
   useCelGoEquality(program.ast, options.requestVariables);
-  let compiled = false;
+  let body: Body | undefined;
+  let celjs: ParseResult | undefined;
   const run = withCost(program, (instrumented) => {
-    const body = shortcutFor(instrumented, options.compiledVariables);
-    compiled = body.compiled;
-    return body;
+    celjs = instrumented;
+    return (body = shortcutFor(instrumented, options.compiledVariables));
   });
-  return Object.assign(run, { compiled });
+  const direct = body?.direct && { run: body.direct, staticCost: run.staticCost, celjs: celjs! };
+  return Object.assign(run, { compiled: body?.compiled ?? false, direct });
 }
 
 /** cel-go's name of a type, as the API server's messages print it. */

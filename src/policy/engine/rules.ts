@@ -18,6 +18,7 @@ import { requestAuthorizer } from '../library/authz.ts';
 import { ActivationReads } from '../values/reads.ts';
 import { readsRequestValue } from '../celjs/equality.ts';
 import { evaluateMatchConditions, planMatchConditions, type CompiledMatchCondition } from './match-conditions.ts';
+import { allHoldCheck, type AllHold } from '../fast/all-hold.ts';
 
 /** (for src/registry/compile.ts, which reads the policy engine through this module and celjs/program.ts only) */
 export { evaluationTotals, RUNTIME_CEL_COST_BUDGET } from '../cost/meter.ts';
@@ -54,6 +55,8 @@ interface CompiledValidations {
   /** Some variable names `authorizer` (then messageExpressions get an activation without it). */
   variablesAuthorize: boolean;
   validations: CompiledValidation[];
+  /** The common answer, every validation holds, found at once where all of them compile (fast/all-hold.ts). */
+  allHold: AllHold | undefined;
   auditAnnotations: CompiledAuditAnnotation[];
   /** What its expressions read of the activation. */
   reads: ActivationReads;
@@ -187,6 +190,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
     variables,
     variablesAuthorize: variables.some((v) => usesAuthorizer(v.program)),
     validations,
+    allHold: allHoldCheck(validations.map((v) => v.program)),
     auditAnnotations,
     reads: new ActivationReads([...variables.map((v) => v.program), ...validations.flatMap((v) => [v.program, v.messageProgram]), ...auditAnnotations.map((a) => a.program)]),
     messageExpressions: validations.filter((v) => v.messageProgram).length,
@@ -212,12 +216,15 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
   const budget = openBudget(compiled.costBudget);
   const ints = new IntsInPlace();
   try {
-    const activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads, true);
+    let activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads, true);
+    const { validations, allHold } = compiled;
+    const held = allHold !== undefined && allHold(activation);
+    // Not sure: evaluated one by one, from the start (the variables it read are evaluated again, and charged again).
+    if (allHold && !held) activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads, true);
     // undefined: holds; a message: an error (failurePolicy Fail); null: fails, its message comes later.
     // Made at the first outcome that is not "holds": the common answer allocates nothing here.
-    const { validations } = compiled;
     let outcomes: (Failure | null | undefined)[] | undefined;
-    for (let index = 0; index < validations.length; index++) {
+    for (let index = 0; !held && index < validations.length; index++) {
       const validation = validations[index]!;
       let outcome: Failure | null | undefined;
       try {

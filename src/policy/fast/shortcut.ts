@@ -14,7 +14,7 @@ import { compileProgram, type CompiledProgram } from './compiler.ts';
 import { BAIL, spent } from './runtime.ts';
 
 /** A program's body for cost/instrument.ts's `withCost`, and whether it has a compiled shortcut. */
-export type Body = ((activation: unknown) => unknown) & { compiled: boolean };
+export type Body = ((activation: unknown) => unknown) & { compiled: boolean; direct?: CompiledProgram };
 
 /** Sees the shortcut's answers (the tests' differential check); never changes them. */
 export interface ShortcutObserver {
@@ -29,6 +29,11 @@ let observer: ShortcutObserver | undefined;
 /** Installs (or, with undefined, removes) the observer of every shortcut answer. */
 export function observeShortcut(next: ShortcutObserver | undefined): void {
   observer = next;
+}
+
+/** The observer installed, if any (all-hold.ts reports its answers to it too). */
+export function shortcutObserver(): ShortcutObserver | undefined {
+  return observer;
 }
 
 /**
@@ -62,5 +67,5 @@ export function shortcutFor(program: ParseResult, variables?: ReadonlySet<string
     if (observer) observer.answered(program, activation, charged, result, compiled, spent.variables);
     return result;
   };
-  return Object.assign(body, { compiled: true });
+  return Object.assign(body, { compiled: true, direct: compiled });
 }
