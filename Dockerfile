@@ -41,4 +41,4 @@ USER 65532:65532
 EXPOSE 9443 8080
 # A 2 MiB young generation and an old one that grows little past what is live: src/admission/heap.ts's
 # OPERATOR_NODE_FLAGS (V8 flags must be given at start; test/unit/node-flags.test.ts keeps them equal).
-ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=2", "--heap-growing-percent=25", "dist/main.js"]
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=16", "--heap-growing-percent=25", "dist/main.js"]

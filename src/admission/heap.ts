@@ -21,10 +21,13 @@ export function tuneHeapForAdmission(): void {
 /**
  * Node flags the operator is started with (the image's entry point, `npm start`, the benches),
  * since V8 sizes its heap when it is made, before any code of ours runs.
- * - `--max-semi-space-size=2` (MiB; Node's default grows to 16): measured, the idle operator's RSS
- *   falls from 184 to 159 MB and with 300 suites just applied from 372 to 257 MB, while the admission
- *   server's CPU time per review stays the same (54.6 us default, 53.0 us with 2 MiB, bench/run.ts):
- *   what a review allocates dies young, so a smaller nursery is scavenged more often at no more cost.
+ * - `--max-semi-space-size=16` (MiB), the nursery's size said rather than left to V8, which sizes it
+ *   by the heap limit (smaller in a small container). Each scavenge costs about 0.3 ms whatever
+ *   survives it (scanning the roots, sweeping the requests' array buffers), and a review allocates
+ *   about 16 KB, so the nursery's size decides the GC time per review. Measured on the bench's
+ *   server under load (GC pauses per review): 2 MiB 2.0 us, 4 MiB 1.5, 8 MiB 0.9-1.3, 16 MiB 0.6,
+ *   32 MiB 0.6. It was 2 MiB, for memory: RSS idle 124 -> 137 MB at 16, with 100 suites just
+ *   applied 151 -> 183 MB (bench/scale.ts; the nursery fills under a burst and stays).
  * - `--heap-growing-percent=25`: the old generation may grow a quarter past what the last full GC
  *   left live before the next one (V8 otherwise picks up to 4x by allocation rate). A burst of new
  *   suites leaves old generations of watched objects behind (each version of a suite, Secret and
@@ -33,4 +36,4 @@ export function tuneHeapForAdmission(): void {
  *   426-443 MB before, 247-267 MB after (0.29 -> 0.12-0.14 MB per suite), after a restart 304-310
  *   -> 233 MB; CPU per review unchanged within noise (61.2 vs 62.4 us, bench A/B of 7 rounds).
  */
-export const OPERATOR_NODE_FLAGS = ['--max-semi-space-size=2', '--heap-growing-percent=25'];
+export const OPERATOR_NODE_FLAGS = ['--max-semi-space-size=16', '--heap-growing-percent=25'];
