@@ -102,8 +102,7 @@ export function evaluate(program: (activation: never) => unknown, staticCost: nu
     meter.overrunAt = -1;
   }
   const start = meter.cost;
-  const callEnd = start + PER_CALL_LIMIT;
-  meter.limit = callEnd < meter.budgetEnd ? callEnd : meter.budgetEnd;
+  meter.limit = callLimit();
   try {
     meter.cost += staticCost;
     let result: unknown;
@@ -123,6 +122,12 @@ export function evaluate(program: (activation: never) => unknown, staticCost: nu
       meter.limit = shifted < meter.budgetEnd ? shifted : meter.budgetEnd;
     }
   }
+}
+
+/** Where an expression starting now must stop: its per-call limit, or the budget's end if that comes first. */
+export function callLimit(): number {
+  const callEnd = meter.cost + PER_CALL_LIMIT;
+  return callEnd < meter.budgetEnd ? callEnd : meter.budgetEnd;
 }
 
 function overrun(): Error {

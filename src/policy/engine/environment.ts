@@ -159,7 +159,7 @@ export function compile(
     return (body = shortcutFor(instrumented, options.compiledVariables));
   });
   const direct = body?.direct && { run: body.direct, staticCost: run.staticCost, celjs: celjs! };
-  return Object.assign(run, { compiled: body?.compiled ?? false, direct });
+  return Object.assign(run, { compiled: direct !== undefined, direct });
 }
 
 /** cel-go's name of a type, as the API server's messages print it. */

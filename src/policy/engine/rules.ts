@@ -219,7 +219,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
     let activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads, true);
     const { validations, allHold } = compiled;
     const held = allHold !== undefined && allHold(activation);
-    // Not sure: evaluated one by one, from the start (the variables it read are evaluated again, and charged again).
+    // Not sure: evaluated one by one from the start, in a new activation (the check's charges were undone, and the variables it read are evaluated again).
     if (allHold && !held) activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads, true);
     // undefined: holds; a message: an error (failurePolicy Fail); null: fails, its message comes later.
     // Made at the first outcome that is not "holds": the common answer allocates nothing here.

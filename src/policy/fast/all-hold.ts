@@ -10,7 +10,7 @@
  * cost comes from here. Must not change an answer; the tests' observer sees every answer it gives.
  */
 import type { DirectRun, Program } from '../celjs/program.ts';
-import { meter, PER_CALL_LIMIT } from '../cost/meter.ts';
+import { callLimit, meter } from '../cost/meter.ts';
 import { spent } from './runtime.ts';
 import { shortcutObserver } from './shortcut.ts';
 
@@ -27,8 +27,7 @@ export function allHoldCheck(programs: readonly Program[]): AllHold | undefined 
     try {
       for (let i = 0; i < runs.length; i++) {
         const { run, staticCost } = runs[i]!;
-        const callEnd = meter.cost + PER_CALL_LIMIT;
-        meter.limit = callEnd < meter.budgetEnd ? callEnd : meter.budgetEnd;
+        meter.limit = callLimit();
         meter.cost += staticCost;
         const charged = meter.cost;
         if (run(activation) !== true || meter.cost > meter.limit) return unsure(start, outerLimit);

@@ -13,8 +13,8 @@ import { convertActivation } from '../values/convert.ts';
 import { compileProgram, type CompiledProgram } from './compiler.ts';
 import { BAIL, spent } from './runtime.ts';
 
-/** A program's body for cost/instrument.ts's `withCost`, and whether it has a compiled shortcut. */
-export type Body = ((activation: unknown) => unknown) & { compiled: boolean; direct?: CompiledProgram };
+/** A program's body for cost/instrument.ts's `withCost`, and its compiled shortcut if it has one. */
+export type Body = ((activation: unknown) => unknown) & { direct?: CompiledProgram };
 
 /** Sees the shortcut's answers (the tests' differential check); never changes them. */
 export interface ShortcutObserver {
@@ -43,13 +43,10 @@ export function shortcutObserver(): ShortcutObserver | undefined {
 export function shortcutFor(program: ParseResult, variables?: ReadonlySet<string>): Body {
   const compiled = compileProgram(program.ast, variables);
   if (!compiled) {
-    return Object.assign(
-      (activation: unknown) => {
-        convertActivation(activation);
-        return program(activation as never);
-      },
-      { compiled: false },
-    );
+    return (activation: unknown) => {
+      convertActivation(activation);
+      return program(activation as never);
+    };
   }
   const body = (activation: unknown) => {
     const charged = meter.cost;
@@ -67,5 +64,5 @@ export function shortcutFor(program: ParseResult, variables?: ReadonlySet<string
     if (observer) observer.answered(program, activation, charged, result, compiled, spent.variables);
     return result;
   };
-  return Object.assign(body, { compiled: true, direct: compiled });
+  return Object.assign(body, { direct: compiled });
 }
