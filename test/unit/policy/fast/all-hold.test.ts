@@ -10,6 +10,10 @@ import { compileRules, evaluationTotals } from '../../../../src/policy/engine/ru
 import { allHoldCheck } from '../../../../src/policy/fast/all-hold.ts';
 import { closeBudget, meter, openBudget } from '../../../../src/policy/cost/meter.ts';
 import type { WebhookSpec } from '../../../../src/api/types.ts';
+import type { AdmissionRequest } from '../../../../src/api/review.ts';
+import { buildActivation } from '../../../../src/policy/engine/activation.ts';
+import { ActivationReads } from '../../../../src/policy/values/reads.ts';
+import { IntsInPlace } from '../../../../src/policy/values/convert.ts';
 import { fixtures, requestOf } from '../../../fixtures/reviews.ts';
 
 const object = () => requestOf(fixtures.deploymentCreate()).object as Record<string, unknown>;
@@ -50,6 +54,70 @@ describe('policy: every validation holds, found in one pass', function () {
       const check = allHoldCheck(programs(...expressions))!;
       expect(metered(budget, () => check({ object: object() })), expressions.join(' && ')).to.deep.equal({ result: false, cost: 0, limit: Infinity, overrunAt: -1 });
     }
+  });
+
+  it('on generated cases: says "all hold" only where each program answers true, at their cost; otherwise leaves the meter as it was', function () {
+    let seed = 20261126;
+    const random = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+    const POOL = [
+      'object.spec.replicas <= 5',
+      'object.spec.replicas >= 1',
+      'has(object.metadata.labels.team)',
+      'object.metadata.labels.all(k, k.size() < 8)',
+      "object.spec.containers.all(c, c.image.startsWith('r/'))",
+      "object.spec.containers.exists(c, c.name == 'a')",
+      'object.metadata.name.size() > 0',
+      'object.spec.containers.size() <= 3',
+      '!has(object.spec.hostNetwork) || object.spec.hostNetwork == false',
+      'object.spec.containers.all(c, has(c.resources.limits) && has(c.resources.limits.memory))',
+    ];
+    const compiled = new Map(POOL.map((e) => [e, compile(e, 'v', ['bool'])]));
+    const pod = () => {
+      const some = <T>(value: T) => (random() < 0.85 ? value : undefined);
+      const container = () => ({ name: pick(['a', 'b', 'ab']), image: pick(['r/x', 'r/', 'q/x', 7]), resources: some({ limits: some({ memory: some('1Gi') }) }) });
+      return JSON.parse(
+        JSON.stringify({
+          metadata: { name: some(pick(['', 'web'])), labels: some(Object.fromEntries(['team', 'app', 'a-much-longer-key'].filter(() => random() < 0.5).map((k) => [k, 'v']))) },
+          spec: { replicas: some(pick([1, 3, 7, 2.5, '3'])), hostNetwork: some(pick([false, true, 'x'])), containers: some(Array.from({ length: Math.floor(random() * 5) }, container)) },
+        }),
+      ) as Record<string, unknown>;
+    };
+    let held = 0;
+    let unsure = 0;
+    for (let i = 0; i < 3000; i++) {
+      const programs = Array.from({ length: 1 + Math.floor(random() * 5) }, () => compiled.get(pick(POOL))!);
+      const check = allHoldCheck(programs)!;
+      const object = pod();
+      const request = { uid: 'u', kind: { group: '', version: 'v1', kind: 'Pod' }, resource: { group: '', version: 'v1', resource: 'pods' }, operation: 'CREATE', userInfo: { username: 'u' }, object } as unknown as AdmissionRequest;
+      const budget = random() < 0.2 ? Math.floor(random() * 40) : 10_000;
+      const run = <T>(evaluate: (activation: unknown) => T) => {
+        const ints = new IntsInPlace();
+        try {
+          return metered(budget, () => evaluate(buildActivation(request, object, [], {}, ints, new ActivationReads(programs), true)));
+        } finally {
+          ints.restore();
+        }
+      };
+      const fused = run((activation) => check(activation));
+      const oneByOne = run((activation) => programs.map((p) => { try { return p(activation as never); } catch (err) { return err; } }));
+      const label = `${programs.map((p) => POOL.find((e) => compiled.get(e) === p)).join(' && ')} over ${JSON.stringify(object)} in ${budget}`;
+      if (fused.result) {
+        held++;
+        expect(oneByOne.result, label).to.deep.equal(programs.map(() => true));
+        expect(fused.cost, label).to.equal(oneByOne.cost);
+      } else {
+        unsure++;
+        expect({ cost: fused.cost, limit: fused.limit, overrunAt: fused.overrunAt }, label).to.deep.equal({ cost: 0, limit: Infinity, overrunAt: -1 });
+      }
+    }
+    expect(held, 'cases where all held').to.be.greaterThan(300);
+    expect(unsure, 'cases where the check was unsure').to.be.greaterThan(300);
   });
 
   it('is not made for validations of which one has no compiled shortcut', function () {
