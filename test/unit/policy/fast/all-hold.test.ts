@@ -15,6 +15,7 @@ import { buildActivation } from '../../../../src/policy/engine/activation.ts';
 import { ActivationReads } from '../../../../src/policy/values/reads.ts';
 import { IntsInPlace } from '../../../../src/policy/values/convert.ts';
 import { fixtures, requestOf } from '../../../fixtures/reviews.ts';
+import { seededRandom } from '../../../support/random.ts';
 
 const object = () => requestOf(fixtures.deploymentCreate()).object as Record<string, unknown>;
 const programs = (...expressions: string[]) => expressions.map((e, i) => compile(e, `v${i}`, ['bool']));
@@ -57,13 +58,7 @@ describe('policy: every validation holds, found in one pass', function () {
   });
 
   it('on generated cases: says "all hold" only where each program answers true, at their cost; otherwise leaves the meter as it was', function () {
-    let seed = 20261126;
-    const random = () => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
+    const random = seededRandom(20261126);
     const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
     const POOL = [
       'object.spec.replicas <= 5',

@@ -13,16 +13,7 @@ import { buildActivation } from '../../../../src/policy/engine/activation.ts';
 import { ActivationReads } from '../../../../src/policy/values/reads.ts';
 import { IntsInPlace } from '../../../../src/policy/values/convert.ts';
 import type { AdmissionRequest } from '../../../../src/api/review.ts';
-
-/** mulberry32: a small seeded generator. */
-function generator(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../../support/random.ts';
 
 const KEYS = ['a', 'b', 'name', 'x-y', 'constructor', '__proto__', 'é'];
 const STRINGS = ['', 'a', 'ab', 'registry.example.com/app', 'é', '😀x', 'A', '1'];
@@ -32,7 +23,7 @@ describe('policy: the compiled shortcut on generated cases', function () {
   this.timeout(60_000);
 
   it('answers as cel-js does, value and cost, on every case it answers', () => {
-    const random = generator(20261123);
+    const random = seededRandom(20261123);
     const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
 
     /** JSON text (so "__proto__" is an own key, as in a real request body). */
