@@ -17,12 +17,14 @@ export interface CompiledVariable {
  * JSON: its parts are the request's own, not copies.
  */
 export function requestAttributes(request: AdmissionRequest): Record<string, unknown> {
+  // Each field set by name, not through one `target[key]` helper: a store shared by every key goes
+  // megamorphic, which measured a quarter of the webhook's own time in the loaded server.
   const user = request.userInfo ?? {};
   const userInfo: Record<string, unknown> = {};
-  setUnlessEmpty(userInfo, 'username', user.username);
-  setUnlessEmpty(userInfo, 'uid', user.uid);
-  setUnlessEmpty(userInfo, 'groups', user.groups);
-  setUnlessEmpty(userInfo, 'extra', user.extra);
+  if (present(user.username)) userInfo.username = user.username;
+  if (present(user.uid)) userInfo.uid = user.uid;
+  if (present(user.groups)) userInfo.groups = user.groups;
+  if (present(user.extra)) userInfo.extra = user.extra;
   const attributes: Record<string, unknown> = {
     uid: '',
     kind: request.kind,
@@ -34,19 +36,19 @@ export function requestAttributes(request: AdmissionRequest): Record<string, unk
     dryRun: request.dryRun ?? false,
   };
   const subResource = request.subResource ?? '';
-  setUnlessEmpty(attributes, 'subResource', subResource);
-  setUnlessEmpty(attributes, 'requestSubResource', request.requestSubResource ?? subResource);
-  setUnlessEmpty(attributes, 'name', request.name);
-  setUnlessEmpty(attributes, 'namespace', request.namespace);
-  setUnlessEmpty(attributes, 'options', request.options);
+  const requestSubResource = request.requestSubResource ?? subResource;
+  if (present(subResource)) attributes.subResource = subResource;
+  if (present(requestSubResource)) attributes.requestSubResource = requestSubResource;
+  if (present(request.name)) attributes.name = request.name;
+  if (present(request.namespace)) attributes.namespace = request.namespace;
+  if (present(request.options)) attributes.options = request.options;
   return attributes;
 }
 
 /** Go's omitempty: no empty strings, lists, maps or nulls. */
-function setUnlessEmpty(target: Record<string, unknown>, key: string, value: unknown): void {
-  if (value === undefined || value === null || value === '') return;
-  if (typeof value === 'object' && (Array.isArray(value) ? value.length === 0 : isEmptyObject(value))) return;
-  target[key] = value;
+function present(value: unknown): boolean {
+  if (value === undefined || value === null || value === '') return false;
+  return typeof value !== 'object' || (Array.isArray(value) ? value.length !== 0 : !isEmptyObject(value));
 }
 
 function isEmptyObject(value: object): boolean {
@@ -126,11 +128,11 @@ export function buildActivation(
   deferred = false,
 ): Activation {
   const activation = new Activation(
-    object === undefined || object === null || (reads && !reads.uses('object')) ? null : object,
-    request.oldObject && (!reads || reads.uses('oldObject')) ? request.oldObject : null,
-    !reads || reads.uses('request') ? requestAttributes(request) : null,
-    extra.params === undefined || (reads && !reads.uses('params')) ? null : cachedToCel(extra.params),
-    extra.namespaceObject === undefined || (reads && !reads.uses('namespaceObject')) ? null : cachedToCel(extra.namespaceObject),
+    object === undefined || object === null || (reads && !reads.binds.object) ? null : object,
+    request.oldObject && (!reads || reads.binds.oldObject) ? request.oldObject : null,
+    !reads || reads.binds.request ? requestAttributes(request) : null,
+    extra.params === undefined || (reads && !reads.binds.params) ? null : cachedToCel(extra.params),
+    extra.namespaceObject === undefined || (reads && !reads.binds.namespaceObject) ? null : cachedToCel(extra.namespaceObject),
     variables.length === 0 ? NO_VARIABLES : {},
     ints,
     reads,

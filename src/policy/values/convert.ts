@@ -27,8 +27,8 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
  * Callers must `restore()` before anything else sees the JSON (a finally block).
  */
 export class IntsInPlace {
-  /** (container, key, original number) triples, in the order they were changed. */
-  private readonly changed: unknown[] = [];
+  /** (container, key, original number) triples, in the order they were changed; made at the first (a compiled webhook converts nothing). */
+  private changed: unknown[] | undefined;
 
   /** Converts `value` (a JSON tree) in place, the parts of it in `reads` (all by default), and returns it. */
   convert<T>(value: T, reads: Reads = true): T {
@@ -38,6 +38,7 @@ export class IntsInPlace {
 
   restore(): void {
     const changed = this.changed;
+    if (!changed) return;
     for (let i = changed.length - 3; i >= 0; i -= 3) (changed[i] as Record<string | number, unknown>)[changed[i + 1] as string] = changed[i + 2];
     changed.length = 0;
   }
@@ -68,7 +69,7 @@ export class IntsInPlace {
   private visit(container: object, key: string | number, value: unknown, reads: Reads): void {
     if (typeof value === 'number') {
       if (Number.isInteger(value)) {
-        this.changed.push(container, key, value);
+        (this.changed ??= []).push(container, key, value);
         (container as Record<string | number, unknown>)[key] = BigInt(value);
       }
     } else if (value !== null && typeof value === 'object') this.walk(value, reads);

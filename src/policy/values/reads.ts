@@ -29,12 +29,17 @@ interface ReadPath {
   whole: boolean;
 }
 
+/** The activation variables each request binds anew (engine/activation.ts). */
+export type BoundVariable = 'object' | 'oldObject' | 'request' | 'params' | 'namespaceObject';
+
 /** The activation variables whose fields are tracked; every other one is read whole. */
 const TRACKED = new Set(['object', 'oldObject', 'request']);
 
 export class ActivationReads {
   /** Every activation variable the expressions name. */
   readonly names = new Set<string>();
+  /** Whether they name each variable bound per request: asked on every request, so looked up once here. */
+  readonly binds: Readonly<Record<BoundVariable, boolean>>;
   private readonly fields = new Map<string, Reads>();
 
   constructor(programs: readonly (Program | undefined)[]) {
@@ -49,6 +54,8 @@ export class ActivationReads {
       for (const path of chainsFrom(id, parents)) building.set(name, merge(building.get(name), path, 0));
     }
     for (const [name, reads] of building) this.fields.set(name, settle(reads));
+    const names = this.names;
+    this.binds = { object: names.has('object'), oldObject: names.has('oldObject'), request: names.has('request'), params: names.has('params'), namespaceObject: names.has('namespaceObject') };
   }
 
   uses(name: string): boolean {
