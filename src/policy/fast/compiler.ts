@@ -86,6 +86,18 @@ const isMapText = (t: string) => `typeof ${t} === 'object' && ${t} !== null && (
 /** JS text that throws BAIL unless `t` is a JSON map. */
 const requireMap = (t: string) => `if (!(${isMapText(t)})) B();`;
 
+/**
+ * requireMap(t) for a `t` about to be read as a map. When the statement just emitted loaded `t` and
+ * ended in its requireValue, that check is dropped: every map passes it, and nothing ran between
+ * (a select or has() follows its operand's load at once), so the same inputs still bail.
+ */
+function mapOnly(t: string, out: string[]): string {
+  const last = out.length - 1;
+  const check = ` ${requireValue(t)}`;
+  if (last >= 0 && out[last]!.endsWith(check)) out[last] = out[last]!.slice(0, -check.length);
+  return requireMap(t);
+}
+
 /** JS text over two operands (temporaries or literals): when an operator's answer is plainly cel-js's, and what it is. */
 type Operands = (l: string, r: string) => string;
 const COMPARISONS = new Set(['<', '<=', '>', '>=']);
@@ -238,7 +250,7 @@ class Compiler {
   /** `left.name` on a JSON map: a present key's value; anything else is cel-js's to answer. */
   private select(left: string, name: string, out: string[]): string {
     const t = this.temp();
-    out.push(`${requireMap(left)} ${t} = ${left}[${JSON.stringify(name)}]; ${requireValue(t)}`);
+    out.push(`${mapOnly(left, out)} ${t} = ${left}[${JSON.stringify(name)}]; ${requireValue(t)}`);
     return t;
   }
 
@@ -258,7 +270,7 @@ class Compiler {
     if (last.op !== '.' || typeof name !== 'string' || name === '__proto__') throw new Unsupported();
     const t = this.temp();
     const present = this.temp();
-    out.push(`${requireMap(value)} ${t} = hasOwn(${value}, ${JSON.stringify(name)}); if (${t}) { ${present} = ${value}[${JSON.stringify(name)}]; ${requireValue(present)} }`);
+    out.push(`${mapOnly(value, out)} ${t} = hasOwn(${value}, ${JSON.stringify(name)}); if (${t}) { ${present} = ${value}[${JSON.stringify(name)}]; ${requireValue(present)} }`);
     return t;
   }
 
