@@ -18,7 +18,7 @@ import type { Logger } from '../log.ts';
 import { internalError, type CompiledWebhook } from '../registry/compile.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LargeBody, type ReviewOffload, WorkerLostError } from './offload.ts';
-import { decodeReview, encodeReview, parseJson } from './review.ts';
+import { decodeReview, encodeReviewText, parseJson } from './review.ts';
 
 /** What the chain needs of a webhook. */
 export type ServedWebhook = Pick<CompiledWebhook, 'suite' | 'name' | 'failurePolicy' | 'admit' | 'observer'>;
@@ -111,6 +111,6 @@ export class AdmissionChain {
     }
     // While draining, the API server's keep-alive connections are closed after an answer rather
     // than under a request in flight, so its next call opens a connection to another replica.
-    reply.send(200, JSON.stringify(encodeReview(apiVersion, uid, decision)), this.draining());
+    reply.send(200, encodeReviewText(apiVersion, uid, decision), this.draining());
   }
 }
