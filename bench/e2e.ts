@@ -30,7 +30,7 @@ import { GROUP, PLURAL, VERSION } from '../src/api/types.ts';
 import { DEFAULTS } from '../src/config.ts';
 import { startServer } from './processes.ts';
 import { E2E_RULE, e2eSuite } from './fixtures.ts';
-import { OPERATOR_NODE_FLAGS } from '../src/admission/heap.ts';
+import { OPERATOR_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
 
 const CREATES = Number(process.env.E2E_CREATES ?? 1000);
 const WARM_UP = 30;

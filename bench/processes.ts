@@ -7,7 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OPERATOR_NODE_FLAGS } from '../src/admission/heap.ts';
+import { OPERATOR_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
 
 const CAN_PIN = spawnSync('taskset', ['--version']).status === 0 && os.cpus().length > 1;
 const SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'server.ts');

@@ -25,7 +25,7 @@ import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type AdmissionSuite } from '
 import { admitPath, tlsSecretName } from '../src/api/names.ts';
 import { DEFAULTS } from '../src/config.ts';
 import { servingNames } from '../src/controller/desired.ts';
-import { OPERATOR_NODE_FLAGS } from '../src/admission/heap.ts';
+import { OPERATOR_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
 import { requestFor } from '../test/fixtures/reviews.ts';
 import { pool } from '../test/support/wait.ts';
 

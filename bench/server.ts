@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import { AdmissionServer } from '../src/admission/server.ts';
-import { tuneHeapForAdmission } from '../src/admission/heap.ts';
+import { tuneHeapForAdmission } from '../src/admission/v8-tuning.ts';
 import { CertificateStore } from '../src/certs/store.ts';
 import { Metrics } from '../src/health/metrics.ts';
 import { logger } from '../src/log.ts';

@@ -10,7 +10,7 @@ import { parseCommandLine } from './config.ts';
 import { clusterConfigured, loadKubeConfig } from './kube/client.ts';
 import { configureLogging, logger } from './log.ts';
 import { startOperator } from './operator.ts';
-import { tuneHeapForAdmission } from './admission/heap.ts';
+import { tuneHeapForAdmission } from './admission/v8-tuning.ts';
 
 async function main(): Promise<void> {
   const command = parseCommandLine(process.argv.slice(2), process.env);

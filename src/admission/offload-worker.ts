@@ -11,7 +11,7 @@ import { followedFailurePolicy } from '../api/review.ts';
 import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
 import type { ParamsSource } from '../registry/compile.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
-import { tuneHeapForAdmission } from './heap.ts';
+import { tuneHeapForAdmission } from './v8-tuning.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { decodeReview } from './review.ts';
 import type { FromWorker, ReviewContext, ToWorker } from './offload.ts';

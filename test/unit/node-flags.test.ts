@@ -1,15 +1,15 @@
 /**
- * The operator's Node flags (src/admission/heap.ts) are given at start, in three places that must
+ * The operator's Node flags (src/admission/v8-tuning.ts) are given at start, in three places that must
  * agree: the image's entry point, `npm start`, and the benches (which import them).
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import { OPERATOR_NODE_FLAGS } from '../../src/admission/heap.ts';
+import { OPERATOR_NODE_FLAGS } from '../../src/admission/v8-tuning.ts';
 
 const read = (file: string) => fs.readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 
-describe('the operator is started with its heap flags', function () {
+describe('the operator is started with its V8 flags', function () {
   it('in the image: the Dockerfile entry point', function () {
     const entry = /^ENTRYPOINT (\[.*\])$/m.exec(read('Dockerfile'));
     expect(entry, 'the Dockerfile has an exec-form ENTRYPOINT').to.not.equal(null);

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { eventually } from '../../support/wait.ts';
 import { nodeCluster } from '../hooks.ts';
 import { getJson, kc } from '../kubectl.ts';
-import { OPERATOR_NODE_FLAGS } from '../../../src/admission/heap.ts';
+import { OPERATOR_NODE_FLAGS } from '../../../src/admission/v8-tuning.ts';
 import {
   apiRequest,
   applyDeploy,
@@ -176,7 +176,7 @@ describe('the operator installed with kubectl apply -f deploy/', function () {
       expect(facts, name).to.deep.include({ uid: 65532, gid: 65532, euid: 65532, root: 'EROFS', app: 'EROFS', npm: false, npmrc: false, devDependency: false, token: true });
       // /tmp is part of the read-only root too: the operator needs no writable path.
       expect(facts.tmp).to.equal('EROFS');
-      // The sources with their types stripped at build time (no type stripper in the process), and the heap's flags (src/admission/heap.ts).
+      // The sources with their types stripped at build time (no type stripper in the process), and the V8 flags (src/admission/v8-tuning.ts).
       expect(facts.cmdline).to.deep.equal(['/usr/local/bin/node', ...OPERATOR_NODE_FLAGS, 'dist/main.js', '--mode=cluster']);
       const log = await kc(['logs', '-n', OPERATOR_NS, name]);
       expect(log).to.contain('serving admission on :9443 (mode cluster)');
