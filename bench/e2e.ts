@@ -13,10 +13,15 @@
  * (portcullis - server).
  * Each one's rule is checked to be in force (a create that breaks it is refused) before timing.
  * Prints each one's added median and p99 over `none`, Portcullis' ratio to the floor's and to
- * VAP's; the last line is one JSON object. Creates that fail are counted and reported, not thrown.
+ * VAP's, and the CPU each webhook process spent per create it answered (the operator's includes its
+ * own background work). Then each of the three servers is called straight, one review at a time at
+ * about the creates' pace (E2E_PROBES each, default 1,000): the same split without the API
+ * server's spread, which moves a run's medians by about 0.05 ms. The last line is one JSON
+ * object. Creates that fail are counted and reported, not thrown.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +38,7 @@ import { E2E_RULE, e2eSuite } from './fixtures.ts';
 import { OPERATOR_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
 
 const CREATES = Number(process.env.E2E_CREATES ?? 1000);
+const PROBES = Number(process.env.E2E_PROBES ?? 1000);
 const WARM_UP = 30;
 const KINDS = ['none', 'vap', 'portcullis', 'server', 'floor'] as const;
 type Kind = (typeof KINDS)[number];
@@ -65,6 +71,72 @@ async function startOperator(kubeconfig: string): Promise<ChildProcess> {
     await sleep(50);
   }
   return child;
+}
+
+/** CPU time a process has spent, all its threads (the JIT's and GC's too), in ms; Linux's /proc. */
+function cpuMs(pid: number): number | null {
+  try {
+    return fs.readdirSync(`/proc/${pid}/task`).reduce((sum, task) => sum + Number(fs.readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]) / 1e6, 0);
+  } catch {
+    return null;
+  }
+}
+
+/** A ConfigMap create's AdmissionReview, as the API server sends it. */
+function configMapReview(uid: string, namespace: string): string {
+  const gvk = { group: '', version: 'v1', kind: 'ConfigMap' };
+  const gvr = { group: '', version: 'v1', resource: 'configmaps' };
+  const metadata = {
+    name: `probe-${uid}`,
+    namespace,
+    uid,
+    creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    managedFields: [{ manager: 'node', operation: 'Update', apiVersion: 'v1', time: '2026-01-01T00:00:00Z', fieldsType: 'FieldsV1', fieldsV1: { 'f:data': { '.': {}, 'f:k0': {}, 'f:k1': {}, 'f:k2': {} } } }],
+  };
+  return JSON.stringify({
+    kind: 'AdmissionReview',
+    apiVersion: 'admission.k8s.io/v1',
+    request: {
+      uid,
+      kind: gvk,
+      resource: gvr,
+      requestKind: gvk,
+      requestResource: gvr,
+      name: metadata.name,
+      namespace,
+      operation: 'CREATE',
+      userInfo: { username: 'kubernetes-admin', groups: ['system:masters', 'system:authenticated'] },
+      object: { kind: 'ConfigMap', apiVersion: 'v1', metadata, data: data(3) },
+      oldObject: null,
+      dryRun: false,
+      options: { kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1' },
+    },
+  });
+}
+
+/** A webhook as registered, to be called straight: its address, and the name and CA the API server checks it by. */
+type Target = { port: number; path: string; servername: string; ca: string };
+
+/** Posts `body` over `agent`'s one kept-alive connection; resolves with the round trip in ms once the answer, an allow, has arrived. */
+function post(target: Target, agent: https.Agent, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const start = process.hrtime.bigint();
+    const request = https.request(
+      { host: '127.0.0.1', port: target.port, path: target.path, method: 'POST', agent, servername: target.servername, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          const ms = Number(process.hrtime.bigint() - start) / 1e6;
+          const text = Buffer.concat(chunks).toString();
+          if (response.statusCode === 200 && text.includes('"allowed":true')) resolve(ms);
+          else reject(new Error(`${target.servername}: ${response.statusCode} ${text.slice(0, 300)}`));
+        });
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
 }
 
 function data(keys: number): Record<string, string> {
@@ -104,6 +176,7 @@ try {
   const suite = e2eSuite(selector('portcullis'));
   await kubeConfig.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: suite });
 
+  const targets = {} as Record<'portcullis' | 'server' | 'floor', Target>;
   // server and floor: each its own CA and certificate, named as the API server will dial it.
   // Unpinned, like the operator and the API server: all share the machine's cores alike.
   for (const kind of ['server', 'floor'] as const) {
@@ -115,6 +188,7 @@ try {
     fs.writeFileSync(path.join(dir, `${kind}.key`), leaf.keyPem);
     const started = await startServer(kind === 'server' ? 'e2e' : 'floor', path.join(dir, `${kind}.crt`), path.join(dir, `${kind}.key`), { pin: false });
     children.push(started.child);
+    targets[kind] = { port: started.port, path: kind === 'server' ? '/admit/bench/keys' : '/', servername: serverName, ca: ca.certPem };
     await apply(kube, { apiVersion: 'v1', kind: 'Service', metadata: { name: service, namespace: 'default' }, spec: { type: 'ExternalName', externalName: 'localhost' } });
     await apply(kube, {
       apiVersion: 'admissionregistration.k8s.io/v1',
@@ -157,9 +231,20 @@ try {
     }
   }
 
+  // The operator's webhook for the suite (at the path the admission server alone serves it at), as it registered it.
+  const configurations = await kubeConfig.makeApiClient(k8s.AdmissionregistrationV1Api).listValidatingWebhookConfiguration();
+  const registered = configurations.items.flatMap((c) => c.webhooks ?? []).find((w) => w.clientConfig.service?.port === SERVING_PORT && w.clientConfig.service.path === targets.server.path);
+  const service = registered?.clientConfig.service;
+  if (!registered || !service) throw new Error('the operator registered no webhook for the bench suite');
+  targets.portcullis = { port: SERVING_PORT, path: service.path ?? '/', servername: `${service.name}.${service.namespace}.svc`, ca: Buffer.from(registered.clientConfig.caBundle!, 'base64').toString() };
+
+  const processes = { portcullis: children[0]!.pid!, server: children[1]!.pid!, floor: children[2]!.pid! };
+  const cpuNow = () => Object.fromEntries(Object.entries(processes).map(([kind, pid]) => [kind, cpuMs(pid)]));
+  let cpuBefore = cpuNow();
   const latencies: Record<Kind, number[]> = { none: [], vap: [], portcullis: [], server: [], floor: [] };
   const failures: Record<Kind, number> = { none: 0, vap: 0, portcullis: 0, server: 0, floor: 0 };
   for (let round = 0; round < WARM_UP + CREATES; round++) {
+    if (round === WARM_UP) cpuBefore = cpuNow();
     // The order turns each round, so no kind always follows another.
     for (let k = 0; k < KINDS.length; k++) {
       const kind = KINDS[(round + k) % KINDS.length]!;
@@ -171,6 +256,29 @@ try {
       }
     }
   }
+
+  const cpuPerCreateUs = Object.fromEntries(
+    Object.entries(processes).map(([kind, pid]) => {
+      const [before, after] = [cpuBefore[kind], cpuMs(pid)];
+      return [kind, before == null || after == null ? null : Math.round(((after - before) / CREATES) * 1000)];
+    }),
+  );
+
+  // Straight to each server: the order turns each round; a pause between calls keeps the creates' pace.
+  const probeKinds = ['portcullis', 'server', 'floor'] as const;
+  const agents = probeKinds.map((kind) => new https.Agent({ keepAlive: true, maxSockets: 1, ca: targets[kind].ca }));
+  const probes: Record<(typeof probeKinds)[number], number[]> = { portcullis: [], server: [], floor: [] };
+  for (let round = 0; round < WARM_UP + PROBES; round++) {
+    for (let k = 0; k < probeKinds.length; k++) {
+      const i = (round + k) % probeKinds.length;
+      const kind = probeKinds[i]!;
+      const ms = await post(targets[kind], agents[i]!, configMapReview(`probe-${round}-${kind}`, namespaceOf(kind)));
+      if (round >= WARM_UP) probes[kind].push(ms);
+      await sleep(3);
+    }
+  }
+  for (const agent of agents) agent.destroy();
+  const probeUs = (kind: (typeof probeKinds)[number]) => quantile(probes[kind], 0.5) * 1000;
 
   const base = { p50: quantile(latencies.none, 0.5), p99: quantile(latencies.none, 0.99) };
   const added = (kind: Kind) => ({ p50: quantile(latencies[kind], 0.5) - base.p50, p99: quantile(latencies[kind], 0.99) - base.p99 });
@@ -188,6 +296,12 @@ try {
   console.log(
     `of which the admission path (server over floor): ${(added('server').p50 - added('floor').p50).toFixed(2)} ms (${ratioServer.toFixed(2)}x), the operator process around it (portcullis over server): ${(added('portcullis').p50 - added('server').p50).toFixed(2)} ms`,
   );
+  const cpu = (kind: string) => (cpuPerCreateUs[kind] === null ? 'n/a' : `${cpuPerCreateUs[kind]} us`);
+  console.log(`CPU per create answered: portcullis (the operator process) ${cpu('portcullis')}, server ${cpu('server')}, floor ${cpu('floor')}`);
+  console.log(
+    `straight to each server (${PROBES} reviews each, one at a time): p50 round trip portcullis ${probeUs('portcullis').toFixed(0)} us, server ${probeUs('server').toFixed(0)} us, floor ${probeUs('floor').toFixed(0)} us; ` +
+      `the admission path over the floor ${(probeUs('server') - probeUs('floor')).toFixed(0)} us, the operator process around it ${(probeUs('portcullis') - probeUs('server')).toFixed(0)} us`,
+  );
   const round3 = (x: number) => Math.round(x * 1000) / 1000;
   console.log(
     JSON.stringify({
@@ -199,6 +313,8 @@ try {
       server_ratio_to_floor: round3(ratioServer),
       ratio_to_vap: ratioVap === null ? null : round3(ratioVap),
       failed_creates: failures,
+      cpu_us_per_create: cpuPerCreateUs,
+      probe_p50_us: Object.fromEntries(probeKinds.map((kind) => [kind, Math.round(probeUs(kind))])),
     }),
   );
 } finally {
