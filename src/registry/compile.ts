@@ -176,8 +176,9 @@ function measured(admit: (request: AdmissionRequest) => Decision | Promise<Decis
 function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource) {
   const ref = spec.params;
   if (ref) params.watch(ref);
+  const { readsNamespaceObject } = rules;
   return (request: AdmissionRequest): Decision | Promise<Decision> => {
-    const namespaceObject = request.namespace ? view.namespace(request.namespace) : undefined;
+    const namespaceObject = readsNamespaceObject && request.namespace ? view.namespace(request.namespace) : undefined;
     if (!ref) return rules(request, { namespaceObject });
     const found = params.select(ref, request.namespace || undefined);
     if (found.state === 'pending') return errored(`params of webhook ${spec.name} are not available: ${found.reason}`, failurePolicy, 'Invalid');

@@ -76,9 +76,11 @@ export interface RulesContext {
   namespaceObject?: unknown;
 }
 
-export type RulesAdmit = (request: AdmissionRequest, context?: RulesContext) => Decision;
+/** Whether any expression (a variable's, a matchCondition's) reads `namespaceObject`: a caller binds it only then, since finding it costs a lookup per request. */
+type ReadsNamespaceObject = { readonly readsNamespaceObject: boolean };
+export type RulesAdmit = ((request: AdmissionRequest, context?: RulesContext) => Decision) & ReadsNamespaceObject;
 /** Rules that may have to ask `authorizer` checks first: a Promise then, a Decision otherwise. */
-export type AuthorizingRulesAdmit = (request: AdmissionRequest, context?: RulesContext) => Decision | Promise<Decision>;
+export type AuthorizingRulesAdmit = ((request: AdmissionRequest, context?: RulesContext) => Decision | Promise<Decision>) & ReadsNamespaceObject;
 
 /** How an AdmissionPolicy's rules differ from a suite webhook's (registry/policies.ts). */
 export interface RulesOptions {
@@ -103,13 +105,17 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
 export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer?: Authorizer, options: RulesOptions = {}): AuthorizingRulesAdmit {
   const admit = compileSyncRules(suite, webhook, path, failurePolicy, options.costBudget ?? RUNTIME_CEL_COST_BUDGET, options.allMatchConditions ?? false);
   if (!admit.authorizing) return admit;
+  const { readsNamespaceObject } = admit;
   if (!authorizer) {
-    return (request, context = {}) => admit(request, { ...context, authorizer: requestAuthorizer(request, new AuthorizationSession({})) });
+    return Object.assign((request: AdmissionRequest, context: RulesContext = {}) => admit(request, { ...context, authorizer: requestAuthorizer(request, new AuthorizationSession({})) }), { readsNamespaceObject });
   }
-  return (request, context = {}) => {
-    const decision = evaluateAuthorizing({ authorizer }, (session) => admit(request, { ...context, authorizer: requestAuthorizer(request, session) }));
-    return decision instanceof Promise ? decision.catch((err: unknown) => errored(firstLine(err), failurePolicy, 'Invalid')) : decision;
-  };
+  return Object.assign(
+    (request: AdmissionRequest, context: RulesContext = {}) => {
+      const decision = evaluateAuthorizing({ authorizer }, (session) => admit(request, { ...context, authorizer: requestAuthorizer(request, session) }));
+      return decision instanceof Promise ? decision.catch((err: unknown) => errored(firstLine(err), failurePolicy, 'Invalid')) : decision;
+    },
+    { readsNamespaceObject },
+  );
 }
 
 /** True when `program` names the variable `authorizer` (or `authorizer.requestResource`). */
@@ -117,7 +123,7 @@ function usesAuthorizer(program: Program | undefined): boolean {
   return new ActivationReads([program]).uses('authorizer');
 }
 
-type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean };
+type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean } & ReadsNamespaceObject;
 
 function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, costBudget: number, allMatchConditions: boolean): SyncRules {
   // The variables whose expressions compile (policy/fast) can be read by compiled expressions after them.
@@ -160,7 +166,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
         closeBudget(budget);
       }
     };
-    return Object.assign(admit, { authorizing });
+    return Object.assign(admit, { authorizing, readsNamespaceObject: reads.binds.namespaceObject || matchConditions.reads.binds.namespaceObject });
   }
 
   const validations: CompiledValidation[] = (webhook.validations ?? []).map((v, i) => {
@@ -196,7 +202,8 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
     messageExpressions: validations.filter((v) => v.messageProgram).length,
   };
   const authorizing = compiled.variablesAuthorize || matchConditions.reads.uses('authorizer') || [...compiled.validations.map((v) => v.program), ...compiled.auditAnnotations.map((a) => a.program)].some(usesAuthorizer);
-  return Object.assign((request: AdmissionRequest, context: EvaluationContext = {}) => validate(request, compiled, context), { authorizing });
+  const readsNamespaceObject = compiled.reads.binds.namespaceObject || matchConditions.reads.binds.namespaceObject;
+  return Object.assign((request: AdmissionRequest, context: EvaluationContext = {}) => validate(request, compiled, context), { authorizing, readsNamespaceObject });
 }
 
 /**
