@@ -7,6 +7,9 @@
  *   server      the same suite in the admission server alone (bench/server.ts `e2e`: the
  *               operator's HTTPS server, chain and CEL, without the operator around it);
  *   floor       the bench's bare HTTPS webhook (bench/server.ts `floor`: parse and allow);
+ * With E2E_SERVER=worker, `server` runs in a worker thread of the operator's own process
+ * (bench/operator-host.ts) rather than in a process of its own: the operator's main thread against
+ * an isolate of its own beside it.
  * server and floor registered the way Portcullis registers itself in local mode (a Service naming
  * localhost, TLS verified against its caBundle). `server` splits Portcullis' cost over the floor
  * into what the admission path adds (server - floor) and what the operator process around it adds
@@ -44,6 +47,8 @@ const KINDS = ['none', 'vap', 'portcullis', 'server', 'floor'] as const;
 type Kind = (typeof KINDS)[number];
 const { expression: RULE, message: MESSAGE } = E2E_RULE;
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const SERVER_IN_WORKER = process.env.E2E_SERVER === 'worker';
+const HOST = fileURLToPath(new URL('./operator-host.ts', import.meta.url));
 const SERVING_PORT = 19543;
 
 
@@ -58,19 +63,21 @@ function quantile(values: number[], q: number): number {
   return sorted[low]! + (sorted[Math.min(low + 1, sorted.length - 1)]! - sorted[low]!) * (at - low);
 }
 
-async function startOperator(kubeconfig: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--serving-port=${SERVING_PORT}`, '--metrics-port=19580'], {
+/** Starts the operator; with `worker` (certificate and key files), the admission server alone in a worker thread beside it, whose port it resolves too. */
+async function startOperator(kubeconfig: string, worker?: { certFile: string; keyFile: string }): Promise<{ child: ChildProcess; workerPort?: number }> {
+  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, worker ? HOST : MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--serving-port=${SERVING_PORT}`, '--metrics-port=19580'], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'error' },
+    env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'error', ...(worker ? { PORTCULLIS_BENCH_WORKER: `${worker.certFile} ${worker.keyFile}` } : {}) },
   });
   let output = '';
   child.stdout!.on('data', (c) => (output += c));
   child.stderr!.on('data', (c) => (output = (output + c).slice(-10_000)));
-  for (let i = 0; !output.includes('Portcullis is ready'); i++) {
+  const listening = () => /listening (\d+)/.exec(output);
+  for (let i = 0; !output.includes('Portcullis is ready') || (worker && !listening()); i++) {
     if (child.exitCode !== null || i > 1200) throw new Error(`the operator did not start: ${output}`);
     await sleep(50);
   }
-  return child;
+  return { child, workerPort: worker ? Number(listening()![1]) : undefined };
 }
 
 /** CPU time a process has spent, all its threads (the JIT's and GC's too), in ms; Linux's /proc. */
@@ -171,24 +178,39 @@ try {
     spec: { policyName: 'bench', validationActions: ['Deny'], matchResources: { namespaceSelector: selector('vap') } },
   });
 
-  // portcullis
-  children.push(await startOperator(controlPlane.kubeconfigPath));
-  const suite = e2eSuite(selector('portcullis'));
-  await kubeConfig.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: suite });
-
-  const targets = {} as Record<'portcullis' | 'server' | 'floor', Target>;
   // server and floor: each its own CA and certificate, named as the API server will dial it.
-  // Unpinned, like the operator and the API server: all share the machine's cores alike.
+  const certificates = {} as Record<'server' | 'floor', { ca: string; serverName: string; certFile: string; keyFile: string }>;
   for (const kind of ['server', 'floor'] as const) {
     const service = `bench-${kind}`;
     const ca = await createCA({ commonName: `${service}-ca`, notAfter: new Date(Date.now() + 86_400_000) });
     const serverName = `${service}.default.svc`;
     const leaf = await issueLeaf(ca, { commonName: serverName, dnsNames: [serverName], usage: 'server', notAfter: new Date(Date.now() + 86_400_000) });
-    fs.writeFileSync(path.join(dir, `${kind}.crt`), leaf.certPem);
-    fs.writeFileSync(path.join(dir, `${kind}.key`), leaf.keyPem);
-    const started = await startServer(kind === 'server' ? 'e2e' : 'floor', path.join(dir, `${kind}.crt`), path.join(dir, `${kind}.key`), { pin: false });
-    children.push(started.child);
-    targets[kind] = { port: started.port, path: kind === 'server' ? '/admit/bench/keys' : '/', servername: serverName, ca: ca.certPem };
+    const [certFile, keyFile] = [path.join(dir, `${kind}.crt`), path.join(dir, `${kind}.key`)];
+    fs.writeFileSync(certFile, leaf.certPem);
+    fs.writeFileSync(keyFile, leaf.keyPem);
+    certificates[kind] = { ca: ca.certPem, serverName, certFile, keyFile };
+  }
+
+  // portcullis (and, with E2E_SERVER=worker, server beside it)
+  const operator = await startOperator(controlPlane.kubeconfigPath, SERVER_IN_WORKER ? certificates.server : undefined);
+  children.push(operator.child);
+  const suite = e2eSuite(selector('portcullis'));
+  await kubeConfig.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: suite });
+
+  const targets = {} as Record<'portcullis' | 'server' | 'floor', Target>;
+  // Unpinned, like the operator and the API server: all share the machine's cores alike.
+  const pids: Record<'portcullis' | 'server' | 'floor', number | undefined> = { portcullis: operator.child.pid, server: undefined, floor: undefined };
+  for (const kind of ['server', 'floor'] as const) {
+    const service = `bench-${kind}`;
+    const { ca, serverName, certFile, keyFile } = certificates[kind];
+    let port = operator.workerPort;
+    if (kind === 'floor' || !SERVER_IN_WORKER) {
+      const started = await startServer(kind === 'server' ? 'e2e' : 'floor', certFile, keyFile, { pin: false });
+      children.push(started.child);
+      pids[kind] = started.child.pid;
+      port = started.port;
+    }
+    targets[kind] = { port: port!, path: kind === 'server' ? '/admit/bench/keys' : '/', servername: serverName, ca };
     await apply(kube, { apiVersion: 'v1', kind: 'Service', metadata: { name: service, namespace: 'default' }, spec: { type: 'ExternalName', externalName: 'localhost' } });
     await apply(kube, {
       apiVersion: 'admissionregistration.k8s.io/v1',
@@ -198,8 +220,8 @@ try {
         {
           name: `${kind}.bench.portcullis.dev`,
           clientConfig: {
-            service: { namespace: 'default', name: service, port: started.port, path: kind === 'server' ? '/admit/bench/keys' : '/' },
-            caBundle: Buffer.from(ca.certPem).toString('base64'),
+            service: { namespace: 'default', name: service, port: targets[kind].port, path: targets[kind].path },
+            caBundle: Buffer.from(ca).toString('base64'),
           },
           rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
           namespaceSelector: selector(kind),
@@ -238,8 +260,8 @@ try {
   if (!registered || !service) throw new Error('the operator registered no webhook for the bench suite');
   targets.portcullis = { port: SERVING_PORT, path: service.path ?? '/', servername: `${service.name}.${service.namespace}.svc`, ca: Buffer.from(registered.clientConfig.caBundle!, 'base64').toString() };
 
-  const processes = { portcullis: children[0]!.pid!, server: children[1]!.pid!, floor: children[2]!.pid! };
-  const cpuNow = () => Object.fromEntries(Object.entries(processes).map(([kind, pid]) => [kind, cpuMs(pid)]));
+  // A server in the operator's process has no CPU figure of its own.
+  const cpuNow = () => Object.fromEntries(Object.entries(pids).map(([kind, pid]) => [kind, pid === undefined ? null : cpuMs(pid)]));
   let cpuBefore = cpuNow();
   const latencies: Record<Kind, number[]> = { none: [], vap: [], portcullis: [], server: [], floor: [] };
   const failures: Record<Kind, number> = { none: 0, vap: 0, portcullis: 0, server: 0, floor: 0 };
@@ -258,8 +280,8 @@ try {
   }
 
   const cpuPerCreateUs = Object.fromEntries(
-    Object.entries(processes).map(([kind, pid]) => {
-      const [before, after] = [cpuBefore[kind], cpuMs(pid)];
+    Object.entries(pids).map(([kind, pid]) => {
+      const [before, after] = [cpuBefore[kind], pid === undefined ? null : cpuMs(pid)];
       return [kind, before == null || after == null ? null : Math.round(((after - before) / CREATES) * 1000)];
     }),
   );
@@ -297,7 +319,9 @@ try {
     `of which the admission path (server over floor): ${(added('server').p50 - added('floor').p50).toFixed(2)} ms (${ratioServer.toFixed(2)}x), the operator process around it (portcullis over server): ${(added('portcullis').p50 - added('server').p50).toFixed(2)} ms`,
   );
   const cpu = (kind: string) => (cpuPerCreateUs[kind] === null ? 'n/a' : `${cpuPerCreateUs[kind]} us`);
-  console.log(`CPU per create answered: portcullis (the operator process) ${cpu('portcullis')}, server ${cpu('server')}, floor ${cpu('floor')}`);
+  const operatorProcess = SERVER_IN_WORKER ? "the operator process, server's worker thread included" : 'the operator process';
+  console.log(`CPU per create answered: portcullis (${operatorProcess}) ${cpu('portcullis')}, server ${cpu('server')}, floor ${cpu('floor')}`);
+  if (SERVER_IN_WORKER) console.log("server ran in a worker thread of the operator's process (E2E_SERVER=worker)");
   console.log(
     `straight to each server (${PROBES} reviews each, one at a time): p50 round trip portcullis ${probeUs('portcullis').toFixed(0)} us, server ${probeUs('server').toFixed(0)} us, floor ${probeUs('floor').toFixed(0)} us; ` +
       `the admission path over the floor ${(probeUs('server') - probeUs('floor')).toFixed(0)} us, the operator process around it ${(probeUs('portcullis') - probeUs('server')).toFixed(0)} us`,
@@ -312,6 +336,7 @@ try {
       ratio_to_floor: round3(ratioFloor),
       server_ratio_to_floor: round3(ratioServer),
       ratio_to_vap: ratioVap === null ? null : round3(ratioVap),
+      server_in: SERVER_IN_WORKER ? 'worker' : 'process',
       failed_creates: failures,
       cpu_us_per_create: cpuPerCreateUs,
       probe_p50_us: Object.fromEntries(probeKinds.map((kind) => [kind, Math.round(probeUs(kind))])),
