@@ -262,7 +262,7 @@ try {
 
   // A server in the operator's process has no CPU figure of its own.
   const cpuNow = () => Object.fromEntries(Object.entries(pids).map(([kind, pid]) => [kind, pid === undefined ? null : cpuMs(pid)]));
-  let cpuBefore = cpuNow();
+  let cpuBefore: ReturnType<typeof cpuNow> = {};
   const latencies: Record<Kind, number[]> = { none: [], vap: [], portcullis: [], server: [], floor: [] };
   const failures: Record<Kind, number> = { none: 0, vap: 0, portcullis: 0, server: 0, floor: 0 };
   for (let round = 0; round < WARM_UP + CREATES; round++) {
@@ -279,9 +279,10 @@ try {
     }
   }
 
+  const cpuAfter = cpuNow();
   const cpuPerCreateUs = Object.fromEntries(
-    Object.entries(pids).map(([kind, pid]) => {
-      const [before, after] = [cpuBefore[kind], pid === undefined ? null : cpuMs(pid)];
+    Object.keys(pids).map((kind) => {
+      const [before, after] = [cpuBefore[kind], cpuAfter[kind]];
       return [kind, before == null || after == null ? null : Math.round(((after - before) / CREATES) * 1000)];
     }),
   );
