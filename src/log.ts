@@ -32,10 +32,23 @@ export const logger = winston.createLogger({
   transports: [new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'] })],
 });
 
+export interface LoggingSettings {
+  level: LogLevel;
+  format: keyof typeof FORMATS;
+}
+
+let settings: LoggingSettings = { level: logger.level as LogLevel, format: 'json' };
+
 /** Sets the level and format of every logger, children included (the operator's flags). */
-export function configureLogging(options: { level: LogLevel; format: keyof typeof FORMATS }): void {
+export function configureLogging(options: LoggingSettings): void {
+  settings = { ...options };
   logger.level = options.level;
   logger.format = FORMATS[options.format];
+}
+
+/** The level and format in force, for a thread of ours to log as this one does (its loggers are its own). */
+export function loggingSettings(): LoggingSettings {
+  return { ...settings };
 }
 
 export type Logger = winston.Logger;

@@ -13,6 +13,7 @@ import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubern
 import { GROUP, PLURAL, POLICY_PLURAL, VERSION, type AdmissionPolicy, type AdmissionSuite } from './api/types.ts';
 import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME } from './api/names.ts';
 import { AdmissionServer } from './admission/server.ts';
+import { AdmissionThread } from './admission/thread.ts';
 import { Metrics } from './health/metrics.ts';
 import { readCertificate } from './certs/x509.ts';
 import { caFromSecret } from './certs/authority.ts';
@@ -38,7 +39,7 @@ import { ObjectWatches } from './kube/objects.ts';
 import { LookupCaches } from './kube/lookups.ts';
 import { ParamsAccess } from './kube/params-access.ts';
 import { OpenApiSchemas } from './kube/openapi.ts';
-import { componentLogger } from './log.ts';
+import { componentLogger, loggingSettings } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
 import { PolicyRegistry } from './registry/policies.ts';
 import { NamespacedReconciler } from './controller/namespaced.ts';
@@ -89,14 +90,20 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     servingCertificates: () => [...certificates.expiries()].map(({ key, notAfter }) => ({ suite: key === SELF_CERTIFICATE ? undefined : key, notAfter })),
   });
   const events = new EventRecorder(kube, componentLogger('events'), identity);
-  const noop = () => undefined;
 
-  const namespaces = watchCache<KubernetesObject>(kubeConfig, { path: '/api/v1/namespaces', list: () => kube.core.listNamespace(), log, onChange: noop });
+  // Copied into the admission thread as they change (it is made below, once the caches are).
+  let mirrorTo: AdmissionThread | undefined;
+  const namespaces = watchCache<KubernetesObject>(kubeConfig, {
+    path: '/api/v1/namespaces',
+    list: () => kube.core.listNamespace(),
+    log,
+    onChange: (namespace, deleted) => mirrorTo?.mirror('Namespace', namespace, deleted),
+  });
   const limitRanges = watchCache<KubernetesObject>(kubeConfig, {
     path: '/api/v1/limitranges',
     list: () => kube.core.listLimitRangeForAllNamespaces(),
     log,
-    onChange: noop,
+    onChange: (limitRange, deleted) => mirrorTo?.mirror('LimitRange', limitRange, deleted),
   });
   // The shared lookup caches: watched only while a served suite uses a handler that reads the kind.
   const lookups = new LookupCaches(kube, componentLogger('lookups'));
@@ -137,14 +144,29 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   let draining = false;
   // Read at apply and reconcile time only (type checking), cached by the documents' hashes.
   const schemas = new OpenApiSchemas(kubeConfig);
+  // With the admission thread, this server does not listen: it answers what the thread forwards.
   const admission = new AdmissionServer({ registry, policies: policyRegistry, certificates, metrics, log: componentLogger('admission'), paramsAccess, schemas, draining: () => draining });
+  const thread = config.admissionThread
+    ? new AdmissionThread({
+        server: admission,
+        registry,
+        certificates,
+        metrics,
+        mirrors: { Namespace: namespaces, LimitRange: limitRanges },
+        log: componentLogger('admission'),
+        logging: loggingSettings(),
+      })
+    : undefined;
+  mirrorTo = thread;
+  const listening = () => (thread ? thread.listening : admission.server.listening);
   const listen = async () => {
-    await admission.listen({ port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true });
+    const options = { port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true };
+    await (thread ? thread.listen(options) : admission.listen(options));
   };
   let servingPort = config.servingPort;
   if (options.serve !== false) {
     await listen();
-    servingPort = (admission.server.address() as { port: number }).port;
+    servingPort = thread ? thread.port! : (admission.server.address() as { port: number }).port;
   }
   const effective: OperatorConfig = { ...config, servingPort };
 
@@ -227,7 +249,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     namespace: config.namespace,
     settings: { durationMs: config.caDurationMs, renewBeforeMs: config.caRenewBeforeMs, overlapMs: config.caOverlapMs },
     log: componentLogger('ca'),
-    facts: cachedRotationFacts({ secrets, suites, configurations, certificates }),
+    // What the endpoint serves: with the admission thread, what it acknowledged as well as what the store holds.
+    facts: cachedRotationFacts({ secrets, suites, configurations, certificates: thread ?? certificates }),
   });
   // A rotation is counted once, by whichever of the reconcile and the Secret's watch event installs the new certificate first.
   const serve: ServeCertificate = (key, certPem, keyPem) => {
@@ -249,7 +272,20 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       schemas,
       log: componentLogger('namespaced'),
     }),
-    suite: new SuiteReconciler({ kube, config: effective, registry, ca: caReconciler, suites, cached, events, params, schemas, serve, log: componentLogger('reconciler') }),
+    suite: new SuiteReconciler({
+      kube,
+      config: effective,
+      registry,
+      ca: caReconciler,
+      suites,
+      cached,
+      events,
+      params,
+      schemas,
+      serve,
+      servesGeneration: thread && ((name, generation) => thread.whenServing(name, generation)),
+      log: componentLogger('reconciler'),
+    }),
   };
   const queue = new WorkQueue(
     dispatcher(reconcilers, (kind, result, seconds) => metrics.reconciled(kind, result, seconds), () => queue.add(CA_KEY)),
@@ -301,6 +337,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     queueDepth: () => queue.depth,
     caCertificates: () => caExpiries(secrets.get(CA_SECRET, config.namespace)),
     suiteConditions: () => suites.list().map((suite) => suite.status?.conditions ?? []),
+    collect: thread && (() => thread.flushMetrics()),
   });
   void Promise.all([suites.synced, secrets.synced]).then(() => elector.start());
   // A CRD's schema changed: suites are type-checked again (status.typeChecking).
@@ -310,7 +347,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   // Ready only once the AdmissionPolicies are listed too: a replica that answered their webhook before would admit what they deny.
   void Promise.all([suites.synced, secrets.synced, policies.synced]).then(() => (synced = true));
   const health = createHealthServer({
-    ready: () => synced && !draining && admission.server.listening,
+    ready: () => synced && !draining && listening(),
     metrics: () => metrics.render(),
     metricsContentType: metrics.contentType,
   });
@@ -324,10 +361,11 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     servingPort,
     isLeader: () => elector.isLeader(),
     serve: async () => {
-      if (!admission.server.listening) await listen();
+      if (!listening()) await listen();
     },
     drain: async () => {
       draining = true;
+      thread?.drain();
       queue.stop();
       await elector.stop();
     },
@@ -337,6 +375,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       await elector.stop();
       await Promise.all([suites, policies, secrets, services, namespaces, limitRanges, params, lookups, ...configurations, ...[...takenNames.values()].map((t) => t.names)].map((w) => w.stop()));
       await new Promise((resolve) => health.close(resolve));
+      await thread?.close();
       await admission.close();
     },
   };

@@ -5,8 +5,7 @@
  * rules read. Makes no API call and opens no socket; `authorizer` checks and RESTMappings go to the main thread.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../api/authorization.ts';
-import type { KindMapper, RestMapping } from '../api/discovery.ts';
+import { MainQuestions } from './main-questions.ts';
 import { followedFailurePolicy } from '../api/review.ts';
 import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
 import type { ParamsSource } from '../registry/compile.ts';
@@ -38,32 +37,13 @@ const params: ParamsSource = {
 };
 
 let reviewId = 0;
-let nextCheck = 0;
-const checks = new Map<number, { resolve(d: AuthorizationDecision): void; reject(e: Error): void }>();
-const mappings = new Map<number, { resolve(m: RestMapping[]): void; reject(e: Error): void }>();
-const authorizer: Authorizer | undefined = (workerData as { authorizer: boolean }).authorizer
-  ? {
-      check: (attributes: AuthorizationAttributes) =>
-        new Promise<AuthorizationDecision>((resolve, reject) => {
-          const check = nextCheck++;
-          checks.set(check, { resolve, reject });
-          send({ type: 'authorize', id: reviewId, check, attributes });
-        }),
-    }
-  : undefined;
+const questions = new MainQuestions(send, () => reviewId);
+const { authorizer: asksAuthorizer, mapper: asksMapper } = workerData as { authorizer: boolean; mapper: boolean };
+const authorizer = asksAuthorizer ? questions.authorizer : undefined;
+// No operatorNamespace: suites it refuses are not served, so the main thread sends no review for them.
+const mapper = asksMapper ? questions.mapper : undefined;
 
 tuneHeapForAdmission();
-// No operatorNamespace: suites it refuses are not served, so the main thread sends no review for them.
-const mapper: KindMapper | undefined = (workerData as { mapper: boolean }).mapper
-  ? {
-      restMappings: (group, version, kind) =>
-        new Promise<RestMapping[]>((resolve, reject) => {
-          const check = nextCheck++;
-          mappings.set(check, { resolve, reject });
-          send({ type: 'map', id: reviewId, check, group, version, kind });
-        }),
-    }
-  : undefined;
 const registry = new SuiteRegistry({ view, params, authorizer, mapper });
 let waitingContext: ((context: ReviewContext) => void) | undefined;
 const queue: Extract<ToWorker, { type: 'review' }>[] = [];
@@ -84,20 +64,8 @@ port.on('message', (message: ToWorker) => {
     case 'context':
       waitingContext?.(message.context);
       return;
-    case 'authorized': {
-      const pending = checks.get(message.check);
-      checks.delete(message.check);
-      if (message.decision) pending?.resolve(message.decision);
-      else pending?.reject(new Error(message.error ?? 'authorization failed'));
-      return;
-    }
-    case 'mapped': {
-      const pending = mappings.get(message.check);
-      mappings.delete(message.check);
-      if (message.mappings) pending?.resolve(message.mappings);
-      else pending?.reject(new Error(message.error ?? 'API discovery failed'));
-      return;
-    }
+    default:
+      questions.answered(message);
   }
 });
 

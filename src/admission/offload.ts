@@ -10,8 +10,7 @@
  * how it is sent, belong to the registry and the server.
  */
 import { Worker } from 'node:worker_threads';
-import type { AuthorizationAttributes, AuthorizationDecision } from '../api/authorization.ts';
-import type { RestMapping } from '../api/discovery.ts';
+import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
 import { markFailed, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { ParamsSelection } from '../api/params.ts';
@@ -47,13 +46,11 @@ export type ToWorker =
   | { type: 'removed'; name: string }
   | { type: 'review'; id: number; suite: string; webhook: string; body: string }
   | { type: 'context'; id: number; context: ReviewContext }
-  | { type: 'authorized'; id: number; check: number; decision?: AuthorizationDecision; error?: string }
-  | { type: 'mapped'; id: number; check: number; mappings?: RestMapping[]; error?: string };
+  | QuestionAnswer;
 
 export type FromWorker =
   | { type: 'needs'; id: number; namespace?: string; params?: ParamsRef; lookups?: LookupKind[] }
-  | { type: 'authorize'; id: number; check: number; attributes: AuthorizationAttributes }
-  | { type: 'map'; id: number; check: number; group: string; version: string; kind: string }
+  | Question
   | { type: 'answer'; id: number; apiVersion: string; uid: string; operation: AdmissionRequest['operation']; decision: Decision; failed: boolean }
   | { type: 'failed'; id: number; key: ReviewErrorKey; message: string };
 
@@ -146,27 +143,10 @@ export class ReviewOffload {
         });
         return;
       }
-      case 'authorize': {
-        const authorizer = this.registry.context.authorizer;
-        const reply = (answer: { decision?: AuthorizationDecision; error?: string }) =>
-          worker.postMessage({ type: 'authorized', id: message.id, check: message.check, ...answer } satisfies ToWorker);
-        if (!authorizer) return reply({ error: 'no authorizer' });
-        authorizer.check(message.attributes).then(
-          (decision) => reply({ decision }),
-          (err: Error) => reply({ error: err.message }),
-        );
+      case 'authorize':
+      case 'map':
+        answerQuestion(this.registry.context, message, (answer) => worker.postMessage(answer satisfies ToWorker));
         return;
-      }
-      case 'map': {
-        const mapper = this.registry.context.mapper;
-        const reply = (answer: { mappings?: RestMapping[]; error?: string }) => worker.postMessage({ type: 'mapped', id: message.id, check: message.check, ...answer } satisfies ToWorker);
-        if (!mapper) return reply({ error: 'API discovery is not available here' });
-        mapper.restMappings(message.group, message.version, message.kind).then(
-          (mappings) => reply({ mappings }),
-          (err: Error) => reply({ error: err.message }),
-        );
-        return;
-      }
       case 'answer': {
         const pending = this.take(message.id);
         // (the mark of an answer by failurePolicy is not sent with the object: it is set again here)

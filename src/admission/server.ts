@@ -24,7 +24,6 @@ import type { PolicyRegistry } from '../registry/policies.ts';
 import { namespacedWebhook } from '../registry/namespaced.ts';
 import type { SchemaSource } from '../registry/typecheck.ts';
 import { encodeFailure, parseJson } from './review.ts';
-import type { Metrics } from '../health/metrics.ts';
 
 /** The API server sends objects up to its own 3 MiB limit, twice for an UPDATE. */
 export const BODY_LIMIT = 7 * 1024 * 1024;
@@ -67,13 +66,36 @@ const TLS_OPTIONS = {
   secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
 } as const;
 
+/** An answer as the server sends it. */
+export interface Answered {
+  status: number;
+  json: string;
+  /** Close the connection after it (the replica drains, or the body was not read to its end). */
+  close: boolean;
+}
+
+/**
+ * Where a server that is not the operator's only one (the admission thread's, thread-worker.ts)
+ * sends what it does not answer itself: the operator's own webhooks, large bodies, and suite
+ * webhooks that read what only the main thread holds (params, lookups). The main thread's server
+ * answers them (answer()).
+ */
+export interface Forwarding {
+  /** Whether this server answers the suite's webhook itself. */
+  servesHere(suite: string, webhook: string): boolean;
+  to(url: string, body: string): Promise<Answered>;
+}
+
 export interface AdmissionServerOptions {
   registry: SuiteRegistry;
   /** The AdmissionPolicies, served at NAMESPACED.paths; none served without it. */
   policies?: PolicyRegistry;
   certificates: CertificateStore;
-  metrics: Metrics;
+  /** Where refused requests are counted (the operator's Metrics). */
+  metrics: { countRejected(code: string): void };
   log: Logger;
+  /** What this server leaves to another (see Forwarding); without it, it answers every route itself. */
+  forward?: Forwarding;
   /** Whether a suite's author may read the params it names; without it, suites are checked for what they say only. */
   paramsAccess?: ParamsAccessCheck;
   /** The OpenAPI schemas suites are type-checked against on apply; without it, they are not. */
@@ -125,7 +147,8 @@ export class AdmissionServer {
   private readonly offload: ReviewOffload;
   private readonly routes = new Map<string, Route>();
   private readonly suites: Router;
-  private readonly metrics: Metrics;
+  private readonly forward: Forwarding | undefined;
+  private readonly metrics: { countRejected(code: string): void };
   private readonly log: Logger;
   private closing = false;
 
@@ -134,11 +157,31 @@ export class AdmissionServer {
     const limits = { ...SERVING_LIMITS, ...options.limits };
     this.metrics = metrics;
     this.log = log;
+    this.forward = options.forward;
     this.offload = new ReviewOffload(registry, log);
     const draining = options.draining ?? (() => false);
     // The server only routes: every request goes through the one chain (chain.ts).
     this.chain = new AdmissionChain({ offload: this.offload, log, draining: () => this.closing || draining() });
     this.suites = { find: (suite, webhook) => registry.webhook(suite, webhook), offload: true };
+    this.addOperatorRoutes(options);
+    this.options = {
+      SNICallback: certificates.sniCallback,
+      ...TLS_OPTIONS,
+      handshakeTimeout: limits.handshakeTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      // Node looks for requests past their timeouts on this period (30 s by default, which would double ours).
+      connectionsCheckingInterval: Math.min(1000, limits.requestTimeoutMs / 2),
+    };
+    this.maxConnections = limits.maxConnections;
+    this.server = this.newServer();
+  }
+
+  /** The operator's own webhooks (suite validation, the AdmissionPolicies'); a server that forwards leaves them to the one it forwards to. */
+  private addOperatorRoutes(options: AdmissionServerOptions): void {
+    if (options.forward) return;
+    const { registry, paramsAccess } = options;
     const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas);
     // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
     this.routes.set(SUITE_VALIDATION.path, { router: { find: () => validation, offload: false }, suite: validation.suite, name: validation.name });
@@ -152,18 +195,6 @@ export class AdmissionServer {
         this.routes.set(NAMESPACED.paths[type], { router: { find: () => webhook, offload: false }, suite: '', name: webhook.name });
       }
     }
-    this.options = {
-      SNICallback: certificates.sniCallback,
-      ...TLS_OPTIONS,
-      handshakeTimeout: limits.handshakeTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      headersTimeout: limits.headersTimeoutMs,
-      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-      // Node looks for requests past their timeouts on this period (30 s by default, which would double ours).
-      connectionsCheckingInterval: Math.min(1000, limits.requestTimeoutMs / 2),
-    };
-    this.maxConnections = limits.maxConnections;
-    this.server = this.newServer();
   }
 
   /**
@@ -206,25 +237,49 @@ export class AdmissionServer {
   }
 
   private serve(request: IncomingMessage, response: ServerResponse): void {
-    const reply: Reply = { send: (status, json, close) => send(response, status, json, close) };
-    const route = request.method === 'POST' ? this.route(request.url ?? '') : undefined;
-    if (!route) return this.fail(new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `${request.method} ${request.url}`), reply, false);
+    const reply: Reply = { send: (status, json, close) => send(response, status, json, close || this.closing) };
+    if (request.method !== 'POST') return this.fail(new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `${request.method} ${request.url}`), reply, false);
+    const url = request.url ?? '';
+    const route = this.route(url);
+    if (!route && !this.forward) return this.fail(new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `${request.method} ${url}`), reply, false);
     readJsonBody(
       request,
       BODY_LIMIT,
       (text) => {
-        try {
-          if (text === '') throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, 'the body is empty');
-          const body = text.length >= LARGE_BODY ? new LargeBody(text) : parseJson(text);
-          const answered = this.chain.handle(route.router, route.suite, route.name, body, reply);
-          if (answered) answered.catch((err: unknown) => this.fail(err, reply, false));
-        } catch (err) {
-          this.fail(err, reply, false);
+        if (this.forward && (!route || route.router !== this.suites || text.length >= LARGE_BODY || !this.forward.servesHere(route.suite, route.name))) {
+          this.forward.to(url, text).then(
+            ({ status, json, close }) => reply.send(status, json, close),
+            (err: unknown) => this.fail(err, reply, false),
+          );
+          return;
         }
+        this.dispatch(route!, text, reply);
       },
       // The rest of the body is unread: the connection cannot carry another request.
       (err) => this.fail(err, reply, true),
     );
+  }
+
+  /** The answer to a request another server read (see Forwarding), as this server would have sent it. */
+  answer(url: string, text: string): Promise<Answered> {
+    return new Promise((resolve) => {
+      const reply: Reply = { send: (status, json, close) => resolve({ status, json, close: close || this.closing }) };
+      const route = this.route(url);
+      if (!route) return this.fail(new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `POST ${url}`), reply, false);
+      this.dispatch(route, text, reply);
+    });
+  }
+
+  /** A body read whole, through the chain. */
+  private dispatch(route: Route, text: string, reply: Reply): void {
+    try {
+      if (text === '') throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, 'the body is empty');
+      const body = text.length >= LARGE_BODY ? new LargeBody(text) : parseJson(text);
+      const answered = this.chain.handle(route.router, route.suite, route.name, body, reply);
+      if (answered) answered.catch((err: unknown) => this.fail(err, reply, false));
+    } catch (err) {
+      this.fail(err, reply, false);
+    }
   }
 
   /** The route of a request's URL; its query (the API server sends `?timeout=10s`) is not part of it. */
@@ -245,7 +300,7 @@ export class AdmissionServer {
     const reviewError = toReviewError(error);
     this.log.warn('rejected an admission request', { code: reviewError.kind.code, reason: reviewError.message });
     this.metrics.countRejected(reviewError.kind.code);
-    reply.send(reviewError.kind.status, JSON.stringify(encodeFailure(reviewError)), close || this.closing);
+    reply.send(reviewError.kind.status, JSON.stringify(encodeFailure(reviewError)), close);
   }
 }
 

@@ -9,6 +9,7 @@ import { readCertificate } from './x509.ts';
 interface Entry {
   names: string[];
   certPem: string;
+  keyPem: string;
   notAfter: Date;
   context: tls.SecureContext;
 }
@@ -16,6 +17,7 @@ interface Entry {
 export class CertificateStore {
   private readonly bySuite = new Map<string, Entry>();
   private readonly byName = new Map<string, tls.SecureContext>();
+  private readonly listeners: ((key: string, pems: { certPem: string; keyPem: string } | undefined) => void)[] = [];
 
   /** Installs (or replaces) the certificate a suite is served with. Unchanged PEM is a no-op. */
   set(suite: string, certPem: string, keyPem: string): void {
@@ -23,9 +25,20 @@ export class CertificateStore {
     const context = tls.createSecureContext({ cert: certPem, key: keyPem });
     this.unindex(suite);
     const { dnsNames, notAfter } = readCertificate(certPem);
-    const entry = { names: dnsNames, certPem, notAfter, context };
+    const entry = { names: dnsNames, certPem, keyPem, notAfter, context };
     this.bySuite.set(suite, entry);
     for (const name of entry.names) this.byName.set(name.toLowerCase(), entry.context);
+    for (const listener of this.listeners) listener(suite, { certPem, keyPem });
+  }
+
+  /**
+   * Called with every certificate now set, then on every change (undefined: removed), for a copy
+   * of the store elsewhere (the admission thread, which serves the handshakes).
+   */
+  subscribe(listener: (key: string, pems: { certPem: string; keyPem: string } | undefined) => void): () => void {
+    for (const [key, { certPem, keyPem }] of this.bySuite) listener(key, { certPem, keyPem });
+    this.listeners.push(listener);
+    return () => this.listeners.splice(this.listeners.indexOf(listener), 1);
   }
 
   /**
@@ -51,8 +64,10 @@ export class CertificateStore {
   }
 
   remove(suite: string): void {
+    if (!this.bySuite.has(suite)) return;
     this.unindex(suite);
     this.bySuite.delete(suite);
+    for (const listener of this.listeners) listener(suite, undefined);
   }
 
   /** The PEM a suite is served with now, if any. */

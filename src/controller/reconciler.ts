@@ -43,6 +43,11 @@ export interface ReconcilerDeps {
   schemas?: SchemaSource & { epoch(): number };
   /** Serves a suite's certificate here at once (serving.ts); without it, only once its Secret's watch event arrives. */
   serve?: ServeCertificate;
+  /**
+   * Whether the endpoint serves this generation of the suite (true, or false after a wait), where
+   * it is served from a copy of the registry (the admission thread); without it, syncing the registry serves it.
+   */
+  servesGeneration?(name: string, generation: number): Promise<boolean>;
   log: Logger;
   now?: () => Date;
 }
@@ -131,10 +136,14 @@ export class SuiteReconciler {
     const svc = service(suite, this.deps.config);
     const applied = svc ? await applyOwned(this.deps.kube, svc, this.deps.cached) : undefined;
 
-    // Register (or repoint) only once the endpoint answers, on the API server's own path to it,
-    // with the certificate the caBundle trusts.
+    // Register (or repoint) only once the endpoint serves this generation and answers, on the API
+    // server's own path to it, with the certificate the caBundle trusts.
+    const generation = suite.metadata.generation ?? 0;
     const target = probeTarget(this.deps.config, applied, serviceRef(suite, this.deps.config).port);
-    const probe = await probeEndpointSoon(target, servingNames(suite, this.deps.config)[0]!, ca.bundle, serving.certPem);
+    const probe =
+      this.deps.servesGeneration && !(await this.deps.servesGeneration(suite.metadata.name, generation))
+        ? `the admission endpoint does not serve generation ${generation} of the suite yet`
+        : await probeEndpointSoon(target, servingNames(suite, this.deps.config)[0]!, ca.bundle, serving.certPem);
     if (probe !== true) {
       await this.writeStatus(
         suite,

@@ -23,6 +23,8 @@ export interface MetricSources {
   /** Each suite's conditions (type and status) as last seen. */
   suiteConditions?(): Iterable<{ type: string; status: string }[]>;
   queueDepth?(): number;
+  /** Brings in what was counted elsewhere (the admission thread's answers) before a scrape is rendered. */
+  collect?(): Promise<void>;
 }
 
 /** The work-queue keys the controller reconciles, as a bounded label (never a suite's name). */
@@ -245,6 +247,7 @@ export class Metrics {
 
   /** The text exposition: this operator's metrics, then the process's runtime metrics. */
   async render(): Promise<string> {
+    await this.sources.collect?.();
     return (await this.registry.metrics()) + (await runtimeRegistry().metrics());
   }
 }

@@ -48,10 +48,11 @@ export class SuiteRegistry {
     for (const listener of this.listeners) listener({ removed: name });
   }
 
-  /** Called with every suite now synced, then on every change, for copies of the registry elsewhere (the offload worker). */
-  subscribe(listener: (change: RegistryChange) => void): void {
+  /** Called with every suite now synced, then on every change, for copies of the registry elsewhere (the review worker, the admission thread); the returned function stops them. */
+  subscribe(listener: (change: RegistryChange) => void): () => void {
     for (const suite of this.sources.values()) listener({ suite });
     this.listeners.push(listener);
+    return () => this.listeners.splice(this.listeners.indexOf(listener), 1);
   }
 
   get(name: string): CompiledSuite | undefined {

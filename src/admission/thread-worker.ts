@@ -1,0 +1,164 @@
+/**
+ * The admission thread (see thread.ts): the HTTPS endpoint, its TLS and the suites' webhooks, in a
+ * V8 isolate of their own. It holds copies of what serving reads: the suites (compiled here, as the
+ * review worker compiles them), the serving certificates, and the Namespaces and LimitRanges the
+ * rules and handlers read. What needs more of the cluster (params, a handler's lookups), the
+ * operator's own webhooks, and large bodies are forwarded whole to the main thread's server.
+ * Makes no API call and opens no client socket; `authorizer` checks and RESTMappings are asked of
+ * the main thread. Acknowledges each suite generation and certificate once it serves them.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { configureLogging, componentLogger } from '../log.ts';
+import { CertificateStore } from '../certs/store.ts';
+import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
+import { NO_PARAMS, type WebhookObserver } from '../registry/compile.ts';
+import { SuiteRegistry } from '../registry/registry.ts';
+import { AdmissionServer, type Answered } from './server.ts';
+import { MainQuestions } from './main-questions.ts';
+import { tuneHeapForAdmission } from './v8-tuning.ts';
+import type { FromThread, Observation, ThreadData, ToThread } from './thread.ts';
+
+const port = parentPort!;
+const data = workerData as ThreadData;
+const send = (message: FromThread) => port.postMessage(message);
+configureLogging(data.logging);
+tuneHeapForAdmission();
+const log = componentLogger('admission');
+
+const namespaces = new Map<string, Record<string, any>>();
+/** By namespace, then name. */
+const limitRanges = new Map<string, Map<string, Record<string, any>>>();
+const view: ClusterView = {
+  namespace: (name) => namespaces.get(name),
+  limitRanges: (namespace) => [...(limitRanges.get(namespace)?.values() ?? [])],
+  // Webhooks whose handler looks objects up are forwarded to the main thread, which keeps those caches.
+  list: (kind) => {
+    throw new LookupNotReady(kind);
+  },
+};
+
+/**
+ * The answers counted here, sent to the main thread's metrics in batches: when it asks (before
+ * each scrape), when a batch is full, and a moment after the first of a batch.
+ */
+let observations: Observation[] = [];
+let flushTimer: NodeJS.Timeout | undefined;
+const BATCH = 512;
+const BATCH_DELAY_MS = 2_000;
+function observe(observation: Observation): void {
+  observations.push(observation);
+  if (observations.length >= BATCH) sendObservations();
+  else flushTimer ??= setTimeout(sendObservations, BATCH_DELAY_MS).unref();
+}
+function sendObservations(flush?: number): void {
+  clearTimeout(flushTimer);
+  flushTimer = undefined;
+  send({ type: 'observed', observations, flush });
+  observations = [];
+}
+const observers = {
+  webhook: (suite: string, webhook: string): WebhookObserver => ({
+    answered: (operation, outcome, seconds, failurePolicy) => observe(['answered', suite, webhook, operation, outcome, seconds, failurePolicy]),
+    evaluated: (seconds, cost) => observe(['evaluated', suite, webhook, seconds, cost]),
+  }),
+};
+
+const questions = new MainQuestions(send);
+const registry = new SuiteRegistry({
+  view,
+  params: NO_PARAMS,
+  authorizer: data.authorizer ? questions.authorizer : undefined,
+  mapper: data.mapper ? questions.mapper : undefined,
+  observers,
+});
+const certificates = new CertificateStore();
+
+let nextForward = 1;
+const forwarded = new Map<number, { resolve(answer: Answered): void; reject(err: Error): void }>();
+let draining = false;
+const server = new AdmissionServer({
+  registry,
+  certificates,
+  metrics: { countRejected: (code) => observe(['rejected', code]) },
+  log,
+  limits: data.limits,
+  draining: () => draining,
+  forward: {
+    servesHere: (suite, webhook) => {
+      const served = registry.webhook(suite, webhook);
+      return served !== undefined && served.lookups.length === 0 && registry.paramsOf(suite, webhook) === undefined;
+    },
+    to: (url, body) =>
+      new Promise((resolve, reject) => {
+        const id = nextForward++;
+        forwarded.set(id, { resolve, reject });
+        send({ type: 'forward', id, url, body });
+      }),
+  },
+});
+
+port.on('message', (message: ToThread) => {
+  switch (message.type) {
+    case 'suite': {
+      const compiled = registry.sync(message.suite);
+      send({ type: 'synced', name: compiled.name, generation: compiled.generation });
+      return;
+    }
+    case 'removed':
+      registry.remove(message.name);
+      return;
+    case 'certificate':
+      if (message.pems) certificates.install(message.key, message.pems.certPem, message.pems.keyPem);
+      else certificates.remove(message.key);
+      send({ type: 'served', key: message.key, certPem: message.pems?.certPem });
+      return;
+    case 'mirror':
+      mirror(message.kind, message.object, message.deleted);
+      return;
+    case 'forwarded': {
+      const waiting = forwarded.get(message.id);
+      forwarded.delete(message.id);
+      if (message.answer) waiting?.resolve(message.answer);
+      else waiting?.reject(new Error(message.error ?? 'the main thread did not answer'));
+      return;
+    }
+    case 'draining':
+      draining = true;
+      return;
+    case 'flush':
+      sendObservations(message.id);
+      return;
+    case 'close':
+      void server.close().then(() => {
+        sendObservations();
+        send({ type: 'closed' });
+        port.close();
+      });
+      return;
+    default:
+      questions.answered(message);
+  }
+});
+
+function mirror(kind: 'Namespace' | 'LimitRange', object: Record<string, any>, deleted: boolean): void {
+  const { name, namespace = '' } = (object.metadata ?? {}) as { name?: string; namespace?: string };
+  if (!name) return;
+  if (kind === 'Namespace') {
+    if (deleted) namespaces.delete(name);
+    else namespaces.set(name, object);
+    return;
+  }
+  let inNamespace = limitRanges.get(namespace);
+  if (deleted) {
+    inNamespace?.delete(name);
+    if (inNamespace?.size === 0) limitRanges.delete(namespace);
+    return;
+  }
+  if (!inNamespace) limitRanges.set(namespace, (inNamespace = new Map()));
+  inNamespace.set(name, object);
+}
+
+server.listen(data.listen).then(
+  () => send({ type: 'listening', port: (server.server.address() as { port: number }).port }),
+  (err: NodeJS.ErrnoException) => send({ type: 'listen-failed', code: err.code, message: err.message }),
+);

@@ -1,0 +1,281 @@
+/**
+ * The admission thread, main side: the admission endpoint served from a worker thread of its own
+ * (thread-worker.ts), so that answering a review runs in a V8 isolate that holds nothing else.
+ * Sharing the operator's isolate (its heap, inline caches and string table, warmed by the
+ * Kubernetes client's traffic) cost each review about 60 us at the API server's pace (bench:e2e).
+ * Owns the worker and what it is sent: every suite as synced (the worker compiles its own copy),
+ * every serving certificate, the Namespaces and LimitRanges rules read, draining; and what it sends
+ * back: requests it forwards (answered by the main thread's server, which does not listen), the
+ * answers it counted (into the operator's metrics), and its acknowledgements, so that a suite is
+ * registered only once the thread serves its generation and a CA is retired only once no
+ * certificate it signed is served there. A worker that stops is started again with everything.
+ */
+import { Worker } from 'node:worker_threads';
+import type { AdmissionSuite, FailurePolicy } from '../api/types.ts';
+import type { Outcome } from '../api/review.ts';
+import type { CertificateStore } from '../certs/store.ts';
+import type { Metrics } from '../health/metrics.ts';
+import type { Logger, LoggingSettings } from '../log.ts';
+import type { SuiteRegistry } from '../registry/registry.ts';
+import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
+import type { AdmissionServer, Answered, ListenOptions, ServingLimits } from './server.ts';
+
+export type MirroredKind = 'Namespace' | 'LimitRange';
+
+/** One answer counted in the thread, for the main thread's metrics. */
+export type Observation =
+  | ['answered', suite: string, webhook: string, operation: string, outcome: Outcome, seconds: number, failurePolicy: FailurePolicy]
+  | ['evaluated', suite: string, webhook: string, seconds: number, cost: number]
+  | ['rejected', code: string];
+
+export interface ThreadData {
+  listen: ListenOptions;
+  logging: LoggingSettings;
+  limits?: Partial<ServingLimits>;
+  authorizer: boolean;
+  mapper: boolean;
+}
+
+export type ToThread =
+  | { type: 'suite'; suite: AdmissionSuite }
+  | { type: 'removed'; name: string }
+  | { type: 'certificate'; key: string; pems?: { certPem: string; keyPem: string } }
+  | { type: 'mirror'; kind: MirroredKind; object: Record<string, any>; deleted: boolean }
+  | { type: 'forwarded'; id: number; answer?: Answered; error?: string }
+  | { type: 'draining' }
+  | { type: 'flush'; id: number }
+  | { type: 'close' }
+  | QuestionAnswer;
+
+export type FromThread =
+  | { type: 'listening'; port: number }
+  | { type: 'listen-failed'; code?: string; message: string }
+  | { type: 'synced'; name: string; generation: number }
+  | { type: 'served'; key: string; certPem?: string }
+  | { type: 'forward'; id: number; url: string; body: string }
+  | { type: 'observed'; observations: Observation[]; flush?: number }
+  | { type: 'closed' }
+  | Question;
+
+export interface AdmissionThreadOptions {
+  /** The main thread's server: never listening, it answers what the thread forwards. */
+  server: AdmissionServer;
+  registry: SuiteRegistry;
+  certificates: CertificateStore;
+  metrics: Metrics;
+  /** The caches the thread's copies of Namespaces and LimitRanges start from (mirror() keeps them current). */
+  mirrors: Record<MirroredKind, { list(): { metadata?: unknown }[] }>;
+  log: Logger;
+  logging: ThreadData['logging'];
+  limits?: Partial<ServingLimits>;
+}
+
+const WORKER = new URL('./thread-worker.ts', import.meta.url);
+
+/** How long a reconcile waits for the thread to serve a suite's new generation before it reports waiting and retries. */
+export const SERVING_WAIT_MS = 5_000;
+
+export class AdmissionThread {
+  private readonly options: AdmissionThreadOptions;
+  private worker: Worker | undefined;
+  private stopListening: (() => void)[] = [];
+  private listenOptions: ListenOptions | undefined;
+  private boundPort: number | undefined;
+  private isListening = false;
+  private closing = false;
+  private draining = false;
+  /** The generation of each suite the thread serves, and who waits for one. */
+  private readonly synced = new Map<string, number>();
+  private readonly syncWaiters = new Map<string, { generation: number; done(served: boolean): void }[]>();
+  /** The certificate the thread serves for each key. */
+  private readonly servedCertificates = new Map<string, string>();
+  private nextFlush = 1;
+  private readonly flushes = new Map<number, () => void>();
+
+  constructor(options: AdmissionThreadOptions) {
+    this.options = options;
+  }
+
+  get listening(): boolean {
+    return this.isListening;
+  }
+
+  /** The port the thread listens on (resolved once it does). */
+  get port(): number | undefined {
+    return this.boundPort;
+  }
+
+  /** Starts the thread, listening as `options` say; resolves once it listens. */
+  async listen(options: ListenOptions): Promise<void> {
+    this.listenOptions = options;
+    await this.start();
+  }
+
+  /**
+   * Resolves true once the thread serves `generation` of the suite (or a later one); false after
+   * SERVING_WAIT_MS. True at once when the thread is not running: nothing is served, which the
+   * endpoint's probe finds and says.
+   */
+  whenServing(name: string, generation: number): Promise<boolean> {
+    if (!this.worker || (this.synced.get(name) ?? -1) >= generation) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(false), SERVING_WAIT_MS).unref();
+      const done = (served: boolean) => {
+        clearTimeout(timer);
+        const waiters = this.syncWaiters.get(name) ?? [];
+        waiters.splice(waiters.indexOf(waiter), 1);
+        if (waiters.length === 0) this.syncWaiters.delete(name);
+        resolve(served);
+      };
+      const waiter = { generation, done };
+      this.syncWaiters.set(name, [...(this.syncWaiters.get(name) ?? []), waiter]);
+    });
+  }
+
+  /**
+   * The certificate served for `key`: the thread's while it has acknowledged one, else the store's
+   * (what the rotation's checks must count as served, in either place).
+   */
+  served(key: string): string | undefined {
+    return this.servedCertificates.get(key) ?? this.options.certificates.served(key);
+  }
+
+  /** A Namespace or LimitRange changed in the watch cache. */
+  mirror(kind: MirroredKind, object: { metadata?: unknown }, deleted: boolean): void {
+    this.post({ type: 'mirror', kind, object: object as Record<string, any>, deleted });
+  }
+
+  /** Every answer from now on closes its connection. */
+  drain(): void {
+    this.draining = true;
+    this.post({ type: 'draining' });
+  }
+
+  /** Brings the answers the thread counted into the operator's metrics (before a scrape). */
+  flushMetrics(): Promise<void> {
+    if (!this.worker) return Promise.resolve();
+    const id = this.nextFlush++;
+    return new Promise((resolve) => {
+      this.flushes.set(id, resolve);
+      this.post({ type: 'flush', id });
+    });
+  }
+
+  /** Stops accepting; requests in flight are answered (each closing its connection); then the thread ends. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const worker = this.worker;
+    if (!worker) return;
+    await new Promise<void>((resolve) => {
+      worker.once('exit', () => resolve());
+      worker.on('message', (message: FromThread) => {
+        if (message.type === 'closed') void worker.terminate();
+      });
+      worker.postMessage({ type: 'close' } satisfies ToThread);
+    });
+  }
+
+  private post(message: ToThread): void {
+    this.worker?.postMessage(message);
+  }
+
+  private start(): Promise<void> {
+    const { registry, certificates, mirrors, log, logging, limits } = this.options;
+    const listen = { ...this.listenOptions!, ...(this.boundPort !== undefined ? { port: this.boundPort } : {}) };
+    const worker = new Worker(WORKER, {
+      workerData: { listen, logging, limits, authorizer: registry.context.authorizer !== undefined, mapper: registry.context.mapper !== undefined } satisfies ThreadData,
+    });
+    this.worker = worker;
+    if (this.draining) worker.postMessage({ type: 'draining' } satisfies ToThread);
+    // Everything now, then every change (the subscriptions replay what is there, in order).
+    this.stopListening = [
+      registry.subscribe((change) =>
+        worker.postMessage(('suite' in change ? { type: 'suite', suite: change.suite } : { type: 'removed', name: change.removed }) satisfies ToThread),
+      ),
+      certificates.subscribe((key, pems) => worker.postMessage({ type: 'certificate', key, pems } satisfies ToThread)),
+    ];
+    for (const kind of ['Namespace', 'LimitRange'] as const) {
+      for (const object of mirrors[kind].list()) worker.postMessage({ type: 'mirror', kind, object: object as Record<string, any>, deleted: false } satisfies ToThread);
+    }
+    return new Promise((resolve, reject) => {
+      let started = false;
+      worker.on('message', (message: FromThread) => {
+        if (message.type === 'listening') {
+          started = true;
+          this.boundPort = message.port;
+          this.isListening = true;
+          resolve();
+        } else if (message.type === 'listen-failed') {
+          reject(Object.assign(new Error(message.message), { code: message.code }));
+        } else this.onMessage(worker, message);
+      });
+      worker.on('error', (err) => log.error('the admission thread failed', { error: err.message }));
+      worker.on('exit', (code) => {
+        if (this.worker !== worker) return;
+        this.lost();
+        if (!started) return reject(new Error(`the admission thread exited (${code}) before it listened`));
+        if (this.closing) return;
+        log.error('the admission thread stopped; starting it again', { code });
+        this.start().catch((err: Error) => log.error('the admission thread could not start again', { error: err.message }));
+      });
+    });
+  }
+
+  /** The worker is gone: what it served is not served, and whoever waits for it is answered. */
+  private lost(): void {
+    this.worker = undefined;
+    this.isListening = false;
+    for (const stop of this.stopListening.splice(0)) stop();
+    this.synced.clear();
+    this.servedCertificates.clear();
+    for (const waiters of [...this.syncWaiters.values()]) for (const waiter of [...waiters]) waiter.done(false);
+    for (const flushed of this.flushes.values()) flushed();
+    this.flushes.clear();
+  }
+
+  private onMessage(worker: Worker, message: FromThread): void {
+    switch (message.type) {
+      case 'synced': {
+        this.synced.set(message.name, message.generation);
+        for (const waiter of [...(this.syncWaiters.get(message.name) ?? [])]) if (message.generation >= waiter.generation) waiter.done(true);
+        return;
+      }
+      case 'served':
+        if (message.certPem) this.servedCertificates.set(message.key, message.certPem);
+        else this.servedCertificates.delete(message.key);
+        return;
+      case 'forward':
+        this.options.server.answer(message.url, message.body).then(
+          (answer) => worker.postMessage({ type: 'forwarded', id: message.id, answer } satisfies ToThread),
+          (err: Error) => worker.postMessage({ type: 'forwarded', id: message.id, error: err.message } satisfies ToThread),
+        );
+        return;
+      case 'observed':
+        this.record(message.observations);
+        if (message.flush !== undefined) {
+          this.flushes.get(message.flush)?.();
+          this.flushes.delete(message.flush);
+        }
+        return;
+      case 'authorize':
+      case 'map':
+        answerQuestion(this.options.registry.context, message, (answer) => worker.postMessage(answer satisfies ToThread));
+        return;
+    }
+  }
+
+  /** The thread's counts, into the operator's metrics; those of a webhook no longer served are dropped with its series. */
+  private record(observations: Observation[]): void {
+    const { metrics, registry } = this.options;
+    for (const observation of observations) {
+      if (observation[0] === 'rejected') {
+        metrics.countRejected(observation[1]);
+        continue;
+      }
+      const [kind, suite, webhook] = observation;
+      if (!registry.webhook(suite, webhook)) continue;
+      if (kind === 'answered') metrics.webhook(suite, webhook).answered(observation[3], observation[4], observation[5], observation[6]);
+      else metrics.webhook(suite, webhook).evaluated(observation[3], observation[4]);
+    }
+  }
+}
