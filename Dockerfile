@@ -39,7 +39,7 @@ ENV NODE_ENV=production
 WORKDIR /app
 USER 65532:65532
 EXPOSE 9443 8080
-# A 16 MiB young generation, an old one that grows little past what is live, and a larger inlining
+# A small young generation (the admission thread sizes its own), an old one that grows little past what is live, and a larger inlining
 # budget: src/admission/v8-tuning.ts's OPERATOR_NODE_FLAGS (V8 flags must be given at start;
 # test/unit/node-flags.test.ts keeps them equal).
-ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=16", "--heap-growing-percent=25", "--max-inlined-bytecode-size-cumulative=4000", "dist/main.js"]
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=2", "--heap-growing-percent=25", "--max-inlined-bytecode-size-cumulative=4000", "dist/main.js"]

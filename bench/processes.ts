@@ -7,7 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OPERATOR_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
+import { SERVING_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
 
 const CAN_PIN = spawnSync('taskset', ['--version']).status === 0 && os.cpus().length > 1;
 const SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'server.ts');
@@ -21,11 +21,11 @@ export function runOnLoadCore(): void {
 
 /**
  * Starts bench/server.ts (`portcullis`, `e2e` or `floor`) on core 0 (unpinned with `pin: false`);
- * resolves with its port once it listens. Our server runs with the operator's Node flags, as the
- * image runs it; the floor with Node's defaults.
+ * resolves with its port once it listens. Our server runs with the Node flags of the admission
+ * thread's isolate (SERVING_NODE_FLAGS); the floor with Node's defaults.
  */
 export async function startServer(kind: 'portcullis' | 'e2e' | 'floor', certFile: string, keyFile: string, options: { pin?: boolean } = {}): Promise<{ child: ChildProcess; port: number }> {
-  const flags = kind === 'floor' ? [] : OPERATOR_NODE_FLAGS;
+  const flags = kind === 'floor' ? [] : SERVING_NODE_FLAGS;
   const args = [...(CAN_PIN && options.pin !== false ? ['taskset', '-c', '0'] : []), process.execPath, ...flags, SERVER, kind, certFile, keyFile];
   const child = spawn(args[0]!, args.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {

@@ -32,25 +32,24 @@ export const logger = winston.createLogger({
   transports: [new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'] })],
 });
 
-export interface LoggingSettings {
-  level: LogLevel;
-  format: keyof typeof FORMATS;
-}
-
-let settings: LoggingSettings = { level: logger.level as LogLevel, format: 'json' };
-
 /** Sets the level and format of every logger, children included (the operator's flags). */
-export function configureLogging(options: LoggingSettings): void {
-  settings = { ...options };
+export function configureLogging(options: { level: LogLevel; format: keyof typeof FORMATS }): void {
   logger.level = options.level;
   logger.format = FORMATS[options.format];
 }
 
-/** The level and format in force, for a thread of ours to log as this one does (its loggers are its own). */
-export function loggingSettings(): LoggingSettings {
-  return { ...settings };
-}
-
 export type Logger = winston.Logger;
+
+/**
+ * What a component that only writes lines needs of a logger (a winston Logger is one): the
+ * admission path takes this, so that its thread can log through the main thread's loggers
+ * without winston of its own (about 12 MB of a worker's memory).
+ */
+export interface LogWriter {
+  error(message: string, fields?: object): unknown;
+  warn(message: string, fields?: object): unknown;
+  info(message: string, fields?: object): unknown;
+  debug(message: string, fields?: object): unknown;
+}
 
 export const componentLogger = (component: string): Logger => logger.child({ component });

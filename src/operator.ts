@@ -39,7 +39,7 @@ import { ObjectWatches } from './kube/objects.ts';
 import { LookupCaches } from './kube/lookups.ts';
 import { ParamsAccess } from './kube/params-access.ts';
 import { OpenApiSchemas } from './kube/openapi.ts';
-import { componentLogger, loggingSettings } from './log.ts';
+import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
 import { PolicyRegistry } from './registry/policies.ts';
 import { NamespacedReconciler } from './controller/namespaced.ts';
@@ -154,7 +154,6 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         metrics,
         mirrors: { Namespace: namespaces, LimitRange: limitRanges },
         log: componentLogger('admission'),
-        logging: loggingSettings(),
       })
     : undefined;
   mirrorTo = thread;

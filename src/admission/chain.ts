@@ -14,7 +14,7 @@
  * Knows no webhook's domain and no transport beyond the reply it writes to.
  */
 import { outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
-import type { Logger } from '../log.ts';
+import type { LogWriter } from '../log.ts';
 import { internalError, type CompiledWebhook } from '../registry/compile.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LargeBody, type ReviewOffload, WorkerLostError } from './offload.ts';
@@ -38,14 +38,14 @@ export interface Reply {
 
 export interface ChainOptions {
   offload: ReviewOffload;
-  log: Logger;
+  log: LogWriter;
   /** True once the replica is shutting down: every answer then closes its connection. */
   draining: () => boolean;
 }
 
 export class AdmissionChain {
   private readonly offload: ReviewOffload;
-  private readonly log: Logger;
+  private readonly log: LogWriter;
   private readonly draining: () => boolean;
 
   constructor(options: ChainOptions) {

@@ -16,7 +16,7 @@ import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { ParamsSelection } from '../api/params.ts';
 import { LookupNotReady, type ClusterView, type LookupKind } from '../handlers/handler.ts';
 import { LOOKUP_READY_WAIT_MS } from '../registry/compile.ts';
-import type { Logger } from '../log.ts';
+import type { LogWriter } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import { ReviewError, type ReviewErrorKey } from './errors.ts';
 
@@ -73,14 +73,14 @@ const WORKER = new URL('./offload-worker.ts', import.meta.url);
 
 export class ReviewOffload {
   private readonly registry: SuiteRegistry;
-  private readonly log: Logger;
+  private readonly log: LogWriter;
   private readonly suites = new Map<string, AdmissionSuite>();
   private readonly pending = new Map<number, Pending>();
   private worker: Worker | undefined;
   private nextId = 1;
   private closed = false;
 
-  constructor(registry: SuiteRegistry, log: Logger) {
+  constructor(registry: SuiteRegistry, log: LogWriter) {
     this.registry = registry;
     this.log = log;
     registry.subscribe((change) => {

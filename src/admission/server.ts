@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import type { CertificateStore } from '../certs/store.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
-import type { Logger } from '../log.ts';
+import type { LogWriter } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LARGE_BODY, LargeBody, ReviewOffload } from './offload.ts';
 import { AdmissionChain, type Reply, type Router } from './chain.ts';
@@ -93,7 +93,7 @@ export interface AdmissionServerOptions {
   certificates: CertificateStore;
   /** Where refused requests are counted (the operator's Metrics). */
   metrics: { countRejected(code: string): void };
-  log: Logger;
+  log: LogWriter;
   /** What this server leaves to another (see Forwarding); without it, it answers every route itself. */
   forward?: Forwarding;
   /** Whether a suite's author may read the params it names; without it, suites are checked for what they say only. */
@@ -149,7 +149,7 @@ export class AdmissionServer {
   private readonly suites: Router;
   private readonly forward: Forwarding | undefined;
   private readonly metrics: { countRejected(code: string): void };
-  private readonly log: Logger;
+  private readonly log: LogWriter;
   private closing = false;
 
   constructor(options: AdmissionServerOptions) {

@@ -8,7 +8,7 @@
  * the main thread. Acknowledges each suite generation and certificate once it serves them.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { configureLogging, componentLogger } from '../log.ts';
+import type { LogLevel, LogWriter } from '../log.ts';
 import { CertificateStore } from '../certs/store.ts';
 import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
 import { NO_PARAMS, type WebhookObserver } from '../registry/compile.ts';
@@ -21,9 +21,12 @@ import type { FromThread, Observation, ThreadData, ToThread } from './thread.ts'
 const port = parentPort!;
 const data = workerData as ThreadData;
 const send = (message: FromThread) => port.postMessage(message);
-configureLogging(data.logging);
 tuneHeapForAdmission();
-const log = componentLogger('admission');
+/** Lines the main thread's logger writes (its level and above), sent there (no winston in this isolate). */
+const line = (level: LogLevel) => (message: string, fields?: object) => {
+  if (data.logLevels.includes(level)) send({ type: 'log', level, message, fields });
+};
+const log: LogWriter = { error: line('error'), warn: line('warn'), info: line('info'), debug: line('debug') };
 
 const namespaces = new Map<string, Record<string, any>>();
 /** By namespace, then name. */

@@ -15,9 +15,10 @@ import type { AdmissionSuite, FailurePolicy } from '../api/types.ts';
 import type { Outcome } from '../api/review.ts';
 import type { CertificateStore } from '../certs/store.ts';
 import type { Metrics } from '../health/metrics.ts';
-import type { Logger, LoggingSettings } from '../log.ts';
+import { LOG_LEVELS, type Logger, type LogLevel } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
+import { sizeNurseryForAdmission } from './v8-tuning.ts';
 import type { AdmissionServer, Answered, ListenOptions, ServingLimits } from './server.ts';
 
 export type MirroredKind = 'Namespace' | 'LimitRange';
@@ -30,7 +31,8 @@ export type Observation =
 
 export interface ThreadData {
   listen: ListenOptions;
-  logging: LoggingSettings;
+  /** The levels the main thread's logger writes: the thread sends only those lines. */
+  logLevels: LogLevel[];
   limits?: Partial<ServingLimits>;
   authorizer: boolean;
   mapper: boolean;
@@ -54,6 +56,7 @@ export type FromThread =
   | { type: 'served'; key: string; certPem?: string }
   | { type: 'forward'; id: number; url: string; body: string }
   | { type: 'observed'; observations: Observation[]; flush?: number }
+  | { type: 'log'; level: LogLevel; message: string; fields?: object }
   | { type: 'closed' }
   | Question;
 
@@ -65,8 +68,8 @@ export interface AdmissionThreadOptions {
   metrics: Metrics;
   /** The caches the thread's copies of Namespaces and LimitRanges start from (mirror() keeps them current). */
   mirrors: Record<MirroredKind, { list(): { metadata?: unknown }[] }>;
+  /** Where the thread's lines are written, and its own troubles. */
   log: Logger;
-  logging: ThreadData['logging'];
   limits?: Partial<ServingLimits>;
 }
 
@@ -180,10 +183,11 @@ export class AdmissionThread {
   }
 
   private start(): Promise<void> {
-    const { registry, certificates, mirrors, log, logging, limits } = this.options;
+    const { registry, certificates, mirrors, log, limits } = this.options;
     const listen = { ...this.listenOptions!, ...(this.boundPort !== undefined ? { port: this.boundPort } : {}) };
+    sizeNurseryForAdmission();
     const worker = new Worker(WORKER, {
-      workerData: { listen, logging, limits, authorizer: registry.context.authorizer !== undefined, mapper: registry.context.mapper !== undefined } satisfies ThreadData,
+      workerData: { listen, logLevels: LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(log.level as LogLevel) + 1), limits, authorizer: registry.context.authorizer !== undefined, mapper: registry.context.mapper !== undefined } satisfies ThreadData,
     });
     this.worker = worker;
     if (this.draining) worker.postMessage({ type: 'draining' } satisfies ToThread);
@@ -256,6 +260,9 @@ export class AdmissionThread {
           this.flushes.get(message.flush)?.();
           this.flushes.delete(message.flush);
         }
+        return;
+      case 'log':
+        this.options.log.log(message.level, message.message, message.fields);
         return;
       case 'authorize':
       case 'map':

@@ -4,6 +4,7 @@
  * renewal is live on the next handshake and open connections keep the context they began with.
  */
 import tls from 'node:tls';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readCertificate } from './x509.ts';
 
 interface Entry {
@@ -11,23 +12,28 @@ interface Entry {
   certPem: string;
   keyPem: string;
   notAfter: Date;
-  context: tls.SecureContext;
+  /**
+   * Made on the first handshake that asks for it: a secure context holds about 30 KB, and a store
+   * that serves no handshake (the main thread's, when the admission thread serves them) makes none.
+   */
+  context?: tls.SecureContext;
 }
 
 export class CertificateStore {
   private readonly bySuite = new Map<string, Entry>();
-  private readonly byName = new Map<string, tls.SecureContext>();
+  private readonly byName = new Map<string, Entry>();
   private readonly listeners: ((key: string, pems: { certPem: string; keyPem: string } | undefined) => void)[] = [];
 
   /** Installs (or replaces) the certificate a suite is served with. Unchanged PEM is a no-op. */
   set(suite: string, certPem: string, keyPem: string): void {
     if (this.bySuite.get(suite)?.certPem === certPem) return;
-    const context = tls.createSecureContext({ cert: certPem, key: keyPem });
-    this.unindex(suite);
+    // The pair checked now, so a bad one is refused here rather than on a handshake.
     const { dnsNames, notAfter } = readCertificate(certPem);
-    const entry = { names: dnsNames, certPem, keyPem, notAfter, context };
+    if (!new X509Certificate(certPem).checkPrivateKey(createPrivateKey(keyPem))) throw new Error(`the key of ${suite}'s certificate is not its certificate's`);
+    this.unindex(suite);
+    const entry: Entry = { names: dnsNames, certPem, keyPem, notAfter };
     this.bySuite.set(suite, entry);
-    for (const name of entry.names) this.byName.set(name.toLowerCase(), entry.context);
+    for (const name of entry.names) this.byName.set(name.toLowerCase(), entry);
     for (const listener of this.listeners) listener(suite, { certPem, keyPem });
   }
 
@@ -81,7 +87,9 @@ export class CertificateStore {
   }
 
   contextFor(serverName: string): tls.SecureContext | undefined {
-    return this.byName.get(serverName.toLowerCase());
+    const entry = this.byName.get(serverName.toLowerCase());
+    if (!entry) return undefined;
+    return (entry.context ??= tls.createSecureContext({ cert: entry.certPem, key: entry.keyPem }));
   }
 
   /** For Node's SNICallback. */
@@ -100,10 +108,10 @@ export class CertificateStore {
     if (!entry) return;
     for (const name of entry.names) {
       const key = name.toLowerCase();
-      if (this.byName.get(key) !== entry.context) continue;
+      if (this.byName.get(key) !== entry) continue;
       this.byName.delete(key);
       for (const [other, candidate] of this.bySuite) {
-        if (other !== suite && candidate.names.some((n) => n.toLowerCase() === key)) this.byName.set(key, candidate.context);
+        if (other !== suite && candidate.names.some((n) => n.toLowerCase() === key)) this.byName.set(key, candidate);
       }
     }
   }

@@ -17,7 +17,7 @@ import { SUITE_VALIDATION } from '../../src/api/names.ts';
 import { CertificateStore } from '../../src/certs/store.ts';
 import { createCA, issueLeaf, type IssuedCertificate } from '../../src/certs/x509.ts';
 import { Metrics } from '../../src/health/metrics.ts';
-import { logger, loggingSettings } from '../../src/log.ts';
+import { logger } from '../../src/log.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
 import type { AdmissionSuite } from '../../src/api/types.ts';
 import type { AuthorizationAttributes } from '../../src/api/authorization.ts';
@@ -119,7 +119,7 @@ describe('admission: the endpoint served from a thread of its own', function () 
     const issued = await leaf();
     certificates.install('guards', issued.certPem, issued.keyPem);
     server = new AdmissionServer({ registry, certificates, metrics, log: logger });
-    thread = new AdmissionThread({ server, registry, certificates, metrics, mirrors: { Namespace: { list: () => namespaces }, LimitRange: { list: () => [] } }, log: logger, logging: loggingSettings() });
+    thread = new AdmissionThread({ server, registry, certificates, metrics, mirrors: { Namespace: { list: () => namespaces }, LimitRange: { list: () => [] } }, log: logger });
     await thread.listen({ port: 0, host: '127.0.0.1' });
     metrics.attach({ collect: () => thread.flushMetrics() });
   });
