@@ -7,9 +7,8 @@
  *   server      the same suite in the admission server alone (bench/server.ts `e2e`: the
  *               operator's HTTPS server, chain and CEL, without the operator around it);
  *   floor       the bench's bare HTTPS webhook (bench/server.ts `floor`: parse and allow);
- * With E2E_SERVER=worker, `server` runs in a worker thread of the operator's own process
- * (bench/operator-host.ts) rather than in a process of its own: the operator's main thread against
- * an isolate of its own beside it.
+ * E2E_OPERATOR_ARGS adds operator flags (`--admission-thread=false`: served from the operator's
+ * main thread, as before the admission thread).
  * server and floor registered the way Portcullis registers itself in local mode (a Service naming
  * localhost, TLS verified against its caBundle). `server` splits Portcullis' cost over the floor
  * into what the admission path adds (server - floor) and what the operator process around it adds
@@ -47,8 +46,7 @@ const KINDS = ['none', 'vap', 'portcullis', 'server', 'floor'] as const;
 type Kind = (typeof KINDS)[number];
 const { expression: RULE, message: MESSAGE } = E2E_RULE;
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-const SERVER_IN_WORKER = process.env.E2E_SERVER === 'worker';
-const HOST = fileURLToPath(new URL('./operator-host.ts', import.meta.url));
+const OPERATOR_ARGS = process.env.E2E_OPERATOR_ARGS ? process.env.E2E_OPERATOR_ARGS.split(' ') : [];
 const SERVING_PORT = 19543;
 
 
@@ -63,21 +61,20 @@ function quantile(values: number[], q: number): number {
   return sorted[low]! + (sorted[Math.min(low + 1, sorted.length - 1)]! - sorted[low]!) * (at - low);
 }
 
-/** Starts the operator; with `worker` (certificate and key files), the admission server alone in a worker thread beside it, whose port it resolves too. */
-async function startOperator(kubeconfig: string, worker?: { certFile: string; keyFile: string }): Promise<{ child: ChildProcess; workerPort?: number }> {
-  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, worker ? HOST : MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--serving-port=${SERVING_PORT}`, '--metrics-port=19580'], {
+/** Starts the operator (with E2E_OPERATOR_ARGS); resolves once it is ready. */
+async function startOperator(kubeconfig: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--serving-port=${SERVING_PORT}`, '--metrics-port=19580', ...OPERATOR_ARGS], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'error', ...(worker ? { PORTCULLIS_BENCH_WORKER: `${worker.certFile} ${worker.keyFile}` } : {}) },
+    env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'error' },
   });
   let output = '';
   child.stdout!.on('data', (c) => (output += c));
   child.stderr!.on('data', (c) => (output = (output + c).slice(-10_000)));
-  const listening = () => /listening (\d+)/.exec(output);
-  for (let i = 0; !output.includes('Portcullis is ready') || (worker && !listening()); i++) {
+  for (let i = 0; !output.includes('Portcullis is ready'); i++) {
     if (child.exitCode !== null || i > 1200) throw new Error(`the operator did not start: ${output}`);
     await sleep(50);
   }
-  return { child, workerPort: worker ? Number(listening()![1]) : undefined };
+  return child;
 }
 
 /** CPU time a process has spent, all its threads (the JIT's and GC's too), in ms; Linux's /proc. */
@@ -191,26 +188,21 @@ try {
     certificates[kind] = { ca: ca.certPem, serverName, certFile, keyFile };
   }
 
-  // portcullis (and, with E2E_SERVER=worker, server beside it)
-  const operator = await startOperator(controlPlane.kubeconfigPath, SERVER_IN_WORKER ? certificates.server : undefined);
-  children.push(operator.child);
+  const operator = await startOperator(controlPlane.kubeconfigPath);
+  children.push(operator);
   const suite = e2eSuite(selector('portcullis'));
   await kubeConfig.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: suite });
 
   const targets = {} as Record<'portcullis' | 'server' | 'floor', Target>;
   // Unpinned, like the operator and the API server: all share the machine's cores alike.
-  const pids: Record<'portcullis' | 'server' | 'floor', number | undefined> = { portcullis: operator.child.pid, server: undefined, floor: undefined };
+  const pids: Record<'portcullis' | 'server' | 'floor', number | undefined> = { portcullis: operator.pid, server: undefined, floor: undefined };
   for (const kind of ['server', 'floor'] as const) {
     const service = `bench-${kind}`;
     const { ca, serverName, certFile, keyFile } = certificates[kind];
-    let port = operator.workerPort;
-    if (kind === 'floor' || !SERVER_IN_WORKER) {
-      const started = await startServer(kind === 'server' ? 'e2e' : 'floor', certFile, keyFile, { pin: false });
-      children.push(started.child);
-      pids[kind] = started.child.pid;
-      port = started.port;
-    }
-    targets[kind] = { port: port!, path: kind === 'server' ? '/admit/bench/keys' : '/', servername: serverName, ca };
+    const started = await startServer(kind === 'server' ? 'e2e' : 'floor', certFile, keyFile, { pin: false });
+    children.push(started.child);
+    pids[kind] = started.child.pid;
+    targets[kind] = { port: started.port, path: kind === 'server' ? '/admit/bench/keys' : '/', servername: serverName, ca };
     await apply(kube, { apiVersion: 'v1', kind: 'Service', metadata: { name: service, namespace: 'default' }, spec: { type: 'ExternalName', externalName: 'localhost' } });
     await apply(kube, {
       apiVersion: 'admissionregistration.k8s.io/v1',
@@ -320,9 +312,7 @@ try {
     `of which the admission path (server over floor): ${(added('server').p50 - added('floor').p50).toFixed(2)} ms (${ratioServer.toFixed(2)}x), the operator process around it (portcullis over server): ${(added('portcullis').p50 - added('server').p50).toFixed(2)} ms`,
   );
   const cpu = (kind: string) => (cpuPerCreateUs[kind] === null ? 'n/a' : `${cpuPerCreateUs[kind]} us`);
-  const operatorProcess = SERVER_IN_WORKER ? "the operator process, server's worker thread included" : 'the operator process';
-  console.log(`CPU per create answered: portcullis (${operatorProcess}) ${cpu('portcullis')}, server ${cpu('server')}, floor ${cpu('floor')}`);
-  if (SERVER_IN_WORKER) console.log("server ran in a worker thread of the operator's process (E2E_SERVER=worker)");
+  console.log(`CPU per create answered: portcullis (the operator process) ${cpu('portcullis')}, server ${cpu('server')}, floor ${cpu('floor')}`);
   console.log(
     `straight to each server (${PROBES} reviews each, one at a time): p50 round trip portcullis ${probeUs('portcullis').toFixed(0)} us, server ${probeUs('server').toFixed(0)} us, floor ${probeUs('floor').toFixed(0)} us; ` +
       `the admission path over the floor ${(probeUs('server') - probeUs('floor')).toFixed(0)} us, the operator process around it ${(probeUs('portcullis') - probeUs('server')).toFixed(0)} us`,
@@ -337,7 +327,7 @@ try {
       ratio_to_floor: round3(ratioFloor),
       server_ratio_to_floor: round3(ratioServer),
       ratio_to_vap: ratioVap === null ? null : round3(ratioVap),
-      server_in: SERVER_IN_WORKER ? 'worker' : 'process',
+      operator_args: OPERATOR_ARGS,
       failed_creates: failures,
       cpu_us_per_create: cpuPerCreateUs,
       probe_p50_us: Object.fromEntries(probeKinds.map((kind) => [kind, Math.round(probeUs(kind))])),
