@@ -282,7 +282,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       params,
       schemas,
       serve,
-      servesGeneration: thread && ((name, generation) => thread.whenServing(name, generation)),
+      servesGeneration: thread && ((name, uid, generation) => thread.whenServing(name, uid, generation)),
       log: componentLogger('reconciler'),
     }),
   };

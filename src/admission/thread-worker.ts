@@ -104,7 +104,7 @@ port.on('message', (message: ToThread) => {
   switch (message.type) {
     case 'suite': {
       const compiled = registry.sync(message.suite);
-      send({ type: 'synced', name: compiled.name, generation: compiled.generation });
+      send({ type: 'synced', name: compiled.name, uid: message.suite.metadata.uid, generation: compiled.generation });
       return;
     }
     case 'removed':

@@ -19,7 +19,7 @@ import { LOG_LEVELS, type Logger, type LogLevel } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
 import { sizeNurseryForAdmission } from './v8-tuning.ts';
-import type { AdmissionServer, Answered, ListenOptions, ServingLimits } from './server.ts';
+import { SERVING_LIMITS, type AdmissionServer, type Answered, type ListenOptions, type ServingLimits } from './server.ts';
 
 export type MirroredKind = 'Namespace' | 'LimitRange';
 
@@ -52,7 +52,7 @@ export type ToThread =
 export type FromThread =
   | { type: 'listening'; port: number }
   | { type: 'listen-failed'; code?: string; message: string }
-  | { type: 'synced'; name: string; generation: number }
+  | { type: 'synced'; name: string; uid?: string; generation: number }
   | { type: 'served'; key: string; certPem?: string }
   | { type: 'forward'; id: number; url: string; body: string }
   | { type: 'observed'; observations: Observation[]; flush?: number }
@@ -87,9 +87,9 @@ export class AdmissionThread {
   private isListening = false;
   private closing = false;
   private draining = false;
-  /** The generation of each suite the thread serves, and who waits for one. */
-  private readonly synced = new Map<string, number>();
-  private readonly syncWaiters = new Map<string, { generation: number; done(served: boolean): void }[]>();
+  /** The suite (by uid: one deleted and made again under its name is another) and generation the thread serves under each name, and who waits for one. */
+  private readonly synced = new Map<string, { uid?: string; generation: number }>();
+  private readonly syncWaiters = new Map<string, { uid?: string; generation: number; done(served: boolean): void }[]>();
   /** The certificate the thread serves for each key. */
   private readonly servedCertificates = new Map<string, string>();
   private nextFlush = 1;
@@ -119,8 +119,8 @@ export class AdmissionThread {
    * SERVING_WAIT_MS. True at once when the thread is not running: nothing is served, which the
    * endpoint's probe finds and says.
    */
-  whenServing(name: string, generation: number): Promise<boolean> {
-    if (!this.worker || (this.synced.get(name) ?? -1) >= generation) return Promise.resolve(true);
+  whenServing(name: string, uid: string | undefined, generation: number): Promise<boolean> {
+    if (!this.worker || serves(this.synced.get(name), uid, generation)) return Promise.resolve(true);
     return new Promise((resolve) => {
       const timer = setTimeout(() => done(false), SERVING_WAIT_MS).unref();
       const done = (served: boolean) => {
@@ -130,7 +130,7 @@ export class AdmissionThread {
         if (waiters.length === 0) this.syncWaiters.delete(name);
         resolve(served);
       };
-      const waiter = { generation, done };
+      const waiter = { uid, generation, done };
       this.syncWaiters.set(name, [...(this.syncWaiters.get(name) ?? []), waiter]);
     });
   }
@@ -171,6 +171,8 @@ export class AdmissionThread {
     if (!worker) return;
     await new Promise<void>((resolve) => {
       worker.once('exit', () => resolve());
+      // Requests in flight are answered within the longest request time; a thread that hangs past it is stopped.
+      setTimeout(() => void worker.terminate(), SERVING_LIMITS.requestTimeoutMs + 5_000).unref();
       worker.on('message', (message: FromThread) => {
         if (message.type === 'closed') void worker.terminate();
       });
@@ -193,9 +195,10 @@ export class AdmissionThread {
     if (this.draining) worker.postMessage({ type: 'draining' } satisfies ToThread);
     // Everything now, then every change (the subscriptions replay what is there, in order).
     this.stopListening = [
-      registry.subscribe((change) =>
-        worker.postMessage(('suite' in change ? { type: 'suite', suite: change.suite } : { type: 'removed', name: change.removed }) satisfies ToThread),
-      ),
+      registry.subscribe((change) => {
+        if ('removed' in change) this.synced.delete(change.removed);
+        worker.postMessage(('suite' in change ? { type: 'suite', suite: change.suite } : { type: 'removed', name: change.removed }) satisfies ToThread);
+      }),
       certificates.subscribe((key, pems) => worker.postMessage({ type: 'certificate', key, pems } satisfies ToThread)),
     ];
     for (const kind of ['Namespace', 'LimitRange'] as const) {
@@ -240,8 +243,9 @@ export class AdmissionThread {
   private onMessage(worker: Worker, message: FromThread): void {
     switch (message.type) {
       case 'synced': {
-        this.synced.set(message.name, message.generation);
-        for (const waiter of [...(this.syncWaiters.get(message.name) ?? [])]) if (message.generation >= waiter.generation) waiter.done(true);
+        const synced = { uid: message.uid, generation: message.generation };
+        this.synced.set(message.name, synced);
+        for (const waiter of [...(this.syncWaiters.get(message.name) ?? [])]) if (serves(synced, waiter.uid, waiter.generation)) waiter.done(true);
         return;
       }
       case 'served':
@@ -285,4 +289,9 @@ export class AdmissionThread {
       else metrics.webhook(suite, webhook).evaluated(observation[3], observation[4]);
     }
   }
+}
+
+/** Whether what the thread said it serves is `generation` (or later) of the suite with `uid`. */
+function serves(synced: { uid?: string; generation: number } | undefined, uid: string | undefined, generation: number): boolean {
+  return synced !== undefined && synced.uid === uid && synced.generation >= generation;
 }

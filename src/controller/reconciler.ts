@@ -47,7 +47,7 @@ export interface ReconcilerDeps {
    * Whether the endpoint serves this generation of the suite (true, or false after a wait), where
    * it is served from a copy of the registry (the admission thread); without it, syncing the registry serves it.
    */
-  servesGeneration?(name: string, generation: number): Promise<boolean>;
+  servesGeneration?(name: string, uid: string | undefined, generation: number): Promise<boolean>;
   log: Logger;
   now?: () => Date;
 }
@@ -141,7 +141,7 @@ export class SuiteReconciler {
     const generation = suite.metadata.generation ?? 0;
     const target = probeTarget(this.deps.config, applied, serviceRef(suite, this.deps.config).port);
     const probe =
-      this.deps.servesGeneration && !(await this.deps.servesGeneration(suite.metadata.name, generation))
+      this.deps.servesGeneration && !(await this.deps.servesGeneration(suite.metadata.name, suite.metadata.uid, generation))
         ? `the admission endpoint does not serve generation ${generation} of the suite yet`
         : await probeEndpointSoon(target, servingNames(suite, this.deps.config)[0]!, ca.bundle, serving.certPem);
     if (probe !== true) {

@@ -186,7 +186,7 @@ describe('admission: the endpoint served from a thread of its own', function () 
 
   it('acknowledges a new generation once it serves it', async function () {
     registry.sync(suiteAt(2));
-    expect(await thread.whenServing('guards', 2)).to.equal(true);
+    expect(await thread.whenServing('guards', 'u1', 2)).to.equal(true);
     const answer = await post('/admit/guards/added', JSON.stringify(review()));
     expect(answer.body.response.status.message).to.equal('generation 2 says no');
   });
@@ -216,8 +216,19 @@ describe('admission: the endpoint served from a thread of its own', function () 
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     expect(thread.port).to.equal(port);
-    expect(await thread.whenServing('guards', 2)).to.equal(true);
+    expect(await thread.whenServing('guards', 'u1', 2)).to.equal(true);
     const answer = await post('/admit/guards/added', JSON.stringify(review()));
     expect(answer.body.response.status.message).to.equal('generation 2 says no');
+  });
+
+  it('does not take a suite made again under the same name as served until the thread has the new one', async function () {
+    registry.remove('guards');
+    const again = { ...suiteAt(1), metadata: { name: 'guards', uid: 'u2', generation: 1 } };
+    const served = thread.whenServing('guards', 'u2', 1);
+    const early = await Promise.race([served, new Promise((resolve) => setTimeout(() => resolve('waiting'), 100))]);
+    expect(early).to.equal('waiting');
+    registry.sync(again);
+    expect(await served).to.equal(true);
+    expect((await post('/admit/guards/added', JSON.stringify(review()))).status).to.equal(404);
   });
 });
