@@ -13,7 +13,7 @@ import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubern
 import { GROUP, PLURAL, POLICY_PLURAL, VERSION, type AdmissionPolicy, type AdmissionSuite } from './api/types.ts';
 import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME } from './api/names.ts';
 import { AdmissionServer } from './admission/server.ts';
-import { AdmissionThread } from './admission/thread.ts';
+import { AdmissionThread } from './admission/threads/thread.ts';
 import { Metrics } from './health/metrics.ts';
 import { readCertificate } from './certs/x509.ts';
 import { caFromSecret } from './certs/authority.ts';

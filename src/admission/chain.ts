@@ -3,7 +3,7 @@
  * handlers), for every webhook served, the operator's own suite validation included:
  *   1. decode  the body into an AdmissionReview (review.ts); a large one stays text for step 3;
  *   2. route   to the webhook the path names (the server's Router: the registry's, or suite validation);
- *   3. offload a large body to the review worker (offload.ts), which decodes and decides it off this event loop;
+ *   3. offload a large body to the review worker (threads/offload.ts), which decodes and decides it off this event loop;
  *   4. decide  by the webhook: synchronous for almost every webhook (answered in the same tick,
  *              with no promise around it), a Promise while `authorizer` checks are asked;
  *   5. failurePolicy for what the chain itself lost (the worker): the webhook's, by the same
@@ -17,7 +17,7 @@ import { outcomeOf, type AdmissionRequest, type Decision } from '../api/review.t
 import type { LogWriter } from '../log.ts';
 import { internalError, type CompiledWebhook } from '../registry/compile.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
-import { LargeBody, type ReviewOffload, WorkerLostError } from './offload.ts';
+import { LargeBody, type ReviewOffload, WorkerLostError } from './threads/offload.ts';
 import { decodeReview, encodeReviewText, parseJson } from './review.ts';
 
 /** What the chain needs of a webhook. */

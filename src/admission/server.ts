@@ -15,7 +15,7 @@ import type { CertificateStore } from '../certs/store.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { LogWriter } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
-import { LARGE_BODY, LargeBody, ReviewOffload } from './offload.ts';
+import { LARGE_BODY, LargeBody, ReviewOffload } from './threads/offload.ts';
 import { AdmissionChain, type Reply, type Router } from './chain.ts';
 import { readJsonBody } from './body.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';

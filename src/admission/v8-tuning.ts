@@ -2,7 +2,7 @@
  * V8 tuned for the admission server: its heap, for the allocation pattern of short-lived reviews,
  * and its optimizing compiler's inlining budget, for the depth of a review's path. Owns
  * process-wide V8 flags only; applied by the process entry point (main.ts, and the bench's server),
- * and before the admission thread is made (thread.ts).
+ * and before the admission thread is made (threads/thread.ts).
  */
 import v8 from 'node:v8';
 

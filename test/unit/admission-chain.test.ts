@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
 import { REVIEW_ERRORS } from '../../src/admission/errors.ts';
-import { LARGE_BODY } from '../../src/admission/offload.ts';
+import { LARGE_BODY } from '../../src/admission/threads/offload.ts';
 import type { AdmissionSuite } from '../../src/api/types.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
 import { guardsSuite } from '../fixtures/suites.ts';

@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
 import { REVIEW_ERRORS } from '../../src/admission/errors.ts';
-import { LARGE_BODY } from '../../src/admission/offload.ts';
+import { LARGE_BODY } from '../../src/admission/threads/offload.ts';
 import type { AdmissionSuite } from '../../src/api/types.ts';
 import type { AuthorizationAttributes, Authorizer } from '../../src/api/authorization.ts';
 import type { ClusterView } from '../../src/handlers/handler.ts';

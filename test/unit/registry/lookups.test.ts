@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { SuiteRegistry } from '../../../src/registry/registry.ts';
 import { LookupNotReady, type ClusterView, type LookupKind } from '../../../src/handlers/handler.ts';
-import { LARGE_BODY } from '../../../src/admission/offload.ts';
+import { LARGE_BODY } from '../../../src/admission/threads/offload.ts';
 import type { AdmissionSuite, WebhookSpec } from '../../../src/api/types.ts';
 import { requestFor } from '../../fixtures/reviews.ts';
 import { startTestEndpoint } from '../../support/endpoint.ts';

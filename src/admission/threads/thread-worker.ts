@@ -8,14 +8,14 @@
  * the main thread. Acknowledges each suite generation and certificate once it serves them.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { LogLevel, LogWriter } from '../log.ts';
-import { CertificateStore } from '../certs/store.ts';
-import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
-import { NO_PARAMS, type WebhookObserver } from '../registry/compile.ts';
-import { SuiteRegistry } from '../registry/registry.ts';
-import { AdmissionServer, type Answered } from './server.ts';
+import type { LogLevel, LogWriter } from '../../log.ts';
+import { CertificateStore } from '../../certs/store.ts';
+import { LookupNotReady, type ClusterView } from '../../handlers/handler.ts';
+import { NO_PARAMS, type WebhookObserver } from '../../registry/compile.ts';
+import { SuiteRegistry } from '../../registry/registry.ts';
+import { AdmissionServer, type Answered } from '../server.ts';
 import { MainQuestions } from './main-questions.ts';
-import { tuneHeapForAdmission } from './v8-tuning.ts';
+import { tuneHeapForAdmission } from '../v8-tuning.ts';
 import type { FromThread, Observation, ThreadData, ToThread } from './thread.ts';
 
 const port = parentPort!;

@@ -6,13 +6,13 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { MainQuestions } from './main-questions.ts';
-import { followedFailurePolicy } from '../api/review.ts';
-import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
-import type { ParamsSource } from '../registry/compile.ts';
-import { SuiteRegistry } from '../registry/registry.ts';
-import { tuneHeapForAdmission } from './v8-tuning.ts';
-import { REVIEW_ERRORS, ReviewError } from './errors.ts';
-import { decodeReview } from './review.ts';
+import { followedFailurePolicy } from '../../api/review.ts';
+import { LookupNotReady, type ClusterView } from '../../handlers/handler.ts';
+import type { ParamsSource } from '../../registry/compile.ts';
+import { SuiteRegistry } from '../../registry/registry.ts';
+import { tuneHeapForAdmission } from '../v8-tuning.ts';
+import { REVIEW_ERRORS, ReviewError } from '../errors.ts';
+import { decodeReview } from '../review.ts';
 import type { FromWorker, ReviewContext, ToWorker } from './offload.ts';
 
 const port = parentPort!;

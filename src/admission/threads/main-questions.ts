@@ -4,8 +4,8 @@
  * RESTMappings (API discovery). Owns these two questions' messages on both sides; not how a thread
  * is started, nor anything else sent to it.
  */
-import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../api/authorization.ts';
-import type { KindMapper, RestMapping } from '../api/discovery.ts';
+import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../../api/authorization.ts';
+import type { KindMapper, RestMapping } from '../../api/discovery.ts';
 
 /** `id` is the asking thread's own (the review it judges); `check` tells its questions apart. */
 export type Question =

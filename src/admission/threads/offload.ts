@@ -11,14 +11,14 @@
  */
 import { Worker } from 'node:worker_threads';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
-import { markFailed, type AdmissionRequest, type Decision } from '../api/review.ts';
-import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
-import type { ParamsSelection } from '../api/params.ts';
-import { LookupNotReady, type ClusterView, type LookupKind } from '../handlers/handler.ts';
-import { LOOKUP_READY_WAIT_MS } from '../registry/compile.ts';
-import type { LogWriter } from '../log.ts';
-import type { SuiteRegistry } from '../registry/registry.ts';
-import { ReviewError, type ReviewErrorKey } from './errors.ts';
+import { markFailed, type AdmissionRequest, type Decision } from '../../api/review.ts';
+import type { AdmissionSuite, ParamsRef } from '../../api/types.ts';
+import type { ParamsSelection } from '../../api/params.ts';
+import { LookupNotReady, type ClusterView, type LookupKind } from '../../handlers/handler.ts';
+import { LOOKUP_READY_WAIT_MS } from '../../registry/compile.ts';
+import type { LogWriter } from '../../log.ts';
+import type { SuiteRegistry } from '../../registry/registry.ts';
+import { ReviewError, type ReviewErrorKey } from '../errors.ts';
 
 /** Bodies at least this long (characters) are judged in the worker: far above any typical object. */
 export const LARGE_BODY = 256 * 1024;

@@ -11,15 +11,15 @@
  * certificate it signed is served there. A worker that stops is started again with everything.
  */
 import { Worker } from 'node:worker_threads';
-import type { AdmissionSuite, FailurePolicy } from '../api/types.ts';
-import type { Outcome } from '../api/review.ts';
-import type { CertificateStore } from '../certs/store.ts';
-import type { Metrics } from '../health/metrics.ts';
-import { LOG_LEVELS, type Logger, type LogLevel } from '../log.ts';
-import type { SuiteRegistry } from '../registry/registry.ts';
+import type { AdmissionSuite, FailurePolicy } from '../../api/types.ts';
+import type { Outcome } from '../../api/review.ts';
+import type { CertificateStore } from '../../certs/store.ts';
+import type { Metrics } from '../../health/metrics.ts';
+import { LOG_LEVELS, type Logger, type LogLevel } from '../../log.ts';
+import type { SuiteRegistry } from '../../registry/registry.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
-import { sizeNurseryForAdmission } from './v8-tuning.ts';
-import { SERVING_LIMITS, type AdmissionServer, type Answered, type ListenOptions, type ServingLimits } from './server.ts';
+import { sizeNurseryForAdmission } from '../v8-tuning.ts';
+import { SERVING_LIMITS, type AdmissionServer, type Answered, type ListenOptions, type ServingLimits } from '../server.ts';
 
 export type MirroredKind = 'Namespace' | 'LimitRange';
 
