@@ -81,10 +81,13 @@ export interface Answered {
  * answers them (answer()).
  */
 export interface Forwarding {
-  /** Whether this server answers the suite's webhook itself. */
-  servesHere(suite: string, webhook: string): boolean;
+  /** Whether the suite's webhook is answered by the other server (one this server does not know it answers itself: 404). */
+  forwards(suite: string, webhook: string): boolean;
   to(url: string, body: string): Promise<Answered>;
 }
+
+/** The operator's own routes in a server that forwards them: known there (anything else is refused unread), answered by the other. */
+const FORWARDED: Router = { find: () => undefined, offload: false };
 
 export interface AdmissionServerOptions {
   registry: SuiteRegistry;
@@ -180,7 +183,10 @@ export class AdmissionServer {
 
   /** The operator's own webhooks (suite validation, the AdmissionPolicies'); a server that forwards leaves them to the one it forwards to. */
   private addOperatorRoutes(options: AdmissionServerOptions): void {
-    if (options.forward) return;
+    if (options.forward) {
+      for (const path of [SUITE_VALIDATION.path, NAMESPACED.validationPath, NAMESPACED.paths.Mutating, NAMESPACED.paths.Validating]) this.routes.set(path, { router: FORWARDED, suite: '', name: '' });
+      return;
+    }
     const { registry, paramsAccess } = options;
     const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas);
     // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
@@ -238,26 +244,31 @@ export class AdmissionServer {
 
   private serve(request: IncomingMessage, response: ServerResponse): void {
     const reply: Reply = { send: (status, json, close) => send(response, status, json, close || this.closing) };
-    if (request.method !== 'POST') return this.fail(new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `${request.method} ${request.url}`), reply, false);
     const url = request.url ?? '';
-    const route = this.route(url);
-    if (!route && !this.forward) return this.fail(new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `${request.method} ${url}`), reply, false);
+    const route = request.method === 'POST' ? this.route(url) : undefined;
+    if (!route) return this.fail(new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `${request.method} ${url}`), reply, false);
     readJsonBody(
       request,
       BODY_LIMIT,
       (text) => {
-        if (this.forward && (!route || route.router !== this.suites || text.length >= LARGE_BODY || !this.forward.servesHere(route.suite, route.name))) {
-          this.forward.to(url, text).then(
+        if (this.forwarded(route, text)) {
+          this.forward!.to(url, text).then(
             ({ status, json, close }) => reply.send(status, json, close),
             (err: unknown) => this.fail(err, reply, false),
           );
           return;
         }
-        this.dispatch(route!, text, reply);
+        this.dispatch(route, text, reply);
       },
       // The rest of the body is unread: the connection cannot carry another request.
       (err) => this.fail(err, reply, true),
     );
+  }
+
+  /** Whether the other server answers this request (see Forwarding): the operator's own routes, large bodies, and the webhooks it says. */
+  private forwarded(route: Route, text: string): boolean {
+    if (!this.forward) return false;
+    return route.router === FORWARDED || text.length >= LARGE_BODY || (route.router === this.suites && this.forward.forwards(route.suite, route.name));
   }
 
   /** The answer to a request another server read (see Forwarding), as this server would have sent it. */

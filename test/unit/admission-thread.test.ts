@@ -169,6 +169,9 @@ describe('admission: the endpoint served from a thread of its own', function () 
     expect(malformed.body.response.status.reason).to.equal(REVIEW_ERRORS.MALFORMED_JSON.code);
     const unknown = await post('/admit/guards/nothing', JSON.stringify(review()));
     expect(unknown.status).to.equal(404);
+    const elsewhere = await post('/not/a/route', JSON.stringify(review()));
+    expect(elsewhere.status).to.equal(404);
+    expect(elsewhere.body.response.status.reason).to.equal(REVIEW_ERRORS.UNKNOWN_WEBHOOK.code);
     expect((await post('/admit/guards/team', JSON.stringify(review()))).body.response.allowed).to.equal(true);
   });
 

@@ -87,9 +87,10 @@ const server = new AdmissionServer({
   limits: data.limits,
   draining: () => draining,
   forward: {
-    servesHere: (suite, webhook) => {
+    // Registration waits for this thread to serve a suite's generation, so a webhook it does not know is none (404 here).
+    forwards: (suite, webhook) => {
       const served = registry.webhook(suite, webhook);
-      return served !== undefined && served.lookups.length === 0 && registry.paramsOf(suite, webhook) === undefined;
+      return served !== undefined && (served.lookups.length > 0 || registry.paramsOf(suite, webhook) !== undefined);
     },
     to: (url, body) =>
       new Promise((resolve, reject) => {
