@@ -153,6 +153,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         certificates,
         metrics,
         mirrors: { Namespace: namespaces, LimitRange: limitRanges },
+        params,
         log: componentLogger('admission'),
       })
     : undefined;

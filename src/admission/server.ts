@@ -24,6 +24,7 @@ import type { PolicyRegistry } from '../registry/policies.ts';
 import { namespacedWebhook } from '../registry/namespaced.ts';
 import type { SchemaSource } from '../registry/typecheck.ts';
 import { encodeFailure, parseJson } from './review.ts';
+import { HeldElsewhere } from '../handlers/handler.ts';
 
 /** The API server sends objects up to its own 3 MiB limit, twice for an UPDATE. */
 export const BODY_LIMIT = 7 * 1024 * 1024;
@@ -75,14 +76,12 @@ export interface Answered {
 }
 
 /**
- * Where a server that is not the operator's only one (the admission thread's, thread-worker.ts)
- * sends what it does not answer itself: the operator's own webhooks, large bodies, and suite
- * webhooks that read what only the main thread holds (params, lookups). The main thread's server
- * answers them (answer()).
+ * Where a server that is not the operator's only one (the admission thread's, threads/thread-worker.ts)
+ * sends what it does not answer itself: the operator's own webhooks, large bodies, and requests
+ * whose webhook reads what is held only there (HeldElsewhere: a handler's lookups, params of a
+ * collection not sent here). The main thread's server answers them (answer()).
  */
 export interface Forwarding {
-  /** Whether the suite's webhook is answered by the other server (one this server does not know it answers itself: 404). */
-  forwards(suite: string, webhook: string): boolean;
   to(url: string, body: string): Promise<Answered>;
 }
 
@@ -251,24 +250,20 @@ export class AdmissionServer {
       request,
       BODY_LIMIT,
       (text) => {
-        if (this.forwarded(route, text)) {
-          this.forward!.to(url, text).then(
-            ({ status, json, close }) => reply.send(status, json, close),
-            (err: unknown) => this.fail(err, reply, false),
-          );
-          return;
-        }
-        this.dispatch(route, text, reply);
+        const forward = this.forward && (() => this.forwardTo(this.forward!, url, text, reply));
+        if (forward && (route.router === FORWARDED || text.length >= LARGE_BODY)) return forward();
+        this.dispatch(route, text, reply, forward);
       },
       // The rest of the body is unread: the connection cannot carry another request.
       (err) => this.fail(err, reply, true),
     );
   }
 
-  /** Whether the other server answers this request (see Forwarding): the operator's own routes, large bodies, and the webhooks it says. */
-  private forwarded(route: Route, text: string): boolean {
-    if (!this.forward) return false;
-    return route.router === FORWARDED || text.length >= LARGE_BODY || (route.router === this.suites && this.forward.forwards(route.suite, route.name));
+  private forwardTo(forward: Forwarding, url: string, text: string, reply: Reply): void {
+    forward.to(url, text).then(
+      ({ status, json, close }) => reply.send(status, json, close),
+      (err: unknown) => this.fail(err, reply, false),
+    );
   }
 
   /** The answer to a request another server read (see Forwarding), as this server would have sent it. */
@@ -281,15 +276,16 @@ export class AdmissionServer {
     });
   }
 
-  /** A body read whole, through the chain. */
-  private dispatch(route: Route, text: string, reply: Reply): void {
+  /** A body read whole, through the chain; one whose webhook reads what is held elsewhere goes there (`elsewhere`). */
+  private dispatch(route: Route, text: string, reply: Reply, elsewhere?: () => void): void {
+    const failed = (err: unknown) => (err instanceof HeldElsewhere && elsewhere ? elsewhere() : this.fail(err, reply, false));
     try {
       if (text === '') throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, 'the body is empty');
       const body = text.length >= LARGE_BODY ? new LargeBody(text) : parseJson(text);
       const answered = this.chain.handle(route.router, route.suite, route.name, body, reply);
-      if (answered) answered.catch((err: unknown) => this.fail(err, reply, false));
+      if (answered) answered.catch(failed);
     } catch (err) {
-      this.fail(err, reply, false);
+      failed(err);
     }
   }
 

@@ -34,6 +34,11 @@ export const PARAMS_ERRORS = {
   notFoundDeny: 'no params found for policy binding with `Deny` parameterNotFoundAction',
 } as const;
 
+/** The collection a params reference reads (its kind, and its namespace where it names one): what a watch cache holds. */
+export function collectionKey(ref: { apiVersion: string; kind: string; namespace?: string }): string {
+  return `${ref.apiVersion}|${ref.kind}|${ref.namespace ?? ''}`;
+}
+
 export function selectParams(ref: ParamsRef, requestNamespace: string | undefined, store: ParamsStore): ParamsSelection {
   let namespace: string | undefined;
   if (store.namespaced) {

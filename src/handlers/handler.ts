@@ -50,6 +50,18 @@ export interface ClusterView {
 }
 
 /**
+ * What a request reads is not held where it is being answered (the admission thread keeps no
+ * lookup caches, and params only of collections it was sent): it is answered again where it is
+ * held, the main thread. Evaluation is a pure function of what it reads, so running it again there
+ * gives the answer it would have given. Never answered by failurePolicy (registry/compile.ts).
+ */
+export class HeldElsewhere extends Error {
+  constructor(what: string) {
+    super(`${what} is not held here`);
+  }
+}
+
+/**
  * A lookup whose cache has not synced yet. The registry answers the request as the in-tree plugins
  * answer before their informers have synced ("not yet ready to handle request"), by failurePolicy.
  */

@@ -8,7 +8,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { paramsRefusal } from '../api/validate.ts';
-import { selectParams, type ParamsSelection } from '../api/params.ts';
+import { collectionKey, selectParams, type ParamsSelection } from '../api/params.ts';
 import type { ParamsRef } from '../api/types.ts';
 import type { Logger } from '../log.ts';
 import { describeError, statusCode, type Kube } from './client.ts';
@@ -22,6 +22,14 @@ export interface ObjectRef {
   namespace?: string;
   name: string;
 }
+
+/**
+ * A params collection as a copy elsewhere (the admission thread) keeps it: `synced` once its cache
+ * has listed (with every object then), `object` for each change after.
+ */
+export type ParamsChange =
+  | { type: 'synced'; key: string; namespaced: boolean; objects: k8s.KubernetesObject[] }
+  | { type: 'object'; key: string; object: k8s.KubernetesObject; deleted: boolean };
 
 /** Whether a watched collection can be read: `unreadable` says why (the API server's words). */
 export type Readiness = { state: 'ready' } | { state: 'loading' } | { state: 'unreadable'; reason: string };
@@ -46,6 +54,7 @@ export class ObjectWatches {
   private readonly log: Logger;
   private readonly onChange: () => void;
   private readonly operatorNamespace: string;
+  private readonly listeners: ((change: ParamsChange) => void)[] = [];
   private stopped = false;
 
   /** `onChange` runs whenever a watched object changes (suites may want to react). */
@@ -55,6 +64,15 @@ export class ObjectWatches {
     this.operatorNamespace = operatorNamespace;
     this.onChange = onChange;
     this.discovery = kube.config.makeApiClient(Discovery);
+  }
+
+  /** Called with every synced collection and its objects, then on every change; the returned function stops it. */
+  subscribe(listener: (change: ParamsChange) => void): () => void {
+    for (const [key, collection] of this.collections) {
+      if (collection.synced && collection.cache) listener({ type: 'synced', key, namespaced: collection.namespaced ?? true, objects: collection.cache.list() });
+    }
+    this.listeners.push(listener);
+    return () => this.listeners.splice(this.listeners.indexOf(listener), 1);
   }
 
   /** Starts watching the collection that holds `ref`; idempotent. Never a refused one (a second line of defence: such suites do not compile). */
@@ -143,17 +161,21 @@ export class ObjectWatches {
     const scope = resource.namespaced && ref.namespace ? `/namespaces/${ref.namespace}` : '';
     if (this.stopped) return;
     // A failed list or watch is retried by the cache itself, and reported by failure() meanwhile.
-    collection.cache = watchCache(this.kube.config, {
+    const key = collectionKey(ref);
+    const cache = watchCache(this.kube.config, {
       path: `${base}${scope}/${resource.name}`,
       list: () => this.kube.objects.list(ref.apiVersion, ref.kind, resource.namespaced ? ref.namespace : undefined),
       log: this.log,
-      onChange: () => this.onChange(),
+      onChange: (object, deleted) => {
+        if (collection.synced) for (const listener of this.listeners) listener({ type: 'object', key, object, deleted });
+        this.onChange();
+      },
     });
-    await collection.cache.synced;
+    collection.cache = cache;
+    await cache.synced;
     collection.synced = true;
+    for (const listener of this.listeners) listener({ type: 'synced', key, namespaced: resource.namespaced, objects: cache.list() });
   }
 }
 
-function collectionKey(ref: Omit<ObjectRef, 'name'>): string {
-  return `${ref.apiVersion}|${ref.kind}|${ref.namespace ?? ''}`;
-}
+

@@ -11,7 +11,7 @@ import type { ObjectRef } from '../kube/objects.ts';
 import { PARAMS_ERRORS, type ParamsSelection } from '../api/params.ts';
 import { evaluateEach } from './each-params.ts';
 import { findHandler } from '../handlers/registry.ts';
-import { EMPTY_VIEW, LookupNotReady, type ClusterView, type LookupKind } from '../handlers/handler.ts';
+import { EMPTY_VIEW, HeldElsewhere, LookupNotReady, type ClusterView, type LookupKind } from '../handlers/handler.ts';
 import { forbiddenMessage, NOT_READY } from '../handlers/errors.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';
 import { compileRules, evaluationTotals, type AuthorizingRulesAdmit, type RulesOptions } from '../policy/engine/rules.ts';
@@ -138,9 +138,15 @@ export function internalError(err: unknown, failurePolicy: FailurePolicy): Decis
   return errored(`internal error: ${firstLine(err)}`, failurePolicy);
 }
 
-/** A handler that throws (or rejects) is an error answered by failurePolicy, never a dead request. */
+/**
+ * A handler that throws (or rejects) is an error answered by failurePolicy, never a dead request;
+ * but for HeldElsewhere, which the caller answers by asking where the data is held.
+ */
 function guarded(admit: (request: AdmissionRequest) => Decision | Promise<Decision>, failurePolicy: FailurePolicy) {
-  const internal = (err: unknown) => internalError(err, failurePolicy);
+  const internal = (err: unknown) => {
+    if (err instanceof HeldElsewhere) throw err;
+    return internalError(err, failurePolicy);
+  };
   return (request: AdmissionRequest): Decision | Promise<Decision> => {
     try {
       const decision = admit(request);

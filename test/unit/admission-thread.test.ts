@@ -23,6 +23,7 @@ import type { AdmissionSuite } from '../../src/api/types.ts';
 import type { AuthorizationAttributes } from '../../src/api/authorization.ts';
 import type { ClusterView } from '../../src/handlers/handler.ts';
 import type { ParamsSource } from '../../src/registry/compile.ts';
+import type { ParamsChange } from '../../src/kube/objects.ts';
 import { fixtures } from '../fixtures/reviews.ts';
 
 const SERVER_NAME = 'portcullis-guards.portcullis-system.svc';
@@ -75,6 +76,9 @@ describe('admission: the endpoint served from a thread of its own', function () 
   let thread: AdmissionThread;
   const namespaces = [{ metadata: { name: 'team-a', labels: { team: 'payments' } } }];
   const checks: AuthorizationAttributes[] = [];
+  /** The params collections the main thread has synced, as ObjectWatches tells them. */
+  const paramsListeners: ((change: ParamsChange) => void)[] = [];
+  const paramsCopies = { subscribe: (listener: (change: ParamsChange) => void) => (paramsListeners.push(listener), () => undefined) };
 
   const post = (path: string, body: string) =>
     new Promise<{ status: number; body: any; headers: Record<string, unknown> }>((resolve, reject) => {
@@ -119,7 +123,7 @@ describe('admission: the endpoint served from a thread of its own', function () 
     const issued = await leaf();
     certificates.install('guards', issued.certPem, issued.keyPem);
     server = new AdmissionServer({ registry, certificates, metrics, log: logger });
-    thread = new AdmissionThread({ server, registry, certificates, metrics, mirrors: { Namespace: { list: () => namespaces }, LimitRange: { list: () => [] } }, log: logger });
+    thread = new AdmissionThread({ server, registry, certificates, metrics, mirrors: { Namespace: { list: () => namespaces }, LimitRange: { list: () => [] } }, params: paramsCopies, log: logger });
     await thread.listen({ port: 0, host: '127.0.0.1' });
     metrics.attach({ collect: () => thread.flushMetrics() });
   });
@@ -142,11 +146,25 @@ describe('admission: the endpoint served from a thread of its own', function () 
     expect((await post('/admit/guards/team', JSON.stringify(review()))).body.response.allowed).to.equal(true);
   });
 
-  it('leaves a webhook with params to the main thread, which answers with them', async function () {
+  it('leaves a webhook whose params collection it was not sent to the main thread, which answers with them', async function () {
     const denied = await post('/admit/guards/limit', JSON.stringify(review(3)));
     expect(denied.status).to.equal(200);
     expect(denied.body.response.status.message).to.equal('at most 2 replicas');
     expect((await post('/admit/guards/limit', JSON.stringify(review(2)))).body.response.allowed).to.equal(true);
+  });
+
+  it('answers a webhook with params from its copy of the collection once sent, and follows its changes', async function () {
+    const key = 'v1|ConfigMap|limits';
+    const configMap = (max: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'replicas', namespace: 'limits' }, data: { max } });
+    // The thread's copy differs from what the main thread's source says (2), to tell who answered.
+    for (const listener of paramsListeners) listener({ type: 'synced', key, namespaced: true, objects: [configMap('4')] });
+    expect((await post('/admit/guards/limit', JSON.stringify(review(3)))).body.response.allowed).to.equal(true);
+    expect((await post('/admit/guards/limit', JSON.stringify(review(5)))).body.response.status.message).to.equal('at most 4 replicas');
+    for (const listener of paramsListeners) listener({ type: 'object', key, object: configMap('3'), deleted: false });
+    expect((await post('/admit/guards/limit', JSON.stringify(review(4)))).body.response.status.message).to.equal('at most 3 replicas');
+    for (const listener of paramsListeners) listener({ type: 'object', key, object: configMap('3'), deleted: true });
+    // No params object: the webhook's notFoundAction (Deny by default), as VAP answers.
+    expect((await post('/admit/guards/limit', JSON.stringify(review(1)))).body.response.allowed).to.equal(false);
   });
 
   it("asks the main thread's authorizer for `authorizer` checks", async function () {

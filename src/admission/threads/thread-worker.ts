@@ -10,8 +10,10 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { LogLevel, LogWriter } from '../../log.ts';
 import { CertificateStore } from '../../certs/store.ts';
-import { LookupNotReady, type ClusterView } from '../../handlers/handler.ts';
-import { NO_PARAMS, type WebhookObserver } from '../../registry/compile.ts';
+import { HeldElsewhere, type ClusterView } from '../../handlers/handler.ts';
+import type { ParamsSource, WebhookObserver } from '../../registry/compile.ts';
+import { collectionKey, selectParams } from '../../api/params.ts';
+import type { ParamsChange } from '../../kube/objects.ts';
 import { SuiteRegistry } from '../../registry/registry.ts';
 import { AdmissionServer, type Answered } from '../server.ts';
 import { MainQuestions } from './main-questions.ts';
@@ -34,11 +36,39 @@ const limitRanges = new Map<string, Map<string, Record<string, any>>>();
 const view: ClusterView = {
   namespace: (name) => namespaces.get(name),
   limitRanges: (namespace) => [...(limitRanges.get(namespace)?.values() ?? [])],
-  // Webhooks whose handler looks objects up are forwarded to the main thread, which keeps those caches.
+  // A handler's lookups are answered by the main thread, which keeps those caches.
   list: (kind) => {
-    throw new LookupNotReady(kind);
+    throw new HeldElsewhere(`the ${kind} cache`);
   },
 };
+
+/** The params collections the main thread has synced: their objects by namespace/name. */
+const paramsCollections = new Map<string, { namespaced: boolean; objects: Map<string, Record<string, any>> }>();
+const objectKey = (name: string, namespace?: string) => `${namespace ?? ''}/${name}`;
+const params: ParamsSource = {
+  watch: () => undefined,
+  // As the main thread selects (api/params.ts), from the copy; one not synced there is answered there (with its reason).
+  select: (ref, requestNamespace) => {
+    const collection = paramsCollections.get(collectionKey(ref));
+    if (!collection) throw new HeldElsewhere(`the ${ref.kind} params collection`);
+    return selectParams(ref, requestNamespace, {
+      namespaced: collection.namespaced,
+      get: (name, namespace) => collection.objects.get(objectKey(name, namespace)),
+      list: (namespace) => [...collection.objects.values()].filter((o) => namespace === undefined || o.metadata?.namespace === namespace),
+    });
+  },
+};
+function copyParams(change: ParamsChange): void {
+  const keyOf = (object: { metadata?: { name?: string; namespace?: string } }) => objectKey(object.metadata?.name ?? '', object.metadata?.namespace);
+  if (change.type === 'synced') {
+    paramsCollections.set(change.key, { namespaced: change.namespaced, objects: new Map(change.objects.map((o) => [keyOf(o), o as Record<string, any>])) });
+    return;
+  }
+  const collection = paramsCollections.get(change.key);
+  if (!collection) return;
+  if (change.deleted) collection.objects.delete(keyOf(change.object));
+  else collection.objects.set(keyOf(change.object), change.object as Record<string, any>);
+}
 
 /**
  * The answers counted here, sent to the main thread's metrics in batches: when it asks (before
@@ -69,7 +99,7 @@ const observers = {
 const questions = new MainQuestions(send);
 const registry = new SuiteRegistry({
   view,
-  params: NO_PARAMS,
+  params,
   authorizer: data.authorizer ? questions.authorizer : undefined,
   mapper: data.mapper ? questions.mapper : undefined,
   observers,
@@ -87,11 +117,6 @@ const server = new AdmissionServer({
   limits: data.limits,
   draining: () => draining,
   forward: {
-    // Registration waits for this thread to serve a suite's generation, so a webhook it does not know is none (404 here).
-    forwards: (suite, webhook) => {
-      const served = registry.webhook(suite, webhook);
-      return served !== undefined && (served.lookups.length > 0 || registry.paramsOf(suite, webhook) !== undefined);
-    },
     to: (url, body) =>
       new Promise((resolve, reject) => {
         const id = nextForward++;
@@ -118,6 +143,9 @@ port.on('message', (message: ToThread) => {
       return;
     case 'mirror':
       mirror(message.kind, message.object, message.deleted);
+      return;
+    case 'params':
+      copyParams(message.change);
       return;
     case 'forwarded': {
       const waiting = forwarded.get(message.id);

@@ -17,6 +17,7 @@ import type { CertificateStore } from '../../certs/store.ts';
 import type { Metrics } from '../../health/metrics.ts';
 import { LOG_LEVELS, type Logger, type LogLevel } from '../../log.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
+import type { ParamsChange } from '../../kube/objects.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
 import { sizeNurseryForAdmission } from '../v8-tuning.ts';
 import { SERVING_LIMITS, type AdmissionServer, type Answered, type ListenOptions, type ServingLimits } from '../server.ts';
@@ -43,6 +44,7 @@ export type ToThread =
   | { type: 'removed'; name: string }
   | { type: 'certificate'; key: string; pems?: { certPem: string; keyPem: string } }
   | { type: 'mirror'; kind: MirroredKind; object: Record<string, any>; deleted: boolean }
+  | { type: 'params'; change: ParamsChange }
   | { type: 'forwarded'; id: number; answer?: Answered; error?: string }
   | { type: 'draining' }
   | { type: 'flush'; id: number }
@@ -68,6 +70,8 @@ export interface AdmissionThreadOptions {
   metrics: Metrics;
   /** The caches the thread's copies of Namespaces and LimitRanges start from (mirror() keeps them current). */
   mirrors: Record<MirroredKind, { list(): { metadata?: unknown }[] }>;
+  /** The params collections the main thread watches, copied as they sync and change; without it, every webhook with params is answered by the main thread. */
+  params?: { subscribe(listener: (change: ParamsChange) => void): () => void };
   /** Where the thread's lines are written, and its own troubles. */
   log: Logger;
   limits?: Partial<ServingLimits>;
@@ -200,6 +204,7 @@ export class AdmissionThread {
         worker.postMessage(('suite' in change ? { type: 'suite', suite: change.suite } : { type: 'removed', name: change.removed }) satisfies ToThread);
       }),
       certificates.subscribe((key, pems) => worker.postMessage({ type: 'certificate', key, pems } satisfies ToThread)),
+      ...(this.options.params ? [this.options.params.subscribe((change) => worker.postMessage({ type: 'params', change } satisfies ToThread))] : []),
     ];
     for (const kind of ['Namespace', 'LimitRange'] as const) {
       for (const object of mirrors[kind].list()) worker.postMessage({ type: 'mirror', kind, object: object as Record<string, any>, deleted: false } satisfies ToThread);
