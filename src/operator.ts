@@ -154,6 +154,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         metrics,
         mirrors: { Namespace: namespaces, LimitRange: limitRanges },
         params,
+        lookups,
         log: componentLogger('admission'),
       })
     : undefined;

@@ -250,9 +250,8 @@ export class AdmissionServer {
       request,
       BODY_LIMIT,
       (text) => {
-        const forward = this.forward && (() => this.forwardTo(this.forward!, url, text, reply));
-        if (forward && (route.router === FORWARDED || text.length >= LARGE_BODY)) return forward();
-        this.dispatch(route, text, reply, forward);
+        if (this.forward && (route.router === FORWARDED || text.length >= LARGE_BODY)) return this.forwardTo(this.forward, url, text, reply);
+        this.dispatch(route, text, reply, url);
       },
       // The rest of the body is unread: the connection cannot carry another request.
       (err) => this.fail(err, reply, true),
@@ -272,21 +271,26 @@ export class AdmissionServer {
       const reply: Reply = { send: (status, json, close) => resolve({ status, json, close: close || this.closing }) };
       const route = this.route(url);
       if (!route) return this.fail(new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `POST ${url}`), reply, false);
-      this.dispatch(route, text, reply);
+      this.dispatch(route, text, reply, url);
     });
   }
 
-  /** A body read whole, through the chain; one whose webhook reads what is held elsewhere goes there (`elsewhere`). */
-  private dispatch(route: Route, text: string, reply: Reply, elsewhere?: () => void): void {
-    const failed = (err: unknown) => (err instanceof HeldElsewhere && elsewhere ? elsewhere() : this.fail(err, reply, false));
+  /** A body read whole (at `url`), through the chain. */
+  private dispatch(route: Route, text: string, reply: Reply, url: string): void {
     try {
       if (text === '') throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, 'the body is empty');
       const body = text.length >= LARGE_BODY ? new LargeBody(text) : parseJson(text);
       const answered = this.chain.handle(route.router, route.suite, route.name, body, reply);
-      if (answered) answered.catch(failed);
+      if (answered) answered.catch((err: unknown) => this.failed(err, url, text, reply));
     } catch (err) {
-      failed(err);
+      this.failed(err, url, text, reply);
     }
+  }
+
+  /** A request the chain could not answer: one whose webhook reads what is held elsewhere goes there (Forwarding); anything else is a transport failure. */
+  private failed(err: unknown, url: string, text: string, reply: Reply): void {
+    if (err instanceof HeldElsewhere && this.forward) this.forwardTo(this.forward, url, text, reply);
+    else this.fail(err, reply, false);
   }
 
   /** The route of a request's URL; its query (the API server sends `?timeout=10s`) is not part of it. */

@@ -25,6 +25,9 @@ export type CachedKind = keyof typeof LOOKUP_RESOURCES;
 
 type Obj = k8s.KubernetesObject;
 
+/** A kind's cache as a copy elsewhere (the admission thread) keeps it: its objects once synced, each change after, and its end. */
+export type LookupChange = { type: 'synced'; kind: CachedKind; objects: Obj[] } | { type: 'object'; kind: CachedKind; object: Obj; deleted: boolean } | { type: 'stopped'; kind: CachedKind };
+
 interface Entry {
   cache: WatchedCache<Obj>;
   synced: boolean;
@@ -36,10 +39,22 @@ export class LookupCaches {
   private readonly kube: Kube;
   private readonly log: Logger;
   private readonly entries = new Map<CachedKind, Entry>();
+  private readonly listeners: ((change: LookupChange) => void)[] = [];
 
   constructor(kube: Kube, log: Logger) {
     this.kube = kube;
     this.log = log;
+  }
+
+  /** Called with every synced kind and its objects, then on every change; the returned function stops it. */
+  subscribe(listener: (change: LookupChange) => void): () => void {
+    for (const [kind, entry] of this.entries) if (entry.synced) listener({ type: 'synced', kind, objects: entry.cache.list() });
+    this.listeners.push(listener);
+    return () => this.listeners.splice(this.listeners.indexOf(listener), 1);
+  }
+
+  private tell(change: LookupChange): void {
+    for (const listener of this.listeners) listener(change);
   }
 
   /** Keeps exactly `kinds` watched: starts those missing, stops the others. */
@@ -49,6 +64,7 @@ export class LookupCaches {
     for (const [kind, entry] of this.entries) {
       if (wanted.has(kind)) continue;
       this.entries.delete(kind);
+      this.tell({ type: 'stopped', kind });
       this.log.info('lookup cache stopped: no suite uses it', { kind });
       void entry.cache.stop();
     }
@@ -100,6 +116,7 @@ export class LookupCaches {
     const { apiVersion, path } = LOOKUP_RESOURCES[kind];
     const byNamespace = kind === 'Pod' ? new Map<string, Map<string, Obj>>() : undefined;
     const index = (object: Obj, deleted: boolean) => {
+      if (entry.synced) this.tell({ type: 'object', kind, object, deleted });
       if (!byNamespace) return;
       const namespace = object.metadata?.namespace ?? '';
       const name = object.metadata?.name ?? '';
@@ -121,6 +138,10 @@ export class LookupCaches {
     const entry: Entry = { cache, synced: false, byNamespace };
     this.entries.set(kind, entry);
     this.log.info('lookup cache started: a suite uses a handler that reads it', { kind });
-    void cache.synced.then(() => (entry.synced = true));
+    void cache.synced.then(() => {
+      if (this.entries.get(kind) !== entry) return;
+      entry.synced = true;
+      this.tell({ type: 'synced', kind, objects: cache.list() });
+    });
   }
 }

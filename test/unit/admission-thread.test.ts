@@ -24,6 +24,7 @@ import type { AuthorizationAttributes } from '../../src/api/authorization.ts';
 import type { ClusterView } from '../../src/handlers/handler.ts';
 import type { ParamsSource } from '../../src/registry/compile.ts';
 import type { ParamsChange } from '../../src/kube/objects.ts';
+import type { LookupChange } from '../../src/kube/lookups.ts';
 import { fixtures } from '../fixtures/reviews.ts';
 
 const SERVER_NAME = 'portcullis-guards.portcullis-system.svc';
@@ -55,6 +56,12 @@ function suiteAt(generation: number): AdmissionSuite {
           rules: deployments,
           validations: [{ expression: "authorizer.group('apps').resource('deployments').namespace('team-a').check('scale').allowed()", message: 'may not scale' }],
         },
+        {
+          name: 'priority',
+          type: 'Mutating',
+          rules: [{ operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+          handler: { name: 'Priority' },
+        },
         ...(generation > 1 ? [{ name: 'added', type: 'Validating' as const, rules: deployments, validations: [{ expression: 'false', message: 'generation 2 says no' }] }] : []),
       ],
     },
@@ -79,6 +86,8 @@ describe('admission: the endpoint served from a thread of its own', function () 
   /** The params collections the main thread has synced, as ObjectWatches tells them. */
   const paramsListeners: ((change: ParamsChange) => void)[] = [];
   const paramsCopies = { subscribe: (listener: (change: ParamsChange) => void) => (paramsListeners.push(listener), () => undefined) };
+  const lookupListeners: ((change: LookupChange) => void)[] = [];
+  const lookupCopies = { subscribe: (listener: (change: LookupChange) => void) => (lookupListeners.push(listener), () => undefined) };
 
   const post = (path: string, body: string) =>
     new Promise<{ status: number; body: any; headers: Record<string, unknown> }>((resolve, reject) => {
@@ -123,7 +132,7 @@ describe('admission: the endpoint served from a thread of its own', function () 
     const issued = await leaf();
     certificates.install('guards', issued.certPem, issued.keyPem);
     server = new AdmissionServer({ registry, certificates, metrics, log: logger });
-    thread = new AdmissionThread({ server, registry, certificates, metrics, mirrors: { Namespace: { list: () => namespaces }, LimitRange: { list: () => [] } }, params: paramsCopies, log: logger });
+    thread = new AdmissionThread({ server, registry, certificates, metrics, mirrors: { Namespace: { list: () => namespaces }, LimitRange: { list: () => [] } }, params: paramsCopies, lookups: lookupCopies, log: logger });
     await thread.listen({ port: 0, host: '127.0.0.1' });
     metrics.attach({ collect: () => thread.flushMetrics() });
   });
@@ -165,6 +174,20 @@ describe('admission: the endpoint served from a thread of its own', function () 
     for (const listener of paramsListeners) listener({ type: 'object', key, object: configMap('3'), deleted: true });
     // No params object: the webhook's notFoundAction (Deny by default), as VAP answers.
     expect((await post('/admit/guards/limit', JSON.stringify(review(1)))).body.response.allowed).to.equal(false);
+  });
+
+  it("answers a handler's lookups from its copy of a small kind once sent, and leaves them to the main thread before", async function () {
+    const pod = fixtures.podCreate();
+    (pod.request!.object as { spec: Record<string, unknown> }).spec.priorityClassName = 'high';
+    // The main thread's view (every test view lists nothing) knows no such class.
+    const before = await post('/admit/guards/priority', JSON.stringify(pod));
+    expect(before.body.response.status.message).to.include('no PriorityClass with name high was found');
+    const high = { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'high' }, value: 1000 };
+    for (const listener of lookupListeners) listener({ type: 'synced', kind: 'PriorityClass', objects: [high] });
+    const after = await post('/admit/guards/priority', JSON.stringify(pod));
+    expect(after.body.response.allowed).to.equal(true);
+    const patch = JSON.parse(Buffer.from(after.body.response.patch, 'base64').toString()) as { path: string; value: unknown }[];
+    expect(patch.find((op) => op.path === '/spec/priority')?.value).to.equal(1000);
   });
 
   it("asks the main thread's authorizer for `authorizer` checks", async function () {

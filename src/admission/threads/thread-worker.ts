@@ -14,6 +14,7 @@ import { HeldElsewhere, type ClusterView } from '../../handlers/handler.ts';
 import type { ParamsSource, WebhookObserver } from '../../registry/compile.ts';
 import { collectionKey, selectParams } from '../../api/params.ts';
 import type { ParamsChange } from '../../kube/objects.ts';
+import type { CachedKind, LookupChange } from '../../kube/lookups.ts';
 import { SuiteRegistry } from '../../registry/registry.ts';
 import { AdmissionServer, type Answered } from '../server.ts';
 import { MainQuestions } from './main-questions.ts';
@@ -36,11 +37,23 @@ const limitRanges = new Map<string, Map<string, Record<string, any>>>();
 const view: ClusterView = {
   namespace: (name) => namespaces.get(name),
   limitRanges: (namespace) => [...(limitRanges.get(namespace)?.values() ?? [])],
-  // A handler's lookups are answered by the main thread, which keeps those caches.
-  list: (kind) => {
-    throw new HeldElsewhere(`the ${kind} cache`);
+  // From the kinds copied here (COPIED_LOOKUPS, once synced); a review that reads another is answered by the main thread.
+  list: (kind, namespace) => {
+    const copy = lookups.get(kind);
+    if (!copy) throw new HeldElsewhere(`the ${kind} cache`);
+    return [...copy.values()].filter((o) => namespace === undefined || o.metadata?.namespace === namespace);
   },
 };
+
+/** The lookup kinds copied here, by name. */
+const lookups = new Map<CachedKind, Map<string, Record<string, any>>>();
+function copyLookup(change: LookupChange): void {
+  const keyOf = (object: { metadata?: { name?: string; namespace?: string } }) => objectKey(object.metadata?.name ?? '', object.metadata?.namespace);
+  if (change.type === 'stopped') lookups.delete(change.kind);
+  else if (change.type === 'synced') lookups.set(change.kind, new Map(change.objects.map((o) => [keyOf(o), o as Record<string, any>])));
+  else if (change.deleted) lookups.get(change.kind)?.delete(keyOf(change.object));
+  else lookups.get(change.kind)?.set(keyOf(change.object), change.object as Record<string, any>);
+}
 
 /** The params collections the main thread has synced: their objects by namespace/name. */
 const paramsCollections = new Map<string, { namespaced: boolean; objects: Map<string, Record<string, any>> }>();
@@ -146,6 +159,9 @@ port.on('message', (message: ToThread) => {
       return;
     case 'params':
       copyParams(message.change);
+      return;
+    case 'lookup':
+      copyLookup(message.change);
       return;
     case 'forwarded': {
       const waiting = forwarded.get(message.id);

@@ -18,6 +18,7 @@ import type { Metrics } from '../../health/metrics.ts';
 import { LOG_LEVELS, type Logger, type LogLevel } from '../../log.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
 import type { ParamsChange } from '../../kube/objects.ts';
+import type { CachedKind, LookupChange } from '../../kube/lookups.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
 import { sizeNurseryForAdmission } from '../v8-tuning.ts';
 import { SERVING_LIMITS, type AdmissionServer, type Answered, type ListenOptions, type ServingLimits } from '../server.ts';
@@ -45,6 +46,7 @@ export type ToThread =
   | { type: 'certificate'; key: string; pems?: { certPem: string; keyPem: string } }
   | { type: 'mirror'; kind: MirroredKind; object: Record<string, any>; deleted: boolean }
   | { type: 'params'; change: ParamsChange }
+  | { type: 'lookup'; change: LookupChange }
   | { type: 'forwarded'; id: number; answer?: Answered; error?: string }
   | { type: 'draining' }
   | { type: 'flush'; id: number }
@@ -72,12 +74,21 @@ export interface AdmissionThreadOptions {
   mirrors: Record<MirroredKind, { list(): { metadata?: unknown }[] }>;
   /** The params collections the main thread watches, copied as they sync and change; without it, every webhook with params is answered by the main thread. */
   params?: { subscribe(listener: (change: ParamsChange) => void): () => void };
+  /** The handlers' lookup caches; the kinds in COPIED_LOOKUPS are copied, reviews that read the others are answered by the main thread. */
+  lookups?: { subscribe(listener: (change: LookupChange) => void): () => void };
   /** Where the thread's lines are written, and its own troubles. */
   log: Logger;
   limits?: Partial<ServingLimits>;
 }
 
 const WORKER = new URL('./thread-worker.ts', import.meta.url);
+
+/**
+ * The lookup kinds the thread keeps a copy of: few objects each, cluster-wide. Pods and Nodes are
+ * not copied (their objects are large, and as many as the cluster has): a review whose handler
+ * reads them (PodSecurity's namespace updates, PodTopologyLabels, pod resizes) is answered by the main thread.
+ */
+export const COPIED_LOOKUPS: ReadonlySet<CachedKind> = new Set(['PriorityClass', 'RuntimeClass', 'StorageClass', 'IngressClass']);
 
 /** How long a reconcile waits for the thread to serve a suite's new generation before it reports waiting and retries. */
 export const SERVING_WAIT_MS = 5_000;
@@ -205,6 +216,9 @@ export class AdmissionThread {
       }),
       certificates.subscribe((key, pems) => worker.postMessage({ type: 'certificate', key, pems } satisfies ToThread)),
       ...(this.options.params ? [this.options.params.subscribe((change) => worker.postMessage({ type: 'params', change } satisfies ToThread))] : []),
+      ...(this.options.lookups
+        ? [this.options.lookups.subscribe((change) => COPIED_LOOKUPS.has(change.kind) && worker.postMessage({ type: 'lookup', change } satisfies ToThread))]
+        : []),
     ];
     for (const kind of ['Namespace', 'LimitRange'] as const) {
       for (const object of mirrors[kind].list()) worker.postMessage({ type: 'mirror', kind, object: object as Record<string, any>, deleted: false } satisfies ToThread);
