@@ -1,9 +1,10 @@
 /**
  * The admission thread (see thread.ts): the HTTPS endpoint, its TLS and the suites' webhooks, in a
  * V8 isolate of their own. It holds copies of what serving reads: the suites (compiled here, as the
- * review worker compiles them), the serving certificates, and the Namespaces and LimitRanges the
- * rules and handlers read. What needs more of the cluster (params, a handler's lookups), the
- * operator's own webhooks, and large bodies are forwarded whole to the main thread's server.
+ * review worker compiles them), the serving certificates, the Namespaces and LimitRanges, the
+ * synced params collections and the small lookup kinds. A review that reads what is not copied
+ * here (HeldElsewhere: Pods, Nodes, a params collection not synced yet), the operator's own
+ * webhooks, and large bodies are forwarded whole to the main thread's server.
  * Makes no API call and opens no client socket; `authorizer` checks and RESTMappings are asked of
  * the main thread. Acknowledges each suite generation and certificate once it serves them.
  */
@@ -45,10 +46,13 @@ const view: ClusterView = {
   },
 };
 
+/** Where a copy keeps an object: namespace/name. */
+const objectKey = (name: string, namespace?: string) => `${namespace ?? ''}/${name}`;
+const keyOf = (object: { metadata?: { name?: string; namespace?: string } }) => objectKey(object.metadata?.name ?? '', object.metadata?.namespace);
+
 /** The lookup kinds copied here, by name. */
 const lookups = new Map<CachedKind, Map<string, Record<string, any>>>();
 function copyLookup(change: LookupChange): void {
-  const keyOf = (object: { metadata?: { name?: string; namespace?: string } }) => objectKey(object.metadata?.name ?? '', object.metadata?.namespace);
   if (change.type === 'stopped') lookups.delete(change.kind);
   else if (change.type === 'synced') lookups.set(change.kind, new Map(change.objects.map((o) => [keyOf(o), o as Record<string, any>])));
   else if (change.deleted) lookups.get(change.kind)?.delete(keyOf(change.object));
@@ -57,7 +61,6 @@ function copyLookup(change: LookupChange): void {
 
 /** The params collections the main thread has synced: their objects by namespace/name. */
 const paramsCollections = new Map<string, { namespaced: boolean; objects: Map<string, Record<string, any>> }>();
-const objectKey = (name: string, namespace?: string) => `${namespace ?? ''}/${name}`;
 const params: ParamsSource = {
   watch: () => undefined,
   // As the main thread selects (api/params.ts), from the copy; one not synced there is answered there (with its reason).
@@ -72,7 +75,6 @@ const params: ParamsSource = {
   },
 };
 function copyParams(change: ParamsChange): void {
-  const keyOf = (object: { metadata?: { name?: string; namespace?: string } }) => objectKey(object.metadata?.name ?? '', object.metadata?.namespace);
   if (change.type === 'synced') {
     paramsCollections.set(change.key, { namespaced: change.namespaced, objects: new Map(change.objects.map((o) => [keyOf(o), o as Record<string, any>])) });
     return;

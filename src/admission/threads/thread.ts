@@ -4,7 +4,8 @@
  * Sharing the operator's isolate (its heap, inline caches and string table, warmed by the
  * Kubernetes client's traffic) cost each review about 60 us at the API server's pace (bench:e2e).
  * Owns the worker and what it is sent: every suite as synced (the worker compiles its own copy),
- * every serving certificate, the Namespaces and LimitRanges rules read, draining; and what it sends
+ * every serving certificate, the Namespaces and LimitRanges rules read, the synced params
+ * collections, the small lookup kinds (COPIED_LOOKUPS), draining; and what it sends
  * back: requests it forwards (answered by the main thread's server, which does not listen), the
  * answers it counted (into the operator's metrics), and its acknowledgements, so that a suite is
  * registered only once the thread serves its generation and a CA is retired only once no
