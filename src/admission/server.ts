@@ -155,7 +155,7 @@ export class AdmissionServer {
   private closing = false;
 
   constructor(options: AdmissionServerOptions) {
-    const { registry, certificates, metrics, log, paramsAccess } = options;
+    const { registry, certificates, metrics, log } = options;
     const limits = { ...SERVING_LIMITS, ...options.limits };
     this.metrics = metrics;
     this.log = log;
