@@ -1,27 +1,24 @@
-# The operator image: Node 24 runs the operator's sources with their types stripped at build time
-# (tools/strip-types.ts, Node's own stripper), so the process never loads the stripper itself.
+# The operator image: Node 24 runs the operator as bundles made at build time (tools/build.ts,
+# esbuild: one self-contained file per entry, dependencies included, types stripped), so the process
+# loads no type stripper and no module it does not use.
 #
-# Two stages: the first installs the production dependencies with npm on the public Node 24
-# image; the second is only the node binary, the libraries it links, the app and a user to run
-# as: no shell, no npm, no package manager, no dev dependencies or caches.
+# Two stages: the first installs the dependencies with npm on the public Node 24 image and bundles
+# the app; the second is only the node binary, the libraries it links, the bundles and a user to
+# run as: no shell, no npm, no package manager, no node_modules, no caches.
 #
 # NODE_IMAGE: the Node 24 image to build on (the public one by default; the tests build a
 # stand-in here, since nothing can be pulled on their machine).
 ARG NODE_IMAGE=node:24-slim
 
 FROM ${NODE_IMAGE} AS build
-ENV NODE_ENV=production
-WORKDIR /app
+WORKDIR /build
 COPY package.json package-lock.json ./
-# Type declarations, source maps and docs are not run: a third of the dependencies' bytes.
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
- && npm cache clean --force \
- && find node_modules -type f \( -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -name '*.map' \
-      -o -iname 'README*' -o -iname 'CHANGELOG*' -o -iname 'HISTORY*' \) -delete
+# The dev dependencies too: the bundler (esbuild) is one. None of node_modules reaches the image.
+RUN npm ci --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY src ./src
-COPY tools/strip-types.ts ./tools/
-RUN node --no-warnings tools/strip-types.ts src dist && rm -rf src tools
-COPY crds ./crds
+COPY tools/build.ts ./tools/
+RUN mkdir /app && node --no-warnings tools/build.ts /app/dist && cp package.json /app/
+COPY crds /app/crds
 # The runtime's root: the node binary and the shared libraries it loads (as the loader finds them).
 RUN set -e; mkdir -p /runtime/usr/local/bin /runtime/etc /runtime/tmp; \
     cp /usr/local/bin/node /runtime/usr/local/bin/node; \

@@ -3,7 +3,8 @@
  * plane). ConfigMap creates, one at a time, interleaved round-robin over four namespaces:
  *   none        no admission of ours;
  *   vap         a native ValidatingAdmissionPolicy with the rule;
- *   portcullis  an AdmissionSuite with the same rule, served by the operator (its own process);
+ *   portcullis  an AdmissionSuite with the same rule, served by the operator (its own process, run
+ *               as the image runs it: tools/build.ts' bundles, the image's Node flags);
  *   server      the same suite in the admission server alone (bench/server.ts `e2e`: the
  *               operator's HTTPS server, chain and CEL, without the operator around it);
  *   floor       the bench's bare HTTPS webhook (bench/server.ts `floor`: parse and allow);
@@ -38,6 +39,7 @@ import { DEFAULTS } from '../src/config.ts';
 import { startServer } from './processes.ts';
 import { E2E_RULE, e2eSuite } from './fixtures.ts';
 import { OPERATOR_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
+import { buildApp } from '../tools/build.ts';
 
 const CREATES = Number(process.env.E2E_CREATES ?? 1000);
 const PROBES = Number(process.env.E2E_PROBES ?? 1000);
@@ -45,7 +47,8 @@ const WARM_UP = 30;
 const KINDS = ['none', 'vap', 'portcullis', 'server', 'floor'] as const;
 type Kind = (typeof KINDS)[number];
 const { expression: RULE, message: MESSAGE } = E2E_RULE;
-const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+/** The operator as the image runs it: tools/build.ts' bundles in an /app of their own. */
+const APP = fileURLToPath(new URL('../.local/e2e-app', import.meta.url));
 const OPERATOR_ARGS = process.env.E2E_OPERATOR_ARGS ? process.env.E2E_OPERATOR_ARGS.split(' ') : [];
 const SERVING_PORT = 19543;
 
@@ -63,7 +66,7 @@ function quantile(values: number[], q: number): number {
 
 /** Starts the operator (with E2E_OPERATOR_ARGS); resolves once it is ready. */
 async function startOperator(kubeconfig: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--serving-port=${SERVING_PORT}`, '--metrics-port=19580', ...OPERATOR_ARGS], {
+  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, await buildApp(APP), `--kubeconfig=${kubeconfig}`, '--mode=local', `--serving-port=${SERVING_PORT}`, '--metrics-port=19580', ...OPERATOR_ARGS], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'error' },
   });

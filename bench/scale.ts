@@ -1,8 +1,8 @@
 /**
  * `npm run bench:scale`: how the operator copes with many suites, on the local control plane.
  * For each N (default 100 and 1000; `SCALE_SUITES=100,500` to choose), on a fresh control plane:
- *  1. starts the operator as its own process, as the image runs it (its sources stripped of types
- *     by tools/strip-types.ts, the image's Node flags; local mode), and reads its idle RSS;
+ *  1. starts the operator as its own process, as the image runs it (the bundles of tools/build.ts,
+ *     the image's Node flags; local mode), and reads its idle RSS;
  *  2. applies N suites at once and times each from its create to Ready=True (a watch);
  *  3. reads the operator's RSS with N suites served, and per suite;
  *  4. restarts the operator (SIGTERM, a new process) and times until every suite serves again:
@@ -11,7 +11,7 @@
  * Figures print as they come; the last line is one JSON object with all of them.
  * SCALE_OPERATOR_ARGS adds operator flags (`--max-concurrent-reconciles=20`), SCALE_NODE_FLAGS Node's.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
@@ -28,21 +28,11 @@ import { servingNames } from '../src/controller/desired.ts';
 import { OPERATOR_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
 import { requestFor } from '../test/fixtures/reviews.ts';
 import { pool } from '../test/support/wait.ts';
+import { buildApp } from '../tools/build.ts';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
-/** The image's /app, inside the repository so its node_modules resolve: package.json, crds/, dist/. */
+/** The image's /app (tools/build.ts' buildApp): package.json, crds/, dist/. */
 const APP = path.join(REPO, '.local', 'scale-app');
-const DIST = path.join(APP, 'dist');
-const MAIN = path.join(DIST, 'main.js');
-
-function buildAsTheImage(): void {
-  fs.rmSync(APP, { recursive: true, force: true });
-  fs.mkdirSync(APP, { recursive: true });
-  fs.copyFileSync(path.join(REPO, 'package.json'), path.join(APP, 'package.json'));
-  fs.cpSync(path.join(REPO, 'crds'), path.join(APP, 'crds'), { recursive: true });
-  const built = spawnSync(process.execPath, ['--no-warnings', path.join(REPO, 'tools', 'strip-types.ts'), path.join(REPO, 'src'), DIST], { encoding: 'utf8' });
-  if (built.status !== 0) throw new Error(`tools/strip-types.ts failed: ${built.stderr}`);
-}
 const SIZES = (process.env.SCALE_SUITES ?? '100,1000').split(',').map(Number);
 const NAMESPACE = DEFAULTS.namespace;
 const READY_TIMEOUT_MS = Number(process.env.SCALE_TIMEOUT_S ?? 600) * 1000;
@@ -341,7 +331,7 @@ async function round(n: number, ports: { serving: number; metrics: number }): Pr
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
-buildAsTheImage();
+const MAIN = await buildApp(APP);
 const rounds: Round[] = [];
 for (const n of SIZES) rounds.push(await round(n, { serving: 19443, metrics: 19080 }));
 console.log(JSON.stringify({ cores: os.cpus().length, rounds }));

@@ -4,8 +4,7 @@
  * SIGTERM, SIGINT and SIGHUP become a clean stop.
  */
 import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { appFile } from './app-files.ts';
 import { parseCommandLine } from './config.ts';
 import { clusterConfigured, loadKubeConfig } from './kube/client.ts';
 import { configureLogging, logger } from './log.ts';
@@ -25,7 +24,7 @@ async function main(): Promise<void> {
     // Imported lazily: the local control plane is never needed in a cluster.
     const { startControlPlane } = await import('./local/controlplane.ts');
     const { installForLocalRun } = await import('./local/install.ts');
-    const dataDir = process.env.PORTCULLIS_LOCAL_DATA_DIR || path.join(fileURLToPath(new URL('../.local', import.meta.url)), 'controlplane');
+    const dataDir = process.env.PORTCULLIS_LOCAL_DATA_DIR || appFile('.local', 'controlplane');
     fs.rmSync(dataDir, { recursive: true, force: true });
     const controlPlane = await startControlPlane({ dataDir });
     stops.push(() => controlPlane.stop());

@@ -5,8 +5,8 @@
  * tests, checkov (from PyPI) only the manifest lint test, promtool only the alert rules' tests.
  */
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { appFile } from '../app-files.ts';
 
 export interface ControlPlaneBinaries {
   etcd: string;
@@ -15,7 +15,7 @@ export interface ControlPlaneBinaries {
   kubectl: string;
 }
 
-const buildScript = fileURLToPath(new URL('../../test/controlplane/build.sh', import.meta.url));
+const buildScript = appFile('test', 'controlplane', 'build.sh');
 
 /** Runs build.sh (a no-op when its cache holds the binaries); its progress goes to our stderr. */
 export async function ensureBinaries(): Promise<ControlPlaneBinaries> {

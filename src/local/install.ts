@@ -1,11 +1,11 @@
 /** Installs what the operator needs into a control plane with no deploy/ applied: the CRDs and the operator's namespace. */
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
+import { appFile } from '../app-files.ts';
 import { apply, connect } from '../kube/client.ts';
 
-export const CRD_FILE = fileURLToPath(new URL('../../crds/admission.portcullis.dev_admissionsuites.yaml', import.meta.url));
-export const POLICY_CRD_FILE = fileURLToPath(new URL('../../crds/admission.portcullis.dev_admissionpolicies.yaml', import.meta.url));
+export const CRD_FILE = appFile('crds', 'admission.portcullis.dev_admissionsuites.yaml');
+export const POLICY_CRD_FILE = appFile('crds', 'admission.portcullis.dev_admissionpolicies.yaml');
 
 export async function installForLocalRun(config: k8s.KubeConfig, namespace: string): Promise<void> {
   const kube = connect(config);

@@ -16,7 +16,7 @@
  * Caches (under ~/.cache/portcullis/operator-image), each keyed by what decides it: the Debian
  * root tarball and npm's package (cold: about a minute), the base image in buildah's storage (a
  * label holds its key), and the operator image's OCI archive (key: the Dockerfile,
- * .dockerignore, package.json, package-lock.json, every file of src/ and crds/, tools/strip-types.ts, the base's key),
+ * .dockerignore, package.json, package-lock.json, every file of src/ and crds/, tools/build.ts, the base's key),
  * so a warm run builds nothing.
  * Must not touch: buildah's default storage, the host's npm configuration, any registry but npm's.
  */
@@ -124,7 +124,7 @@ function appInputs(): string[] {
   };
   walk(path.join(REPO, 'src'));
   walk(path.join(REPO, 'crds'));
-  files.push(path.join(REPO, 'tools', 'strip-types.ts'));
+  files.push(path.join(REPO, 'tools', 'build.ts'));
   return files;
 }
 

@@ -1,4 +1,4 @@
-/** The operator as a separate OS process (`node src/main.ts`), for tests that kill it. */
+/** The operator as a separate OS process (`node src/main.ts`, or another entry such as the image's bundle), for tests that kill it or run it as built. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { cluster, OPERATOR_NAMESPACE } from './cluster.ts';
@@ -15,11 +15,13 @@ export interface OperatorProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function spawnOperator(args: { servingPort: number; metricsPort: number; extra?: string[] }): Promise<OperatorProcess> {
+/** `main`: the entry to run (src/main.ts by default); `nodeFlags`: Node's flags before it. */
+export async function spawnOperator(args: { servingPort: number; metricsPort: number; extra?: string[]; main?: string; nodeFlags?: readonly string[] }): Promise<OperatorProcess> {
   const child = spawn(
     process.execPath,
     [
-      MAIN,
+      ...(args.nodeFlags ?? []),
+      args.main ?? MAIN,
       `--kubeconfig=${cluster().controlPlane.kubeconfigPath}`,
       '--mode=local',
       `--namespace=${OPERATOR_NAMESPACE}`,

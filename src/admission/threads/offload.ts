@@ -10,6 +10,7 @@
  * how it is sent, belong to the registry and the server.
  */
 import { Worker } from 'node:worker_threads';
+import { workerEntry } from '../../app-files.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
 import { markFailed, type AdmissionRequest, type Decision } from '../../api/review.ts';
 import type { AdmissionSuite, ParamsRef } from '../../api/types.ts';
@@ -69,7 +70,7 @@ interface Pending {
   reject(err: Error): void;
 }
 
-const WORKER = new URL('./offload-worker.ts', import.meta.url);
+const WORKER = workerEntry('offload-worker', import.meta.url);
 
 export class ReviewOffload {
   private readonly registry: SuiteRegistry;

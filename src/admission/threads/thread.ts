@@ -12,6 +12,7 @@
  * certificate it signed is served there. A worker that stops is started again with everything.
  */
 import { Worker } from 'node:worker_threads';
+import { workerEntry } from '../../app-files.ts';
 import type { AdmissionSuite, FailurePolicy } from '../../api/types.ts';
 import type { Outcome } from '../../api/review.ts';
 import type { CertificateStore } from '../../certs/store.ts';
@@ -82,7 +83,7 @@ export interface AdmissionThreadOptions {
   limits?: Partial<ServingLimits>;
 }
 
-const WORKER = new URL('./thread-worker.ts', import.meta.url);
+const WORKER = workerEntry('thread-worker', import.meta.url);
 
 /**
  * The lookup kinds the thread keeps a copy of: few objects each, cluster-wide. Pods and Nodes are

@@ -1,0 +1,87 @@
+/**
+ * The operator as the image runs it: tools/build.ts' bundles (dist/main.js and one file per worker
+ * thread) in an app directory of their own with no node_modules, under the image's Node flags,
+ * against the test control plane. Guards what only the bundle can break: a worker's file found
+ * beside main.js (the admission thread answers the API server; the review worker judges a large
+ * object), the app's own files found from dist/, and no dependency left outside the bundle.
+ * (test/node runs the same bundles in the image itself, on a real node.)
+ */
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildApp, entries } from '../../tools/build.ts';
+import { OPERATOR_NODE_FLAGS } from '../../src/admission/v8-tuning.ts';
+import { LARGE_BODY } from '../../src/admission/threads/offload.ts';
+import { freePort } from '../../src/local/ports.ts';
+import { spawnOperator, type OperatorProcess } from '../support/process.ts';
+import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
+import { createConfigMap, ensureNamespace, refusal } from '../support/objects.ts';
+
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+const SUITE = 'bundled';
+const NS = 'bundle-e2e';
+const LARGE = 'x'.repeat(LARGE_BODY + 64 * 1024);
+
+describe('the image bundle (tools/build.ts) run as the image runs it', function () {
+  this.timeout(120_000);
+  let app: string;
+  let operator: OperatorProcess | undefined;
+
+  before(async function () {
+    app = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-bundle-'));
+    await buildApp(app);
+    await ensureNamespace(NS);
+  });
+
+  after(async function () {
+    await deleteSuite(SUITE);
+    await operator?.kill('SIGTERM');
+    fs.rmSync(app, { recursive: true, force: true });
+  });
+
+  it('writes main.js and one bundle per worker src/ starts, and nothing that needs node_modules', function () {
+    const names = Object.keys(entries()).sort();
+    expect(names).to.include.members(['main', 'thread-worker', 'offload-worker']);
+    for (const name of names) expect(fs.existsSync(path.join(app, 'dist', `${name}.js`)), `${name}.js`).to.equal(true);
+    expect(fs.existsSync(path.join(app, 'node_modules'))).to.equal(false);
+    const version = spawnSync(process.execPath, [...OPERATOR_NODE_FLAGS, path.join(app, 'dist', 'main.js'), '--version'], { encoding: 'utf8', cwd: app });
+    expect(version.stderr).to.equal('');
+    const { version: packaged } = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
+    expect(version.stdout.trim()).to.equal(`portcullis ${packaged} (Node.js ${process.version})`);
+  });
+
+  it('serves a suite through the API server from its admission thread, and judges a large object in its review worker', async function () {
+    operator = await spawnOperator({
+      main: path.join(app, 'dist', 'main.js'),
+      nodeFlags: OPERATOR_NODE_FLAGS,
+      servingPort: await freePort(),
+      metricsPort: await freePort(),
+      extra: ['--lease-duration=4s', '--renew-deadline=3s', '--retry-period=500ms'],
+    });
+    await createSuite(SUITE, {
+      webhooks: [
+        {
+          name: 'no-forbidden',
+          type: 'Validating',
+          failurePolicy: 'Fail',
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': NS } },
+          validations: [{ expression: "!object.metadata.name.startsWith('forbidden')", message: 'forbidden names are forbidden' }],
+        },
+      ],
+    });
+    await waitForCondition(SUITE, 'Ready', 'True');
+
+    // Failure policy Fail: a worker that could not start would refuse the allowed ones too.
+    expect(await refusal(() => createConfigMap(NS, 'allowed-small', { a: 'b' }))).to.equal(undefined);
+    const small = await refusal(() => createConfigMap(NS, 'forbidden-small', { a: 'b' }));
+    expect(small?.message).to.contain('forbidden names are forbidden');
+    expect(await refusal(() => createConfigMap(NS, 'allowed-large', { a: LARGE }))).to.equal(undefined);
+    const large = await refusal(() => createConfigMap(NS, 'forbidden-large', { a: LARGE }));
+    expect(large?.message).to.contain('forbidden names are forbidden');
+    expect(operator.output()).to.not.match(/"level":"error"/);
+  });
+});
