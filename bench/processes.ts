@@ -7,7 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SERVING_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
+import { OPERATOR_NODE_FLAGS, SERVING_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
 
 const CAN_PIN = spawnSync('taskset', ['--version']).status === 0 && os.cpus().length > 1;
 const SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'server.ts');
@@ -20,12 +20,13 @@ export function runOnLoadCore(): void {
 }
 
 /**
- * Starts bench/server.ts (`portcullis`, `e2e` or `floor`) on core 0 (unpinned with `pin: false`);
- * resolves with its port once it listens. Our server runs with the Node flags of the admission
- * thread's isolate (SERVING_NODE_FLAGS); the floor with Node's defaults.
+ * Starts bench/server.ts (`portcullis`, `threaded`, `e2e` or `floor`) on core 0 (unpinned with
+ * `pin: false`); resolves with its port once it listens. Our server, listening on its main thread,
+ * runs with the Node flags of the admission thread's isolate (SERVING_NODE_FLAGS); `threaded` with
+ * the operator's (its thread sizes its own); the floor with Node's defaults.
  */
-export async function startServer(kind: 'portcullis' | 'e2e' | 'floor', certFile: string, keyFile: string, options: { pin?: boolean } = {}): Promise<{ child: ChildProcess; port: number }> {
-  const flags = kind === 'floor' ? [] : SERVING_NODE_FLAGS;
+export async function startServer(kind: 'portcullis' | 'threaded' | 'e2e' | 'floor', certFile: string, keyFile: string, options: { pin?: boolean } = {}): Promise<{ child: ChildProcess; port: number }> {
+  const flags = kind === 'floor' ? [] : kind === 'threaded' ? OPERATOR_NODE_FLAGS : SERVING_NODE_FLAGS;
   const args = [...(CAN_PIN && options.pin !== false ? ['taskset', '-c', '0'] : []), process.execPath, ...flags, SERVER, kind, certFile, keyFile];
   const child = spawn(args[0]!, args.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {

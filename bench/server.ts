@@ -1,6 +1,9 @@
 /**
  * One HTTPS server for the load benchmark, run as its own process (pinned to one core by
- * bench/run.ts): `portcullis` is the real admission server with the bench suite; `e2e` the same
+ * bench/run.ts): `portcullis` is the real admission server with the bench suite, listening on the
+ * process' main thread; `threaded` the same served as the operator serves it, from an admission
+ * thread of its own (src/admission/threads/thread.ts), the main thread answering what it hands over
+ * (large reviews, given to the review worker); `e2e` the same
  * server with the end-to-end bench's suite (bench/e2e.ts' `server`: the admission server without the
  * operator around it); `floor` is a bare Node HTTPS server that reads and parses the same body and
  * answers an allow with its uid.
@@ -9,6 +12,7 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import { AdmissionServer } from '../src/admission/server.ts';
+import { AdmissionThread } from '../src/admission/threads/thread.ts';
 import { tuneHeapForAdmission } from '../src/admission/v8-tuning.ts';
 import { CertificateStore } from '../src/certs/store.ts';
 import { Metrics } from '../src/health/metrics.ts';
@@ -42,7 +46,14 @@ if (kind === 'floor') {
   certificates.set('bench', cert, key);
   logger.level = 'error';
   const app = new AdmissionServer({ registry, certificates, metrics, log: logger });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  console.log(`listening ${(app.server.address() as { port: number }).port}`);
+  if (kind === 'threaded') {
+    const thread = new AdmissionThread({ server: app, registry, certificates, metrics, mirrors: { Namespace: { list: () => [] }, LimitRange: { list: () => [] } }, log: logger });
+    metrics.attach({ collect: () => thread.flushMetrics() });
+    await thread.listen({ port: 0, host: '127.0.0.1' });
+    console.log(`listening ${thread.port}`);
+  } else {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    console.log(`listening ${(app.server.address() as { port: number }).port}`);
+  }
 }
 process.on('SIGINT', () => process.exit(0));
