@@ -43,7 +43,7 @@ export function entries(): Record<string, string> {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const file = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(file);
-      else if (entry.name.endsWith('.ts') && entry.name !== 'app-files.ts') {
+      else if (entry.name.endsWith('.ts')) {
         for (const [, name] of fs.readFileSync(file, 'utf8').matchAll(WORKER_ENTRY)) {
           const source = path.join(dir, `${name}.ts`);
           if (!fs.existsSync(source)) throw new Error(`${path.relative(REPO, file)} starts a worker from ${path.relative(REPO, source)}, which does not exist`);
