@@ -7,6 +7,11 @@
 import type { IncomingMessage } from 'node:http';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 
+/** Bytes handed over undecoded (readJsonBody), as UTF-8 text: where they are judged. */
+export function utf8(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+}
+
 /** Whether the request says its body is JSON (`application/json`, with or without parameters). */
 export function isJson(contentType: string | undefined): boolean {
   if (!contentType) return false;
@@ -17,11 +22,13 @@ export function isJson(contentType: string | undefined): boolean {
 
 /**
  * Reads the body of `request` as UTF-8 text and hands it to `done`, or a ReviewError (wrong type,
- * too large) to `failed`. Callbacks, not a promise: a small review is read, judged and answered in
- * the tick its last chunk arrives. After a failure the rest of the body is left unread (the
- * answer closes the connection).
+ * too large) to `failed`. A body of `bytesFrom` bytes or more is handed over as its bytes,
+ * undecoded: a large review is judged in another thread, and a string of megabytes made here only
+ * to be copied there would cost this thread the copy and its collection. Callbacks, not a promise:
+ * a small review is read, judged and answered in the tick its last chunk arrives. After a failure
+ * the rest of the body is left unread (the answer closes the connection).
  */
-export function readJsonBody(request: IncomingMessage, limit: number, done: (text: string) => void, failed: (error: ReviewError) => void): void {
+export function readJsonBody(request: IncomingMessage, limit: number, done: (body: string | Buffer) => void, failed: (error: ReviewError) => void, bytesFrom = Infinity): void {
   const type = request.headers['content-type'];
   if (!isJson(type)) return failed(new ReviewError(REVIEW_ERRORS.BAD_CONTENT_TYPE, type ?? 'none'));
   const tooLarge = () => new ReviewError(REVIEW_ERRORS.BODY_TOO_LARGE, `${limit} bytes`);
@@ -40,7 +47,8 @@ export function readJsonBody(request: IncomingMessage, limit: number, done: (tex
   };
   const onEnd = () => {
     if (!first) return done('');
-    done(rest ? Buffer.concat(rest, received).toString('utf8') : first.toString('utf8'));
+    const bytes = rest ? Buffer.concat(rest, received) : first;
+    done(received >= bytesFrom ? bytes : bytes.toString('utf8'));
   };
   // A client gone mid-body leaves nobody to answer: the socket is already closed.
   request.on('data', onData).on('end', onEnd).on('error', () => request.off('data', onData).off('end', onEnd));

@@ -19,6 +19,7 @@ import { internalError, type CompiledWebhook } from '../registry/compile.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LargeBody, type ReviewOffload, WorkerLostError } from './threads/offload.ts';
 import { decodeReview, encodeReviewText, parseJson } from './review.ts';
+import { utf8 } from './body.ts';
 
 /** What the chain needs of a webhook. */
 export type ServedWebhook = Pick<CompiledWebhook, 'suite' | 'name' | 'failurePolicy' | 'admit' | 'observer'>;
@@ -59,7 +60,7 @@ export class AdmissionChain {
     const started = performance.now();
     if (body instanceof LargeBody) {
       if (router.offload) return this.offloaded(this.route(router, suite, name), body, reply, started);
-      body = parseJson(body.text);
+      body = parseJson(utf8(body.bytes));
     }
     const { apiVersion, request } = decodeReview(body);
     const webhook = this.route(router, suite, name);
@@ -77,12 +78,12 @@ export class AdmissionChain {
 
   private async offloaded(webhook: ServedWebhook, body: LargeBody, reply: Reply, started: number): Promise<void> {
     try {
-      const judged = await this.offload.admit(webhook.suite, webhook.name, body.text);
+      const judged = await this.offload.admit(webhook.suite, webhook.name, body.bytes);
       this.answer(reply, started, judged.apiVersion, judged, webhook, judged.decision);
     } catch (err) {
       if (!(err instanceof WorkerLostError)) throw err;
       // The worker is gone: the request is answered here, by the webhook's failurePolicy.
-      const { apiVersion, request } = decodeReview(parseJson(body.text));
+      const { apiVersion, request } = decodeReview(parseJson(utf8(body.bytes)));
       this.answer(reply, started, apiVersion, request, webhook, internalError(err, webhook.failurePolicy));
     }
   }

@@ -82,7 +82,8 @@ export interface Answered {
  * collection not sent here). The main thread's server answers them (answer()).
  */
 export interface Forwarding {
-  to(url: string, body: string): Promise<Answered>;
+  /** `body` as read: text, or the bytes of a large one (readJsonBody), which the sender gives up. */
+  to(url: string, body: string | Uint8Array): Promise<Answered>;
 }
 
 /** The operator's own routes in a server that forwards them: known there (anything else is refused unread), answered by the other. */
@@ -249,47 +250,48 @@ export class AdmissionServer {
     readJsonBody(
       request,
       BODY_LIMIT,
-      (text) => {
-        if (this.forward && (route.router === FORWARDED || text.length >= LARGE_BODY)) return this.forwardTo(this.forward, url, text, reply);
-        this.dispatch(route, text, reply, url);
+      (body) => {
+        if (this.forward && (route.router === FORWARDED || typeof body !== 'string')) return this.forwardTo(this.forward, url, body, reply);
+        this.dispatch(route, body, reply, url);
       },
       // The rest of the body is unread: the connection cannot carry another request.
       (err) => this.fail(err, reply, true),
+      LARGE_BODY,
     );
   }
 
-  private forwardTo(forward: Forwarding, url: string, text: string, reply: Reply): void {
-    forward.to(url, text).then(
+  private forwardTo(forward: Forwarding, url: string, body: string | Uint8Array, reply: Reply): void {
+    forward.to(url, body).then(
       ({ status, json, close }) => reply.send(status, json, close),
       (err: unknown) => this.fail(err, reply, false),
     );
   }
 
   /** The answer to a request another server read (see Forwarding), as this server would have sent it. */
-  answer(url: string, text: string): Promise<Answered> {
+  answer(url: string, body: string | Uint8Array): Promise<Answered> {
     return new Promise((resolve) => {
       const reply: Reply = { send: (status, json, close) => resolve({ status, json, close: close || this.closing }) };
       const route = this.route(url);
       if (!route) return this.fail(new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `POST ${url}`), reply, false);
-      this.dispatch(route, text, reply, url);
+      this.dispatch(route, body, reply, url);
     });
   }
 
-  /** A body read whole (at `url`), through the chain. */
-  private dispatch(route: Route, text: string, reply: Reply, url: string): void {
+  /** A body read whole (at `url`), through the chain: text, or a large one's bytes, left for the review worker to decode. */
+  private dispatch(route: Route, read: string | Uint8Array, reply: Reply, url: string): void {
     try {
-      if (text === '') throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, 'the body is empty');
-      const body = text.length >= LARGE_BODY ? new LargeBody(text) : parseJson(text);
+      if (read === '') throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, 'the body is empty');
+      const body = typeof read === 'string' ? parseJson(read) : new LargeBody(read);
       const answered = this.chain.handle(route.router, route.suite, route.name, body, reply);
-      if (answered) answered.catch((err: unknown) => this.failed(err, url, text, reply));
+      if (answered) answered.catch((err: unknown) => this.failed(err, url, read, reply));
     } catch (err) {
-      this.failed(err, url, text, reply);
+      this.failed(err, url, read, reply);
     }
   }
 
   /** A request the chain could not answer: one whose webhook reads what is held elsewhere goes there (Forwarding); anything else is a transport failure. */
-  private failed(err: unknown, url: string, text: string, reply: Reply): void {
-    if (err instanceof HeldElsewhere && this.forward) this.forwardTo(this.forward, url, text, reply);
+  private failed(err: unknown, url: string, body: string | Uint8Array, reply: Reply): void {
+    if (err instanceof HeldElsewhere && this.forward) this.forwardTo(this.forward, url, body, reply);
     else this.fail(err, reply, false);
   }
 

@@ -25,6 +25,8 @@ export interface TestEndpoint {
   caPem: string;
   post(path: string, body: string, contentType?: string): Promise<Reply>;
   close(): Promise<void>;
+  /** The server itself, for tests that inject a fault into it. */
+  server: AdmissionServer;
 }
 
 /** Serves `registry` (its suites already synced) with a certificate stored for `suite`. */
@@ -46,5 +48,5 @@ export async function startTestEndpoint(registry: SuiteRegistry, suite: string, 
       req.on('error', reject);
       req.end(body);
     });
-  return { port, caPem: ca.certPem, post, close: () => app.close() };
+  return { port, caPem: ca.certPem, post, close: () => app.close(), server: app };
 }

@@ -65,11 +65,16 @@ function review(bytes: number, replicas = 3) {
 describe('admission: large reviews are judged by the review worker', function () {
   let endpoint: TestEndpoint;
   const checks: AuthorizationAttributes[] = [];
+  /** Run (once) when the worker asks the main thread for an `authorizer` check: mid-review. */
+  let duringCheck: (() => void) | undefined;
 
   before(async function () {
     const authorizer: Authorizer = {
       check: async (attributes) => {
         checks.push(attributes);
+        const fault = duringCheck;
+        duringCheck = undefined;
+        fault?.();
         return { allowed: attributes.resource?.verb === 'scale', reason: '', evaluationError: '' };
       },
     };
@@ -95,6 +100,21 @@ describe('admission: large reviews are judged by the review worker', function ()
     expect(allowed.body.response.allowed).to.equal(true);
     const v1beta1 = await endpoint.post('/admit/guards/context', JSON.stringify({ ...review(LARGE_BODY + 1000, 2), apiVersion: 'admission.k8s.io/v1beta1' }));
     expect(v1beta1.body.apiVersion).to.equal('admission.k8s.io/v1beta1');
+  });
+
+  it('answers a large review whose worker stops mid-review by its failurePolicy, with its uid, and judges the next in a new worker', async function () {
+    // Fault injection: the worker is stopped as a crash or an out-of-memory would stop it, while
+    // its review waits on the main thread. The server still holds the body to answer it.
+    const offload = (endpoint.server as unknown as { offload: { worker?: { terminate(): Promise<number> } } }).offload;
+    duringCheck = () => void offload.worker!.terminate();
+    const body = review(LARGE_BODY + 1000, 1);
+    const lost = await endpoint.post('/admit/guards/context', JSON.stringify(body));
+    expect(lost.status).to.equal(200);
+    expect(lost.body.response.uid).to.equal(body.request!.uid);
+    expect(lost.body.response.allowed).to.equal(false);
+    expect(lost.body.response.status.message).to.contain('the review worker stopped');
+    const next = await endpoint.post('/admit/guards/context', JSON.stringify(review(LARGE_BODY + 1000, 1)));
+    expect(next.body.response.allowed).to.equal(true);
   });
 
   it('patches a large object as it patches a small one', async function () {

@@ -13,6 +13,7 @@ import { SuiteRegistry } from '../../registry/registry.ts';
 import { tuneHeapForAdmission } from '../v8-tuning.ts';
 import { REVIEW_ERRORS, ReviewError } from '../errors.ts';
 import { decodeReview } from '../review.ts';
+import { utf8 } from '../body.ts';
 import type { FromWorker, ReviewContext, ToWorker } from './offload.ts';
 
 const port = parentPort!;
@@ -87,7 +88,7 @@ async function drain(): Promise<void> {
 async function judge(review: Extract<ToWorker, { type: 'review' }>): Promise<Omit<Extract<FromWorker, { type: 'answer' }>, 'type' | 'id'>> {
   let body: unknown;
   try {
-    body = JSON.parse(review.body);
+    body = JSON.parse(utf8(review.body));
   } catch (err) {
     throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, (err as Error).message);
   }

@@ -3,7 +3,7 @@
  * hundreds of milliseconds (measured: 3 MiB with 266k labels, about 100 ms to parse and 250 ms
  * to judge); on the one event loop, a few clients sending such objects back to back held every
  * other admission for seconds (bench/starvation.ts). A body of LARGE_BODY or more is handed, as
- * text, to a worker thread that keeps its own copy of the registry (the same suites, compiled the
+ * its bytes (never decoded here), to a worker thread that keeps its own copy of the registry (the same suites, compiled the
  * same way) and asks this thread for what it cannot know: the namespace, LimitRanges and params
  * of the request (from the watch caches), `authorizer` checks and RESTMappings. It answers a Decision, which
  * the server encodes like any other. Owns the worker and its messages; what a Decision is, and
@@ -21,14 +21,14 @@ import type { LogWriter } from '../../log.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
 import { ReviewError, type ReviewErrorKey } from '../errors.ts';
 
-/** Bodies at least this long (characters) are judged in the worker: far above any typical object. */
+/** Bodies of at least this many bytes are judged in the worker: far above any typical object. */
 export const LARGE_BODY = 256 * 1024;
 
-/** A body left unparsed for the worker. */
+/** A body left undecoded for the worker: its bytes, as read. */
 export class LargeBody {
-  readonly text: string;
-  constructor(text: string) {
-    this.text = text;
+  readonly bytes: Uint8Array;
+  constructor(bytes: Uint8Array) {
+    this.bytes = bytes;
   }
 }
 
@@ -45,7 +45,7 @@ export interface ReviewContext {
 export type ToWorker =
   | { type: 'suite'; suite: AdmissionSuite }
   | { type: 'removed'; name: string }
-  | { type: 'review'; id: number; suite: string; webhook: string; body: string }
+  | { type: 'review'; id: number; suite: string; webhook: string; body: Uint8Array }
   | { type: 'context'; id: number; context: ReviewContext }
   | QuestionAnswer;
 
@@ -92,10 +92,11 @@ export class ReviewOffload {
   }
 
   /** The webhook's answer to the review in `body`; rejects with a ReviewError for a body that is not one. */
-  admit(suite: string, webhook: string, body: string): Promise<OffloadAnswer> {
+  admit(suite: string, webhook: string, body: Uint8Array): Promise<OffloadAnswer> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
+      // Copied, not transferred: if the worker is lost, the server decodes the body to answer it.
       this.started().postMessage({ type: 'review', id, suite, webhook, body } satisfies ToWorker);
     });
   }

@@ -136,7 +136,10 @@ const server = new AdmissionServer({
       new Promise((resolve, reject) => {
         const id = nextForward++;
         forwarded.set(id, { resolve, reject });
-        send({ type: 'forward', id, url, body });
+        // A large body's bytes move to the main thread rather than being copied, when they are
+        // the whole of their buffer (a body read in one chunk may share Node's pool).
+        const whole = typeof body !== 'string' && body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
+        port.postMessage({ type: 'forward', id, url, body } satisfies FromThread, whole ? [body.buffer as ArrayBuffer] : []);
       }),
   },
 });

@@ -60,7 +60,7 @@ export type FromThread =
   | { type: 'listen-failed'; code?: string; message: string }
   | { type: 'synced'; name: string; uid?: string; generation: number }
   | { type: 'served'; key: string; certPem?: string }
-  | { type: 'forward'; id: number; url: string; body: string }
+  | { type: 'forward'; id: number; url: string; body: string | Uint8Array }
   | { type: 'observed'; observations: Observation[]; flush?: number }
   | { type: 'log'; level: LogLevel; message: string; fields?: object }
   | { type: 'closed' }
