@@ -23,7 +23,7 @@
 import { allowed, denied, patched, type AdmissionRequest } from '../api/review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { ClusterView, Handler } from './handler.ts';
-import { add, compare, exceedsRatio, formatQuantity, parseQuantity, ratioString, sign, type Quantity } from '../k8s/quantity.ts';
+import { compare, exceedsRatio, formatQuantity, parseQuantity, ratioString, sign, type Quantity } from '../k8s/quantity.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { isPod, metadataOf, pointer, podSpecOf, type Container, type PodSpec, type ResourceList } from './pods.ts';
 import { podTotals, quantities, type Quantities } from './pod-resources.ts';

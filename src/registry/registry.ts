@@ -6,7 +6,6 @@ import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { compileSuite, NO_PARAMS, type CompileContext, type CompiledSuite, type CompiledWebhook, type ParamsSource } from './compile.ts';
 import { EMPTY_VIEW, type ClusterView, type LookupKind } from '../handlers/handler.ts';
-import type { Authorizer } from '../api/authorization.ts';
 
 /** What changed: a suite compiled at a new generation, or one removed. */
 export type RegistryChange = { suite: AdmissionSuite } | { removed: string };

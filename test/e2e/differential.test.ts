@@ -16,7 +16,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { rawRequest, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { apply, deleteIfExists, type KubeObject } from '../../src/kube/client.ts';
-import { SUITE_VALIDATION, webhookFullName } from '../../src/api/names.ts';
+import { webhookFullName } from '../../src/api/names.ts';
 import { API_VERSION, GROUP, PLURAL, VERSION } from '../../src/api/types.ts';
 import type { Operator } from '../../src/operator.ts';
 import type { WebhookSpec } from '../../src/api/types.ts';

@@ -29,7 +29,7 @@
 import { meter } from '../cost/meter.ts';
 import { runtimeCharges } from '../cost/instrument.ts';
 import type { CheckedNode as Node } from '../celjs/types.ts';
-import { bail, BAIL, celSize, numberKind, regexMatches, spent, within } from './runtime.ts';
+import { bail, celSize, numberKind, regexMatches, spent, within } from './runtime.ts';
 
 export type CompiledProgram = (activation: unknown) => unknown;
 

@@ -19,7 +19,7 @@ import * as k8s from '@kubernetes/client-node';
 import { eventually } from '../../support/wait.ts';
 import { OPERATOR_USER } from '../cluster.ts';
 import { nodeCluster } from '../hooks.ts';
-import { apply, getJson, kc, namespace } from '../kubectl.ts';
+import { apply, kc, namespace } from '../kubectl.ts';
 import { layout } from '../layout.ts';
 import { DEPLOY_DIR, ensureOperator, OPERATOR_NS, waitSuiteReady } from '../operator.ts';
 

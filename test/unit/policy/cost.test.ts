@@ -181,7 +181,6 @@ describe('policy: cost limits', function () {
   });
 
   describe('over HTTPS, while one request runs away', function () {
-    const SERVER_NAME = 'portcullis-costly.portcullis-system.svc';
     const suite: AdmissionSuite = {
       apiVersion: 'admission.portcullis.dev/v1alpha1',
       kind: 'AdmissionSuite',
