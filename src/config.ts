@@ -42,6 +42,10 @@ export interface OperatorConfig {
   namespacedPolicyMutations: boolean;
   /** The CEL cost one AdmissionPolicy may spend on one request (the API server's budget per policy is 10,000,000). */
   namespacedPolicyCostBudget: number;
+  /** The most AdmissionPolicies served in one namespace (the oldest keep their place). */
+  namespacedPoliciesPerNamespace: number;
+  /** The largest AdmissionPolicy spec, serialized, in bytes: refused on apply beyond it. */
+  namespacedPolicyMaxBytes: number;
   kubeconfig?: string;
   logLevel: LogLevel;
   /** json: one JSON object a line (for log collectors); text: one readable line (for people). */
@@ -65,6 +69,8 @@ export const DEFAULTS: OperatorConfig = {
   admissionThread: true,
   namespacedPolicyMutations: true,
   namespacedPolicyCostBudget: 1_000_000,
+  namespacedPoliciesPerNamespace: 50,
+  namespacedPolicyMaxBytes: 65_536,
   logLevel: 'info',
   logFormat: 'json',
 };
@@ -123,6 +129,22 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
       const n = Number(v);
       if (!Number.isInteger(n) || n < 1 || n > 10_000_000) throw new Error(`--namespaced-policy-cost-budget must be a whole number from 1 to 10000000 (the API server's own budget), not ${v}`);
       c.namespacedPolicyCostBudget = n;
+    },
+  },
+  'namespaced-policies-per-namespace': {
+    help: 'the most AdmissionPolicies served in one namespace; the oldest keep their place, newer ones are Ready=False, ExceedsLimits (50)',
+    set: (c, v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 10_000) throw new Error(`--namespaced-policies-per-namespace must be a whole number from 1 to 10000, not ${v}`);
+      c.namespacedPoliciesPerNamespace = n;
+    },
+  },
+  'namespaced-policy-max-bytes': {
+    help: "the largest AdmissionPolicy spec, serialized as JSON, in bytes; a larger one is refused on apply (65536)",
+    set: (c, v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1024 || n > 1_048_576) throw new Error(`--namespaced-policy-max-bytes must be a whole number from 1024 to 1048576, not ${v}`);
+      c.namespacedPolicyMaxBytes = n;
     },
   },
   'max-concurrent-reconciles': {

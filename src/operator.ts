@@ -38,6 +38,8 @@ import { shareConnections } from './kube/connections.ts';
 import { ObjectWatches } from './kube/objects.ts';
 import { LookupCaches } from './kube/lookups.ts';
 import { ParamsAccess } from './kube/params-access.ts';
+import { PolicyAuthorRights } from './kube/policy-author.ts';
+import type { ParamsAccessCheck } from './admission/suite-validation.ts';
 import { OpenApiSchemas } from './kube/openapi.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
@@ -135,12 +137,18 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     authorizer,
     mapper,
     operatorNamespace: config.namespace,
-    limits: { mutations: config.namespacedPolicyMutations, costBudget: config.namespacedPolicyCostBudget },
+    limits: { mutations: config.namespacedPolicyMutations, costBudget: config.namespacedPolicyCostBudget, maxBytes: config.namespacedPolicyMaxBytes },
     protectedNamespaces: protectedNamespaces(config),
   });
 
   // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
-  const paramsAccess = new ParamsAccess(kubeConfig, new SubjectAccessReviewer(kubeConfig));
+  const reviewer = new SubjectAccessReviewer(kubeConfig);
+  const readAccess = new ParamsAccess(kubeConfig, reviewer);
+  const authorRights = new PolicyAuthorRights(reviewer);
+  const paramsAccess: ParamsAccessCheck = {
+    refusals: (user, uses) => readAccess.refusals(user, uses),
+    mutationRefusals: (user, namespace, rules) => authorRights.mutationRefusals(user, namespace, rules),
+  };
   let draining = false;
   // Read at apply and reconcile time only (type checking), cached by the documents' hashes.
   const schemas = new OpenApiSchemas(kubeConfig);

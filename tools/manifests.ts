@@ -28,6 +28,7 @@ const DEPLOY_FILES: [file: string, source: string | string[]][] = [
   ['deploy/04-token-guard.yaml', `${BASE}/token-guard.yaml`],
   ['deploy/05-network-policy.yaml', `${BASE}/network-policy.yaml`],
   ['deploy/06-suite-params-guard.yaml', `${BASE}/suite-params-guard.yaml`],
+  ['deploy/07-admission-policy-guard.yaml', `${BASE}/admission-policy-guard.yaml`],
 ];
 
 /** Byte-for-byte copies: the chart reads the CRD with .Files.Get, from inside the chart. */

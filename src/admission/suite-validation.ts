@@ -8,7 +8,7 @@
  */
 import { authorizationUser, type AuthorizationUser } from '../api/authorization.ts';
 import { allowed, denied, type AdmissionRequest, type Decision } from '../api/review.ts';
-import type { AdmissionPolicy, AdmissionSuite, ParamsRef } from '../api/types.ts';
+import type { AdmissionPolicy, AdmissionSuite, NamedRuleWithOperations, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import { NO_OBSERVER } from '../registry/compile.ts';
@@ -17,9 +17,11 @@ import type { PolicyRegistry } from '../registry/policies.ts';
 import { typeCheckPolicy, typeCheckSuite, type SchemaSource } from '../registry/typecheck.ts';
 import type { ServedWebhook } from './chain.ts';
 
-/** Who may read which params; see ParamsAccess. */
+/** Who may read which params (ParamsAccess), and may change what (PolicyAuthorRights). */
 export interface ParamsAccessCheck {
-  refusals(user: AuthorizationUser, uses: { field: string; ref: ParamsRef }[]): Promise<FieldError[]>;
+  refusals(user: AuthorizationUser, uses: { field: string; ref: ParamsRef; namespacedOnly?: boolean }[]): Promise<FieldError[]>;
+  /** Absent: Mutating policies' rules are not checked against their author's rights (unit tests without an API server). */
+  mutationRefusals?(user: AuthorizationUser, namespace: string, rules: NamedRuleWithOperations[]): Promise<FieldError[]>;
 }
 
 /** The operator's own webhook as the chain serves it (not counted in the admission metrics, as before). */
@@ -53,7 +55,11 @@ export async function validatePolicyRequest(request: AdmissionRequest, policies:
   const params = policy.spec?.params;
   const old = request.oldObject as unknown as AdmissionPolicy | undefined;
   if (errors.length === 0 && paramsAccess && params && JSON.stringify(params) !== JSON.stringify(old?.spec?.params ?? null)) {
-    errors.push(...(await paramsAccess.refusals(authorizationUser(request.userInfo), [{ field: 'spec.params', ref: { ...params, namespace: named.metadata.namespace } }])));
+    errors.push(...(await paramsAccess.refusals(authorizationUser(request.userInfo), [{ field: 'spec.params', ref: { ...params, namespace: named.metadata.namespace }, namespacedOnly: true }])));
+  }
+  // Checked on every write, not only when the rules change: whoever writes a Mutating policy answers for what it changes.
+  if (errors.length === 0 && paramsAccess?.mutationRefusals && policy.spec?.type === 'Mutating') {
+    errors.push(...(await paramsAccess.mutationRefusals(authorizationUser(request.userInfo), named.metadata.namespace, policy.spec.rules ?? [])));
   }
   if (errors.length === 0 && schemas) errors.push(...(await typeCheckPolicy(named, schemas)).errors);
   if (errors.length === 0) return allowed();

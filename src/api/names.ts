@@ -25,11 +25,16 @@ export const SUITE_VALIDATION = {
 
 /**
  * The operator-owned configurations that serve every AdmissionPolicy: one Mutating and one
- * Validating, each present while a policy of its type exists. `.` sorts after `-`, so the API
- * server calls every suite's mutating configuration (`portcullis-<suite>`) before this one.
+ * Validating, each present while a policy of its type exists. The API server calls mutating
+ * configurations in name order, and `portcullis--namespaced` sorts before every suite's
+ * `portcullis-<suite>` (a suite name starts with a letter or digit, both after `-`): a team's
+ * mutations come first, as part of what its writer asked, and no team can undo a cluster suite's
+ * mutation (the suites' come after, and the teams' are never re-invoked).
  */
 export const NAMESPACED = {
-  configuration: 'portcullis.namespaced',
+  configuration: 'portcullis--namespaced',
+  /** Its name in earlier versions, when the teams' mutations came after the suites': removed where the operator finds it. */
+  legacyConfiguration: 'portcullis.namespaced',
   webhook: `admissionpolicies.${GROUP}`,
   paths: { Mutating: '/namespaced/mutate', Validating: '/namespaced/validate' },
   /** The operator's webhook that refuses invalid AdmissionPolicies on apply (beside the suites' one). */

@@ -166,6 +166,8 @@ export interface ObjectMeta {
   uid: string;
   generation?: number;
   resourceVersion?: string;
+  /** Typed as client-node types it; from a watch of custom objects it is the API server's RFC 3339 text (read it with `new Date()`). */
+  creationTimestamp?: Date;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
 }
@@ -181,7 +183,7 @@ export interface AdmissionSuite {
 /**
  * An AdmissionPolicy's spec: one webhook's rules, without what only a cluster admin may choose
  * (handler, namespaceSelector, failurePolicy, timeouts, how the API server reaches it). It is
- * served through the operator's own `portcullis.namespaced` configurations, only for objects of
+ * served through the operator's own `portcullis--namespaced` configurations, only for objects of
  * the policy's namespace.
  */
 export type PolicySpec = Pick<WebhookSpec, 'type' | 'rules' | 'excludeResourceRules' | 'objectSelector' | 'matchConditions' | 'params' | 'variables' | 'validations' | 'validationActions' | 'mutations'> & Pick<SuiteSpec, 'typeCheckErrors'>;

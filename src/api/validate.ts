@@ -4,6 +4,7 @@
  * exclusive fields. Every problem is reported with its field path, all at once, so one apply
  * shows them all.
  */
+import { mutationReachErrors } from './tenancy.ts';
 import { parseDuration } from '../k8s/duration.ts';
 import { DNS1123_LABEL, isCelIdentifier, isQualifiedName, LABEL_KEY } from '../k8s/validation.ts';
 import { labelSelectorProblems } from '../k8s/selectors.ts';
@@ -106,6 +107,8 @@ export interface PolicyLimits {
   mutations: boolean;
   /** The CEL cost budget of one policy's evaluation of one request (the API server's is 10,000,000). */
   costBudget: number;
+  /** The largest spec, serialized as JSON (absent: no limit). */
+  maxBytes?: number;
 }
 
 /**
@@ -136,6 +139,11 @@ export function validatePolicy(policy: AdmissionPolicy, limits: PolicyLimits, pr
     if (refusal) err('spec.params', refusal);
   }
   if (spec.typeCheckErrors !== undefined && spec.typeCheckErrors !== 'Refuse' && spec.typeCheckErrors !== 'Warn') err('spec.typeCheckErrors', 'must be Refuse or Warn');
+  if (spec.type === 'Mutating') errors.push(...mutationReachErrors(spec.rules));
+  const bytes = limits.maxBytes === undefined ? 0 : JSON.stringify(spec).length;
+  if (limits.maxBytes !== undefined && bytes > limits.maxBytes) {
+    errors.push({ field: 'spec', message: `is ${bytes} bytes, more than the ${limits.maxBytes} the cluster's administrator allows a policy (the operator's --namespaced-policy-max-bytes)`, limit: true });
+  }
   if (spec.type === 'Mutating' && !limits.mutations) {
     errors.push({ field: 'spec.type', message: "Mutating policies are turned off by the cluster's administrator (the operator's --namespaced-policy-mutations=false); only Validating policies are served", limit: true });
   }

@@ -1,7 +1,7 @@
 /**
  * The AdmissionPolicies' reconciler: level-based, one work-queue key for all of them. From the
  * policy cache it brings the policy registry up to date, keeps the two operator-owned
- * `portcullis.namespaced` configurations (one per type, present while a policy of that type is
+ * `portcullis--namespaced` configurations (one per type, present while a policy of that type is
  * served; owned by the AdmissionPolicy CRD, so uninstalling it removes them), and writes each
  * policy's status. The configurations point at the operator's own Service and certificate, which
  * the suite-validation reconciler (self.ts) keeps; they are registered only once that endpoint
@@ -16,6 +16,8 @@ import { applyOwned, deleteIfExists, describeError, getObject, isConflict, isNot
 import type { WatchedCache } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
 import type { CompiledPolicy, PolicyRegistry } from '../registry/policies.ts';
+import { withheldPolicies, type ServingLimits } from '../registry/withheld.ts';
+import type { FieldError } from '../api/validate.ts';
 import { typeCheckPolicy, TypeCheckMemo, type SchemaSource } from '../registry/typecheck.ts';
 import type { CaReconciler } from './ca.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
@@ -65,15 +67,40 @@ export class NamespacedReconciler {
     const policies = this.deps.policies.list();
     this.typeChecks.keepOnly(new Set(policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)));
     const compiled = policies.map((policy) => ({ policy, compiled: registry.sync(policy) }));
-    const served = compiled.filter((c) => c.compiled.webhook !== undefined).map((c) => c.compiled);
+    const valid = compiled.filter((c) => c.compiled.webhook !== undefined).map((c) => c.compiled);
+    // Within the limits no team may break for the others: withheld before anything is registered.
+    registry.withhold(withheldPolicies(valid, this.servingLimits(), (type, kept) => this.configurationBytes(type, kept)));
+    const served = valid.filter((p) => !registry.withheldBecause(p));
 
     let waiting: string | undefined;
-    if (served.length > 0 || this.ours('Mutating') || this.ours('Validating')) {
-      waiting = await this.configure(served);
+    let failed: unknown;
+    const legacy = this.ours('Mutating', NAMESPACED.legacyConfiguration) || this.ours('Validating', NAMESPACED.legacyConfiguration);
+    if (served.length > 0 || this.ours('Mutating') || this.ours('Validating') || legacy) {
+      try {
+        waiting = await this.configure(served);
+      } catch (err) {
+        // Every policy's status still says so: one that cannot be registered is not silently left out.
+        failed = err;
+        waiting = `could not register ${NAMESPACED.configuration}: ${describeError(err)}`;
+      }
       if (waiting === CRD_MISSING) return { requeueAfterMs: CRD_RETRY_MS };
     }
-    for (const { policy, compiled: c } of compiled) await this.writeStatus(policy, readiness(c, waiting), await this.typeChecking(policy));
+    for (const { policy, compiled: c } of compiled) await this.writeStatus(policy, readiness(c, registry.withheldBecause(c), waiting), await this.typeChecking(policy));
+    if (failed) throw failed;
     return waiting ? { requeueAfterMs: ENDPOINT_RETRY_MS } : undefined;
+  }
+
+  private servingLimits(): ServingLimits {
+    return { perNamespace: this.deps.config.namespacedPoliciesPerNamespace, configurationBytes: CONFIGURATION_BYTES };
+  }
+
+  /** The size of the configuration of `type` for `kept`, as it would be written. */
+  private configurationBytes(type: WebhookType, kept: CompiledPolicy[]): number {
+    const { config } = this.deps;
+    // The owner reference is left out: a few hundred bytes, the same whatever is kept.
+    const metadata: ObjectMetadata = { name: NAMESPACED.configuration, labels: { ...MANAGED_BY_LABELS, [`${GROUP}/component`]: 'namespaced-policies' }, ownerReferences: [] };
+    const configuration = namespacedConfiguration(type, kept, metadata, selfServiceRef(config), config, this.deps.ca.material().bundle);
+    return configuration ? JSON.stringify(configuration).length : 0;
   }
 
   /** Applies (or removes) the two configurations; returns why they are not registered yet, if they are not. */
@@ -109,13 +136,15 @@ export class NamespacedReconciler {
     for (const { type, configuration } of wanted) {
       if (configuration) await applyOwned(kube, configuration, this.deps.cached);
       else if (this.ours(type)) await deleteIfExists(kube, header(type));
+      // Left by an earlier version, it would run the teams' mutations a second time, after the suites'.
+      if (this.ours(type, NAMESPACED.legacyConfiguration)) await deleteIfExists(kube, header(type, NAMESPACED.legacyConfiguration));
     }
     return undefined;
   }
 
   /** Whether a configuration of this type that we made exists (never one someone else made under the name). */
-  private ours(type: WebhookType): boolean {
-    const existing = this.deps.cached(header(type)) as (KubeObject & { metadata: { labels?: Record<string, string> } }) | undefined;
+  private ours(type: WebhookType, name: string = NAMESPACED.configuration): boolean {
+    const existing = this.deps.cached(header(type, name)) as (KubeObject & { metadata: { labels?: Record<string, string> } }) | undefined;
     return existing?.metadata.labels?.[`${GROUP}/component`] === 'namespaced-policies';
   }
 
@@ -160,15 +189,23 @@ export class NamespacedReconciler {
 
 const CRD_MISSING = '#crd-missing';
 
-function header(type: WebhookType) {
-  return { apiVersion: 'admissionregistration.k8s.io/v1', kind: CONFIGURATION_KINDS[type], metadata: { name: NAMESPACED.configuration } };
+function header(type: WebhookType, name: string = NAMESPACED.configuration) {
+  return { apiVersion: 'admissionregistration.k8s.io/v1', kind: CONFIGURATION_KINDS[type], metadata: { name } };
 }
 
+/**
+ * The most the shared configurations may hold, serialized as JSON: the API server stores an object
+ * whole in etcd (1.5 MiB by default, smaller in protobuf), so this leaves room. About 15,000
+ * namespaces' names, or the rules of 16 policies of the largest size allowed by default.
+ */
+export const CONFIGURATION_BYTES = 1_048_576;
+
 /** The policy's Ready condition: why it is not served, or that it is. */
-function readiness(policy: CompiledPolicy, waiting: string | undefined): ConditionInput {
-  if (policy.errors.length > 0) {
-    const message = policy.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
-    const limited = policy.errors.some((e) => e.limit);
+function readiness(policy: CompiledPolicy, withheld: FieldError | undefined, waiting: string | undefined): ConditionInput {
+  const errors = withheld ? [withheld] : policy.errors;
+  if (errors.length > 0) {
+    const message = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+    const limited = errors.some((e) => e.limit);
     return { type: 'Ready', status: 'False', reason: limited ? 'ExceedsLimits' : 'InvalidSpec', message: limited ? `not served: ${message}` : message };
   }
   if (waiting) return { type: 'Ready', status: 'False', reason: 'WaitingForEndpoint', message: waiting };

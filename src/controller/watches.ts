@@ -74,7 +74,7 @@ export function configurationWakes(configuration: KubernetesObject, state: Watch
     // A bundle carrying the successor is what a rotation's promotion waits for.
     ...(state.rotating() ? [now(CA_KEY)] : []),
     ...(configuration.metadata?.name === SUITE_VALIDATION.configuration ? [now(SELF_KEY)] : []),
-    ...(configuration.metadata?.name === NAMESPACED.configuration ? [now(NAMESPACED_KEY)] : []),
+    ...(configuration.metadata?.name === NAMESPACED.configuration || configuration.metadata?.name === NAMESPACED.legacyConfiguration ? [now(NAMESPACED_KEY)] : []),
     ...ownerWake(configuration, state),
   ];
 }

@@ -29,7 +29,7 @@ import { HOST_CHECKS } from './pod-security/host.ts';
 import { PROFILE_CHECKS } from './pod-security/profiles.ts';
 import { USER_CHECKS } from './pod-security/users.ts';
 import { VOLUME_CHECKS } from './pod-security/volumes.ts';
-import { basePolicy, parsePodSecurityConfig, type PodSecurityConfig } from './pod-security/config.ts';
+import { basePolicy, parsePodSecurityConfig, PRIVILEGED_POLICY, type PodSecurityConfig } from './pod-security/config.ts';
 import {
   aggregate,
   compareLevels,
@@ -279,3 +279,21 @@ export const podSecurity: Handler<PodSecurityConfig> = {
     return allowed();
   },
 };
+
+/**
+ * Why a team's mutation of a Pod must be refused under Pod Security, or undefined: the mutated Pod
+ * judged at the namespace's `enforce` level (its labels; privileged, the in-tree plugin's own
+ * default, when unlabelled), as the team's own Pod would be. The API server exempts writers by
+ * username, so without this a team's mutation of a Pod an exempt user writes (a privileged
+ * container added) would never be judged. A violation the writer's own Pod already had is the
+ * writer's, and passes: only what the mutation adds is refused.
+ */
+export function mutationViolation(namespaceLabels: Record<string, string>, original: Record<string, unknown>, mutated: Record<string, unknown>): string | undefined {
+  const { policy } = policyToEvaluate(namespaceLabels, PRIVILEGED_POLICY);
+  if (policy.enforce.level === 'privileged') return undefined;
+  const after = EVALUATOR.aggregate(policy.enforce, asObject(mutated.metadata), asObject(mutated.spec));
+  if (after.allowed) return undefined;
+  const before = EVALUATOR.aggregate(policy.enforce, asObject(original.metadata), asObject(original.spec));
+  if (!before.allowed && after.reasons.every((reason) => before.reasons.includes(reason))) return undefined;
+  return `its mutation makes the Pod violate PodSecurity ${goQuote(levelVersionString(policy.enforce))}: ${forbiddenDetail(after)}`;
+}

@@ -20,6 +20,8 @@ export interface ParamsUse {
   /** The field that names the params, for the refusal's message. */
   field: string;
   ref: ParamsRef;
+  /** A policy's params: read in its own namespace only, so a cluster-scoped kind is refused. */
+  namespacedOnly?: boolean;
 }
 
 export class ParamsAccess {
@@ -34,9 +36,13 @@ export class ParamsAccess {
   /** One error per params reference that `user` may not read in full; none when every one is readable. */
   async refusals(user: AuthorizationUser, uses: ParamsUse[]): Promise<FieldError[]> {
     const errors: FieldError[] = [];
-    for (const { field, ref } of uses) {
+    for (const { field, ref, namespacedOnly } of uses) {
       const what = `${ref.kind} (${ref.apiVersion}) ${ref.namespace ? `in namespace ${ref.namespace}` : 'in all namespaces'}`;
       try {
+        if (namespacedOnly && (await this.discovery.lookup(ref.apiVersion, ref.kind))?.namespaced === false) {
+          errors.push({ field, message: `${ref.kind} (${ref.apiVersion}) is cluster-scoped: a policy's params are read in its own namespace, so they must be of a namespaced kind` });
+          continue;
+        }
         const denied = await this.deniedVerbs(user, ref);
         if (denied.length === 0) continue;
         errors.push({ field, message: `user "${user.username}" may not ${denied.join(', ')} ${what}; a suite's params are read only for an author who may read them` });

@@ -41,7 +41,8 @@ export function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest)
   const sub = request.subResource;
   const matchesResource = (rule.resources ?? []).some((r) => {
     const [base, subPattern] = r.split('/');
-    if (sub === undefined || sub === '') return subPattern === undefined && (base === '*' || base === resource);
+    // `*/*` and `pods/*` match the object itself too, as the API server's rules.Matcher reads them.
+    if (sub === undefined || sub === '') return (subPattern === undefined || subPattern === '*') && (base === '*' || base === resource);
     return subPattern !== undefined && (base === '*' || base === resource) && (subPattern === '*' || subPattern === sub);
   });
   if (!matchesResource) return false;

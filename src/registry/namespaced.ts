@@ -11,14 +11,18 @@ import jsonpatch from 'fast-json-patch';
 import { allowed, denied, followedFailurePolicy, markFailed, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { JsonPatchOperation, Reason, WebhookType } from '../api/types.ts';
 import { NAMESPACED } from '../api/names.ts';
+import { neverMutated } from '../api/tenancy.ts';
 import { notCalledBecause, ruleMatches } from './match.ts';
 import { NO_OBSERVER, type CompiledWebhook } from './compile.ts';
+import type { ClusterView } from '../handlers/handler.ts';
+import { mutationViolation } from '../handlers/pod-security.ts';
 import type { CompiledPolicy, PolicyRegistry } from './policies.ts';
 
 /** What the admission chain serves at NAMESPACED.paths[type]. */
 export type NamespacedWebhook = Pick<CompiledWebhook, 'suite' | 'name' | 'failurePolicy' | 'admit' | 'observer'>;
 
-export function namespacedWebhook(type: WebhookType, policies: Pick<PolicyRegistry, 'served'>): NamespacedWebhook {
+/** `context.view`, when present, gives the Namespaces' labels a Pod mutated by a team is judged with (podSecurityOfMutation). */
+export function namespacedWebhook(type: WebhookType, policies: Pick<PolicyRegistry, 'served'> & { context?: { view?: ClusterView } }): NamespacedWebhook {
   return {
     suite: '',
     name: NAMESPACED.webhook,
@@ -26,7 +30,7 @@ export function namespacedWebhook(type: WebhookType, policies: Pick<PolicyRegist
     admit: (request) => {
       const matched = policiesFor(request, type, policies);
       if (matched.length === 0) return allowed();
-      return type === 'Mutating' ? mutate(request, matched) : validate(request, matched);
+      return type === 'Mutating' ? mutate(request, matched, policies.context?.view) : validate(request, matched);
     },
     observer: NO_OBSERVER,
   };
@@ -39,6 +43,8 @@ export function namespacedWebhook(type: WebhookType, policies: Pick<PolicyRegist
 export function policiesFor(request: AdmissionRequest, type: WebhookType, policies: Pick<PolicyRegistry, 'served'>): CompiledPolicy[] {
   const namespace = request.namespace;
   if (!namespace || (request.resource.group === '' && request.resource.resource === 'namespaces')) return [];
+  // Whatever a policy's rules say (they are refused on apply, tenancy.ts), no team changes what grants rights or routes traffic.
+  if (type === 'Mutating' && neverMutated(request)) return [];
   return policies
     .served(namespace)
     .filter(
@@ -101,12 +107,13 @@ function validate(request: AdmissionRequest, matched: CompiledPolicy[]): Decisio
   );
 }
 
-function mutate(request: AdmissionRequest, matched: CompiledPolicy[]): Decision | Promise<Decision> {
+function mutate(request: AdmissionRequest, matched: CompiledPolicy[], view: ClusterView | undefined): Decision | Promise<Decision> {
   const original = request.object;
   if (!original) return allowed();
   let working: Record<string, unknown> = original;
   const warnings: string[] = [];
   let denial: Decision | undefined;
+  let last: CompiledPolicy | undefined;
   return inOrder(
     matched,
     (policy, decision) => {
@@ -116,14 +123,37 @@ function mutate(request: AdmissionRequest, matched: CompiledPolicy[]): Decision 
         return false;
       }
       // Each policy sees the object as the ones before it left it (a copy: the request's object stays as it came).
-      if (decision.patch?.length) working = jsonpatch.applyPatch(working, decision.patch as jsonpatch.Operation[], false, false).newDocument;
+      if (decision.patch?.length) {
+        working = jsonpatch.applyPatch(working, decision.patch as jsonpatch.Operation[], false, false).newDocument;
+        last = policy;
+      }
       return true;
     },
     (policy) => policy.webhook!.admit(working === original ? request : { ...request, object: working }),
     () => {
+      const violation = denial || working === original ? undefined : podSecurityOfMutation(request, original, working, view);
+      if (violation) denial = attributed(last!, denied(violation, 'Forbidden'));
       const decision = denial ?? (working === original ? allowed() : patched(jsonpatch.compare(original, working) as JsonPatchOperation[]));
       if (warnings.length) decision.warnings = warnings;
       return decision;
     },
   );
+}
+
+/** Pod subresources whose objects Pod Security does not judge (as the PodSecurity handler). */
+const UNJUDGED_POD_SUBRESOURCES = new Set(['exec', 'attach', 'binding', 'eviction', 'log', 'portforward', 'proxy', 'status']);
+
+/**
+ * A Pod the teams' mutations changed, judged as the author's own Pod would be (the handler's
+ * mutationViolation), whoever wrote it: a writer Pod Security exempts by username must not carry a
+ * team's change past it. Without the Namespace in the cache it is refused (fail closed, as the
+ * configuration's failurePolicy); without a view (unit tests of other concerns) it is not judged.
+ */
+function podSecurityOfMutation(request: AdmissionRequest, original: Record<string, unknown>, mutated: Record<string, unknown>, view: ClusterView | undefined): string | undefined {
+  if (request.resource.group !== '' || request.resource.resource !== 'pods' || (request.operation !== 'CREATE' && request.operation !== 'UPDATE')) return undefined;
+  if (request.subResource && UNJUDGED_POD_SUBRESOURCES.has(request.subResource)) return undefined;
+  if (!view) return undefined;
+  const namespace = view.namespace(request.namespace ?? '');
+  if (!namespace) return `namespace ${request.namespace ?? ''} is not in the operator's cache yet, so a Pod this policy mutated cannot be judged under Pod Security; retry`;
+  return mutationViolation((namespace.metadata?.labels ?? {}) as Record<string, string>, original, mutated);
 }

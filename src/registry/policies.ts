@@ -6,6 +6,7 @@
  * here decides a request.
  */
 import type { AdmissionPolicy, LabelSelector, NamedRuleWithOperations, WebhookSpec, WebhookType } from '../api/types.ts';
+import { confinedAuthorizer } from '../api/tenancy.ts';
 import { validatePolicy, type FieldError, type PolicyLimits } from '../api/validate.ts';
 import { compileWebhook, type CompileContext, type CompiledWebhook } from './compile.ts';
 
@@ -14,6 +15,8 @@ export interface CompiledPolicy {
   namespace: string;
   name: string;
   generation: number;
+  /** creationTimestamp in ms (0 when unknown): the oldest policies keep their place within the limits (withheld.ts). */
+  created: number;
   type: WebhookType;
   /** With their resourceNames: the operator matches them itself (namespaced.ts), not the API server. */
   rules: NamedRuleWithOperations[];
@@ -41,6 +44,7 @@ export function compilePolicy(policy: AdmissionPolicy, context: PolicyContext): 
     namespace,
     name,
     generation: policy.metadata.generation ?? 0,
+    created: policy.metadata.creationTimestamp ? new Date(policy.metadata.creationTimestamp).getTime() || 0 : 0,
     type: policy.spec?.type,
     rules: policy.spec?.rules ?? [],
     excludeResourceRules: policy.spec?.excludeResourceRules ?? [],
@@ -51,14 +55,20 @@ export function compilePolicy(policy: AdmissionPolicy, context: PolicyContext): 
   // Params are read in the policy's own namespace only (validatePolicy refused any other).
   const spec: WebhookSpec = { ...policy.spec, name, ...(policy.spec.params ? { params: { ...policy.spec.params, namespace } } : {}) };
   // Every matchCondition is the operator's to evaluate: the registered webhook is shared by every policy.
-  const compiled = compileWebhook(namespace, spec, 'spec', POLICY_FAILURE_POLICY, context, { costBudget: context.limits.costBudget, allMatchConditions: true });
+  const confined = { ...context, ...(context.authorizer ? { authorizer: confinedAuthorizer(namespace, context.authorizer) } : {}) };
+  const compiled = compileWebhook(namespace, spec, 'spec', POLICY_FAILURE_POLICY, confined, { costBudget: context.limits.costBudget, allMatchConditions: true });
   if ('errors' in compiled) return { ...base, errors: compiled.errors };
   return { ...base, errors: [], webhook: compiled };
 }
 
+/** `namespace/name`: a policy's key. */
+export const policyKey = (p: Pick<CompiledPolicy, 'namespace' | 'name'>) => `${p.namespace}/${p.name}`;
+
 export class PolicyRegistry {
   /** namespace -> its policies, sorted by name. */
   private readonly byNamespace = new Map<string, CompiledPolicy[]>();
+  /** Valid policies not served, by `namespace/name`: beyond the limits no team may break for others (withheld.ts). */
+  private withheld = new Map<string, FieldError>();
   readonly context: PolicyContext;
 
   constructor(context: PolicyContext) {
@@ -97,7 +107,18 @@ export class PolicyRegistry {
 
   /** The policies of `namespace` that are served, in name order. */
   served(namespace: string): CompiledPolicy[] {
-    return (this.byNamespace.get(namespace) ?? []).filter((p) => p.webhook !== undefined);
+    const list = (this.byNamespace.get(namespace) ?? []).filter((p) => p.webhook !== undefined);
+    return this.withheld.size === 0 ? list : list.filter((p) => !this.withheld.has(policyKey(p)));
+  }
+
+  /** Sets the valid policies that are not served (the reconciler decides them, withheld.ts). */
+  withhold(withheld: Map<string, FieldError>): void {
+    this.withheld = withheld;
+  }
+
+  /** Why a valid policy is not served, if it is not. */
+  withheldBecause(policy: Pick<CompiledPolicy, 'namespace' | 'name'>): FieldError | undefined {
+    return this.withheld.get(policyKey(policy));
   }
 
   /** Every policy, served or not. */

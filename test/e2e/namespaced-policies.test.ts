@@ -2,16 +2,16 @@
  * AdmissionPolicies end to end, through the real API server: a team member whose only rights are
  * Kubernetes' `admin` role bound in their namespace (a ServiceAccount with a TokenRequest token;
  * deploy/02-rbac.yaml aggregates the policy verbs into `admin`) creates a policy that denies and
- * two that mutate; the cluster suite's mutation runs before the team's, and the team's in name
- * order, as the stored object shows; objects of another namespace are untouched; the member can
+ * two that mutate; the team's mutations run first, in name order, then the cluster suite's, as the
+ * stored object shows; objects of another namespace are untouched; the member can
  * create no policy elsewhere, and an invalid one is refused naming the field; deleting the
- * namespace removes its policies and nothing else; the `portcullis.namespaced` configurations
+ * namespace removes its policies and nothing else; the `portcullis--namespaced` configurations
  * follow the policies that exist, and go with the last one; with mutations turned off by the
  * cluster admin (an operator flag), a Mutating policy is reported in its status and not served.
  */
 import { expect } from 'chai';
 import * as k8s from '@kubernetes/client-node';
-import { cluster, kubectl } from '../support/cluster.ts';
+import { cluster, kubectl, serviceAccountKubeConfig } from '../support/cluster.ts';
 import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
 import { createSuite, deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { ensureNamespace, refusal } from '../support/objects.ts';
@@ -30,13 +30,12 @@ const LABEL = 'nspol-e2e';
 const configMaps = [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];
 const selected = { matchLabels: { [LABEL]: 'true' } };
 
-/** Appends `mark` to the `order` annotation (an error, and so a denial, if there is none yet). */
-const append = (mark: string): PolicySpec => ({
-  type: 'Mutating',
-  rules: configMaps,
-  objectSelector: selected,
-  mutations: [{ patchExpression: `[{'op': 'replace', 'path': '/metadata/annotations/order', 'value': object.metadata.annotations['order'] + ',${mark}'}]` }],
-});
+/** The patch that appends `mark` to the `order` annotation, or starts it. */
+const appendPatch = (mark: string) =>
+  `!has(object.metadata.annotations) ? [{'op': 'add', 'path': '/metadata/annotations', 'value': {'order': '${mark}'}}] : ` +
+  `'order' in object.metadata.annotations ? [{'op': 'replace', 'path': '/metadata/annotations/order', 'value': object.metadata.annotations['order'] + ',${mark}'}] : ` +
+  `[{'op': 'add', 'path': '/metadata/annotations/order', 'value': '${mark}'}]`;
+const append = (mark: string): PolicySpec => ({ type: 'Mutating', rules: configMaps, objectSelector: selected, mutations: [{ patchExpression: appendPatch(mark) }] });
 const denyForbidden: PolicySpec = {
   type: 'Validating',
   rules: configMaps,
@@ -75,22 +74,6 @@ async function configuration(kind: 'Mutating' | 'Validating'): Promise<k8s.V1Mut
   }
 }
 
-/** A kubeconfig that is the ServiceAccount `name` of `namespace`, with a token the API server issues. */
-async function serviceAccountKube(namespace: string, name: string): Promise<Kube> {
-  const token = await kubectl(['create', 'token', name, '-n', namespace, '--duration=10m']);
-  if (token.code !== 0) throw new Error(`kubectl create token failed: ${token.stderr}`);
-  const { controlPlane, kubeConfig } = cluster();
-  const ca = kubeConfig.getCurrentCluster()!;
-  const config = new k8s.KubeConfig();
-  config.loadFromOptions({
-    clusters: [{ name: 'test', server: controlPlane.server, caData: ca.caData, caFile: ca.caFile, skipTLSVerify: false }],
-    users: [{ name, token: token.stdout.trim() }],
-    contexts: [{ name, cluster: 'test', user: name }],
-    currentContext: name,
-  });
-  return connect(config);
-}
-
 describe('AdmissionPolicies: a team\'s own rules in its namespace', function () {
   let operator: Operator;
   let member: Kube;
@@ -118,11 +101,11 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
       },
       { what: "the controller manager to aggregate portcullis-admissionpolicies-admin into the admin role" },
     );
-    member = await serviceAccountKube(TEAM, MEMBER);
+    member = connect(await serviceAccountKubeConfig(TEAM, MEMBER));
 
     operator = await startTestOperator();
     await waitForSuiteValidation(operator);
-    // The cluster-wide suite: it starts the `order` annotation, in both namespaces.
+    // The cluster-wide suite: it appends to the `order` annotation, in both namespaces.
     await createSuite(SUITE, {
       webhooks: [
         {
@@ -131,10 +114,7 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
           rules: configMaps,
           namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: [TEAM, OTHER] }] },
           objectSelector: selected,
-          mutations: [
-            { condition: '!has(object.metadata.annotations)', patch: [{ op: 'add', path: '/metadata/annotations', value: {} }] },
-            { patch: [{ op: 'add', path: '/metadata/annotations/order', value: 'cluster' }] },
-          ],
+          mutations: [{ patchExpression: appendPatch('cluster') }],
         },
       ],
     });
@@ -157,7 +137,7 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     for (const namespace of [TEAM, OTHER, THIRD]) await kube.core.deleteNamespace({ name: namespace }).catch(() => undefined);
   });
 
-  it('lets a namespace admin create policies that deny and mutate there; the cluster suite mutates first, then the team\'s policies in name order', async function () {
+  it('lets a namespace admin create policies that deny and mutate there; the team\'s policies mutate first, in name order, then the cluster suite (which has the last word)', async function () {
     for (const [name, spec] of [['deny-forbidden', denyForbidden], ['b-second', append('b')], ['a-first', append('a')]] as const) {
       await member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody(name, spec) });
     }
@@ -175,7 +155,7 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     expect(denied.message).to.contain(`admission webhook "${NAMESPACED.webhook}" denied the request: AdmissionPolicy deny-forbidden: no key named forbidden in this namespace`);
 
     const stored = await member.core.createNamespacedConfigMap({ namespace: TEAM, body: { metadata: { name: 'ordered', labels: { [LABEL]: 'true' } }, data: { ok: 'x' } } });
-    expect(stored.metadata?.annotations?.order, 'the suite, then a-first, then b-second').to.equal('cluster,a,b');
+    expect(stored.metadata?.annotations?.order, 'a-first, then b-second, then the suite').to.equal('a,b,cluster');
     // An object the policies' objectSelector does not select is left alone.
     const unlabelled = await member.core.createNamespacedConfigMap({ namespace: TEAM, body: { metadata: { name: 'unlabelled' }, data: { forbidden: 'x' } } });
     expect(unlabelled.metadata?.annotations ?? {}).to.deep.equal({});
@@ -186,15 +166,15 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     expect(other.metadata?.annotations?.order, "the cluster suite's mutation only").to.equal('cluster');
   });
 
-  it('registers one configuration per type, for the namespaces that have policies and the resources they name, sorting after every suite\'s', async function () {
+  it('registers one configuration per type, for the namespaces that have policies and the resources they name, sorting before every suite\'s', async function () {
     const mutating = await configuration('Mutating');
-    expect(mutating, 'the Mutating portcullis.namespaced').to.not.equal(undefined);
-    expect(`portcullis-${SUITE}` < NAMESPACED.configuration).to.equal(true);
+    expect(mutating, 'the Mutating portcullis--namespaced').to.not.equal(undefined);
+    expect(NAMESPACED.configuration < `portcullis-${SUITE}`).to.equal(true);
     const webhook = mutating!.webhooks![0]!;
     expect(webhook.namespaceSelector?.matchExpressions).to.deep.include({ key: 'kubernetes.io/metadata.name', operator: 'In', values: [TEAM] });
     expect(webhook.rules).to.deep.equal([{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'], scope: 'Namespaced' }]);
     expect(webhook.clientConfig.service?.port).to.equal(operator.servingPort);
-    expect(await configuration('Validating'), 'the Validating portcullis.namespaced').to.not.equal(undefined);
+    expect(await configuration('Validating'), 'the Validating portcullis--namespaced').to.not.equal(undefined);
   });
 
   it('refuses the team member a policy in another namespace, and refuses an invalid one naming the field', async function () {

@@ -114,11 +114,11 @@ describe('config/samples, applied as they are', function () {
     });
     after(async function () {
       await kubectl(['delete', '-n', NS, '-f', 'config/samples/team-policies.yaml', '--ignore-not-found']);
-      // With the last policy, the operator removes portcullis.namespaced (nothing left pointing at this file's operator).
+      // With the last policy, the operator removes portcullis--namespaced (nothing left pointing at this file's operator).
       await eventually(async () => {
-        const left = await kubectl(['get', 'mutatingwebhookconfigurations,validatingwebhookconfigurations', '--field-selector', 'metadata.name=portcullis.namespaced', '--no-headers']);
+        const left = await kubectl(['get', 'mutatingwebhookconfigurations,validatingwebhookconfigurations', '--field-selector', 'metadata.name=portcullis--namespaced', '--no-headers']);
         if (left.stdout.trim()) throw new Error(left.stdout);
-      }, { what: 'the portcullis.namespaced configurations to go with the last policy' });
+      }, { what: 'the portcullis--namespaced configurations to go with the last policy' });
     });
 
     it('labels a Deployment of the namespace with its team and refuses more than three replicas, saying so', async function () {

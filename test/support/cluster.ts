@@ -70,16 +70,21 @@ export function kubectl(args: string[], input?: string): Promise<CommandResult> 
  * (TokenRequest), so requests are authorized by the RBAC applied from deploy/ and nothing else.
  */
 export async function operatorKubeConfig(): Promise<k8s.KubeConfig> {
-  const token = await kubectl(['create', 'token', OPERATOR_NAME, '-n', OPERATOR_NAMESPACE, '--duration=10m']);
-  if (token.code !== 0) throw new Error(`kubectl create token failed (is deploy/02-rbac.yaml applied?): ${token.stderr}`);
+  return serviceAccountKubeConfig(OPERATOR_NAMESPACE, OPERATOR_NAME, '(is deploy/02-rbac.yaml applied?)');
+}
+
+/** A kubeconfig that is ServiceAccount `name` of `namespace`, with a token the API server issues (a real user's credentials, not impersonation). */
+export async function serviceAccountKubeConfig(namespace: string, name: string, hint = ''): Promise<k8s.KubeConfig> {
+  const token = await kubectl(['create', 'token', name, '-n', namespace, '--duration=10m']);
+  if (token.code !== 0) throw new Error(`kubectl create token failed ${hint}: ${token.stderr}`);
   const { controlPlane, kubeConfig } = cluster();
   const ca = kubeConfig.getCurrentCluster()!;
   const config = new k8s.KubeConfig();
   config.loadFromOptions({
     clusters: [{ name: 'test', server: controlPlane.server, caData: ca.caData, caFile: ca.caFile, skipTLSVerify: false }],
-    users: [{ name: 'operator', token: token.stdout.trim() }],
-    contexts: [{ name: 'operator', cluster: 'test', user: 'operator' }],
-    currentContext: 'operator',
+    users: [{ name, token: token.stdout.trim() }],
+    contexts: [{ name, cluster: 'test', user: name }],
+    currentContext: name,
   });
   return config;
 }

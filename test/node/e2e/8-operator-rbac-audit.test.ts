@@ -5,7 +5,7 @@
  * this file first exercises the paths only some suites take (params read from a ConfigMap, the
  * SubjectAccessReview asking whether the author may read them, a Mutating webhook, and its
  * configuration deleted when the suite drops that type; an AdmissionPolicy served through
- * portcullis.namespaced and its status, the configuration gone with it; built-in handlers that
+ * portcullis--namespaced and its status, the configuration gone with it; built-in handlers that
  * look up PriorityClasses, RuntimeClasses, StorageClasses, IngressClasses, Pods and Nodes, whose shared caches
  * list and watch them), then reads the log: no request of the
  * operator was refused (403), every one is granted by deploy/02-rbac.yaml (or is discovery, which
@@ -182,7 +182,7 @@ describe('the operator: least privilege, from the audit log', function () {
     await stamped('not-this-one');
   });
 
-  it('an AdmissionPolicy is served through portcullis.namespaced, and its configuration goes with it', async function () {
+  it('an AdmissionPolicy is served through portcullis--namespaced, and its configuration goes with it', async function () {
     const policy = {
       apiVersion: 'admission.portcullis.dev/v1alpha1',
       kind: 'AdmissionPolicy',
@@ -205,7 +205,7 @@ describe('the operator: least privilege, from the audit log', function () {
       what: 'the AdmissionPolicy to be Ready',
     });
     await kc(['delete', 'apol', 'no-forbidden', '-n', NS]);
-    await eventually(async () => expect(await kc(['get', 'validatingwebhookconfiguration', 'portcullis.namespaced', '--ignore-not-found', '-o', 'name'])).to.equal(''), {
+    await eventually(async () => expect(await kc(['get', 'validatingwebhookconfiguration', 'portcullis--namespaced', '--ignore-not-found', '-o', 'name'])).to.equal(''), {
       what: 'the namespaced configuration to go with the last policy',
     });
   });

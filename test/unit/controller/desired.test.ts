@@ -163,8 +163,9 @@ describe('controller/desired', function () {
       expect(webhook.matchConditions).to.deep.equal([SELF_PROTECTION_CONDITION]);
     });
 
-    it('sorts after every suite\'s configuration, so the API server calls cluster mutations first', function () {
-      for (const suite of ['a', 'zzz', 'portcullis', '0']) expect(`portcullis-${suite}` < NAMESPACED.configuration).to.equal(true);
+    it('sorts before every suite\'s configuration, so the API server calls the teams\' mutations first and a suite\'s mutation has the last word', function () {
+      // A suite's name is a DNS label: it starts with a letter or a digit, both after '-'.
+      for (const suite of ['a', 'zzz', 'portcullis', '0', '0-', 'a-b']) expect(NAMESPACED.configuration < `portcullis-${suite}`, suite).to.equal(true);
     });
   });
 });

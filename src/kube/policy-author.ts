@@ -1,0 +1,48 @@
+/**
+ * Whether the author of a Mutating AdmissionPolicy may themselves `update` and `patch` every
+ * group/resource its rules name, in the policy's namespace, asked of the API server with
+ * SubjectAccessReviews for the writing user (as ParamsAccess asks about params). A policy that
+ * changes others' writes must not reach what its author could not change directly. Asked by the
+ * policy-validation webhook on apply; the API server asks the same in
+ * config/base/admission-policy-guard.yaml, which holds while no operator answers. Decides nothing
+ * about admission itself; the list of what is never mutated is src/api/tenancy.ts'.
+ */
+import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';
+import type { NamedRuleWithOperations } from '../api/types.ts';
+import type { FieldError } from '../api/validate.ts';
+import { describe, groupResources, splitResource } from '../api/tenancy.ts';
+import { describeError } from './client.ts';
+
+/** The verbs a mutation stands in for: it rewrites an object as an update or a patch would. */
+const VERBS = ['update', 'patch'] as const;
+
+export class PolicyAuthorRights {
+  private readonly authorizer: Authorizer;
+
+  constructor(authorizer: Authorizer) {
+    this.authorizer = authorizer;
+  }
+
+  /** One error per group/resource `user` may not update and patch in `namespace`; none when all are allowed. */
+  async mutationRefusals(user: AuthorizationUser, namespace: string, rules: NamedRuleWithOperations[]): Promise<FieldError[]> {
+    const pairs = groupResources(rules);
+    const answers = await Promise.all(
+      pairs.map(async (pair) => {
+        const [resource, subresource] = splitResource(pair.resource);
+        try {
+          const decisions = await Promise.all(
+            VERBS.map((verb) => this.authorizer.check({ user, resource: { verb, group: pair.group, resource, subresource, namespace, name: '' } })),
+          );
+          const denied = VERBS.filter((_, i) => !decisions[i]!.allowed);
+          return denied.length === 0 ? undefined : `user "${user.username}" may not ${denied.join(' or ')} ${describe(pair)} in namespace ${namespace}`;
+        } catch (err) {
+          // Unknown is not allowed: the policy would change others' writes with the operator's reach.
+          return `cannot check whether user "${user.username}" may update ${describe(pair)} in namespace ${namespace}: ${describeError(err)}`;
+        }
+      }),
+    );
+    const refused = answers.filter((a): a is string => a !== undefined);
+    if (refused.length === 0) return [];
+    return [{ field: 'spec.rules', message: `${refused.join('; ')}; a Mutating policy may only change what its author may update and patch` }];
+  }
+}

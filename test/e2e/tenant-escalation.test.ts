@@ -1,0 +1,274 @@
+/**
+ * A namespace admin (a ServiceAccount with a TokenRequest token, bound to Kubernetes' `admin` role in
+ * its namespace only) tries to reach, through AdmissionPolicies, beyond what it may do directly:
+ * rewrite the cluster admin's RoleBinding in its namespace (then relabel the Namespace and run a
+ * privileged Pod), a ResourceQuota, an EndpointSlice the endpointslice controller writes, the
+ * scheduler's Pod binding; undo a cluster suite's mutation; read params it may not read; ask the
+ * operator's `authorizer` about other namespaces. Each is refused: first by the API server alone
+ * (deploy/07-admission-policy-guard.yaml, with no operator answering), then by the operator's own
+ * webhook (with the guard's binding removed, as in a cluster installed without it), and what is
+ * stored is what its writer wrote.
+ */
+import { expect } from 'chai';
+import type * as k8s from '@kubernetes/client-node';
+import { cluster, kubectl, serviceAccountKubeConfig } from '../support/cluster.ts';
+import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
+import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
+import { ensureNamespace, refusal } from '../support/objects.ts';
+import { rawRequestTo } from '../support/raw.ts';
+import { eventually } from '../support/wait.ts';
+import { connect, deleteIfExists, type Kube } from '../../src/kube/client.ts';
+import { GROUP, POLICY_PLURAL, VERSION, type PolicySpec } from '../../src/api/types.ts';
+import type { Operator } from '../../src/operator.ts';
+
+const SHOP = 'tenancy-shop';
+const OWNER = 'owner';
+const WRITER = 'policy-writer';
+const GUARD = 'portcullis-admission-policy-guard';
+const SUITE = 'tenancy-cluster';
+
+const ref = { group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: SHOP };
+const body = (name: string, spec: PolicySpec) => ({ apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionPolicy', metadata: { name }, spec });
+const rule = (group: string, resource: string) => [{ operations: ['CREATE', 'UPDATE'], apiGroups: [group], apiVersions: ['*'], resources: [resource] }];
+const mutating = (group: string, resource: string, patch: Record<string, unknown>[]): PolicySpec => ({ type: 'Mutating', rules: rule(group, resource), mutations: [{ patch: patch as never }] });
+
+/** The attacks on others' writes: each a Mutating policy the owner must not have. */
+const ATTACKS: [name: string, spec: PolicySpec, guardWords: string, operatorWords: string][] = [
+  [
+    'add-me-to-bindings',
+    mutating('rbac.authorization.k8s.io', 'rolebindings', [{ op: 'add', path: '/subjects/-', value: { kind: 'ServiceAccount', name: OWNER, namespace: SHOP } }]),
+    'may not reach RBAC objects',
+    'may not reach rolebindings (rbac.authorization.k8s.io): RBAC objects grant rights',
+  ],
+  [
+    'make-me-cluster-admin',
+    mutating('rbac.authorization.k8s.io', 'rolebindings', [{ op: 'replace', path: '/roleRef/name', value: 'cluster-admin' }]),
+    'may not reach RBAC objects',
+    'RBAC objects grant rights',
+  ],
+  ['bigger-quota', mutating('', 'resourcequotas', [{ op: 'replace', path: '/spec/hard/pods', value: '100k' }]), 'ResourceQuotas', 'ResourceQuotas bound what every team may use'],
+  [
+    'my-endpoint',
+    mutating('discovery.k8s.io', 'endpointslices', [{ op: 'add', path: '/endpoints/-', value: { addresses: ['10.0.0.66'] } }]),
+    'EndpointSlices',
+    "EndpointSlices route a Service's traffic",
+  ],
+  [
+    'my-node',
+    mutating('', 'pods/binding', [{ op: 'replace', path: '/target/name', value: 'control-plane' }]),
+    `may not update and patch pods/binding (core) in namespace ${SHOP}`,
+    `may not update or patch pods/binding (core) in namespace ${SHOP}`,
+  ],
+];
+
+async function setUp(): Promise<void> {
+  for (const file of ['deploy/00-namespace.yaml', 'deploy/02-rbac.yaml', 'deploy/07-admission-policy-guard.yaml']) {
+    const result = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', file]);
+    expect(result.code, result.stderr).to.equal(0);
+  }
+  await ensureNamespace(SHOP);
+  const { kube } = cluster();
+  for (const name of [OWNER, WRITER]) await kube.core.createNamespacedServiceAccount({ namespace: SHOP, body: { metadata: { name } } }).catch(() => undefined);
+  const objects: k8s.KubernetesObject[] = [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'owner-admin', namespace: SHOP },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
+      subjects: [{ kind: 'ServiceAccount', name: OWNER, namespace: SHOP }],
+    } as k8s.KubernetesObject,
+    // Someone who may write policies and nothing else: no ConfigMap may be read for them.
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'policy-writer', namespace: SHOP },
+      rules: [{ apiGroups: [GROUP], resources: [POLICY_PLURAL], verbs: ['create', 'update', 'get', 'list', 'delete'] }],
+    } as k8s.KubernetesObject,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'policy-writer', namespace: SHOP },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'policy-writer' },
+      subjects: [{ kind: 'ServiceAccount', name: WRITER, namespace: SHOP }],
+    } as k8s.KubernetesObject,
+  ];
+  for (const object of objects) await kube.objects.create(object).catch(() => undefined);
+  await eventually(
+    async () => {
+      const answer = (await kubectl(['auth', 'can-i', 'create', `${POLICY_PLURAL}.${GROUP}`, '-n', SHOP, '--as', `system:serviceaccount:${SHOP}:${OWNER}`])).stdout.trim();
+      if (answer !== 'yes') throw new Error(`can-i create: ${answer}`);
+    },
+    { what: 'the admin role to carry the policy verbs' },
+  );
+}
+
+async function deletePolicies(): Promise<void> {
+  const list = (await cluster().kube.custom.listNamespacedCustomObject(ref)) as { items: { metadata: { name: string } }[] };
+  for (const policy of list.items) await cluster().kube.custom.deleteNamespacedCustomObject({ ...ref, name: policy.metadata.name }).catch(() => undefined);
+}
+
+describe("A namespace admin reaches nothing through AdmissionPolicies that it could not reach directly", function () {
+  let owner: Kube;
+  let ownerConfig: k8s.KubeConfig;
+  let writer: Kube;
+
+  before(async function () {
+    await setUp();
+    ownerConfig = await serviceAccountKubeConfig(SHOP, OWNER);
+    owner = connect(ownerConfig);
+    writer = connect(await serviceAccountKubeConfig(SHOP, WRITER));
+  });
+
+  after(async function () {
+    await deletePolicies().catch(() => undefined);
+    await cluster().kube.core.deleteNamespace({ name: SHOP }).catch(() => undefined);
+  });
+
+  describe("with no operator answering: the API server's own guard", function () {
+    it("refuses Mutating policies on RBAC objects, ResourceQuotas, EndpointSlices, and on what the owner may not update (the scheduler's binding)", async function () {
+      for (const [name, spec, words] of ATTACKS) {
+        const refused = await refusal(() => owner.custom.createNamespacedCustomObject({ ...ref, body: body(name, spec) }));
+        expect(refused?.message, name).to.contain(`ValidatingAdmissionPolicy '${GUARD}'`);
+        expect(refused?.message, name).to.contain(words);
+      }
+    });
+
+    it('refuses params its writer may not read, and takes them from one who may', async function () {
+      const withParams: PolicySpec = {
+        type: 'Validating',
+        rules: rule('', 'configmaps'),
+        params: { apiVersion: 'v1', kind: 'ConfigMap', name: 'db-credentials' },
+        validations: [{ expression: 'true' }],
+      };
+      const refused = await refusal(() => writer.custom.createNamespacedCustomObject({ ...ref, body: body('show-params', withParams) }));
+      expect(refused?.message).to.contain(`ValidatingAdmissionPolicy '${GUARD}'`);
+      expect(refused?.message).to.contain(`user "system:serviceaccount:${SHOP}:${WRITER}" may not get ConfigMap db-credentials in namespace ${SHOP}`);
+      // The owner may read ConfigMaps in the namespace; with no operator, nothing else refuses it.
+      await owner.custom.createNamespacedCustomObject({ ...ref, body: body('show-params', withParams) });
+      // The writer may still edit it while leaving its params alone.
+      const stored = (await writer.custom.getNamespacedCustomObject({ ...ref, name: 'show-params' })) as { metadata: Record<string, unknown>; spec: PolicySpec };
+      await writer.custom.replaceNamespacedCustomObject({ ...ref, name: 'show-params', body: { ...stored, spec: { ...stored.spec, validations: [{ expression: '1 == 1' }] } } });
+      await cluster().kube.custom.deleteNamespacedCustomObject({ ...ref, name: 'show-params' });
+    });
+
+    it('admits a Mutating policy on what the owner may update and patch (its Deployments)', async function () {
+      const labels = mutating('apps', 'deployments', [{ op: 'add', path: '/metadata/labels/team', value: SHOP }]);
+      await owner.custom.createNamespacedCustomObject({ ...ref, body: body('team-label', labels) });
+      await owner.custom.deleteNamespacedCustomObject({ ...ref, name: 'team-label' });
+    });
+  });
+
+  describe("with the operator, and the guard's binding removed (a cluster installed without it)", function () {
+    let operator: Operator;
+
+    before(async function () {
+      await deleteIfExists(cluster().kube, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: GUARD } });
+      operator = await startTestOperator();
+      await waitForSuiteValidation(operator);
+    });
+
+    after(async function () {
+      await deletePolicies().catch(() => undefined);
+      await deleteSuite(SUITE).catch(() => undefined);
+      await operator?.stop();
+      const restored = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', 'deploy/07-admission-policy-guard.yaml']);
+      expect(restored.code, restored.stderr).to.equal(0);
+    });
+
+    it("refuses the same attacks in the operator's words, and the cluster admin's RoleBinding is stored as written", async function () {
+      for (const [name, spec, , words] of ATTACKS) {
+        const refused = await eventually(
+          async () => (await refusal(() => owner.custom.createNamespacedCustomObject({ ...ref, body: body(name, spec) }))) ?? Promise.reject(new Error(`${name} admitted`)),
+          { what: `the operator to refuse ${name}` },
+        );
+        expect(refused.message, name).to.contain(`AdmissionPolicy "${name}" is invalid`);
+        expect(refused.message, name).to.contain(words);
+      }
+      const binding = (await cluster().kube.objects.create({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'alice-view', namespace: SHOP },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+        subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }],
+      } as k8s.KubernetesObject)) as k8s.V1RoleBinding;
+      expect(binding.roleRef.name).to.equal('view');
+      expect(binding.subjects).to.deep.equal([{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }]);
+    });
+
+    it("cannot undo a cluster suite's mutation: the team's mutations run first, the suite's last", async function () {
+      await createSuite(SUITE, {
+        webhooks: [
+          {
+            name: 'mark',
+            type: 'Mutating',
+            rules: rule('', 'configmaps'),
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': SHOP } },
+            mutations: [
+              { condition: '!has(object.metadata.labels)', patch: [{ op: 'add', path: '/metadata/labels', value: {} }] },
+              { patch: [{ op: 'add', path: '/metadata/labels/cluster-mark', value: 'set' }] },
+            ],
+          },
+        ],
+      });
+      await waitForCondition(SUITE, 'Ready', 'True');
+      const undo: PolicySpec = {
+        type: 'Mutating',
+        rules: rule('', 'configmaps'),
+        mutations: [
+          { condition: "has(object.metadata.labels) && 'cluster-mark' in object.metadata.labels", patch: [{ op: 'remove', path: '/metadata/labels/cluster-mark' }] },
+          { patch: [{ op: 'add', path: '/metadata/annotations', value: { 'team-ran': 'yes' } }] },
+        ],
+      };
+      await owner.custom.createNamespacedCustomObject({ ...ref, body: body('undo-cluster', undo) });
+      const stored = await eventually(
+        async () => {
+          const made = await cluster().kube.core.createNamespacedConfigMap({ namespace: SHOP, body: { metadata: { generateName: 'marked-' } } });
+          if (made.metadata?.annotations?.['team-ran'] !== 'yes') throw new Error(`the team's policy has not run yet: ${JSON.stringify(made.metadata)}`);
+          return made;
+        },
+        { what: "the team's policy to be served" },
+      );
+      expect(stored.metadata?.labels).to.deep.equal({ 'cluster-mark': 'set' });
+      await owner.custom.deleteNamespacedCustomObject({ ...ref, name: 'undo-cluster' });
+    });
+
+    it("answers `authorizer` only about the policy's own namespace: nothing is learnt of other namespaces", async function () {
+      const asks: PolicySpec = {
+        type: 'Validating',
+        rules: rule('', 'configmaps'),
+        validationActions: ['Warn'],
+        variables: [
+          { name: 'elsewhere', expression: "authorizer.serviceAccount('kube-system', 'namespace-controller').group('').resource('secrets').namespace('default').check('list')" },
+          { name: 'here', expression: `authorizer.serviceAccount('${SHOP}', '${OWNER}').group('').resource('configmaps').namespace('${SHOP}').check('create')` },
+        ],
+        validations: [
+          { expression: '!variables.elsewhere.allowed()', message: 'namespace-controller MAY list secrets in default' },
+          { expression: '!variables.here.allowed()', message: 'the owner may create ConfigMaps here' },
+        ],
+      };
+      await owner.custom.createNamespacedCustomObject({ ...ref, body: body('asks', asks) });
+      const warnings = await eventually(
+        async () => {
+          const created = await rawRequestTo(ownerConfig, 'POST', `/api/v1/namespaces/${SHOP}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'probe-' } });
+          expect(created.status, JSON.stringify(created.body)).to.equal(201);
+          if (!created.warnings.some((w) => w.includes('the owner may create ConfigMaps here'))) throw new Error(`not served yet: ${JSON.stringify(created.warnings)}`);
+          return created.warnings;
+        },
+        { what: "the team's policy to warn" },
+      );
+      expect(warnings.join('\n')).to.not.contain('MAY list secrets');
+      await owner.custom.deleteNamespacedCustomObject({ ...ref, name: 'asks' });
+    });
+
+    it('refuses params of a cluster-scoped kind, which would deny every request', async function () {
+      const priority: PolicySpec = {
+        type: 'Validating',
+        rules: rule('', 'configmaps'),
+        params: { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', name: 'system-cluster-critical' },
+        validations: [{ expression: 'true' }],
+      };
+      const refused = await refusal(() => cluster().kube.custom.createNamespacedCustomObject({ ...ref, body: body('cluster-params', priority) }));
+      expect(refused?.message).to.contain('AdmissionPolicy "cluster-params" is invalid: spec.params: PriorityClass (scheduling.k8s.io/v1) is cluster-scoped');
+    });
+  });
+});
