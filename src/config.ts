@@ -46,6 +46,8 @@ export interface OperatorConfig {
   namespacedPoliciesPerNamespace: number;
   /** The largest AdmissionPolicy spec, serialized, in bytes: refused on apply beyond it. */
   namespacedPolicyMaxBytes: number;
+  /** How often a Mutating AdmissionPolicy's author is asked again whether they may still change what it changes. */
+  namespacedPolicyAuthorRecheckMs: number;
   kubeconfig?: string;
   logLevel: LogLevel;
   /** json: one JSON object a line (for log collectors); text: one readable line (for people). */
@@ -71,6 +73,7 @@ export const DEFAULTS: OperatorConfig = {
   namespacedPolicyCostBudget: 1_000_000,
   namespacedPoliciesPerNamespace: 50,
   namespacedPolicyMaxBytes: 65_536,
+  namespacedPolicyAuthorRecheckMs: 120_000,
   logLevel: 'info',
   logFormat: 'json',
 };
@@ -138,6 +141,10 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
       if (!Number.isInteger(n) || n < 1 || n > 10_000) throw new Error(`--namespaced-policies-per-namespace must be a whole number from 1 to 10000, not ${v}`);
       c.namespacedPoliciesPerNamespace = n;
     },
+  },
+  'namespaced-policy-author-recheck': {
+    help: "how often the author of each Mutating AdmissionPolicy is asked again whether they may still update and patch what it changes; one whose author may not is not served (2m)",
+    set: (c, v) => (c.namespacedPolicyAuthorRecheckMs = duration(v, 'namespaced-policy-author-recheck')),
   },
   'namespaced-policy-max-bytes': {
     help: "the largest AdmissionPolicy spec, serialized as JSON, in bytes; a larger one is refused on apply (65536)",

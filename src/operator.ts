@@ -279,6 +279,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       certificates,
       cached,
       schemas,
+      authorRights,
       log: componentLogger('namespaced'),
     }),
     suite: new SuiteReconciler({

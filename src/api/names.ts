@@ -41,4 +41,7 @@ export const NAMESPACED = {
   validationWebhook: `admissionpolicies.validation.${GROUP}`,
   validationPath: '/validate/admissionpolicies',
   crd: `admissionpolicies.${GROUP}`,
+  /** Who wrote a policy last, and their groups (comma-separated), set by the API server itself (deploy/07's MutatingAdmissionPolicy). */
+  authorAnnotation: `${GROUP}/author`,
+  authorGroupsAnnotation: `${GROUP}/author-groups`,
 } as const;

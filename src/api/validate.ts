@@ -17,6 +17,8 @@ export interface FieldError {
   message: string;
   /** Set when the spec is valid but beyond what the cluster's administrator allows (AdmissionPolicies). */
   limit?: true;
+  /** Set when a Mutating AdmissionPolicy's author may no longer change what it changes. */
+  authorForbidden?: true;
 }
 
 const REASONS = new Set(['Unauthorized', 'Forbidden', 'Invalid', 'RequestEntityTooLarge']);

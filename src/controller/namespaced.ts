@@ -15,7 +15,8 @@ import type { CertificateStore } from '../certs/store.ts';
 import { applyOwned, deleteIfExists, describeError, getObject, isConflict, isNotFound, write, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
 import type { WatchedCache } from '../kube/watch.ts';
 import type { Logger } from '../log.ts';
-import type { CompiledPolicy, PolicyRegistry } from '../registry/policies.ts';
+import { policyKey, type CompiledPolicy, type PolicyRegistry } from '../registry/policies.ts';
+import type { PolicyAuthorRights } from '../kube/policy-author.ts';
 import { withheldPolicies, type ServingLimits } from '../registry/withheld.ts';
 import type { FieldError } from '../api/validate.ts';
 import { typeCheckPolicy, TypeCheckMemo, type SchemaSource } from '../registry/typecheck.ts';
@@ -46,8 +47,17 @@ export interface NamespacedReconcilerDeps {
   /** The operator's own serving certificate, as served now (self.ts keeps it). */
   certificates: Pick<CertificateStore, 'served'>;
   cached: CacheLookup;
+  /** Asks again whether a Mutating policy's author may still change what it changes (absent: never asked again, as in unit tests). */
+  authorRights?: Pick<PolicyAuthorRights, 'check'>;
   log: Logger;
   now?: () => Date;
+}
+
+/** The last answer about a policy's author: for which generation and author, when, and what they may not do. */
+interface AuthorCheck {
+  key: string;
+  at: number;
+  refused: string[];
 }
 
 export class NamespacedReconciler {
@@ -55,6 +65,8 @@ export class NamespacedReconciler {
   private readonly now: () => Date;
   /** The last type check of each policy, by namespace/name. */
   private readonly typeChecks = new TypeCheckMemo();
+  /** The last answer about each Mutating policy's author, by namespace/name. */
+  private readonly authorChecks = new Map<string, AuthorCheck>();
 
   constructor(deps: NamespacedReconcilerDeps) {
     this.deps = deps;
@@ -68,8 +80,12 @@ export class NamespacedReconciler {
     this.typeChecks.keepOnly(new Set(policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)));
     const compiled = policies.map((policy) => ({ policy, compiled: registry.sync(policy) }));
     const valid = compiled.filter((c) => c.compiled.webhook !== undefined).map((c) => c.compiled);
-    // Within the limits no team may break for the others: withheld before anything is registered.
-    registry.withhold(withheldPolicies(valid, this.servingLimits(), (type, kept) => this.configurationBytes(type, kept)));
+    // Within the limits no team may break for the others, and only while its author may still change
+    // what it changes: withheld before anything is registered.
+    const withheld = withheldPolicies(valid, this.servingLimits(), (type, kept) => this.configurationBytes(type, kept));
+    const authorRefusals = await this.authorRefusals(compiled);
+    for (const [key, refusal] of authorRefusals) withheld.set(key, refusal);
+    registry.withhold(withheld);
     const served = valid.filter((p) => !registry.withheldBecause(p));
 
     let waiting: string | undefined;
@@ -87,7 +103,47 @@ export class NamespacedReconciler {
     }
     for (const { policy, compiled: c } of compiled) await this.writeStatus(policy, readiness(c, registry.withheldBecause(c), waiting), await this.typeChecking(policy));
     if (failed) throw failed;
-    return waiting ? { requeueAfterMs: ENDPOINT_RETRY_MS } : undefined;
+    if (waiting) return { requeueAfterMs: ENDPOINT_RETRY_MS };
+    // Level-based: the authors are asked again when their answers grow old.
+    return this.authorChecks.size > 0 ? { requeueAfterMs: this.deps.config.namespacedPolicyAuthorRecheckMs } : undefined;
+  }
+
+  /**
+   * The Mutating policies whose author (the API server records the last writer in the policy's
+   * annotations, deploy/07) may no longer update and patch what they change: asked again at most
+   * every `namespacedPolicyAuthorRecheckMs` and whenever the policy or its author changes. A
+   * policy without the annotations (written before them, or with the guard turned off) was
+   * checked on apply only. An answer the API server could not give keeps the last one.
+   */
+  private async authorRefusals(compiled: { policy: AdmissionPolicy; compiled: CompiledPolicy }[]): Promise<Map<string, FieldError>> {
+    const out = new Map<string, FieldError>();
+    const rights = this.deps.authorRights;
+    const seen = new Set<string>();
+    const now = this.now().getTime();
+    for (const { policy, compiled: c } of compiled) {
+      const annotations = policy.metadata.annotations ?? {};
+      const username = annotations[NAMESPACED.authorAnnotation];
+      if (!rights || c.type !== 'Mutating' || !c.webhook || !username) continue;
+      const groups = (annotations[NAMESPACED.authorGroupsAnnotation] ?? '').split(',').filter((g) => g !== '');
+      const id = policyKey(c);
+      seen.add(id);
+      const key = JSON.stringify([c.generation, username, groups]);
+      let last = this.authorChecks.get(id);
+      if (!last || last.key !== key || now - last.at >= this.deps.config.namespacedPolicyAuthorRecheckMs) {
+        try {
+          const answer = await rights.check({ username, ...(groups.length ? { groups } : {}) }, c.namespace, c.rules);
+          if (answer.unknown.length === 0 || !last || last.key !== key) last = { key, at: now, refused: [...answer.refused, ...answer.unknown] };
+        } catch (err) {
+          this.deps.log.warn('could not ask again about the author of an AdmissionPolicy', { namespace: c.namespace, policy: c.name, error: describeError(err) });
+        }
+        if (last) this.authorChecks.set(id, last);
+      }
+      if (last && last.refused.length > 0) {
+        out.set(id, { field: `metadata.annotations[${NAMESPACED.authorAnnotation}]`, message: `its author may no longer change what it changes: ${last.refused.join('; ')}`, authorForbidden: true });
+      }
+    }
+    for (const id of this.authorChecks.keys()) if (!seen.has(id)) this.authorChecks.delete(id);
+    return out;
   }
 
   private servingLimits(): ServingLimits {
@@ -203,6 +259,7 @@ export const CONFIGURATION_BYTES = 1_048_576;
 /** The policy's Ready condition: why it is not served, or that it is. */
 function readiness(policy: CompiledPolicy, withheld: FieldError | undefined, waiting: string | undefined): ConditionInput {
   const errors = withheld ? [withheld] : policy.errors;
+  if (withheld?.authorForbidden) return { type: 'Ready', status: 'False', reason: 'AuthorForbidden', message: `not served: ${withheld.field}: ${withheld.message}` };
   if (errors.length > 0) {
     const message = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
     const limited = errors.some((e) => e.limit);

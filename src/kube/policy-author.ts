@@ -23,8 +23,17 @@ export class PolicyAuthorRights {
     this.authorizer = authorizer;
   }
 
-  /** One error per group/resource `user` may not update and patch in `namespace`; none when all are allowed. */
+  /** One error (naming every pair) when `user` may not update and patch each group/resource in `namespace`; none when all are allowed. */
   async mutationRefusals(user: AuthorizationUser, namespace: string, rules: NamedRuleWithOperations[]): Promise<FieldError[]> {
+    const { refused, unknown } = await this.check(user, namespace, rules);
+    // Unknown is not allowed: the policy would change others' writes with the operator's reach.
+    const all = [...refused, ...unknown];
+    if (all.length === 0) return [];
+    return [{ field: 'spec.rules', message: `${all.join('; ')}; a Mutating policy may only change what its author may update and patch` }];
+  }
+
+  /** What `user` may not update and patch (`refused`), and what could not be asked (`unknown`: the API server did not answer). */
+  async check(user: AuthorizationUser, namespace: string, rules: NamedRuleWithOperations[]): Promise<{ refused: string[]; unknown: string[] }> {
     const pairs = groupResources(rules);
     const answers = await Promise.all(
       pairs.map(async (pair) => {
@@ -34,15 +43,15 @@ export class PolicyAuthorRights {
             VERBS.map((verb) => this.authorizer.check({ user, resource: { verb, group: pair.group, resource, subresource, namespace, name: '' } })),
           );
           const denied = VERBS.filter((_, i) => !decisions[i]!.allowed);
-          return denied.length === 0 ? undefined : `user "${user.username}" may not ${denied.join(' or ')} ${describe(pair)} in namespace ${namespace}`;
+          return denied.length === 0 ? undefined : { refused: `user "${user.username}" may not ${denied.join(' or ')} ${describe(pair)} in namespace ${namespace}` };
         } catch (err) {
-          // Unknown is not allowed: the policy would change others' writes with the operator's reach.
-          return `cannot check whether user "${user.username}" may update ${describe(pair)} in namespace ${namespace}: ${describeError(err)}`;
+          return { unknown: `cannot check whether user "${user.username}" may update ${describe(pair)} in namespace ${namespace}: ${describeError(err)}` };
         }
       }),
     );
-    const refused = answers.filter((a): a is string => a !== undefined);
-    if (refused.length === 0) return [];
-    return [{ field: 'spec.rules', message: `${refused.join('; ')}; a Mutating policy may only change what its author may update and patch` }];
+    return {
+      refused: answers.flatMap((a) => (a?.refused !== undefined ? [a.refused] : [])),
+      unknown: answers.flatMap((a) => (a?.unknown !== undefined ? [a.unknown] : [])),
+    };
   }
 }

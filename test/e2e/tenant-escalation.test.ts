@@ -4,7 +4,8 @@
  * rewrite the cluster admin's RoleBinding in its namespace (then relabel the Namespace and run a
  * privileged Pod), a ResourceQuota, an EndpointSlice the endpointslice controller writes, the
  * scheduler's Pod binding; undo a cluster suite's mutation; read params it may not read; ask the
- * operator's `authorizer` about other namespaces. Each is refused: first by the API server alone
+ * operator's `authorizer` about other namespaces; keep a Mutating policy served after losing the
+ * rights it needs. Each is refused: first by the API server alone
  * (deploy/07-admission-policy-guard.yaml, with no operator answering), then by the operator's own
  * webhook (with the guard's binding removed, as in a cluster installed without it), and what is
  * stored is what its writer wrote.
@@ -20,6 +21,7 @@ import { eventually } from '../support/wait.ts';
 import { connect, deleteIfExists, type Kube } from '../../src/kube/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type PolicySpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/operator.ts';
+import { NAMESPACED } from '../../src/api/names.ts';
 
 const SHOP = 'tenancy-shop';
 const OWNER = 'owner';
@@ -163,7 +165,8 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
 
     before(async function () {
       await deleteIfExists(cluster().kube, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: GUARD } });
-      operator = await startTestOperator();
+      // The authors of Mutating policies are asked again every second here (every 2 minutes by default).
+      operator = await startTestOperator({ namespacedPolicyAuthorRecheckMs: 1_000 });
       await waitForSuiteValidation(operator);
     });
 
@@ -258,6 +261,39 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
       );
       expect(warnings.join('\n')).to.not.contain('MAY list secrets');
       await owner.custom.deleteNamespacedCustomObject({ ...ref, name: 'asks' });
+    });
+
+    it("stops serving a Mutating policy once its author may no longer change what it changes (the API server records the author)", async function () {
+      const { kube } = cluster();
+      await kube.core.createNamespacedServiceAccount({ namespace: SHOP, body: { metadata: { name: 'lead' } } });
+      const grant = {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'lead-admin', namespace: SHOP },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
+        subjects: [{ kind: 'ServiceAccount', name: 'lead', namespace: SHOP }],
+      } as k8s.KubernetesObject;
+      await kube.objects.create(grant);
+      const lead = connect(await serviceAccountKubeConfig(SHOP, 'lead'));
+      const stamp = mutating('', 'configmaps', [{ op: 'add', path: '/metadata/annotations', value: { 'lead-ran': 'yes' } }]);
+      await eventually(async () => lead.custom.createNamespacedCustomObject({ ...ref, body: body('lead-stamp', stamp) }), { what: "the lead's rights to reach the API server's authorizer" });
+      const stored = (await kube.custom.getNamespacedCustomObject({ ...ref, name: 'lead-stamp' })) as { metadata: { annotations?: Record<string, string> } };
+      expect(stored.metadata.annotations?.[NAMESPACED.authorAnnotation], 'recorded by the API server').to.equal(`system:serviceaccount:${SHOP}:lead`);
+      const stamped = async () => (await kube.core.createNamespacedConfigMap({ namespace: SHOP, body: { metadata: { generateName: 'lead-' } } })).metadata?.annotations?.['lead-ran'];
+      await eventually(async () => expect(await stamped()).to.equal('yes'), { what: "the lead's policy to be served" });
+
+      await kube.objects.delete(grant);
+      await eventually(
+        async () => {
+          const policy = (await kube.custom.getNamespacedCustomObject({ ...ref, name: 'lead-stamp' })) as { status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } };
+          const ready = policy.status?.conditions?.find((c) => c.type === 'Ready');
+          expect(ready?.reason, JSON.stringify(ready)).to.equal('AuthorForbidden');
+          expect(ready?.message).to.contain(`user "system:serviceaccount:${SHOP}:lead" may not update or patch configmaps (core) in namespace ${SHOP}`);
+        },
+        { what: 'the policy to be withheld once its author lost the admin role' },
+      );
+      await eventually(async () => expect(await stamped()).to.equal(undefined), { what: 'ConfigMaps to be written as their writers wrote them' });
+      await kube.custom.deleteNamespacedCustomObject({ ...ref, name: 'lead-stamp' });
     });
 
     it('refuses params of a cluster-scoped kind, which would deny every request', async function () {
