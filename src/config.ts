@@ -38,16 +38,26 @@ export interface OperatorConfig {
    * operator's main thread.
    */
   admissionThread: boolean;
+  /** Connections the admission endpoint keeps from one source address (of its 1,000); unset, the endpoint's default (250). */
+  maxConnectionsPerAddress?: number;
+  /** Workers judging large reviews at once; unset, one per CPU the process may run on, at most 2 (what the shipped 1Gi memory limit holds). */
+  reviewWorkers?: number;
   /** Whether Mutating AdmissionPolicies are served (a cluster admin's limit on what teams may do). */
   namespacedPolicyMutations: boolean;
   /** The CEL cost one AdmissionPolicy may spend on one request (the API server's budget per policy is 10,000,000). */
   namespacedPolicyCostBudget: number;
+  /** The CEL cost one namespace's AdmissionPolicies may spend together on one request; unset: 5 x namespacedPolicyCostBudget. */
+  namespacedPolicyNamespaceCostBudget?: number;
+  /** How long one namespace's AdmissionPolicies may evaluate one request, in milliseconds. */
+  namespacedPolicyDeadlineMs: number;
   /** The most AdmissionPolicies served in one namespace (the oldest keep their place). */
   namespacedPoliciesPerNamespace: number;
   /** The largest AdmissionPolicy spec, serialized, in bytes: refused on apply beyond it. */
   namespacedPolicyMaxBytes: number;
   /** How often a Mutating AdmissionPolicy's author is asked again whether they may still change what it changes. */
   namespacedPolicyAuthorRecheckMs: number;
+  /** The tenant workers the AdmissionPolicies are evaluated in (admission/threads/tenants.ts). */
+  namespacedPolicyWorkers: number;
   kubeconfig?: string;
   logLevel: LogLevel;
   /** json: one JSON object a line (for log collectors); text: one readable line (for people). */
@@ -71,9 +81,11 @@ export const DEFAULTS: OperatorConfig = {
   admissionThread: true,
   namespacedPolicyMutations: true,
   namespacedPolicyCostBudget: 1_000_000,
+  namespacedPolicyDeadlineMs: 500,
   namespacedPoliciesPerNamespace: 50,
   namespacedPolicyMaxBytes: 65_536,
   namespacedPolicyAuthorRecheckMs: 120_000,
+  namespacedPolicyWorkers: 2,
   logLevel: 'info',
   logFormat: 'json',
 };
@@ -119,6 +131,22 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
       c.admissionThread = v === 'true';
     },
   },
+  'max-connections-per-address': {
+    help: 'connections the admission endpoint keeps from one source address, of its 1000; beyond, they are refused (250)',
+    set: (c, v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`--max-connections-per-address must be a whole number from 1 to 1000, not ${v}`);
+      c.maxConnectionsPerAddress = n;
+    },
+  },
+  'review-workers': {
+    help: 'worker threads judging large reviews (256 KiB or more) at once; each may hold a few hundred MB for the largest, so raise it with the memory limit (one per CPU, at most 2)',
+    set: (c, v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`--review-workers must be a whole number from 1 to 64, not ${v}`);
+      c.reviewWorkers = n;
+    },
+  },
   'namespaced-policy-mutations': {
     help: 'whether Mutating AdmissionPolicies (teams\' policies in their namespaces) are served: true or false (true)',
     set: (c, v) => {
@@ -134,12 +162,36 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
       c.namespacedPolicyCostBudget = n;
     },
   },
+  'namespaced-policy-namespace-cost-budget': {
+    help: 'the CEL cost all the AdmissionPolicies of one namespace may spend together on one request; past it the request is denied, naming the policy that ran out (5 x --namespaced-policy-cost-budget)',
+    set: (c, v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 100_000_000) throw new Error(`--namespaced-policy-namespace-cost-budget must be a whole number from 1 to 100000000, not ${v}`);
+      c.namespacedPolicyNamespaceCostBudget = n;
+    },
+  },
+  'namespaced-policy-deadline': {
+    help: 'how long the AdmissionPolicies of one namespace may evaluate one request, whatever they cost; past it the request is denied (500ms)',
+    set: (c, v) => {
+      const ms = duration(v, 'namespaced-policy-deadline');
+      if (ms < 1 || ms > 10_000) throw new Error(`--namespaced-policy-deadline must be from 1ms to 10s (the API server waits 10s for the webhook), not ${v}`);
+      c.namespacedPolicyDeadlineMs = ms;
+    },
+  },
   'namespaced-policies-per-namespace': {
     help: 'the most AdmissionPolicies served in one namespace; the oldest keep their place, newer ones are Ready=False, ExceedsLimits (50)',
     set: (c, v) => {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 1 || n > 10_000) throw new Error(`--namespaced-policies-per-namespace must be a whole number from 1 to 10000, not ${v}`);
       c.namespacedPoliciesPerNamespace = n;
+    },
+  },
+  'namespaced-policy-workers': {
+    help: "the worker threads AdmissionPolicies are evaluated in, away from the operator's probes and the suites; a namespace has one request in them at a time, and the namespaces take turns (2)",
+    set: (c, v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`--namespaced-policy-workers must be a whole number from 1 to 64, not ${v}`);
+      c.namespacedPolicyWorkers = n;
     },
   },
   'namespaced-policy-author-recheck': {

@@ -137,7 +137,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     authorizer,
     mapper,
     operatorNamespace: config.namespace,
-    limits: { mutations: config.namespacedPolicyMutations, costBudget: config.namespacedPolicyCostBudget, maxBytes: config.namespacedPolicyMaxBytes },
+    limits: { mutations: config.namespacedPolicyMutations, costBudget: config.namespacedPolicyCostBudget, namespaceCostBudget: config.namespacedPolicyNamespaceCostBudget, deadlineMs: config.namespacedPolicyDeadlineMs, maxBytes: config.namespacedPolicyMaxBytes },
     protectedNamespaces: protectedNamespaces(config),
   });
 
@@ -152,8 +152,10 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   let draining = false;
   // Read at apply and reconcile time only (type checking), cached by the documents' hashes.
   const schemas = new OpenApiSchemas(kubeConfig);
+  // The endpoint's limits the flags set: connections in the server that listens, review workers in the one that judges large reviews (either may be both).
+  const limits = { maxConnectionsPerAddress: config.maxConnectionsPerAddress, reviewWorkers: config.reviewWorkers };
   // With the admission thread, this server does not listen: it answers what the thread forwards.
-  const admission = new AdmissionServer({ registry, policies: policyRegistry, certificates, metrics, log: componentLogger('admission'), paramsAccess, schemas, draining: () => draining });
+  const admission = new AdmissionServer({ registry, policies: policyRegistry, certificates, metrics, log: componentLogger('admission'), paramsAccess, schemas, limits, tenants: { workers: config.namespacedPolicyWorkers }, draining: () => draining });
   const thread = config.admissionThread
     ? new AdmissionThread({
         server: admission,
@@ -164,6 +166,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         params,
         lookups,
         log: componentLogger('admission'),
+        limits,
       })
     : undefined;
   mirrorTo = thread;

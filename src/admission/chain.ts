@@ -1,25 +1,38 @@
 /**
  * admission: the per-request chain, written once and in order (as Kyverno's server.go chains its
  * handlers), for every webhook served, the operator's own suite validation included:
- *   1. decode  the body into an AdmissionReview (review.ts); a large one stays text for step 3;
+ *   1. decode  the body into an AdmissionReview (review.ts), whose uid can be echoed (decode());
+ *              a large one stays bytes for step 3;
  *   2. route   to the webhook the path names (the server's Router: the registry's, or suite validation);
- *   3. offload a large body to the review worker (threads/offload.ts), which decodes and decides it off this event loop;
+ *   3. offload a large body to a review worker (threads/offload.ts), which decodes and decides it off this event loop;
  *   4. decide  by the webhook: synchronous for almost every webhook (answered in the same tick,
  *              with no promise around it), a Promise while `authorizer` checks are asked;
  *   5. failurePolicy for what the chain itself lost (the worker): the webhook's, by the same
  *              internalError a compiled webhook answers its handler's throws with (registry/compile.ts);
- *   6. encode  the response, counted and logged (one line per denial and per error), its
- *              connection closed while the replica drains.
+ *   6. encode  the response, counted and logged (one line per denial and per error, what the
+ *              request brought in it capped as error messages are), its connection closed while the replica drains.
  * A ReviewError thrown at any step is a transport failure, answered by the server's error handler.
  * Knows no webhook's domain and no transport beyond the reply it writes to.
  */
 import { outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
 import type { LogWriter } from '../log.ts';
 import { internalError, type CompiledWebhook } from '../registry/compile.ts';
-import { REVIEW_ERRORS, ReviewError } from './errors.ts';
+import { capped, ECHO_LIMIT, REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LargeBody, type ReviewOffload, WorkerLostError } from './threads/offload.ts';
 import { decodeReview, encodeReviewText, parseJson } from './review.ts';
 import { utf8 } from './body.ts';
+
+/**
+ * Step 1: the review in `body` (decodeReview), refused when its uid is too long to echo: the
+ * answer must carry it whole, and the API server's are UUIDs (36 characters). Also the review
+ * worker's decoding.
+ */
+export function decode(body: unknown): { apiVersion: string; request: AdmissionRequest } {
+  const decoded = decodeReview(body);
+  const { uid } = decoded.request;
+  if (uid.length > ECHO_LIMIT) throw new ReviewError(REVIEW_ERRORS.NOT_A_REVIEW, `request.uid is ${uid.length} characters long, more than ${ECHO_LIMIT}: ${uid}`);
+  return decoded;
+}
 
 /** What the chain needs of a webhook. */
 export type ServedWebhook = Pick<CompiledWebhook, 'suite' | 'name' | 'failurePolicy' | 'admit' | 'observer'>;
@@ -62,7 +75,7 @@ export class AdmissionChain {
       if (router.offload) return this.offloaded(this.route(router, suite, name), body, reply, started);
       body = parseJson(utf8(body.bytes));
     }
-    const { apiVersion, request } = decodeReview(body);
+    const { apiVersion, request } = decode(body);
     const webhook = this.route(router, suite, name);
     const decision = webhook.admit(request);
     if (decision instanceof Promise) return decision.then((d) => this.answer(reply, started, apiVersion, request, webhook, d));
@@ -83,7 +96,7 @@ export class AdmissionChain {
     } catch (err) {
       if (!(err instanceof WorkerLostError)) throw err;
       // The worker is gone: the request is answered here, by the webhook's failurePolicy.
-      const { apiVersion, request } = decodeReview(parseJson(utf8(body.bytes)));
+      const { apiVersion, request } = decode(parseJson(utf8(body.bytes)));
       this.answer(reply, started, apiVersion, request, webhook, internalError(err, webhook.failurePolicy));
     }
   }
@@ -98,7 +111,8 @@ export class AdmissionChain {
   ): void {
     const outcome = outcomeOf(decision);
     webhook.observer.answered(operation, outcome, (performance.now() - started) / 1e3, webhook.failurePolicy);
-    // One line per denial and per error (the request's uid finds it in the API server's audit log).
+    // One line per denial and per error (the request's uid finds it in the API server's audit log;
+    // decode() bounds it). The denial may quote the request (a name, a value): capped.
     if (outcome === 'denied' || outcome === 'error') {
       this.log.info(outcome === 'error' ? 'answered by failurePolicy' : 'denied', {
         uid,
@@ -107,7 +121,7 @@ export class AdmissionChain {
         operation,
         decision: outcome,
         allowed: decision.allowed,
-        denial: decision.message,
+        denial: decision.message === undefined ? undefined : capped(decision.message),
       });
     }
     // While draining, the API server's keep-alive connections are closed after an answer rather

@@ -16,17 +16,24 @@ export const REVIEW_ERRORS = {
   MALFORMED_JSON: { code: 'PORTCULLIS_MALFORMED_JSON', status: 400, message: (d: string) => `request body is not JSON: ${d}` },
   NOT_A_REVIEW: { code: 'PORTCULLIS_NOT_A_REVIEW', status: 400, message: (d: string) => `not an AdmissionReview: ${d}` },
   UNKNOWN_WEBHOOK: { code: 'PORTCULLIS_UNKNOWN_WEBHOOK', status: 404, message: (d: string) => `no webhook is served at ${d}` },
+  /** Answered with `Retry-After: 1`, which the API server's webhook client waits for and retries within the webhook's timeout. */
+  BUSY: { code: 'PORTCULLIS_BUSY', status: 429, message: (d: string) => `too many large reviews at once (${d}); retry later` },
 } as const satisfies Record<string, ReviewErrorKind>;
 
 /** How much of what a client sent is echoed in an answer or a log line: enough to recognise it, never a megabyte. */
 export const ECHO_LIMIT = 256;
+
+/** `text` as it may be echoed or logged: its first ECHO_LIMIT characters, and how many more there were. The one cap of every such field. */
+export function capped(text: string): string {
+  return text.length > ECHO_LIMIT ? `${text.slice(0, ECHO_LIMIT)}… (${text.length - ECHO_LIMIT} more characters)` : text;
+}
 
 export type ReviewErrorKey = keyof typeof REVIEW_ERRORS;
 
 export class ReviewError extends Error {
   readonly kind: ReviewErrorKind;
   constructor(kind: ReviewErrorKind, detail: string) {
-    super(kind.message(detail.length > ECHO_LIMIT ? `${detail.slice(0, ECHO_LIMIT)}… (${detail.length - ECHO_LIMIT} more characters)` : detail));
+    super(kind.message(capped(detail)));
     this.kind = kind;
   }
 

@@ -9,19 +9,21 @@
 import { constants } from 'node:crypto';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import type { CertificateStore } from '../certs/store.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { LogWriter } from '../log.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
-import { LARGE_BODY, LargeBody, ReviewOffload } from './threads/offload.ts';
+import { LARGE_BODY, LargeBody, REVIEW_WORKERS, ReviewOffload } from './threads/offload.ts';
 import { AdmissionChain, type Reply, type Router } from './chain.ts';
-import { readJsonBody } from './body.ts';
+import { readJsonBody, type LargeBodies } from './body.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import { policyValidationWebhook, suiteValidationWebhook, type ParamsAccessCheck } from './suite-validation.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
 import { namespacedWebhook } from '../registry/namespaced.ts';
+import { TenantPool, type TenantPoolOptions } from './threads/tenants.ts';
+import type { AdmissionRequest } from '../api/review.ts';
 import type { SchemaSource } from '../registry/typecheck.ts';
 import { encodeFailure, parseJson } from './review.ts';
 import { HeldElsewhere } from '../handlers/handler.ts';
@@ -31,21 +33,131 @@ export const BODY_LIMIT = 7 * 1024 * 1024;
 
 /**
  * Bounds on what one client can hold (measured: a half-open TLS socket costs about 60 KiB, so the
- * cap keeps sockets under 60 MiB). The API server's longest webhook timeout is 30 s, so no request
- * needs longer, and it sends its headers at once (its own ReadHeaderTimeout is 32 s).
+ * cap keeps sockets under 60 MiB). Connections are counted by source address (ConnectionLimits):
+ * one address may hold at most maxConnectionsPerAddress, and at the total cap a newcomer takes the
+ * place of a connection of the address holding the most, so sockets from one or a few addresses
+ * cannot keep the API server out. A socket that does nothing lives until its handshake timeout,
+ * then its headers timeout (counted from the handshake's end, and for each later request from its
+ * first byte): the API server completes its handshake and sends its headers at once (its own
+ * ReadHeaderTimeout is 32 s, a bound, not a need), so a few seconds are ample. The API server's
+ * longest webhook timeout is 30 s, so no request needs longer.
  */
 export interface ServingLimits {
   maxConnections: number;
+  maxConnectionsPerAddress: number;
   requestTimeoutMs: number;
   headersTimeoutMs: number;
   handshakeTimeoutMs: number;
+  /** Review workers judging large reviews at once (threads/offload.ts): by default one per CPU, at most 2 (REVIEW_WORKERS). */
+  reviewWorkers: number;
+  /** Large reviews that may wait for a worker beyond those judged (twice reviewWorkers unless set); more are refused with 429. */
+  largeReviewsWaiting?: number;
 }
 export const SERVING_LIMITS: ServingLimits = {
   maxConnections: 1000,
+  // The API server keeps 25 idle connections to a webhook (client-go's idleConnsPerHost) and opens more in bursts.
+  maxConnectionsPerAddress: 250,
   requestTimeoutMs: 30_000,
-  headersTimeoutMs: 10_000,
-  handshakeTimeoutMs: 10_000,
+  headersTimeoutMs: 3_000,
+  handshakeTimeoutMs: 5_000,
+  reviewWorkers: REVIEW_WORKERS,
 };
+
+/**
+ * The connections of one AdmissionServer (of all the addresses it listens on), by source address.
+ * A connection from an address that holds maxConnectionsPerAddress already is closed at once; at
+ * maxConnections, the oldest connection of the address holding the most is closed to make room,
+ * when that address would still hold more than the newcomer's, else the newcomer is closed. The
+ * limits apply from the TCP connection, before its TLS handshake. What they closed is logged in
+ * one line per REFUSALS_LOG_MS at most, counted.
+ */
+class ConnectionLimits {
+  private readonly max: number;
+  private readonly perAddress: number;
+  private readonly log: LogWriter;
+  /** Each address's connections, oldest first. */
+  private readonly byAddress = new Map<string, Set<Socket>>();
+  private total = 0;
+  private refused = 0;
+  private shed = 0;
+  private logTimer: NodeJS.Timeout | undefined;
+
+  constructor(limits: ServingLimits, log: LogWriter) {
+    this.max = limits.maxConnections;
+    this.perAddress = Math.min(limits.maxConnectionsPerAddress, limits.maxConnections);
+    this.log = log;
+  }
+
+  /** Runs before the TLS server sees `socket`: a connection refused is destroyed (the TLS server then drops it). */
+  readonly admit = (socket: Socket): void => {
+    const address = socket.remoteAddress ?? '';
+    let held = this.byAddress.get(address);
+    const holding = held?.size ?? 0;
+    if (holding >= this.perAddress || (this.total >= this.max && !this.makeRoom(holding + 1))) {
+      this.refused++;
+      this.logSoon();
+      socket.destroy();
+      return;
+    }
+    if (!held) this.byAddress.set(address, (held = new Set()));
+    held.add(socket);
+    this.total++;
+    socket.on('close', () => this.forget(address, socket));
+  };
+
+  /** Closes the oldest connection of the address holding the most, if it holds more than `holding`. */
+  private makeRoom(holding: number): boolean {
+    const most = this.busiest();
+    if (!most || most[1].size <= holding) return false;
+    const [address, sockets] = most;
+    const oldest = sockets.values().next().value!;
+    this.forget(address, oldest);
+    oldest.destroy();
+    this.shed++;
+    this.logSoon();
+    return true;
+  }
+
+  /** The address holding the most connections, and them (a walk of every address: only at the cap, and for the log). */
+  private busiest(): [string, Set<Socket>] | undefined {
+    let most: [string, Set<Socket>] | undefined;
+    for (const entry of this.byAddress) if (!most || entry[1].size > most[1].size) most = entry;
+    return most;
+  }
+
+  private forget(address: string, socket: Socket): void {
+    const held = this.byAddress.get(address);
+    if (!held?.delete(socket)) return;
+    this.total--;
+    if (held.size === 0) this.byAddress.delete(address);
+  }
+
+  /** What was closed and is not logged yet, logged now (the server closes). */
+  flush(): void {
+    if (this.logTimer) this.logRefusals();
+  }
+
+  private logSoon(): void {
+    this.logTimer ??= setTimeout(() => this.logRefusals(), REFUSALS_LOG_MS).unref();
+  }
+
+  private logRefusals(): void {
+    clearTimeout(this.logTimer);
+    this.logTimer = undefined;
+    const most = this.busiest();
+    this.log.warn('connections refused at the connection limits', {
+      refused: this.refused,
+      closedToMakeRoom: this.shed,
+      connections: this.total,
+      busiestAddress: most?.[0],
+      itsConnections: most?.[1].size,
+    });
+    this.refused = this.shed = 0;
+  }
+}
+
+/** How often refused connections are summed up in one log line (never one line per connection). */
+const REFUSALS_LOG_MS = 10_000;
 
 /**
  * TLS 1.2 with AEAD suites only (no CBC), TLS 1.3's own suites, and no renegotiation (which a
@@ -91,8 +203,10 @@ const FORWARDED: Router = { find: () => undefined, offload: false };
 
 export interface AdmissionServerOptions {
   registry: SuiteRegistry;
-  /** The AdmissionPolicies, served at NAMESPACED.paths; none served without it. */
+  /** The AdmissionPolicies, served at NAMESPACED.paths (evaluated in tenant workers, threads/tenants.ts); none served without it. */
   policies?: PolicyRegistry;
+  /** The tenant workers' limits (the operator's flags; tests' smaller ones). */
+  tenants?: Partial<TenantPoolOptions>;
   certificates: CertificateStore;
   /** Where refused requests are counted (the operator's Metrics). */
   metrics: { countRejected(code: string): void };
@@ -103,7 +217,7 @@ export interface AdmissionServerOptions {
   paramsAccess?: ParamsAccessCheck;
   /** The OpenAPI schemas suites are type-checked against on apply; without it, they are not. */
   schemas?: SchemaSource;
-  /** SERVING_LIMITS unless a test needs them shorter. */
+  /** SERVING_LIMITS but those set here (the operator's flags; tests' shorter ones); an undefined one keeps its default. */
   limits?: Partial<ServingLimits>;
   /** True once the replica is shutting down: every answer then closes its connection. */
   draining?: () => boolean;
@@ -145,9 +259,13 @@ export class AdmissionServer {
   readonly server: https.Server;
   private readonly secondaries: https.Server[] = [];
   private readonly options: https.ServerOptions;
-  private readonly maxConnections: number;
+  private readonly connections: ConnectionLimits;
+  /** Large bodies being read, at most as many as the review workers may judge and hold waiting. */
+  private readonly largeBodies: LargeBodies;
   private readonly chain: AdmissionChain;
   private readonly offload: ReviewOffload;
+  /** The tenant workers, where this server answers the AdmissionPolicies' webhooks itself. */
+  private tenants: TenantPool | undefined;
   private readonly routes = new Map<string, Route>();
   private readonly suites: Router;
   private readonly forward: Forwarding | undefined;
@@ -157,11 +275,23 @@ export class AdmissionServer {
 
   constructor(options: AdmissionServerOptions) {
     const { registry, certificates, metrics, log } = options;
-    const limits = { ...SERVING_LIMITS, ...options.limits };
+    const limits = { ...SERVING_LIMITS };
+    for (const [key, value] of Object.entries(options.limits ?? {})) if (value !== undefined) Object.assign(limits, { [key]: value });
     this.metrics = metrics;
     this.log = log;
     this.forward = options.forward;
-    this.offload = new ReviewOffload(registry, log);
+    const reviewsWaiting = limits.largeReviewsWaiting ?? 2 * limits.reviewWorkers;
+    this.offload = new ReviewOffload(registry, log, { workers: limits.reviewWorkers, waiting: reviewsWaiting });
+    const largeAtOnce = limits.reviewWorkers + reviewsWaiting;
+    let reading = 0;
+    this.largeBodies = {
+      hold: () => {
+        if (reading >= largeAtOnce) return false;
+        reading++;
+        return true;
+      },
+      release: () => void reading--,
+    };
     const draining = options.draining ?? (() => false);
     // The server only routes: every request goes through the one chain (chain.ts).
     this.chain = new AdmissionChain({ offload: this.offload, log, draining: () => this.closing || draining() });
@@ -175,9 +305,9 @@ export class AdmissionServer {
       headersTimeout: limits.headersTimeoutMs,
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
       // Node looks for requests past their timeouts on this period (30 s by default, which would double ours).
-      connectionsCheckingInterval: Math.min(1000, limits.requestTimeoutMs / 2),
+      connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs / 2, limits.requestTimeoutMs / 2),
     };
-    this.maxConnections = limits.maxConnections;
+    this.connections = new ConnectionLimits(limits, log);
     this.server = this.newServer();
   }
 
@@ -195,9 +325,11 @@ export class AdmissionServer {
       const policies = options.policies;
       const policyValidation = policyValidationWebhook(policies, paramsAccess, options.schemas);
       this.routes.set(NAMESPACED.validationPath, { router: { find: () => policyValidation, offload: false }, suite: '', name: policyValidation.name });
-      // The namespaced policies' webhooks; a large body is decoded here, not in the review worker (which holds the suites only).
+      // The namespaced policies' webhooks: decoded here (a large body too: the review workers hold the suites only), and
+      // evaluated in the tenant workers, each namespace in turn, never on this thread (it answers the probes and the suites).
+      const tenants = (this.tenants = new TenantPool(policies, this.log, options.tenants));
       for (const type of ['Mutating', 'Validating'] as const) {
-        const webhook = namespacedWebhook(type, policies);
+        const webhook = { ...namespacedWebhook(type, policies), admit: (request: AdmissionRequest) => tenants.admit(type, request) };
         this.routes.set(NAMESPACED.paths[type], { router: { find: () => webhook, offload: false }, suite: '', name: webhook.name });
       }
     }
@@ -233,12 +365,14 @@ export class AdmissionServer {
         return closed;
       }),
     );
-    await this.offload.close();
+    this.connections.flush();
+    await Promise.all([this.offload.close(), this.tenants?.close()]);
   }
 
   private newServer(): https.Server {
     const server = https.createServer(this.options, (request, response) => this.serve(request, response));
-    server.maxConnections = this.maxConnections;
+    // Before the TLS server's own listener, which starts the handshake (the net.Server's maxConnections would refuse by count alone).
+    server.prependListener('connection', this.connections.admit);
     return server;
   }
 
@@ -254,9 +388,11 @@ export class AdmissionServer {
         if (this.forward && (route.router === FORWARDED || typeof body !== 'string')) return this.forwardTo(this.forward, url, body, reply);
         this.dispatch(route, body, reply, url);
       },
-      // The rest of the body is unread: the connection cannot carry another request.
-      (err) => this.fail(err, reply, true),
+      // The rest of the body is unread: the connection cannot carry another request; but for BUSY,
+      // refused once the body was read (and dropped) to its end.
+      (err) => this.fail(err, reply, err.kind !== REVIEW_ERRORS.BUSY),
       LARGE_BODY,
+      this.largeBodies,
     );
   }
 
@@ -331,6 +467,8 @@ function send(response: ServerResponse, status: number, json: string, close: boo
   if (response.headersSent) return;
   const headers = ['content-type', JSON_TYPE, 'content-length', String(Buffer.byteLength(json))];
   if (close) headers.push('connection', 'close');
+  // BUSY: client-go's REST client (the API server's webhook client) waits this long and sends again, within the webhook's timeout.
+  if (status === 429) headers.push('retry-after', '1');
   response.writeHead(status, headers);
   response.end(json);
 }

@@ -107,8 +107,15 @@ function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
 export interface PolicyLimits {
   /** Whether Mutating policies are served. */
   mutations: boolean;
-  /** The CEL cost budget of one policy's evaluation of one request (the API server's is 10,000,000). */
+  /**
+   * The CEL cost budget of one policy's evaluation of one request (the API server's is 10,000,000):
+   * one budget across its matchConditions, validations, messageExpressions and audit annotations.
+   */
   costBudget: number;
+  /** The CEL cost one namespace's policies may spend together on one request (absent: 5 x costBudget). */
+  namespaceCostBudget?: number;
+  /** How long, in milliseconds, one namespace's policies may evaluate one request (absent: 500). */
+  deadlineMs?: number;
   /** The largest spec, serialized as JSON (absent: no limit). */
   maxBytes?: number;
 }

@@ -14,7 +14,7 @@ import { findHandler } from '../handlers/registry.ts';
 import { EMPTY_VIEW, HeldElsewhere, LookupNotReady, type ClusterView, type LookupKind } from '../handlers/handler.ts';
 import { forbiddenMessage, NOT_READY } from '../handlers/errors.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';
-import { compileRules, evaluationTotals, type AuthorizingRulesAdmit, type RulesOptions } from '../policy/engine/rules.ts';
+import { compileRules, evaluationTotals, type Allowance, type AuthorizingRulesAdmit, type RulesOptions } from '../policy/engine/rules.ts';
 import { planMatchConditions } from '../policy/engine/match-conditions.ts';
 import type { Authorizer } from '../api/authorization.ts';
 import type { KindMapper } from '../api/discovery.ts';
@@ -26,8 +26,11 @@ export interface CompiledWebhook {
   fullName: string;
   type: WebhookType;
   failurePolicy: FailurePolicy;
-  /** A Promise only while a webhook that uses `authorizer` waits for its checks. */
-  admit(request: AdmissionRequest): Decision | Promise<Decision>;
+  /**
+   * A Promise only while a webhook that uses `authorizer` waits for its checks. `allowance`: what
+   * an AdmissionPolicy may spend on this request, in cost and time (registry/namespaced.ts).
+   */
+  admit(request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision>;
   /** Where its answers are counted (resolved once, here, so the request path does no lookup). */
   observer: WebhookObserver;
   /** The kinds its built-in handler looks up (the shared lookup caches it needs); empty for CEL rules. */
@@ -142,14 +145,14 @@ export function internalError(err: unknown, failurePolicy: FailurePolicy): Decis
  * A handler that throws (or rejects) is an error answered by failurePolicy, never a dead request;
  * but for HeldElsewhere, which the caller answers by asking where the data is held.
  */
-function guarded(admit: (request: AdmissionRequest) => Decision | Promise<Decision>, failurePolicy: FailurePolicy) {
+function guarded(admit: (request: AdmissionRequest, allowance?: Allowance) => Decision | Promise<Decision>, failurePolicy: FailurePolicy) {
   const internal = (err: unknown) => {
     if (err instanceof HeldElsewhere) throw err;
     return internalError(err, failurePolicy);
   };
-  return (request: AdmissionRequest): Decision | Promise<Decision> => {
+  return (request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision> => {
     try {
-      const decision = admit(request);
+      const decision = admit(request, allowance);
       return decision instanceof Promise ? decision.catch(internal) : decision;
     } catch (err) {
       return internal(err);
@@ -162,11 +165,11 @@ function guarded(admit: (request: AdmissionRequest) => Decision | Promise<Decisi
  * an expression errored (the verdict itself does not say so). Only a synchronous answer is
  * measured: an asynchronous one (`authorizer` checks) interleaves with other requests' evaluations.
  */
-function measured(admit: (request: AdmissionRequest) => Decision | Promise<Decision>, observer: WebhookObserver) {
-  return (request: AdmissionRequest): Decision | Promise<Decision> => {
+function measured(admit: (request: AdmissionRequest, allowance?: Allowance) => Decision | Promise<Decision>, observer: WebhookObserver) {
+  return (request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision> => {
     const { cost, errors } = evaluationTotals;
     const started = performance.now();
-    const decision = admit(request);
+    const decision = admit(request, allowance);
     if (decision instanceof Promise) return decision;
     observer.evaluated((performance.now() - started) / 1e3, evaluationTotals.cost - cost);
     return evaluationTotals.errors === errors ? decision : markFailed(decision);
@@ -183,9 +186,9 @@ function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePol
   const ref = spec.params;
   if (ref) params.watch(ref);
   const { readsNamespaceObject } = rules;
-  return (request: AdmissionRequest): Decision | Promise<Decision> => {
+  return (request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision> => {
     const namespaceObject = readsNamespaceObject && request.namespace ? view.namespace(request.namespace) : undefined;
-    if (!ref) return rules(request, { namespaceObject });
+    if (!ref) return rules(request, { namespaceObject, allowance });
     const found = params.select(ref, request.namespace || undefined);
     if (found.state === 'pending') return errored(`params of webhook ${spec.name} are not available: ${found.reason}`, failurePolicy, 'Invalid');
     if (found.state === 'misconfigured') return errored(`failed to configure binding: ${found.reason}`, failurePolicy, 'Invalid');
@@ -193,7 +196,8 @@ function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePol
       if ((ref.notFoundAction ?? 'Deny') === 'Allow') return allowed();
       return errored(`failed to configure binding: ${PARAMS_ERRORS.notFoundDeny}`, failurePolicy, 'Invalid');
     }
-    return evaluateEach(spec.type, request, found.objects, (req, object) => rules(req, { params: object, namespaceObject }));
+    // (an AdmissionPolicy's allowance is shared by its evaluations for every params object)
+    return evaluateEach(spec.type, request, found.objects, (req, object) => rules(req, { params: object, namespaceObject, allowance }));
   };
 }
 

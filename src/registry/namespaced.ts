@@ -5,6 +5,9 @@
  * object as it came; Validating: the first denial answers, warnings and audit annotations of all
  * those evaluated are kept. A policy never sees a request of another namespace, nor one for a
  * cluster-scoped object, whatever the registered configuration sends (checked here, not only there).
+ * What they may spend on one request is bounded here too: each policy its cost budget, across all
+ * its expressions, within the namespace's cost budget and time for the request, the whole of them
+ * (an Allowance, policy/cost/meter.ts); the policy that runs out denies the request, by name.
  * Pure: reads the policy registry, writes nothing.
  */
 import jsonpatch from 'fast-json-patch';
@@ -17,12 +20,35 @@ import { NO_OBSERVER, type CompiledWebhook } from './compile.ts';
 import type { ClusterView } from '../handlers/handler.ts';
 import { mutationViolation } from '../handlers/pod-security.ts';
 import type { CompiledPolicy, PolicyRegistry } from './policies.ts';
+import { Allowance } from '../policy/engine/rules.ts';
+import type { PolicyLimits } from '../api/validate.ts';
+
+/** A namespace's cost budget per request where the admin set none: so many policies' worth. */
+export const NAMESPACE_BUDGET_POLICIES = 5;
+/**
+ * How long a namespace's policies may evaluate one request where the admin set no limit: a
+ * twentieth of the shared configuration's webhook timeout (10 s), so that a request cut there is
+ * answered, in words that say why, long before the API server gives up, even behind other
+ * namespaces' requests in the tenant workers (admission/threads/tenants.ts, which stop a worker
+ * that runs far past it). About what the
+ * namespace's default cost budget (5,000,000 units) takes at 100 ns a unit; one policy's
+ * (1,000,000) takes a fifth of it.
+ */
+export const DEFAULT_POLICY_DEADLINE_MS = 500;
+
+/** What one request's policies of one namespace may spend: the admin's limits, the namespace's share. */
+function namespaceAllowance(limits: PolicyLimits): Allowance {
+  return new Allowance(limits.namespaceCostBudget ?? NAMESPACE_BUDGET_POLICIES * limits.costBudget, limits.deadlineMs ?? DEFAULT_POLICY_DEADLINE_MS);
+}
 
 /** What the admission chain serves at NAMESPACED.paths[type]. */
 export type NamespacedWebhook = Pick<CompiledWebhook, 'suite' | 'name' | 'failurePolicy' | 'admit' | 'observer'>;
 
-/** `context.view`, when present, gives the Namespaces' labels a Pod mutated by a team is judged with (podSecurityOfMutation). */
-export function namespacedWebhook(type: WebhookType, policies: Pick<PolicyRegistry, 'served'> & { context?: { view?: ClusterView } }): NamespacedWebhook {
+/**
+ * `context.view`, when present, gives the Namespaces' labels a Pod mutated by a team is judged with
+ * (podSecurityOfMutation); `context.limits`, what each request's policies may spend.
+ */
+export function namespacedWebhook(type: WebhookType, policies: Pick<PolicyRegistry, 'served' | 'context'>): NamespacedWebhook {
   return {
     suite: '',
     name: NAMESPACED.webhook,
@@ -30,7 +56,11 @@ export function namespacedWebhook(type: WebhookType, policies: Pick<PolicyRegist
     admit: (request) => {
       const matched = policiesFor(request, type, policies);
       if (matched.length === 0) return allowed();
-      return type === 'Mutating' ? mutate(request, matched, policies.context?.view) : validate(request, matched);
+      const { limits } = policies.context;
+      const allowance = namespaceAllowance(limits);
+      // each policy's own budget, drawn from the namespace's
+      const admit = (policy: CompiledPolicy, req: AdmissionRequest) => policy.webhook!.admit(req, allowance.share(limits.costBudget));
+      return type === 'Mutating' ? mutate(request, matched, admit, policies.context.view) : validate(request, matched, admit);
     },
     observer: NO_OBSERVER,
   };
@@ -79,7 +109,9 @@ function inOrder<T>(items: T[], step: (item: T, decision: Decision) => boolean, 
   return from(0);
 }
 
-function validate(request: AdmissionRequest, matched: CompiledPolicy[]): Decision | Promise<Decision> {
+type PolicyAdmit = (policy: CompiledPolicy, request: AdmissionRequest) => Decision | Promise<Decision>;
+
+function validate(request: AdmissionRequest, matched: CompiledPolicy[], admit: PolicyAdmit): Decision | Promise<Decision> {
   const warnings: string[] = [];
   const annotations: Record<string, string> = {};
   const audited: unknown[] = [];
@@ -96,7 +128,7 @@ function validate(request: AdmissionRequest, matched: CompiledPolicy[]): Decisio
       if (!decision.allowed) denial = attributed(policy, decision);
       return decision.allowed;
     },
-    (policy) => policy.webhook!.admit(request),
+    (policy) => admit(policy, request),
     () => {
       const decision = denial ?? allowed();
       if (warnings.length) decision.warnings = warnings;
@@ -107,7 +139,7 @@ function validate(request: AdmissionRequest, matched: CompiledPolicy[]): Decisio
   );
 }
 
-function mutate(request: AdmissionRequest, matched: CompiledPolicy[], view: ClusterView | undefined): Decision | Promise<Decision> {
+function mutate(request: AdmissionRequest, matched: CompiledPolicy[], admit: PolicyAdmit, view: ClusterView | undefined): Decision | Promise<Decision> {
   const original = request.object;
   if (!original) return allowed();
   let working: Record<string, unknown> = original;
@@ -129,7 +161,7 @@ function mutate(request: AdmissionRequest, matched: CompiledPolicy[], view: Clus
       }
       return true;
     },
-    (policy) => policy.webhook!.admit(working === original ? request : { ...request, object: working }),
+    (policy) => admit(policy, working === original ? request : { ...request, object: working }),
     () => {
       const violation = denial || working === original ? undefined : podSecurityOfMutation(request, original, working, view);
       if (violation) denial = attributed(last!, denied(violation, 'Forbidden'));

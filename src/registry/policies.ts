@@ -5,7 +5,7 @@
  * it from the policy watch; the request side only reads it. Nothing here does I/O, and nothing
  * here decides a request.
  */
-import type { AdmissionPolicy, LabelSelector, NamedRuleWithOperations, WebhookSpec, WebhookType } from '../api/types.ts';
+import type { AdmissionPolicy, LabelSelector, NamedRuleWithOperations, ParamsRef, WebhookSpec, WebhookType } from '../api/types.ts';
 import { confinedAuthorizer } from '../api/tenancy.ts';
 import { validatePolicy, type FieldError, type PolicyLimits } from '../api/validate.ts';
 import { compileWebhook, type CompileContext, type CompiledWebhook } from './compile.ts';
@@ -26,6 +26,10 @@ export interface CompiledPolicy {
   errors: FieldError[];
   /** Present when it is served. */
   webhook?: CompiledWebhook;
+  /** Its params, read in its own namespace (as compiled), when it has any. */
+  params?: ParamsRef;
+  /** The object it was compiled from (the cache's own, not a copy): a tenant worker compiles it again. */
+  source: AdmissionPolicy;
 }
 
 /** What policies are compiled against: the suites' context (no metrics: their labels would be namespaces and names), the admin's limits, and where none is served. */
@@ -48,6 +52,7 @@ export function compilePolicy(policy: AdmissionPolicy, context: PolicyContext): 
     type: policy.spec?.type,
     rules: policy.spec?.rules ?? [],
     excludeResourceRules: policy.spec?.excludeResourceRules ?? [],
+    source: policy,
     ...(policy.spec?.objectSelector ? { objectSelector: policy.spec.objectSelector } : {}),
   };
   const errors = validatePolicy(policy, context.limits, context.protectedNamespaces, context.operatorNamespace);
@@ -56,19 +61,23 @@ export function compilePolicy(policy: AdmissionPolicy, context: PolicyContext): 
   const spec: WebhookSpec = { ...policy.spec, name, ...(policy.spec.params ? { params: { ...policy.spec.params, namespace } } : {}) };
   // Every matchCondition is the operator's to evaluate: the registered webhook is shared by every policy.
   const confined = { ...context, ...(context.authorizer ? { authorizer: confinedAuthorizer(namespace, context.authorizer) } : {}) };
-  const compiled = compileWebhook(namespace, spec, 'spec', POLICY_FAILURE_POLICY, confined, { costBudget: context.limits.costBudget, allMatchConditions: true });
+  const compiled = compileWebhook(namespace, spec, 'spec', POLICY_FAILURE_POLICY, confined, { costBudget: context.limits.costBudget, allMatchConditions: true, strictCost: true });
   if ('errors' in compiled) return { ...base, errors: compiled.errors };
-  return { ...base, errors: [], webhook: compiled };
+  return { ...base, errors: [], webhook: compiled, ...(spec.params ? { params: spec.params } : {}) };
 }
 
 /** `namespace/name`: a policy's key. */
 export const policyKey = (p: Pick<CompiledPolicy, 'namespace' | 'name'>) => `${p.namespace}/${p.name}`;
+
+/** What a PolicyRegistry tells its subscribers. */
+export type PolicyChange = { policy: AdmissionPolicy } | { removed: { namespace: string; name: string } } | { withheld: [string, FieldError][] };
 
 export class PolicyRegistry {
   /** namespace -> its policies, sorted by name. */
   private readonly byNamespace = new Map<string, CompiledPolicy[]>();
   /** Valid policies not served, by `namespace/name`: beyond the limits no team may break for others (withheld.ts). */
   private withheld = new Map<string, FieldError>();
+  private readonly listeners: ((change: PolicyChange) => void)[] = [];
   readonly context: PolicyContext;
 
   constructor(context: PolicyContext) {
@@ -86,7 +95,13 @@ export class PolicyRegistry {
     // Name order, as the API server orders configurations: byte order, not the locale's.
     list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     this.byNamespace.set(namespace, list);
+    for (const listener of this.listeners) listener({ policy });
     return compiled;
+  }
+
+  /** Told every policy compiled anew, removed, and every change of what is withheld: the tenant workers keep copies (admission/threads/tenants.ts). */
+  subscribe(listener: (change: PolicyChange) => void): void {
+    this.listeners.push(listener);
   }
 
   /** What is wrong with `policy`, as sync would find it, without serving it or starting any watch (the validation webhook asks this). */
@@ -99,6 +114,7 @@ export class PolicyRegistry {
     const list = (this.byNamespace.get(namespace) ?? []).filter((p) => p.name !== name);
     if (list.length > 0) this.byNamespace.set(namespace, list);
     else this.byNamespace.delete(namespace);
+    for (const listener of this.listeners) listener({ removed: { namespace, name } });
   }
 
   get(namespace: string, name: string): CompiledPolicy | undefined {
@@ -113,7 +129,14 @@ export class PolicyRegistry {
 
   /** Sets the valid policies that are not served (the reconciler decides them, withheld.ts). */
   withhold(withheld: Map<string, FieldError>): void {
+    const same = withheld.size === this.withheld.size && [...withheld.keys()].every((k) => this.withheld.has(k));
     this.withheld = withheld;
+    if (!same) for (const listener of this.listeners) listener({ withheld: [...withheld] });
+  }
+
+  /** Every withheld policy's key and why. */
+  withheldEntries(): [string, FieldError][] {
+    return [...this.withheld];
   }
 
   /** Why a valid policy is not served, if it is not. */

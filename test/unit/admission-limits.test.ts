@@ -1,16 +1,22 @@
 /**
  * What one client can hold of the admission endpoint: connections beyond the cap are refused
- * while open connections keep being answered, a half-open handshake and a slow body are cut at
- * their timeouts, only AEAD ciphers are offered, renegotiation is refused, and what a client
- * sends is echoed back and logged only in part.
+ * while open connections keep being answered, sockets from one address can neither hold the cap
+ * nor more than their address's share of it, a half-open handshake, headers that do not come and
+ * a slow body are cut at their timeouts, only AEAD ciphers are offered, renegotiation is refused,
+ * and what a client sends is echoed back and logged only in part.
  */
 import { expect } from 'chai';
 import net from 'node:net';
 import tls from 'node:tls';
 import https from 'node:https';
+import { Writable } from 'node:stream';
+import winston from 'winston';
 import { startTestEndpoint, SERVER_NAME, type TestEndpoint } from '../support/endpoint.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
 import { REVIEW_ERRORS, ECHO_LIMIT } from '../../src/admission/errors.ts';
+import { SERVING_LIMITS } from '../../src/admission/server.ts';
+import { logger } from '../../src/log.ts';
+import type { AdmissionSuite } from '../../src/api/types.ts';
 import { fixtures } from '../fixtures/reviews.ts';
 import { guardsSuite } from '../fixtures/suites.ts';
 
@@ -119,5 +125,223 @@ describe('admission: the endpoint bounds what one client can hold', function () 
     const text = JSON.stringify(reply.body);
     expect(text.length).to.be.below(ECHO_LIMIT + 600);
     expect(text).to.contain(REVIEW_ERRORS.NOT_A_REVIEW.code);
+  });
+});
+
+/**
+ * A TLS connection from `localAddress` (any 127.0.0.0/8 address is the loopback's on Linux) that
+ * sends a request line and one header and then waits, as a client holding the cap would: `opened`
+ * says whether the server let it in (its handshake done) or closed it; `closed` resolves when the
+ * server closes it.
+ */
+function holdingSocket(port: number, caPem: string, localAddress: string) {
+  const socket = tls.connect({ socket: net.connect({ host: '127.0.0.1', port, localAddress }), servername: SERVER_NAME, ca: caPem });
+  // Read (and dropped), so that the server's closing is seen.
+  socket.on('error', () => undefined).resume();
+  let isClosed = false;
+  const closed = new Promise<void>((resolve) =>
+    socket.once('close', () => {
+      isClosed = true;
+      resolve();
+    }),
+  );
+  const opened = new Promise<'held' | 'refused'>((resolve) => {
+    socket.once('secureConnect', () => {
+      socket.write('POST /admit/guards/replicas HTTP/1.1\r\nhost: x\r\n');
+      resolve('held');
+    });
+    void closed.then(() => resolve('refused'));
+  });
+  return { socket, opened, closed, isClosed: () => isClosed };
+}
+
+/** Resolves once `count` of `promises` have, or after `ms`, with how many had. */
+async function settledWithin(promises: Promise<unknown>[], count: number, ms: number): Promise<number> {
+  let settled = 0;
+  await Promise.race([
+    new Promise<void>((resolve) => {
+      for (const p of promises) void p.then(() => ++settled >= count && resolve());
+      if (count === 0) resolve();
+    }),
+    new Promise((r) => setTimeout(r, ms)),
+  ]);
+  return settled;
+}
+
+describe('admission: sockets from one address cannot keep another out', function () {
+  let endpoint: TestEndpoint;
+  const review = () => JSON.stringify(fixtures.deploymentCreate());
+  const sockets: ReturnType<typeof holdingSocket>[] = [];
+  // Timeouts far beyond the test: only the connection limits can let anyone in.
+  const patient = { handshakeTimeoutMs: 60_000, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 };
+
+  afterEach(async function () {
+    for (const { socket } of sockets.splice(0)) socket.destroy();
+    await endpoint.close();
+  });
+
+  it('answers a client from another address while one address holds sockets up to the whole cap', async function () {
+    const registry = new SuiteRegistry();
+    registry.sync(suite);
+    endpoint = await startTestEndpoint(registry, 'guards', { ...patient, maxConnections: 8, maxConnectionsPerAddress: 8 });
+    const held = Array.from({ length: 8 }, () => holdingSocket(endpoint.port, endpoint.caPem, '127.0.0.2'));
+    sockets.push(...held);
+    expect(await Promise.all(held.map((h) => h.opened))).to.deep.equal(Array(8).fill('held'));
+
+    // The cap is reached, every connection from 127.0.0.2: a client from 127.0.0.1 is answered (its connection takes the place of one of them).
+    const answered = await endpoint.post('/admit/guards/replicas', review());
+    expect(answered.status).to.equal(200);
+    expect(answered.body.response.uid).to.equal(fixtures.deploymentCreate().request!.uid);
+    expect(await settledWithin(held.map((h) => h.closed), 1, 5000)).to.equal(1);
+  });
+
+  it("holds at most an address's share of connections, and makes room at the cap from the address holding the most", async function () {
+    const registry = new SuiteRegistry();
+    registry.sync(suite);
+    endpoint = await startTestEndpoint(registry, 'guards', { ...patient, maxConnections: 8, maxConnectionsPerAddress: 6 });
+    // Eight from 127.0.0.2: six are let in, two closed at once.
+    const greedy = Array.from({ length: 8 }, () => holdingSocket(endpoint.port, endpoint.caPem, '127.0.0.2'));
+    sockets.push(...greedy);
+    const outcomes = await Promise.all(greedy.map((h) => h.opened));
+    expect(outcomes.filter((o) => o === 'held')).to.have.length(6);
+    // Two from 127.0.0.3: the cap of 8 is reached.
+    const modest = Array.from({ length: 2 }, () => holdingSocket(endpoint.port, endpoint.caPem, '127.0.0.3'));
+    sockets.push(...modest);
+    expect(await Promise.all(modest.map((h) => h.opened))).to.deep.equal(['held', 'held']);
+
+    // A client from 127.0.0.1 is answered; the room is made from 127.0.0.2 (six), not 127.0.0.3 (two).
+    expect((await endpoint.post('/admit/guards/replicas', review())).status).to.equal(200);
+    const greedyHeld = greedy.filter((_, i) => outcomes[i] === 'held');
+    expect(await settledWithin(greedyHeld.map((h) => h.closed), 1, 5000)).to.equal(1);
+    expect(modest.map((h) => h.isClosed())).to.deep.equal([false, false]);
+  });
+
+  it('gives an address its share back as its connections close, whoever closes them', async function () {
+    this.timeout(40_000);
+    const registry = new SuiteRegistry();
+    registry.sync(suite);
+    endpoint = await startTestEndpoint(registry, 'guards', { maxConnections: 8, maxConnectionsPerAddress: 2, handshakeTimeoutMs: 1000, headersTimeoutMs: 1000, requestTimeoutMs: 2000 });
+    const open = (n: number) => {
+      const opened = Array.from({ length: n }, () => holdingSocket(endpoint.port, endpoint.caPem, '127.0.0.2'));
+      sockets.push(...opened);
+      return opened;
+    };
+    const first = open(3);
+    expect((await Promise.all(first.map((h) => h.opened))).sort()).to.deep.equal(['held', 'held', 'refused']);
+    // The server closes the two at its headers timeout: their places are free again.
+    expect(await settledWithin(first.map((h) => h.closed), 3, 10_000)).to.equal(3);
+    const second = open(2);
+    expect(await Promise.all(second.map((h) => h.opened))).to.deep.equal(['held', 'held']);
+    // The client closes one: its place is free again.
+    second[0]!.socket.destroy();
+    await second[0]!.closed;
+    let third = open(1)[0]!;
+    for (const deadline = Date.now() + 5000; (await third.opened) === 'refused' && Date.now() < deadline; third = open(1)[0]!) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(await third.opened).to.equal('held');
+  });
+
+  it('closes a connection whose headers have not all come within a few seconds, by default', async function () {
+    const registry = new SuiteRegistry();
+    registry.sync(suite);
+    endpoint = await startTestEndpoint(registry, 'guards');
+    const slow = holdingSocket(endpoint.port, endpoint.caPem, '127.0.0.2');
+    sockets.push(slow);
+    expect(await slow.opened).to.equal('held');
+    const started = Date.now();
+    // The API server sends its headers at once; these never finish. Closed at the headers timeout (checked each second), well before 10 s.
+    expect(await settledWithin([slow.closed], 1, 9000)).to.equal(1);
+    expect(Date.now() - started).to.be.below(SERVING_LIMITS.headersTimeoutMs + 3000);
+  });
+});
+
+/** Every line the logger writes from now on, counted in bytes, until `stop()`; at `info` meanwhile (the tests may run at `error`). */
+function captureLog() {
+  let text = '';
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      text += chunk.toString();
+      done();
+    },
+  });
+  const transport = new winston.transports.Stream({ stream });
+  const level = logger.level;
+  logger.level = 'info';
+  logger.add(transport);
+  return {
+    /** What was written before this call (a marker line is logged and waited for: lines are written in order). */
+    async written(): Promise<string> {
+      const marker = `marker-${Math.random()}`;
+      logger.info(marker);
+      const deadline = Date.now() + 10_000;
+      while (!text.includes(marker) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      return text.slice(0, text.indexOf(marker)).replace(/\{[^\n]*$/, '');
+    },
+    stop() {
+      logger.remove(transport);
+      logger.level = level;
+    },
+  };
+}
+
+describe('admission: what a request brings is written to the log only in part', function () {
+  let endpoint: TestEndpoint;
+  const MiB = 1024 * 1024;
+  const pods = [{ operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }];
+  const quoting: AdmissionSuite = {
+    apiVersion: 'admission.portcullis.dev/v1alpha1',
+    kind: 'AdmissionSuite',
+    metadata: { name: 'guards', uid: 'u1', generation: 1 },
+    spec: {
+      webhooks: [
+        ...guardsSuite().spec.webhooks,
+        // The in-tree plugin's denial quotes the Pod's name.
+        { name: 'anti-affinity', type: 'Validating', rules: pods, handler: { name: 'LimitPodHardAntiAffinityTopology' } },
+      ],
+    },
+  };
+
+  before(async function () {
+    const registry = new SuiteRegistry();
+    registry.sync(quoting);
+    endpoint = await startTestEndpoint(registry, 'guards');
+  });
+  after(() => endpoint.close());
+
+  it('adds at most a few hundred bytes to the log for a 1 MiB uid, and does not echo it', async function () {
+    const review = fixtures.deploymentCreate();
+    review.request!.uid = 'u'.repeat(MiB);
+    const log = captureLog();
+    try {
+      const reply = await endpoint.post('/admit/guards/replicas', JSON.stringify(review));
+      const written = await log.written();
+      expect(written.length, written.slice(0, 2000)).to.be.below(1000);
+      expect(written).to.contain('request.uid');
+      expect(reply.status).to.equal(400);
+      expect(reply.body.response.status.reason).to.equal(REVIEW_ERRORS.NOT_A_REVIEW.code);
+      expect(JSON.stringify(reply.body).length).to.be.below(ECHO_LIMIT + 600);
+    } finally {
+      log.stop();
+    }
+    // A review with the API server's uid (a UUID) is answered as ever.
+    expect((await endpoint.post('/admit/guards/replicas', JSON.stringify(fixtures.deploymentCreate()))).body.response.allowed).to.equal(false);
+  });
+
+  it('adds at most a few hundred bytes to the log for a denial that quotes a 1 MiB name', async function () {
+    const review = fixtures.podCreate();
+    const pod = review.request!.object as { metadata: { name: string }; spec: Record<string, unknown> };
+    pod.metadata.name = 'n'.repeat(MiB);
+    pod.spec.affinity = { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'zone', labelSelector: {} }] } };
+    const log = captureLog();
+    try {
+      const reply = await endpoint.post('/admit/guards/anti-affinity', JSON.stringify(review));
+      expect(reply.body.response.allowed).to.equal(false);
+      const written = await log.written();
+      expect(written).to.contain('"decision":"denied"');
+      expect(written.length, written.slice(0, 2000)).to.be.below(1000);
+    } finally {
+      log.stop();
+    }
   });
 });

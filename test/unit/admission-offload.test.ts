@@ -1,12 +1,17 @@
 /**
- * Large reviews are judged by the review worker (off the event loop), and answered exactly as the
+ * Large reviews are judged by the review workers (off the event loop), and answered exactly as the
  * same review would be when small: decision, message, uid and apiVersion, with the request's
  * namespace, the webhook's params and `authorizer` checks read on the main thread's behalf; and
- * bad large bodies get the same 4xx as bad small ones. (How much this protects other requests is
- * measured by `npm run bench:starvation`.)
+ * bad large bodies get the same 4xx as bad small ones. As many are judged at once as there are
+ * workers; what waits for them, and large bodies being read, are bounded: beyond, a review is
+ * refused with 429 and Retry-After while the server keeps serving. (How much this protects other
+ * requests is measured by `npm run bench:starvation`.)
  */
 import { expect } from 'chai';
-import { startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
+import https from 'node:https';
+import net from 'node:net';
+import tls from 'node:tls';
+import { SERVER_NAME, startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
 import { REVIEW_ERRORS } from '../../src/admission/errors.ts';
 import { LARGE_BODY } from '../../src/admission/threads/offload.ts';
@@ -105,8 +110,8 @@ describe('admission: large reviews are judged by the review worker', function ()
   it('answers a large review whose worker stops mid-review by its failurePolicy, with its uid, and judges the next in a new worker', async function () {
     // Fault injection: the worker is stopped as a crash or an out-of-memory would stop it, while
     // its review waits on the main thread. The server still holds the body to answer it.
-    const offload = (endpoint.server as unknown as { offload: { worker?: { terminate(): Promise<number> } } }).offload;
-    duringCheck = () => void offload.worker!.terminate();
+    const offload = (endpoint.server as unknown as { offload: { pool: { judging?: unknown; worker: { terminate(): Promise<number> } }[] } }).offload;
+    duringCheck = () => void offload.pool.find((slot) => slot.judging)!.worker.terminate();
     const body = review(LARGE_BODY + 1000, 1);
     const lost = await endpoint.post('/admit/guards/context', JSON.stringify(body));
     expect(lost.status).to.equal(200);
@@ -134,5 +139,117 @@ describe('admission: large reviews are judged by the review worker', function ()
     const unknown = await endpoint.post('/admit/guards/nothing', JSON.stringify(review(LARGE_BODY + 1000)));
     expect(unknown.status).to.equal(404);
     expect((await endpoint.post('/admit/guards/context', JSON.stringify(review(LARGE_BODY + 1000, 1)))).body.response.allowed).to.equal(true);
+  });
+});
+
+describe('admission: large reviews are judged by a pool of review workers, and what waits for them is bounded', function () {
+  const WORKERS = 2;
+  const WAITING = 1;
+  let endpoint: TestEndpoint;
+  /** The `authorizer` checks asked and not answered yet: a review in a worker waits on its check until the test lets it go. */
+  const held: (() => void)[] = [];
+  let holding = true;
+
+  before(async function () {
+    const authorizer: Authorizer = {
+      check: () =>
+        new Promise((resolve) => {
+          const allow = () => resolve({ allowed: true, reason: '', evaluationError: '' });
+          if (holding) held.push(allow);
+          else allow();
+        }),
+    };
+    const registry = new SuiteRegistry({ view, params, authorizer });
+    registry.sync(suite);
+    endpoint = await startTestEndpoint(registry, 'guards', { reviewWorkers: WORKERS, largeReviewsWaiting: WAITING });
+  });
+  after(() => endpoint.close());
+  afterEach(function () {
+    holding = false;
+    for (const allow of held.splice(0)) allow();
+  });
+
+  /** A POST as endpoint.post, with the answer's headers. */
+  const post = (body: string, path = '/admit/guards/context') =>
+    new Promise<{ status: number; retryAfter?: string; body: any }>((resolve, reject) => {
+      const req = https.request(
+        { host: '127.0.0.1', port: endpoint.port, path, method: 'POST', servername: SERVER_NAME, ca: endpoint.caPem, agent: false, headers: { 'content-type': 'application/json' } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'], body: JSON.parse(text) }));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  const large = () => JSON.stringify(review(LARGE_BODY + 1000, 1));
+  /** Waits until `count` checks are held, or `ms` have passed. */
+  const checksHeld = async (count: number, ms: number) => {
+    const deadline = Date.now() + ms;
+    while (held.length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    return held.length;
+  };
+
+  it('judges as many large reviews at once as it has workers, refuses those beyond the waiting bound with 429, and keeps serving', async function () {
+    // Generous: starting the workers takes long on a busy machine; every wait below is bounded.
+    this.timeout(60_000);
+    holding = true;
+    // Two large reviews, each held in a worker by its `authorizer` check: judged at once, one per worker.
+    const judged = [post(large()), post(large())];
+    expect(await checksHeld(WORKERS, 15_000), 'large reviews judged at once').to.equal(WORKERS);
+
+    // Two more: one waits for a worker (the bound is one), the other is refused at once.
+    const more = [post(large()), post(large())];
+    const refused = await Promise.race(more);
+    expect(refused.status).to.equal(429);
+    expect(refused.retryAfter).to.equal('1');
+    expect(refused.body.response.status.reason).to.equal(REVIEW_ERRORS.BUSY.code);
+    // Small reviews are answered meanwhile (by a webhook that asks no check), and no other large one was started.
+    const small = await post(JSON.stringify(review(0, 1)), '/admit/guards/labels');
+    expect(small.status).to.equal(200);
+    expect(small.body.response.patchType).to.equal('JSONPatch');
+    expect(held.length).to.equal(WORKERS);
+
+    // Let them go: the two judged and the one that waited are answered.
+    holding = false;
+    for (const allow of held.splice(0)) allow();
+    const answers = await Promise.all([...judged, ...more]);
+    expect(answers.map((a) => a.status).sort()).to.deep.equal([200, 200, 200, 429]);
+    for (const answer of answers.filter((a) => a.status === 200)) expect(answer.body.response.allowed).to.equal(true);
+    expect((await post(large())).body.response.allowed).to.equal(true);
+  });
+
+  it('refuses a large body it has no room to hold (read and dropped), and keeps serving', async function () {
+    holding = false;
+    // Large bodies that never finish, as many as may be read at once (workers plus waiting). Each asks
+    // `100-continue`: the server's answer says it has the headers, and so has taken the body's place.
+    const readers = await Promise.all(
+      Array.from({ length: WORKERS + WAITING }, async () => {
+        const socket = tls.connect({ socket: net.connect({ host: '127.0.0.1', port: endpoint.port }), servername: SERVER_NAME, ca: endpoint.caPem });
+        socket.on('error', () => undefined);
+        await new Promise((resolve) => socket.once('secureConnect', resolve));
+        const continued = new Promise((resolve) => socket.once('data', resolve));
+        socket.write(`POST /admit/guards/context HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${LARGE_BODY + 1000}\r\nexpect: 100-continue\r\n\r\n`);
+        expect(String(await continued)).to.match(/^HTTP\/1\.1 100/);
+        socket.write('{"apiVersion":');
+        return socket;
+      }),
+    );
+    const refused = await post(large());
+    expect(refused.status).to.equal(429);
+    expect(refused.retryAfter).to.equal('1');
+    expect(refused.body.response.status.reason).to.equal(REVIEW_ERRORS.BUSY.code);
+    expect((await post(JSON.stringify(review(0, 1)))).body.response.allowed).to.equal(true);
+
+    // Their clients gone, their places are free again (once the server has seen them go).
+    for (const socket of readers) socket.destroy();
+    let answer = refused;
+    for (const deadline = Date.now() + 10_000; answer.status !== 200 && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 50));
+      answer = await post(large());
+    }
+    expect(answer.status).to.equal(200);
+    expect(answer.body.response.allowed).to.equal(true);
   });
 });

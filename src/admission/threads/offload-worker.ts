@@ -1,8 +1,8 @@
 /**
  * The review worker (see offload.ts): parses a large review, finds its webhook in a registry of
  * its own, asks the main thread for the request's namespace, LimitRanges and params, judges it,
- * and sends back the Decision. One review at a time, so the context it was given is the one its
- * rules read. Makes no API call and opens no socket; `authorizer` checks and RESTMappings go to the main thread.
+ * and sends back the Decision. One review at a time (the main thread sends the next once it has
+ * the answer), so the context it was given is the one its rules read. Makes no API call and opens no socket; `authorizer` checks and RESTMappings go to the main thread.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { MainQuestions } from './main-questions.ts';
@@ -12,7 +12,7 @@ import type { ParamsSource } from '../../registry/compile.ts';
 import { SuiteRegistry } from '../../registry/registry.ts';
 import { tuneHeapForAdmission } from '../v8-tuning.ts';
 import { REVIEW_ERRORS, ReviewError } from '../errors.ts';
-import { decodeReview } from '../review.ts';
+import { decode } from '../chain.ts';
 import { utf8 } from '../body.ts';
 import type { FromWorker, ReviewContext, ToWorker } from './offload.ts';
 
@@ -92,7 +92,7 @@ async function judge(review: Extract<ToWorker, { type: 'review' }>): Promise<Omi
   } catch (err) {
     throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, (err as Error).message);
   }
-  const { apiVersion, request } = decodeReview(body);
+  const { apiVersion, request } = decode(body);
   const webhook = registry.webhook(review.suite, review.webhook);
   if (!webhook) throw new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `/admit/${review.suite}/${review.webhook}`);
   const namespace = request.namespace || undefined;

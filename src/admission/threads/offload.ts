@@ -3,12 +3,16 @@
  * hundreds of milliseconds (measured: 3 MiB with 266k labels, about 100 ms to parse and 250 ms
  * to judge); on the one event loop, a few clients sending such objects back to back held every
  * other admission for seconds (bench/starvation.ts). A body of LARGE_BODY or more is handed, as
- * its bytes (never decoded here), to a worker thread that keeps its own copy of the registry (the same suites, compiled the
+ * its bytes (never decoded here), to a review worker: a worker thread that keeps its own copy of the registry (the same suites, compiled the
  * same way) and asks this thread for what it cannot know: the namespace, LimitRanges and params
  * of the request (from the watch caches), `authorizer` checks and RESTMappings. It answers a Decision, which
- * the server encodes like any other. Owns the worker and its messages; what a Decision is, and
+ * the server encodes like any other. Up to `workers` of them (started as reviews need them), each
+ * judging one review at a time; reviews beyond them wait here, at most `waiting`, and a review
+ * beyond those is refused at once (BUSY, 429), so what large reviews hold is bounded rather than
+ * queued without end. Owns the workers and their messages; what a Decision is, and
  * how it is sent, belong to the registry and the server.
  */
+import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { workerEntry } from '../../app-files.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
@@ -19,10 +23,25 @@ import { LookupNotReady, type ClusterView, type LookupKind } from '../../handler
 import { LOOKUP_READY_WAIT_MS } from '../../registry/compile.ts';
 import type { LogWriter } from '../../log.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
-import { ReviewError, type ReviewErrorKey } from '../errors.ts';
+import { REVIEW_ERRORS, ReviewError, type ReviewErrorKey } from '../errors.ts';
 
 /** Bodies of at least this many bytes are judged in the worker: far above any typical object. */
 export const LARGE_BODY = 256 * 1024;
+
+/**
+ * Review workers by default: one per CPU the process may run on, at most 2. Each holds its own
+ * copy of the compiled suites and, while it judges, the review copied, decoded and parsed:
+ * measured with 16 clients sending 6.8 MiB reviews of 555k labels at once, the RSS went from
+ * about 285 MB to peaks of 424-447 MB with one worker, 665-721 MB with two, so two fit the shipped
+ * 1Gi limit and four would not; --review-workers sets it (with the memory limit).
+ */
+export const REVIEW_WORKERS = Math.max(1, Math.min(os.availableParallelism(), 2));
+
+/** How many reviews may be judged and wait; see ReviewOffload. */
+export interface OffloadLimits {
+  workers: number;
+  waiting: number;
+}
 
 /** A body left undecoded for the worker: its bytes, as read. */
 export class LargeBody {
@@ -65,9 +84,20 @@ export interface OffloadAnswer {
   decision: Decision;
 }
 
-interface Pending {
+/** A review given to the offload: in a worker, or waiting for one. */
+interface Review {
+  id: number;
+  suite: string;
+  webhook: string;
+  body: Uint8Array;
   resolve(answer: OffloadAnswer): void;
   reject(err: Error): void;
+}
+
+/** A started worker and the review it judges (none while idle). */
+interface ReviewWorker {
+  worker: Worker;
+  judging: Review | undefined;
 }
 
 const WORKER = workerEntry('offload-worker', import.meta.url);
@@ -75,62 +105,98 @@ const WORKER = workerEntry('offload-worker', import.meta.url);
 export class ReviewOffload {
   private readonly registry: SuiteRegistry;
   private readonly log: LogWriter;
+  private readonly limits: OffloadLimits;
   private readonly suites = new Map<string, AdmissionSuite>();
-  private readonly pending = new Map<number, Pending>();
-  private worker: Worker | undefined;
+  private readonly pool: ReviewWorker[] = [];
+  /** Reviews waiting for a worker, oldest first; at most limits.waiting. */
+  private readonly waiting: Review[] = [];
   private nextId = 1;
   private closed = false;
 
-  constructor(registry: SuiteRegistry, log: LogWriter) {
+  constructor(registry: SuiteRegistry, log: LogWriter, limits: OffloadLimits = { workers: REVIEW_WORKERS, waiting: 2 * REVIEW_WORKERS }) {
     this.registry = registry;
     this.log = log;
+    this.limits = { workers: Math.max(1, limits.workers), waiting: Math.max(0, limits.waiting) };
     registry.subscribe((change) => {
       if ('suite' in change) this.suites.set(change.suite.metadata.name, change.suite);
       else this.suites.delete(change.removed);
-      this.worker?.postMessage(('suite' in change ? { type: 'suite', suite: change.suite } : { type: 'removed', name: change.removed }) satisfies ToWorker);
+      const message: ToWorker = 'suite' in change ? { type: 'suite', suite: change.suite } : { type: 'removed', name: change.removed };
+      for (const { worker } of this.pool) worker.postMessage(message);
     });
   }
 
-  /** The webhook's answer to the review in `body`; rejects with a ReviewError for a body that is not one. */
+  /**
+   * The webhook's answer to the review in `body`; rejects with a ReviewError for a body that is not
+   * one, and with BUSY when every worker is judging and as many reviews wait as may.
+   */
   admit(suite: string, webhook: string, body: Uint8Array): Promise<OffloadAnswer> {
-    const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      // Copied, not transferred: if the worker is lost, the server decodes the body to answer it.
-      this.started().postMessage({ type: 'review', id, suite, webhook, body } satisfies ToWorker);
+      const review: Review = { id: this.nextId++, suite, webhook, body, resolve, reject };
+      const free = this.free();
+      if (free) return this.judge(free, review);
+      if (this.waiting.length >= this.limits.waiting) {
+        return reject(new ReviewError(REVIEW_ERRORS.BUSY, `${this.pool.length} review workers judging, ${this.waiting.length} waiting`));
+      }
+      this.waiting.push(review);
     });
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.worker?.terminate();
+    for (const review of this.waiting.splice(0)) review.reject(new WorkerLostError('the server is closing'));
+    await Promise.all(this.pool.map(({ worker }) => worker.terminate()));
   }
 
-  private started(): Worker {
-    if (this.worker) return this.worker;
+  /** An idle worker, else a new one while the pool has room. */
+  private free(): ReviewWorker | undefined {
+    for (const slot of this.pool) if (!slot.judging) return slot;
+    return this.pool.length < this.limits.workers ? this.start() : undefined;
+  }
+
+  private judge(slot: ReviewWorker, review: Review): void {
+    slot.judging = review;
+    const { id, suite, webhook, body } = review;
+    // Copied, not transferred: if the worker is lost, the server decodes the body to answer it.
+    slot.worker.postMessage({ type: 'review', id, suite, webhook, body } satisfies ToWorker);
+  }
+
+  /** The worker answered its review: the oldest waiting one is next. */
+  private finished(slot: ReviewWorker, id: number): Review | undefined {
+    const review = slot.judging;
+    if (review?.id !== id) return undefined;
+    slot.judging = undefined;
+    const next = this.waiting.shift();
+    if (next) this.judge(slot, next);
+    return review;
+  }
+
+  private start(): ReviewWorker {
     const worker = new Worker(WORKER, { workerData: { authorizer: this.registry.context.authorizer !== undefined, mapper: this.registry.context.mapper !== undefined } });
     // The worker does not keep the process alive; the server's sockets do.
     worker.unref();
+    const slot: ReviewWorker = { worker, judging: undefined };
     for (const suite of this.suites.values()) worker.postMessage({ type: 'suite', suite } satisfies ToWorker);
-    worker.on('message', (message: FromWorker) => this.onMessage(worker, message));
-    worker.on('error', (err) => this.lost(worker, err));
-    worker.on('exit', (code) => this.lost(worker, new Error(`the review worker exited (${code})`)));
-    this.worker = worker;
-    return worker;
+    worker.on('message', (message: FromWorker) => this.onMessage(slot, message));
+    worker.on('error', (err) => this.lost(slot, err));
+    worker.on('exit', (code) => this.lost(slot, new Error(`the review worker exited (${code})`)));
+    this.pool.push(slot);
+    return slot;
   }
 
-  /** Every review in the lost worker fails with WorkerLostError (the server answers it by failurePolicy); the next one starts a new worker. */
-  private lost(worker: Worker, err: Error): void {
-    if (this.worker !== worker) return;
-    this.worker = undefined;
-    if (!this.closed) this.log.error('the review worker stopped; large reviews in it are answered by their failurePolicy', { error: err.message });
-    for (const [id, pending] of this.pending) {
-      this.pending.delete(id);
-      pending.reject(new WorkerLostError(`the review worker stopped: ${err.message}`));
-    }
+  /** The review in a lost worker fails with WorkerLostError (the server answers it by failurePolicy); a waiting one goes to a new worker. */
+  private lost(slot: ReviewWorker, err: Error): void {
+    const index = this.pool.indexOf(slot);
+    if (index === -1) return;
+    this.pool.splice(index, 1);
+    if (!this.closed) this.log.error('a review worker stopped; the large review in it is answered by its failurePolicy', { error: err.message });
+    slot.judging?.reject(new WorkerLostError(`the review worker stopped: ${err.message}`));
+    slot.judging = undefined;
+    const next = this.closed ? undefined : this.waiting.shift();
+    if (next) this.judge(this.free()!, next);
   }
 
-  private onMessage(worker: Worker, message: FromWorker): void {
+  private onMessage(slot: ReviewWorker, message: FromWorker): void {
+    const { worker } = slot;
     switch (message.type) {
       case 'needs': {
         const { view, params } = this.registry.context;
@@ -150,24 +216,18 @@ export class ReviewOffload {
         answerQuestion(this.registry.context, message, (answer) => worker.postMessage(answer satisfies ToWorker));
         return;
       case 'answer': {
-        const pending = this.take(message.id);
+        const review = this.finished(slot, message.id);
         // (the mark of an answer by failurePolicy is not sent with the object: it is set again here)
         const { apiVersion, uid, operation, decision, failed } = message;
-        pending?.resolve({ apiVersion, uid, operation, decision: failed ? markFailed(decision) : decision });
+        review?.resolve({ apiVersion, uid, operation, decision: failed ? markFailed(decision) : decision });
         return;
       }
       case 'failed': {
-        const pending = this.take(message.id);
-        pending?.reject(ReviewError.sent(message.key, message.message));
+        const review = this.finished(slot, message.id);
+        review?.reject(ReviewError.sent(message.key, message.message));
         return;
       }
     }
-  }
-
-  private take(id: number): Pending | undefined {
-    const pending = this.pending.get(id);
-    this.pending.delete(id);
-    return pending;
   }
 }
 

@@ -21,11 +21,17 @@
  * The charges go to the meter (meter.ts); what each sized call costs is calls.ts's. What is
  * charged at run time beyond the static count is recorded in `runtimeCharges`, so that the
  * compiled shortcut (policy/fast) charges exactly the same.
+ *
+ * `strict` (a team's AdmissionPolicy): every call and operator whose work grows with its input is
+ * charged by the real size of its arguments, whatever their static type (calls.ts's
+ * STRICT_CALL_COSTS and `strictOperatorCost`), and charged before it runs, so that a call past the
+ * limit never does its work; and each loop step and sized call counts a tick of the meter, which
+ * reads the clock every so many (the namespace's deadline).
  */
 import type { ParseResult } from '@marcbachmann/cel-js';
 import type { CheckedNode as Node } from '../celjs/types.ts';
-import { CostLimitError, evaluate, meter, overran } from './meter.ts';
-import { CALL_COSTS, LIST_CREATE, operatorCost, traverse } from './calls.ts';
+import { CostLimitError, evaluate, meter, overran, tickWeight } from './meter.ts';
+import { CALL_COSTS, LIST_CREATE, operatorCost, STRICT_CALL_COSTS, strictOperatorCost, traverse } from './calls.ts';
 
 /**
  * What the instrumentation charges at run time beyond the static count, per AST node, so that the
@@ -45,8 +51,8 @@ export const runtimeCharges = {
  * `check` as cel-js's. Call once per program, after `check()` (checking again would undo the
  * function-cost wrappers).
  */
-export function withCost(program: ParseResult, shortcut?: (program: ParseResult) => ((activation: unknown) => unknown) | undefined): ParseResult & { staticCost: number } {
-  const staticCost = instrument(program.ast);
+export function withCost(program: ParseResult, shortcut?: (program: ParseResult) => ((activation: unknown) => unknown) | undefined, strict = false): ParseResult & { staticCost: number } {
+  const staticCost = instrument(program.ast, strict);
   // a faster way to the same answer, given the instrumented program (policy/fast)
   const body = shortcut?.(program) ?? program;
   const run = ((activation?: unknown) => evaluate(body, staticCost, activation)) as ParseResult;
@@ -55,9 +61,9 @@ export function withCost(program: ParseResult, shortcut?: (program: ParseResult)
   return Object.assign(run, { staticCost });
 }
 
-/** The static cost of `root`, instrumenting its comprehensions and sized calls on the way. */
-export function instrument(root: unknown): number {
-  return new Instrumenter(root).cost(root);
+/** The static cost of `root`, instrumenting its comprehensions and sized calls on the way (`strict`: as a team's policy is charged). */
+export function instrument(root: unknown, strict = false): number {
+  return new Instrumenter(root, strict).cost(root);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -79,9 +85,11 @@ const SCALAR_TYPES = new Set(['int', 'uint', 'double', 'bool', 'null', 'google.p
 class Instrumenter {
   private readonly nodeClass: unknown;
   private readonly seen = new WeakSet<object>();
+  private readonly strict: boolean;
 
-  constructor(root: unknown) {
+  constructor(root: unknown, strict: boolean) {
     this.nodeClass = (root as object).constructor;
+    this.strict = strict;
   }
 
   private isNode(v: unknown): v is Node {
@@ -180,6 +188,13 @@ class Instrumenter {
     const perIteration = Math.max(1, (LOOP_OVERHEAD[macro] ?? 0) + this.cost(args.step));
     runtimeCharges.perIteration.set(node, perIteration);
     const condition = args.condition;
+    if (this.strict) {
+      // (as charge() does: a tick per step, the clock read every so many)
+      const step = () => ((meter.cost += perIteration) <= meter.limit && --meter.ticks > 0) || overran();
+      if (!condition) args.condition = step;
+      else args.condition = (accu: unknown) => step() && condition(accu);
+      return once;
+    }
     // cel-js calls `condition` before each step; answering false ends the loop. Its own conditions
     // are `accu => accu` (all) and `accu => !accu` (exists), inlined here when they are those.
     if (!condition) args.condition = () => (meter.cost += perIteration) <= meter.limit || overran();
@@ -210,6 +225,8 @@ class Instrumenter {
 
   /** Macros with their own evaluate (has, cel.bind, optional or/orValue, ...): the AST pieces they hold. */
   private macro(node: Node, macro: Record<string, unknown>): number {
+    // the macros of libraries/ instrument the parts they keep from this walk themselves, as this program is
+    if (this.strict && typeof macro.parts === 'object' && macro.parts !== null) (macro.parts as { strict?: boolean }).strict = true;
     if (Array.isArray(macro.macroHasProps)) {
       // has(a.b.c): the presence test itself is free in Kubernetes (PresenceTestHasCost(false)); a.b is not
       const select = (macro.args as Node[] | undefined)?.[0];
@@ -225,6 +242,7 @@ class Instrumenter {
   }
 
   private wrapCall(node: Node, name: string, receiver: boolean): void {
+    if (this.strict) return this.wrapStrictCall(node, name);
     const cost = CALL_COSTS[name];
     const handle = node.handle as ((a: unknown[], b: unknown, c: unknown) => unknown) | undefined;
     if (!cost || typeof handle !== 'function') return;
@@ -246,6 +264,24 @@ class Instrumenter {
     }) as never;
   }
 
+  /** A call in a team's policy: charged by its arguments' real sizes, before it runs (a tick of the meter). */
+  private wrapStrictCall(node: Node, name: string): void {
+    const cost = STRICT_CALL_COSTS[name];
+    const handle = node.handle as ((a: unknown[], b: unknown, c: unknown) => unknown) | undefined;
+    if (!cost || typeof handle !== 'function') return;
+    if (name === 'startsWith' || name === 'endsWith') {
+      const prefix = ((node.args as unknown[])[2] as Node[] | undefined)?.[0];
+      if (prefix?.op === 'value' && typeof prefix.args === 'string' && traverse(prefix.args.length) <= 1) return;
+    }
+    const extraCost = (values: unknown[]) => cost(values) - 1;
+    runtimeCharges.sized.set(node, extraCost);
+    node.handle = ((values: unknown[], b: unknown, c: unknown) => {
+      const extra = extraCost(values);
+      if (extra !== 0 && ((meter.cost += extra) > meter.limit || (meter.ticks -= tickWeight(extra)) <= 0) && !overran()) throw new CostLimitError();
+      return handle(values, b, c);
+    }) as never;
+  }
+
   /**
    * cel-go charges `+` on strings, `<`... on strings and `in` on a list by size only when the
    * checker could pick the overload, i.e. when an operand's static type says which one; with
@@ -258,6 +294,7 @@ class Instrumenter {
     const type = (n: Node | undefined) => n?.checkedType?.name ?? 'dyn';
     const op = node.op;
     if (SCALAR_TYPES.has(op === 'in' ? type(right) : type(left)) && (op === 'in' || SCALAR_TYPES.has(type(right)))) return;
+    if (this.strict) return this.wrapStrictOperator(node, handle, type(left), type(right));
     const sequence = (t: string) => t === 'string' || t === 'bytes';
     const typedSequence = sequence(type(left)) || sequence(type(right));
     const typedList = type(right).startsWith('list');
@@ -273,6 +310,25 @@ class Instrumenter {
       const extra = extraCost(l, r);
       if (extra !== 0 && (meter.cost += extra) > meter.limit) throw (overran(), new CostLimitError());
       return result;
+    }) as never;
+  }
+
+  /**
+   * An operator in a team's policy: by its operands' real sizes whatever their static types,
+   * charged before it runs. Only what can never cost more than 1 goes unwrapped: `in` on a map,
+   * an operand that is a scalar or a short literal (the smaller side bounds a comparison).
+   */
+  private wrapStrictOperator(node: Node, handle: (l: unknown, r: unknown, ast: unknown, ev: unknown) => unknown, left: string, right: string): void {
+    const op = node.op;
+    const [l, r] = node.args as Node[];
+    const small = (n: Node | undefined, t: string) => SCALAR_TYPES.has(t) || (n?.op === 'value' && typeof n.args === 'string' && traverse(n.args.length) <= 1);
+    if (op === 'in' ? right.startsWith('map') : op !== '+' && (small(l, left) || small(r, right))) return;
+    const extraCost = (a: unknown, b: unknown) => strictOperatorCost(op, a, b) - 1;
+    runtimeCharges.sized.set(node, (operands) => extraCost(operands[0], operands[1]));
+    node.handle = ((a: unknown, b: unknown, ast: unknown, ev: unknown) => {
+      const extra = extraCost(a, b);
+      if (extra !== 0 && ((meter.cost += extra) > meter.limit || (meter.ticks -= tickWeight(extra)) <= 0) && !overran()) throw new CostLimitError();
+      return handle(a, b, ast, ev);
     }) as never;
   }
 }

@@ -122,6 +122,8 @@ export function compile(
     compiledVariables?: ReadonlySet<string>;
     /** The variables whose value is a part of the request as it is (celjs/equality.ts). */
     requestVariables?: ReadonlySet<string>;
+    /** Charged as a team's AdmissionPolicy is: by real sizes whatever the static types, with the namespace's deadline (cost/instrument.ts). */
+    strictCost?: boolean;
   } = {},
 ): Program {
   const environment = vapEnvironment(options.params !== false, options.authorizer !== false, options.variables !== false);
@@ -154,10 +156,14 @@ export function compile(
   useCelGoEquality(program.ast, options.requestVariables);
   let body: Body | undefined;
   let celjs: ParseResult | undefined;
-  const run = withCost(program, (instrumented) => {
-    celjs = instrumented;
-    return (body = shortcutFor(instrumented, options.compiledVariables));
-  });
+  const run = withCost(
+    program,
+    (instrumented) => {
+      celjs = instrumented;
+      return (body = shortcutFor(instrumented, options.compiledVariables, options.strictCost));
+    },
+    options.strictCost,
+  );
   const direct = body?.direct && { run: body.direct, staticCost: run.staticCost, celjs: celjs! };
   return Object.assign(run, { compiled: direct !== undefined, direct });
 }

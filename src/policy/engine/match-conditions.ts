@@ -16,7 +16,7 @@ import { buildActivation } from './activation.ts';
 import { celErrorText } from './errors.ts';
 import { IntsInPlace } from '../values/convert.ts';
 import { ActivationReads } from '../values/reads.ts';
-import { closeBudget, CostBudgetError, openBudget } from '../cost/meter.ts';
+import { closeBudget, CostBudgetError, openBudget, type Allowance } from '../cost/meter.ts';
 
 /** The API server's cost budget for one evaluation of a policy's matchConditions (RuntimeCELCostBudgetMatchConditions). */
 const MATCH_CONDITIONS_BUDGET = 2_500_000;
@@ -39,13 +39,16 @@ export interface MatchConditionPlan {
  * the field. A webhook with a built-in handler is a webhook, not a policy: its conditions all go
  * to the API server, compiled as the API server compiles a webhook's (no params).
  */
-/** `evaluateAll`: none is handed to the API server (an AdmissionPolicy's, whose registered webhook is shared). */
-export function planMatchConditions(webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, evaluateAll = false): MatchConditionPlan {
+/**
+ * `evaluateAll`: none is handed to the API server (an AdmissionPolicy's, whose registered webhook is
+ * shared); `strictCost`: charged as a team's policy is (cost/instrument.ts).
+ */
+export function planMatchConditions(webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, evaluateAll = false, strictCost = false): MatchConditionPlan {
   const plan: MatchConditionPlan = { passedThrough: [], evaluated: [] };
   const params = !webhook.handler && webhook.params !== undefined;
   (webhook.matchConditions ?? []).forEach((condition, i) => {
     // VAP compiles the trimmed expression, with no `variables` declared.
-    const program = compile(condition.expression.trim(), `${path}.matchConditions[${i}].expression`, ['bool'], { params, variables: false });
+    const program = compile(condition.expression.trim(), `${path}.matchConditions[${i}].expression`, ['bool'], { params, variables: false, strictCost });
     if (!evaluateAll && (webhook.handler || sameOnTheApiServer(program, failurePolicy))) plan.passedThrough.push(condition);
     else plan.evaluated.push({ name: condition.name, expression: condition.expression.trim(), program });
   });
@@ -164,13 +167,14 @@ export function evaluateMatchConditions(
   conditions: readonly CompiledMatchCondition[],
   reads: ActivationReads,
   request: AdmissionRequest,
-  context: { params?: unknown; authorizer?: unknown },
+  context: { params?: unknown; authorizer?: unknown; allowance?: Allowance },
   failurePolicy: FailurePolicy,
 ): MatchOutcome {
   if (conditions.length === 0) return MATCHES;
   const object = request.operation === 'DELETE' ? null : request.object;
   const ints = new IntsInPlace();
-  const budget = openBudget(MATCH_CONDITIONS_BUDGET);
+  // (a team's policy: from its allowance, which its validations then share)
+  const budget = openBudget(MATCH_CONDITIONS_BUDGET, context.allowance);
   const errors: string[] = [];
   try {
     const activation = buildActivation(request, object, [], { params: context.params, authorizer: context.authorizer }, ints, reads);

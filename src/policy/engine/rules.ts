@@ -11,7 +11,7 @@ import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
 import { CopyOnWritePatcher } from './patch.ts';
 import { fromCel, IntsInPlace } from '../values/convert.ts';
-import { closeBudget, CostBudgetError, evaluationTotals, openBudget, PER_CALL_LIMIT, remainingBudget, RUNTIME_CEL_COST_BUDGET } from '../cost/meter.ts';
+import { closeBudget, CostBudgetError, evaluationTotals, openBudget, PER_CALL_LIMIT, remainingBudget, RUNTIME_CEL_COST_BUDGET, type Allowance } from '../cost/meter.ts';
 import type { Authorizer } from '../../api/authorization.ts';
 import { AuthorizationSession, evaluateAuthorizing } from './authorization.ts';
 import { requestAuthorizer } from '../library/authz.ts';
@@ -21,7 +21,7 @@ import { evaluateMatchConditions, planMatchConditions, type CompiledMatchConditi
 import { allHoldCheck, type AllHold } from '../fast/all-hold.ts';
 
 /** (for src/registry/compile.ts, which reads the policy engine through this module and celjs/program.ts only) */
-export { evaluationTotals, RUNTIME_CEL_COST_BUDGET } from '../cost/meter.ts';
+export { Allowance, evaluationTotals, RUNTIME_CEL_COST_BUDGET } from '../cost/meter.ts';
 
 interface CompiledValidation {
   expression: string;
@@ -74,6 +74,12 @@ interface CompiledMutation {
 export interface RulesContext {
   params?: unknown;
   namespaceObject?: unknown;
+  /**
+   * What a team's AdmissionPolicy may spend on this request (registry/namespaced.ts): every budget
+   * of its evaluation draws from it, so that its matchConditions, validations, messageExpressions
+   * and audit annotations share one, within its namespace's (cost/meter.ts).
+   */
+  allowance?: Allowance;
 }
 
 /** Whether any expression (a variable's, a matchCondition's) reads `namespaceObject`: a caller binds it only then, since finding it costs a lookup per request. */
@@ -88,6 +94,8 @@ export interface RulesOptions {
   costBudget?: number;
   /** Evaluate every matchCondition here, none handed to the API server (a policy shares one registered webhook with others). */
   allMatchConditions?: boolean;
+  /** Charge every expression as a team's policy is charged: by real sizes whatever the static types, with a deadline (cost/instrument.ts). */
+  strictCost?: boolean;
 }
 
 /** What one evaluation binds besides the request: the RulesContext, and `authorizer` when used. */
@@ -103,7 +111,7 @@ type EvaluationContext = RulesContext & { authorizer?: unknown };
 export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy): RulesAdmit;
 export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer: Authorizer | undefined, options?: RulesOptions): AuthorizingRulesAdmit;
 export function compileRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, authorizer?: Authorizer, options: RulesOptions = {}): AuthorizingRulesAdmit {
-  const admit = compileSyncRules(suite, webhook, path, failurePolicy, options.costBudget ?? RUNTIME_CEL_COST_BUDGET, options.allMatchConditions ?? false);
+  const admit = compileSyncRules(suite, webhook, path, failurePolicy, options.costBudget ?? RUNTIME_CEL_COST_BUDGET, options.allMatchConditions ?? false, options.strictCost ?? false);
   if (!admit.authorizing) return admit;
   const { readsNamespaceObject } = admit;
   if (!authorizer) {
@@ -111,7 +119,23 @@ export function compileRules(suite: string, webhook: WebhookSpec, path: string, 
   }
   return Object.assign(
     (request: AdmissionRequest, context: RulesContext = {}) => {
-      const decision = evaluateAuthorizing({ authorizer }, (session) => admit(request, { ...context, authorizer: requestAuthorizer(request, session) }));
+      // Each round is the same evaluation again, with more answers: only one round's cost counts (the
+      // API server evaluates once), so a round gives back what the one before it spent; and the
+      // time between rounds, waiting for the answers, is not the policy's.
+      const allowance = context.allowance;
+      let spent = 0;
+      const decision = evaluateAuthorizing({ authorizer }, (session) => {
+        if (!allowance) return admit(request, { ...context, authorizer: requestAuthorizer(request, session) });
+        allowance.resume();
+        allowance.refund(spent);
+        const before = allowance.cost;
+        try {
+          return admit(request, { ...context, authorizer: requestAuthorizer(request, session) });
+        } finally {
+          spent = before - allowance.cost;
+          allowance.pause();
+        }
+      });
       return decision instanceof Promise ? decision.catch((err: unknown) => errored(firstLine(err), failurePolicy, 'Invalid')) : decision;
     },
     { readsNamespaceObject },
@@ -125,13 +149,13 @@ function usesAuthorizer(program: Program | undefined): boolean {
 
 type SyncRules = ((request: AdmissionRequest, context?: EvaluationContext) => Decision) & { authorizing: boolean } & ReadsNamespaceObject;
 
-function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, costBudget: number, allMatchConditions: boolean): SyncRules {
+function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, failurePolicy: FailurePolicy, costBudget: number, allMatchConditions: boolean, strictCost: boolean): SyncRules {
   // The variables whose expressions compile (policy/fast) can be read by compiled expressions after them.
   const compiledVariables = new Set<string>();
   // The variables that are a part of the request as it is: compared across kinds, they raise as the request's values do.
   const requestVariables = new Set<string>();
-  const scope = { params: webhook.params !== undefined, compiledVariables, requestVariables };
-  const conditions = planMatchConditions(webhook, path, failurePolicy, allMatchConditions).evaluated;
+  const scope = { params: webhook.params !== undefined, compiledVariables, requestVariables, strictCost };
+  const conditions = planMatchConditions(webhook, path, failurePolicy, allMatchConditions, strictCost).evaluated;
   const matchConditions: CompiledConditions = { conditions, reads: new ActivationReads(conditions.map((c) => c.program)) };
   const variables: CompiledVariable[] = (webhook.variables ?? []).map((v, i) => {
     const program = compile(v.expression, `${path}.variables[${i}].expression`, [], { ...scope, compiledVariables: new Set(compiledVariables), requestVariables: new Set(requestVariables) });
@@ -157,7 +181,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       const match = evaluateMatchConditions(matchConditions.conditions, matchConditions.reads, request, context, failurePolicy);
       if ('error' in match) return errored(match.error, failurePolicy, 'Invalid');
       if (!match.matches) return allowed();
-      const budget = openBudget(costBudget);
+      const budget = openBudget(costBudget, context.allowance);
       try {
         return mutate(request, mutations, variables, context, reads);
       } catch (err) {
@@ -219,8 +243,9 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
   const object = request.operation === 'DELETE' ? null : request.object;
   const { failurePolicy } = compiled;
   // One cost budget (cost/meter.ts) for the validations, then their messageExpressions from what is left,
-  // as the API server spends it; running out answers for the whole webhook.
-  const budget = openBudget(compiled.costBudget);
+  // as the API server spends it; running out answers for the whole webhook. A team's policy draws
+  // every budget from its allowance (the matchConditions' above too).
+  const budget = openBudget(compiled.costBudget, context.allowance);
   const ints = new IntsInPlace();
   try {
     let activation = buildActivation(request, object, compiled.variables, context, ints, compiled.reads, true);
@@ -277,7 +302,8 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
     const verdict = new Verdict(compiled);
     failures.forEach((failure, index) => verdict.add(failure, index));
 
-    openBudget(compiled.costBudget); // audit annotations get a budget of their own, as in the API server
+    // audit annotations get a budget of their own, as in the API server; a team's policy goes on with the one it has
+    if (!context.allowance) openBudget(compiled.costBudget);
     for (const annotation of compiled.auditAnnotations) {
       let value: unknown;
       try {

@@ -26,7 +26,7 @@
  * This file generates the code; runtime.ts holds what the code calls, shortcut.ts puts it in
  * front of cel-js. The tests check every answer against cel-js's (test/support/compiled-differential.ts).
  */
-import { meter } from '../cost/meter.ts';
+import { meter, tick } from '../cost/meter.ts';
 import { runtimeCharges } from '../cost/instrument.ts';
 import type { CheckedNode as Node } from '../celjs/types.ts';
 import { bail, celSize, numberKind, regexMatches, spent, within } from './runtime.ts';
@@ -42,10 +42,11 @@ class Unsupported extends Error {}
 /**
  * Compiles `ast` (checked and instrumented for cost); undefined when it has a node the shortcut
  * does not cover. `variables`: the composited variables it may read, those whose own expressions
- * compile (so their values are of the kinds the compiled code knows).
+ * compile (so their values are of the kinds the compiled code knows). `strict`: a team's policy,
+ * whose loop steps and sized operations count the meter's ticks as its instrumentation does.
  */
-export function compileProgram(ast: unknown, variables: ReadonlySet<string> = new Set()): CompiledProgram | undefined {
-  const compiler = new Compiler(variables);
+export function compileProgram(ast: unknown, variables: ReadonlySet<string> = new Set(), strict = false): CompiledProgram | undefined {
+  const compiler = new Compiler(variables, strict);
   let body: string;
   try {
     const lines: string[] = [];
@@ -61,13 +62,13 @@ export function compileProgram(ast: unknown, variables: ReadonlySet<string> = ne
   } catch {
     return undefined; // code generation disallowed (node --disallow-code-generation-from-strings): cel-js answers
   }
-  return factory(compiler.constants, meter, spent, bail, numberKind, Object.hasOwn, celSize, within, regexMatches);
+  return factory(compiler.constants, meter, spent, bail, numberKind, Object.hasOwn, celSize, within, regexMatches, tick);
 }
 
 /** The generated function: on BAIL (or any error) the cost goes back to where it was, but for what the variables it read spent. */
 function makeFactory(body: string): (...helpers: unknown[]) => CompiledProgram {
   return new Function(
-    'K', 'M', 'X', 'B', 'N', 'hasOwn', 'size', 'within', 'matches',
+    'K', 'M', 'X', 'B', 'N', 'hasOwn', 'size', 'within', 'matches', 'T',
     `"use strict";\nreturn function compiled(A) {\nconst C = M.cost;\nlet S = 0, c;\ntry {\n${body}\n} catch (e) {\nM.cost = C + S;\nX.variables = S;\nthrow e;\n}\n};`,
   ) as (...helpers: unknown[]) => CompiledProgram;
 }
@@ -110,9 +111,12 @@ class Compiler {
   private readonly temps: string[] = [];
   /** The number kind (as N gives it) of each numeric literal's JS text. */
   private readonly literalKinds = new Map<string, number>();
+  /** What follows a charge: BAIL past the limit, and in a team's policy also at a tick whose clock read is past the deadline. */
+  private readonly pastLimit: string;
 
-  constructor(variables: ReadonlySet<string>) {
+  constructor(variables: ReadonlySet<string>, strict: boolean) {
     this.variables = variables;
+    this.pastLimit = strict ? ' > M.limit || (--M.ticks <= 0 && !T())' : ' > M.limit';
   }
 
   declarations(): string {
@@ -344,7 +348,7 @@ class Compiler {
   /** A sized call or operator costs what cost/instrument.ts's wrapper of it would charge. */
   private chargeSized(node: Node, operands: string[], result: string, out: string[]): void {
     const sized = runtimeCharges.sized.get(node);
-    if (sized) out.push(`if ((M.cost += ${this.constant(sized)}([${operands.join(', ')}], ${result})) > M.limit) B();`);
+    if (sized) out.push(`if ((M.cost += ${this.constant(sized)}([${operands.join(', ')}], ${result}))${this.pastLimit}) B();`);
   }
 
   private call(node: Node, scope: Map<string, string>, out: string[]): string {
@@ -404,7 +408,7 @@ class Compiler {
       `if (Array.isArray(${range})) ${items} = ${range}; else { ${requireMap(range)} ${items} = Object.keys(${range}); }`,
       `${accu} = ${goOn};`,
       `for (${i} = 0; ${i} < ${items}.length; ${i}++) {`,
-      `if ((M.cost += ${perIteration}) > M.limit) B();`,
+      `if ((M.cost += ${perIteration})${this.pastLimit}) B();`,
       `if (${accu} !== ${goOn}) break;`,
       `${element} = ${items}[${i}]; ${requireValue(element)}`,
     );

@@ -38,10 +38,11 @@ export function shortcutObserver(): ShortcutObserver | undefined {
 
 /**
  * The program's body: the compiled shortcut, falling back to cel-js (`program`) from the same
- * cost when it bails; cel-js alone when the expression is not covered.
+ * cost when it bails; cel-js alone when the expression is not covered. `strict`: a team's
+ * policy's, whose loops count the meter's ticks (cost/meter.ts).
  */
-export function shortcutFor(program: ParseResult, variables?: ReadonlySet<string>): Body {
-  const compiled = compileProgram(program.ast, variables);
+export function shortcutFor(program: ParseResult, variables?: ReadonlySet<string>, strict = false): Body {
+  const compiled = compileProgram(program.ast, variables, strict);
   if (!compiled) {
     return (activation: unknown) => {
       convertActivation(activation);

@@ -14,11 +14,13 @@
  *
  * Cost: slice, flatten, range, reverse, distinct and sort are charged in cost/calls.ts (CALL_COSTS) as
  * cel-go's trackers do; sortBy charges its expansion here, as cel-go's cost tracker charges
- * `cel.bind(l, target, l.@sortByAssociatedKeys(l.map(v, key)))`.
+ * `cel.bind(l, target, l.@sortByAssociatedKeys(l.map(v, key)))`. In a team's AdmissionPolicy
+ * (`strict`), by real sizes whatever the key's static type, and before the sort (STRICT_CALL_COSTS).
  */
 import { ParseError, type Environment } from '@marcbachmann/cel-js';
 import { charge } from '../cost/meter.ts';
 import { instrument } from '../cost/instrument.ts';
+import { strictSortCost } from '../cost/calls.ts';
 import { celCompare, celEquals, celError, goTypeName, isComparable, Optional, typeName } from '../celjs/values.ts';
 import { celGoType, concrete, elementType, SORTABLE } from '../celjs/static-types.ts';
 import type { CallNode } from '../celjs/walk.ts';
@@ -166,6 +168,8 @@ interface SortByParts {
   tracked: boolean;
   /** The key's static cost, measured on first evaluation; constant: the key is a literal (`[key]` is then free). */
   cost: { key: number; constant: boolean } | undefined;
+  /** Set by cost/instrument.ts in a team's policy: charged by size whatever the key's static type, the key instrumented as strictly. */
+  strict?: boolean;
 }
 
 interface SortByMacro {
@@ -232,7 +236,7 @@ function sortByEvaluate(ev: Evaluator, m: SortByMacro, ctx: unknown): unknown {
   const p = m.parts;
   const target = ev.run(m.receiver, ctx);
   if (!p.cost) {
-    const key = instrument(p.key);
+    const key = instrument(p.key, p.strict);
     p.cost = { key, constant: key === 0 && (p.key.op === 'value' || p.key.op === '-_') };
   }
   const stepCost = p.cost.key + (p.cost.constant ? MAP_STEP - 10 : MAP_STEP);
@@ -261,7 +265,10 @@ function sortByEvaluate(ev: Evaluator, m: SortByMacro, ctx: unknown): unknown {
     charge(1);
     throw error;
   }
-  if (!p.tracked) charge(1);
+  if (p.strict) {
+    // charged before the sort runs, as a team's sort() is (cost/calls.ts)
+    if (!charge(strictSortCost(keys))) return list; // cost/meter.ts reports the overrun
+  } else if (!p.tracked) charge(1);
   else {
     const size = keys.length;
     const factor = typeof keys[0] === 'string' || keys[0] instanceof Uint8Array ? 2.1 : 2;

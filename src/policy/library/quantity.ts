@@ -6,14 +6,21 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celError } from '../celjs/values.ts';
+import { COST_SIZE } from '../cost/calls.ts';
 import { compare, goQuantityAdd, goQuantityApproximate, goQuantityAsInt64, goQuantityNegate, goQuantitySign, goQuantityValue, parseGoQuantity, QuantityError, type GoQuantity } from '../../k8s/quantity.ts';
 
 /** A CEL `kubernetes.Quantity` value. */
 export class QuantityValue {
   readonly celTypeName = 'kubernetes.Quantity';
   readonly repr: GoQuantity;
-  constructor(repr: GoQuantity) {
+  /** How many digits it was written with (or its operands had, plus one); with its scale, what its arithmetic works over (a team's policy is charged by it, cost/calls.ts). */
+  readonly digits: number;
+  constructor(repr: GoQuantity, digits = 19) {
     this.repr = repr;
+    this.digits = digits;
+  }
+  get [COST_SIZE](): number {
+    return this.digits + Math.abs(this.repr.scale);
   }
   compareTo(other: QuantityValue): number {
     return compare(goQuantityValue(this.repr), goQuantityValue(other.repr));
@@ -29,7 +36,7 @@ export class QuantityValue {
 /** quantity(s): Go's ParseQuantity, its refusal as a CEL error. */
 export function parseQuantity(str: string): QuantityValue {
   try {
-    return new QuantityValue(parseGoQuantity(str));
+    return new QuantityValue(parseGoQuantity(str), Math.max(19, str.length));
   } catch (err) {
     if (err instanceof QuantityError) throw celError(err.message);
     throw err;
@@ -60,10 +67,10 @@ export function registerQuantity(env: Environment): void {
     return v;
   });
   env.registerFunction('kubernetes.Quantity.isInteger(): bool', (q: QuantityValue) => goQuantityAsInt64(q.repr) !== undefined);
-  env.registerFunction('kubernetes.Quantity.add(kubernetes.Quantity): kubernetes.Quantity', (a: QuantityValue, b: QuantityValue) => new QuantityValue(goQuantityAdd(a.repr, b.repr)));
-  env.registerFunction('kubernetes.Quantity.add(int): kubernetes.Quantity', (a: QuantityValue, n: bigint) => new QuantityValue(goQuantityAdd(a.repr, { int: n, scale: 0 })));
-  env.registerFunction('kubernetes.Quantity.sub(kubernetes.Quantity): kubernetes.Quantity', (a: QuantityValue, b: QuantityValue) => new QuantityValue(goQuantityAdd(a.repr, goQuantityNegate(b.repr))));
-  env.registerFunction('kubernetes.Quantity.sub(int): kubernetes.Quantity', (a: QuantityValue, n: bigint) => new QuantityValue(goQuantityAdd(a.repr, { int: -n, scale: 0 })));
+  env.registerFunction('kubernetes.Quantity.add(kubernetes.Quantity): kubernetes.Quantity', (a: QuantityValue, b: QuantityValue) => new QuantityValue(goQuantityAdd(a.repr, b.repr), Math.max(a.digits, b.digits) + 1));
+  env.registerFunction('kubernetes.Quantity.add(int): kubernetes.Quantity', (a: QuantityValue, n: bigint) => new QuantityValue(goQuantityAdd(a.repr, { int: n, scale: 0 }), a.digits + 1));
+  env.registerFunction('kubernetes.Quantity.sub(kubernetes.Quantity): kubernetes.Quantity', (a: QuantityValue, b: QuantityValue) => new QuantityValue(goQuantityAdd(a.repr, goQuantityNegate(b.repr)), Math.max(a.digits, b.digits) + 1));
+  env.registerFunction('kubernetes.Quantity.sub(int): kubernetes.Quantity', (a: QuantityValue, n: bigint) => new QuantityValue(goQuantityAdd(a.repr, { int: -n, scale: 0 }), a.digits + 1));
   env.registerOperator('kubernetes.Quantity == kubernetes.Quantity', (a: QuantityValue, b: QuantityValue) => a.equals(b));
 }
 

@@ -9,6 +9,7 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celError } from '../celjs/values.ts';
+import { COST_SIZE } from '../cost/calls.ts';
 
 const UINT64_MAX = (1n << 64n) - 1n;
 const DIGITS = /^[0-9]*$/;
@@ -26,12 +27,18 @@ export class SemverValue {
   readonly pre: PreRelease[];
   readonly build: string[];
 
+  /** What a comparison works over: its prerelease identifiers (a team's policy is charged by it, cost/calls.ts). */
+  readonly [COST_SIZE]: number;
+
   constructor(major: bigint, minor: bigint, patch: bigint, pre: PreRelease[], build: string[]) {
     this.major = major;
     this.minor = minor;
     this.patch = patch;
     this.pre = pre;
     this.build = build;
+    let size = 3;
+    for (const p of pre) size += 'str' in p ? p.str.length : 1;
+    this[COST_SIZE] = size;
   }
 
   /** blang/semver's Version.Compare: build metadata is not compared. */

@@ -6,6 +6,7 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celError } from '../celjs/values.ts';
+import { COST_SIZE } from '../cost/calls.ts';
 import { fromBytes } from '../go/bytes.ts';
 import { parseRequestURI, parseURL, urlEscapedPath, urlHostname, urlPort, urlQuery, type GoURL } from '../go/url.ts';
 
@@ -20,6 +21,10 @@ export class URLValue {
   }
   equals(other: unknown): boolean {
     return other instanceof URLValue && other.text === this.text;
+  }
+  /** What its accessors read again (a team's policy is charged by it, cost/calls.ts). */
+  get [COST_SIZE](): number {
+    return this.text.length;
   }
   toString(): string {
     return this.text;

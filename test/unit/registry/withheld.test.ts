@@ -9,7 +9,9 @@ import { withheldPolicies } from '../../../src/registry/withheld.ts';
 import type { CompiledPolicy } from '../../../src/registry/policies.ts';
 
 function policy(namespace: string, name: string, created: number, type: 'Mutating' | 'Validating' = 'Validating', size = 10): CompiledPolicy {
-  return { namespace, name, created, type, generation: 1, rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['x'.repeat(size)] }], excludeResourceRules: [], errors: [] };
+  const rules = [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['x'.repeat(size)] }];
+  const source = { apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionPolicy', metadata: { name, namespace, uid: name }, spec: { type, rules } } as const;
+  return { namespace, name, created, type, generation: 1, rules, excludeResourceRules: [], errors: [], source };
 }
 
 /** A configuration's size: a fixed header and each kept policy's rule. */

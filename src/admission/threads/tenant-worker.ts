@@ -1,0 +1,83 @@
+/**
+ * A tenant worker (see tenants.ts): evaluates the AdmissionPolicies of one request at a time, with
+ * a policy registry of its own (the same policies, compiled the same way), so that a team's
+ * expressions never run on the thread that answers the operator's probes, the suites' webhooks
+ * and suite validation. Each request comes with what its policies read of the cluster (the
+ * Namespace, the params each policy selects), gathered by the main thread; `authorizer` checks go
+ * to the main thread. Makes no API call and opens no socket; decides nothing but the request.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { MainQuestions } from './main-questions.ts';
+import { followedFailurePolicy } from '../../api/review.ts';
+import type { ClusterView } from '../../handlers/handler.ts';
+import { LookupNotReady } from '../../handlers/handler.ts';
+import type { ParamsSource } from '../../registry/compile.ts';
+import { PolicyRegistry, type PolicyContext } from '../../registry/policies.ts';
+import { namespacedWebhook } from '../../registry/namespaced.ts';
+import { tuneHeapForAdmission } from '../v8-tuning.ts';
+import { paramsKey, type FromTenantWorker, type TenantContext, type ToTenantWorker } from './tenants.ts';
+
+const port = parentPort!;
+const send = (message: FromTenantWorker) => port.postMessage(message);
+
+/** The request being evaluated and what its policies may read; the view and params read it. */
+let current: { namespace?: string; context: TenantContext } = { context: { params: {} } };
+const view: ClusterView = {
+  namespace: (name) => (name === current.namespace ? current.context.namespaceObject : undefined),
+  limitRanges: () => [],
+  // Policies declare no lookups (only handlers do).
+  list: (kind) => {
+    throw new LookupNotReady(kind);
+  },
+};
+const params: ParamsSource = {
+  watch: () => undefined,
+  select: (ref) => current.context.params[paramsKey(ref)] ?? { state: 'pending', reason: 'params were not sent to the tenant worker' },
+};
+
+let requestId = 0;
+const questions = new MainQuestions(send, () => requestId);
+const settings = workerData as Pick<PolicyContext, 'limits' | 'protectedNamespaces' | 'operatorNamespace'> & { authorizer: boolean };
+
+tuneHeapForAdmission();
+const registry = new PolicyRegistry({
+  limits: settings.limits,
+  protectedNamespaces: settings.protectedNamespaces,
+  ...(settings.operatorNamespace !== undefined ? { operatorNamespace: settings.operatorNamespace } : {}),
+  view,
+  params,
+  ...(settings.authorizer ? { authorizer: questions.authorizer } : {}),
+});
+const webhooks = { Mutating: namespacedWebhook('Mutating', registry), Validating: namespacedWebhook('Validating', registry) };
+
+port.on('message', (message: ToTenantWorker) => {
+  switch (message.type) {
+    case 'policy':
+      registry.sync(message.policy);
+      return;
+    case 'removed':
+      registry.remove(message.namespace, message.name);
+      return;
+    case 'withheld':
+      registry.withhold(new Map(message.withheld));
+      return;
+    case 'review':
+      void evaluate(message);
+      return;
+    default:
+      questions.answered(message);
+  }
+});
+
+/** One request at a time: the pool sends the next only once this one is answered. */
+async function evaluate(review: Extract<ToTenantWorker, { type: 'review' }>): Promise<void> {
+  requestId = review.id;
+  current = { namespace: review.request.namespace || undefined, context: review.context };
+  send({ type: 'started', id: review.id });
+  try {
+    const decision = await webhooks[review.webhook].admit(review.request);
+    send({ type: 'answer', id: review.id, decision, failed: followedFailurePolicy(decision) });
+  } catch (err) {
+    send({ type: 'error', id: review.id, message: (err as Error).message });
+  }
+}

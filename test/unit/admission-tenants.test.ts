@@ -1,0 +1,133 @@
+/**
+ * The teams' AdmissionPolicies are evaluated in tenant workers, away from the operator's main
+ * thread, and fairly: each namespace has one request in a worker at a time and the namespaces
+ * waiting take turns, so another namespace's request is answered before a flooding namespace's
+ * next one; what waits is bounded, per namespace; a worker whose evaluation escaped every limit is
+ * stopped and its request answered by failurePolicy, and the next request is served by a new one.
+ * The answers are the policies' own, with the params and Namespace the main thread reads for them
+ * and `authorizer` checks asked by the main thread.
+ */
+import { expect } from 'chai';
+import { PolicyRegistry } from '../../src/registry/policies.ts';
+import { TenantPool } from '../../src/admission/threads/tenants.ts';
+import { followedFailurePolicy, type Decision } from '../../src/api/review.ts';
+import type { AdmissionPolicy, PolicySpec } from '../../src/api/types.ts';
+import type { ParamsSource } from '../../src/registry/compile.ts';
+import type { Authorizer } from '../../src/api/authorization.ts';
+import { requestFor } from '../fixtures/reviews.ts';
+
+const configMaps = [{ operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+
+function policy(namespace: string, name: string, spec: PolicySpec): AdmissionPolicy {
+  return { apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionPolicy', metadata: { name, namespace, uid: `${namespace}/${name}`, generation: 1 }, spec };
+}
+const configMap = (namespace: string, name = 'c') => requestFor('configmaps', 'CREATE', { namespace, object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data: { k: 'v' } } });
+
+/** About a million comprehension steps in sixteen expressions (each within the API server's limit per expression): a few hundred milliseconds, within a generous budget. */
+const FORTY = `[${Array.from({ length: 40 }, (_, i) => i).join(',')}]`;
+const SLOW = Array.from({ length: 16 }, () => ({ expression: `${FORTY}.all(i, ${FORTY}.all(j, ${FORTY}.all(k, i + j + k >= 0)))`, message: 'never' }));
+
+describe('admission/threads/tenants: the teams\' policies in workers of their own, namespaces in turn', function () {
+  this.timeout(30_000);
+  let pool: TenantPool | undefined;
+  afterEach(async () => {
+    await pool?.close();
+    pool = undefined;
+  });
+
+  function registryWith(policies: AdmissionPolicy[], extra: Partial<ConstructorParameters<typeof PolicyRegistry>[0]> = {}): PolicyRegistry {
+    const registry = new PolicyRegistry({
+      limits: { mutations: true, costBudget: 100_000_000, deadlineMs: 60_000, namespaceCostBudget: 1_000_000_000 },
+      protectedNamespaces: ['kube-system'],
+      operatorNamespace: 'portcullis-system',
+      ...extra,
+    });
+    for (const p of policies) registry.sync(p);
+    return registry;
+  }
+
+  it("answers a namespace's policies in a worker with their own words, reading params, the Namespace and authorizer through the main thread", async function () {
+    const params: ParamsSource = {
+      watch: () => undefined,
+      select: (ref, namespace) => ({ state: 'selected', objects: ref.namespace === namespace ? [{ metadata: { name: 'limits' }, data: { forbidden: 'k' } }] : [] }),
+    };
+    const asked: string[] = [];
+    const authorizer: Authorizer = { check: async (a) => (asked.push(`${a.resource?.verb} ${a.resource?.resource} in ${a.resource?.namespace}`), { allowed: false, reason: '', evaluationError: '' }) };
+    const view = { namespace: (name: string) => ({ metadata: { name, labels: { team: `team-of-${name}` } } }), limitRanges: () => [], list: () => [] };
+    const registry = new PolicyRegistry({ limits: { mutations: true, costBudget: 1_000_000 }, protectedNamespaces: [], params, authorizer, view });
+    // The pool takes the policies the registry compiles from the moment it subscribes, as the operator makes it first.
+    pool = new TenantPool(registry, quiet);
+    registry.sync(
+      policy('shop', 'keys', {
+        type: 'Validating',
+        rules: configMaps,
+        params: { apiVersion: 'v1', kind: 'ConfigMap', name: 'limits' },
+        validations: [{ expression: '!(params.data.forbidden in object.data)', messageExpression: "'no key ' + params.data.forbidden + ' in ' + namespaceObject.metadata.labels.team" }],
+      }),
+    );
+    registry.sync(policy('shop', 'scale', { type: 'Validating', rules: configMaps, validations: [{ expression: "authorizer.group('').resource('configmaps').namespace('shop').check('delete').allowed()", message: 'may not delete' }] }));
+    const denied = await pool.admit('Validating', configMap('shop'));
+    expect(denied.allowed).to.equal(false);
+    expect(denied.message).to.equal('AdmissionPolicy keys: no key k in team-of-shop');
+    registry.remove('shop', 'keys');
+    const second = await pool.admit('Validating', configMap('shop'));
+    expect(second.message).to.equal('AdmissionPolicy scale: may not delete');
+    expect(asked).to.deep.equal(['delete configmaps in shop']);
+    expect((await pool.admit('Validating', configMap('elsewhere'))).allowed, 'a namespace without policies').to.equal(true);
+  });
+
+  it("answers another namespace's request before a flooding namespace's next one (one worker: turns)", async function () {
+    const registry = registryWith([
+      policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW }),
+      policy('other', 'fast', { type: 'Validating', rules: configMaps, validations: [{ expression: "object.metadata.name != 'x'", message: 'not x' }] }),
+    ]);
+    pool = new TenantPool(registry, quiet, { workers: 1 });
+    // Synced before the pool existed: the pool takes them from the registry.
+    const order: string[] = [];
+    const track = (what: string, answer: Promise<Decision>) => answer.then((d) => (order.push(what), d));
+    const flood = [0, 1, 2, 3].map((i) => track(`shop-${i}`, pool!.admit('Validating', configMap('shop', `c${i}`))));
+    const other = track('other', pool.admit('Validating', configMap('other', 'x')));
+    const answers = await Promise.all([...flood, other]);
+    expect(order).to.deep.equal(['shop-0', 'other', 'shop-1', 'shop-2', 'shop-3']);
+    expect(answers[4]!.message).to.equal('AdmissionPolicy fast: not x');
+    expect(answers.slice(0, 4).every((d) => d.allowed)).to.equal(true);
+  });
+
+  it("with two workers, another namespace's request does not wait for the flooding namespace at all", async function () {
+    const registry = registryWith([policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW })]);
+    pool = new TenantPool(registry, quiet, { workers: 2 });
+    const order: string[] = [];
+    const flood = [0, 1, 2].map((i) => pool!.admit('Validating', configMap('shop', `c${i}`)).then(() => order.push(`shop-${i}`)));
+    const other = pool.admit('Validating', configMap('other')).then(() => order.push('other'));
+    await Promise.all([...flood, other]);
+    expect(order[0]).to.equal('other');
+  });
+
+  it("bounds what one namespace may have waiting: beyond, its requests are refused at once (failurePolicy Fail), and others' are not", async function () {
+    const registry = registryWith([policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW })]);
+    pool = new TenantPool(registry, quiet, { workers: 1, maxQueued: 2 });
+    const running = pool.admit('Validating', configMap('shop', 'a'));
+    const waiting = [pool.admit('Validating', configMap('shop', 'b')), pool.admit('Validating', configMap('shop', 'c'))];
+    const refused = await pool.admit('Validating', configMap('shop', 'd'));
+    expect(refused.allowed).to.equal(false);
+    expect(followedFailurePolicy(refused)).to.equal(true);
+    expect(refused.message).to.equal('the AdmissionPolicies of namespace shop could not be evaluated: 2 of its requests are already waiting (the most one namespace may have); retry');
+    const other = pool.admit('Validating', configMap('other'));
+    expect((await Promise.all([running, ...waiting, other])).every((d) => d.allowed)).to.equal(true);
+  });
+
+  it('stops a worker whose evaluation runs past its limit, answers its request by failurePolicy, and serves the next with a new worker', async function () {
+    const registry = registryWith([
+      policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW }),
+      policy('other', 'fast', { type: 'Validating', rules: configMaps, validations: [{ expression: "object.metadata.name != 'x'", message: 'not x' }] }),
+    ]);
+    pool = new TenantPool(registry, quiet, { workers: 1, stuckAfterMs: 40 });
+    const stopped = await pool.admit('Validating', configMap('shop'));
+    expect(stopped.allowed).to.equal(false);
+    expect(followedFailurePolicy(stopped)).to.equal(true);
+    expect(stopped.message).to.equal('the AdmissionPolicies of namespace shop could not be evaluated: their evaluation ran more than 40 ms and was stopped');
+    const next = await pool.admit('Validating', configMap('other', 'x'));
+    expect(next.message).to.equal('AdmissionPolicy fast: not x');
+  });
+});
