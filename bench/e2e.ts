@@ -22,7 +22,7 @@
  * server's spread, which moves a run's medians by about 0.05 ms. The last line is one JSON
  * object. Creates that fail are counted and reported, not thrown.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
@@ -36,10 +36,8 @@ import { shareConnections } from '../src/kube/connections.ts';
 import { createCA, issueLeaf } from '../src/certs/x509.ts';
 import { GROUP, PLURAL, VERSION } from '../src/api/types.ts';
 import { DEFAULTS } from '../src/config.ts';
-import { startServer } from './processes.ts';
+import { startOperatorBundle, startServer } from './processes.ts';
 import { E2E_RULE, e2eSuite } from './fixtures.ts';
-import { OPERATOR_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
-import { buildApp } from '../tools/build.ts';
 
 const CREATES = Number(process.env.E2E_CREATES ?? 1000);
 const PROBES = Number(process.env.E2E_PROBES ?? 1000);
@@ -62,22 +60,6 @@ function quantile(values: number[], q: number): number {
   const at = (sorted.length - 1) * q;
   const low = Math.floor(at);
   return sorted[low]! + (sorted[Math.min(low + 1, sorted.length - 1)]! - sorted[low]!) * (at - low);
-}
-
-/** Starts the operator (with E2E_OPERATOR_ARGS); resolves once it is ready. */
-async function startOperator(kubeconfig: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, await buildApp(APP), `--kubeconfig=${kubeconfig}`, '--mode=local', `--serving-port=${SERVING_PORT}`, '--metrics-port=19580', ...OPERATOR_ARGS], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'error' },
-  });
-  let output = '';
-  child.stdout!.on('data', (c) => (output += c));
-  child.stderr!.on('data', (c) => (output = (output + c).slice(-10_000)));
-  for (let i = 0; !output.includes('Portcullis is ready'); i++) {
-    if (child.exitCode !== null || i > 1200) throw new Error(`the operator did not start: ${output}`);
-    await sleep(50);
-  }
-  return child;
 }
 
 /** CPU time a process has spent, all its threads (the JIT's and GC's too), in ms; Linux's /proc. */
@@ -191,7 +173,7 @@ try {
     certificates[kind] = { ca: ca.certPem, serverName, certFile, keyFile };
   }
 
-  const operator = await startOperator(controlPlane.kubeconfigPath);
+  const operator = await startOperatorBundle(APP, controlPlane.kubeconfigPath, [`--serving-port=${SERVING_PORT}`, '--metrics-port=19580', ...OPERATOR_ARGS]);
   children.push(operator);
   const suite = e2eSuite(selector('portcullis'));
   await kubeConfig.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: suite });

@@ -17,7 +17,7 @@
  * and answer; the last line is one JSON object. All of it shares this machine's cores with the
  * API server and etcd, so the cheap flood's ratio is the floor no policy engine could go under here.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
@@ -26,8 +26,7 @@ import { installForLocalRun } from '../src/local/install.ts';
 import { connect } from '../src/kube/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type PolicySpec } from '../src/api/types.ts';
 import { DEFAULTS } from '../src/config.ts';
-import { OPERATOR_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
-import { buildApp } from '../tools/build.ts';
+import { startOperatorBundle } from './processes.ts';
 
 const SECONDS = Number(process.env.NEIGHBOURS_SECONDS ?? 15);
 const CLIENTS = Number(process.env.NEIGHBOURS_CLIENTS ?? 8);
@@ -41,21 +40,6 @@ function quantile(values: number[], q: number): number {
   if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * q))]!;
-}
-
-async function startOperator(kubeconfig: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, await buildApp(APP), `--kubeconfig=${kubeconfig}`, '--mode=local', `--serving-port=${SERVING_PORT}`, `--metrics-port=${METRICS_PORT}`, ...OPERATOR_ARGS], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'error' },
-  });
-  let output = '';
-  child.stdout!.on('data', (c) => (output += c));
-  child.stderr!.on('data', (c) => (output = (output + c).slice(-10_000)));
-  for (let i = 0; !output.includes('Portcullis is ready'); i++) {
-    if (child.exitCode !== null || i > 1200) throw new Error(`the operator did not start: ${output}`);
-    await sleep(50);
-  }
-  return child;
 }
 
 const configMaps = [{ operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];
@@ -98,7 +82,7 @@ try {
   kubeConfig.loadFromFile(controlPlane.kubeconfigPath);
   await installForLocalRun(kubeConfig, DEFAULTS.namespace);
   const kube = connect(kubeConfig);
-  operator = await startOperator(controlPlane.kubeconfigPath);
+  operator = await startOperatorBundle(APP, controlPlane.kubeconfigPath, [`--serving-port=${SERVING_PORT}`, `--metrics-port=${METRICS_PORT}`, ...OPERATOR_ARGS]);
   for (const [namespace, spec] of Object.entries(POLICIES)) {
     await kube.core.createNamespace({ body: { metadata: { name: namespace } } });
     await kube.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionPolicy', metadata: { name: 'p' }, spec } });

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OPERATOR_NODE_FLAGS, SERVING_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
+import { buildApp } from '../tools/build.ts';
 
 const CAN_PIN = spawnSync('taskset', ['--version']).status === 0 && os.cpus().length > 1;
 const SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'server.ts');
@@ -37,4 +38,23 @@ export async function startServer(kind: 'portcullis' | 'threaded' | 'e2e' | 'flo
     child.on('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
   });
   return { child, port };
+}
+
+/**
+ * Starts the operator as the image runs it (tools/build.ts' bundles, built into `app`; the image's
+ * Node flags), in local mode against `kubeconfig`, with `args`; resolves once it is ready.
+ */
+export async function startOperatorBundle(app: string, kubeconfig: string, args: string[]): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, await buildApp(app), `--kubeconfig=${kubeconfig}`, '--mode=local', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'error' },
+  });
+  let output = '';
+  child.stdout!.on('data', (c) => (output += c));
+  child.stderr!.on('data', (c) => (output = (output + c).slice(-10_000)));
+  for (let i = 0; !output.includes('Portcullis is ready'); i++) {
+    if (child.exitCode !== null || i > 1200) throw new Error(`the operator did not start: ${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return child;
 }

@@ -133,19 +133,11 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
   },
   'max-connections-per-address': {
     help: 'connections the admission endpoint keeps from one source address, of its 1000; beyond, they are refused (250)',
-    set: (c, v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`--max-connections-per-address must be a whole number from 1 to 1000, not ${v}`);
-      c.maxConnectionsPerAddress = n;
-    },
+    set: (c, v) => (c.maxConnectionsPerAddress = wholeNumber(v, 'max-connections-per-address', 1, 1000)),
   },
   'review-workers': {
     help: 'worker threads judging large reviews (256 KiB or more) at once; each may hold a few hundred MB for the largest, so raise it with the memory limit (one per CPU, at most 2)',
-    set: (c, v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`--review-workers must be a whole number from 1 to 64, not ${v}`);
-      c.reviewWorkers = n;
-    },
+    set: (c, v) => (c.reviewWorkers = wholeNumber(v, 'review-workers', 1, 64)),
   },
   'namespaced-policy-mutations': {
     help: 'whether Mutating AdmissionPolicies (teams\' policies in their namespaces) are served: true or false (true)',
@@ -156,19 +148,11 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
   },
   'namespaced-policy-cost-budget': {
     help: 'the CEL cost one AdmissionPolicy may spend on one request, in the API server\'s units; past it the request is denied (1000000)',
-    set: (c, v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1 || n > 10_000_000) throw new Error(`--namespaced-policy-cost-budget must be a whole number from 1 to 10000000 (the API server's own budget), not ${v}`);
-      c.namespacedPolicyCostBudget = n;
-    },
+    set: (c, v) => (c.namespacedPolicyCostBudget = wholeNumber(v, 'namespaced-policy-cost-budget', 1, 10_000_000, "(the API server's own budget)")),
   },
   'namespaced-policy-namespace-cost-budget': {
     help: 'the CEL cost all the AdmissionPolicies of one namespace may spend together on one request; past it the request is denied, naming the policy that ran out (5 x --namespaced-policy-cost-budget)',
-    set: (c, v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1 || n > 100_000_000) throw new Error(`--namespaced-policy-namespace-cost-budget must be a whole number from 1 to 100000000, not ${v}`);
-      c.namespacedPolicyNamespaceCostBudget = n;
-    },
+    set: (c, v) => (c.namespacedPolicyNamespaceCostBudget = wholeNumber(v, 'namespaced-policy-namespace-cost-budget', 1, 100_000_000)),
   },
   'namespaced-policy-deadline': {
     help: 'how long the AdmissionPolicies of one namespace may evaluate one request, whatever they cost; past it the request is denied (500ms)',
@@ -180,19 +164,11 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
   },
   'namespaced-policies-per-namespace': {
     help: 'the most AdmissionPolicies served in one namespace; the oldest keep their place, newer ones are Ready=False, ExceedsLimits (50)',
-    set: (c, v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1 || n > 10_000) throw new Error(`--namespaced-policies-per-namespace must be a whole number from 1 to 10000, not ${v}`);
-      c.namespacedPoliciesPerNamespace = n;
-    },
+    set: (c, v) => (c.namespacedPoliciesPerNamespace = wholeNumber(v, 'namespaced-policies-per-namespace', 1, 10_000)),
   },
   'namespaced-policy-workers': {
     help: "the worker threads AdmissionPolicies are evaluated in, away from the operator's probes and the suites; a namespace has one request in them at a time, and the namespaces take turns (2)",
-    set: (c, v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`--namespaced-policy-workers must be a whole number from 1 to 64, not ${v}`);
-      c.namespacedPolicyWorkers = n;
-    },
+    set: (c, v) => (c.namespacedPolicyWorkers = wholeNumber(v, 'namespaced-policy-workers', 1, 64)),
   },
   'namespaced-policy-author-recheck': {
     help: "how often the author of each Mutating AdmissionPolicy is asked again whether they may still update and patch what it changes; one whose author may not is not served (2m)",
@@ -200,19 +176,11 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
   },
   'namespaced-policy-max-bytes': {
     help: "the largest AdmissionPolicy spec, serialized as JSON, in bytes; a larger one is refused on apply (65536)",
-    set: (c, v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1024 || n > 1_048_576) throw new Error(`--namespaced-policy-max-bytes must be a whole number from 1024 to 1048576, not ${v}`);
-      c.namespacedPolicyMaxBytes = n;
-    },
+    set: (c, v) => (c.namespacedPolicyMaxBytes = wholeNumber(v, 'namespaced-policy-max-bytes', 1024, 1_048_576)),
   },
   'max-concurrent-reconciles': {
     help: 'suites reconciled at once; one suite is never reconciled twice at once (40)',
-    set: (c, v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`--max-concurrent-reconciles must be a whole number from 1 to 1000, not ${v}`);
-      c.maxConcurrentReconciles = n;
-    },
+    set: (c, v) => (c.maxConcurrentReconciles = wholeNumber(v, 'max-concurrent-reconciles', 1, 1000)),
   },
 };
 
@@ -275,6 +243,13 @@ function usage(): string {
 function port(value: string, flag: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`--${flag} must be a port number, not ${value}`);
+  return n;
+}
+
+/** A whole number from `min` to `max` (`why` says where a bound comes from), or a refusal naming the flag. */
+function wholeNumber(value: string, flag: string, min: number, max: number, why = ''): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${flag} must be a whole number from ${min} to ${max}${why ? ` ${why}` : ''}, not ${value}`);
   return n;
 }
 

@@ -95,12 +95,40 @@ async function setUp(): Promise<void> {
     } as k8s.KubernetesObject,
   ];
   for (const object of objects) await kube.objects.create(object).catch(() => undefined);
+  await guardInForce();
   await eventually(
     async () => {
       const answer = (await kubectl(['auth', 'can-i', 'create', `${POLICY_PLURAL}.${GROUP}`, '-n', SHOP, '--as', `system:serviceaccount:${SHOP}:${OWNER}`])).stdout.trim();
       if (answer !== 'yes') throw new Error(`can-i create: ${answer}`);
     },
     { what: 'the admin role to carry the policy verbs' },
+  );
+}
+
+/**
+ * The API server takes up a new admission policy a moment after it is created: until the guard
+ * refuses what it must, and its mutation records the author (without which its validation
+ * refuses every write), nothing here is tested.
+ */
+async function guardInForce(): Promise<void> {
+  const custom = cluster().kube.custom;
+  const attempt = async (name: string, spec: PolicySpec) => {
+    try {
+      await custom.createNamespacedCustomObject({ ...ref, body: body(name, spec) });
+      await custom.deleteNamespacedCustomObject({ ...ref, name });
+      return undefined;
+    } catch (err) {
+      return String((err as { body?: unknown }).body ?? err);
+    }
+  };
+  await eventually(
+    async () => {
+      const forbidden = await attempt('guard-probe', mutating('rbac.authorization.k8s.io', 'rolebindings', [{ op: 'add', path: '/metadata/labels', value: {} }]));
+      if (!forbidden?.includes('may not reach RBAC objects')) throw new Error(`the guard does not refuse yet: ${forbidden}`);
+      const allowed = await attempt('guard-probe', { type: 'Validating', rules: rule('', 'configmaps'), validations: [{ expression: 'true' }] });
+      if (allowed !== undefined) throw new Error(`a valid policy is refused (the author not recorded yet): ${allowed}`);
+    },
+    { what: "deploy/07's policies to be in force" },
   );
 }
 
@@ -166,7 +194,8 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
     before(async function () {
       await deleteIfExists(cluster().kube, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: GUARD } });
       // The authors of Mutating policies are asked again every second here (every 2 minutes by default).
-      operator = await startTestOperator({ namespacedPolicyAuthorRecheckMs: 1_000 });
+      // And at most 3 policies are served in a namespace (50 by default).
+      operator = await startTestOperator({ namespacedPolicyAuthorRecheckMs: 1_000, namespacedPoliciesPerNamespace: 3 });
       await waitForSuiteValidation(operator);
     });
 
@@ -300,6 +329,35 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
       );
       await eventually(async () => expect(await stamped()).to.equal(undefined), { what: 'ConfigMaps to be written as their writers wrote them' });
       await kube.custom.deleteNamespacedCustomObject({ ...ref, name: 'lead-stamp' });
+    });
+
+    it("takes no more room than the cluster admin allows: a policy too large is refused on apply, and one beyond the namespace's count waits for room", async function () {
+      const { kube } = cluster();
+      const huge: PolicySpec = { type: 'Validating', rules: rule('', 'configmaps'), validations: [{ expression: 'true', message: 'x'.repeat(70_000) }] };
+      const refused = await refusal(() => owner.custom.createNamespacedCustomObject({ ...ref, body: body('huge', huge) }));
+      expect(refused?.message).to.match(/AdmissionPolicy "huge" is invalid: spec: is 70\d{3} bytes, more than the 65536 the cluster's administrator allows a policy/);
+
+      const named = (name: string): PolicySpec => ({ type: 'Validating', rules: rule('', 'configmaps'), validations: [{ expression: `object.metadata.name != '${name}'`, message: `not ${name}` }] });
+      for (const name of ['count-1', 'count-2', 'count-3', 'count-4']) await owner.custom.createNamespacedCustomObject({ ...ref, body: body(name, named(name)) });
+      const readyOf = async (name: string) =>
+        ((await kube.custom.getNamespacedCustomObject({ ...ref, name })) as { status?: { conditions?: { type: string; reason: string; message: string }[] } }).status?.conditions?.find((c) => c.type === 'Ready');
+      // Created in the same second, they keep their place by name: count-4 waits.
+      await eventually(async () => {
+        expect((await readyOf('count-4'))?.reason).to.equal('ExceedsLimits');
+        expect((await readyOf('count-4'))?.message).to.contain(`namespace ${SHOP} already has 3 policies served`);
+        expect((await readyOf('count-1'))?.reason).to.equal('Served');
+      }, { what: 'the fourth policy to wait for room' });
+      const admitted = await kube.core.createNamespacedConfigMap({ namespace: SHOP, dryRun: 'All', body: { metadata: { name: 'count-4' } } });
+      expect(admitted.metadata?.name, 'the waiting policy is not enforced').to.equal('count-4');
+
+      await kube.custom.deleteNamespacedCustomObject({ ...ref, name: 'count-1' });
+      await eventually(async () => expect((await readyOf('count-4'))?.reason).to.equal('Served'), { what: 'the fourth policy to be served once room is made' });
+      const denied = await eventually(
+        async () => (await refusal(() => kube.core.createNamespacedConfigMap({ namespace: SHOP, dryRun: 'All', body: { metadata: { name: 'count-4' } } }))) ?? Promise.reject(new Error('admitted')),
+        { what: 'the fourth policy to be enforced' },
+      );
+      expect(denied.message).to.contain('AdmissionPolicy count-4: not count-4');
+      for (const name of ['count-2', 'count-3', 'count-4']) await kube.custom.deleteNamespacedCustomObject({ ...ref, name });
     });
 
     it('refuses params of a cluster-scoped kind, which would deny every request', async function () {
