@@ -104,6 +104,25 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
     expect(order[0]).to.equal('other');
   });
 
+  it('rests a namespace after an expensive evaluation as long as it ran, so its flood gets at most half a worker and others go first', async function () {
+    const registry = registryWith([
+      policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW }),
+      policy('other', 'fast', { type: 'Validating', rules: configMaps, validations: [{ expression: "object.metadata.name != 'x'", message: 'not x' }] }),
+    ]);
+    pool = new TenantPool(registry, quiet, { workers: 1 });
+    const order: string[] = [];
+    let other: Promise<unknown> | undefined;
+    const first = pool.admit('Validating', configMap('shop', 'c0')).then(() => {
+      order.push('shop-0');
+      // Asked the moment shop's first answer is in: the worker is free, and shop rests.
+      other = pool!.admit('Validating', configMap('other')).then(() => order.push('other'));
+    });
+    const second = pool.admit('Validating', configMap('shop', 'c1')).then(() => order.push('shop-1'));
+    await Promise.all([first, second]);
+    await other;
+    expect(order).to.deep.equal(['shop-0', 'other', 'shop-1']);
+  });
+
   it("bounds what one namespace may have waiting: beyond, its requests are refused at once (failurePolicy Fail), and others' are not", async function () {
     const registry = registryWith([policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW })]);
     pool = new TenantPool(registry, quiet, { workers: 1, maxQueued: 2 });

@@ -61,9 +61,19 @@ export interface TenantPoolOptions {
   maxWaitMs: number;
   /** A worker that has not answered this long is stopped. */
   stuckAfterMs: number;
+  /**
+   * After an evaluation of more than REST_AFTER_MS, its namespace rests this many times as long
+   * before its next request starts: a namespace whose every request is expensive gets at most
+   * 1 / (1 + restFactor) of a worker's time, and leaves the machine's cores to the API server and
+   * everyone else. A typical request (well under a millisecond) never rests.
+   */
+  restFactor: number;
 }
 
-export const TENANT_POOL_DEFAULTS: TenantPoolOptions = { workers: 2, maxQueued: 64, maxWaitMs: 5_000, stuckAfterMs: 3_000 };
+/** Evaluations shorter than this never make their namespace rest. */
+const REST_AFTER_MS = 5;
+
+export const TENANT_POOL_DEFAULTS: TenantPoolOptions = { workers: 2, maxQueued: 64, maxWaitMs: 5_000, stuckAfterMs: 3_000, restFactor: 1 };
 
 interface Item {
   id: number;
@@ -99,6 +109,7 @@ export class TenantPool {
   private readonly queues = new Map<string, Item[]>();
   /** Namespaces with requests waiting and none in a worker, in turn order. */
   private readonly turns: string[] = [];
+  /** Namespaces with a request in a worker, or resting after an expensive one: not in `turns`. */
   private readonly running = new Set<string>();
   private nextId = 1;
   private watchdog: NodeJS.Timeout | undefined;
@@ -179,9 +190,20 @@ export class TenantPool {
     const item = slot.item;
     if (!item) return;
     slot.item = undefined;
-    this.running.delete(item.namespace);
-    if (this.queues.has(item.namespace)) this.turns.push(item.namespace);
+    const busy = slot.startedAt ? Date.now() - slot.startedAt : 0;
     item.resolve(decision);
+    if (busy > REST_AFTER_MS && this.options.restFactor > 0) {
+      // Its next request waits as long as this one ran, whatever else is waiting.
+      setTimeout(() => this.wake(item.namespace), busy * this.options.restFactor).unref();
+    } else this.wake(item.namespace);
+    this.dispatch();
+  }
+
+  /** The namespace may have a worker again: it takes its turn after the others waiting. */
+  private wake(namespace: string): void {
+    this.running.delete(namespace);
+    if (this.closed || !this.queues.has(namespace)) return;
+    this.turns.push(namespace);
     this.dispatch();
   }
 
