@@ -58,6 +58,8 @@ export interface OperatorConfig {
   namespacedPolicyAuthorRecheckMs: number;
   /** The tenant workers the AdmissionPolicies are evaluated in (admission/threads/tenants.ts). */
   namespacedPolicyWorkers: number;
+  /** What a type error does on apply where a suite or policy does not set spec.typeCheckErrors. */
+  typeCheckErrors: 'Warn' | 'Deny';
   kubeconfig?: string;
   logLevel: LogLevel;
   /** json: one JSON object a line (for log collectors); text: one readable line (for people). */
@@ -86,6 +88,7 @@ export const DEFAULTS: OperatorConfig = {
   namespacedPolicyMaxBytes: 65_536,
   namespacedPolicyAuthorRecheckMs: 120_000,
   namespacedPolicyWorkers: 2,
+  typeCheckErrors: 'Warn',
   logLevel: 'info',
   logFormat: 'json',
 };
@@ -165,6 +168,13 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
   'namespaced-policies-per-namespace': {
     help: 'the most AdmissionPolicies served in one namespace; the oldest keep their place, newer ones are Ready=False, ExceedsLimits (50)',
     set: (c, v) => (c.namespacedPoliciesPerNamespace = wholeNumber(v, 'namespaced-policies-per-namespace', 1, 10_000)),
+  },
+  'type-check-errors': {
+    help: 'what an expression that fails type checking on every kind its webhook matches does on apply, where a suite or policy does not set spec.typeCheckErrors: Warn (accepted, with warnings, as ValidatingAdmissionPolicy) or Deny (refused) (Warn)',
+    set: (c, v) => {
+      if (v !== 'Warn' && v !== 'Deny') throw new Error(`--type-check-errors must be Warn or Deny, not ${v}`);
+      c.typeCheckErrors = v;
+    },
   },
   'namespaced-policy-workers': {
     help: "the worker threads AdmissionPolicies are evaluated in, away from the operator's probes and the suites; a namespace has one request in them at a time, and the namespaces take turns (2)",

@@ -155,7 +155,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   // The endpoint's limits the flags set: connections in the server that listens, review workers in the one that judges large reviews (either may be both).
   const limits = { maxConnectionsPerAddress: config.maxConnectionsPerAddress, reviewWorkers: config.reviewWorkers };
   // With the admission thread, this server does not listen: it answers what the thread forwards.
-  const admission = new AdmissionServer({ registry, policies: policyRegistry, certificates, metrics, log: componentLogger('admission'), paramsAccess, schemas, limits, tenants: { workers: config.namespacedPolicyWorkers }, draining: () => draining });
+  const admission = new AdmissionServer({ registry, policies: policyRegistry, certificates, metrics, log: componentLogger('admission'), paramsAccess, schemas: { kindsFor: (g, v, r) => schemas.kindsFor(g, v, r), schema: (gvk) => schemas.schema(gvk), byDefault: config.typeCheckErrors }, limits, tenants: { workers: config.namespacedPolicyWorkers }, draining: () => draining });
   const thread = config.admissionThread
     ? new AdmissionThread({
         server: admission,

@@ -19,12 +19,11 @@ import { LARGE_BODY, LargeBody, REVIEW_WORKERS, ReviewOffload } from './threads/
 import { AdmissionChain, type Reply, type Router } from './chain.ts';
 import { readJsonBody, type LargeBodies } from './body.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
-import { policyValidationWebhook, suiteValidationWebhook, type ParamsAccessCheck } from './suite-validation.ts';
+import { policyValidationWebhook, suiteValidationWebhook, type ParamsAccessCheck, type TypeChecking } from './suite-validation.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
 import { namespacedWebhook } from '../registry/namespaced.ts';
 import { TenantPool, type TenantPoolOptions } from './threads/tenants.ts';
 import type { AdmissionRequest } from '../api/review.ts';
-import type { SchemaSource } from '../registry/typecheck.ts';
 import { encodeFailure, parseJson } from './review.ts';
 import { HeldElsewhere } from '../handlers/handler.ts';
 
@@ -216,7 +215,7 @@ export interface AdmissionServerOptions {
   /** Whether a suite's author may read the params it names; without it, suites are checked for what they say only. */
   paramsAccess?: ParamsAccessCheck;
   /** The OpenAPI schemas suites are type-checked against on apply; without it, they are not. */
-  schemas?: SchemaSource;
+  schemas?: TypeChecking;
   /** SERVING_LIMITS but those set here (the operator's flags; tests' shorter ones); an undefined one keeps its default. */
   limits?: Partial<ServingLimits>;
   /** True once the replica is shutting down: every answer then closes its connection. */

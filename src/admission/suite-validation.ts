@@ -8,14 +8,27 @@
  */
 import { authorizationUser, type AuthorizationUser } from '../api/authorization.ts';
 import { allowed, denied, type AdmissionRequest, type Decision } from '../api/review.ts';
-import type { AdmissionPolicy, AdmissionSuite, NamedRuleWithOperations, ParamsRef } from '../api/types.ts';
+import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, NamedRuleWithOperations, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import { NO_OBSERVER } from '../registry/compile.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
-import { typeCheckPolicy, typeCheckSuite, type SchemaSource } from '../registry/typecheck.ts';
+import { typeCheckPolicy, typeCheckSuite, type SchemaSource, type TypeCheckDefault } from '../registry/typecheck.ts';
 import type { ServedWebhook } from './chain.ts';
+
+/** The schemas expressions are type-checked against, and what a type error does where a suite or policy does not say. */
+export type TypeChecking = SchemaSource & { byDefault?: TypeCheckDefault };
+
+/**
+ * An accepted suite's or policy's type-check warnings, also in the apply's answer (kubectl prints
+ * them), one per field: the field, then each kind's first line (the caret lines stay in status).
+ */
+function withTypeWarnings(decision: Decision, warnings: ExpressionWarning[] | undefined): Decision {
+  if (!warnings?.length) return decision;
+  const lines = warnings.map((w) => `${w.fieldRef}: ${w.warning.split('\n\n').map((kind) => kind.split('\n')[0]).join('; ')} (see status.typeChecking)`);
+  return { ...decision, warnings: lines };
+}
 
 /** Who may read which params (ParamsAccess), and may change what (PolicyAuthorRights). */
 export interface ParamsAccessCheck {
@@ -25,7 +38,7 @@ export interface ParamsAccessCheck {
 }
 
 /** The operator's own webhook as the chain serves it (not counted in the admission metrics, as before). */
-export function suiteValidationWebhook(registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck, schemas?: SchemaSource): ServedWebhook {
+export function suiteValidationWebhook(registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck, schemas?: TypeChecking): ServedWebhook {
   return {
     suite: '',
     name: SUITE_VALIDATION.webhook,
@@ -36,7 +49,7 @@ export function suiteValidationWebhook(registry: SuiteRegistry, paramsAccess?: P
 }
 
 /** The twin for AdmissionPolicies (registered beside it, self.ts). */
-export function policyValidationWebhook(policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck, schemas?: SchemaSource): ServedWebhook {
+export function policyValidationWebhook(policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck, schemas?: TypeChecking): ServedWebhook {
   return {
     suite: '',
     name: NAMESPACED.validationWebhook,
@@ -47,7 +60,7 @@ export function policyValidationWebhook(policies: Pick<PolicyRegistry, 'validate
 }
 
 /** `schemas`, when given, type-checks the policy as a suite's webhook (refused unless `spec.typeCheckErrors: Warn`). */
-export async function validatePolicyRequest(request: AdmissionRequest, policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck, schemas?: SchemaSource): Promise<Decision> {
+export async function validatePolicyRequest(request: AdmissionRequest, policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck, schemas?: TypeChecking): Promise<Decision> {
   const policy = request.object as unknown as AdmissionPolicy;
   // The API server fills in the namespace of the request, not always the object's.
   const named = { ...policy, metadata: { ...policy?.metadata, namespace: policy?.metadata?.namespace ?? request.namespace ?? '' } };
@@ -61,8 +74,9 @@ export async function validatePolicyRequest(request: AdmissionRequest, policies:
   if (errors.length === 0 && paramsAccess?.mutationRefusals && policy.spec?.type === 'Mutating') {
     errors.push(...(await paramsAccess.mutationRefusals(authorizationUser(request.userInfo), named.metadata.namespace, policy.spec.rules ?? [])));
   }
-  if (errors.length === 0 && schemas) errors.push(...(await typeCheckPolicy(named, schemas)).errors);
-  if (errors.length === 0) return allowed();
+  const checked = errors.length === 0 && schemas ? await typeCheckPolicy(named, schemas, schemas.byDefault) : undefined;
+  if (checked) errors.push(...checked.errors);
+  if (errors.length === 0) return withTypeWarnings(allowed(), checked?.warnings);
   const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   return denied(`AdmissionPolicy "${policy?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
 }
@@ -71,7 +85,7 @@ export async function validatePolicyRequest(request: AdmissionRequest, policies:
  * `schemas`, when given, type-checks the suite's expressions against the kinds its webhooks match
  * (registry/typecheck.ts): a definite error refuses it unless it sets `spec.typeCheckErrors: Warn`.
  */
-export async function validateSuiteRequest(request: AdmissionRequest, registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck, schemas?: SchemaSource): Promise<Decision> {
+export async function validateSuiteRequest(request: AdmissionRequest, registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck, schemas?: TypeChecking): Promise<Decision> {
   const suite = request.object as unknown as AdmissionSuite;
   const errors = registry.validate(suite);
   if (errors.length === 0 && paramsAccess) {
@@ -79,8 +93,9 @@ export async function validateSuiteRequest(request: AdmissionRequest, registry: 
     if (uses.length > 0) errors.push(...(await paramsAccess.refusals(authorizationUser(request.userInfo), uses)));
   }
   // Only a suite that compiles is type-checked; a schema that cannot be read leaves its kinds unchecked (typecheck.ts).
-  if (errors.length === 0 && schemas) errors.push(...(await typeCheckSuite(suite, schemas)).errors);
-  if (errors.length === 0) return allowed();
+  const checked = errors.length === 0 && schemas ? await typeCheckSuite(suite, schemas, schemas.byDefault) : undefined;
+  if (checked) errors.push(...checked.errors);
+  if (errors.length === 0) return withTypeWarnings(allowed(), checked?.warnings);
   const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   return denied(`AdmissionSuite "${suite?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
 }

@@ -121,7 +121,8 @@ export interface WebhookSpec {
 export const DEFAULT_CERTIFICATE_DURATION_MS = 2160 * 3600_000;
 
 /** What a type-check error (an expression that fails on every kind its webhook matches) does on apply. */
-export type TypeCheckErrors = 'Refuse' | 'Warn';
+/** Warn (the default, as ValidatingAdmissionPolicy): warnings only; Deny: refused on apply; Refuse: Deny's earlier name. */
+export type TypeCheckErrors = 'Warn' | 'Deny' | 'Refuse';
 
 export interface SuiteSpec {
   /** Refuse (default): such a suite is refused on apply; Warn: accepted, reported in status.typeChecking only. */

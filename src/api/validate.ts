@@ -40,7 +40,7 @@ export function validateSpec(spec: SuiteSpec | undefined, operatorNamespace?: st
   const err = (field: string, message: string) => errors.push({ field, message });
 
   if (spec.service && spec.url) err('spec', 'exactly one of service and url may be set, not both');
-  if (spec.typeCheckErrors !== undefined && spec.typeCheckErrors !== 'Refuse' && spec.typeCheckErrors !== 'Warn') err('spec.typeCheckErrors', 'must be Refuse or Warn');
+  if (spec.typeCheckErrors !== undefined && !TYPE_CHECK_ERRORS.includes(spec.typeCheckErrors)) err('spec.typeCheckErrors', 'must be Warn or Deny');
   const serviceNamespace = spec.service?.namespace;
   if (operatorNamespace !== undefined && serviceNamespace !== undefined && serviceNamespace !== operatorNamespace) {
     // The shipped RBAC lets the operator manage Services only in its own namespace: such a suite could never become Ready.
@@ -103,6 +103,9 @@ function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
   return [...named, ...validateRules(webhook, path)];
 }
 
+/** `spec.typeCheckErrors`' values (Refuse: Deny's earlier name, still read). */
+const TYPE_CHECK_ERRORS: readonly string[] = ['Warn', 'Deny', 'Refuse'];
+
 /** What the cluster's administrator lets AdmissionPolicies do (the operator's flags; src/config.ts). */
 export interface PolicyLimits {
   /** Whether Mutating policies are served. */
@@ -147,7 +150,7 @@ export function validatePolicy(policy: AdmissionPolicy, limits: PolicyLimits, pr
     const refusal = operatorNamespace !== undefined ? paramsRefusal({ ...spec.params, namespace }, operatorNamespace) : undefined;
     if (refusal) err('spec.params', refusal);
   }
-  if (spec.typeCheckErrors !== undefined && spec.typeCheckErrors !== 'Refuse' && spec.typeCheckErrors !== 'Warn') err('spec.typeCheckErrors', 'must be Refuse or Warn');
+  if (spec.typeCheckErrors !== undefined && !TYPE_CHECK_ERRORS.includes(spec.typeCheckErrors)) err('spec.typeCheckErrors', 'must be Warn or Deny');
   if (spec.type === 'Mutating') errors.push(...mutationReachErrors(spec.rules));
   const bytes = limits.maxBytes === undefined ? 0 : JSON.stringify(spec).length;
   if (limits.maxBytes !== undefined && bytes > limits.maxBytes) {

@@ -1,26 +1,31 @@
 /**
- * Suites checked and run offline with the code that serves the cluster: validation is the
- * suite-validation webhook's (src/admission/suite-validation.ts), compiling and deciding are the
- * registry's (src/registry), the answer is encoded by src/admission/review.ts, and which webhooks
- * are called is read from the configurations the operator registers (src/controller/desired.ts).
- * What the API server does around the webhooks is done here as it does it: mutating webhooks in
- * configuration-name order, each on the object the one before patched, then every validating
+ * Suites and AdmissionPolicies checked and run offline with the code that serves the cluster:
+ * validation is the operator's own webhooks' (src/admission/suite-validation.ts), compiling and
+ * deciding are the registries' (src/registry: a suite's webhooks, and the one webhook of each type
+ * that serves every AdmissionPolicy, registry/namespaced.ts), the answer is encoded by
+ * src/admission/review.ts, and which webhooks are called is read from the configurations the
+ * operator registers (src/controller/desired.ts). What the API server does around the webhooks is
+ * done here as it does it: configurations in name order (the policies' `portcullis--namespaced`
+ * first), mutating webhooks each on the object the one before patched, then every validating
  * webhook on the result; the first denial rejects the request. No I/O: the caller reads files.
  */
 import { randomUUID } from 'node:crypto';
 import jsonpatch from 'fast-json-patch';
-import { API_VERSION, KIND, type AdmissionSuite, type WebhookType } from '../api/types.ts';
-import { configurationName, webhookFullName as webhookFullNameOf } from '../api/names.ts';
-import { outcomeOf, type AdmissionRequest, type AdmissionReview, type Outcome } from '../api/review.ts';
+import { API_VERSION, KIND, type AdmissionPolicy, type AdmissionSuite, type MatchCondition, type RuleWithOperations, type WebhookType } from '../api/types.ts';
+import { configurationName, NAMESPACED } from '../api/names.ts';
+import { outcomeOf, type AdmissionRequest, type AdmissionReview, type Decision, type Outcome } from '../api/review.ts';
 import { encodeReview } from '../admission/review.ts';
-import { validateSuiteRequest } from '../admission/suite-validation.ts';
-import { webhookConfigurations, NAMESPACE_NAME_LABEL } from '../controller/desired.ts';
+import { validatePolicyRequest, validateSuiteRequest } from '../admission/suite-validation.ts';
+import { namespacedConfiguration, protectedNamespaces, webhookConfigurations, NAMESPACE_NAME_LABEL } from '../controller/desired.ts';
 import { DEFAULTS } from '../config.ts';
 import type { ClusterView } from '../handlers/handler.ts';
 import { compileSuite, type ParamsSource } from '../registry/compile.ts';
 import { selectParams } from '../api/params.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
+import { PolicyRegistry } from '../registry/policies.ts';
+import { namespacedWebhook, policiesFor } from '../registry/namespaced.ts';
 import { notCalledBecause, type RegisteredWebhook } from '../registry/match.ts';
+import { optionsOf, Resources } from './resources.ts';
 
 type KubeObject = Record<string, any>;
 
@@ -29,28 +34,37 @@ export interface Scenario {
   object?: KubeObject | null;
   oldObject?: KubeObject | null;
   operation?: AdmissionRequest['operation'];
-  /** The plural resource (default: the kind, lower case, pluralised). */
+  /** The plural resource (default: a CRD's given with the objects, the built-in kind's, else the kind, lower case, pluralised). */
   resource?: string;
   subResource?: string;
   namespace?: string;
   userInfo?: AdmissionRequest['userInfo'];
   dryRun?: boolean;
+  /** request.options (default: the operation's CreateOptions, UpdateOptions or DeleteOptions, as the API server fills it). */
+  options?: KubeObject | null;
 }
 
 export interface WebhookRun {
+  /** The suite, or `AdmissionPolicies` for the webhook that serves every AdmissionPolicy of a type. */
   suite: string;
+  /** The suite's webhook, or `Mutating`/`Validating` for the AdmissionPolicies'. */
   webhook: string;
   fullName: string;
   type: WebhookType;
   /** Whether the API server would call it for this request; `reason` says why not. */
   called: boolean;
   reason?: string;
+  /** The AdmissionPolicies' webhook: the policies that judged the request, in order. */
+  policies?: string[];
   /** The AdmissionReview the operator answers with, as sent to the API server. */
   review?: AdmissionReview;
   outcome?: Outcome;
   /** A mutating webhook's result: the object after its patch. */
   patchedObject?: KubeObject;
 }
+
+/** What a WebhookRun names the webhook that serves the AdmissionPolicies (its `suite`). */
+export const POLICIES = 'AdmissionPolicies';
 
 export interface Evaluation {
   request: AdmissionRequest;
@@ -62,17 +76,38 @@ export interface Evaluation {
   message?: string;
 }
 
-/** Suites offline: the objects they may read (Namespaces, LimitRanges, params) given with them. */
+/** One webhook as the API server calls it: its registration, and what answers. */
+interface Callable {
+  suite: string;
+  webhook: string;
+  fullName: string;
+  entry: RegisteredWebhook;
+  /** The rules matchConditions are compiled with (a probe webhook's). */
+  rules: RuleWithOperations[];
+  admit: (request: AdmissionRequest) => Decision | Promise<Decision>;
+  policies?: (request: AdmissionRequest) => string[];
+}
+
+/** Byte order, as the API server orders webhook configurations (not the locale's). */
+const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Suites and AdmissionPolicies offline: the objects they may read (Namespaces, LimitRanges, params, CRDs) given with them. */
 export class OfflineCluster {
   readonly suites: AdmissionSuite[];
+  readonly policies: AdmissionPolicy[];
   private readonly objects: KubeObject[];
   private readonly namespace: string;
   private readonly registry: SuiteRegistry;
+  private readonly policyRegistry: PolicyRegistry;
+  private readonly resources: Resources;
 
-  constructor(suites: AdmissionSuite[], objects: KubeObject[] = [], operatorNamespace = DEFAULTS.namespace) {
-    this.suites = [...suites].sort((a, b) => configurationName(a.metadata.name).localeCompare(configurationName(b.metadata.name)));
+  /** `policies` each carry their namespace (files.ts' splitSuites gives one to those without). */
+  constructor(suites: AdmissionSuite[], objects: KubeObject[] = [], operatorNamespace = DEFAULTS.namespace, policies: AdmissionPolicy[] = []) {
+    this.suites = [...suites].sort((a, b) => byteOrder(configurationName(a.metadata.name), configurationName(b.metadata.name)));
+    this.policies = policies;
     this.objects = objects;
     this.namespace = operatorNamespace;
+    this.resources = new Resources(objects);
     const view: ClusterView = {
       namespace: (name) => this.namespaceObject(name),
       limitRanges: (namespace) => objects.filter((o) => o.kind === 'LimitRange' && o.metadata?.namespace === namespace),
@@ -89,49 +124,100 @@ export class OfflineCluster {
       },
     };
     this.registry = new SuiteRegistry({ view, params, operatorNamespace });
+    // The operator's default limits for AdmissionPolicies (its --namespaced-policy-* flags).
+    this.policyRegistry = new PolicyRegistry({
+      view,
+      params,
+      operatorNamespace,
+      limits: {
+        mutations: DEFAULTS.namespacedPolicyMutations,
+        costBudget: DEFAULTS.namespacedPolicyCostBudget,
+        ...(DEFAULTS.namespacedPolicyNamespaceCostBudget !== undefined ? { namespaceCostBudget: DEFAULTS.namespacedPolicyNamespaceCostBudget } : {}),
+        deadlineMs: DEFAULTS.namespacedPolicyDeadlineMs,
+        maxBytes: DEFAULTS.namespacedPolicyMaxBytes,
+      },
+      protectedNamespaces: protectedNamespaces({ namespace: operatorNamespace }),
+    });
   }
 
-  /** Each suite the suite-validation webhook would refuse, with its message (the same words apply gets). */
-  async refusals(): Promise<{ suite: string; message: string }[]> {
-    const refused: { suite: string; message: string }[] = [];
+  /**
+   * Each suite and policy the operator's validation webhooks would refuse, with its message (the
+   * same words apply gets); `suite` is the suite's name, or a policy's `namespace/name`.
+   */
+  async refusals(): Promise<{ kind: string; suite: string; message: string }[]> {
+    const refused: { kind: string; suite: string; message: string }[] = [];
     for (const suite of this.suites) {
       const request = { uid: randomUUID(), operation: 'CREATE', object: suite, userInfo: {} } as unknown as AdmissionRequest;
       const decision = await validateSuiteRequest(request, this.registry);
-      if (!decision.allowed) refused.push({ suite: suite.metadata.name, message: decision.message ?? '' });
+      if (!decision.allowed) refused.push({ kind: KIND, suite: suite.metadata.name, message: decision.message ?? '' });
+    }
+    for (const policy of this.policies) {
+      const namespace = policy.metadata.namespace;
+      const request = { uid: randomUUID(), operation: 'CREATE', namespace, object: policy, userInfo: {} } as unknown as AdmissionRequest;
+      const decision = await validatePolicyRequest(request, this.policyRegistry);
+      if (!decision.allowed) refused.push({ kind: policy.kind, suite: `${namespace}/${policy.metadata.name}`, message: decision.message ?? '' });
     }
     return refused;
   }
 
+  /** The webhooks of `type` in the order the API server calls them: configurations by name, webhooks in order. */
+  private callables(type: WebhookType): Callable[] {
+    const configurations: { name: string; webhooks: Callable[] }[] = [];
+    for (const suite of this.suites) {
+      const compiled = this.registry.sync({ ...suite, metadata: { generation: 1, ...suite.metadata } });
+      if (compiled.errors.length) throw new Error(`suite ${suite.metadata.name} is invalid: ${compiled.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`);
+      const registered = (webhookConfigurations(suite, { ...DEFAULTS, namespace: this.namespace }, '').get(type)?.webhooks ?? []) as RegisteredWebhook[];
+      const webhooks = suite.spec.webhooks
+        .filter((w) => w.type === type)
+        .map((spec): Callable => {
+          const webhook = compiled.webhooks.get(spec.name)!;
+          return { suite: suite.metadata.name, webhook: spec.name, fullName: webhook.fullName, entry: registered.find((w) => w.name === webhook.fullName)!, rules: spec.rules, admit: (r) => webhook.admit(r) };
+        });
+      if (webhooks.length) configurations.push({ name: configurationName(suite.metadata.name), webhooks });
+    }
+    for (const policy of this.policies) {
+      const compiled = this.policyRegistry.sync({ ...policy, metadata: { generation: 1, ...policy.metadata } });
+      if (compiled.errors.length) throw new Error(`AdmissionPolicy ${policy.metadata.namespace}/${policy.metadata.name} is invalid: ${compiled.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`);
+    }
+    const served = this.policyRegistry.all().filter((p) => p.webhook && p.type === type);
+    const config = { ...DEFAULTS, namespace: this.namespace };
+    const registration = namespacedConfiguration(type, served, { name: NAMESPACED.configuration, labels: {}, ownerReferences: [] }, { namespace: this.namespace, name: 'portcullis', port: 443 }, config, '');
+    if (registration) {
+      const entry = (registration.webhooks as RegisteredWebhook[])[0]!;
+      const webhook = namespacedWebhook(type, this.policyRegistry);
+      configurations.push({
+        name: NAMESPACED.configuration,
+        webhooks: [{ suite: POLICIES, webhook: type, fullName: NAMESPACED.webhook, entry, rules: entry.rules ?? [], admit: (r) => webhook.admit(r), policies: (r) => policiesFor(r, type, this.policyRegistry).map((p) => p.name) }],
+      });
+    }
+    return configurations.sort((a, b) => byteOrder(a.name, b.name)).flatMap((c) => c.webhooks);
+  }
+
   async evaluate(scenario: Scenario, apiVersion = 'admission.k8s.io/v1'): Promise<Evaluation> {
-    const request = requestOf(scenario);
+    const request = requestOf(scenario, this.resources);
     const runs: WebhookRun[] = [];
     let object = request.object ?? undefined;
     let patched = false;
     let rejection: string | undefined;
     const namespaceLabels = request.namespace ? (this.namespaceObject(request.namespace).metadata?.labels ?? {}) : undefined;
     for (const type of ['Mutating', 'Validating'] as const) {
-      for (const suite of this.suites) {
-        const compiled = this.registry.sync({ ...suite, metadata: { generation: 1, ...suite.metadata } });
-        if (compiled.errors.length) throw new Error(`suite ${suite.metadata.name} is invalid: ${compiled.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`);
-        const registered = (webhookConfigurations(suite, { ...DEFAULTS, namespace: this.namespace }, '').get(type)?.webhooks ?? []) as RegisteredWebhook[];
-        for (const spec of suite.spec.webhooks.filter((w) => w.type === type)) {
-          const webhook = compiled.webhooks.get(spec.name)!;
-          const run: WebhookRun = { suite: suite.metadata.name, webhook: spec.name, fullName: webhook.fullName, type, called: false };
-          runs.push(run);
-          const current: AdmissionRequest = { ...request, object: object ?? request.object };
-          const entry = registered.find((w) => w.name === webhook.fullName)!;
-          run.reason = (type === 'Mutating' && rejection ? 'the request was already rejected' : undefined) ?? notCalledBecause(entry, current, namespaceLabels) ?? (await this.unmatchedCondition(suite, entry, current));
-          if (run.reason) continue;
-          run.called = true;
-          const decision = await webhook.admit(current);
-          run.review = encodeReview(apiVersion, request.uid, decision);
-          run.outcome = outcomeOf(decision);
-          if (!decision.allowed) rejection ??= `admission webhook "${webhook.fullName}" denied the request: ${decision.message ?? ''}`;
-          if (type === 'Mutating' && decision.allowed && decision.patch?.length && object) {
-            object = jsonpatch.applyPatch(structuredClone(object), structuredClone(decision.patch) as jsonpatch.Operation[]).newDocument;
-            run.patchedObject = object;
-            patched = true;
-          }
+      for (const webhook of this.callables(type)) {
+        const run: WebhookRun = { suite: webhook.suite, webhook: webhook.webhook, fullName: webhook.fullName, type, called: false };
+        runs.push(run);
+        const current: AdmissionRequest = { ...request, object: object ?? request.object };
+        const entry = webhook.entry;
+        run.reason = (type === 'Mutating' && rejection ? 'the request was already rejected' : undefined) ?? notCalledBecause(entry, current, namespaceLabels) ?? (await this.unmatchedCondition(webhook, current));
+        if (run.reason) continue;
+        run.called = true;
+        if (webhook.policies) run.policies = webhook.policies(current);
+        const decision = await webhook.admit(current);
+        run.review = encodeReview(apiVersion, request.uid, decision);
+        run.outcome = outcomeOf(decision);
+        if (!decision.allowed) rejection ??= `admission webhook "${webhook.fullName}" denied the request: ${decision.message ?? ''}`;
+        if (type === 'Mutating' && decision.allowed && decision.patch?.length && object) {
+          object = jsonpatch.applyPatch(structuredClone(object), structuredClone(decision.patch) as jsonpatch.Operation[]).newDocument;
+          run.patchedObject = object;
+          patched = true;
         }
       }
     }
@@ -142,15 +228,16 @@ export class OfflineCluster {
    * matchConditions, which the API server evaluates in CEL before calling: compiled and run by the
    * policy engine as the validations of a probe webhook (their environment is the same).
    */
-  private async unmatchedCondition(suite: AdmissionSuite, entry: RegisteredWebhook, request: AdmissionRequest): Promise<string | undefined> {
-    const conditions = entry.matchConditions ?? [];
+  private async unmatchedCondition(webhook: Callable, request: AdmissionRequest): Promise<string | undefined> {
+    const { entry } = webhook;
+    const conditions: MatchCondition[] = entry.matchConditions ?? [];
     if (conditions.length === 0) return undefined;
     const probe = compileSuite(
       {
         apiVersion: API_VERSION,
         kind: KIND,
-        metadata: { name: suite.metadata.name, uid: '', generation: 1 },
-        spec: { webhooks: [{ name: 'match', type: 'Validating', failurePolicy: 'Fail', rules: suite.spec.webhooks.find((w) => webhookFullNameOf(suite.metadata.name, w.name) === entry.name)!.rules, validations: conditions.map((c) => ({ expression: c.expression, message: c.name })) }] },
+        metadata: { name: webhook.suite === POLICIES ? 'admissionpolicies' : webhook.suite, uid: '', generation: 1 },
+        spec: { webhooks: [{ name: 'match', type: 'Validating', failurePolicy: 'Fail', rules: webhook.rules, validations: conditions.map((c) => ({ expression: c.expression, message: c.name })) }] },
       } as AdmissionSuite,
       { operatorNamespace: this.namespace },
     );
@@ -162,20 +249,22 @@ export class OfflineCluster {
   }
 
   private namespaceObject(name: string): KubeObject {
-    // A namespace the test does not describe is one with only the label the API server sets on every namespace.
-    return this.objects.find((o) => o.kind === 'Namespace' && o.metadata?.name === name) ?? { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { [NAMESPACE_NAME_LABEL]: name } } };
+    // Every namespace carries the label the API server sets on it; one the test does not describe carries only that.
+    const given = this.objects.find((o) => o.kind === 'Namespace' && o.metadata?.name === name);
+    if (!given) return { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { [NAMESPACE_NAME_LABEL]: name } } };
+    return { ...given, metadata: { ...given.metadata, labels: { ...given.metadata?.labels, [NAMESPACE_NAME_LABEL]: name } } };
   }
 }
 
 /** The AdmissionRequest the API server would send for `scenario`. */
-export function requestOf(scenario: Scenario): AdmissionRequest {
+export function requestOf(scenario: Scenario, resources = new Resources()): AdmissionRequest {
   const source = scenario.object ?? scenario.oldObject;
   if (!source) throw new Error('a request needs an object or an old object');
   const operation = scenario.operation ?? (scenario.object && scenario.oldObject ? 'UPDATE' : scenario.object ? 'CREATE' : 'DELETE');
   const [group, version] = String(source.apiVersion ?? '').includes('/') ? String(source.apiVersion).split('/') : ['', String(source.apiVersion ?? '')];
   const kind = String(source.kind ?? '');
   if (!version || !kind) throw new Error('the object needs apiVersion and kind');
-  const resource = scenario.resource ?? plural(kind);
+  const resource = scenario.resource ?? resources.of(group!, kind);
   const namespace = scenario.namespace ?? source.metadata?.namespace;
   return {
     uid: randomUUID(),
@@ -191,14 +280,6 @@ export function requestOf(scenario: Scenario): AdmissionRequest {
     object: operation === 'DELETE' ? null : (scenario.object ?? null),
     oldObject: operation === 'CREATE' ? null : (scenario.oldObject ?? null),
     dryRun: scenario.dryRun ?? false,
-    options: null,
+    options: scenario.options !== undefined ? scenario.options : optionsOf(operation, scenario.dryRun ?? false),
   };
-}
-
-/** The resource of a kind as the API server names most: lower case, plural (Policy → policies, Ingress → ingresses). */
-function plural(kind: string): string {
-  const lower = kind.toLowerCase();
-  if (/[^aeiou]y$/.test(lower)) return `${lower.slice(0, -1)}ies`;
-  if (/(s|x|z|ch|sh)$/.test(lower)) return `${lower}es`;
-  return `${lower}s`;
 }

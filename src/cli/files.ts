@@ -1,7 +1,10 @@
-/** Reading the CLI's inputs: YAML or JSON files of one or more documents, and telling suites from the other objects. */
+/**
+ * Reading the CLI's inputs: YAML or JSON files of one or more documents, and telling suites and
+ * AdmissionPolicies from the other objects (RBAC, ConfigMaps, CRDs, ... which a file may hold beside them).
+ */
 import fs from 'node:fs';
 import * as yaml from 'js-yaml';
-import { GROUP, KIND, type AdmissionSuite } from '../api/types.ts';
+import { GROUP, KIND, POLICY_KIND, type AdmissionPolicy, type AdmissionSuite } from '../api/types.ts';
 
 type KubeObject = Record<string, unknown>;
 
@@ -30,8 +33,26 @@ export function readObject(file: string): KubeObject {
   return documents[0]!;
 }
 
-/** AdmissionSuites apart from the other objects (a sample file may create the params its suite reads). */
-export function splitSuites(documents: KubeObject[]): { suites: AdmissionSuite[]; objects: KubeObject[] } {
-  const isSuite = (d: KubeObject) => d.kind === KIND && String(d.apiVersion ?? '').startsWith(`${GROUP}/`);
-  return { suites: documents.filter(isSuite) as unknown as AdmissionSuite[], objects: documents.filter((d) => !isSuite(d)) };
+const ofGroup = (d: KubeObject, kind: string) => d.kind === kind && String(d.apiVersion ?? '').startsWith(`${GROUP}/`);
+export const isSuite = (d: KubeObject) => ofGroup(d, KIND);
+export const isPolicy = (d: KubeObject) => ofGroup(d, POLICY_KIND);
+
+/**
+ * AdmissionSuites and AdmissionPolicies apart from the other objects (a sample file may create
+ * the params its suite reads, or the RBAC a suite needs). A policy without a namespace is given
+ * `namespace`, as `kubectl apply -n` would.
+ */
+export function splitSuites(documents: KubeObject[], namespace = 'default'): { suites: AdmissionSuite[]; policies: AdmissionPolicy[]; objects: KubeObject[] } {
+  const suites = documents.filter(isSuite) as unknown as AdmissionSuite[];
+  const policies = (documents.filter(isPolicy) as unknown as AdmissionPolicy[]).map((p) =>
+    p.metadata?.namespace ? p : ({ ...p, metadata: { ...p.metadata, namespace } } as AdmissionPolicy),
+  );
+  const objects = documents.filter((d) => !isSuite(d) && !isPolicy(d));
+  return { suites, policies, objects };
+}
+
+/** `Kind/name` of an object, as `kubectl` names it. */
+export function objectName(object: KubeObject): string {
+  const metadata = (object.metadata ?? {}) as { name?: string; namespace?: string };
+  return `${String(object.kind ?? '(no kind)')}/${metadata.name ?? '(no name)'}`;
 }

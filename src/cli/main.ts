@@ -1,39 +1,52 @@
 #!/usr/bin/env node
 /**
- * The `portcullis` command: suites checked and run offline, with no cluster, by the code that
- * serves one (see evaluate.ts). `validate FILE...`, `test DIR|FILE...`, `eval --suite FILE
- * --object FILE ...`; `--help`, `--version`. Flags parsed with node:util parseArgs. Exit 0 when
- * all is well, 1 when a suite is refused or a test fails, 2 for a usage or input error.
+ * The `portcullis` command: AdmissionSuites and AdmissionPolicies checked and run offline, with no
+ * cluster, by the code that serves one (see evaluate.ts). `validate FILE...`, `test DIR|FILE...`,
+ * `eval --suite FILE --object FILE ...`; `--help`, `--version`. Flags parsed with node:util
+ * parseArgs. Other objects in the files (RBAC, ConfigMaps, CRDs) are read, not refused: `validate`
+ * lists them as skipped, `test` and `eval` give them to the suites (params, Namespaces, the CRDs
+ * that name their kinds' resources). Exit 0 when all is well, 1 when a suite or policy is refused
+ * or a test fails, 2 for a usage or input error.
  * Writes results to stdout and errors to stderr; makes no network call.
  */
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { DEFAULTS } from '../config.ts';
 import { logger } from '../log.ts';
 import { VERSION } from '../version.ts';
 import { OfflineCluster } from './evaluate.ts';
-import { readDocuments, readObject, splitSuites } from './files.ts';
+import { isPolicy, isSuite, objectName, readDocuments, readObject, splitSuites } from './files.ts';
 import { report, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
 
-const USAGE = `portcullis ${VERSION}: AdmissionSuites checked and run offline, by the code that serves them in a cluster.
+const USAGE = `portcullis ${VERSION}: AdmissionSuites and AdmissionPolicies checked and run offline, by the code that serves them in a cluster.
 
 Usage:
-  portcullis validate FILE...      compile and check every AdmissionSuite in the files (YAML or JSON);
-                                   refused with the same messages and field paths as kubectl apply
+  portcullis validate FILE...      compile and check every AdmissionSuite and AdmissionPolicy in the files
+                                   (YAML or JSON); refused with the same messages and field paths as
+                                   kubectl apply; other objects are listed as skipped
   portcullis test DIR|FILE...      run test files (*${TEST_FILE_SUFFIX}, searched under a DIR); print a
-                                   table of results and a diff of each failure
+                                   table of results and a diff of each failure; other FILEs (CRDs,
+                                   params) are objects given to every test file, as --objects
   portcullis eval --suite FILE --object FILE [--old-object FILE] [--operation CREATE|UPDATE|DELETE|CONNECT]
                   [--objects FILE]... [--namespace NS] [--resource PLURAL] [--user NAME]
                                    print the AdmissionReview response of each webhook called, the patched
-                                   object and the request's result, as JSON
+                                   object and the request's result, as JSON (--suite files may hold
+                                   AdmissionPolicies too)
 
 Flags:
+  --namespace NS                   the namespace of AdmissionPolicies that name none, as kubectl apply -n
+                                   (default: default; for eval, the request's namespace)
+  --objects FILE                   objects the suites may read (Namespaces, LimitRanges, params) and CRDs,
+                                   whose spec.names.plural is their kind's resource (test and eval)
   --operator-namespace NS          the operator's namespace, which bounds what a suite may name (${DEFAULTS.namespace})
   -h, --help                       print this
   --version                        print the version
 
 Offline, \`authorizer\` checks are evaluation errors (no API server answers them), and params,
 namespaces and LimitRanges are the objects given (the suite files' other objects, --objects).
-Exit status: 0 all well, 1 a suite refused or a test failed, 2 a usage or input error.
+A request's resource is the built-in kind's or a given CRD's plural (else guessed from the kind),
+and its options the operation's CreateOptions, UpdateOptions or DeleteOptions, as the API server's.
+Exit status: 0 all well, 1 a suite or policy refused or a test failed, 2 a usage or input error.
 `;
 
 class UsageError extends Error {}
@@ -48,9 +61,9 @@ async function main(argv: string[]): Promise<number> {
   const operatorNamespace = values['operator-namespace'] ?? DEFAULTS.namespace;
   switch (command) {
     case 'validate':
-      return validate(rest, operatorNamespace);
+      return validate(rest, operatorNamespace, values.namespace ?? 'default');
     case 'test':
-      return test(rest);
+      return test(rest, values);
     case 'eval':
       return evaluate(rest, values, operatorNamespace);
     case undefined:
@@ -87,28 +100,40 @@ function parse(argv: string[]) {
   }
 }
 
-async function validate(files: string[], operatorNamespace: string): Promise<number> {
+async function validate(files: string[], operatorNamespace: string, namespace: string): Promise<number> {
   if (files.length === 0) throw new UsageError('validate needs at least one FILE');
   let refused = 0;
   for (const file of files) {
-    const { suites } = splitSuites(readDocuments(file));
-    if (suites.length === 0) throw new UsageError(`${file} holds no AdmissionSuite`);
-    const refusals = new Map((await new OfflineCluster(suites, [], operatorNamespace).refusals()).map((r) => [r.suite, r.message]));
-    for (const suite of suites) {
-      const message = refusals.get(suite.metadata?.name);
+    const documents = readDocuments(file);
+    const { suites, policies } = splitSuites(documents, namespace);
+    const refusals = new Map((await new OfflineCluster(suites, [], operatorNamespace, policies).refusals()).map((r) => [`${r.kind} ${r.suite}`, r.message]));
+    // In the file's order: each suite and policy valid or refused, each other object skipped.
+    for (const document of documents) {
+      const metadata = (document.metadata ?? {}) as { name?: string; namespace?: string };
+      if (!isSuite(document) && !isPolicy(document)) {
+        process.stdout.write(`${file}: ${objectName(document)} skipped: not an AdmissionSuite or AdmissionPolicy\n`);
+        continue;
+      }
+      const policyNamespace = metadata.namespace ?? namespace;
+      const message = refusals.get(isSuite(document) ? `${document.kind} ${metadata.name}` : `${document.kind} ${policyNamespace}/${metadata.name}`);
       if (message !== undefined) refused++;
-      process.stdout.write(message === undefined ? `${file}: AdmissionSuite "${suite.metadata?.name}" is valid\n` : `${file}: ${message}\n`);
+      const valid = isSuite(document) ? `AdmissionSuite "${metadata.name}" is valid` : `AdmissionPolicy "${metadata.name}" in namespace ${policyNamespace} is valid`;
+      process.stdout.write(`${file}: ${message ?? valid}\n`);
     }
+    if (suites.length + policies.length === 0) process.stdout.write(`${file}: no AdmissionSuite or AdmissionPolicy\n`);
   }
   return refused ? 1 : 0;
 }
 
-async function test(targets: string[]): Promise<number> {
+async function test(targets: string[], values: Values): Promise<number> {
   if (targets.length === 0) throw new UsageError('test needs a DIR or FILE');
-  const files = targets.flatMap(testFiles);
+  // A FILE of Kubernetes objects (a CRD, params) rather than a test file: given to every test file, as --objects.
+  const isObjects = (target: string) => !target.endsWith(TEST_FILE_SUFFIX) && fs.statSync(target, { throwIfNoEntry: false })?.isFile() && readDocuments(target).every((d) => typeof d.kind === 'string' && !('cases' in d));
+  const objects = [...targets.filter(isObjects), ...(values.objects ?? [])].flatMap(readDocuments);
+  const files = targets.filter((t) => !isObjects(t)).flatMap(testFiles);
   if (files.length === 0) throw new UsageError(`no *${TEST_FILE_SUFFIX} under ${targets.join(', ')}`);
   const rows: Row[] = [];
-  for (const file of files) rows.push(...(await runTestFile(file)));
+  for (const file of files) rows.push(...(await runTestFile(file, { objects, ...(values.namespace ? { namespace: values.namespace } : {}) })));
   process.stdout.write(report(rows));
   return rows.every((r) => r.pass) ? 0 : 1;
 }
@@ -118,18 +143,20 @@ async function evaluate(rest: string[], values: Values, operatorNamespace: strin
   if (!values.suite?.length || !values.object) throw new UsageError('eval needs --suite FILE and --object FILE');
   const operation = values.operation?.toUpperCase();
   if (operation !== undefined && !['CREATE', 'UPDATE', 'DELETE', 'CONNECT'].includes(operation)) throw new UsageError(`--operation must be CREATE, UPDATE, DELETE or CONNECT, not ${values.operation}`);
+  const object = readObject(values.object);
+  const oldObject = values['old-object'] ? readObject(values['old-object']) : undefined;
   const documents = values.suite.flatMap(readDocuments);
-  const { suites, objects } = splitSuites(documents);
-  if (suites.length === 0) throw new UsageError(`${values.suite.join(', ')}: no AdmissionSuite`);
+  // The policies that name no namespace are the request's namespace's, as if applied there.
+  const requestNamespace = values.namespace ?? ((object.metadata ?? oldObject?.metadata) as { namespace?: string } | undefined)?.namespace;
+  const { suites, policies, objects } = splitSuites(documents, requestNamespace ?? 'default');
+  if (suites.length + policies.length === 0) throw new UsageError(`${values.suite.join(', ')}: no AdmissionSuite or AdmissionPolicy`);
   for (const file of values.objects ?? []) objects.push(...readDocuments(file));
-  const cluster = new OfflineCluster(suites, objects, operatorNamespace);
+  const cluster = new OfflineCluster(suites, objects, operatorNamespace, policies);
   const refused = await cluster.refusals();
   if (refused.length) {
     process.stderr.write(`${refused.map((r) => r.message).join('\n')}\n`);
     return 1;
   }
-  const object = readObject(values.object);
-  const oldObject = values['old-object'] ? readObject(values['old-object']) : undefined;
   const evaluation = await cluster.evaluate({
     object: operation === 'DELETE' ? null : object,
     oldObject: operation === 'DELETE' ? (oldObject ?? object) : oldObject,
@@ -144,6 +171,7 @@ async function evaluate(rest: string[], values: Values, operatorNamespace: strin
       type: w.type,
       called: w.called,
       ...(w.reason ? { reason: w.reason } : {}),
+      ...(w.policies ? { policies: w.policies } : {}),
       ...(w.review ? { review: w.review } : {}),
     })),
     allowed: evaluation.allowed,

@@ -1,13 +1,13 @@
 /**
- * `portcullis test`: test files (`*.portcullis-test.yaml`) naming suites, the objects they may
- * read, and cases (an object, an old object, operation, namespace, user) with the result expected
+ * `portcullis test`: test files (`*.portcullis-test.yaml`) naming suites and AdmissionPolicies, the
+ * objects they may read, and cases (an object, an old object, operation, namespace, user, options) with the result expected
  * per webhook and for the request; each case is run by evaluate.ts and compared field by field.
  * Owns the file format, the comparison, the results table and the diff; reads files only.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import type { AdmissionSuite } from '../api/types.ts';
+import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 import { OfflineCluster, type Evaluation, type Scenario, type WebhookRun } from './evaluate.ts';
 import { readDocuments, readObject, splitSuites } from './files.ts';
 
@@ -33,12 +33,14 @@ interface TestCase extends Omit<Scenario, 'object' | 'oldObject'> {
 }
 
 interface TestFile {
-  /** Files (relative to the test file) whose AdmissionSuites are tested and whose other objects the suites may read. */
+  /** Files (relative to the test file) whose AdmissionSuites and AdmissionPolicies are tested and whose other objects they may read (CRDs among them name their kinds' resources). */
   suites: string[];
-  /** More objects the suites may read: Namespaces, LimitRanges, params. Files or inline. */
+  /** More objects the suites may read: Namespaces, LimitRanges, params, CRDs. Files or inline. */
   objects?: (string | Record<string, unknown>)[];
   /** The operator's namespace (default portcullis-system). */
   operatorNamespace?: string;
+  /** The namespace of the AdmissionPolicies that name none (default: the command's --namespace, else `default`). */
+  namespace?: string;
   cases: TestCase[];
 }
 
@@ -62,19 +64,27 @@ export function testFiles(target: string): string[] {
     .map((name) => path.join(target, name));
 }
 
-export async function runTestFile(file: string): Promise<Row[]> {
+/** What the command line adds to every test file: objects (CRDs, params) and the policies' namespace. */
+export interface TestOptions {
+  objects?: Record<string, unknown>[];
+  namespace?: string;
+}
+
+export async function runTestFile(file: string, options: TestOptions = {}): Promise<Row[]> {
   const dir = path.dirname(file);
   const [spec] = readDocuments(file) as unknown as TestFile[];
   if (!spec || !Array.isArray(spec.suites) || !Array.isArray(spec.cases)) throw new Error(`${file}: a test file needs suites: and cases:`);
   const suites: AdmissionSuite[] = [];
-  const objects: Record<string, unknown>[] = [];
+  const policies: AdmissionPolicy[] = [];
+  const objects: Record<string, unknown>[] = [...(options.objects ?? [])];
   for (const name of spec.suites) {
-    const split = splitSuites(readDocuments(path.resolve(dir, name)));
+    const split = splitSuites(readDocuments(path.resolve(dir, name)), spec.namespace ?? options.namespace);
     suites.push(...split.suites);
+    policies.push(...split.policies);
     objects.push(...split.objects);
   }
   for (const entry of spec.objects ?? []) objects.push(...(typeof entry === 'string' ? readDocuments(path.resolve(dir, entry)) : [entry]));
-  const cluster = new OfflineCluster(suites, objects, spec.operatorNamespace);
+  const cluster = new OfflineCluster(suites, objects, spec.operatorNamespace, policies);
   const refused = await cluster.refusals();
   if (refused.length) throw new Error(`${file}: ${refused.map((r) => r.message).join('; ')}`);
 

@@ -4,11 +4,12 @@
  * group x version x resource, sorted, none for a rule with a wildcard group or version, wildcard
  * resources and subresources skipped, at most ten kinds per webhook; a kind without a published
  * schema is not checked (its expressions stay dyn). Gives the warnings for `status.typeChecking`
- * and the definite errors (failing on every kind checked) that refuse a suite on apply unless
- * `spec.typeCheckErrors: Warn`. The schemas come from a SchemaSource (src/kube/openapi.ts in the
+ * and the definite errors (failing on every kind checked), which refuse a suite on apply only when
+ * it asks for that (`spec.typeCheckErrors: Deny`, or the operator's --type-check-errors=Deny for
+ * those that do not say): as ValidatingAdmissionPolicy, a type error is a warning by default. The schemas come from a SchemaSource (src/kube/openapi.ts in the
  * operator); nothing here is on the request path.
  */
-import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, RuleWithOperations, WebhookSpec } from '../api/types.ts';
+import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, RuleWithOperations, TypeCheckErrors, WebhookSpec } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { typeCheckWebhook, gvkString, type CheckedKind, type GroupVersionKind } from '../policy/typecheck/check.ts';
 import { schemaTypes, type OpenApiSchema, type SchemaTypes } from '../policy/typecheck/schema.ts';
@@ -23,22 +24,30 @@ export interface SuiteTypeCheck {
   warnings: ExpressionWarning[];
   /** False when a kind or schema could not be read (the API server briefly unreachable): those kinds went unchecked. */
   complete: boolean;
-  /** The definite errors, unless the suite asks for warnings only. */
+  /** The definite errors, when the suite (or the operator's default) asks for them to refuse it. */
   errors: FieldError[];
+}
+
+/** What a type error does where a suite or policy does not say: Warn (ValidatingAdmissionPolicy's way) or Deny. */
+export type TypeCheckDefault = 'Warn' | 'Deny';
+
+/** Whether definite errors refuse: `Deny` (or its earlier name `Refuse`), else the operator's default. */
+function refuses(mode: TypeCheckErrors | undefined, byDefault: TypeCheckDefault): boolean {
+  return (mode ?? byDefault) !== 'Warn';
 }
 
 /** VAP's maxTypesToCheck. */
 const MAX_KINDS = 10;
 
-export async function typeCheckSuite(suite: AdmissionSuite, source: SchemaSource): Promise<SuiteTypeCheck> {
+export async function typeCheckSuite(suite: AdmissionSuite, source: SchemaSource, byDefault: TypeCheckDefault = 'Warn'): Promise<SuiteTypeCheck> {
   const webhooks = (suite.spec.webhooks ?? []).map((webhook, i) => ({ webhook, path: `spec.webhooks[${i}]` }));
-  return await typeCheckWebhooks(webhooks, (suite.spec.typeCheckErrors ?? 'Refuse') === 'Refuse', source);
+  return await typeCheckWebhooks(webhooks, refuses(suite.spec.typeCheckErrors, byDefault), source);
 }
 
 /** An AdmissionPolicy is one webhook whose fields are under `spec`, checked as a suite's. */
-export async function typeCheckPolicy(policy: AdmissionPolicy, source: SchemaSource): Promise<SuiteTypeCheck> {
+export async function typeCheckPolicy(policy: AdmissionPolicy, source: SchemaSource, byDefault: TypeCheckDefault = 'Warn'): Promise<SuiteTypeCheck> {
   const webhook: WebhookSpec = { ...policy.spec, name: policy.metadata.name };
-  return await typeCheckWebhooks([{ webhook, path: 'spec' }], (policy.spec?.typeCheckErrors ?? 'Refuse') === 'Refuse', source);
+  return await typeCheckWebhooks([{ webhook, path: 'spec' }], refuses(policy.spec?.typeCheckErrors, byDefault), source);
 }
 
 async function typeCheckWebhooks(webhooks: { webhook: WebhookSpec; path: string }[], refuse: boolean, source: SchemaSource): Promise<SuiteTypeCheck> {
@@ -66,7 +75,7 @@ async function typeCheckWebhooks(webhooks: { webhook: WebhookSpec; path: string 
       warnings.push({ fieldRef: checked.fieldRef, warning: checked.warning });
       if (checked.definite && refuse) {
         const on = kinds.map((k) => gvkString(k.gvk)).join('; ');
-        errors.push({ field: checked.fieldRef, message: `type checking failed on every kind the webhook matches (${on}): ${checked.message} (set spec.typeCheckErrors: Warn to accept it with warnings)` });
+        errors.push({ field: checked.fieldRef, message: `type checking failed on every kind the webhook matches (${on}): ${checked.message} (spec.typeCheckErrors: Deny refuses it; Warn accepts it with warnings)` });
       }
     }
   }

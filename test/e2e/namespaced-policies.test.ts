@@ -193,15 +193,15 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     expect((await listPolicies(TEAM)).map((p) => p.metadata.name).sort()).to.deep.equal(['a-first', 'b-second', 'deny-forbidden']);
   });
 
-  it('type-checks a policy as a suite\'s webhook: a definite error is refused on apply naming the field; with typeCheckErrors: Warn it is accepted and reported in its status', async function () {
+  it('type-checks a policy as a suite\'s webhook: a definite error is accepted with warnings by default (as a VAP) and reported in its status; with typeCheckErrors: Deny it is refused on apply naming the field', async function () {
     const deployments = [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
     const typo: PolicySpec = { type: 'Validating', rules: deployments, objectSelector: selected, validations: [{ expression: 'object.replicas <= 5' }] };
     const undefinedField = "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'";
-    const refused = await refusal(() => member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody('typo', typo) }));
+    const refused = await refusal(() => member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody('typo', { ...typo, typeCheckErrors: 'Deny' }) }));
     expect(refused?.message).to.contain('AdmissionPolicy "typo" is invalid: spec.validations[0].expression: type checking failed on every kind the webhook matches');
     expect(refused?.message).to.contain("undefined field 'replicas'");
 
-    await member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody('typo', { ...typo, typeCheckErrors: 'Warn' }) });
+    await member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody('typo', typo) });
     const statusOf = async (name: string) => ((await cluster().kube.custom.getNamespacedCustomObject({ ...ref(TEAM), name })) as AdmissionPolicy).status;
     await eventually(
       async () => {

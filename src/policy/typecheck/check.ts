@@ -2,8 +2,10 @@
  * A webhook's expressions type-checked against the kinds its rules match, as ValidatingAdmissionPolicy's
  * TypeChecker does (apiserver pkg/admission/plugin/policy/validating/typechecking.go): for each kind,
  * `object` and `oldObject` are declared with the kind's schema types (schema.ts), `params` with its
- * kind's when known (dyn otherwise), each variable with the type its expression has, and every
- * expression is checked by cel-js's checker in an environment with every library; an expression
+ * kind's when known (dyn otherwise), each variable with the type its expression has (dyn when it
+ * does not type-check: a variable is never reported itself, only its uses may be), and the
+ * validations' expressions and messageExpressions, the fields the API server reports, are checked
+ * by cel-js's checker in an environment with every library; an expression
  * that fails on a kind gets a warning naming the kind, in the API server's words and format
  * (`apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'` and the caret
  * lines). Pure and compile-time only: the request path never sees these environments.
@@ -46,19 +48,18 @@ interface Expression {
   variables: boolean;
 }
 
-/** The expressions of a webhook that are checked, in the order they are reported. */
+/**
+ * The expressions of a webhook that are checked, in the order they are reported: the variables
+ * (for the types their uses see; never reported, as the API server reports none), then what the
+ * API server's TypeChecker reports (typechecking.go Check): each validation's expression and
+ * messageExpression.
+ */
 function expressionsOf(webhook: WebhookSpec, path: string): { variables: Expression[]; others: Expression[] } {
   const variables = (webhook.variables ?? []).map((v, i) => ({ field: `${path}.variables[${i}].expression`, source: v.expression, variables: true }));
   const others: Expression[] = [];
   (webhook.validations ?? []).forEach((v, i) => {
     others.push({ field: `${path}.validations[${i}].expression`, source: v.expression, variables: true });
     if (v.messageExpression) others.push({ field: `${path}.validations[${i}].messageExpression`, source: v.messageExpression, variables: true });
-  });
-  (webhook.auditAnnotations ?? []).forEach((a, i) => others.push({ field: `${path}.auditAnnotations[${i}].valueExpression`, source: a.valueExpression, variables: true }));
-  (webhook.matchConditions ?? []).forEach((c, i) => others.push({ field: `${path}.matchConditions[${i}].expression`, source: c.expression.trim(), variables: false }));
-  (webhook.mutations ?? []).forEach((m, i) => {
-    if (m.condition) others.push({ field: `${path}.mutations[${i}].condition`, source: m.condition, variables: true });
-    if (m.patchExpression) others.push({ field: `${path}.mutations[${i}].patchExpression`, source: m.patchExpression, variables: true });
   });
   return { variables, others };
 }
@@ -83,7 +84,7 @@ export function typeCheckWebhook(webhook: WebhookSpec, path: string, kinds: read
       env.registerVariable('variables', name);
       return env;
     };
-    const record = (expression: Expression, env: Environment): string | undefined => {
+    const record = (expression: Expression, env: Environment, reported = true): string | undefined => {
       let program;
       try {
         program = env.parse(expression.source);
@@ -92,7 +93,8 @@ export function typeCheckWebhook(webhook: WebhookSpec, path: string, kinds: read
       }
       const result = program.check();
       if (result.valid) return result.type ?? 'dyn';
-      const problem = describe(expression.source, result.error, program.ast);
+      if (nullTernary(result.error, kind.types, paramsTypes)) return 'dyn';
+      const problem = reported ? describe(expression.source, result.error, program.ast) : undefined;
       if (problem) {
         const list = failures.get(expression.field) ?? [];
         list.push({ kind: kind.gvk, ...problem });
@@ -101,12 +103,12 @@ export function typeCheckWebhook(webhook: WebhookSpec, path: string, kinds: read
       return undefined;
     };
     for (const [i, variable] of variables.entries()) {
-      const type = record(variable, withVariables());
+      const type = record(variable, withVariables(), false);
       declared[webhook.variables![i]!.name] = variableType(type);
     }
     const full = withVariables();
     for (const expression of others) record(expression, expression.variables ? full : base);
-    hasChecks(kind.types, [...variables, ...others], failures, kind.gvk);
+    hasChecks(kind.types, others, failures, kind.gvk);
   }
   const out: CheckedExpression[] = [];
   for (const expression of [...variables, ...others]) {
@@ -121,6 +123,23 @@ export function typeCheckWebhook(webhook: WebhookSpec, path: string, kinds: read
     });
   }
   return out;
+}
+
+/**
+ * `cond ? null : params.spec.parameters` (a Gatekeeper idiom): cel-js wants both branches of one
+ * type, where cel-go (the API server's checker) lets `null` stand with a nullable type (an object
+ * of a schema, a timestamp, a duration: its isNullable) and types the whole as `null`, reporting
+ * nothing. So such an expression is not reported (and what follows in it is left unchecked).
+ */
+function nullTernary(error: unknown, types: SchemaTypes, paramsTypes: SchemaTypes | undefined): boolean {
+  const match = /^Ternary branches must have the same type, got '([^']+)' and '([^']+)'/.exec(String((error as Error | undefined)?.message ?? error ?? ''));
+  if (!match) return false;
+  const [a, b] = [match[1]!, match[2]!];
+  const other = a === 'null' ? b : b === 'null' ? a : undefined;
+  if (other === undefined) return false;
+  const nullable = (t: string) =>
+    t === 'google.protobuf.Timestamp' || t === 'google.protobuf.Duration' || types.objects.has(t) || (t.startsWith('params.') && (paramsTypes?.objects.has(t.slice('params.'.length)) ?? false));
+  return nullable(other);
 }
 
 const SCALARS = new Set(['bool', 'bytes', 'double', 'google.protobuf.Duration', 'int', 'null', 'string', 'google.protobuf.Timestamp', 'uint', 'dyn']);

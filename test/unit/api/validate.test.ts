@@ -142,7 +142,7 @@ describe('suite validation', function () {
       }),
     ).errors.map((e) => `${e.field}: ${e.message}`);
     expect(errors).to.deep.equal([
-      'spec.typeCheckErrors: must be Refuse or Warn',
+      'spec.typeCheckErrors: must be Warn or Deny',
       'spec.webhooks[0].variables[1].name: Invalid value: "not-ident": must be a valid CEL identifier',
       'spec.webhooks[0].variables[2].name: Invalid value: "in": must be a valid CEL identifier',
       'spec.webhooks[0].variables[3].name: Duplicate value: "ok"',

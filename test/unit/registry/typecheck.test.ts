@@ -32,15 +32,20 @@ const suite = (rules: RuleWithOperations[], expression: string, extra: Partial<S
 const rule = (resources: string[], groups = ['g'], versions = ['v1']): RuleWithOperations => ({ operations: ['CREATE'], apiGroups: groups, apiVersions: versions, resources });
 
 describe('registry: a suite type-checked against the kinds its webhooks match', function () {
-  it('refuses an expression that fails on every kind, naming the field and the kinds; Warn keeps only the warning', async function () {
-    const refused = await typeCheckSuite(suite([rule(['thing1', 'thing2'])], 'object.replicas > 1'), source([]));
+  it('warns by default, as ValidatingAdmissionPolicy; with typeCheckErrors: Deny (or the operator\'s default Deny) refuses an expression that fails on every kind, naming the field and the kinds', async function () {
+    const warnedByDefault = await typeCheckSuite(suite([rule(['thing1', 'thing2'])], 'object.replicas > 1'), source([]));
+    expect(warnedByDefault.errors).to.deep.equal([]);
+    expect(warnedByDefault.warnings.map((w) => w.fieldRef)).to.deep.equal(['spec.webhooks[0].validations[0].expression']);
+    const refused = await typeCheckSuite(suite([rule(['thing1', 'thing2'])], 'object.replicas > 1', { typeCheckErrors: 'Deny' }), source([]));
     expect(refused.errors).to.deep.equal([
       {
         field: 'spec.webhooks[0].validations[0].expression',
-        message: "type checking failed on every kind the webhook matches (g/v1, Kind=Thing1; g/v1, Kind=Thing2): undefined field 'replicas' (set spec.typeCheckErrors: Warn to accept it with warnings)",
+        message: "type checking failed on every kind the webhook matches (g/v1, Kind=Thing1; g/v1, Kind=Thing2): undefined field 'replicas' (spec.typeCheckErrors: Deny refuses it; Warn accepts it with warnings)",
       },
     ]);
-    const warned = await typeCheckSuite(suite([rule(['thing1'])], 'object.replicas > 1', { typeCheckErrors: 'Warn' }), source([]));
+    expect((await typeCheckSuite(suite([rule(['thing1'])], 'object.replicas > 1', { typeCheckErrors: 'Refuse' }), source([]))).errors, "Deny's earlier name").to.have.length(1);
+    expect((await typeCheckSuite(suite([rule(['thing1'])], 'object.replicas > 1'), source([]), 'Deny')).errors, "the operator's default").to.have.length(1);
+    const warned = await typeCheckSuite(suite([rule(['thing1'])], 'object.replicas > 1', { typeCheckErrors: 'Warn' }), source([]), 'Deny');
     expect(warned.errors).to.deep.equal([]);
     expect(warned.warnings.map((w) => w.fieldRef)).to.deep.equal(['spec.webhooks[0].validations[0].expression']);
   });

@@ -30,16 +30,19 @@ describe('policy/typecheck: expressions checked against the kinds a webhook matc
     });
   });
 
-  it('finds type mismatches, wrong fields of list elements, has() of an undeclared field, and in messageExpressions, variables and matchConditions', function () {
+  it('finds type mismatches, wrong fields of list elements, has() of an undeclared field, in validations and messageExpressions: the fields the API server reports (never a variable, a matchCondition or a mutation)', function () {
     const checked = typeCheckWebhook(
       webhook({
         matchConditions: [{ name: 'm', expression: 'object.spec.replica > 0' }],
-        variables: [{ name: 'r', expression: 'object.spec.replicas' }],
+        variables: [{ name: 'r', expression: 'object.spec.replicas' }, { name: 'typo', expression: 'object.replicas' }],
+        mutations: [{ condition: 'object.nope', patch: [] }],
         validations: [
           { expression: "variables.r == 'a'", messageExpression: "'n: ' + object.spec.replicas" },
           { expression: "object.spec.containers.all(c, c.imag == 'x')" },
           { expression: 'has(object.spec.paused)' },
           { expression: 'object.spec == oldObject.spec && object.metadata.labels.app != "x"' },
+          // A variable that does not type-check is dyn: its uses are not reported either.
+          { expression: "variables.typo.anything == 'x'" },
         ],
       }),
       'spec.webhooks[0]',
@@ -50,7 +53,6 @@ describe('policy/typecheck: expressions checked against the kinds a webhook matc
       "spec.webhooks[0].validations[0].messageExpression: found no matching overload for '_+_' applied to '(string, int)'",
       "spec.webhooks[0].validations[1].expression: undefined field 'imag'",
       "spec.webhooks[0].validations[2].expression: undefined field 'paused'",
-      "spec.webhooks[0].matchConditions[0].expression: undefined field 'replica'",
     ]);
   });
 
@@ -66,6 +68,14 @@ describe('policy/typecheck: expressions checked against the kinds a webhook matc
   it('checks nothing for a webhook with a handler or with no kind known (a wildcard: dyn, as VAP)', function () {
     expect(typeCheckWebhook(webhook({ validations: [{ expression: 'object.nope' }] }), 'spec.webhooks[0]', [])).to.deep.equal([]);
     expect(typeCheckWebhook(webhook({ handler: { name: 'AlwaysPullImages' } }), 'spec.webhooks[0]', [deployment])).to.deep.equal([]);
+  });
+
+  it("lets null stand beside an object of a schema in a ternary, as cel-go (Gatekeeper's `!has(params.spec) ? null : params.spec.parameters`), and nowhere else", function () {
+    const params = { apiVersion: 'v1', kind: 'ConfigMap', name: 'p' };
+    const check = (expression: string) => typeCheckWebhook(webhook({ params, validations: [{ expression }] }), 'spec.webhooks[0]', [deployment], configMap.types).map((c) => c.message);
+    expect(check('(!has(params.data) ? null : params) == null')).to.deep.equal([]);
+    expect(check('(true ? null : object.spec) == null')).to.deep.equal([]);
+    expect(check('(true ? null : 1) == null')).to.have.length(1);
   });
 
   it('types params with their kind when known, dyn otherwise', function () {
