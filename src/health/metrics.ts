@@ -31,12 +31,16 @@ export interface MetricSources {
 export type ReconcileKind = 'suite' | 'ca' | 'suite-validation' | 'orphans' | 'namespaced';
 export type ReconcileResultLabel = 'success' | 'requeue' | 'error' | 'not-leader';
 
-/** Default runtime metrics (event-loop lag, heap, GC, handles) once per process, however many operators a test starts. */
+/**
+ * Default runtime metrics (event-loop lag, heap, GC, handles) once per process, however many
+ * operators a test starts; unprefixed (`nodejs_*`, `process_*`), the names every Node.js dashboard
+ * expects, as controller-runtime's `go_*` and `process_*` are.
+ */
 let runtime: client.Registry | undefined;
 function runtimeRegistry(): client.Registry {
   if (!runtime) {
     runtime = new client.Registry();
-    client.collectDefaultMetrics({ register: runtime, prefix: 'portcullis_' });
+    client.collectDefaultMetrics({ register: runtime });
   }
   return runtime;
 }

@@ -149,7 +149,7 @@ describe('Metrics: /metrics after real admissions through the API server', funct
     expect(sampleValue(metrics, 'portcullis_workqueue_depth')).to.be.a('number');
     expect(sampleValue(metrics, 'portcullis_suites', { condition: 'Ready', status: 'True' })).to.be.at.least(1);
     expect(metrics.get('portcullis_build_info')!.samples[0]!.labels).to.deep.equal({ version: '0.1.0', node_version: process.version });
-    for (const runtime of ['portcullis_nodejs_eventloop_lag_seconds', 'portcullis_nodejs_heap_size_used_bytes', 'portcullis_nodejs_gc_duration_seconds', 'portcullis_nodejs_active_handles_total']) {
+    for (const runtime of ['nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes', 'nodejs_gc_duration_seconds', 'nodejs_active_handles_total', 'process_resident_memory_bytes', 'process_cpu_seconds_total']) {
       expect(metrics.has(runtime), runtime).to.equal(true);
     }
     const unbounded = [...metrics.values()].flatMap((f: Family) => f.samples.flatMap((s) => Object.keys(s.labels))).filter((label) => !BOUNDED_LABELS.has(label));
