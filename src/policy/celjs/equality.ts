@@ -7,7 +7,9 @@
  * (typed in the API server, so such a comparison is refused on write there; dyn here).
  * `!=` is not affected: cel-go's is "Equal is not true", so the error reads as true.
  * Which operand came from the request is known from the syntax: a field or index chain from one
- * of those variables. Applied once per compiled program, beside logic.ts.
+ * of those variables, optional steps (`.?f`, `[?i]`) and `orValue()`/`value()` of such a chain
+ * included (present, its value is the request's; absent, a literal default such as `[]` has no
+ * elements to compare). Applied once per compiled program, beside logic.ts.
  */
 import type { RawNode } from './walk.ts';
 import { celError } from './values.ts';
@@ -20,8 +22,13 @@ interface BinaryNode extends RawNode {
   handle?: Handle;
 }
 
+/** The steps of a chain into a value: field and index, and their optional forms. */
+const STEPS = new Set(['.', '[]', '.?', '[?]']);
+/** The calls that take a value out of an optional chain. */
+const UNWRAPS = new Set(['orValue', 'value']);
+
 /**
- * True when `node` is `object`, `object.a`, `object.a[0]`, ... (no optional steps), or such a
+ * True when `node` is `object`, `object.a`, `object.a[0]`, `object.?a.orValue(x)`, ..., or such a
  * chain from `variables.<name>` for a name in `variables` (variables that are themselves such a
  * chain), or from a comprehension variable in `locals` (an element or value of such a chain).
  */
@@ -29,7 +36,8 @@ export function readsRequestValue(node: unknown, variables: ReadonlySet<string> 
   const n = node as RawNode | undefined;
   if (!n || typeof n !== 'object') return false;
   if (n.op === 'id') return REQUEST_ROOTS.has(n.args as string) || locals.has(n.args as string);
-  if ((n.op === '.' || n.op === '[]') && Array.isArray(n.args)) {
+  if (n.op === 'rcall' && Array.isArray(n.args) && UNWRAPS.has(n.args[0] as string)) return readsRequestValue(n.args[1], variables, locals);
+  if (STEPS.has(n.op as string) && Array.isArray(n.args)) {
     const base = n.args[0] as RawNode | undefined;
     if (n.op === '.' && base?.op === 'id' && base.args === 'variables') return variables.has(n.args[1] as string);
     return readsRequestValue(base, variables, locals);

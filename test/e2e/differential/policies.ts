@@ -596,6 +596,11 @@ export const POLICIES: PolicyRow[] = [
     steps: [{ op: 'create', data: { a: '1' } }],
   },
   { name: 'eq-old-object', resource: 'configmaps', validations: [{ expression: "oldObject == null || !(oldObject.data == 'x')", message: 'x' }], steps: [{ op: 'create', data: { a: '1' } }, { op: 'update', data: { a: '2' } }] },
+  // reached through optional steps and orValue (the public policies' `object.spec.?securityContext.?sysctls.orValue([])`)
+  { name: 'eq-optional-elements', resource: 'deployments', validations: [{ expression: "object.spec.template.spec.?containers.orValue([]).all(c, c == '' || c.name == 'never')", message: 'x' }], steps: [{ op: 'create', replicas: 1 }] },
+  { name: 'eq-optional-absent', resource: 'deployments', validations: [{ expression: "object.spec.template.spec.?sysctlsNowhere.orValue([]).all(c, c == '')", message: 'x' }], steps: [{ op: 'create', replicas: 1 }] },
+  { name: 'eq-optional-map', resource: 'configmaps', validations: [{ expression: "!(object.?data.orValue({}) == 'x')", message: 'x' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  { name: 'eq-optional-index', resource: 'deployments', validations: [{ expression: "!(object.spec.template.spec.?containers[?0].value() == 'x')", message: 'x' }], steps: [{ op: 'create', replicas: 1 }] },
   // comprehension variables over the object's elements are its values too (filter keeps them)
   { name: 'eq-comprehension', resource: 'deployments', validations: [{ expression: "!object.spec.template.spec.containers.exists(c, c == 'x')", message: 'x' }], steps: [{ op: 'create', replicas: 1 }] },
   { name: 'eq-comprehension-filter', resource: 'deployments', validations: [{ expression: "!object.spec.template.spec.containers.filter(c, true).exists(d, d == 'x')", message: 'x' }], steps: [{ op: 'create', replicas: 1 }] },

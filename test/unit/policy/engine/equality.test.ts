@@ -34,6 +34,13 @@ describe('policy engine: equality across kinds as cel-go', function () {
     ["dyn(object.data.map(k, k)) == 'x'", false],
     ["object.data.exists(k, k == 'x')", false],
     ["object.list.map(c, c.n).exists(n, n == 'x')", false],
+    // Reached through optional steps, as the public policies reach them (sysctls, securityContext...).
+    ["object.?list.orValue([]).all(c, c == '' || c.n == 'b')", 'error: no such overload'],
+    ["object.?list.orValue([]).all(c, c == '' || true)", true],
+    ["object.?data.orValue({}) == 'x'", 'error: no such overload'],
+    ["object.?list[?0].value() == 'x'", 'error: no such overload'],
+    ["object.?missing.orValue([]).all(c, c == '')", true],
+    ["object.?list.orValue([]).all(c, c.n == 'a')", true],
   ];
   for (const [expression, want] of cases) {
     it(`${expression}: ${String(want)}`, function () {
