@@ -23,6 +23,7 @@ import { policyValidationWebhook, suiteValidationWebhook, type ParamsAccessCheck
 import type { PolicyRegistry } from '../registry/policies.ts';
 import { namespacedWebhook } from '../registry/namespaced.ts';
 import { TenantPool, type TenantPoolOptions } from './threads/tenants.ts';
+import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
 import type { AdmissionRequest } from '../api/review.ts';
 import { encodeFailure, parseJson } from './review.ts';
 import { HeldElsewhere } from '../handlers/handler.ts';
@@ -208,7 +209,7 @@ export interface AdmissionServerOptions {
   tenants?: Partial<TenantPoolOptions>;
   certificates: CertificateStore;
   /** Where refused requests are counted (the operator's Metrics). */
-  metrics: { countRejected(code: string): void };
+  metrics: { countRejected(code: string): void; webhook?(suite: string, webhook: string): WebhookObserver };
   log: LogWriter;
   /** What this server leaves to another (see Forwarding); without it, it answers every route itself. */
   forward?: Forwarding;
@@ -317,12 +318,14 @@ export class AdmissionServer {
       return;
     }
     const { registry, paramsAccess } = options;
-    const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas);
+    // Counted as every webhook is (suite label empty: no suite has an empty name), so their latency shows beside the suites'.
+    const observed = (name: string) => options.metrics.webhook?.('', name) ?? NO_OBSERVER;
+    const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas, observed(SUITE_VALIDATION.webhook));
     // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
     this.routes.set(SUITE_VALIDATION.path, { router: { find: () => validation, offload: false }, suite: validation.suite, name: validation.name });
     if (options.policies) {
       const policies = options.policies;
-      const policyValidation = policyValidationWebhook(policies, paramsAccess, options.schemas);
+      const policyValidation = policyValidationWebhook(policies, paramsAccess, options.schemas, observed(NAMESPACED.validationWebhook));
       this.routes.set(NAMESPACED.validationPath, { router: { find: () => policyValidation, offload: false }, suite: '', name: policyValidation.name });
       // The namespaced policies' webhooks: decoded here (a large body too: the review workers hold the suites only), and
       // evaluated in the tenant workers, each namespace in turn, never on this thread (it answers the probes and the suites).

@@ -11,7 +11,7 @@ import { allowed, denied, type AdmissionRequest, type Decision } from '../api/re
 import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, NamedRuleWithOperations, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
-import { NO_OBSERVER } from '../registry/compile.ts';
+import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
 import { typeCheckPolicy, typeCheckSuite, type SchemaSource, type TypeCheckDefault } from '../registry/typecheck.ts';
@@ -37,25 +37,25 @@ export interface ParamsAccessCheck {
   mutationRefusals?(user: AuthorizationUser, namespace: string, rules: NamedRuleWithOperations[]): Promise<FieldError[]>;
 }
 
-/** The operator's own webhook as the chain serves it (not counted in the admission metrics, as before). */
-export function suiteValidationWebhook(registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck, schemas?: TypeChecking): ServedWebhook {
+/** The operator's own webhook as the chain serves it, counted by `observer` (the admission metrics, suite label empty). */
+export function suiteValidationWebhook(registry: SuiteRegistry, paramsAccess?: ParamsAccessCheck, schemas?: TypeChecking, observer: WebhookObserver = NO_OBSERVER): ServedWebhook {
   return {
     suite: '',
     name: SUITE_VALIDATION.webhook,
     failurePolicy: 'Ignore',
     admit: (request) => validateSuiteRequest(request, registry, paramsAccess, schemas),
-    observer: NO_OBSERVER,
+    observer,
   };
 }
 
 /** The twin for AdmissionPolicies (registered beside it, self.ts). */
-export function policyValidationWebhook(policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck, schemas?: TypeChecking): ServedWebhook {
+export function policyValidationWebhook(policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck, schemas?: TypeChecking, observer: WebhookObserver = NO_OBSERVER): ServedWebhook {
   return {
     suite: '',
     name: NAMESPACED.validationWebhook,
     failurePolicy: 'Ignore',
     admit: (request) => validatePolicyRequest(request, policies, paramsAccess, schemas),
-    observer: NO_OBSERVER,
+    observer,
   };
 }
 

@@ -16,6 +16,7 @@ import { parseExposition, sampleValue, scrape, type Family } from '../support/pr
 import { freePort } from '../../src/local/ports.ts';
 import type { Operator } from '../../src/operator.ts';
 import type { SuiteSpec } from '../../src/api/types.ts';
+import { SUITE_VALIDATION } from '../../src/api/names.ts';
 
 const NS = 'metrics-e2e';
 const SUITE = 'metrics-guard';
@@ -132,6 +133,21 @@ describe('Metrics: /metrics after real admissions through the API server', funct
     const caSeconds = sampleValue(metrics, 'portcullis_ca_certificate_expiry_seconds', { ca: 'current' })!;
     expect(Math.abs(caSeconds - (new Date(ca!.validTo).getTime() - now) / 1e3), `CA notAfter ${ca!.validTo}`).to.be.lessThan(5);
     expect(sampleValue(metrics, 'portcullis_serving_certificate_expiry_seconds', { kind: 'suite-validation' }), "the operator's own webhook").to.be.greaterThan(0);
+  });
+
+  it("counts the operator's own validation webhook as every webhook is (suite label empty), so its latency shows beside the suites'", async function () {
+    const spec: SuiteSpec = { webhooks: [{ name: 'noop', type: 'Validating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], namespaceSelector: { matchLabels: { 'metrics-e2e': 'none' } }, validations: [{ expression: 'true' }] }] };
+    const labels = { suite: '', webhook: SUITE_VALIDATION.webhook };
+    await eventually(
+      async () => {
+        await createSuite('metrics-validated', spec);
+        await deleteSuite('metrics-validated');
+        const metrics = await scrape(metricsPort);
+        expect(sampleValue(metrics, 'portcullis_admission_requests_total', { ...labels, operation: 'CREATE', decision: 'allowed' })).to.be.at.least(1);
+        expect(sampleValue(metrics, 'portcullis_admission_request_duration_seconds_count', labels)).to.be.at.least(1);
+      },
+      { what: "the suite-validation webhook's answers to be counted" },
+    );
   });
 
   it('says which replica leads, what it wrote, and how the suites stand', async function () {
