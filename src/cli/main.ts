@@ -7,7 +7,8 @@
  * lists them as skipped, `test` and `eval` give them to the suites (params, Namespaces, the CRDs
  * that name their kinds' resources). Exit 0 when all is well, 1 when a suite or policy is refused
  * or a test fails, 2 for a usage or input error.
- * Writes results to stdout and errors to stderr; makes no network call.
+ * Writes results to stdout and errors to stderr; makes no network call, but for `validate --strict`,
+ * which reads the OpenAPI schemas of the cluster its kubeconfig names to type-check against them.
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -17,6 +18,8 @@ import { VERSION } from '../version.ts';
 import { OfflineCluster } from './evaluate.ts';
 import { isPolicy, isSuite, objectName, readDocuments, readObject, splitSuites } from './files.ts';
 import { report, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
+import { typeCheckPolicy, typeCheckSuite, type SchemaSource } from '../registry/typecheck.ts';
+import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 
 const USAGE = `portcullis ${VERSION}: AdmissionSuites and AdmissionPolicies checked and run offline, by the code that serves them in a cluster.
 
@@ -24,6 +27,10 @@ Usage:
   portcullis validate FILE...      compile and check every AdmissionSuite and AdmissionPolicy in the files
                                    (YAML or JSON); refused with the same messages and field paths as
                                    kubectl apply; other objects are listed as skipped
+                  [--strict [--kubeconfig FILE]]
+                                   also type-check each against the OpenAPI schemas of the cluster of
+                                   FILE (else KUBECONFIG, ~/.kube/config): print the type errors applying
+                                   would warn about, and refuse (exit 1) what typeCheckErrors: Deny would
   portcullis test DIR|FILE...      run test files (*${TEST_FILE_SUFFIX}, searched under a DIR); print a
                                    table of results and a diff of each failure; other FILEs (CRDs,
                                    params) are objects given to every test file, as --objects
@@ -61,7 +68,7 @@ async function main(argv: string[]): Promise<number> {
   const operatorNamespace = values['operator-namespace'] ?? DEFAULTS.namespace;
   switch (command) {
     case 'validate':
-      return validate(rest, operatorNamespace, values.namespace ?? 'default');
+      return validate(rest, operatorNamespace, values.namespace ?? 'default', values.strict ? await clusterSchemas(values.kubeconfig) : undefined);
     case 'test':
       return test(rest, values);
     case 'eval':
@@ -93,6 +100,8 @@ function parse(argv: string[]) {
         namespace: { type: 'string' },
         resource: { type: 'string' },
         user: { type: 'string' },
+        strict: { type: 'boolean' },
+        kubeconfig: { type: 'string' },
       },
     });
   } catch (err) {
@@ -100,13 +109,46 @@ function parse(argv: string[]) {
   }
 }
 
-async function validate(files: string[], operatorNamespace: string, namespace: string): Promise<number> {
+/** The schemas of the cluster `kubeconfig` (else the default one) names, read only for `validate --strict`. */
+async function clusterSchemas(kubeconfig: string | undefined): Promise<SchemaSource> {
+  const [{ KubeConfig }, { OpenApiSchemas }] = await Promise.all([import('@kubernetes/client-node'), import('../kube/openapi.ts')]);
+  const config = new KubeConfig();
+  try {
+    if (kubeconfig) config.loadFromFile(kubeconfig);
+    else config.loadFromDefault();
+  } catch (err) {
+    throw new UsageError(`--strict needs a cluster to read schemas from: ${(err as Error).message}`);
+  }
+  if (!config.getCurrentCluster()) throw new UsageError('--strict needs a cluster to read schemas from: no kubeconfig (--kubeconfig, KUBECONFIG or ~/.kube/config)');
+  return new OpenApiSchemas(config);
+}
+
+/**
+ * Type-checks the suites and policies that compiled, as applying with `typeCheckErrors: Deny`
+ * would: each warning printed, a definite error a refusal (keyed as OfflineCluster's refusals).
+ */
+async function typeErrors(suites: AdmissionSuite[], policies: AdmissionPolicy[], schemas: SchemaSource, refusals: Map<string, string>, file: string): Promise<void> {
+  const checked = [
+    ...suites.map((s) => ({ key: `AdmissionSuite ${s.metadata.name}`, what: `AdmissionSuite "${s.metadata.name}"`, check: () => typeCheckSuite(s, schemas, 'Deny') })),
+    ...policies.map((p) => ({ key: `AdmissionPolicy ${p.metadata.namespace}/${p.metadata.name}`, what: `AdmissionPolicy "${p.metadata.name}"`, check: () => typeCheckPolicy(p, schemas, 'Deny') })),
+  ];
+  for (const { key, what, check } of checked) {
+    if (refusals.has(key)) continue;
+    const { warnings, errors, complete } = await check();
+    for (const w of warnings) process.stdout.write(`${file}: warning: ${what}: ${w.fieldRef}: ${w.warning.split('\n\n').map((kind) => kind.split('\n')[0]).join('; ')}\n`);
+    if (!complete) process.stdout.write(`${file}: warning: ${what}: some kinds or schemas could not be read from the cluster; they were not checked\n`);
+    if (errors.length) refusals.set(key, `${what} is invalid: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`);
+  }
+}
+
+async function validate(files: string[], operatorNamespace: string, namespace: string, schemas?: SchemaSource): Promise<number> {
   if (files.length === 0) throw new UsageError('validate needs at least one FILE');
   let refused = 0;
   for (const file of files) {
     const documents = readDocuments(file);
     const { suites, policies } = splitSuites(documents, namespace);
     const refusals = new Map((await new OfflineCluster(suites, [], operatorNamespace, policies).refusals()).map((r) => [`${r.kind} ${r.suite}`, r.message]));
+    if (schemas) await typeErrors(suites, policies, schemas, refusals, file);
     // In the file's order: each suite and policy valid or refused, each other object skipped.
     for (const document of documents) {
       const metadata = (document.metadata ?? {}) as { name?: string; namespace?: string };

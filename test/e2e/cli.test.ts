@@ -90,6 +90,35 @@ describe('portcullis (the command) against the API server', function () {
     }
   });
 
+  it('validate --strict type-checks against the cluster\'s schemas: what applying with typeCheckErrors: Deny refuses, in its words; a warning it only prints', async function () {
+    const deployments = [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
+    const typo = { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionSuite', metadata: { name: 'cli-typo' }, spec: { webhooks: [{ name: 'w', type: 'Validating', rules: deployments, validations: [{ expression: 'object.replicas <= 5' }] }] } };
+    const file = path.join(dir, 'cli-typo.yaml');
+    fs.writeFileSync(file, yaml.dump(typo));
+    const kubeconfig = cluster().controlPlane.kubeconfigPath;
+    expect((await runCli(['validate', file])).code, 'offline, no type checking').to.equal(0);
+    const strict = await runCli(['validate', '--strict', '--kubeconfig', kubeconfig, file]);
+    expect(strict.code, strict.stdout + strict.stderr).to.equal(1);
+    expect(strict.stdout).to.contain(`${file}: warning: AdmissionSuite "cli-typo": spec.webhooks[0].validations[0].expression: apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'`);
+    const message = strict.stdout.split('\n').find((l) => l.startsWith(`${file}: AdmissionSuite`))!.slice(`${file}: `.length);
+
+    const applied = await eventually(
+      async () =>
+        (await refusal(() => cluster().kube.custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: { ...typo, spec: { ...typo.spec, typeCheckErrors: 'Deny' } } }))) ??
+        Promise.reject(new Error('admitted')),
+      { what: 'the typo to be refused with typeCheckErrors: Deny' },
+    );
+    expect(applied.message).to.equal(`admission webhook "${SUITE_VALIDATION.webhook}" denied the request: ${message}`);
+
+    // Failing on some of its kinds only: a warning, not a refusal.
+    const partial = { ...typo, metadata: { name: 'cli-partial' }, spec: { webhooks: [{ ...typo.spec.webhooks[0]!, rules: [...deployments, ...configmaps], validations: [{ expression: 'object.spec.replicas <= 5' }] }] } };
+    fs.writeFileSync(file, yaml.dump(partial));
+    const warned = await runCli(['validate', '--strict', '--kubeconfig', kubeconfig, file]);
+    expect(warned.code, warned.stdout + warned.stderr).to.equal(0);
+    expect(warned.stdout).to.contain("warning: AdmissionSuite \"cli-partial\": spec.webhooks[0].validations[0].expression: /v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'spec'");
+    expect(warned.stdout).to.contain('AdmissionSuite "cli-partial" is valid');
+  });
+
   it("eval's rejection is the API server's: code and message", async function () {
     expect((await kubectl(['apply', '-f', 'config/samples/replica-limit.yaml'])).code).to.equal(0);
     const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: NS }, spec: { replicas: 6, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] } } } };
