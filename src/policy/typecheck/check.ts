@@ -93,7 +93,7 @@ export function typeCheckWebhook(webhook: WebhookSpec, path: string, kinds: read
       }
       const result = program.check();
       if (result.valid) return result.type ?? 'dyn';
-      if (nullTernary(result.error, kind.types, paramsTypes)) return 'dyn';
+      if (nullTernary(result.error, kind.types, paramsTypes)) return 'null';
       const problem = reported ? describe(expression.source, result.error, program.ast) : undefined;
       if (problem) {
         const list = failures.get(expression.field) ?? [];
@@ -129,7 +129,9 @@ export function typeCheckWebhook(webhook: WebhookSpec, path: string, kinds: read
  * `cond ? null : params.spec.parameters` (a Gatekeeper idiom): cel-js wants both branches of one
  * type, where cel-go (the API server's checker) lets `null` stand with a nullable type (an object
  * of a schema, a timestamp, a duration: its isNullable) and types the whole as `null`, reporting
- * nothing. So such an expression is not reported (and what follows in it is left unchecked).
+ * nothing. So such an expression is not reported (and what follows in it is left unchecked); a
+ * variable so defined is `null` to its uses, where selecting a field warns as the API server's
+ * checker does (`type 'null' does not support field selection`).
  */
 function nullTernary(error: unknown, types: SchemaTypes, paramsTypes: SchemaTypes | undefined): boolean {
   const match = /^Ternary branches must have the same type, got '([^']+)' and '([^']+)'/.exec(String((error as Error | undefined)?.message ?? error ?? ''));

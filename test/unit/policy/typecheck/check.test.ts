@@ -76,6 +76,14 @@ describe('policy/typecheck: expressions checked against the kinds a webhook matc
     expect(check('(!has(params.data) ? null : params) == null')).to.deep.equal([]);
     expect(check('(true ? null : object.spec) == null')).to.deep.equal([]);
     expect(check('(true ? null : 1) == null')).to.have.length(1);
+    // Gatekeeper's variable is null to its uses: a field of it warns as the API server's checker does.
+    const variable = typeCheckWebhook(
+      webhook({ params, variables: [{ name: 'params', expression: '!has(params.data) ? null : params' }], validations: [{ expression: 'variables.params.data.size() > 0' }, { expression: 'variables.params == null' }] }),
+      'spec.webhooks[0]',
+      [deployment],
+      configMap.types,
+    );
+    expect(variable.map((c) => `${c.fieldRef}: ${c.message}`)).to.deep.equal(["spec.webhooks[0].validations[0].expression: type 'null' does not support field selection"]);
   });
 
   it('types params with their kind when known, dyn otherwise', function () {
