@@ -109,6 +109,8 @@ const GROUPS: Group[] = [
       { expression: "object.metadata.name.orValue('x') == 'x'" },
       { expression: 'object.metadata.name.hasValue()' },
       { expression: "object.data.?x.orValue('') == ''" },
+      // A default of another type than the optional's (the public policies' annotations.orValue([])).
+      { expression: 'object.metadata.?annotations.orValue([]).exists(a, true)' },
       { expression: 'object.data != null' },
       { expression: "object.metadata.labels == 'x'" },
       { expression: "string(object.data) == ''" },

@@ -247,7 +247,8 @@ function literalType(n: unknown): string {
 /**
  * The errors cel-js words as its own macros' and optionals' checks, in cel-go's words: a macro's
  * predicate that is not bool (cel-go checks the expansion: `expected type 'bool'` for all/exists,
- * the `_?_:_` of exists_one and filter), and an optional's method on a value that is not optional.
+ * the `_?_:_` of exists_one and filter), an optional's method on a value that is not optional, and
+ * an optional's `orValue` given a default of another type.
  */
 function callProblem(source: string, line: string, node: PositionedNode, ast: unknown): { message: string; offset: number } | undefined {
   const macro = /^(all|exists|exists_one|filter)\(var, predicate\) predicate must return bool, got '(.*)'$/.exec(line);
@@ -260,6 +261,16 @@ function callProblem(source: string, line: string, node: PositionedNode, ast: un
     const element = /^list<(.*)>$/.exec(range)?.[1] ?? /^map<(.*?), /.exec(range)?.[1] ?? 'dyn';
     const rest = name === 'exists_one' ? 'int, int' : `list(${goType(element)}), list(${goType(element)})`;
     return { message: `found no matching overload for '_?_:_' applied to '(${goType(got)}, ${rest})'`, offset: openParen(source, name, call.pos ?? 0) };
+  }
+  // A default of another type than the optional's (`annotations.orValue([])`): cel-go finds no overload, at the call's `(`.
+  const orValue = /^optional\.orValue\(value\) argument must be compatible type, got '(.*)' and '(.*)'$/.exec(line);
+  if (orValue) {
+    const [, inner, given] = orValue as unknown as [string, string, string];
+    const call = findCall(ast, 'orValue', node);
+    if (!call) return undefined;
+    // cel-js names an unbound type parameter (`list<T>`); cel-go types it dyn.
+    const unbound = (t: string) => goType(t).replace(/\b[A-Z]\b/g, 'dyn');
+    return { message: `found no matching overload for 'orValue' applied to 'optional_type(${unbound(inner)}).(${unbound(given)})'`, offset: openParen(source, 'orValue', call.pos ?? 0) };
   }
   const optional = /^optional\.(\w+)\(.*\) receiver must be optional, got '(.*)'$/.exec(line);
   if (optional) {
