@@ -73,6 +73,9 @@ const GROUPS: Group[] = [
     name: 'deployments',
     rules: [rule('apps', 'deployments')],
     validations: [
+      // Two schema objects of different types compared (Kyverno's ensure-probes-different).
+      { expression: 'object.spec.template.spec.containers.all(c, !has(c.readinessProbe) || !has(c.livenessProbe) || c.readinessProbe != c.livenessProbe)' },
+      { expression: 'object.spec.template.spec == object.spec.selector' },
       { expression: 'object.spec.replicas <= 5' },
       { expression: 'object.replicas <= 5' },
       { expression: "object.spec.replicas == 'a'" },

@@ -196,7 +196,7 @@ function declareObjects(env: Environment, types: SchemaTypes, prefix: string): v
 function describe(source: string, error: unknown, ast: unknown): { text: string; message: string } | undefined {
   if (!error) return undefined;
   const node = (error as { node?: PositionedNode }).node;
-  const call = node ? callProblem(source, firstLine(error), node, ast) : undefined;
+  const call = callProblem(source, firstLine(error), node, ast);
   const message = (call?.message ?? celGoMessage(error)).replaceAll(`.${LIST_ELEMENT}`, '.@idx').replaceAll(`.${MAP_ELEMENT}`, '.@elem');
   const offset = call?.offset ?? (node ? errorOffset(source, node) : 0);
   return { text: located(source, offset, message), message };
@@ -247,10 +247,23 @@ function literalType(n: unknown): string {
 /**
  * The errors cel-js words as its own macros' and optionals' checks, in cel-go's words: a macro's
  * predicate that is not bool (cel-go checks the expansion: `expected type 'bool'` for all/exists,
- * the `_?_:_` of exists_one and filter), an optional's method on a value that is not optional, and
- * an optional's `orValue` given a default of another type.
+ * the `_?_:_` of exists_one and filter), an optional's method on a value that is not optional, an
+ * optional's `orValue` given a default of another type, and two schema objects of different types
+ * compared.
  */
-function callProblem(source: string, line: string, node: PositionedNode, ast: unknown): { message: string; offset: number } | undefined {
+function callProblem(source: string, line: string, node: PositionedNode | undefined, ast: unknown): { message: string; offset: number } | undefined {
+  // Two schema objects of different types compared: cel-js words its overload table's conflict
+  // (`'A == dyn: bool' overlaps with 'dyn == B: bool'`); cel-go finds no overload for (A, B), at the operator.
+  const overlap = /^Operator overload '(.+?) (==|!=) (.+?): bool' overlaps with '(.+?) (==|!=) (.+?): bool'\.?$/.exec(line);
+  if (overlap) {
+    const [, a1, op, b1, a2, , b2] = overlap as unknown as string[];
+    const left = a1 !== 'dyn' ? a1! : a2!;
+    const right = b1 !== 'dyn' ? b1! : b2!;
+    const operators = equalityNodes(ast, op!);
+    const offset = operators.length === 1 ? errorOffset(source, operators[0]!) : 0;
+    return { message: `found no matching overload for '_${op}_' applied to '(${goType(left)}, ${goType(right)})'`, offset };
+  }
+  if (!node) return undefined;
   const macro = /^(all|exists|exists_one|filter)\(var, predicate\) predicate must return bool, got '(.*)'$/.exec(line);
   if (macro) {
     const [, name, got] = macro as unknown as [string, string, string];
@@ -281,6 +294,21 @@ function callProblem(source: string, line: string, node: PositionedNode, ast: un
     return { message: `found no matching overload for '${name}' applied to '${goType(got)}.(${args})'`, offset: openParen(source, name, call.pos ?? 0) };
   }
   return undefined;
+}
+
+/** The `==` (or `!=`) nodes of an AST: where cel-go places an overload error of that operator, when there is one. */
+function equalityNodes(ast: unknown, op: string): PositionedNode[] {
+  const found: PositionedNode[] = [];
+  const stack: unknown[] = [ast];
+  const seen = new Set<unknown>();
+  while (stack.length) {
+    const n = stack.pop() as PositionedNode | undefined;
+    if (!n || typeof n !== 'object' || seen.has(n)) continue;
+    seen.add(n);
+    if (n.op === op) found.push(n);
+    for (const a of Array.isArray(n.args) ? (n.args as unknown[]) : [n.args]) (Array.isArray(a) ? a : [a]).forEach((x) => stack.push(x));
+  }
+  return found;
 }
 
 /** `ERROR: <input>:line:col: message` with the line and a caret, as cel-go's Errors.ToDisplayString. */

@@ -86,6 +86,11 @@ describe('policy/typecheck: expressions checked against the kinds a webhook matc
     expect(variable.map((c) => `${c.fieldRef}: ${c.message}`)).to.deep.equal(["spec.webhooks[0].validations[0].expression: type 'null' does not support field selection"]);
   });
 
+  it("words two schema objects of different types compared as cel-go, at the operator (never cel-js' overload table)", function () {
+    const [checked] = typeCheckWebhook(webhook({ validations: [{ expression: 'object.spec.replicas > 0 && object.spec != object.metadata' }] }), 'spec.webhooks[0]', [deployment]);
+    expect(checked!.warning).to.equal("apps/v1, Kind=Deployment: ERROR: <input>:1:41: found no matching overload for '_!=_' applied to '(Deployment.spec, Deployment.metadata)'\n | object.spec.replicas > 0 && object.spec != object.metadata\n | ........................................^\n");
+  });
+
   it('types params with their kind when known, dyn otherwise', function () {
     const params = { apiVersion: 'v1', kind: 'ConfigMap', name: 'p' };
     const spec = webhook({ params, validations: [{ expression: 'params.data.max > 1' }] });
