@@ -14,7 +14,7 @@ import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
-import { typeCheckPolicy, typeCheckSuite, type SchemaSource, type TypeCheckDefault } from '../registry/typecheck.ts';
+import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource, type TypeCheckDefault } from '../registry/typecheck.ts';
 import type { ServedWebhook } from './chain.ts';
 
 /** The schemas expressions are type-checked against, and what a type error does where a suite or policy does not say. */
@@ -26,7 +26,7 @@ export type TypeChecking = SchemaSource & { byDefault?: TypeCheckDefault };
  */
 function withTypeWarnings(decision: Decision, warnings: ExpressionWarning[] | undefined): Decision {
   if (!warnings?.length) return decision;
-  const lines = warnings.map((w) => `${w.fieldRef}: ${w.warning.split('\n\n').map((kind) => kind.split('\n')[0]).join('; ')} (see status.typeChecking)`);
+  const lines = warnings.map((w) => `${warningLine(w)} (see status.typeChecking)`);
   return { ...decision, warnings: lines };
 }
 

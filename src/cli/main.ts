@@ -18,7 +18,7 @@ import { VERSION } from '../version.ts';
 import { OfflineCluster } from './evaluate.ts';
 import { isPolicy, isSuite, objectName, readDocuments, readObject, splitSuites } from './files.ts';
 import { report, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
-import { typeCheckPolicy, typeCheckSuite, type SchemaSource } from '../registry/typecheck.ts';
+import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource } from '../registry/typecheck.ts';
 import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 
 const USAGE = `portcullis ${VERSION}: AdmissionSuites and AdmissionPolicies checked and run offline, by the code that serves them in a cluster.
@@ -135,7 +135,7 @@ async function typeErrors(suites: AdmissionSuite[], policies: AdmissionPolicy[],
   for (const { key, what, check } of checked) {
     if (refusals.has(key)) continue;
     const { warnings, errors, complete } = await check();
-    for (const w of warnings) process.stdout.write(`${file}: warning: ${what}: ${w.fieldRef}: ${w.warning.split('\n\n').map((kind) => kind.split('\n')[0]).join('; ')}\n`);
+    for (const w of warnings) process.stdout.write(`${file}: warning: ${what}: ${warningLine(w)}\n`);
     if (!complete) process.stdout.write(`${file}: warning: ${what}: some kinds or schemas could not be read from the cluster; they were not checked\n`);
     if (errors.length) refusals.set(key, `${what} is invalid: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`);
   }

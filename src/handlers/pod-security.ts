@@ -51,6 +51,13 @@ export const EVALUATOR = new Evaluator([...PRIVILEGE_CHECKS, ...HOST_CHECKS, ...
 
 /** Pod subresources that cannot change what the policy judges. */
 const IGNORED_POD_SUBRESOURCES = new Set(['exec', 'attach', 'binding', 'eviction', 'log', 'portforward', 'proxy', 'status']);
+
+/** Whether Pod Security judges this write of a Pod (a create or update, not of a subresource it ignores). */
+export function judgesPodWrite(request: Pick<AdmissionRequest, 'resource' | 'subResource' | 'operation'>): boolean {
+  if (request.resource.group !== '' || request.resource.resource !== 'pods') return false;
+  if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') return false;
+  return !(request.subResource && IGNORED_POD_SUBRESOURCES.has(request.subResource));
+}
 /** Upstream's cap on the pods a namespace change checks. */
 const MAX_PODS_TO_CHECK = 3000;
 

@@ -18,7 +18,7 @@ import { neverMutated } from '../api/tenancy.ts';
 import { notCalledBecause, ruleMatches } from './match.ts';
 import { NO_OBSERVER, type CompiledWebhook } from './compile.ts';
 import type { ClusterView } from '../handlers/handler.ts';
-import { mutationViolation } from '../handlers/pod-security.ts';
+import { judgesPodWrite, mutationViolation } from '../handlers/pod-security.ts';
 import type { CompiledPolicy, PolicyRegistry } from './policies.ts';
 import { Allowance } from '../policy/engine/rules.ts';
 import type { PolicyLimits } from '../api/validate.ts';
@@ -172,9 +172,6 @@ function mutate(request: AdmissionRequest, matched: CompiledPolicy[], admit: Pol
   );
 }
 
-/** Pod subresources whose objects Pod Security does not judge (as the PodSecurity handler). */
-const UNJUDGED_POD_SUBRESOURCES = new Set(['exec', 'attach', 'binding', 'eviction', 'log', 'portforward', 'proxy', 'status']);
-
 /**
  * A Pod the teams' mutations changed, judged as the author's own Pod would be (the handler's
  * mutationViolation), whoever wrote it: a writer Pod Security exempts by username must not carry a
@@ -182,9 +179,7 @@ const UNJUDGED_POD_SUBRESOURCES = new Set(['exec', 'attach', 'binding', 'evictio
  * configuration's failurePolicy); without a view (unit tests of other concerns) it is not judged.
  */
 function podSecurityOfMutation(request: AdmissionRequest, original: Record<string, unknown>, mutated: Record<string, unknown>, view: ClusterView | undefined): string | undefined {
-  if (request.resource.group !== '' || request.resource.resource !== 'pods' || (request.operation !== 'CREATE' && request.operation !== 'UPDATE')) return undefined;
-  if (request.subResource && UNJUDGED_POD_SUBRESOURCES.has(request.subResource)) return undefined;
-  if (!view) return undefined;
+  if (!view || !judgesPodWrite(request)) return undefined;
   const namespace = view.namespace(request.namespace ?? '');
   if (!namespace) return `namespace ${request.namespace ?? ''} is not in the operator's cache yet, so a Pod this policy mutated cannot be judged under Pod Security; retry`;
   return mutationViolation((namespace.metadata?.labels ?? {}) as Record<string, string>, original, mutated);

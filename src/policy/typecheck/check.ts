@@ -215,19 +215,27 @@ interface CallNode extends PositionedNode {
   args: [string, PositionedNode & { checkedType?: { name: string } }, unknown[]];
 }
 
-/** The receiver call named `name` whose arguments hold `inner`, found in the checked AST. */
-function findCall(ast: unknown, name: string, inner: PositionedNode): CallNode | undefined {
+/** Every node of an AST that `test` picks, each once. */
+function nodesWhere(ast: unknown, test: (n: PositionedNode) => boolean): PositionedNode[] {
+  const found: PositionedNode[] = [];
   const seen = new Set<unknown>();
   const stack: unknown[] = [ast];
   while (stack.length) {
     const n = stack.pop() as PositionedNode | undefined;
     if (!n || typeof n !== 'object' || seen.has(n)) continue;
     seen.add(n);
-    const args = Array.isArray(n.args) ? (n.args as unknown[]) : [];
-    if (n.op === 'rcall' && args[0] === name && (args[1] === inner || (Array.isArray(args[2]) && (args[2] as unknown[]).includes(inner)))) return n as CallNode;
-    for (const a of args) (Array.isArray(a) ? a : [a]).forEach((x) => stack.push(x));
+    if (test(n)) found.push(n);
+    for (const a of Array.isArray(n.args) ? (n.args as unknown[]) : [n.args]) (Array.isArray(a) ? a : [a]).forEach((x) => stack.push(x));
   }
-  return undefined;
+  return found;
+}
+
+/** The receiver call named `name` whose arguments hold `inner`, found in the checked AST. */
+function findCall(ast: unknown, name: string, inner: PositionedNode): CallNode | undefined {
+  return nodesWhere(ast, (n) => {
+    const args = Array.isArray(n.args) ? (n.args as unknown[]) : [];
+    return n.op === 'rcall' && args[0] === name && (args[1] === inner || (Array.isArray(args[2]) && (args[2] as unknown[]).includes(inner)));
+  })[0] as CallNode | undefined;
 }
 
 /** The `(` of `.name(` at or after `from`: where cel-go places a receiver call's errors. */
@@ -259,7 +267,8 @@ function callProblem(source: string, line: string, node: PositionedNode | undefi
     const [, a1, op, b1, a2, , b2] = overlap as unknown as string[];
     const left = a1 !== 'dyn' ? a1! : a2!;
     const right = b1 !== 'dyn' ? b1! : b2!;
-    const operators = equalityNodes(ast, op!);
+    // Where cel-go places it: the operator, when the expression has one such.
+    const operators = nodesWhere(ast, (n) => n.op === op);
     const offset = operators.length === 1 ? errorOffset(source, operators[0]!) : 0;
     return { message: `found no matching overload for '_${op}_' applied to '(${goType(left)}, ${goType(right)})'`, offset };
   }
@@ -294,21 +303,6 @@ function callProblem(source: string, line: string, node: PositionedNode | undefi
     return { message: `found no matching overload for '${name}' applied to '${goType(got)}.(${args})'`, offset: openParen(source, name, call.pos ?? 0) };
   }
   return undefined;
-}
-
-/** The `==` (or `!=`) nodes of an AST: where cel-go places an overload error of that operator, when there is one. */
-function equalityNodes(ast: unknown, op: string): PositionedNode[] {
-  const found: PositionedNode[] = [];
-  const stack: unknown[] = [ast];
-  const seen = new Set<unknown>();
-  while (stack.length) {
-    const n = stack.pop() as PositionedNode | undefined;
-    if (!n || typeof n !== 'object' || seen.has(n)) continue;
-    seen.add(n);
-    if (n.op === op) found.push(n);
-    for (const a of Array.isArray(n.args) ? (n.args as unknown[]) : [n.args]) (Array.isArray(a) ? a : [a]).forEach((x) => stack.push(x));
-  }
-  return found;
 }
 
 /** `ERROR: <input>:line:col: message` with the line and a caret, as cel-go's Errors.ToDisplayString. */
