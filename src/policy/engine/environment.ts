@@ -30,6 +30,7 @@ import { withCost } from '../cost/instrument.ts';
 import { shortcutFor, type Body } from '../fast/shortcut.ts';
 import { useCelGoLogic } from '../celjs/logic.ts';
 import { useCelGoEquality } from '../celjs/equality.ts';
+import { parseExpression } from '../celjs/parse.ts';
 
 /** The variables VAP declares; `object`, `oldObject` and `params` are untyped (dyn), as in VAP. */
 const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject', 'request', 'variables'] as const;
@@ -129,7 +130,7 @@ export function compile(
   const environment = vapEnvironment(options.params !== false, options.authorizer !== false, options.variables !== false);
   let program: Program;
   try {
-    program = environment.parse(expression);
+    program = parseExpression(environment, expression);
   } catch (err) {
     throw new CompileError(field, `compilation failed: ${firstLine(err)}`);
   }

@@ -15,6 +15,7 @@ import type { ExpressionWarning, WebhookSpec } from '../../api/types.ts';
 import { newEnvironment } from '../engine/environment.ts';
 import { celGoCheckMessage } from '../library/numeric.ts';
 import { AUTHORIZER_TYPE } from '../library/authz.ts';
+import { parseExpression } from '../celjs/parse.ts';
 import { LIST_ELEMENT, MAP_ELEMENT, type SchemaTypes } from './schema.ts';
 
 export interface GroupVersionKind {
@@ -87,7 +88,7 @@ export function typeCheckWebhook(webhook: WebhookSpec, path: string, kinds: read
     const record = (expression: Expression, env: Environment, reported = true): string | undefined => {
       let program;
       try {
-        program = env.parse(expression.source);
+        program = parseExpression(env, expression.source);
       } catch {
         return undefined; // does not parse: the registry refuses it
       }

@@ -75,6 +75,15 @@ export const UNAUTHORIZED_ROW: PolicyRow = { name: 'reason-unauthorized', resour
 export const POLICIES: PolicyRow[] = [
   // --- object / oldObject, and the standard macros
   { name: 'has-key', resource: 'configmaps', validations: [{ expression: 'has(object.data.owner)', message: 'owner is required' }], steps: cmLifecycle({ x: '1' }, { owner: 'a' }) },
+  // has() of a selection whose operand is not a chain from an identifier (cel-go takes any operand)
+  { name: 'has-after-index', resource: 'configmaps', validations: [{ expression: 'has([object.data][0].owner)', message: 'owner is required' }], steps: cmLifecycle({ x: '1' }, { owner: 'a' }) },
+  { name: 'has-on-map-literal', resource: 'configmaps', validations: [{ expression: "has({'d': object.data}.d.owner) && !has({'a': 1}.b)", message: 'owner is required' }], steps: cmLifecycle({ x: '1' }, { owner: 'a' }) },
+  {
+    name: 'has-after-index-deep',
+    resource: 'deployments',
+    validations: [{ expression: '!has(object.spec.template.spec.containers[0].securityContext) && has(object.spec.template.spec.containers[0].image)', message: 'no securityContext' }],
+    steps: replicasLifecycle(1, 2),
+  },
   { name: 'all-keys', resource: 'configmaps', validations: [{ expression: "object.data.all(k, k.startsWith('app-'))" }], steps: cmLifecycle({ 'app-a': '1', b: '2' }, { 'app-a': '1' }) },
   { name: 'exists-one', resource: 'configmaps', validations: [{ expression: "object.data.exists_one(k, object.data[k] == 'primary')", message: 'exactly one primary' }], steps: cmLifecycle({ a: 'primary', b: 'primary' }, { a: 'primary', b: 'replica' }) },
   {
