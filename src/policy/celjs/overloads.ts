@@ -1,7 +1,7 @@
 /**
  * Replacing cel-js's own overloads where their behaviour differs from cel-go's (UTF-16 indices,
- * Unicode case mapping, JS RegExp, cross-type numeric comparison): the one place that reaches
- * into cel-js's overload tables.
+ * Unicode case mapping, JS RegExp, cross-type numeric comparison, overflow) or their declared
+ * result type is wrong: the one place that reaches into cel-js's overload tables.
  *
  * cel-js refuses to register a second overload with the same signature and offers no way to
  * remove one, so the handler of the registered declaration is swapped in the environment's
@@ -17,6 +17,7 @@ type Handler = (...args: never[]) => unknown;
 interface Declaration {
   signature: string;
   handler: Handler;
+  returnType: unknown;
 }
 interface Candidates {
   declarations: Declaration[];
@@ -33,12 +34,19 @@ function candidatesOf(env: Environment, probe: string, who: string): Candidates 
   return candidates;
 }
 
-/** Swaps the handler of `signature` in `candidates` (a frozen copy of the declaration, as cel-js keeps them). */
-function swap(candidates: Candidates, signature: string, handler: Handler, who: string): void {
+/** Swaps the handler (or more) of `signature` in `candidates` (a frozen copy of the declaration, as cel-js keeps them). */
+function swap(candidates: Candidates, signature: string, change: Partial<Declaration>, who: string): void {
   const index = candidates.declarations.findIndex((d) => d.signature === signature);
   if (index < 0) throw new Error(`${who}: no overload '${signature}' (have ${candidates.declarations.map((d) => d.signature).join(', ')})`);
   const old = candidates.declarations[index]!;
-  candidates.declarations[index] = Object.freeze(Object.assign(Object.create(Object.getPrototypeOf(old) as object) as object, old, { handler })) as Declaration;
+  candidates.declarations[index] = Object.freeze(Object.assign(Object.create(Object.getPrototypeOf(old) as object) as object, old, change)) as Declaration;
+}
+
+/** The handler cel-js (or a library) declared for the function overload `signature`, to wrap it. */
+export function builtinHandler(env: Environment, probe: string, signature: string): Handler {
+  const found = candidatesOf(env, probe, 'builtinHandler').declarations.find((d) => d.signature === signature);
+  if (!found) throw new Error(`builtinHandler: no overload '${signature}'`);
+  return found.handler;
 }
 
 /**
@@ -46,7 +54,7 @@ function swap(candidates: Candidates, signature: string, handler: Handler, who: 
  * `string.indexOf(string, int): int`); `probe` is an expression whose root calls it.
  */
 export function replaceBuiltin(env: Environment, probe: string, signature: string, handler: Handler): void {
-  swap(candidatesOf(env, probe, 'replaceBuiltin'), signature, handler, 'replaceBuiltin');
+  swap(candidatesOf(env, probe, 'replaceBuiltin'), signature, { handler }, 'replaceBuiltin');
   const after = candidatesOf(env, probe, 'replaceBuiltin').declarations.find((d) => d.signature === signature);
   if (after?.handler !== handler) throw new Error(`replaceBuiltin: cel-js internals changed (replacing '${signature}' did not take)`);
 }
@@ -59,9 +67,27 @@ export function replaceBuiltin(env: Environment, probe: string, signature: strin
 export function replaceOperators(env: Environment, probe: string, handlers: Record<string, Handler>): void {
   const candidates = candidatesOf(env, probe, 'replaceOperators');
   if (typeof candidates.add !== 'function') throw new Error(`replaceOperators: cel-js internals changed (no operator candidates for '${probe}')`);
-  for (const [signature, handler] of Object.entries(handlers)) swap(candidates, signature, handler, 'replaceOperators');
-  // the table caches the overload found per operand types: adding a declaration clears that cache
+  for (const [signature, handler] of Object.entries(handlers)) swap(candidates, signature, { handler }, 'replaceOperators');
+  clearCache(candidates);
+}
+
+/**
+ * Gives the operator overload `signature` (among `probe`'s root operator's) the return type of
+ * the overload `like`: cel-js declares some with the wrong one (`duration + timestamp` is a
+ * duration to its checker). The caller verifies by type-checking a probe.
+ */
+export function retypeOperator(env: Environment, probe: string, signature: string, like: string): void {
+  const candidates = candidatesOf(env, probe, 'retypeOperator');
+  const model = candidates.declarations.find((d) => d.signature === like);
+  if (!model || typeof candidates.add !== 'function') throw new Error(`retypeOperator: cel-js internals changed (no overload '${like}')`);
+  const returnType = model.returnType;
+  swap(candidates, signature, { returnType, signature: signature.replace(/: [^:]+$/, `: ${String(returnType)}`) }, 'retypeOperator');
+  clearCache(candidates);
+}
+
+/** The table caches the overload found per operand types: adding a declaration clears that cache. */
+function clearCache(candidates: Candidates): void {
   const last = candidates.declarations[candidates.declarations.length - 1]!;
-  candidates.add(last);
+  candidates.add!(last);
   candidates.declarations.pop();
 }

@@ -24,7 +24,10 @@ import { registerOptionals, validateOrValueNullComparisons } from '../library/op
 import { registerComprehensions } from '../library/comprehensions.ts';
 import { celGoCheckMessage, replaceNumericComparisons } from '../library/numeric.ts';
 import { replaceDoubleBuiltins } from '../library/doubles.ts';
-import { replaceConversionBuiltins } from '../library/conversions.ts';
+import { registerConversions, replaceConversionBuiltins, validateConversionCall } from '../library/conversions.ts';
+import { registerBytes } from '../library/bytes.ts';
+import { replaceArithmetic } from '../library/arithmetic.ts';
+import { replaceTimestampBuiltins } from '../library/timestamps.ts';
 import { AUTHORIZER_TYPE, registerAuthz } from '../library/authz.ts';
 import { withCost } from '../cost/instrument.ts';
 import { shortcutFor, type Body } from '../fast/shortcut.ts';
@@ -60,12 +63,16 @@ export function newEnvironment(
   registerSets(env);
   registerOptionals(env);
   registerComprehensions(env);
+  registerConversions(env);
+  registerBytes(env);
   // cel-js's own overloads replaced by cel-go's behaviour; after every registration (see celjs/overloads.ts)
   replaceStringBuiltins(env);
   replaceRegexBuiltins(env);
   replaceNumericComparisons(env);
   replaceDoubleBuiltins(env);
   replaceConversionBuiltins(env);
+  replaceArithmetic(env);
+  replaceTimestampBuiltins(env);
   return env;
 }
 
@@ -80,6 +87,7 @@ function validateCall(call: CallNode): void {
   validateListCall(call);
   validateListsExtCall(call);
   validateSetsCall(call);
+  validateConversionCall(call);
   if (call.name === 'format' && typeof call.receiver?.literal === 'string' && call.args.length === 1 && call.args[0]!.elements) {
     checkFormatCall(call.receiver.literal, call.args[0]!.elements.map((e) => e.type));
   }

@@ -162,11 +162,13 @@ export function quote(s: string): string {
 // ---------------------------------------------------------------------------------------------
 // string.format, as version 1-3 of the extension does it with the en_US locale.
 
-function formatTimestamp(d: Date): string {
+/** A timestamp as cel-go prints it (Go's RFC 3339 with nanoseconds, trailing zeros cut): also `string(t)`. */
+export function formatTimestamp(d: Date): string {
   return d.toISOString().replace(/\.000Z$/, 'Z').replace(/(\.\d*?)0+Z$/, '$1Z');
 }
 
-function formatDuration(d: Duration): string {
+/** A duration as cel-go prints it (seconds, `s`): also `string(d)`. */
+export function formatDuration(d: Duration): string {
   // cel-go prints durations as seconds with up to nine fractional digits
   const negative = d.seconds < 0n || d.nanos < 0;
   const seconds = d.seconds < 0n ? -d.seconds : d.seconds;

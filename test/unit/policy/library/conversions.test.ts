@@ -1,6 +1,6 @@
 /** Numeric conversions out of range raise cel-go's errors, and conversion errors read as cel-go's (the differential test holds them to the API server). */
 import { expect } from 'chai';
-import { evaluate, evaluationError } from './evaluate.ts';
+import { compileError, evaluate, evaluationError } from './evaluate.ts';
 import { celErrorText } from '../../../../src/policy/engine/errors.ts';
 import { compile } from '../../../../src/policy/engine/environment.ts';
 
@@ -46,5 +46,34 @@ describe('policy library: conversions as cel-go', function () {
       expect(shownError(e, object), e).to.equal('no such overload');
     }
     expect(shownError("object.s.value() == 'x'", object)).to.equal('no such overload: value(string)');
+  });
+
+  it('converts uint to int, timestamps to int and string, durations to string, as cel-go', function () {
+    expect(evaluate('int(42u)')).to.equal(42n);
+    expect(evaluate('int(9223372036854775807u)')).to.equal(9223372036854775807n);
+    expect(evaluationError('int(9223372036854775808u)')).to.equal('integer overflow');
+    expect(evaluate("int(timestamp('2009-02-13T23:31:30Z'))")).to.equal(1234567890n);
+    // Go's t.Unix(): rounded down
+    expect(evaluate("int(timestamp('1969-12-31T23:59:59.5Z'))")).to.equal(-1n);
+    expect(evaluate("string(timestamp('2009-02-13T23:31:30Z'))")).to.equal('2009-02-13T23:31:30Z');
+    expect(evaluate("string(timestamp('2009-02-13T23:31:30.120Z'))")).to.equal('2009-02-13T23:31:30.12Z');
+    expect(evaluate("string(duration('1000000s'))")).to.equal('1000000s');
+    expect(evaluate("string(duration('-1.5s'))")).to.equal('-1.5s');
+    expect(evaluate("duration(duration('100s')) == duration('100s')")).to.equal(true);
+    expect(evaluate('timestamp(timestamp(1000000000)) == timestamp(1000000000)')).to.equal(true);
+  });
+
+  it('converts bytes to string only from valid UTF-8', function () {
+    expect(evaluate("string(b'caf\\303\\251')")).to.equal('café');
+    expect(evaluationError("string(b'\\000\\xff')")).to.equal('invalid UTF-8 in bytes, cannot convert to string');
+  });
+
+  it('refuses a duration or timestamp literal that does not convert at compile time, as cel.ValidateDurationLiterals and ValidateTimestampLiterals', function () {
+    expect(compileError("duration('1x') > duration('1s')")).to.equal('invalid duration argument');
+    // beyond Go's time.Duration (int64 nanoseconds)
+    expect(compileError("duration('320000000000s') > duration('1s')")).to.equal('invalid duration argument');
+    expect(compileError("timestamp('yesterday') > timestamp(0)")).to.equal('invalid timestamp argument');
+    expect(evaluate("duration('9000000000s') > duration('1s')")).to.equal(true);
+    expect(shownError("duration(object.s) > duration('1s')", { s: '320000000000s' })).to.equal("type conversion error from 'string' to 'google.protobuf.Duration'");
   });
 });
