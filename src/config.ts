@@ -60,6 +60,12 @@ export interface OperatorConfig {
   namespacedPolicyWorkers: number;
   /** What a type error does on apply where a suite or policy does not set spec.typeCheckErrors. */
   typeCheckErrors: 'Warn' | 'Deny';
+  /** Whether the leader audits stored objects in the background (src/audit). */
+  audit: boolean;
+  /** A full audit scan every this often, in milliseconds (changes of audited objects are judged as they come). */
+  auditIntervalMs: number;
+  /** Whether audit results are also written as wgpolicyk8s.io/v1alpha2 PolicyReports (their CRDs installed by the admin). */
+  policyReports: boolean;
   kubeconfig?: string;
   logLevel: LogLevel;
   /** json: one JSON object a line (for log collectors); text: one readable line (for people). */
@@ -89,6 +95,9 @@ export const DEFAULTS: OperatorConfig = {
   namespacedPolicyAuthorRecheckMs: 120_000,
   namespacedPolicyWorkers: 2,
   typeCheckErrors: 'Warn',
+  audit: true,
+  auditIntervalMs: 10 * 60_000,
+  policyReports: false,
   logLevel: 'info',
   logFormat: 'json',
 };
@@ -129,10 +138,7 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
   },
   'admission-thread': {
     help: 'whether the admission endpoint is served from a thread of its own rather than the operator\'s main thread: true or false (true)',
-    set: (c, v) => {
-      if (v !== 'true' && v !== 'false') throw new Error(`--admission-thread must be true or false, not ${v}`);
-      c.admissionThread = v === 'true';
-    },
+    set: (c, v) => (c.admissionThread = bool(v, 'admission-thread')),
   },
   'max-connections-per-address': {
     help: 'connections the admission endpoint keeps from one source address, of its 1000; beyond, they are refused (250)',
@@ -180,6 +186,9 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
     help: "the worker threads AdmissionPolicies are evaluated in, away from the operator's probes and the suites; a namespace has one request in them at a time, and the namespaces take turns (2)",
     set: (c, v) => (c.namespacedPolicyWorkers = wholeNumber(v, 'namespaced-policy-workers', 1, 64)),
   },
+  audit: { help: 'whether the leader audits stored objects against the suites and policies, writing OpenReports Reports (true)', set: (c, v) => (c.audit = bool(v, 'audit')) },
+  'audit-interval': { help: 'a full audit scan every this often; changes of audited objects are judged as they come (10m)', set: (c, v) => (c.auditIntervalMs = duration(v, 'audit-interval')) },
+  'policy-reports': { help: 'also write audit results as wgpolicyk8s.io/v1alpha2 PolicyReports, whose CRDs must be installed (false)', set: (c, v) => (c.policyReports = bool(v, 'policy-reports')) },
   'namespaced-policy-author-recheck': {
     help: "how often the author of each Mutating AdmissionPolicy is asked again whether they may still update and patch what it changes; one whose author may not is not served (2m)",
     set: (c, v) => (c.namespacedPolicyAuthorRecheckMs = duration(v, 'namespaced-policy-author-recheck')),
@@ -261,6 +270,11 @@ function wholeNumber(value: string, flag: string, min: number, max: number, why 
   const n = Number(value);
   if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${flag} must be a whole number from ${min} to ${max}${why ? ` ${why}` : ''}, not ${value}`);
   return n;
+}
+
+function bool(value: string, flag: string): boolean {
+  if (value !== 'true' && value !== 'false') throw new Error(`--${flag} must be true or false, not ${value}`);
+  return value === 'true';
 }
 
 function duration(value: string, flag: string): number {

@@ -44,7 +44,8 @@ import { OpenApiSchemas } from './kube/openapi.ts';
 import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
 import { PolicyRegistry } from './registry/policies.ts';
-import { NamespacedReconciler } from './controller/namespaced.ts';
+import { Auditor } from './audit/auditor.ts';
+import { NAMESPACED_KEY, NamespacedReconciler } from './controller/namespaced.ts';
 import { protectedNamespaces } from './controller/desired.ts';
 import { CachingAuthorizer, SubjectAccessReviewer } from './kube/authorizer.ts';
 import { DiscoveryMapper } from './kube/discovery.ts';
@@ -131,15 +132,45 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   registry.subscribe(() => lookups.use(registry.lookups()));
 
   // The teams' AdmissionPolicies: compiled as a suite's webhooks, within the limits the cluster admin set.
+  const policyLimits = { mutations: config.namespacedPolicyMutations, costBudget: config.namespacedPolicyCostBudget, namespaceCostBudget: config.namespacedPolicyNamespaceCostBudget, deadlineMs: config.namespacedPolicyDeadlineMs, maxBytes: config.namespacedPolicyMaxBytes };
   const policyRegistry = new PolicyRegistry({
     view,
     params,
     authorizer,
     mapper,
     operatorNamespace: config.namespace,
-    limits: { mutations: config.namespacedPolicyMutations, costBudget: config.namespacedPolicyCostBudget, namespaceCostBudget: config.namespacedPolicyNamespaceCostBudget, deadlineMs: config.namespacedPolicyDeadlineMs, maxBytes: config.namespacedPolicyMaxBytes },
+    limits: policyLimits,
     protectedNamespaces: protectedNamespaces(config),
   });
+
+  // The background audit (the leader's, off the admission path): targets follow what the registries serve.
+  const auditor = config.audit
+    ? new Auditor({
+        kube,
+        log: componentLogger('audit'),
+        config,
+        context: { view, params, mapper, operatorNamespace: config.namespace },
+        limits: policyLimits,
+        namespaceLabels: (name) => (namespaces.get(name)?.metadata?.labels ?? undefined) as Record<string, string> | undefined,
+        statusChanged: (target) => queue.add('suite' in target ? target.suite : NAMESPACED_KEY),
+      })
+    : undefined;
+  if (auditor) {
+    registry.subscribe((change) => {
+      const name = 'removed' in change ? change.removed : change.suite.metadata.name;
+      const served = 'suite' in change && registry.get(name)?.errors.length === 0;
+      auditor.suite(name, served ? change.suite : undefined);
+    });
+    const auditPolicy = (namespace: string, name: string) => {
+      const compiled = policyRegistry.get(namespace, name);
+      auditor.policy(namespace, name, compiled && policyRegistry.served(namespace).includes(compiled) ? compiled.source : undefined);
+    };
+    policyRegistry.subscribe((change) => {
+      if ('policy' in change) auditPolicy(change.policy.metadata.namespace, change.policy.metadata.name);
+      else if ('removed' in change) auditor.policy(change.removed.namespace, change.removed.name, undefined);
+      else for (const p of policyRegistry.all()) auditPolicy(p.namespace, p.name);
+    });
+  }
 
   // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
   const reviewer = new SubjectAccessReviewer(kubeConfig);
@@ -167,6 +198,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         lookups,
         log: componentLogger('admission'),
         limits,
+        // The validation webhooks answered in the thread, as `admission` answers them: an apply is not queued behind reconciles.
+        validation: { paramsAccess: true, schemas: { subscribe: (l) => schemas.subscribe(l), refresh: (key) => schemas.refresh(key), byDefault: config.typeCheckErrors }, policies: policyRegistry },
       })
     : undefined;
   mirrorTo = thread;
@@ -283,6 +316,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       cached,
       schemas,
       authorRights,
+      ...(auditor ? { audit: (namespace: string, name: string) => auditor.policyStatus(namespace, name) } : {}),
       log: componentLogger('namespaced'),
     }),
     suite: new SuiteReconciler({
@@ -297,6 +331,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       schemas,
       serve,
       servesGeneration: thread && ((name, uid, generation) => thread.whenServing(name, uid, generation)),
+      ...(auditor ? { audit: (name: string) => auditor.suiteStatus(name) } : {}),
       log: componentLogger('reconciler'),
     }),
   };
@@ -342,6 +377,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       log.info(leading ? 'leading: this replica writes' : 'not leading: this replica serves only', { identity });
       if (leading) watches.leading();
       queue.setActive(leading);
+      auditor?.leading(leading);
     },
   );
   kube.mayWrite = () => elector.isLeader();
@@ -386,6 +422,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       schemaChanges.stop();
       queue.stop();
       await elector.stop();
+      await auditor?.stop();
       await Promise.all([suites, policies, secrets, services, namespaces, limitRanges, params, lookups, ...configurations, ...[...takenNames.values()].map((t) => t.names)].map((w) => w.stop()));
       await new Promise((resolve) => health.close(resolve));
       await thread?.close();

@@ -2,7 +2,8 @@
  * tools/manifests: the install manifests rendered from their one source. deploy/ is
  * `kubectl kustomize config/base` (the kubectl built with the control plane), split back into
  * its numbered files so that `kubectl apply -f deploy/` keeps its order; the Helm chart's
- * files/crd.yaml and files/crd-admissionpolicies.yaml are crds/'s CRDs byte for byte. `npm run manifests` writes them;
+ * files/crd*.yaml are crds/'s CRDs byte for byte (the OpenReports and wgpolicyk8s.io report CRDs
+ * too: those are upstream's files as published, with a comment on top naming the release). `npm run manifests` writes them;
  * test/e2e/manifests.test.ts fails when a rendered copy drifts. Never edits a source.
  */
 import { execFile } from 'node:child_process';
@@ -17,6 +18,10 @@ export const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const REGENERATE = 'npm run manifests';
 export const CRD_SOURCE = 'crds/admission.portcullis.dev_admissionsuites.yaml';
 export const POLICY_CRD_SOURCE = 'crds/admission.portcullis.dev_admissionpolicies.yaml';
+/** The OpenReports CRDs the background audit writes to, upstream's as published (in deploy/ and, by default, the chart). */
+export const REPORT_CRD_SOURCES = ['crds/openreports.io_reports.yaml', 'crds/openreports.io_clusterreports.yaml'];
+/** The older wgpolicyk8s.io PolicyReport CRDs: in the chart only, with audit.reports.policyReports (not in deploy/). */
+export const POLICY_REPORT_CRD_SOURCES = ['crds/wgpolicyk8s.io_policyreports.yaml', 'crds/wgpolicyk8s.io_clusterpolicyreports.yaml'];
 const BASE = 'config/base';
 
 /** Each deploy/ file and the sources its objects come from, in the order `kubectl apply -f deploy/` applies them. */
@@ -29,12 +34,18 @@ const DEPLOY_FILES: [file: string, source: string | string[]][] = [
   ['deploy/05-network-policy.yaml', `${BASE}/network-policy.yaml`],
   ['deploy/06-suite-params-guard.yaml', `${BASE}/suite-params-guard.yaml`],
   ['deploy/07-admission-policy-guard.yaml', `${BASE}/admission-policy-guard.yaml`],
+  // A file of their own, so that a cluster whose OpenReports CRDs another tool installs can leave it out.
+  ['deploy/08-openreports-crds.yaml', REPORT_CRD_SOURCES],
 ];
 
 /** Byte-for-byte copies: the chart reads the CRD with .Files.Get, from inside the chart. */
 const COPIES: [file: string, source: string][] = [
   ['charts/portcullis/files/crd.yaml', CRD_SOURCE],
   ['charts/portcullis/files/crd-admissionpolicies.yaml', POLICY_CRD_SOURCE],
+  ['charts/portcullis/files/crd-openreports-reports.yaml', REPORT_CRD_SOURCES[0]!],
+  ['charts/portcullis/files/crd-openreports-clusterreports.yaml', REPORT_CRD_SOURCES[1]!],
+  ['charts/portcullis/files/crd-wgpolicyk8s-policyreports.yaml', POLICY_REPORT_CRD_SOURCES[0]!],
+  ['charts/portcullis/files/crd-wgpolicyk8s-clusterpolicyreports.yaml', POLICY_REPORT_CRD_SOURCES[1]!],
 ];
 
 const objectKey = (o: k8s.KubernetesObject) => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name}`;

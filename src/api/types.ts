@@ -160,6 +160,16 @@ export interface SuiteStatus {
   typeChecking?: { expressionWarnings?: ExpressionWarning[] };
   /** How many are registered: `kubectl get` can show a number, not a list (printer columns show a list's first item only). */
   webhookCount?: number;
+  /** The background audit of the objects already in the cluster (src/audit), per webhook and in all. */
+  audit?: AuditStatus & { webhooks?: ({ name: string } & Pick<AuditStatus, 'evaluated' | 'failing'>)[] };
+}
+
+/** What the background audit found: objects judged, those with a failing result, when, and what it could not audit. */
+export interface AuditStatus {
+  evaluated: number;
+  failing: number;
+  lastRun?: string;
+  message?: string;
 }
 
 export interface ObjectMeta {
@@ -194,6 +204,8 @@ export interface PolicyStatus {
   observedGeneration?: number;
   conditions?: Condition[];
   typeChecking?: { expressionWarnings?: { fieldRef: string; warning: string }[] };
+  /** As a suite's, for the objects of its namespace. */
+  audit?: AuditStatus;
 }
 
 export interface AdmissionPolicy {

@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import jsonpatch from 'fast-json-patch';
-import { API_VERSION, KIND, type AdmissionPolicy, type AdmissionSuite, type MatchCondition, type RuleWithOperations, type WebhookType } from '../api/types.ts';
+import { KIND, type AdmissionPolicy, type AdmissionSuite, type RuleWithOperations, type WebhookType } from '../api/types.ts';
 import { configurationName, NAMESPACED } from '../api/names.ts';
 import { outcomeOf, type AdmissionRequest, type AdmissionReview, type Decision, type Outcome } from '../api/review.ts';
 import { encodeReview } from '../admission/review.ts';
@@ -19,12 +19,12 @@ import { validatePolicyRequest, validateSuiteRequest } from '../admission/suite-
 import { namespacedConfiguration, protectedNamespaces, webhookConfigurations, NAMESPACE_NAME_LABEL } from '../controller/desired.ts';
 import { DEFAULTS } from '../config.ts';
 import type { ClusterView } from '../handlers/handler.ts';
-import { compileSuite, type ParamsSource } from '../registry/compile.ts';
+import type { ParamsSource } from '../registry/compile.ts';
 import { selectParams } from '../api/params.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
 import { PolicyRegistry } from '../registry/policies.ts';
 import { namespacedWebhook, policiesFor } from '../registry/namespaced.ts';
-import { notCalledBecause, type RegisteredWebhook } from '../registry/match.ts';
+import { compileMatchConditions, notCalledBecause, type RegisteredWebhook } from '../registry/match.ts';
 import { optionsOf, Resources } from './resources.ts';
 
 type KubeObject = Record<string, any>;
@@ -224,28 +224,11 @@ export class OfflineCluster {
     return { request, webhooks: runs, ...(patched ? { patchedObject: object } : {}), allowed: rejection === undefined, ...(rejection ? { message: rejection } : {}) };
   }
 
-  /**
-   * matchConditions, which the API server evaluates in CEL before calling: compiled and run by the
-   * policy engine as the validations of a probe webhook (their environment is the same).
-   */
-  private async unmatchedCondition(webhook: Callable, request: AdmissionRequest): Promise<string | undefined> {
+  /** matchConditions, which the API server evaluates in CEL before calling (registry/match.ts). */
+  private unmatchedCondition(webhook: Callable, request: AdmissionRequest): Promise<string | undefined> {
     const { entry } = webhook;
-    const conditions: MatchCondition[] = entry.matchConditions ?? [];
-    if (conditions.length === 0) return undefined;
-    const probe = compileSuite(
-      {
-        apiVersion: API_VERSION,
-        kind: KIND,
-        metadata: { name: webhook.suite === POLICIES ? 'admissionpolicies' : webhook.suite, uid: '', generation: 1 },
-        spec: { webhooks: [{ name: 'match', type: 'Validating', failurePolicy: 'Fail', rules: webhook.rules, validations: conditions.map((c) => ({ expression: c.expression, message: c.name })) }] },
-      } as AdmissionSuite,
-      { operatorNamespace: this.namespace },
-    );
-    const admit = probe.webhooks.get('match');
-    if (!admit) return `matchConditions do not compile: ${probe.errors.map((e) => e.message).join('; ')}`;
-    const decision = await admit.admit(request);
-    if (outcomeOf(decision) === 'error') return entry.failurePolicy === 'Ignore' ? `matchConditions errored (failurePolicy Ignore): ${decision.message ?? ''}` : `matchConditions errored: ${decision.message ?? ''}`;
-    return decision.allowed ? undefined : `matchCondition ${decision.message} is false`;
+    const owner = webhook.suite === POLICIES ? 'admissionpolicies' : webhook.suite;
+    return compileMatchConditions(owner, webhook.rules, entry.matchConditions ?? [], entry.failurePolicy ?? 'Fail', this.namespace)(request);
   }
 
   private namespaceObject(name: string): KubeObject {

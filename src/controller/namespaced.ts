@@ -8,7 +8,7 @@
  * answers with a certificate the bundle trusts. Run twice, it changes nothing the second time.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type PolicyStatus, type WebhookType } from '../api/types.ts';
+import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type AuditStatus, type PolicyStatus, type WebhookType } from '../api/types.ts';
 import { MANAGED_BY_LABELS, NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
 import type { CertificateStore } from '../certs/store.ts';
@@ -49,6 +49,8 @@ export interface NamespacedReconcilerDeps {
   cached: CacheLookup;
   /** Asks again whether a Mutating policy's author may still change what it changes (absent: never asked again, as in unit tests). */
   authorRights?: Pick<PolicyAuthorRights, 'check'>;
+  /** status.audit: what the background audit found in the policy's namespace (src/audit); absent, nothing is said. */
+  audit?(namespace: string, name: string): AuditStatus | undefined;
   log: Logger;
   now?: () => Date;
 }
@@ -220,7 +222,9 @@ export class NamespacedReconciler {
   private async writeStatus(policy: AdmissionPolicy, ready: ConditionInput, typeChecking: Pick<PolicyStatus, 'typeChecking'>): Promise<void> {
     const generation = policy.metadata.generation ?? 0;
     const current = policy.status ?? {};
-    const status: PolicyStatus = { ...current, ...typeChecking, observedGeneration: generation, conditions: setConditions(current.conditions, [ready], generation, this.now()) };
+    const audit = this.deps.audit?.(policy.metadata.namespace, policy.metadata.name);
+    const { audit: _old, ...kept } = current;
+    const status: PolicyStatus = { ...kept, ...typeChecking, ...(audit ? { audit } : {}), observedGeneration: generation, conditions: setConditions(current.conditions, [ready], generation, this.now()) };
     // The API server hands status back with its keys sorted: compared as JSON values, not as text
     // (which rewrote an unchanged status on every reconcile).
     if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), current)) return;

@@ -48,6 +48,8 @@ export interface ReconcilerDeps {
    * it is served from a copy of the registry (the admission thread); without it, syncing the registry serves it.
    */
   servesGeneration?(name: string, uid: string | undefined, generation: number): Promise<boolean>;
+  /** status.audit: what the background audit found of the suite (src/audit); absent, nothing is said. */
+  audit?(name: string): SuiteStatus['audit'] | undefined;
   log: Logger;
   now?: () => Date;
 }
@@ -226,9 +228,12 @@ export class SuiteReconciler {
   private async writeStatus(suite: AdmissionSuite, conditions: ConditionInput[], fields: Partial<SuiteStatus>): Promise<void> {
     const generation = suite.metadata.generation ?? 0;
     const current = suite.status ?? {};
+    const audit = this.deps.audit?.(suite.metadata.name);
+    const { audit: _old, ...kept } = current;
     const status: SuiteStatus = {
-      ...current,
+      ...kept,
       ...fields,
+      ...(audit ? { audit } : {}),
       observedGeneration: generation,
       conditions: setConditions(current.conditions, conditions, generation, this.now()),
     };

@@ -22,6 +22,7 @@ export function newExternalIPs(object: unknown, oldObject: unknown): string[] {
 
 export const denyServiceExternalIPs: Handler<Record<string, never>> = {
   name: 'DenyServiceExternalIPs',
+  audits: true,
   resources: [{ group: '', resource: 'services' }],
   parseConfig(config) {
     return { config: {}, errors: new ConfigReader(config, 'DenyServiceExternalIPs', []).errors };

@@ -84,6 +84,11 @@ export interface Handler<Config = Record<string, unknown>> {
   lookups?: LookupKind[];
   /** Whether it puts questions to the API server per request (`view.authorize`, `view.restMappings`). */
   asks?: boolean;
+  /**
+   * Whether its validate side can judge a stored object as a CREATE of it, for the background
+   * audit (src/audit): true when its answer depends on the object and the cluster, not on who asks.
+   */
+  audits?: boolean;
   /** Checks and defaults `config`; returns problems as [field under config, message]. */
   parseConfig(config: Record<string, unknown>): { config: Config; errors: { field: string; message: string }[] };
   mutate?(request: AdmissionRequest, config: Config, view: ClusterView): Decision;

@@ -104,6 +104,7 @@ export function violations(request: AdmissionRequest, config: ImageRegistryAllow
 
 export const imageRegistryAllowlist: Handler<ImageRegistryAllowlistConfig> = {
   name: 'ImageRegistryAllowlist',
+  audits: true,
   resources: WORKLOAD_RESOURCES,
   parseConfig(config) {
     const read = new ConfigReader(config, 'ImageRegistryAllowlist', ['registries']);

@@ -274,6 +274,7 @@ const isResource = (request: AdmissionRequest, group: string, resource: string) 
 
 export const podSecurity: Handler<PodSecurityConfig> = {
   name: 'PodSecurity',
+  audits: true,
   resources: [{ group: '', resource: 'pods' }, { group: '', resource: 'namespaces' }, ...WORKLOADS],
   lookups: ['Pod'],
   parseConfig: parsePodSecurityConfig,

@@ -57,6 +57,7 @@ function needsCheck(request: AdmissionRequest): boolean {
 
 export const requiredLabels: Handler<RequiredLabelsConfig> = {
   name: 'RequiredLabels',
+  audits: true,
   resources: [{ group: '*', resource: '*' }],
   parseConfig(config) {
     const read = new ConfigReader(config, 'RequiredLabels', ['labels', 'message']);

@@ -4,13 +4,15 @@
  * the self-protection exclusions included), evaluated as the API server evaluates them. Used
  * offline by the `portcullis` command (src/cli/evaluate.ts), and on the request path for
  * AdmissionPolicies, which share one registered webhook and are told apart here
- * (registry/namespaced.ts). matchConditions are CEL, evaluated by the policy engine: among them
- * the one the operator writes for a webhook's `resourceNames` and `excludeResourceRules`, which
- * registered rules cannot say. Pure; no I/O.
+ * (registry/namespaced.ts), and by the background audit (src/audit). matchConditions are CEL,
+ * evaluated by the policy engine (compileMatchConditions): among them the one the operator writes
+ * for a webhook's `resourceNames` and `excludeResourceRules`, which registered rules cannot say.
+ * Pure; no I/O.
  */
-import type { AdmissionRequest } from '../api/review.ts';
-import type { FailurePolicy, LabelSelector, MatchCondition, NamedRuleWithOperations, RuleWithOperations } from '../api/types.ts';
+import { outcomeOf, type AdmissionRequest } from '../api/review.ts';
+import { API_VERSION, KIND, type FailurePolicy, type LabelSelector, type MatchCondition, type NamedRuleWithOperations, type RuleWithOperations } from '../api/types.ts';
 import { selects } from '../k8s/selectors.ts';
+import { compileSuite } from './compile.ts';
 
 export interface RegisteredWebhook {
   name: string;
@@ -53,4 +55,39 @@ export function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest)
   const names = (rule as NamedRuleWithOperations).resourceNames;
   if (names?.length && !(request.name && names.includes(request.name))) return false;
   return true;
+}
+
+/**
+ * A webhook's matchConditions, which the API server evaluates in CEL before calling it: compiled
+ * by the policy engine as the validations of a probe webhook (their environment is the same).
+ * Answers why the webhook would not be called (a condition false, or errored), or undefined when
+ * it would. `owner` names the suite (or `admissionpolicies`) for the probe's messages.
+ */
+export function compileMatchConditions(
+  owner: string,
+  rules: RuleWithOperations[],
+  conditions: MatchCondition[],
+  failurePolicy: FailurePolicy,
+  operatorNamespace: string,
+): (request: AdmissionRequest) => Promise<string | undefined> {
+  if (conditions.length === 0) return async () => undefined;
+  const probe = compileSuite(
+    {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name: owner, uid: '', generation: 1 },
+      spec: { webhooks: [{ name: 'match', type: 'Validating', failurePolicy: 'Fail', rules, validations: conditions.map((c) => ({ expression: c.expression, message: c.name })) }] },
+    },
+    { operatorNamespace },
+  );
+  const webhook = probe.webhooks.get('match');
+  if (!webhook) {
+    const message = `matchConditions do not compile: ${probe.errors.map((e) => e.message).join('; ')}`;
+    return async () => message;
+  }
+  return async (request) => {
+    const decision = await webhook.admit(request);
+    if (outcomeOf(decision) === 'error') return failurePolicy === 'Ignore' ? `matchConditions errored (failurePolicy Ignore): ${decision.message ?? ''}` : `matchConditions errored: ${decision.message ?? ''}`;
+    return decision.allowed ? undefined : `matchCondition ${decision.message} is false`;
+  };
 }

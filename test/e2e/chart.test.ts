@@ -93,8 +93,42 @@ describe('charts/portcullis: the Helm chart', function () {
     expect(JSON.stringify(guard.spec.validations)).to.contain("w.clientConfig.service.namespace == 'policy'");
   });
 
+  it("follows the audit's values: its flags, the report CRDs, the RBAC", async function () {
+    const args = (chart: Map<string, Manifest>) => chart.get('Deployment portcullis-system/portcullis-operator')!.spec.template.spec.containers[0].args;
+    const groups = (chart: Map<string, Manifest>, role: string) => (chart.get(`ClusterRole ${role}`)?.rules ?? []).flatMap((r: { apiGroups?: string[] }) => r.apiGroups ?? []);
+    const crds = (chart: Map<string, Manifest>) => [...chart.keys()].filter((k) => /^CustomResourceDefinition .*(openreports|wgpolicyk8s)\.io$/.test(k)).sort();
+    const AUDIT_ROLES = ['ClusterRole portcullis-operator-audit', 'ClusterRoleBinding portcullis-operator-audit', 'ClusterRole portcullis-audit-default'];
+
+    // Defaults: the operator's own (no flag), OpenReports' CRDs and grants, no wgpolicyk8s.io.
+    const defaults = await render();
+    expect(args(defaults)).to.deep.equal(['--mode=cluster']);
+    expect(crds(defaults)).to.deep.equal(['CustomResourceDefinition clusterreports.openreports.io', 'CustomResourceDefinition reports.openreports.io']);
+    expect(groups(defaults, 'portcullis-operator')).to.include('openreports.io').and.not.include('wgpolicyk8s.io');
+    for (const k of AUDIT_ROLES) expect(defaults.has(k), k).to.equal(true);
+    expect(defaults.get('ClusterRole portcullis-audit-default')?.metadata?.labels).to.include({ 'admission.portcullis.dev/aggregate-to-audit': 'true' });
+
+    const policyReports = await render('audit.interval=5m', 'audit.reports.policyReports=true');
+    expect(args(policyReports)).to.deep.equal(['--mode=cluster', '--audit-interval=5m', '--policy-reports']);
+    expect(crds(policyReports)).to.deep.equal([
+      'CustomResourceDefinition clusterpolicyreports.wgpolicyk8s.io', 'CustomResourceDefinition clusterreports.openreports.io',
+      'CustomResourceDefinition policyreports.wgpolicyk8s.io', 'CustomResourceDefinition reports.openreports.io',
+    ]);
+    expect(groups(policyReports, 'portcullis-operator')).to.include.members(['openreports.io', 'wgpolicyk8s.io']);
+    expect(groups(policyReports, 'portcullis-reports-view')).to.deep.equal(['openreports.io', 'wgpolicyk8s.io']);
+
+    // Another tool installs the CRDs: none here, whatever else is asked.
+    expect(crds(await render('audit.reports.installCRDs=false', 'audit.reports.policyReports=true'))).to.deep.equal([]);
+
+    // No audit: the flag, and none of its grants.
+    const off = await render('audit.enabled=false');
+    expect(args(off)).to.deep.equal(['--mode=cluster', '--audit=false']);
+    expect(groups(off, 'portcullis-operator')).to.not.include('openreports.io');
+    for (const k of AUDIT_ROLES) expect(off.has(k), k).to.equal(false);
+  });
+
   it('renders what the API server accepts (server-side dry run)', async function () {
-    const result = await helm(['template', 'portcullis', CHART, '--namespace', 'portcullis-system']);
+    // With every CRD it can install: the wgpolicyk8s.io ones too.
+    const result = await helm(['template', 'portcullis', CHART, '--namespace', 'portcullis-system', '--set', 'audit.reports.policyReports=true']);
     const applied = await kubectl(['apply', '--server-side', '--force-conflicts', '--dry-run=server', '-f', '-'], result.stdout);
     expect(applied.code, applied.stderr).to.equal(0);
     expect(applied.stdout).to.contain('deployment.apps/portcullis-operator serverside-applied (server dry run)');

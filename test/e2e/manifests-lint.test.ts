@@ -66,11 +66,11 @@ describe('the install manifests, linted by checkov', function () {
     await lint(['-d', dir], objects);
   });
 
-  it('the Helm chart, rendered with its metrics Service and ServiceMonitor too, passes', async function () {
+  it('the Helm chart, rendered with its metrics Service and ServiceMonitor and the PolicyReport CRDs and grants too, passes', async function () {
     const helm = await ensureHelm();
     const rendered = await run(helm, [
       'template', 'portcullis', path.join(ROOT, 'charts/portcullis'), '--namespace', 'portcullis-system',
-      '--set', 'metrics.service.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true',
+      '--set', 'metrics.service.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'audit.reports.policyReports=true',
     ]);
     expect(rendered.code, rendered.stderr).to.equal(0);
     expect(rendered.stdout).to.contain('kind: ServiceMonitor');

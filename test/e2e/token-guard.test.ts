@@ -1,7 +1,8 @@
 /**
  * deploy/'s token guard, proven with the operator's own ServiceAccount token (issued by the real
  * API server's TokenRequest API, RBAC from deploy/): what a stolen token would be used for is
- * refused, and what the operator itself writes in cluster mode is allowed.
+ * refused (webhooks sent elsewhere, another party's configurations, Services and reports), and
+ * what the operator itself writes in cluster mode is allowed.
  */
 import { expect } from 'chai';
 import * as k8s from '@kubernetes/client-node';
@@ -29,6 +30,16 @@ const webhookConfiguration = (name: string, clientConfig: Record<string, unknown
   ],
 });
 const OURS = { 'app.kubernetes.io/managed-by': 'portcullis' };
+const REPORT_NS = 'default';
+/** An OpenReports Report (a ClusterReport with namespace null), as the audit writes them: one result, its summary. */
+const report = (name: string, labels: Record<string, string> = {}, namespace: string | null = REPORT_NS, fail = 0): KubeObject & { metadata: k8s.V1ObjectMeta & { name: string } } => ({
+  apiVersion: 'openreports.io/v1alpha1',
+  kind: namespace ? 'Report' : 'ClusterReport',
+  metadata: { name, ...(namespace ? { namespace } : {}), labels },
+  source: 'portcullis',
+  summary: { pass: 1 - fail, fail, warn: 0, error: 0, skip: 0 },
+  results: [{ source: 'portcullis', policy: 'guard-check', result: fail ? 'fail' : 'pass' }],
+});
 
 /** The write's refusal message, or 'allowed'. */
 async function attempt(call: () => Promise<unknown>): Promise<string> {
@@ -45,16 +56,21 @@ describe("deploy/'s token guard: the operator's ServiceAccount token writes only
   const admin = () => cluster().kube;
 
   before(async function () {
-    for (const file of ['deploy/00-namespace.yaml', 'deploy/02-rbac.yaml', 'deploy/04-token-guard.yaml']) {
+    for (const file of ['deploy/00-namespace.yaml', 'deploy/02-rbac.yaml', 'deploy/04-token-guard.yaml', 'deploy/08-openreports-crds.yaml']) {
       const result = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', file]);
       expect(result.code, result.stderr).to.equal(0);
     }
+    const established = await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/reports.openreports.io', 'crd/clusterreports.openreports.io']);
+    expect(established.code, established.stderr).to.equal(0);
     asOperator = connect(await operatorKubeConfig());
   });
 
   after(async function () {
     for (const name of ['vendor-webhook', 'portcullis-guard-check']) {
       await admin().admissionregistration.deleteValidatingWebhookConfiguration({ name }).catch(() => undefined);
+    }
+    for (const object of [report('portcullis'), report('portcullis-1'), report('portcullis-vendor'), report('portcullis', {}, null), report('portcullis-1', {}, null)]) {
+      await admin().objects.delete(object).catch(() => undefined);
     }
   });
 
@@ -96,6 +112,52 @@ describe("deploy/'s token guard: the operator's ServiceAccount token writes only
       asOperator.objects.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'portcullis-steal', namespace: OPERATOR_NAMESPACE, labels: OURS }, spec: { type: 'ExternalName', externalName: 'attacker.example.invalid' } }),
     );
     expect(external).to.contain('may only make ClusterIP Services in front of the operator');
+  });
+
+  it("refuses to write reports that are not its own, and writes its own", async function () {
+    // The OpenReports CRDs were just installed: wait for the first refusal (discovery, the guard's matching).
+    const unlabelled = await eventually(
+      async () => {
+        const answer = await attempt(() => asOperator.objects.create(report('portcullis')));
+        if (answer === 'allowed') {
+          await admin().objects.delete(report('portcullis'));
+          throw new Error('allowed: the guard does not match reports yet');
+        }
+        if (!answer.includes('may only write its own')) throw new Error(answer);
+        return answer;
+      },
+      { what: 'the token guard to refuse a Report not labelled as its own' },
+    );
+    expect(unlabelled).to.contain('may only write its own reports (named portcullis or portcullis-*, labelled app.kubernetes.io/managed-by=portcullis)');
+    expect(await attempt(() => asOperator.objects.create(report('kyverno-polr', OURS)))).to.contain('may only write its own reports');
+    expect(await attempt(() => asOperator.objects.create(report('portcullis-1', {}, null)))).to.contain('may only write its own clusterreports');
+
+    // Another tool's report, named as one of ours could be (only the label tells): neither relabelled, nor
+    // replaced, nor deleted (nor patched: RBAC grants no patch).
+    await admin().objects.create(report('portcullis-vendor'));
+    const vendor = await admin().objects.read(report('portcullis-vendor'));
+    const relabelled = await attempt(() => asOperator.objects.replace({ ...report('portcullis-vendor', OURS), metadata: { ...vendor.metadata, labels: OURS } }));
+    expect(relabelled).to.contain('may only write its own reports');
+    const patched = await attempt(() =>
+      asOperator.objects.patch({ apiVersion: 'openreports.io/v1alpha1', kind: 'Report', metadata: { name: 'portcullis-vendor', namespace: REPORT_NS, labels: OURS } }, undefined, undefined, 'thief', undefined, k8s.PatchStrategy.MergePatch),
+    );
+    expect(patched).to.contain('cannot patch resource "reports"');
+    const hidden = await attempt(() => asOperator.objects.replace({ ...report('portcullis-vendor', {}, REPORT_NS, 1), metadata: vendor.metadata }));
+    expect(hidden).to.contain('may only write its own reports');
+    expect(await attempt(() => asOperator.objects.delete(report('portcullis-vendor')))).to.contain('may only write its own reports');
+    expect(((await admin().objects.read(report('portcullis-vendor'))) as KubeObject & { summary: { fail: number } }).summary.fail).to.equal(0);
+
+    // Its own: created, updated keeping the label, not updated to drop it, deleted.
+    expect(await attempt(() => asOperator.objects.create(report('portcullis', OURS)))).to.equal('allowed');
+    expect(await attempt(() => asOperator.objects.create(report('portcullis-1', OURS)))).to.equal('allowed');
+    expect(await attempt(() => asOperator.objects.create(report('portcullis', OURS, null)))).to.equal('allowed');
+    const own = await admin().objects.read(report('portcullis'));
+    expect(await attempt(() => asOperator.objects.replace({ ...report('portcullis', OURS, REPORT_NS, 1), metadata: own.metadata }))).to.equal('allowed');
+    const updated = await admin().objects.read(report('portcullis'));
+    expect(await attempt(() => asOperator.objects.replace({ ...report('portcullis', {}, REPORT_NS, 1), metadata: { ...updated.metadata, labels: {} } }))).to.contain('may only write its own reports');
+    expect(await attempt(() => asOperator.objects.delete(report('portcullis')))).to.equal('allowed');
+    expect(await attempt(() => asOperator.objects.delete(report('portcullis-1')))).to.equal('allowed');
+    expect(await attempt(() => asOperator.objects.delete(report('portcullis', OURS, null)))).to.equal('allowed');
   });
 
   it('allows what the operator writes for a suite in cluster mode', async function () {

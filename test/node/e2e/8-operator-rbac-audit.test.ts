@@ -26,6 +26,7 @@ import { DEPLOY_DIR, ensureOperator, OPERATOR_NS, waitSuiteReady } from '../oper
 const NS = 'rbac-audit';
 const SUITE = 'rbac-exercise';
 const LOOKUP_SUITE = 'rbac-lookups';
+const AUDIT_SUITE = 'rbac-audit-reports';
 
 /** Granted, and used only on paths no test here can take on purpose. */
 const RARELY_USED: { grant: string; reason: string }[] = [
@@ -66,7 +67,8 @@ const grantKey = (g: Grant) => (g.nonResourceURL ? `${g.verb} ${g.nonResourceURL
 function grants(): Grant[] {
   const docs = k8s.loadAllYaml(fs.readFileSync(path.join(DEPLOY_DIR, '02-rbac.yaml'), 'utf8')) as {
     kind: string;
-    metadata: { name: string; namespace?: string };
+    metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+    aggregationRule?: { clusterRoleSelectors?: { matchLabels?: Record<string, string> }[] };
     rules?: { apiGroups?: string[]; resources?: string[]; verbs: string[]; resourceNames?: string[]; nonResourceURLs?: string[] }[];
     roleRef?: { kind: string; name: string };
     subjects?: { kind: string; name: string; namespace?: string }[];
@@ -78,7 +80,11 @@ function grants(): Grant[] {
     const role = docs.find((d) => d.kind === binding.roleRef!.kind && d.metadata.name === binding.roleRef!.name && (d.kind === 'ClusterRole' || d.metadata.namespace === binding.metadata.namespace));
     expect(role, `${binding.kind} ${binding.metadata.name} refers to a role deploy/02-rbac.yaml defines`).to.not.equal(undefined);
     const namespace = binding.kind === 'RoleBinding' ? binding.metadata.namespace : undefined;
-    for (const rule of role!.rules ?? []) {
+    // An aggregated ClusterRole holds the rules of the ClusterRoles its selectors match (the audit's default kinds).
+    const aggregated = (role!.aggregationRule?.clusterRoleSelectors ?? []).flatMap((selector) =>
+      docs.filter((d) => d.kind === 'ClusterRole' && Object.entries(selector.matchLabels ?? {}).every(([k, v]) => d.metadata.labels?.[k] === v)).flatMap((d) => d.rules ?? []),
+    );
+    for (const rule of [...(role!.rules ?? []), ...aggregated]) {
       for (const nonResourceURL of rule.nonResourceURLs ?? []) for (const verb of rule.verbs) out.push({ apiGroup: '', resource: '', verb, nonResourceURL });
       for (const apiGroup of rule.apiGroups ?? [])
         for (const resource of rule.resources ?? []) for (const verb of rule.verbs) out.push({ namespace, apiGroup, resource, verb, ...(rule.resourceNames ? { resourceNames: rule.resourceNames } : {}) });
@@ -133,7 +139,7 @@ describe('the operator: least privilege, from the audit log', function () {
     removeNamespace = await namespace(NS);
   });
   after(async function () {
-    await kc(['delete', 'admissionsuite', SUITE, LOOKUP_SUITE, '--ignore-not-found']);
+    await kc(['delete', 'admissionsuite', SUITE, LOOKUP_SUITE, AUDIT_SUITE, '--ignore-not-found']);
     await removeNamespace();
   });
 
@@ -180,6 +186,67 @@ describe('the operator: least privilege, from the audit log', function () {
       what: 'the Validating configuration of the suite to be deleted',
     });
     await stamped('not-this-one');
+  });
+
+  it('the background audit lists and watches every kind it may read, and writes, updates and deletes its reports', async function () {
+    const rule = (apiGroup: string, resources: string[]) => ({ operations: ['CREATE'], apiGroups: [apiGroup], apiVersions: ['*'], resources });
+    const audited = {
+      apiVersion: 'admission.portcullis.dev/v1alpha1',
+      kind: 'AdmissionSuite',
+      metadata: { name: AUDIT_SUITE },
+      spec: {
+        webhooks: [
+          {
+            name: 'configmaps',
+            type: 'Validating',
+            validationActions: ['Audit'],
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': NS } },
+            rules: [rule('', ['configmaps'])],
+            validations: [{ expression: "!has(object.data) || !('bad' in object.data)", message: 'bad data' }],
+          },
+          {
+            name: 'namespaces',
+            type: 'Validating',
+            validationActions: ['Audit'],
+            objectSelector: { matchLabels: { 'rbac-audit': 'yes' } },
+            rules: [rule('', ['namespaces'])],
+            validations: [{ expression: "!('bad' in object.metadata.labels)", message: 'bad label' }],
+          },
+          // Every kind the shipped portcullis-audit-default grants: each is listed and watched, none selected.
+          {
+            name: 'kinds',
+            type: 'Validating',
+            validationActions: ['Audit'],
+            objectSelector: { matchLabels: { 'rbac-audit': 'never' } },
+            rules: [
+              rule('', ['pods', 'configmaps', 'services', 'serviceaccounts', 'persistentvolumeclaims', 'replicationcontrollers', 'namespaces']),
+              rule('apps', ['deployments', 'statefulsets', 'daemonsets', 'replicasets']),
+              rule('batch', ['jobs', 'cronjobs']),
+              rule('networking.k8s.io', ['ingresses', 'networkpolicies']),
+              rule('policy', ['poddisruptionbudgets']),
+            ],
+            validations: [{ expression: 'true' }],
+          },
+        ],
+      },
+    };
+    await apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'audited', namespace: NS }, data: { good: '1' } });
+    await apply(audited);
+    await waitSuiteReady(AUDIT_SUITE);
+    const report = async (args: string[]) => JSON.parse(await kc(['get', ...args, '-o', 'json'])) as { results: { result: string; policy: string }[] };
+    const has = (found: { results: { result: string; policy: string }[] }, policy: string, result: string) => found.results.some((r) => r.policy === policy && r.result === result);
+    await eventually(async () => expect(has(await report(['report', 'portcullis', '-n', NS]), `${AUDIT_SUITE}/configmaps`, 'pass')).to.equal(true), { what: 'the Report to be created', timeoutMs: 60_000 });
+    await kc(['label', 'namespace', NS, 'rbac-audit=yes']);
+    await eventually(async () => expect(has(await report(['clusterreport', 'portcullis']), `${AUDIT_SUITE}/namespaces`, 'pass')).to.equal(true), { what: 'the ClusterReport to be created', timeoutMs: 60_000 });
+    // Changes are judged as they come: each report is updated.
+    await apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'audited', namespace: NS }, data: { bad: '1' } });
+    await kc(['label', 'namespace', NS, 'bad=1']);
+    await eventually(async () => expect(has(await report(['report', 'portcullis', '-n', NS]), `${AUDIT_SUITE}/configmaps`, 'fail')).to.equal(true), { what: 'the Report to be updated', timeoutMs: 60_000 });
+    await eventually(async () => expect(has(await report(['clusterreport', 'portcullis']), `${AUDIT_SUITE}/namespaces`, 'fail')).to.equal(true), { what: 'the ClusterReport to be updated', timeoutMs: 60_000 });
+    // With the suite gone, nothing is left to report: the reports are deleted.
+    await kc(['delete', 'admissionsuite', AUDIT_SUITE]);
+    await eventually(async () => expect(await kc(['get', 'report', 'portcullis', '-n', NS, '--ignore-not-found', '-o', 'name'])).to.equal(''), { what: 'the Report to be deleted', timeoutMs: 60_000 });
+    await eventually(async () => expect(await kc(['get', 'clusterreport', 'portcullis', '--ignore-not-found', '-o', 'name'])).to.equal(''), { what: 'the ClusterReport to be deleted', timeoutMs: 60_000 });
   });
 
   it('an AdmissionPolicy is served through portcullis--namespaced, and its configuration goes with it', async function () {

@@ -1,0 +1,137 @@
+/**
+ * audit: the latest results of every judged object, kept per object and compactly (its reference
+ * and each target's results, no copy of the object), indexed by namespace so that one namespace's
+ * reports can be rebuilt alone. Remembers which namespaces changed since their reports were last
+ * written, and since when each result has held (the report's timestamp, stable while unchanged).
+ * No I/O.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { CheckResult } from './targets.ts';
+
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+  uid: string;
+}
+
+export interface TargetResults {
+  results: CheckResult[];
+  /** When these results were first seen as they are (ms). */
+  since: number;
+}
+
+export interface JudgedObject {
+  ref: ObjectRef;
+  /** target key -> its results. */
+  byTarget: Map<string, TargetResults>;
+}
+
+/** A target's counts: objects judged, and those with a failing result. */
+export interface AuditCounts {
+  evaluated: number;
+  failing: number;
+}
+
+const failing = (r: TargetResults) => r.results.some((c) => c.result === 'fail' || c.result === 'error');
+
+export class AuditResults {
+  /** namespace ('' for cluster-scoped objects) -> uid -> object. */
+  private readonly byNamespace = new Map<string, Map<string, JudgedObject>>();
+  private readonly dirty = new Set<string>();
+
+  /** Records `target`'s results for `ref` (undefined: it does not judge it); true when they changed. */
+  set(ref: ObjectRef, target: string, results: CheckResult[] | undefined, now = Date.now()): boolean {
+    const namespace = ref.namespace ?? '';
+    let objects = this.byNamespace.get(namespace);
+    let judged = objects?.get(ref.uid);
+    const before = judged?.byTarget.get(target);
+    if (results === undefined) {
+      if (!before || !judged) return false;
+      judged.byTarget.delete(target);
+      if (judged.byTarget.size === 0) objects!.delete(ref.uid);
+      this.dirty.add(namespace);
+      return true;
+    }
+    if (before && isDeepStrictEqual(before.results, results) && judged!.ref.name === ref.name) return false;
+    if (!objects) this.byNamespace.set(namespace, (objects = new Map()));
+    if (!judged) objects.set(ref.uid, (judged = { ref, byTarget: new Map() }));
+    judged.ref = ref;
+    judged.byTarget.set(target, { results, since: now });
+    this.dirty.add(namespace);
+    return true;
+  }
+
+  /** Forgets an object (deleted). */
+  removeObject(namespace: string | undefined, uid: string): boolean {
+    const objects = this.byNamespace.get(namespace ?? '');
+    if (!objects?.delete(uid)) return false;
+    this.dirty.add(namespace ?? '');
+    return true;
+  }
+
+  /** Forgets every result of `target` (its suite or policy was deleted, or changed and will be judged again). */
+  removeTarget(target: string): void {
+    for (const [namespace, objects] of this.byNamespace) {
+      for (const [uid, judged] of objects) {
+        if (!judged.byTarget.delete(target)) continue;
+        if (judged.byTarget.size === 0) objects.delete(uid);
+        this.dirty.add(namespace);
+      }
+    }
+  }
+
+  /** The uids judged by `target` among objects of `apiVersion`/`kind` (to find those deleted since). */
+  judgedBy(target: string, kind: string): { namespace: string; uid: string }[] {
+    const out: { namespace: string; uid: string }[] = [];
+    for (const [namespace, objects] of this.byNamespace) for (const [uid, judged] of objects) if (judged.ref.kind === kind && judged.byTarget.has(target)) out.push({ namespace, uid });
+    return out;
+  }
+
+  objects(namespace: string): JudgedObject[] {
+    return [...(this.byNamespace.get(namespace)?.values() ?? [])];
+  }
+
+  namespaces(): string[] {
+    return [...this.byNamespace.keys()];
+  }
+
+  /** The namespaces whose results changed since the last call ('' for cluster-scoped objects). */
+  takeDirty(): string[] {
+    const out = [...this.dirty];
+    this.dirty.clear();
+    return out;
+  }
+
+  hasDirty(): boolean {
+    return this.dirty.size > 0;
+  }
+
+  /** Marks a namespace's reports to be written again (a write failed). */
+  markDirty(namespace: string): void {
+    this.dirty.add(namespace);
+  }
+
+  counts(target: string): AuditCounts {
+    const counts = { evaluated: 0, failing: 0 };
+    for (const objects of this.byNamespace.values()) {
+      for (const judged of objects.values()) {
+        const results = judged.byTarget.get(target);
+        if (!results) continue;
+        counts.evaluated += 1;
+        if (failing(results)) counts.failing += 1;
+      }
+    }
+    return counts;
+  }
+
+  /** Objects with a failing result under any of `targets`, each counted once. */
+  failingObjects(targets: string[]): number {
+    let n = 0;
+    for (const objects of this.byNamespace.values()) {
+      for (const judged of objects.values()) if (targets.some((t) => { const r = judged.byTarget.get(t); return r !== undefined && failing(r); })) n += 1;
+    }
+    return n;
+  }
+}

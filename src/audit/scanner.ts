@@ -1,0 +1,349 @@
+/**
+ * audit: the leader's background audit, off the admission path. Lists the objects the targets
+ * select, page by page (`limit`/`continue`: no cache of every object of every kind; only the
+ * results are kept, results.ts), judges each as a CREATE of it, then watches each listed resource
+ * from the list's resourceVersion, judging every change as it comes (a fixed object turns to
+ * `pass` in seconds, a deleted one leaves the reports) without keeping the objects. When: at
+ * start, for a target whose suite or policy changed (that target only), and every interval (a
+ * full scan). Reports are written a moment after results change (writer.ts). Knows targets only
+ * through their `judge`.
+ */
+import * as k8s from '@kubernetes/client-node';
+import { randomUUID } from 'node:crypto';
+import type { AdmissionRequest } from '../api/review.ts';
+import type { Logger } from '../log.ts';
+import { describeError, type Kube } from '../kube/client.ts';
+import { getJson } from '../kube/get-json.ts';
+import { backoffMs } from '../kube/backoff.ts';
+import { WATCH_RESTART } from '../kube/watch.ts';
+import { resourceKey, resourcePath, ScanDiscovery, type ListableResource } from './discovery.ts';
+import { AuditResults, type AuditCounts, type ObjectRef } from './results.ts';
+import type { AuditTarget } from './targets.ts';
+import type { TargetInfo } from './reports.ts';
+import type { ReportWriter } from './writer.ts';
+
+export interface AuditOptions {
+  /** A full scan every this often. */
+  intervalMs: number;
+  /** Reports are written this long after results change (changes in between are written together). */
+  flushDelayMs?: number;
+  /** Objects per LIST page. */
+  pageSize?: number;
+}
+
+/** What status says of a target's audit. */
+export interface AuditSummary extends AuditCounts {
+  /** When a scan last judged every object it selects (RFC 3339). */
+  lastRun?: string;
+  /** Why some of it is not audited (a kind the operator may not list, reports not installed). */
+  message?: string;
+}
+
+type KubeItem = { metadata?: { name?: string; namespace?: string; uid?: string; labels?: Record<string, string>; resourceVersion?: string }; [key: string]: unknown };
+
+/** The AdmissionRequest the API server would send for a CREATE of `object`. */
+export function storedCreate(object: KubeItem, resource: ListableResource): AdmissionRequest {
+  const apiVersion = resource.group ? `${resource.group}/${resource.version}` : resource.version;
+  const full = { apiVersion, kind: resource.kind, ...object };
+  const kind = { group: resource.group, version: resource.version, kind: resource.kind };
+  const gvr = { group: resource.group, version: resource.version, resource: resource.resource };
+  const namespace = object.metadata?.namespace;
+  return {
+    uid: randomUUID(),
+    kind,
+    resource: gvr,
+    requestKind: kind,
+    requestResource: gvr,
+    name: object.metadata?.name ?? '',
+    ...(namespace ? { namespace } : {}),
+    operation: 'CREATE',
+    userInfo: {},
+    object: full,
+    oldObject: null,
+    dryRun: false,
+    options: { kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1' },
+  };
+}
+
+function refOf(object: KubeItem, resource: ListableResource): ObjectRef {
+  const meta = object.metadata ?? {};
+  return {
+    apiVersion: resource.group ? `${resource.group}/${resource.version}` : resource.version,
+    kind: resource.kind,
+    name: meta.name ?? '',
+    ...(meta.namespace ? { namespace: meta.namespace } : {}),
+    uid: meta.uid ?? `${meta.namespace ?? ''}/${meta.name ?? ''}`,
+  };
+}
+
+interface Watched {
+  resource: ListableResource;
+  request?: { abort(): void };
+  stopped: boolean;
+  failures: number;
+}
+
+export class AuditScanner {
+  readonly results = new AuditResults();
+  private readonly kube: Kube;
+  private readonly log: Logger;
+  private readonly writers: ReportWriter[];
+  private readonly namespaceLabels: (namespace: string) => Record<string, string> | undefined;
+  private readonly options: Required<AuditOptions>;
+  private targets = new Map<string, AuditTarget>();
+  /** target key -> the resources its rules name (as last resolved). */
+  private readonly resourcesOf = new Map<string, ListableResource[]>();
+  private readonly lastRun = new Map<string, string>();
+  private readonly problems = new Map<string, string>();
+  private readonly watches = new Map<string, Watched>();
+  /** Targets to scan at the next turn (new, or changed). */
+  private readonly pending = new Set<string>();
+  private running = false;
+  private stopped = true;
+  private timer: NodeJS.Timeout | undefined;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private chain: Promise<void> = Promise.resolve();
+  private published = new Map<string, string>();
+  /** Called with the targets whose summary changed (to write their status). */
+  onSummaries: (targets: AuditTarget[]) => void = () => undefined;
+  /** Completed full scans, and the objects judged by the last (for metrics and the bench). */
+  readonly stats = { scans: 0, objects: 0, lastScanSeconds: 0 };
+
+  constructor(kube: Kube, log: Logger, writers: ReportWriter[], namespaceLabels: (namespace: string) => Record<string, string> | undefined, options: AuditOptions) {
+    this.kube = kube;
+    this.log = log;
+    this.writers = writers;
+    this.namespaceLabels = namespaceLabels;
+    this.options = { flushDelayMs: 1000, pageSize: 500, ...options };
+  }
+
+  /** The targets to audit now; those new or of a new generation are scanned (alone) soon. */
+  setTargets(targets: AuditTarget[]): void {
+    const next = new Map(targets.map((t) => [t.key, t]));
+    for (const [key, old] of this.targets) {
+      const now = next.get(key);
+      if (!now) {
+        this.results.removeTarget(key);
+        this.resourcesOf.delete(key);
+        this.lastRun.delete(key);
+        this.problems.delete(key);
+      } else if (now.source.generation !== old.source.generation) {
+        this.results.removeTarget(key);
+        this.pending.add(key);
+      }
+    }
+    for (const key of next.keys()) if (!this.targets.has(key)) this.pending.add(key);
+    this.targets = next;
+    this.scheduleFlush();
+    if (!this.stopped && this.pending.size) this.enqueue(() => this.scan([...this.pending]));
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.pending.clear();
+    this.enqueue(() => this.scan(undefined));
+    this.timer = setInterval(() => this.enqueue(() => this.scan(undefined)), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    for (const w of this.watches.values()) this.stopWatch(w);
+    this.watches.clear();
+    await this.chain.catch(() => undefined);
+  }
+
+  summary(key: string): AuditSummary | undefined {
+    if (!this.targets.has(key)) return undefined;
+    const counts = this.results.counts(key);
+    const problem = this.problems.get(key) ?? this.writers.map((w) => w.available()).find((w) => w);
+    return { ...counts, ...(this.lastRun.has(key) ? { lastRun: this.lastRun.get(key) } : {}), ...(problem ? { message: problem } : {}) };
+  }
+
+  /** Resolves once every scan asked so far has finished (tests, the bench). */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
+  private enqueue(work: () => Promise<void>): void {
+    this.chain = this.chain.then(work).catch((err: unknown) => {
+      this.running = false;
+      this.log.warn('audit: a scan failed', { error: describeError(err) });
+    });
+  }
+
+  /** Judges every object the `only` targets (all, when undefined) select. */
+  private async scan(only: string[] | undefined): Promise<void> {
+    if (this.stopped) return;
+    const keys = only ?? [...this.targets.keys()];
+    for (const k of keys) this.pending.delete(k);
+    const targets = keys.map((k) => this.targets.get(k)).filter((t): t is AuditTarget => t !== undefined);
+    if (targets.length === 0) return;
+    const started = performance.now();
+    this.running = true;
+    const discovery = new ScanDiscovery(this.kube.config);
+    const byResource = new Map<string, { resource: ListableResource; targets: AuditTarget[] }>();
+    for (const target of targets) {
+      let resources: ListableResource[];
+      try {
+        resources = await discovery.resolve(target.rules);
+      } catch (err) {
+        this.problems.set(target.key, `discovery failed: ${describeError(err)}`);
+        continue;
+      }
+      this.resourcesOf.set(target.key, resources);
+      this.problems.delete(target.key);
+      for (const resource of resources) {
+        const key = resourceKey(resource);
+        const entry = byResource.get(key) ?? { resource, targets: [] };
+        entry.targets.push(target);
+        byResource.set(key, entry);
+      }
+    }
+    let objects = 0;
+    for (const { resource, targets: judging } of byResource.values()) {
+      if (this.stopped) return;
+      try {
+        const { count, resourceVersion } = await this.list(resource, judging);
+        objects += count;
+        this.watch(resource, resourceVersion);
+      } catch (err) {
+        const message = `cannot list ${resource.group || 'core'}/${resource.resource}: ${describeError(err)}`;
+        for (const t of judging) this.problems.set(t.key, message);
+        this.log.warn('audit: listing failed', { resource: resourceKey(resource), error: describeError(err) });
+      }
+    }
+    const now = new Date().toISOString();
+    for (const t of targets) this.lastRun.set(t.key, now);
+    this.running = false;
+    if (!only) {
+      this.stats.scans += 1;
+      this.stats.objects = objects;
+      this.stats.lastScanSeconds = (performance.now() - started) / 1e3;
+    }
+    await this.flush(!only);
+  }
+
+  /** Lists `resource` page by page, judging each object by `targets`; forgets what they judged that is gone. */
+  private async list(resource: ListableResource, targets: AuditTarget[]): Promise<{ count: number; resourceVersion: string | undefined }> {
+    const seen = new Set<string>();
+    let next: string | undefined;
+    let resourceVersion: string | undefined;
+    let count = 0;
+    do {
+      const query = new URLSearchParams({ limit: String(this.options.pageSize), ...(next ? { continue: next } : {}) });
+      const page = await getJson<{ items: KubeItem[]; metadata?: { continue?: string; resourceVersion?: string } }>(this.kube.config, `${resourcePath(resource)}?${query}`);
+      for (const item of page.items ?? []) {
+        const ref = refOf(item, resource);
+        seen.add(ref.uid);
+        count += 1;
+        await this.judge(item, ref, resource, targets);
+      }
+      next = page.metadata?.continue || undefined;
+      resourceVersion = page.metadata?.resourceVersion;
+    } while (next && !this.stopped);
+    for (const target of targets) {
+      for (const { namespace, uid } of this.results.judgedBy(target.key, resource.kind)) {
+        if (!seen.has(uid)) this.results.set({ apiVersion: '', kind: resource.kind, name: '', namespace, uid }, target.key, undefined);
+      }
+    }
+    return { count, resourceVersion };
+  }
+
+  private async judge(item: KubeItem, ref: ObjectRef, resource: ListableResource, targets: AuditTarget[]): Promise<void> {
+    const request = storedCreate(item, resource);
+    const labels = ref.namespace ? (this.namespaceLabels(ref.namespace) ?? { 'kubernetes.io/metadata.name': ref.namespace }) : undefined;
+    for (const target of targets) {
+      if (target.namespace && target.namespace !== ref.namespace) continue;
+      let results;
+      try {
+        results = await target.judge(request, labels);
+      } catch (err) {
+        results = [{ rule: 'judge', result: 'error' as const, message: describeError(err) }];
+      }
+      this.results.set(ref, target.key, results);
+    }
+  }
+
+  /** Judges each change of a listed resource as it comes, from `resourceVersion`; listed again when the watch breaks. */
+  private watch(resource: ListableResource, resourceVersion: string | undefined): void {
+    const key = resourceKey(resource);
+    const existing = this.watches.get(key);
+    if (existing) this.stopWatch(existing);
+    const watched: Watched = { resource, stopped: false, failures: existing?.failures ?? 0 };
+    this.watches.set(key, watched);
+    const targetsNow = () => [...this.targets.values()].filter((t) => (this.resourcesOf.get(t.key) ?? []).some((r) => resourceKey(r) === key));
+    const onEvent = (type: string, object: KubeItem) => {
+      if (watched.stopped || type === 'BOOKMARK' || type === 'ERROR') return;
+      watched.failures = 0;
+      const ref = refOf(object, resource);
+      if (type === 'DELETED') {
+        if (this.results.removeObject(ref.namespace, ref.uid)) this.scheduleFlush();
+        return;
+      }
+      void this.judge(object, ref, resource, targetsNow()).then(() => this.scheduleFlush());
+    };
+    const onDone = (err: unknown) => {
+      if (watched.stopped || this.stopped) return;
+      watched.failures += 1;
+      const delay = backoffMs(watched.failures, WATCH_RESTART);
+      if (err) this.log.debug('audit: watch ended; listing again', { resource: key, error: describeError(err) });
+      setTimeout(() => {
+        if (watched.stopped || this.stopped) return;
+        const judging = targetsNow();
+        if (judging.length === 0) return void this.watches.delete(key);
+        this.enqueue(async () => {
+          if (watched.stopped || this.stopped) return;
+          const { resourceVersion: rv } = await this.list(resource, judging);
+          this.watch(resource, rv);
+          this.scheduleFlush();
+        });
+      }, delay).unref();
+    };
+    void new k8s.Watch(this.kube.config)
+      .watch(resourcePath(resource), { allowWatchBookmarks: true, ...(resourceVersion ? { resourceVersion } : {}) }, onEvent as (type: string, obj: unknown) => void, onDone)
+      .then((request) => {
+        if (watched.stopped) request.abort();
+        else watched.request = request;
+      })
+      .catch(onDone);
+  }
+
+  private stopWatch(watched: Watched): void {
+    watched.stopped = true;
+    watched.request?.abort();
+  }
+
+  private scheduleFlush(): void {
+    if (this.stopped || this.flushTimer) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      this.enqueue(() => this.flush(false));
+    }, this.options.flushDelayMs);
+    this.flushTimer.unref();
+  }
+
+  /** Writes the reports of what changed (`all`: of every namespace with reports, after a full scan), and tells whose summary changed. */
+  private async flush(all: boolean): Promise<void> {
+    if (this.running && !all) return this.scheduleFlush();
+    const infos = new Map<string, TargetInfo>();
+    for (const t of this.targets.values()) infos.set(t.key, { policy: t.policy, action: t.action, sourceKind: t.source.kind, ...(t.source.webhook ? { webhook: t.source.webhook } : {}) });
+    const dirty = new Set(this.results.takeDirty());
+    if (all) for (const writer of this.writers) for (const n of writer.namespaces()) dirty.add(n);
+    for (const writer of this.writers) await writer.flush(this.results, [...dirty], infos);
+    // A write that failed left its namespace dirty: tried again a moment later.
+    if (this.results.hasDirty()) this.scheduleFlush();
+    const changed: AuditTarget[] = [];
+    for (const target of this.targets.values()) {
+      const text = JSON.stringify(this.summary(target.key));
+      if (this.published.get(target.key) === text) continue;
+      this.published.set(target.key, text);
+      changed.push(target);
+    }
+    for (const key of this.published.keys()) if (!this.targets.has(key)) this.published.delete(key);
+    if (changed.length) this.onSummaries(changed);
+  }
+}

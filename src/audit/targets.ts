@@ -1,0 +1,231 @@
+/**
+ * audit: what the background audit judges stored objects with. Each validating suite webhook,
+ * AdmissionPolicy and auditable built-in handler becomes a target: which objects it selects (the
+ * registration the operator writes, read as the API server reads it: rules for a CREATE,
+ * namespaceSelector, objectSelector, matchConditions; a policy's own namespace and exclusions), and
+ * its checks, one per validation, each compiled as a webhook of its own so that a result names the
+ * validation that failed. An object is judged as the API server would judge a CREATE of it.
+ * A check that reads what only a request has (the user, the old object, `authorizer`, dryRun,
+ * the options) is a `skip` with that reason, never guessed. Compiles; does no I/O.
+ */
+import type { AdmissionPolicy, AdmissionSuite, FailurePolicy, MatchCondition, RuleWithOperations, WebhookSpec } from '../api/types.ts';
+import { outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
+import type { OperatorConfig } from '../config.ts';
+import { webhookConfigurations } from '../controller/desired.ts';
+import { webhookFullName } from '../api/names.ts';
+import { findHandler } from '../handlers/registry.ts';
+import { compileWebhook, type CompileContext } from '../registry/compile.ts';
+import { compileMatchConditions, notCalledBecause, ruleMatches, type RegisteredWebhook } from '../registry/match.ts';
+import { compile, type ResultType } from '../policy/engine/environment.ts';
+import { ActivationReads } from '../policy/values/reads.ts';
+import type { Program } from '../policy/celjs/program.ts';
+import type { PolicyLimits } from '../api/validate.ts';
+
+/** OpenReports' results. */
+export type ResultKind = 'pass' | 'fail' | 'warn' | 'error' | 'skip';
+
+export interface CheckResult {
+  /** The validation (`validations[0]`), `matchConditions`, or a handler's name. */
+  rule: string;
+  result: ResultKind;
+  message?: string;
+}
+
+/** Where a target comes from: its report's `source`-side names. */
+export interface TargetSource {
+  kind: 'AdmissionSuite' | 'AdmissionPolicy';
+  name: string;
+  /** An AdmissionPolicy's namespace. */
+  namespace?: string;
+  /** A suite's webhook. */
+  webhook?: string;
+  generation: number;
+}
+
+export interface AuditTarget {
+  /** Unique among targets: `suite/<name>/<webhook>`, `policy/<namespace>/<name>`. */
+  key: string;
+  /** The report's `policy`: `<suite>/<webhook>`, or the AdmissionPolicy's `<namespace>/<name>`. */
+  policy: string;
+  source: TargetSource;
+  /** What a failure does (validationActions, or the handler's Deny), as OpenReports' `action` property. */
+  action: string;
+  /** The rules that say which resources it can select (their CREATE rules). */
+  rules: RuleWithOperations[];
+  /** An AdmissionPolicy judges its own namespace only. */
+  namespace?: string;
+  /**
+   * The results for `request` (a CREATE of a stored object), or undefined when the API server
+   * would not send it this request. `namespaceLabels`: of the object's namespace (undefined for
+   * a cluster-scoped object).
+   */
+  judge(request: AdmissionRequest, namespaceLabels: Record<string, string> | undefined): Promise<CheckResult[] | undefined>;
+}
+
+/** The fields of `request` an object's CREATE has whatever the requester: everything else is the request's own. */
+const OBJECT_REQUEST_FIELDS = new Set(['kind', 'resource', 'name', 'namespace', 'operation', 'requestKind', 'requestResource', 'subResource', 'requestSubResource']);
+
+/**
+ * Why expressions cannot be judged on a stored object, or undefined when they can: what they
+ * read that only a request has.
+ */
+export function requestOnlyReads(programs: (Program | undefined)[]): string | undefined {
+  const reads = new ActivationReads(programs);
+  if (reads.uses('oldObject')) return 'reads oldObject, which only an update or a delete has';
+  if (reads.uses('authorizer')) return "asks authorizer, which answers for the requesting user";
+  if (!reads.uses('request')) return undefined;
+  const request = reads.of('request');
+  if (request === true || request === undefined) return 'reads the whole request';
+  const own = request.fields.map(([name]) => name).filter((name) => !OBJECT_REQUEST_FIELDS.has(name));
+  return own.length ? `reads ${own.map((f) => `request.${f}`).join(', ')}, which only a request has` : undefined;
+}
+
+/** Compiles `expression` for its reads only (the registry has compiled and accepted it already). */
+function programOf(expression: string | undefined, expect: ResultType[], params: boolean): Program | undefined {
+  if (!expression) return undefined;
+  try {
+    return compile(expression, 'audit', expect, { params });
+  } catch {
+    return undefined;
+  }
+}
+
+/** The CREATE rules of `rules` (a stored object is judged as its CREATE). */
+function createRules(rules: RuleWithOperations[]): RuleWithOperations[] {
+  return rules.filter((r) => (r.operations ?? []).some((o) => o === '*' || o === 'CREATE'));
+}
+
+interface Check {
+  rule: string;
+  skip?: string;
+  admit?: (request: AdmissionRequest) => Decision | Promise<Decision>;
+}
+
+/** A decision of one check as a result; `warnOnly`: its failures only warn (validationActions [Warn]). */
+function resultOf(rule: string, decision: Decision, warnOnly: boolean): CheckResult {
+  const outcome = outcomeOf(decision);
+  if (outcome === 'error') return { rule, result: 'error', message: decision.message ?? 'the evaluation failed' };
+  if (!decision.allowed) return { rule, result: warnOnly ? 'warn' : 'fail', message: decision.message ?? '' };
+  if (decision.warnings?.length) return { rule, result: 'warn', message: decision.warnings.join('; ') };
+  return { rule, result: 'pass' };
+}
+
+/**
+ * One check per validation of a CEL webhook: the webhook with that validation alone, its
+ * variables and params kept, denying on failure (whatever its actions: the report says them).
+ */
+function celChecks(owner: string, spec: WebhookSpec, path: string, context: CompileContext, policyLimits?: PolicyLimits): Check[] {
+  const params = spec.params !== undefined;
+  const variables = (spec.variables ?? []).map((v) => programOf(v.expression, [], params));
+  return (spec.validations ?? []).map((validation, i): Check => {
+    const rule = `validations[${i}]`;
+    const own = [programOf(validation.expression, ['bool'], params), programOf(validation.messageExpression, ['string'], params)];
+    // A validation that names `variables` may read any of them (conservatively: all of them).
+    const reads = own.some((p) => p && new ActivationReads([p]).uses('variables')) ? [...own, ...variables] : own;
+    const skip = requestOnlyReads(reads);
+    if (skip) return { rule, skip };
+    const alone: WebhookSpec = { ...spec, matchConditions: [], validations: [validation], auditAnnotations: [], validationActions: ['Deny'], failurePolicy: 'Fail' };
+    const options = policyLimits ? { costBudget: policyLimits.costBudget, allMatchConditions: true, strictCost: true } : undefined;
+    const compiled = compileWebhook(owner, alone, `${path}.${rule}`, 'Fail', { ...context, observers: undefined }, options);
+    if ('errors' in compiled) return { rule, skip: `does not compile: ${compiled.errors.map((e) => e.message).join('; ')}` };
+    return { rule, admit: (request) => compiled.admit(request) };
+  });
+}
+
+/** A built-in handler's check: the whole handler, when it declares it can judge a stored object. */
+function handlerChecks(owner: string, spec: WebhookSpec, path: string, context: CompileContext): Check[] | undefined {
+  const handler = spec.handler ? findHandler(spec.handler.name) : undefined;
+  if (!handler?.audits || !handler.validate) return undefined;
+  const compiled = compileWebhook(owner, { ...spec, matchConditions: [] }, path, 'Fail', { ...context, observers: undefined });
+  if ('errors' in compiled) return undefined;
+  return [{ rule: handler.name, admit: (request) => compiled.admit(request) }];
+}
+
+/** Whether matchConditions can be judged on a stored object: the reason they cannot, if not. */
+function conditionsSkip(conditions: MatchCondition[], params: boolean): string | undefined {
+  const why = requestOnlyReads(conditions.map((c) => programOf(c.expression, ['bool'], params)));
+  return why && `matchConditions ${why}`;
+}
+
+/** Judges with `checks` once `called` says the API server would send the request. */
+function judgeWith(
+  checks: Check[],
+  warnOnly: boolean,
+  called: (request: AdmissionRequest, labels: Record<string, string> | undefined) => boolean,
+  conditions: { skip?: string; unmatched: (request: AdmissionRequest) => Promise<string | undefined> },
+): AuditTarget['judge'] {
+  return async (request, labels) => {
+    if (!called(request, labels)) return undefined;
+    if (conditions.skip) return checks.map((c) => ({ rule: c.rule, result: 'skip' as const, message: conditions.skip }));
+    const unmatched = await conditions.unmatched(request);
+    if (unmatched !== undefined) return unmatched.startsWith('matchConditions errored') ? [{ rule: 'matchConditions', result: 'error', message: unmatched }] : undefined;
+    const results: CheckResult[] = [];
+    for (const check of checks) {
+      if (check.skip) results.push({ rule: check.rule, result: 'skip', message: check.skip });
+      else results.push(resultOf(check.rule, await check.admit!(request), warnOnly));
+    }
+    return results;
+  };
+}
+
+function actionOf(spec: Pick<WebhookSpec, 'validationActions' | 'handler'>): { action: string; warnOnly: boolean } {
+  const actions = spec.handler ? ['Deny'] : (spec.validationActions ?? ['Deny']);
+  return { action: actions.join(','), warnOnly: !actions.includes('Deny') && !actions.includes('Audit') };
+}
+
+/** The targets of a suite: its validating webhooks with validations, or an auditable handler. */
+export function suiteTargets(suite: AdmissionSuite, config: OperatorConfig, context: CompileContext): AuditTarget[] {
+  const registered = (webhookConfigurations(suite, config, '').get('Validating')?.webhooks ?? []) as RegisteredWebhook[];
+  const name = suite.metadata.name;
+  const targets: AuditTarget[] = [];
+  suite.spec.webhooks.forEach((spec, i) => {
+    if (spec.type !== 'Validating') return;
+    const path = `spec.webhooks[${i}]`;
+    const checks = spec.handler ? handlerChecks(name, spec, path, context) : celChecks(name, spec, path, context);
+    if (!checks?.length) return;
+    const entry = registered.find((w) => w.name === webhookFullName(name, spec.name));
+    if (!entry) return;
+    const failurePolicy: FailurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
+    const conditions = entry.matchConditions ?? [];
+    const { action, warnOnly } = actionOf(spec);
+    targets.push({
+      key: `suite/${name}/${spec.name}`,
+      policy: `${name}/${spec.name}`,
+      source: { kind: 'AdmissionSuite', name, webhook: spec.name, generation: suite.metadata.generation ?? 0 },
+      action,
+      rules: createRules(entry.rules ?? []),
+      judge: judgeWith(checks, warnOnly, (request, labels) => notCalledBecause(entry, request, labels) === undefined, {
+        skip: conditionsSkip(conditions, spec.params !== undefined),
+        unmatched: compileMatchConditions(name, spec.rules, conditions, failurePolicy, context.operatorNamespace ?? config.namespace),
+      }),
+    });
+  });
+  return targets;
+}
+
+/** The target of a validating AdmissionPolicy, judging the objects of its namespace. */
+export function policyTarget(policy: AdmissionPolicy, limits: PolicyLimits, config: OperatorConfig, context: CompileContext): AuditTarget | undefined {
+  const { namespace, name } = policy.metadata as { namespace: string; name: string };
+  const spec: WebhookSpec = { ...policy.spec, name, ...(policy.spec.params ? { params: { ...policy.spec.params, namespace } } : {}) };
+  if (spec.type !== 'Validating') return undefined;
+  const checks = celChecks(namespace, spec, 'spec', context, limits);
+  if (!checks.length) return undefined;
+  const { action, warnOnly } = actionOf(spec);
+  const conditions = spec.matchConditions ?? [];
+  const selected = (request: AdmissionRequest) =>
+    request.namespace === namespace &&
+    notCalledBecause({ name, rules: spec.rules, ...(spec.objectSelector ? { objectSelector: spec.objectSelector } : {}) }, request, undefined) === undefined &&
+    !(spec.excludeResourceRules ?? []).some((rule) => ruleMatches(rule, request));
+  return {
+    key: `policy/${namespace}/${name}`,
+    policy: `${namespace}/${name}`,
+    source: { kind: 'AdmissionPolicy', name, namespace, generation: policy.metadata.generation ?? 0 },
+    action,
+    rules: createRules(spec.rules),
+    namespace,
+    judge: judgeWith(checks, warnOnly, selected, {
+      skip: conditionsSkip(conditions, spec.params !== undefined),
+      unmatched: compileMatchConditions('admissionpolicies', spec.rules, conditions, 'Fail', context.operatorNamespace ?? config.namespace),
+    }),
+  };
+}
