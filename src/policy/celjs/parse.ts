@@ -39,11 +39,18 @@ function typeCheckHas(checker: Checker, macro: HasMacro, ctx: unknown): unknown 
       props.push(node);
       node = node.args[0] as SelectNode;
     }
-    checker.check(node, ctx);
+    if (node.op === 'id') checker.check(node, ctx);
+    // Another operand is typed up to the tested field: a selection on an optional value that no
+    // `.?` step made is refused, as it was before (cel-js would answer it otherwise than cel-go).
+    else if (String(typeName(checker.check(macro.args[0]!.args[0], ctx))).startsWith('optional') && !props.some((p) => p.op === '.?')) throw checker.createError('invalid_macro_argument', 'has() invalid argument', macro.args[0]);
     props.push(node);
     macro.macroHasProps = props;
   }
   return checker.getType('bool');
+}
+
+function typeName(type: unknown): unknown {
+  return typeof type === 'object' && type !== null && 'name' in type ? (type as { name: unknown }).name : type;
 }
 
 /** Parses `source` in `env`, with `has()` as cel-go has it. Throws cel-js's parse errors. */
