@@ -198,6 +198,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         lookups,
         log: componentLogger('admission'),
         limits,
+        // The validation webhooks answered in the thread, as `admission` answers them: an apply is not queued behind reconciles.
+        validation: { paramsAccess: true, schemas: { subscribe: (l) => schemas.subscribe(l), refresh: (key) => schemas.refresh(key), byDefault: config.typeCheckErrors }, policies: policyRegistry },
       })
     : undefined;
   mirrorTo = thread;

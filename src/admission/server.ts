@@ -189,9 +189,10 @@ export interface Answered {
 
 /**
  * Where a server that is not the operator's only one (the admission thread's, threads/thread-worker.ts)
- * sends what it does not answer itself: the operator's own webhooks, large bodies, and requests
- * whose webhook reads what is held only there (HeldElsewhere: a handler's lookups, params of a
- * collection not sent here). The main thread's server answers them (answer()).
+ * sends what it does not answer itself: the AdmissionPolicies' webhooks (the main thread's tenant
+ * workers), the validation webhooks unless it `validates`, large bodies, and requests whose webhook
+ * reads what is held only there (HeldElsewhere: a handler's lookups, params of a collection not
+ * sent here, a SubjectAccessReview or a schema a validation needs). The main thread's server answers them (answer()).
  */
 export interface Forwarding {
   /** `body` as read: text, or the bytes of a large one (readJsonBody), which the sender gives up. */
@@ -213,6 +214,13 @@ export interface AdmissionServerOptions {
   log: LogWriter;
   /** What this server leaves to another (see Forwarding); without it, it answers every route itself. */
   forward?: Forwarding;
+  /**
+   * A server that forwards answers the suite- and policy-validation webhooks itself (the admission
+   * thread: an apply is then not queued behind the main thread's reconciles), from `registry`,
+   * `paramsAccess`, `schemas` and `policies`' validate, whose answers must be the main thread's
+   * server's or HeldElsewhere (then forwarded); without it, or without `policies`, they are forwarded.
+   */
+  validates?: { policies?: Pick<PolicyRegistry, 'validate'> };
   /** Whether a suite's author may read the params it names; without it, suites are checked for what they say only. */
   paramsAccess?: ParamsAccessCheck;
   /** The OpenAPI schemas suites are type-checked against on apply; without it, they are not. */
@@ -311,22 +319,32 @@ export class AdmissionServer {
     this.server = this.newServer();
   }
 
-  /** The operator's own webhooks (suite validation, the AdmissionPolicies'); a server that forwards leaves them to the one it forwards to. */
+  /**
+   * The operator's own webhooks (suite and policy validation, the AdmissionPolicies'); a server that
+   * forwards leaves them to the one it forwards to, but the validation webhooks when it `validates`.
+   */
   private addOperatorRoutes(options: AdmissionServerOptions): void {
-    if (options.forward) {
-      for (const path of [SUITE_VALIDATION.path, NAMESPACED.validationPath, NAMESPACED.paths.Mutating, NAMESPACED.paths.Validating]) this.routes.set(path, { router: FORWARDED, suite: '', name: '' });
-      return;
-    }
-    const { registry, paramsAccess } = options;
+    const { registry, paramsAccess, forward } = options;
+    const forwarded = (path: string) => this.routes.set(path, { router: FORWARDED, suite: '', name: '' });
     // Counted as every webhook is (suite label empty: no suite has an empty name), so their latency shows beside the suites'.
     const observed = (name: string) => options.metrics.webhook?.('', name) ?? NO_OBSERVER;
-    const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas, observed(SUITE_VALIDATION.webhook));
-    // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
-    this.routes.set(SUITE_VALIDATION.path, { router: { find: () => validation, offload: false }, suite: validation.suite, name: validation.name });
-    if (options.policies) {
-      const policies = options.policies;
+    if (!forward || options.validates) {
+      const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas, observed(SUITE_VALIDATION.webhook));
+      // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
+      this.routes.set(SUITE_VALIDATION.path, { router: { find: () => validation, offload: false }, suite: validation.suite, name: validation.name });
+    } else forwarded(SUITE_VALIDATION.path);
+    const policies = forward ? options.validates?.policies : options.policies;
+    if (policies) {
       const policyValidation = policyValidationWebhook(policies, paramsAccess, options.schemas, observed(NAMESPACED.validationWebhook));
       this.routes.set(NAMESPACED.validationPath, { router: { find: () => policyValidation, offload: false }, suite: '', name: policyValidation.name });
+    } else if (forward) forwarded(NAMESPACED.validationPath);
+    if (forward) {
+      forwarded(NAMESPACED.paths.Mutating);
+      forwarded(NAMESPACED.paths.Validating);
+      return;
+    }
+    if (options.policies) {
+      const policies = options.policies;
       // The namespaced policies' webhooks: decoded here (a large body too: the review workers hold the suites only), and
       // evaluated in the tenant workers, each namespace in turn, never on this thread (it answers the probes and the suites).
       const tenants = (this.tenants = new TenantPool(policies, this.log, options.tenants));

@@ -4,45 +4,53 @@
  * pkg/cel/openapi/resolver/discovery.go), and the kinds a resource rule names (API discovery,
  * as its RESTMapper). Built-in kinds and CRDs alike: a CRD's change changes its group version's
  * hash in `/openapi/v3`, so a group version's document is kept with its hashed URL and fetched
- * again only when that changes (only the group versions of kinds suites match are ever read). Read at compile and apply time only, never on the request path. Knows nothing about
- * admission: turning a schema into CEL types is src/policy/typecheck's.
+ * again only when that changes (only the group versions of kinds suites match are ever read). Read at compile and apply time only, never on the request path: the
+ * suite-validation webhook in the admission thread answers from a copy of what is read here
+ * (subscribe(), admission/threads/schema-copy.ts), which asks for a read again (refresh()) before
+ * it goes stale. Knows nothing about admission: turning a schema into CEL types is src/policy/typecheck's;
+ * what is read, as data, is openapi-state.ts'.
  */
 import { getJson, NotFound } from './get-json.ts';
 import type * as k8s from '@kubernetes/client-node';
+import {
+  documentPath,
+  FRESH_MS,
+  groupVersionKey,
+  kindSchemaIn,
+  kindsIn,
+  PATHS_KEY,
+  type GroupVersionKind,
+  type KindSchema,
+  type OpenApiPaths,
+  type OpenApiSchema,
+  type ResourceList,
+  type SchemaChange,
+} from './openapi-state.ts';
 
-/** A schema as published; what its fields mean is src/policy/typecheck's. */
-export type OpenApiSchema = Record<string, unknown>;
-
-export interface GroupVersionKind {
-  group: string;
-  version: string;
-  kind: string;
-}
-
-/** A kind's schema: its reference in `components` and the document's components (shared, never modified). */
-export interface KindSchema {
-  ref: string;
-  components: Readonly<Record<string, OpenApiSchema>>;
-  /** The document's hashed URL: the same for the same content. */
-  source: string;
-}
-
-/** How long `/openapi/v3` and a group version's resource list are reused before asking again. */
-const FRESH_MS = 2_000;
 /** How often a schema miss may make `/openapi/v3` be asked again before its FRESH_MS are up. */
 const MISS_REFRESH_MS = 1_000;
 
 interface Fetched<T> {
   at: number;
   value: Promise<T>;
+  /** The value once read (what a copy is sent). */
+  read?: T;
 }
 
+/** A group version's document at its hashed URL, and its components once read. */
+interface KeptDocument {
+  url: string;
+  doc: Promise<Readonly<Record<string, OpenApiSchema>>>;
+  read?: Readonly<Record<string, OpenApiSchema>>;
+}
 
 export class OpenApiSchemas {
   private readonly config: k8s.KubeConfig;
-  private paths?: Fetched<Record<string, { serverRelativeURL: string }>>;
-  private readonly documents = new Map<string, { url: string; doc: Promise<Readonly<Record<string, OpenApiSchema>>> }>();
-  private readonly resources = new Map<string, Fetched<{ name: string; kind: string }[]>>();
+  private paths?: Fetched<OpenApiPaths>;
+  private readonly documents = new Map<string, KeptDocument>();
+  private readonly resources = new Map<string, Fetched<ResourceList>>();
+  /** The copies told every read (subscribe()). */
+  private readonly listeners: ((change: SchemaChange) => void)[] = [];
   /**
    * Resources a rule named that discovery did not (yet) serve, as `group/version` -> names: a CRD
    * just created is in `/openapi/v3` a moment before its discovery, so a check made in between
@@ -65,22 +73,35 @@ export class OpenApiSchemas {
 
   /** The kinds served as `resource` in group/version (none when it is not served), as RESTMapper.KindsFor. */
   async kindsFor(group: string, version: string, resource: string): Promise<GroupVersionKind[]> {
-    const key = `${group}/${version}`;
+    const key = groupVersionKey(group, version);
     let entry = this.resources.get(key);
-    if (!entry || Date.now() - entry.at > FRESH_MS) {
-      const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
-      // A group version that is not served has no kinds; any other failure is not an answer (not kept).
-      const value = this.get<{ resources?: { name: string; kind: string }[] }>(path).then(
-        (list) => list.resources ?? [],
-        (err: unknown) => (err instanceof NotFound ? [] : Promise.reject(err as Error)),
-      );
-      value.catch(() => this.resources.delete(key));
-      this.resources.set(key, (entry = { at: Date.now(), value }));
-    }
-    const list = await entry.value;
-    const kinds = list.filter((r) => r.name === resource).map((r) => ({ group, version, kind: r.kind }));
+    if (!entry || Date.now() - entry.at > FRESH_MS) entry = this.readResources(group, version);
+    const kinds = kindsIn(await entry.value, group, version, resource);
     if (kinds.length === 0) this.misses.set(key, (this.misses.get(key) ?? new Set()).add(resource));
     return kinds;
+  }
+
+  private readResources(group: string, version: string): Fetched<ResourceList> {
+    const key = groupVersionKey(group, version);
+    const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
+    // A group version that is not served has no kinds; any other failure is not an answer (not kept).
+    const value = this.get<{ resources?: ResourceList }>(path).then(
+      (list) => list.resources ?? [],
+      (err: unknown) => (err instanceof NotFound ? [] : Promise.reject(err as Error)),
+    );
+    const entry: Fetched<ResourceList> = { at: Date.now(), value };
+    value.then(
+      (resources) => {
+        if (this.resources.get(key) !== entry) return;
+        entry.read = resources;
+        this.tell({ type: 'resources', key, at: entry.at, resources });
+      },
+      () => {
+        if (this.resources.get(key) === entry) this.resources.delete(key);
+      },
+    );
+    this.resources.set(key, entry);
+    return entry;
   }
 
   /** The group versions (as watchChanges names them) where a resource missed before is now served. */
@@ -104,7 +125,7 @@ export class OpenApiSchemas {
   /** The schema of `gvk`, or undefined when the API server publishes none. */
   async schema(gvk: GroupVersionKind): Promise<KindSchema | undefined> {
     let paths = await this.openApiPaths();
-    const path = gvk.group ? `apis/${gvk.group}/${gvk.version}` : `api/${gvk.version}`;
+    const path = documentPath(gvk);
     // A group version discovery serves but the kept `/openapi/v3` lacks (a CRD published since):
     // asked again at once, as the API server's RESTMapper asks discovery again on a miss, at most
     // once a second, so a kind with no schema at all does not make every check fetch the list.
@@ -117,13 +138,45 @@ export class OpenApiSchemas {
     this.read.set(path, entry?.serverRelativeURL);
     if (!entry) return undefined;
     const components = await this.document(path, entry.serverRelativeURL);
-    for (const [name, schema] of Object.entries(components)) {
-      const gvks = schema['x-kubernetes-group-version-kind'];
-      if (Array.isArray(gvks) && gvks.some((g: GroupVersionKind) => (g.group ?? '') === gvk.group && g.version === gvk.version && g.kind === gvk.kind)) {
-        return { ref: name, components, source: entry.serverRelativeURL };
-      }
+    return kindSchemaIn(components, gvk, entry.serverRelativeURL);
+  }
+
+  /**
+   * `listener` is told everything read so far, then every read as it succeeds, and when the
+   * resource lists are dropped (see SchemaChange); the returned function stops it.
+   */
+  subscribe(listener: (change: SchemaChange) => void): () => void {
+    if (this.paths?.read) listener({ type: 'paths', at: this.paths.at, paths: this.paths.read });
+    for (const [key, entry] of this.resources) if (entry.read) listener({ type: 'resources', key, at: entry.at, resources: entry.read });
+    for (const [path, { url, read }] of this.documents) if (read) listener({ type: 'document', path, url, components: read });
+    this.listeners.push(listener);
+    return () => {
+      const at = this.listeners.indexOf(listener);
+      if (at !== -1) this.listeners.splice(at, 1);
+    };
+  }
+
+  /**
+   * Reads `key` again now (PATHS_KEY, or a group version's resources by groupVersionKey) when what
+   * is kept of it was read more than half FRESH_MS ago: a copy answering from it asks, so that it
+   * is told a fresh read before its own goes stale, and answers a steady stream of applies without
+   * ever waiting for a read. What is being read, or is not kept, is left as it is.
+   */
+  refresh(key: string): void {
+    const stale = (entry: Fetched<unknown> | undefined): entry is Fetched<unknown> => entry?.read !== undefined && Date.now() - entry.at > FRESH_MS / 2;
+    if (key === PATHS_KEY) {
+      if (!stale(this.paths)) return;
+      this.paths = undefined;
+      this.openApiPaths().catch(() => undefined);
+      return;
     }
-    return undefined;
+    if (!stale(this.resources.get(key))) return;
+    const slash = key.indexOf('/');
+    this.readResources(key.slice(0, slash), key.slice(slash + 1)).value.catch(() => undefined);
+  }
+
+  private tell(change: SchemaChange): void {
+    for (const listener of this.listeners) listener(change);
   }
 
   /** Moves each time watchChanges sees a document change: a type check made before may be stale. */
@@ -152,7 +205,9 @@ export class OpenApiSchemas {
         if (changed.size > 0) {
           this.changes++;
           this.resources.clear();
-          this.paths = { at: Date.now(), value: Promise.resolve(paths) };
+          this.tell({ type: 'resources-dropped' });
+          this.paths = { at: Date.now(), value: Promise.resolve(paths), read: paths };
+          this.tell({ type: 'paths', at: this.paths.at, paths });
           onChange([...changed]);
         }
       } catch {
@@ -169,14 +224,22 @@ export class OpenApiSchemas {
     };
   }
 
-  private openApiPaths(): Promise<Record<string, { serverRelativeURL: string }>> {
+  private openApiPaths(): Promise<OpenApiPaths> {
     if (!this.paths || Date.now() - this.paths.at > FRESH_MS) {
-      const value = this.get<{ paths?: Record<string, { serverRelativeURL: string }> }>('/openapi/v3').then((d) => d.paths ?? {});
+      const value = this.get<{ paths?: OpenApiPaths }>('/openapi/v3').then((d) => d.paths ?? {});
+      const entry: Fetched<OpenApiPaths> = { at: Date.now(), value };
       // A failure is not kept: the next check asks again.
-      value.catch(() => {
-        this.paths = undefined;
-      });
-      this.paths = { at: Date.now(), value };
+      value.then(
+        (paths) => {
+          if (this.paths !== entry) return;
+          entry.read = paths;
+          this.tell({ type: 'paths', at: entry.at, paths });
+        },
+        () => {
+          if (this.paths === entry) this.paths = undefined;
+        },
+      );
+      this.paths = entry;
     }
     return this.paths.value;
   }
@@ -186,10 +249,18 @@ export class OpenApiSchemas {
     const kept = this.documents.get(path);
     if (kept?.url === url) return kept.doc;
     const doc = this.get<{ components?: { schemas?: Record<string, OpenApiSchema> } }>(url).then((d) => Object.freeze(d.components?.schemas ?? {}));
-    doc.catch(() => {
-      if (this.documents.get(path)?.doc === doc) this.documents.delete(path);
-    });
-    this.documents.set(path, { url, doc });
+    const entry: KeptDocument = { url, doc };
+    doc.then(
+      (components) => {
+        if (this.documents.get(path) !== entry) return;
+        entry.read = components;
+        this.tell({ type: 'document', path, url, components });
+      },
+      () => {
+        if (this.documents.get(path) === entry) this.documents.delete(path);
+      },
+    );
+    this.documents.set(path, entry);
     return doc;
   }
 

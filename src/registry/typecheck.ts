@@ -7,12 +7,13 @@
  * and the definite errors (failing on every kind checked), which refuse a suite on apply only when
  * it asks for that (`spec.typeCheckErrors: Deny`, or the operator's --type-check-errors=Deny for
  * those that do not say): as ValidatingAdmissionPolicy, a type error is a warning by default. The schemas come from a SchemaSource (src/kube/openapi.ts in the
- * operator); nothing here is on the request path.
+ * operator, the admission thread's copy of what it read there for the validation webhook); nothing here is on a suite's request path.
  */
 import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, RuleWithOperations, TypeCheckErrors, WebhookSpec } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { typeCheckWebhook, gvkString, type CheckedKind, type GroupVersionKind } from '../policy/typecheck/check.ts';
 import { schemaTypes, type OpenApiSchema, type SchemaTypes } from '../policy/typecheck/schema.ts';
+import { HeldElsewhere } from '../handlers/handler.ts';
 
 /** Where kinds and their schemas come from (src/kube/openapi.ts's OpenApiSchemas). */
 export interface SchemaSource {
@@ -53,19 +54,16 @@ export async function typeCheckPolicy(policy: AdmissionPolicy, source: SchemaSou
 async function typeCheckWebhooks(webhooks: { webhook: WebhookSpec; path: string }[], refuse: boolean, source: SchemaSource): Promise<SuiteTypeCheck> {
   const warnings: ExpressionWarning[] = [];
   const errors: FieldError[] = [];
-  // Type checking never changes what a suite does: what cannot be read is left unchecked (dyn), and said.
+  // Type checking never changes what a suite does: what cannot be read is left unchecked (dyn), and
+  // said. What is read elsewhere (a copy that lacks it: HeldElsewhere) ends the check, to be made there.
   let complete = true;
+  const unread = (err: unknown) => {
+    if (err instanceof HeldElsewhere) throw err;
+    complete = false;
+  };
   const reading: SchemaSource = {
-    kindsFor: (group, version, resource) =>
-      source.kindsFor(group, version, resource).catch(() => {
-        complete = false;
-        return [];
-      }),
-    schema: (gvk) =>
-      source.schema(gvk).catch(() => {
-        complete = false;
-        return undefined;
-      }),
+    kindsFor: (group, version, resource) => source.kindsFor(group, version, resource).catch((err: unknown) => (unread(err), [])),
+    schema: (gvk) => source.schema(gvk).catch((err: unknown) => (unread(err), undefined)),
   };
   for (const { webhook, path } of webhooks) {
     if (webhook.handler) continue;

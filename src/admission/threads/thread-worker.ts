@@ -2,9 +2,11 @@
  * The admission thread (see thread.ts): the HTTPS endpoint, its TLS and the suites' webhooks, in a
  * V8 isolate of their own. It holds copies of what serving reads: the suites (compiled here, as the
  * review worker compiles them), the serving certificates, the Namespaces and LimitRanges, the
- * synced params collections and the small lookup kinds. A review that reads what is not copied
- * here (HeldElsewhere: Pods, Nodes, a params collection not synced yet), the operator's own
- * webhooks, and large bodies are forwarded whole to the main thread's server.
+ * synced params collections and the small lookup kinds, and, when it answers the suite- and
+ * policy-validation webhooks (ThreadData.validation), the OpenAPI schemas read (schema-copy.ts)
+ * and the policies' limits. A review that reads what is not copied here (HeldElsewhere: Pods,
+ * Nodes, a params collection not synced yet, a schema not read or stale, a SubjectAccessReview a
+ * validation needs), the AdmissionPolicies' webhooks, and large bodies are forwarded whole to the main thread's server.
  * Makes no API call and opens no client socket; `authorizer` checks and RESTMappings are asked of
  * the main thread. Acknowledges each suite generation and certificate once it serves them.
  */
@@ -17,8 +19,11 @@ import { collectionKey, selectParams } from '../../api/params.ts';
 import type { ParamsChange } from '../../kube/objects.ts';
 import type { CachedKind, LookupChange } from '../../kube/lookups.ts';
 import { SuiteRegistry } from '../../registry/registry.ts';
+import { PolicyRegistry } from '../../registry/policies.ts';
 import { AdmissionServer, type Answered } from '../server.ts';
+import type { ParamsAccessCheck, TypeChecking } from '../suite-validation.ts';
 import { MainQuestions } from './main-questions.ts';
+import { SchemaCopy } from './schema-copy.ts';
 import { tuneHeapForAdmission } from '../v8-tuning.ts';
 import type { FromThread, Observation, ThreadData, ToThread } from './thread.ts';
 
@@ -117,9 +122,36 @@ const registry = new SuiteRegistry({
   params,
   authorizer: data.authorizer ? questions.authorizer : undefined,
   mapper: data.mapper ? questions.mapper : undefined,
+  operatorNamespace: data.operatorNamespace,
   observers,
 });
 const certificates = new CertificateStore();
+
+/**
+ * The validation webhooks, answered here as the main thread's server answers them: a write whose
+ * check needs a SubjectAccessReview (params it introduces, a Mutating policy's rules), or a schema
+ * the copy cannot give, is HeldElsewhere, so the main thread answers it whole.
+ */
+const validation = data.validation;
+const schemaCopy = validation?.typeChecking && new SchemaCopy((key) => send({ type: 'renew-schemas', key }));
+const askedThere = () => Promise.reject(new HeldElsewhere('a SubjectAccessReview'));
+const paramsAccess: ParamsAccessCheck | undefined = validation?.paramsAccess ? { refusals: askedThere, mutationRefusals: askedThere } : undefined;
+const schemas: TypeChecking | undefined = schemaCopy && {
+  kindsFor: (group, version, resource) => schemaCopy.kindsFor(group, version, resource),
+  schema: (gvk) => schemaCopy.schema(gvk),
+  byDefault: validation!.typeChecking!.byDefault,
+};
+const policyContext = validation?.policies;
+const policies =
+  policyContext &&
+  new PolicyRegistry({
+    view,
+    authorizer: policyContext.authorizer ? questions.authorizer : undefined,
+    mapper: policyContext.mapper ? questions.mapper : undefined,
+    operatorNamespace: policyContext.operatorNamespace,
+    limits: policyContext.limits,
+    protectedNamespaces: policyContext.protectedNamespaces,
+  });
 
 let nextForward = 1;
 const forwarded = new Map<number, { resolve(answer: Answered): void; reject(err: Error): void }>();
@@ -127,10 +159,13 @@ let draining = false;
 const server = new AdmissionServer({
   registry,
   certificates,
-  metrics: { countRejected: (code) => observe(['rejected', code]) },
+  metrics: { countRejected: (code) => observe(['rejected', code]), webhook: observers.webhook },
   log,
   limits: data.limits,
   draining: () => draining,
+  paramsAccess,
+  schemas,
+  ...(validation ? { validates: { policies } } : {}),
   forward: {
     to: (url, body) =>
       new Promise((resolve, reject) => {
@@ -167,6 +202,9 @@ port.on('message', (message: ToThread) => {
       return;
     case 'lookup':
       copyLookup(message.change);
+      return;
+    case 'schemas':
+      schemaCopy?.apply(message.change);
       return;
     case 'forwarded': {
       const waiting = forwarded.get(message.id);

@@ -5,9 +5,10 @@
  * Kubernetes client's traffic) cost each review about 60 us at the API server's pace (bench:e2e).
  * Owns the worker and what it is sent: every suite as synced (the worker compiles its own copy),
  * every serving certificate, the Namespaces and LimitRanges rules read, the synced params
- * collections, the small lookup kinds (COPIED_LOOKUPS), draining; and what it sends
+ * collections, the small lookup kinds (COPIED_LOOKUPS), what the OpenAPI schemas read (for the
+ * validation webhooks it answers, see AdmissionThreadOptions.validation), draining; and what it sends
  * back: requests it forwards (answered by the main thread's server, which does not listen), the
- * answers it counted (into the operator's metrics), and its acknowledgements, so that a suite is
+ * schemas it asks to be read again, the answers it counted (into the operator's metrics), and its acknowledgements, so that a suite is
  * registered only once the thread serves its generation and a CA is retired only once no
  * certificate it signed is served there. A worker that stops is started again with everything.
  */
@@ -21,6 +22,9 @@ import { LOG_LEVELS, type Logger, type LogLevel } from '../../log.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
 import type { ParamsChange } from '../../kube/objects.ts';
 import type { CachedKind, LookupChange } from '../../kube/lookups.ts';
+import type { SchemaChange } from '../../kube/openapi-state.ts';
+import type { PolicyContext, PolicyRegistry } from '../../registry/policies.ts';
+import type { TypeCheckDefault } from '../../registry/typecheck.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
 import { sizeNurseryForAdmission } from '../v8-tuning.ts';
 import { SERVING_LIMITS, type AdmissionServer, type Answered, type ListenOptions, type ServingLimits } from '../server.ts';
@@ -40,6 +44,15 @@ export interface ThreadData {
   limits?: Partial<ServingLimits>;
   authorizer: boolean;
   mapper: boolean;
+  /** The suites' (registry.context.operatorNamespace): what a suite may name there is checked as on the main thread. */
+  operatorNamespace?: string;
+  /** Present when the thread answers the validation webhooks (AdmissionThreadOptions.validation). */
+  validation?: {
+    paramsAccess: boolean;
+    typeChecking?: { byDefault?: TypeCheckDefault };
+    /** The policies' context but its clients (whether they are there: their questions go to the main thread). */
+    policies?: Pick<PolicyContext, 'limits' | 'protectedNamespaces' | 'operatorNamespace'> & { authorizer: boolean; mapper: boolean };
+  };
 }
 
 export type ToThread =
@@ -49,6 +62,7 @@ export type ToThread =
   | { type: 'mirror'; kind: MirroredKind; object: Record<string, any>; deleted: boolean }
   | { type: 'params'; change: ParamsChange }
   | { type: 'lookup'; change: LookupChange }
+  | { type: 'schemas'; change: SchemaChange }
   | { type: 'forwarded'; id: number; answer?: Answered; error?: string }
   | { type: 'draining' }
   | { type: 'flush'; id: number }
@@ -61,6 +75,7 @@ export type FromThread =
   | { type: 'synced'; name: string; uid?: string; generation: number }
   | { type: 'served'; key: string; certPem?: string }
   | { type: 'forward'; id: number; url: string; body: string | Uint8Array }
+  | { type: 'renew-schemas'; key: string }
   | { type: 'observed'; observations: Observation[]; flush?: number }
   | { type: 'log'; level: LogLevel; message: string; fields?: object }
   | { type: 'closed' }
@@ -81,6 +96,20 @@ export interface AdmissionThreadOptions {
   /** Where the thread's lines are written, and its own troubles. */
   log: Logger;
   limits?: Partial<ServingLimits>;
+  /**
+   * What the thread needs to answer the suite- and policy-validation webhooks itself, as `server`
+   * does (measured: forwarded, an apply's validation waited behind the main thread's reconciles,
+   * 13-23 ms p50 at the API server for a 1 ms check): whether `server` checks the author's access to
+   * params (a write that needs a SubjectAccessReview is then forwarded), the OpenAPI schemas it
+   * type-checks against (copied as read; `refresh` renews a read before the copy's goes stale)
+   * and its default for type errors, and the policies' registry (its limits). Without it, or
+   * without a part, what needs it is forwarded.
+   */
+  validation?: {
+    paramsAccess: boolean;
+    schemas?: { subscribe(listener: (change: SchemaChange) => void): () => void; refresh(key: string): void; byDefault?: TypeCheckDefault };
+    policies?: PolicyRegistry;
+  };
 }
 
 const WORKER = workerEntry('thread-worker', import.meta.url);
@@ -202,12 +231,30 @@ export class AdmissionThread {
   }
 
   private start(): Promise<void> {
-    const { registry, certificates, mirrors, log, limits } = this.options;
+    const { registry, certificates, mirrors, log, limits, validation } = this.options;
     const listen = { ...this.listenOptions!, ...(this.boundPort !== undefined ? { port: this.boundPort } : {}) };
     sizeNurseryForAdmission();
-    const worker = new Worker(WORKER, {
-      workerData: { listen, logLevels: LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(log.level as LogLevel) + 1), limits, authorizer: registry.context.authorizer !== undefined, mapper: registry.context.mapper !== undefined } satisfies ThreadData,
-    });
+    const policies = validation?.policies?.context;
+    const data: ThreadData = {
+      listen,
+      logLevels: LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(log.level as LogLevel) + 1),
+      limits,
+      authorizer: registry.context.authorizer !== undefined,
+      mapper: registry.context.mapper !== undefined,
+      operatorNamespace: registry.context.operatorNamespace,
+      validation: validation && {
+        paramsAccess: validation.paramsAccess,
+        typeChecking: validation.schemas && { byDefault: validation.schemas.byDefault },
+        policies: policies && {
+          limits: policies.limits,
+          protectedNamespaces: policies.protectedNamespaces,
+          operatorNamespace: policies.operatorNamespace,
+          authorizer: policies.authorizer !== undefined,
+          mapper: policies.mapper !== undefined,
+        },
+      },
+    };
+    const worker = new Worker(WORKER, { workerData: data });
     this.worker = worker;
     if (this.draining) worker.postMessage({ type: 'draining' } satisfies ToThread);
     // Everything now, then every change (the subscriptions replay what is there, in order).
@@ -221,6 +268,7 @@ export class AdmissionThread {
       ...(this.options.lookups
         ? [this.options.lookups.subscribe((change) => COPIED_LOOKUPS.has(change.kind) && worker.postMessage({ type: 'lookup', change } satisfies ToThread))]
         : []),
+      ...(validation?.schemas ? [validation.schemas.subscribe((change) => worker.postMessage({ type: 'schemas', change } satisfies ToThread))] : []),
     ];
     for (const kind of ['Namespace', 'LimitRange'] as const) {
       for (const object of mirrors[kind].list()) worker.postMessage({ type: 'mirror', kind, object: object as Record<string, any>, deleted: false } satisfies ToThread);
@@ -279,6 +327,9 @@ export class AdmissionThread {
           (err: Error) => worker.postMessage({ type: 'forwarded', id: message.id, error: err.message } satisfies ToThread),
         );
         return;
+      case 'renew-schemas':
+        this.options.validation?.schemas?.refresh(message.key);
+        return;
       case 'observed':
         this.record(message.observations);
         if (message.flush !== undefined) {
@@ -296,7 +347,10 @@ export class AdmissionThread {
     }
   }
 
-  /** The thread's counts, into the operator's metrics; those of a webhook no longer served are dropped with its series. */
+  /**
+   * The thread's counts, into the operator's metrics; those of a webhook no longer served are
+   * dropped with its series. The operator's own webhooks (suite label empty) are always served.
+   */
   private record(observations: Observation[]): void {
     const { metrics, registry } = this.options;
     for (const observation of observations) {
@@ -305,7 +359,7 @@ export class AdmissionThread {
         continue;
       }
       const [kind, suite, webhook] = observation;
-      if (!registry.webhook(suite, webhook)) continue;
+      if (suite !== '' && !registry.webhook(suite, webhook)) continue;
       if (kind === 'answered') metrics.webhook(suite, webhook).answered(observation[3], observation[4], observation[5], observation[6]);
       else metrics.webhook(suite, webhook).evaluated(observation[3], observation[4]);
     }
