@@ -11,10 +11,10 @@
 import os from 'node:os';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import { GROUP, PLURAL, POLICY_PLURAL, VERSION, type AdmissionPolicy, type AdmissionSuite } from './api/types.ts';
-import { CA_SECRET, MANAGED_BY_LABELS, OPERATOR_NAME } from './api/names.ts';
+import { CA_SECRET, MANAGED_BY_LABELS, NAMESPACED, OPERATOR_NAME } from './api/names.ts';
 import { AdmissionServer } from './admission/server.ts';
 import { AdmissionThread } from './admission/threads/thread.ts';
-import { Metrics } from './health/metrics.ts';
+import { Metrics, type AuditReading } from './health/metrics.ts';
 import { readCertificate } from './certs/x509.ts';
 import { caFromSecret } from './certs/authority.ts';
 import { CertificateStore } from './certs/store.ts';
@@ -45,6 +45,9 @@ import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
 import { PolicyRegistry } from './registry/policies.ts';
 import { Auditor } from './audit/auditor.ts';
+import { liveResults } from './audit/live.ts';
+import type { WebhookObserver } from './registry/compile.ts';
+import type { AuditScanner } from './audit/scanner.ts';
 import { NAMESPACED_KEY, NamespacedReconciler } from './controller/namespaced.ts';
 import { protectedNamespaces } from './controller/desired.ts';
 import { CachingAuthorizer, SubjectAccessReviewer } from './kube/authorizer.ts';
@@ -124,7 +127,21 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   const authorizer = options.authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig));
   // What an ownerReference's kind is served as (OwnerReferencesPermissionEnforcement), from API discovery.
   const mapper = new DiscoveryMapper(kubeConfig);
-  const registry = new SuiteRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, observers: metrics });
+  // A webhook's answers are counted; those it allowed with Warn or Audit failures are also the audit's live results.
+  const observers = {
+    webhook: (suite: string, webhook: string): WebhookObserver => {
+      const counted = metrics.webhook(suite, webhook);
+      return {
+        answered: (operation, outcome, seconds, failurePolicy) => counted.answered(operation, outcome, seconds, failurePolicy),
+        evaluated: (seconds, cost) => counted.evaluated(seconds, cost),
+        shadowed: (request, decision) => {
+          const live = auditor && liveResults(request, decision);
+          if (live) auditor!.live(suite, webhook, live.ref, live.results);
+        },
+      };
+    },
+  };
+  const registry = new SuiteRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, observers });
   // A webhook's series go with it (a suite deleted, or a webhook removed from one).
   registry.subscribe((change) =>
     'removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name))),
@@ -198,6 +215,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         lookups,
         log: componentLogger('admission'),
         limits,
+        shadowed: (suite, webhook, ref, results) => auditor?.live(suite, webhook, ref, results),
         // The validation webhooks answered in the thread, as `admission` answers them: an apply is not queued behind reconciles.
         validation: { paramsAccess: true, schemas: { subscribe: (l) => schemas.subscribe(l), refresh: (key) => schemas.refresh(key), byDefault: config.typeCheckErrors }, policies: policyRegistry },
       })
@@ -387,7 +405,14 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     caCertificates: () => caExpiries(secrets.get(CA_SECRET, config.namespace)),
     suiteConditions: () => suites.list().map((suite) => suite.status?.conditions ?? []),
     collect: thread && (() => thread.flushMetrics()),
+    // The audit's gauges are the leader's (another replica's results are stale, or none); its scans and writes, each replica's own.
+    ...(auditor && {
+      audit: () => (elector.isLeader() ? auditReading(auditor.scanner) : undefined),
+      auditReportWrites: () => auditor.scanner.reportWrites(),
+      auditIntervalSeconds: () => config.auditIntervalMs / 1e3,
+    }),
   });
+  if (auditor) auditor.scanner.onScan = (seconds) => metrics.auditScanned(seconds);
   void Promise.all([suites.synced, secrets.synced]).then(() => elector.start());
   // A CRD's schema changed: suites are type-checked again (status.typeChecking).
   const schemaChanges = schemas.watchChanges(() => watches.schemas(), SCHEMA_POLL_MS);
@@ -428,6 +453,16 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       await thread?.close();
       await admission.close();
     },
+  };
+}
+
+/** The audit's counts by suite and webhook; every AdmissionPolicy together, as the policies' webhook (suite ""). */
+function auditReading(scanner: AuditScanner): AuditReading {
+  // `<suite>/<webhook>`: a suite's name has no `/`.
+  const counts = scanner.countsBy((t) => (t.source.kind === 'AdmissionSuite' ? `${t.source.name}/${t.source.webhook}` : `/${NAMESPACED.webhook}`));
+  return {
+    objects: [...counts].map(([key, c]) => ({ suite: key.slice(0, key.indexOf('/')), webhook: key.slice(key.indexOf('/') + 1), ...c })),
+    lastScanAt: scanner.stats.lastScanAt,
   };
 }
 

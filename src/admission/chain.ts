@@ -10,7 +10,8 @@
  *   5. failurePolicy for what the chain itself lost (the worker): the webhook's, by the same
  *              internalError a compiled webhook answers its handler's throws with (registry/compile.ts);
  *   6. encode  the response, counted and logged (one line per denial and per error, what the
- *              request brought in it capped as error messages are), its connection closed while the replica drains.
+ *              request brought in it capped as error messages are), its connection closed while the replica drains;
+ *              what a rule in shadow mode (Warn, Audit) let through goes to the webhook's observer (audit/live.ts).
  * A ReviewError thrown at any step is a transport failure, answered by the server's error handler.
  * Knows no webhook's domain and no transport beyond the reply it writes to.
  */
@@ -21,6 +22,7 @@ import { capped, ECHO_LIMIT, REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LargeBody, type ReviewOffload, WorkerLostError } from './threads/offload.ts';
 import { decodeReview, encodeReviewText, parseJson } from './review.ts';
 import { utf8 } from './body.ts';
+import { shadowed } from '../audit/live.ts';
 
 /**
  * Step 1: the review in `body` (decodeReview), refused when its uid is too long to echo: the
@@ -105,12 +107,15 @@ export class AdmissionChain {
     reply: Reply,
     started: number,
     apiVersion: string,
-    { uid, operation }: Pick<AdmissionRequest, 'uid' | 'operation'>,
+    request: Pick<AdmissionRequest, 'uid' | 'operation'> & Partial<AdmissionRequest>,
     webhook: ServedWebhook,
     decision: Decision,
   ): void {
+    const { uid, operation } = request;
     const outcome = outcomeOf(decision);
     webhook.observer.answered(operation, outcome, (performance.now() - started) / 1e3, webhook.failurePolicy);
+    // What a rule being rolled out (Warn, Audit) would have denied: kept with the audit's results.
+    if (webhook.observer.shadowed && request.kind && shadowed(request, decision)) webhook.observer.shadowed(request as AdmissionRequest, decision);
     // One line per denial and per error (the request's uid finds it in the API server's audit log;
     // decode() bounds it). The denial may quote the request (a name, a value): capped.
     if (outcome === 'denied' || outcome === 'error') {

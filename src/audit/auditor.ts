@@ -12,7 +12,8 @@ import type { Kube } from '../kube/client.ts';
 import type { Logger } from '../log.ts';
 import type { CompileContext } from '../registry/compile.ts';
 import { AuditScanner } from './scanner.ts';
-import { policyTarget, suiteTargets, type AuditTarget } from './targets.ts';
+import { policyTarget, suiteTargets, type AuditTarget, type CheckResult } from './targets.ts';
+import type { ObjectRef } from './results.ts';
 import { ReportWriter } from './writer.ts';
 
 export interface AuditorDeps {
@@ -69,6 +70,11 @@ export class Auditor {
       this.owners.set(key, { generation, targets });
     }
     this.scanner.setTargets([...this.owners.values()].flatMap((o) => o.targets));
+  }
+
+  /** A request suite `suite`'s `webhook` allowed with Warn or Audit failures (the admission path's observers). */
+  live(suite: string, webhook: string, ref: ObjectRef, results: CheckResult[]): void {
+    this.scanner.live(`suite/${suite}/${webhook}`, ref, results);
   }
 
   leading(leading: boolean): void {

@@ -3,7 +3,8 @@
  * (`/api/v1`, `/apis`, `/apis/<group>/<version>`), read once per scan: wildcards expand to what is
  * served, a version of `*` is the group's preferred one, subresources are not listed. Secrets are
  * never audited: reports are readable by `view`, which cannot read Secrets, and a result's
- * message may be computed from the object. Knows nothing of targets beyond their rules.
+ * message may be computed from the object. Knows nothing of targets beyond their rules (and,
+ * for `portcullis audit`, which reads params as the operator does, the resource of a kind).
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { RuleWithOperations } from '../api/types.ts';
@@ -28,7 +29,9 @@ interface GroupList {
 }
 
 export const resourceKey = (r: Pick<ListableResource, 'group' | 'version' | 'resource'>) => `${r.group}/${r.version}/${r.resource}`;
-export const resourcePath = (r: Pick<ListableResource, 'group' | 'version' | 'resource'>) => (r.group ? `/apis/${r.group}/${r.version}/${r.resource}` : `/api/${r.version}/${r.resource}`);
+/** The collection of a resource: of every namespace, or of `namespace` alone. */
+export const resourcePath = (r: Pick<ListableResource, 'group' | 'version' | 'resource'>, namespace?: string) =>
+  `${r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`}${namespace ? `/namespaces/${encodeURIComponent(namespace)}` : ''}/${r.resource}`;
 
 /** Discovery as one scan sees it: each document read at most once. */
 export class ScanDiscovery {
@@ -55,6 +58,14 @@ export class ScanDiscovery {
       this.lists.set(key, found);
     }
     return found;
+  }
+
+  /** The resource objects of `apiVersion` and `kind` are served as (a params kind's), or undefined when none is. */
+  async ofKind(apiVersion: string, kind: string): Promise<ListableResource | undefined> {
+    const [group, version] = apiVersion.includes('/') ? apiVersion.split('/') : ['', apiVersion];
+    const list = await this.resourceList(group!, version!);
+    const found = list?.resources.find((r) => r.kind === kind && !r.name.includes('/') && r.verbs.includes('list'));
+    return found && { group: group!, version: version!, resource: found.name, kind, namespaced: found.namespaced };
   }
 
   /** The listable resources `rules` name (each once). */

@@ -34,6 +34,8 @@ export interface TargetInfo {
   /** `AdmissionSuite` or `AdmissionPolicy`, and its webhook for a suite. */
   sourceKind: string;
   webhook?: string;
+  /** `admission`: results of requests the webhook allowed with Warn or Audit failures; otherwise the scan's. */
+  origin?: 'admission';
 }
 
 interface ResultEntry {
@@ -72,7 +74,7 @@ function entriesOf(judged: JudgedObject, targets: ReadonlyMap<string, TargetInfo
         scored: true,
         timestamp: { seconds: Math.floor(since / 1000), nanos: 0 },
         resources: [judged.ref],
-        properties: { action: info.action, sourceKind: info.sourceKind, ...(info.webhook ? { webhook: info.webhook } : {}) },
+        properties: { action: info.action, sourceKind: info.sourceKind, origin: info.origin ?? 'audit', ...(info.webhook ? { webhook: info.webhook } : {}) },
       });
     }
   }

@@ -126,6 +126,31 @@ export class AuditResults {
     return counts;
   }
 
+  /**
+   * The counts of each group of targets (`groupOf` a target's group; undefined: not counted), in
+   * one pass: an object is counted once per group, judged by any of its targets, failing any.
+   */
+  countsBy(groupOf: (target: string) => string | undefined): Map<string, AuditCounts> {
+    const out = new Map<string, AuditCounts>();
+    const groups = new Map<string, boolean>();
+    for (const objects of this.byNamespace.values()) {
+      for (const judged of objects.values()) {
+        groups.clear();
+        for (const [target, results] of judged.byTarget) {
+          const group = groupOf(target);
+          if (group !== undefined) groups.set(group, groups.get(group) === true || failing(results));
+        }
+        for (const [group, fails] of groups) {
+          let counts = out.get(group);
+          if (!counts) out.set(group, (counts = { evaluated: 0, failing: 0 }));
+          counts.evaluated += 1;
+          if (fails) counts.failing += 1;
+        }
+      }
+    }
+    return out;
+  }
+
   /** Objects with a failing result under any of `targets`, each counted once. */
   failingObjects(targets: string[]): number {
     let n = 0;

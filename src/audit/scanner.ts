@@ -13,12 +13,12 @@ import { randomUUID } from 'node:crypto';
 import type { AdmissionRequest } from '../api/review.ts';
 import type { Logger } from '../log.ts';
 import { describeError, type Kube } from '../kube/client.ts';
-import { getJson } from '../kube/get-json.ts';
 import { backoffMs } from '../kube/backoff.ts';
 import { WATCH_RESTART } from '../kube/watch.ts';
 import { resourceKey, resourcePath, ScanDiscovery, type ListableResource } from './discovery.ts';
+import { listPaged, type KubeItem } from './list.ts';
 import { AuditResults, type AuditCounts, type ObjectRef } from './results.ts';
-import type { AuditTarget } from './targets.ts';
+import type { AuditTarget, CheckResult } from './targets.ts';
 import type { TargetInfo } from './reports.ts';
 import type { ReportWriter } from './writer.ts';
 
@@ -39,7 +39,11 @@ export interface AuditSummary extends AuditCounts {
   message?: string;
 }
 
-type KubeItem = { metadata?: { name?: string; namespace?: string; uid?: string; labels?: Record<string, string>; resourceVersion?: string }; [key: string]: unknown };
+/** How long new or changed targets wait to be scanned together. */
+const PENDING_DELAY_MS = 500;
+
+/** Where a target's live results (requests it allowed with Warn or Audit failures) are kept, beside its own. */
+export const liveKey = (key: string) => `${key}#admission`;
 
 /** The AdmissionRequest the API server would send for a CREATE of `object`. */
 export function storedCreate(object: KubeItem, resource: ListableResource): AdmissionRequest {
@@ -65,7 +69,25 @@ export function storedCreate(object: KubeItem, resource: ListableResource): Admi
   };
 }
 
-function refOf(object: KubeItem, resource: ListableResource): ObjectRef {
+/**
+ * The labels a stored object's namespace is judged with (undefined for a cluster-scoped object):
+ * those `known` has, else the one label the API server sets on every Namespace.
+ */
+export function namespaceLabelsOf(namespace: string | undefined, known: (namespace: string) => Record<string, string> | undefined): Record<string, string> | undefined {
+  return namespace ? (known(namespace) ?? { 'kubernetes.io/metadata.name': namespace }) : undefined;
+}
+
+/** `target`'s results for a stored object's CREATE (undefined: it does not judge it); a judge that throws is an `error`. */
+export async function judgeStored(target: AuditTarget, request: AdmissionRequest, labels: Record<string, string> | undefined): Promise<CheckResult[] | undefined> {
+  try {
+    return await target.judge(request, labels);
+  } catch (err) {
+    return [{ rule: 'judge', result: 'error', message: describeError(err) }];
+  }
+}
+
+/** What a report names a stored object by. */
+export function refOf(object: KubeItem, resource: ListableResource): ObjectRef {
   const meta = object.metadata ?? {};
   return {
     apiVersion: resource.group ? `${resource.group}/${resource.version}` : resource.version,
@@ -102,12 +124,19 @@ export class AuditScanner {
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
+  private pendingTimer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
   private published = new Map<string, string>();
   /** Called with the targets whose summary changed (to write their status). */
   onSummaries: (targets: AuditTarget[]) => void = () => undefined;
-  /** Completed full scans, and the objects judged by the last (for metrics and the bench). */
-  readonly stats = { scans: 0, objects: 0, lastScanSeconds: 0 };
+  /** Called when a full scan completes, with its duration (metrics: the scans' histogram). */
+  onScan: (seconds: number) => void = () => undefined;
+  /**
+   * Completed full scans, and the objects judged by the last (for metrics and the bench);
+   * `lastScanAt`: when (ms since the epoch) the last full scan completed, or this scanner last
+   * started if later (0 before it first started): what an overdue scan is measured from.
+   */
+  readonly stats = { scans: 0, objects: 0, lastScanSeconds: 0, lastScanAt: 0 };
 
   constructor(kube: Kube, log: Logger, writers: ReportWriter[], namespaceLabels: (namespace: string) => Record<string, string> | undefined, options: AuditOptions) {
     this.kube = kube;
@@ -124,23 +153,26 @@ export class AuditScanner {
       const now = next.get(key);
       if (!now) {
         this.results.removeTarget(key);
+        this.results.removeTarget(liveKey(key));
         this.resourcesOf.delete(key);
         this.lastRun.delete(key);
         this.problems.delete(key);
       } else if (now.source.generation !== old.source.generation) {
         this.results.removeTarget(key);
+        this.results.removeTarget(liveKey(key));
         this.pending.add(key);
       }
     }
     for (const key of next.keys()) if (!this.targets.has(key)) this.pending.add(key);
     this.targets = next;
     this.scheduleFlush();
-    if (!this.stopped && this.pending.size) this.enqueue(() => this.scan([...this.pending]));
+    if (!this.stopped && this.pending.size) this.schedulePending();
   }
 
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.stats.lastScanAt = Date.now();
     this.pending.clear();
     this.enqueue(() => this.scan(undefined));
     this.timer = setInterval(() => this.enqueue(() => this.scan(undefined)), this.options.intervalMs);
@@ -151,9 +183,22 @@ export class AuditScanner {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     if (this.flushTimer) clearTimeout(this.flushTimer);
+    if (this.pendingTimer) clearTimeout(this.pendingTimer);
+    // (a leader again later schedules anew)
+    this.flushTimer = this.pendingTimer = undefined;
     for (const w of this.watches.values()) this.stopWatch(w);
     this.watches.clear();
     await this.chain.catch(() => undefined);
+  }
+
+  /**
+   * A request `key`'s webhook allowed with Warn or Audit failures (audit/live.ts): kept as the
+   * object's admission results beside the scan's, the latest per object; not counted in status
+   * (which says what the stored objects are). Only while this replica audits (leads).
+   */
+  live(key: string, ref: ObjectRef, results: CheckResult[]): void {
+    if (this.stopped || !this.targets.has(key)) return;
+    if (this.results.set(ref, liveKey(key), results)) this.scheduleFlush();
   }
 
   summary(key: string): AuditSummary | undefined {
@@ -161,6 +206,24 @@ export class AuditScanner {
     const counts = this.results.counts(key);
     const problem = this.problems.get(key) ?? this.writers.map((w) => w.available()).find((w) => w);
     return { ...counts, ...(this.lastRun.has(key) ? { lastRun: this.lastRun.get(key) } : {}), ...(problem ? { message: problem } : {}) };
+  }
+
+  /**
+   * Objects judged and failing per group of targets (`groupOf` a target's group; undefined: not
+   * counted), each object once per group; every target's group is there, 0 before it judged
+   * anything. One pass over the results (metrics, when scraped).
+   */
+  countsBy(groupOf: (target: AuditTarget) => string | undefined): Map<string, AuditCounts> {
+    const groups = new Map<string, string | undefined>();
+    for (const [key, target] of this.targets) groups.set(key, groupOf(target));
+    const counts = this.results.countsBy((key) => groups.get(key));
+    for (const group of groups.values()) if (group !== undefined && !counts.has(group)) counts.set(group, { evaluated: 0, failing: 0 });
+    return counts;
+  }
+
+  /** Report writes (creates, updates and deletes) since start, by every writer. */
+  reportWrites(): number {
+    return this.writers.reduce((n, w) => n + w.writes, 0);
   }
 
   /** Resolves once every scan asked so far has finished (tests, the bench). */
@@ -176,12 +239,30 @@ export class AuditScanner {
   }
 
   /** Judges every object the `only` targets (all, when undefined) select. */
+  /**
+   * The targets pending, scanned together a moment later: suites applied at once (a `kubectl
+   * apply` of many) share one LIST of each kind rather than one each. A scan already queued or
+   * running leaves the newer ones to the next.
+   */
+  private schedulePending(): void {
+    if (this.pendingTimer) return;
+    this.pendingTimer = setTimeout(() => {
+      this.pendingTimer = undefined;
+      this.enqueue(() => this.scan([...this.pending]));
+    }, PENDING_DELAY_MS);
+    this.pendingTimer.unref();
+  }
+
   private async scan(only: string[] | undefined): Promise<void> {
     if (this.stopped) return;
     const keys = only ?? [...this.targets.keys()];
     for (const k of keys) this.pending.delete(k);
     const targets = keys.map((k) => this.targets.get(k)).filter((t): t is AuditTarget => t !== undefined);
-    if (targets.length === 0) return;
+    if (targets.length === 0) {
+      // A full scan with nothing to judge is done, not overdue.
+      if (!only) this.stats.lastScanAt = Date.now();
+      return;
+    }
     const started = performance.now();
     this.running = true;
     const discovery = new ScanDiscovery(this.kube.config);
@@ -223,6 +304,8 @@ export class AuditScanner {
       this.stats.scans += 1;
       this.stats.objects = objects;
       this.stats.lastScanSeconds = (performance.now() - started) / 1e3;
+      this.stats.lastScanAt = Date.now();
+      this.onScan(this.stats.lastScanSeconds);
     }
     await this.flush(!only);
   }
@@ -230,21 +313,19 @@ export class AuditScanner {
   /** Lists `resource` page by page, judging each object by `targets`; forgets what they judged that is gone. */
   private async list(resource: ListableResource, targets: AuditTarget[]): Promise<{ count: number; resourceVersion: string | undefined }> {
     const seen = new Set<string>();
-    let next: string | undefined;
-    let resourceVersion: string | undefined;
     let count = 0;
-    do {
-      const query = new URLSearchParams({ limit: String(this.options.pageSize), ...(next ? { continue: next } : {}) });
-      const page = await getJson<{ items: KubeItem[]; metadata?: { continue?: string; resourceVersion?: string } }>(this.kube.config, `${resourcePath(resource)}?${query}`);
-      for (const item of page.items ?? []) {
+    const { resourceVersion } = await listPaged(
+      this.kube.config,
+      resourcePath(resource),
+      this.options.pageSize,
+      async (item) => {
         const ref = refOf(item, resource);
         seen.add(ref.uid);
         count += 1;
         await this.judge(item, ref, resource, targets);
-      }
-      next = page.metadata?.continue || undefined;
-      resourceVersion = page.metadata?.resourceVersion;
-    } while (next && !this.stopped);
+      },
+      () => this.stopped,
+    );
     for (const target of targets) {
       for (const { namespace, uid } of this.results.judgedBy(target.key, resource.kind)) {
         if (!seen.has(uid)) this.results.set({ apiVersion: '', kind: resource.kind, name: '', namespace, uid }, target.key, undefined);
@@ -255,16 +336,10 @@ export class AuditScanner {
 
   private async judge(item: KubeItem, ref: ObjectRef, resource: ListableResource, targets: AuditTarget[]): Promise<void> {
     const request = storedCreate(item, resource);
-    const labels = ref.namespace ? (this.namespaceLabels(ref.namespace) ?? { 'kubernetes.io/metadata.name': ref.namespace }) : undefined;
+    const labels = namespaceLabelsOf(ref.namespace, this.namespaceLabels);
     for (const target of targets) {
       if (target.namespace && target.namespace !== ref.namespace) continue;
-      let results;
-      try {
-        results = await target.judge(request, labels);
-      } catch (err) {
-        results = [{ rule: 'judge', result: 'error' as const, message: describeError(err) }];
-      }
-      this.results.set(ref, target.key, results);
+      this.results.set(ref, target.key, await judgeStored(target, request, labels));
     }
   }
 
@@ -330,7 +405,11 @@ export class AuditScanner {
   private async flush(all: boolean): Promise<void> {
     if (this.running && !all) return this.scheduleFlush();
     const infos = new Map<string, TargetInfo>();
-    for (const t of this.targets.values()) infos.set(t.key, { policy: t.policy, action: t.action, sourceKind: t.source.kind, ...(t.source.webhook ? { webhook: t.source.webhook } : {}) });
+    for (const t of this.targets.values()) {
+      const info = { policy: t.policy, action: t.action, sourceKind: t.source.kind, ...(t.source.webhook ? { webhook: t.source.webhook } : {}) };
+      infos.set(t.key, info);
+      infos.set(liveKey(t.key), { ...info, origin: 'admission' });
+    }
     const dirty = new Set(this.results.takeDirty());
     if (all) for (const writer of this.writers) for (const n of writer.namespaces()) dirty.add(n);
     for (const writer of this.writers) await writer.flush(this.results, [...dirty], infos);

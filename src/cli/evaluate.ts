@@ -25,6 +25,7 @@ import { SuiteRegistry } from '../registry/registry.ts';
 import { PolicyRegistry } from '../registry/policies.ts';
 import { namespacedWebhook, policiesFor } from '../registry/namespaced.ts';
 import { compileMatchConditions, notCalledBecause, type RegisteredWebhook } from '../registry/match.ts';
+import type { PolicyLimits } from '../api/validate.ts';
 import { optionsOf, Resources } from './resources.ts';
 
 type KubeObject = Record<string, any>;
@@ -36,6 +37,10 @@ export interface Scenario {
   operation?: AdmissionRequest['operation'];
   /** The plural resource (default: a CRD's given with the objects, the built-in kind's, else the kind, lower case, pluralised). */
   resource?: string;
+  /** The group and version of the resource requested, where they are not the object's (a subresource's, such as a Deployment's Scale). */
+  resourceGroupVersion?: { group: string; version: string };
+  /** The request's name, where it is not the object's (a subresource's request, a replayed one). */
+  name?: string;
   subResource?: string;
   namespace?: string;
   userInfo?: AdmissionRequest['userInfo'];
@@ -91,6 +96,45 @@ interface Callable {
 /** Byte order, as the API server orders webhook configurations (not the locale's). */
 const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+/** The operator's default limits for AdmissionPolicies (its --namespaced-policy-* flags). */
+export const DEFAULT_POLICY_LIMITS: PolicyLimits = {
+  mutations: DEFAULTS.namespacedPolicyMutations,
+  costBudget: DEFAULTS.namespacedPolicyCostBudget,
+  ...(DEFAULTS.namespacedPolicyNamespaceCostBudget !== undefined ? { namespaceCostBudget: DEFAULTS.namespacedPolicyNamespaceCostBudget } : {}),
+  deadlineMs: DEFAULTS.namespacedPolicyDeadlineMs,
+  maxBytes: DEFAULTS.namespacedPolicyMaxBytes,
+};
+
+/** Namespace `name` as `objects` give it, with the label the API server sets on every namespace; one not given carries only that. */
+export function namespaceObject(objects: KubeObject[], name: string): KubeObject {
+  const given = objects.find((o) => o.kind === 'Namespace' && o.metadata?.name === name);
+  if (!given) return { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { [NAMESPACE_NAME_LABEL]: name } } };
+  return { ...given, metadata: { ...given.metadata, labels: { ...given.metadata?.labels, [NAMESPACE_NAME_LABEL]: name } } };
+}
+
+/**
+ * What suites read (Namespaces, LimitRanges, the handlers' lookups, params) when it is `objects`,
+ * taken as they are, never watched. `namespaced` says whether a params kind is namespaced where
+ * discovery knows; else a kind is namespaced when the objects given of it carry a namespace.
+ */
+export function objectsContext(objects: KubeObject[], namespaced?: (apiVersion: string, kind: string) => boolean | undefined): { view: ClusterView; params: ParamsSource } {
+  const view: ClusterView = {
+    namespace: (name) => namespaceObject(objects, name),
+    limitRanges: (namespace) => objects.filter((o) => o.kind === 'LimitRange' && o.metadata?.namespace === namespace),
+    list: (kind, namespace) => objects.filter((o) => o.kind === kind && (namespace === undefined || o.metadata?.namespace === namespace)),
+  };
+  const params: ParamsSource = {
+    watch: () => undefined,
+    select: (ref, requestNamespace) => {
+      const ofKind = objects.filter((o) => o.apiVersion === ref.apiVersion && o.kind === ref.kind);
+      const inNamespace = (namespace?: string) => ofKind.filter((o) => namespace === undefined || o.metadata?.namespace === namespace);
+      const isNamespaced = namespaced?.(ref.apiVersion, ref.kind) ?? (ref.namespace !== undefined || ofKind.some((o) => o.metadata?.namespace));
+      return selectParams(ref, requestNamespace, { namespaced: isNamespaced, get: (name, namespace) => inNamespace(namespace).find((o) => o.metadata?.name === name), list: inNamespace });
+    },
+  };
+  return { view, params };
+}
+
 /** Suites and AdmissionPolicies offline: the objects they may read (Namespaces, LimitRanges, params, CRDs) given with them. */
 export class OfflineCluster {
   readonly suites: AdmissionSuite[];
@@ -108,34 +152,13 @@ export class OfflineCluster {
     this.objects = objects;
     this.namespace = operatorNamespace;
     this.resources = new Resources(objects);
-    const view: ClusterView = {
-      namespace: (name) => this.namespaceObject(name),
-      limitRanges: (namespace) => objects.filter((o) => o.kind === 'LimitRange' && o.metadata?.namespace === namespace),
-      list: (kind, namespace) => objects.filter((o) => o.kind === kind && (namespace === undefined || o.metadata?.namespace === namespace)),
-    };
-    const params: ParamsSource = {
-      watch: () => undefined,
-      select: (ref, requestNamespace) => {
-        const ofKind = objects.filter((o) => o.apiVersion === ref.apiVersion && o.kind === ref.kind);
-        const inNamespace = (namespace?: string) => ofKind.filter((o) => namespace === undefined || o.metadata?.namespace === namespace);
-        // Offline there is no discovery: a kind is namespaced when the objects given of it carry a namespace.
-        const namespaced = ref.namespace !== undefined || ofKind.some((o) => o.metadata?.namespace);
-        return selectParams(ref, requestNamespace, { namespaced, get: (name, namespace) => inNamespace(namespace).find((o) => o.metadata?.name === name), list: inNamespace });
-      },
-    };
+    const { view, params } = objectsContext(objects);
     this.registry = new SuiteRegistry({ view, params, operatorNamespace });
-    // The operator's default limits for AdmissionPolicies (its --namespaced-policy-* flags).
     this.policyRegistry = new PolicyRegistry({
       view,
       params,
       operatorNamespace,
-      limits: {
-        mutations: DEFAULTS.namespacedPolicyMutations,
-        costBudget: DEFAULTS.namespacedPolicyCostBudget,
-        ...(DEFAULTS.namespacedPolicyNamespaceCostBudget !== undefined ? { namespaceCostBudget: DEFAULTS.namespacedPolicyNamespaceCostBudget } : {}),
-        deadlineMs: DEFAULTS.namespacedPolicyDeadlineMs,
-        maxBytes: DEFAULTS.namespacedPolicyMaxBytes,
-      },
+      limits: DEFAULT_POLICY_LIMITS,
       protectedNamespaces: protectedNamespaces({ namespace: operatorNamespace }),
     });
   }
@@ -199,7 +222,7 @@ export class OfflineCluster {
     let object = request.object ?? undefined;
     let patched = false;
     let rejection: string | undefined;
-    const namespaceLabels = request.namespace ? (this.namespaceObject(request.namespace).metadata?.labels ?? {}) : undefined;
+    const namespaceLabels = request.namespace ? (namespaceObject(this.objects, request.namespace).metadata?.labels ?? {}) : undefined;
     for (const type of ['Mutating', 'Validating'] as const) {
       for (const webhook of this.callables(type)) {
         const run: WebhookRun = { suite: webhook.suite, webhook: webhook.webhook, fullName: webhook.fullName, type, called: false };
@@ -230,13 +253,6 @@ export class OfflineCluster {
     const owner = webhook.suite === POLICIES ? 'admissionpolicies' : webhook.suite;
     return compileMatchConditions(owner, webhook.rules, entry.matchConditions ?? [], entry.failurePolicy ?? 'Fail', this.namespace)(request);
   }
-
-  private namespaceObject(name: string): KubeObject {
-    // Every namespace carries the label the API server sets on it; one the test does not describe carries only that.
-    const given = this.objects.find((o) => o.kind === 'Namespace' && o.metadata?.name === name);
-    if (!given) return { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { [NAMESPACE_NAME_LABEL]: name } } };
-    return { ...given, metadata: { ...given.metadata, labels: { ...given.metadata?.labels, [NAMESPACE_NAME_LABEL]: name } } };
-  }
 }
 
 /** The AdmissionRequest the API server would send for `scenario`. */
@@ -248,15 +264,16 @@ export function requestOf(scenario: Scenario, resources = new Resources()): Admi
   const kind = String(source.kind ?? '');
   if (!version || !kind) throw new Error('the object needs apiVersion and kind');
   const resource = scenario.resource ?? resources.of(group!, kind);
+  const gvr = { group: scenario.resourceGroupVersion?.group ?? group!, version: scenario.resourceGroupVersion?.version ?? version!, resource };
   const namespace = scenario.namespace ?? source.metadata?.namespace;
   return {
     uid: randomUUID(),
     kind: { group: group!, version: version!, kind },
-    resource: { group: group!, version: version!, resource },
+    resource: gvr,
     ...(scenario.subResource ? { subResource: scenario.subResource } : {}),
     requestKind: { group: group!, version: version!, kind },
-    requestResource: { group: group!, version: version!, resource },
-    name: source.metadata?.name ?? '',
+    requestResource: gvr,
+    name: scenario.name ?? source.metadata?.name ?? '',
     ...(namespace ? { namespace } : {}),
     operation,
     userInfo: scenario.userInfo ?? { username: 'portcullis-cli', groups: ['system:authenticated'] },

@@ -1,8 +1,10 @@
 /**
- * Reading the CLI's inputs: YAML or JSON files of one or more documents, and telling suites and
- * AdmissionPolicies from the other objects (RBAC, ConfigMaps, CRDs, ... which a file may hold beside them).
+ * Reading the CLI's inputs: YAML or JSON files of one or more documents (or a directory of them),
+ * and telling suites and AdmissionPolicies from the other objects (RBAC, ConfigMaps, CRDs, ...
+ * which a file may hold beside them).
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import * as yaml from 'js-yaml';
 import { GROUP, KIND, POLICY_KIND, type AdmissionPolicy, type AdmissionSuite } from '../api/types.ts';
 
@@ -24,6 +26,22 @@ export function readDocuments(file: string): KubeObject[] {
   } catch (err) {
     throw new Error(`${file}: ${(err as Error).message.split('\n')[0]}`);
   }
+}
+
+/**
+ * The files `target` names: itself, or every YAML and JSON file under a directory (in name order),
+ * test files (`*portcullis-test.yaml`, which are not objects) left out.
+ */
+export function objectFiles(target: string): string[] {
+  const stat = fs.statSync(target, { throwIfNoEntry: false });
+  if (!stat) throw new Error(`cannot read ${target}: ENOENT`);
+  if (!stat.isDirectory()) return [target];
+  return fs
+    .readdirSync(target, { recursive: true, encoding: 'utf8' })
+    .filter((name) => /\.(ya?ml|json)$/.test(name) && !name.endsWith('portcullis-test.yaml'))
+    .sort()
+    .map((name) => path.join(target, name))
+    .filter((file) => fs.statSync(file).isFile());
 }
 
 /** The one object of a file. */

@@ -2,13 +2,16 @@
 /**
  * The `portcullis` command: AdmissionSuites and AdmissionPolicies checked and run offline, with no
  * cluster, by the code that serves one (see evaluate.ts). `validate FILE...`, `test DIR|FILE...`,
- * `eval --suite FILE --object FILE ...`; `--help`, `--version`. Flags parsed with node:util
- * parseArgs. Other objects in the files (RBAC, ConfigMaps, CRDs) are read, not refused: `validate`
- * lists them as skipped, `test` and `eval` give them to the suites (params, Namespaces, the CRDs
- * that name their kinds' resources). Exit 0 when all is well, 1 when a suite or policy is refused
- * or a test fails, 2 for a usage or input error.
+ * `test --replay LOG FILE...` (replay.ts), `eval --suite FILE --object FILE ...`, `audit FILE...`
+ * (audit.ts); `--help`, `--version`. Flags parsed with node:util parseArgs. Other objects in the
+ * files (RBAC, ConfigMaps, CRDs) are read, not refused: `validate` lists them as skipped, `test`
+ * and `eval` give them to the suites (params, Namespaces, the CRDs that name their kinds'
+ * resources). Exit 0 when all is well, 1 when a suite or policy is refused, a test fails, a
+ * replayed request is answered otherwise or an audited object would be denied, 2 for a usage or
+ * input error (and an audit that could not read all it should).
  * Writes results to stdout and errors to stderr; makes no network call, but for `validate --strict`,
- * which reads the OpenAPI schemas of the cluster its kubeconfig names to type-check against them.
+ * which reads the OpenAPI schemas of the cluster its kubeconfig names to type-check against them,
+ * and `audit`, which reads (GET only, never writes) that cluster's objects.
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -16,10 +19,12 @@ import { DEFAULTS } from '../config.ts';
 import { logger } from '../log.ts';
 import { VERSION } from '../version.ts';
 import { OfflineCluster } from './evaluate.ts';
-import { isPolicy, isSuite, objectName, readDocuments, readObject, splitSuites } from './files.ts';
+import { isPolicy, isSuite, objectFiles, objectName, readDocuments, readObject, splitSuites } from './files.ts';
+import { compare, describeRequest, parseAuditLog, replayable, skippedSummary, type Difference } from './replay.ts';
 import { report, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
 import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource } from '../registry/typecheck.ts';
 import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
 
 const USAGE = `portcullis ${VERSION}: AdmissionSuites and AdmissionPolicies checked and run offline, by the code that serves them in a cluster.
 
@@ -34,15 +39,28 @@ Usage:
   portcullis test DIR|FILE...      run test files (*${TEST_FILE_SUFFIX}, searched under a DIR); print a
                                    table of results and a diff of each failure; other FILEs (CRDs,
                                    params) are objects given to every test file, as --objects
+  portcullis test --replay LOG FILE|DIR... [-o text|json]
+                                   ask the suites and AdmissionPolicies of the files again each write
+                                   request an API server's audit log recorded at RequestResponse level,
+                                   and print every one answered otherwise than recorded (exit 1 on any)
   portcullis eval --suite FILE --object FILE [--old-object FILE] [--operation CREATE|UPDATE|DELETE|CONNECT]
                   [--objects FILE]... [--namespace NS] [--resource PLURAL] [--user NAME]
                                    print the AdmissionReview response of each webhook called, the patched
                                    object and the request's result, as JSON (--suite files may hold
                                    AdmissionPolicies too)
+  portcullis audit FILE|DIR... [--kubeconfig FILE] [--namespace NS] [-o text|json]
+                                   judge the objects of a live cluster (FILE, else KUBECONFIG,
+                                   ~/.kube/config) as the background audit does, with the suites and
+                                   AdmissionPolicies of the files and nothing installed; print per
+                                   webhook the objects evaluated and those a create of would be denied,
+                                   with the messages (exit 1 on any); reads only, never writes
 
 Flags:
   --namespace NS                   the namespace of AdmissionPolicies that name none, as kubectl apply -n
-                                   (default: default; for eval, the request's namespace)
+                                   (default: default; for eval, the request's namespace); for audit,
+                                   also the one namespace whose objects are judged (else all, and the
+                                   cluster-scoped ones)
+  -o, --output text|json           how test --replay and audit print their findings (default text)
   --objects FILE                   objects the suites may read (Namespaces, LimitRanges, params) and CRDs,
                                    whose spec.names.plural is their kind's resource (test and eval)
   --operator-namespace NS          the operator's namespace, which bounds what a suite may name (${DEFAULTS.namespace})
@@ -53,7 +71,11 @@ Offline, \`authorizer\` checks are evaluation errors (no API server answers them
 namespaces and LimitRanges are the objects given (the suite files' other objects, --objects).
 A request's resource is the built-in kind's or a given CRD's plural (else guessed from the kind),
 and its options the operation's CreateOptions, UpdateOptions or DeleteOptions, as the API server's.
-Exit status: 0 all well, 1 a suite or policy refused or a test failed, 2 a usage or input error.
+An audited object is judged as a create of it; a check that reads what only a request has (the
+user, the old object, authorizer) is skipped. Secrets are never audited.
+Exit status: 0 all well, 1 a suite or policy refused, a test failed, a replayed request answered
+otherwise or an audited object would be denied, 2 a usage or input error (for audit, also a kind
+it could not list: its findings are incomplete).
 `;
 
 class UsageError extends Error {}
@@ -70,9 +92,11 @@ async function main(argv: string[]): Promise<number> {
     case 'validate':
       return validate(rest, operatorNamespace, values.namespace ?? 'default', values.strict ? await clusterSchemas(values.kubeconfig) : undefined);
     case 'test':
-      return test(rest, values);
+      return values.replay !== undefined ? replay(values.replay, rest, values, operatorNamespace) : test(rest, values);
     case 'eval':
       return evaluate(rest, values, operatorNamespace);
+    case 'audit':
+      return audit(rest, values, operatorNamespace);
     case undefined:
       throw new UsageError('no command given');
     default:
@@ -102,6 +126,8 @@ function parse(argv: string[]) {
         user: { type: 'string' },
         strict: { type: 'boolean' },
         kubeconfig: { type: 'string' },
+        output: { type: 'string', short: 'o' },
+        replay: { type: 'string' },
       },
     });
   } catch (err) {
@@ -109,18 +135,98 @@ function parse(argv: string[]) {
   }
 }
 
-/** The schemas of the cluster `kubeconfig` (else the default one) names, read only for `validate --strict`. */
-async function clusterSchemas(kubeconfig: string | undefined): Promise<SchemaSource> {
-  const [{ KubeConfig }, { OpenApiSchemas }] = await Promise.all([import('@kubernetes/client-node'), import('../kube/openapi.ts')]);
+/** The cluster `kubeconfig` (else KUBECONFIG, ~/.kube/config) names; `needs` says for what, in the error when there is none. */
+async function loadKubeConfig(kubeconfig: string | undefined, needs: string): Promise<KubeConfig> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
   const config = new KubeConfig();
   try {
     if (kubeconfig) config.loadFromFile(kubeconfig);
     else config.loadFromDefault();
   } catch (err) {
-    throw new UsageError(`--strict needs a cluster to read schemas from: ${(err as Error).message}`);
+    throw new UsageError(`${needs}: ${(err as Error).message}`);
   }
-  if (!config.getCurrentCluster()) throw new UsageError('--strict needs a cluster to read schemas from: no kubeconfig (--kubeconfig, KUBECONFIG or ~/.kube/config)');
+  if (!config.getCurrentCluster()) throw new UsageError(`${needs}: no kubeconfig (--kubeconfig, KUBECONFIG or ~/.kube/config)`);
+  return config;
+}
+
+/** The schemas of the cluster `kubeconfig` (else the default one) names, read only for `validate --strict`. */
+async function clusterSchemas(kubeconfig: string | undefined): Promise<SchemaSource> {
+  const [config, { OpenApiSchemas }] = await Promise.all([loadKubeConfig(kubeconfig, '--strict needs a cluster to read schemas from'), import('../kube/openapi.ts')]);
   return new OpenApiSchemas(config);
+}
+
+function outputFormat(values: Values): 'text' | 'json' {
+  const output = values.output ?? 'text';
+  if (output !== 'text' && output !== 'json') throw new UsageError(`-o must be text or json, not ${output}`);
+  return output;
+}
+
+/** The suites, policies and other objects of FILE|DIR arguments (and --objects), refused ones printed to stderr. */
+async function suitesOf(targets: string[], values: Values, operatorNamespace: string, what: string) {
+  if (targets.length === 0) throw new UsageError(`${what} needs at least one FILE or DIR of AdmissionSuites and AdmissionPolicies`);
+  const documents = targets.flatMap(objectFiles).flatMap(readDocuments);
+  const split = splitSuites(documents, values.namespace ?? 'default');
+  if (split.suites.length + split.policies.length === 0) throw new UsageError(`${targets.join(', ')}: no AdmissionSuite or AdmissionPolicy`);
+  for (const file of values.objects ?? []) split.objects.push(...readDocuments(file));
+  const refused = await new OfflineCluster(split.suites, split.objects, operatorNamespace, split.policies).refusals();
+  if (refused.length) process.stderr.write(`${refused.map((r) => r.message).join('\n')}\n`);
+  return { ...split, refused: refused.length > 0 };
+}
+
+async function audit(targets: string[], values: Values, operatorNamespace: string): Promise<number> {
+  const output = outputFormat(values);
+  const { suites, policies, objects, refused } = await suitesOf(targets, values, operatorNamespace, 'audit');
+  if (refused) return 1;
+  const kubeConfig = await loadKubeConfig(values.kubeconfig, 'audit needs a cluster to read objects from');
+  const { auditCluster, auditText, wouldDeny } = await import('./audit.ts');
+  const found = await auditCluster({ kubeConfig, suites, policies, objects, operatorNamespace, ...(values.namespace ? { namespace: values.namespace } : {}) });
+  process.stdout.write(output === 'json' ? `${JSON.stringify(found, null, 2)}\n` : auditText(found));
+  for (const problem of found.problems) process.stderr.write(`portcullis: ${problem}\n`);
+  // A denial found is an answer even when the audit is incomplete; an incomplete one that found none is not.
+  if (found.webhooks.some((w) => w.objects.some((o) => wouldDeny(o.results)))) return 1;
+  return found.problems.length ? 2 : 0;
+}
+
+async function replay(log: string, targets: string[], values: Values, operatorNamespace: string): Promise<number> {
+  const output = outputFormat(values);
+  const { suites, policies, objects, refused } = await suitesOf(targets, values, operatorNamespace, 'test --replay');
+  if (refused) return 1;
+  let text: string;
+  try {
+    text = fs.readFileSync(log, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read ${log}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  const { requests, skipped, namespaces } = replayable(parseAuditLog(text, log));
+  if (requests.length === 0) throw new Error(`${log}: no write request to replay${skipped.length ? ` (${skippedSummary(skipped).join('; ')})` : ''}`);
+  // The Namespaces the files give, else as the log last recorded them (their labels select webhooks).
+  const given = new Set(objects.filter((o) => o.kind === 'Namespace').map((o) => (o.metadata as { name?: string } | undefined)?.name));
+  const cluster = new OfflineCluster(suites, [...objects, ...namespaces.filter((n) => !given.has(n.metadata?.name))], operatorNamespace, policies);
+  const known = new Set([...given, ...namespaces.map((n) => n.metadata?.name)]);
+  const unknown = [...new Set(requests.map((r) => r.scenario.namespace).filter((n): n is string => n !== undefined && !known.has(n)))].sort();
+  // A namespaceSelector would see only the name label there: said, since it may be why a request differs.
+  if (unknown.length) process.stderr.write(`portcullis: namespaces neither given (--objects) nor recorded in the log, taken with their name label only: ${unknown.join(', ')}\n`);
+  const differences: Difference[] = [];
+  let compared = 0;
+  for (const request of requests) {
+    const answer = compare(request.recorded, await cluster.evaluate(request.scenario));
+    if (answer.reason) {
+      skipped.push({ line: request.line, event: request.event, reason: answer.reason });
+      continue;
+    }
+    compared++;
+    if (answer.differs) differences.push({ line: request.line, request: describeRequest(request), ...answer.differs });
+  }
+  if (output === 'json') {
+    const notReplayed = skipped.map((s) => ({ line: s.line, auditID: s.event.auditID, reason: s.reason }));
+    process.stdout.write(`${JSON.stringify({ replayed: compared, differences, notReplayed }, null, 2)}\n`);
+  } else {
+    const lines = differences.map((d) => `${log}:${d.line}: ${d.request}\n  recorded: ${d.recorded}\n  replayed: ${d.replayed}`);
+    lines.push(`${differences.length} of ${compared} replayed requests answered otherwise than recorded`);
+    if (skipped.length) lines.push(`${skipped.length} not replayed:`, ...skippedSummary(skipped).map((l) => `  ${l}`));
+    process.stdout.write(`${lines.join('\n')}\n`);
+  }
+  return differences.length ? 1 : 0;
 }
 
 /**

@@ -3,8 +3,9 @@
  * bounded labels (suite and webhook names, operations, decisions; never an object's name,
  * namespace or uid). Owns the metric objects and a small recording API; the request path records
  * through WebhookMetrics resolved once per webhook (webhook-metrics.ts). Values that are state
- * (certificate expiry, leadership, queue depth, suites by condition) are read from the sources
- * the operator attaches, when scraped. Records nothing by itself and makes no calls.
+ * (certificate expiry, leadership, queue depth, suites by condition, the background audit's
+ * counts) are read from the sources the operator attaches, when scraped. Records nothing by
+ * itself and makes no calls.
  */
 import client from 'prom-client';
 import { VERSION } from '../version.ts';
@@ -25,7 +26,27 @@ export interface MetricSources {
   queueDepth?(): number;
   /** Brings in what was counted elsewhere (the admission thread's answers) before a scrape is rendered. */
   collect?(): Promise<void>;
+  /** The background audit as it stands, read once a scrape; undefined while this replica does not audit (it does not lead, or --audit=false). */
+  audit?(): AuditReading | undefined;
+  /** Report writes the background audit made since start (each replica its own, as it led). */
+  auditReportWrites?(): number;
+  /** The full audit scan's interval (--audit-interval), in seconds; undefined with --audit=false. */
+  auditIntervalSeconds?(): number | undefined;
 }
+
+/** What the background audit's gauges report (the leader's). */
+export interface AuditReading {
+  /**
+   * Objects judged and failing, by suite and webhook: every AdmissionPolicy together under suite
+   * "" and the policies' webhook (a policy is a namespace's object: never a label).
+   */
+  objects: Iterable<{ suite: string; webhook: string; evaluated: number; failing: number }>;
+  /** When the last full scan completed, or the audit started on this replica if later (ms since the epoch). */
+  lastScanAt: number;
+}
+
+/** Full audit scans: from a fraction of a second (a few objects) to minutes (a large cluster). */
+export const AUDIT_SCAN_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
 
 /** The work-queue keys the controller reconciles, as a bounded label (never a suite's name). */
 export type ReconcileKind = 'suite' | 'ca' | 'suite-validation' | 'orphans' | 'namespaced';
@@ -55,6 +76,9 @@ export class Metrics {
   private readonly reconcileDuration: client.Histogram<'kind' | 'result'>;
   private readonly reconcileErrors: client.Counter<'kind'>;
   private readonly retries: client.Counter<'kind'>;
+  private readonly auditScans: client.Histogram;
+  /** The audit as read for the last scrape rendered (its gauges read it once a scrape, not once each: counting walks every result). */
+  private auditNow: AuditReading | undefined;
 
   constructor(sources: MetricSources = {}) {
     this.sources = sources;
@@ -194,6 +218,60 @@ export class Metrics {
         this.inc(read((s) => s.writes?.() ?? 0));
       },
     });
+
+    // The background audit (src/audit), the leader's: another replica reports no objects, and 0 as its last scan.
+    const audit = () => this.auditNow;
+    new client.Gauge({
+      name: 'portcullis_audit_objects',
+      help: 'Objects the background audit judged, by suite and webhook (every AdmissionPolicy together: suite "", webhook admissionpolicies.admission.portcullis.dev); only the leader reports them.',
+      labelNames: ['suite', 'webhook'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { suite, webhook, evaluated } of audit()?.objects ?? []) this.set({ suite, webhook }, evaluated);
+      },
+    });
+    new client.Gauge({
+      name: 'portcullis_audit_failing_objects',
+      help: "Objects the background audit found failing (a fail or error result: a [Warn]-only webhook's warnings are not failures), by suite and webhook as portcullis_audit_objects; only the leader reports them.",
+      labelNames: ['suite', 'webhook'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { suite, webhook, failing } of audit()?.objects ?? []) this.set({ suite, webhook }, failing);
+      },
+    });
+    new client.Gauge({
+      name: 'portcullis_audit_last_scan_timestamp_seconds',
+      help: 'When the last full audit scan completed (Unix time), or this replica began auditing if later; 0 on a replica that does not audit (not the leader, or --audit=false).',
+      registers,
+      collect() {
+        this.set((audit()?.lastScanAt ?? 0) / 1e3);
+      },
+    });
+    new client.Gauge({
+      name: 'portcullis_audit_interval_seconds',
+      help: 'The interval of full audit scans (--audit-interval); 0 with --audit=false.',
+      registers,
+      collect() {
+        this.set(read((s) => s.auditIntervalSeconds?.()) ?? 0);
+      },
+    });
+    this.auditScans = new client.Histogram({
+      name: 'portcullis_audit_scan_duration_seconds',
+      help: 'Time of each full audit scan this replica completed: listing and judging every object the audited suites and policies select (its _count: the scans).',
+      buckets: AUDIT_SCAN_BUCKETS,
+      registers,
+    });
+    new client.Counter({
+      name: 'portcullis_audit_report_writes_total',
+      help: "Writes of the background audit's reports (creates, updates, deletes of Reports, ClusterReports and, with --policy-reports, PolicyReports), also counted in portcullis_api_writes_total.",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(read((s) => s.auditReportWrites?.() ?? 0));
+      },
+    });
     new client.Gauge({
       name: 'portcullis_build_info',
       help: 'Always 1; the labels are the operator version and the Node.js version running it.',
@@ -242,6 +320,11 @@ export class Metrics {
     if (result === 'error') this.reconcileErrors.inc({ kind });
   }
 
+  /** A full audit scan completed (the scanner's observer). */
+  auditScanned(seconds: number): void {
+    this.auditScans.observe(seconds);
+  }
+
   /** A failed key scheduled again with backoff. */
   retried(kind: ReconcileKind): void {
     this.retries.inc({ kind });
@@ -252,6 +335,7 @@ export class Metrics {
   /** The text exposition: this operator's metrics, then the process's runtime metrics. */
   async render(): Promise<string> {
     await this.sources.collect?.();
+    this.auditNow = this.sources.audit?.();
     return (await this.registry.metrics()) + (await runtimeRegistry().metrics());
   }
 }

@@ -42,6 +42,8 @@ export interface WebhookObserver {
   answered(operation: string, outcome: Outcome, seconds: number, failurePolicy: FailurePolicy): void;
   /** One synchronous evaluation of its CEL rules: the time and the cost it spent. */
   evaluated(seconds: number, cost: number): void;
+  /** A request it allowed with Warn or Audit failures (audit/live.ts): where the background audit keeps them. */
+  shadowed?(request: AdmissionRequest, decision: Decision): void;
 }
 
 export const NO_OBSERVER: WebhookObserver = { answered: () => undefined, evaluated: () => undefined };

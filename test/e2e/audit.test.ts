@@ -4,7 +4,8 @@
  * validation's message; fixing one turns it to `pass` within seconds; a validation that reads the
  * request's user is `skip` with the reason; a team's AdmissionPolicy is audited in its namespace;
  * the suite's and the policy's status say how many fail; deleting the suite removes its results;
- * a namespace's `view` user reads its Report and no other namespace's. And a messageExpression
+ * a namespace's `view` user reads its Report and no other namespace's; what a rule in shadow mode
+ * (Audit) let through at admission is in the report too, beside the scan's result. And a messageExpression
  * that would print a Secret never reaches a report: Secrets are never audited.
  */
 import { expect } from 'chai';
@@ -38,6 +39,15 @@ const spec: SuiteSpec = {
         { expression: "has(object.metadata.labels) && 'owner' in object.metadata.labels", messageExpression: "'configmap ' + object.metadata.name + ' has no owner label'" },
         { expression: "request.userInfo.username != 'mallory'", message: 'mallory may not write configmaps' },
       ],
+    },
+    {
+      // Audit: in shadow mode; only a request says who wrote it, so the scan skips it and the live results tell.
+      name: 'audited',
+      type: 'Validating',
+      validationActions: ['Audit'],
+      namespaceSelector: { matchLabels: { 'audit-e2e': 'yes' } },
+      rules: configmaps,
+      validations: [{ expression: "request.userInfo.username != 'mallory'", message: 'mallory may not write configmaps (audited)' }],
     },
     {
       name: 'secret-words',
@@ -78,7 +88,7 @@ describe('background audit: OpenReports of the objects already there', function 
   before(async function () {
     await ensureNamespace(NS, { 'audit-e2e': 'yes' });
     await ensureNamespace(OTHER, { 'audit-e2e': 'yes' });
-    for (const name of ['bad', 'good', 'fixed']) await deleteIfExists(cluster().kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS } });
+    for (const name of ['bad', 'good', 'fixed', 'by-mallory', 'by-admin']) await deleteIfExists(cluster().kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS } });
     await createConfigMap(NS, 'bad');
     await createConfigMap(NS, 'fixed');
     await createConfigMap(NS, 'good', {}, { owner: 'team-a' });
@@ -187,6 +197,41 @@ describe('background audit: OpenReports of the objects already there', function 
       },
       { what: "the policy's status.audit", timeoutMs: 30_000 },
     );
+  });
+
+  it('records what a rule in shadow mode (Audit) let through at admission, beside the scan\'s skip', async function () {
+    await apply(cluster().kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'mallory', namespace: NS }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['create'] }] });
+    await apply(cluster().kube, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'mallory', namespace: NS },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'mallory' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'mallory' }],
+    });
+    await eventually(async () => {
+      const created = await kubectl(['create', 'configmap', 'by-mallory', '-n', NS, '--as=mallory']);
+      if (created.code !== 0 && !created.stderr.includes('AlreadyExists')) throw new Error(created.stderr);
+    }, { what: 'mallory to create a configmap' });
+    const results = await eventually(
+      async () => {
+        const found = (await resultsOf(NS)).filter((r) => r.policy === `${SUITE}/audited` && r.resources[0]?.name === 'by-mallory');
+        if (!found.some((r) => r.properties?.origin === 'admission')) throw new Error(`no live result yet: ${JSON.stringify(found)}`);
+        return found;
+      },
+      { what: 'the live result of the audited webhook', timeoutMs: 20_000 },
+    );
+    const live = results.find((r) => r.properties?.origin === 'admission')!;
+    expect(live).to.include({ rule: 'validations[0]', result: 'fail', message: 'mallory may not write configmaps (audited)' });
+    expect(live.properties).to.include({ action: 'Audit' });
+    // The scan judges the stored object too, and cannot tell who wrote it.
+    await eventually(async () => {
+      const scanned = (await resultsOf(NS)).find((r) => r.policy === `${SUITE}/audited` && r.resources[0]?.name === 'by-mallory' && r.properties?.origin === 'audit');
+      expect(scanned?.result).to.equal('skip');
+    }, { what: 'the scan\'s skip for the same object', timeoutMs: 20_000 });
+    // A request by anyone else leaves no live failure.
+    await cluster().kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'by-admin' } } }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect((await resultsOf(NS)).filter((r) => r.resources[0]?.name === 'by-admin' && r.properties?.origin === 'admission' && r.policy === `${SUITE}/audited`)).to.deep.equal([]);
   });
 
   it("lets a namespace's view user read its reports, and no other namespace's", async function () {

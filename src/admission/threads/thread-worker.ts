@@ -25,6 +25,7 @@ import type { ParamsAccessCheck, TypeChecking } from '../suite-validation.ts';
 import { MainQuestions } from './main-questions.ts';
 import { SchemaCopy } from './schema-copy.ts';
 import { tuneHeapForAdmission } from '../v8-tuning.ts';
+import { liveResults } from '../../audit/live.ts';
 import type { FromThread, Observation, ThreadData, ToThread } from './thread.ts';
 
 const port = parentPort!;
@@ -113,6 +114,10 @@ const observers = {
   webhook: (suite: string, webhook: string): WebhookObserver => ({
     answered: (operation, outcome, seconds, failurePolicy) => observe(['answered', suite, webhook, operation, outcome, seconds, failurePolicy]),
     evaluated: (seconds, cost) => observe(['evaluated', suite, webhook, seconds, cost]),
+    shadowed: (request, decision) => {
+      const live = liveResults(request, decision);
+      if (live) observe(['shadowed', suite, webhook, live.ref, live.results]);
+    },
   }),
 };
 

@@ -16,6 +16,8 @@ import { Worker } from 'node:worker_threads';
 import { workerEntry } from '../../app-files.ts';
 import type { AdmissionSuite, FailurePolicy } from '../../api/types.ts';
 import type { Outcome } from '../../api/review.ts';
+import type { ObjectRef } from '../../audit/results.ts';
+import type { CheckResult } from '../../audit/targets.ts';
 import type { CertificateStore } from '../../certs/store.ts';
 import type { Metrics } from '../../health/metrics.ts';
 import { LOG_LEVELS, type Logger, type LogLevel } from '../../log.ts';
@@ -35,6 +37,7 @@ export type MirroredKind = 'Namespace' | 'LimitRange';
 export type Observation =
   | ['answered', suite: string, webhook: string, operation: string, outcome: Outcome, seconds: number, failurePolicy: FailurePolicy]
   | ['evaluated', suite: string, webhook: string, seconds: number, cost: number]
+  | ['shadowed', suite: string, webhook: string, ref: ObjectRef, results: CheckResult[]]
   | ['rejected', code: string];
 
 export interface ThreadData {
@@ -87,6 +90,8 @@ export interface AdmissionThreadOptions {
   registry: SuiteRegistry;
   certificates: CertificateStore;
   metrics: Metrics;
+  /** Where a request a suite webhook allowed with Warn or Audit failures goes (the background audit's live results, audit/live.ts). */
+  shadowed?: (suite: string, webhook: string, ref: ObjectRef, results: CheckResult[]) => void;
   /** The caches the thread's copies of Namespaces and LimitRanges start from (mirror() keeps them current). */
   mirrors: Record<MirroredKind, { list(): { metadata?: unknown }[] }>;
   /** The params collections the main thread watches, copied as they sync and change; without it, every webhook with params is answered by the main thread. */
@@ -361,6 +366,7 @@ export class AdmissionThread {
       const [kind, suite, webhook] = observation;
       if (suite !== '' && !registry.webhook(suite, webhook)) continue;
       if (kind === 'answered') metrics.webhook(suite, webhook).answered(observation[3], observation[4], observation[5], observation[6]);
+      else if (kind === 'shadowed') this.options.shadowed?.(suite, webhook, observation[3], observation[4]);
       else metrics.webhook(suite, webhook).evaluated(observation[3], observation[4]);
     }
   }

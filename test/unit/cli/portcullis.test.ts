@@ -98,7 +98,7 @@ spec:
   it('has --help and --version, and refuses an unknown command or flag with exit 2', async function () {
     const help = await runCli(['--help']);
     expect(help.code).to.equal(0);
-    for (const command of ['portcullis validate FILE', 'portcullis test DIR|FILE', 'portcullis eval --suite FILE --object FILE']) expect(help.stdout).to.contain(command);
+    for (const command of ['portcullis validate FILE', 'portcullis test DIR|FILE', 'portcullis test --replay LOG FILE|DIR', 'portcullis eval --suite FILE --object FILE', 'portcullis audit FILE|DIR']) expect(help.stdout).to.contain(command);
     expect((await runCli(['--version'])).stdout).to.equal(`portcullis 0.1.0 (Node.js ${process.version})\n`);
     const unknown = await runCli(['lint']);
     expect(unknown.code).to.equal(2);

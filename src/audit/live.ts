@@ -1,0 +1,47 @@
+/**
+ * audit: the live results of rules being rolled out. A request a suite webhook answered with Warn
+ * or Audit failures (allowed, so nobody was stopped) is what the webhook would have denied: its
+ * failures, per validation where the `validation_failure` audit annotation says which, become the
+ * results of the object it wrote, beside the background audit's (reports.ts names them
+ * `source: admission`). Dry runs are not results: nothing was written. Pure: the admission
+ * thread and the main thread both call it; no I/O, no state.
+ */
+import type { AdmissionRequest, Decision } from '../api/review.ts';
+import type { ObjectRef } from './results.ts';
+import type { CheckResult } from './targets.ts';
+
+/** The audit annotation VAP (and a suite webhook) lists its Audit failures under, as JSON. */
+const VALIDATION_FAILURE = 'validation_failure';
+
+/** Whether `decision` holds failures that did not deny (Warn, Audit): cheap, for the request path. */
+export function shadowed(request: Pick<AdmissionRequest, 'dryRun'>, decision: Decision): boolean {
+  return decision.allowed && !request.dryRun && (decision.warnings !== undefined || decision.auditAnnotations?.[VALIDATION_FAILURE] !== undefined);
+}
+
+/** The object `request` wrote and the failures `decision` let through, or undefined when it names no object. */
+export function liveResults(request: AdmissionRequest, decision: Decision): { ref: ObjectRef; results: CheckResult[] } | undefined {
+  const object = (request.object ?? request.oldObject) as { metadata?: { name?: string; namespace?: string; uid?: string } } | null | undefined;
+  const name = object?.metadata?.name || request.name;
+  if (!name || request.subResource) return undefined;
+  const namespace = request.namespace || object?.metadata?.namespace;
+  const { group, version, kind } = request.kind;
+  const ref: ObjectRef = {
+    apiVersion: group ? `${group}/${version}` : version,
+    kind,
+    name,
+    ...(namespace ? { namespace } : {}),
+    uid: object?.metadata?.uid || `${namespace ?? ''}/${name}`,
+  };
+  const results: CheckResult[] = [];
+  const audited = decision.auditAnnotations?.[VALIDATION_FAILURE];
+  if (audited) {
+    try {
+      for (const f of JSON.parse(audited) as { message?: string; expressionIndex?: number }[]) results.push({ rule: `validations[${f.expressionIndex ?? 0}]`, result: 'fail', message: f.message ?? '' });
+    } catch {
+      // not ours to judge: an annotation that is not VAP's JSON is left out
+    }
+  }
+  // Warn and Audit together report each failure twice: the annotation's entries name the validation.
+  if (results.length === 0) for (const warning of decision.warnings ?? []) results.push({ rule: 'warning', result: 'warn', message: warning });
+  return results.length ? { ref, results } : undefined;
+}
