@@ -97,3 +97,33 @@ export class ScanDiscovery {
     return [...out.values()];
   }
 }
+
+/**
+ * The resources `targets` name, each once, with the targets that name it: each kind is listed
+ * once and judged by all of them. `resolved` hears each target's resources, or why they could
+ * not be resolved (the target is then left out).
+ */
+export async function targetsByResource<T extends { rules: RuleWithOperations[] }>(
+  discovery: ScanDiscovery,
+  targets: T[],
+  resolved: (target: T, resources: ListableResource[] | { error: unknown }) => void,
+): Promise<Map<string, { resource: ListableResource; targets: T[] }>> {
+  const byResource = new Map<string, { resource: ListableResource; targets: T[] }>();
+  for (const target of targets) {
+    let resources: ListableResource[];
+    try {
+      resources = await discovery.resolve(target.rules);
+    } catch (error) {
+      resolved(target, { error });
+      continue;
+    }
+    resolved(target, resources);
+    for (const resource of resources) {
+      const key = resourceKey(resource);
+      const entry = byResource.get(key) ?? { resource, targets: [] };
+      entry.targets.push(target);
+      byResource.set(key, entry);
+    }
+  }
+  return byResource;
+}

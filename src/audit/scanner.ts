@@ -15,7 +15,7 @@ import type { Logger } from '../log.ts';
 import { describeError, type Kube } from '../kube/client.ts';
 import { backoffMs } from '../kube/backoff.ts';
 import { WATCH_RESTART } from '../kube/watch.ts';
-import { resourceKey, resourcePath, ScanDiscovery, type ListableResource } from './discovery.ts';
+import { resourceKey, resourcePath, ScanDiscovery, targetsByResource, type ListableResource } from './discovery.ts';
 import { listPaged, type KubeItem } from './list.ts';
 import { AuditResults, type AuditCounts, type ObjectRef } from './results.ts';
 import type { AuditTarget, CheckResult } from './targets.ts';
@@ -266,24 +266,11 @@ export class AuditScanner {
     const started = performance.now();
     this.running = true;
     const discovery = new ScanDiscovery(this.kube.config);
-    const byResource = new Map<string, { resource: ListableResource; targets: AuditTarget[] }>();
-    for (const target of targets) {
-      let resources: ListableResource[];
-      try {
-        resources = await discovery.resolve(target.rules);
-      } catch (err) {
-        this.problems.set(target.key, `discovery failed: ${describeError(err)}`);
-        continue;
-      }
+    const byResource = await targetsByResource(discovery, targets, (target, resources) => {
+      if ('error' in resources) return void this.problems.set(target.key, `discovery failed: ${describeError(resources.error)}`);
       this.resourcesOf.set(target.key, resources);
       this.problems.delete(target.key);
-      for (const resource of resources) {
-        const key = resourceKey(resource);
-        const entry = byResource.get(key) ?? { resource, targets: [] };
-        entry.targets.push(target);
-        byResource.set(key, entry);
-      }
-    }
+    });
     let objects = 0;
     for (const { resource, targets: judging } of byResource.values()) {
       if (this.stopped) return;

@@ -13,7 +13,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { AdmissionPolicy, AdmissionSuite, ParamsRef } from '../api/types.ts';
 import { DEFAULTS } from '../config.ts';
 import { describeError } from '../kube/client.ts';
-import { resourceKey, resourcePath, ScanDiscovery, type ListableResource } from '../audit/discovery.ts';
+import { resourcePath, ScanDiscovery, targetsByResource } from '../audit/discovery.ts';
 import { listPaged, type KubeItem } from '../audit/list.ts';
 import { judgeStored, namespaceLabelsOf, refOf, storedCreate } from '../audit/scanner.ts';
 import { policyTarget, suiteTargets, type AuditTarget, type CheckResult, type TargetSource } from '../audit/targets.ts';
@@ -114,21 +114,9 @@ export async function auditCluster(request: AuditRequest): Promise<AuditOutput> 
   ];
 
   // As the scanner does: each resource listed once, judged by every target that names it.
-  const byResource = new Map<string, { resource: ListableResource; targets: AuditTarget[] }>();
-  for (const target of targets) {
-    let resources: ListableResource[];
-    try {
-      resources = await discovery.resolve(target.rules);
-    } catch (err) {
-      problems.push(`${target.policy}: discovery failed: ${describeError(err)}`);
-      continue;
-    }
-    for (const resource of resources) {
-      const entry = byResource.get(resourceKey(resource)) ?? { resource, targets: [] };
-      entry.targets.push(target);
-      byResource.set(resourceKey(resource), entry);
-    }
-  }
+  const byResource = await targetsByResource(discovery, targets, (target, resources) => {
+    if ('error' in resources) problems.push(`${target.policy}: discovery failed: ${describeError(resources.error)}`);
+  });
   const found = new Map<string, AuditedObject[]>(targets.map((t) => [t.key, []]));
   for (const { resource, targets: judging } of byResource.values()) {
     if (only !== undefined && !resource.namespaced) continue;
