@@ -1,11 +1,16 @@
 /**
  * AlwaysPullImages, after the Kubernetes admission plugin of that name: every container's
  * imagePullPolicy becomes Always, so a Pod cannot use an image pulled by someone else's
- * credentials. On UPDATE only containers whose image changed are touched, as upstream.
+ * credentials. On UPDATE only containers whose image changed are touched, as upstream; like
+ * upstream it looks at Pods proper only, not at subresources (pods/ephemeralcontainers included).
+ * The validating side refuses in the plugin's words and code (403): the plugin makes one Forbidden
+ * error per container and the API server answers with the first (init containers, containers,
+ * ephemeral containers, in order), so only that one is named.
  */
-import { allowed, denied, patched, type AdmissionRequest } from '../api/review.ts';
+import { allowed, patched, type AdmissionRequest } from '../api/review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { Handler } from './handler.ts';
+import { forbidden } from './errors.ts';
 
 const CONTAINER_LISTS = ['initContainers', 'containers', 'ephemeralContainers'] as const;
 
@@ -24,7 +29,7 @@ function podSpec(object: unknown): PodSpec | undefined {
 /** Upstream skips UPDATEs that bring no new image: old Pods keep running as they are. */
 function isRelevant(request: AdmissionRequest): boolean {
   if (request.resource.resource !== 'pods' || request.resource.group !== '') return false;
-  if (request.subResource && request.subResource !== 'ephemeralcontainers') return false;
+  if (request.subResource) return false;
   if (request.operation === 'CREATE') return true;
   if (request.operation !== 'UPDATE') return false;
   const oldImages = new Set(CONTAINER_LISTS.flatMap((list) => (podSpec(request.oldObject)?.[list] ?? []).map((c) => c.image)));
@@ -54,8 +59,9 @@ export const alwaysPullImages: Handler<Record<string, never>> = {
     if (!isRelevant(request)) return allowed();
     const spec = podSpec(request.object);
     for (const list of CONTAINER_LISTS) {
-      const container = spec?.[list]?.find((c) => c.imagePullPolicy !== 'Always');
-      if (container) return denied(`spec.${list}[${spec![list]!.indexOf(container)}].imagePullPolicy: Unsupported value: "${container.imagePullPolicy ?? ''}": supported values: "Always"`, 'Invalid');
+      const i = spec?.[list]?.findIndex((c) => c.imagePullPolicy !== 'Always') ?? -1;
+      if (i < 0) continue;
+      return forbidden(request, `spec.${list}[${i}].imagePullPolicy: Unsupported value: "${spec![list]![i]!.imagePullPolicy ?? ''}": supported values: "Always"`);
     }
     return allowed();
   },

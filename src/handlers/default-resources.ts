@@ -18,13 +18,18 @@
  * bound the Pod's effective requests and limits (the sum of its containers and restartable init
  * containers, or the largest init container if that is larger; pod-level resources when set);
  * PersistentVolumeClaim items bound spec.resources.requests. An UPDATE of an object being deleted
- * is never refused. Every violation is listed in one denial (403, as upstream's Forbidden).
+ * is never refused. Refused in the plugin's words and code (403): `pods "web" is forbidden:
+ * <violation>`, several violations of one LimitRange as `[<a>, <b>]` (repeats once), as upstream's
+ * aggregated errors read. When several LimitRanges refuse, the plugin makes one Forbidden error of
+ * each and the API server answers with the first alone: here the first by name (the plugin's
+ * order is its informer's, which is not fixed). The annotation reads `LimitRanger plugin set: ...`.
  */
-import { allowed, denied, patched, type AdmissionRequest } from '../api/review.ts';
+import { allowed, patched, type AdmissionRequest } from '../api/review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { compare, exceedsRatio, formatQuantity, parseQuantity, ratioString, sign, type Quantity } from '../k8s/quantity.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
+import { aggregate, forbidden } from './errors.ts';
 import { isPod, metadataOf, pointer, podSpecOf, type Container, type PodSpec, type ResourceList } from './pods.ts';
 import { podTotals, quantities, type Quantities } from './pod-resources.ts';
 
@@ -49,18 +54,17 @@ export interface DefaultResourcesConfig {
 }
 
 interface Range {
-  source: string;
   items: LimitRangeItem[];
 }
 
-/** The LimitRanges that apply in `namespace`, or the config's limits when it has none. */
+/** The LimitRanges that apply in `namespace` (by name), or the config's limits when it has none. */
 export function rangesFor(namespace: string, config: DefaultResourcesConfig, view: ClusterView): Range[] {
   const found = view
     .limitRanges(namespace)
     .map((lr) => ({ name: String(metadataOf(lr)?.name ?? ''), items: (lr.spec?.limits ?? []) as LimitRangeItem[] }))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  if (found.length) return found.map((lr) => ({ source: `LimitRange "${lr.name}" of namespace "${namespace}"`, items: lr.items }));
-  return config.limits.length ? [{ source: "the limits of this webhook's DefaultResources config", items: config.limits }] : [];
+  if (found.length) return found.map((lr) => ({ items: lr.items }));
+  return config.limits.length ? [{ items: config.limits }] : [];
 }
 
 // Defaulting ----------------------------------------------------------------------------------
@@ -111,7 +115,7 @@ function mutatePod(request: AdmissionRequest, config: DefaultResourcesConfig, vi
     });
   }
   if (notes.length === 0) return allowed();
-  const value = `DefaultResources set: ${notes.join('; ')}`;
+  const value = `LimitRanger plugin set: ${notes.join('; ')}`;
   const annotations = metadataOf(request.object)?.annotations;
   ops.push(
     annotations
@@ -152,7 +156,7 @@ function checkBounds(item: LimitRangeItem, requests: Quantities, limits: Quantit
     if (!min || unchanged(resource)) continue;
     const req = requests.get(resource);
     const lim = limits.get(resource);
-    if (!req) errors.push(`minimum ${resource} usage per ${type} is ${text}, but no request is specified`);
+    if (!req) errors.push(`minimum ${resource} usage per ${type} is ${text}.  No request is specified`);
     else if (compare(min, req) > 0) errors.push(`minimum ${resource} usage per ${type} is ${text}, but request is ${show(req)}`);
     else if (lim && compare(min, lim) > 0) errors.push(`minimum ${resource} usage per ${type} is ${text}, but limit is ${show(lim)}`);
   }
@@ -161,7 +165,7 @@ function checkBounds(item: LimitRangeItem, requests: Quantities, limits: Quantit
     if (!max || unchanged(resource)) continue;
     const req = requests.get(resource);
     const lim = limits.get(resource);
-    if (!lim) errors.push(`maximum ${resource} usage per ${type} is ${text}, but no limit is specified`);
+    if (!lim) errors.push(`maximum ${resource} usage per ${type} is ${text}.  No limit is specified`);
     else if (compare(lim, max) > 0) errors.push(`maximum ${resource} usage per ${type} is ${text}, but limit is ${show(lim)}`);
     else if (req && compare(req, max) > 0) errors.push(`maximum ${resource} usage per ${type} is ${text}, but request is ${show(req)}`);
   }
@@ -185,7 +189,7 @@ function same(a: Quantities, b: Quantities, resource: string): boolean {
 
 function containerErrors(item: LimitRangeItem, spec: PodSpec, old: PodSpec | undefined): string[] {
   const errors: string[] = [];
-  for (const [list, word] of DEFAULTED_LISTS) {
+  for (const [list] of DEFAULTED_LISTS) {
     for (const container of spec[list] ?? []) {
       const requests = quantities(container.resources?.requests);
       const limits = quantities(container.resources?.limits);
@@ -193,7 +197,7 @@ function containerErrors(item: LimitRangeItem, spec: PodSpec, old: PodSpec | und
       const oldRequests = quantities(before?.resources?.requests);
       const oldLimits = quantities(before?.resources?.limits);
       const unchanged = (r: string) => !!before && same(requests, oldRequests, r) && same(limits, oldLimits, r);
-      errors.push(...checkBounds(item, requests, limits, unchanged).map((e) => `${word} "${container.name ?? ''}": ${e}`));
+      errors.push(...checkBounds(item, requests, limits, unchanged));
     }
   }
   return errors;
@@ -205,7 +209,7 @@ function podErrors(item: LimitRangeItem, spec: PodSpec, old: PodSpec | undefined
   const oldRequests = old ? podTotals(old, 'requests') : undefined;
   const oldLimits = old ? podTotals(old, 'limits') : undefined;
   const unchanged = (r: string) => !!old && same(requests, oldRequests!, r) && same(limits, oldLimits!, r);
-  return checkBounds(item, requests, limits, unchanged).map((e) => `pod: ${e}`);
+  return checkBounds(item, requests, limits, unchanged);
 }
 
 function claimErrors(item: LimitRangeItem, object: unknown, oldObject: unknown): string[] {
@@ -218,7 +222,7 @@ function claimErrors(item: LimitRangeItem, object: unknown, oldObject: unknown):
     const max = parseQuantity(text);
     if (!max || unchanged(resource)) continue;
     const req = requests.get(resource);
-    if (!req) errors.push(`maximum ${resource} usage per ${item.type} is ${text}, but no request is specified`);
+    if (!req) errors.push(`maximum ${resource} usage per ${item.type} is ${text}.  No request is specified`);
     else if (compare(req, max) > 0) errors.push(`maximum ${resource} usage per ${item.type} is ${text}, but request is ${show(req)}`);
   }
   return errors;
@@ -234,28 +238,23 @@ function validateRequest(request: AdmissionRequest, config: DefaultResourcesConf
   const spec = podSpecOf(request.object);
   if (!spec) return allowed();
   const old = isResize ? podSpecOf(request.oldObject) : undefined;
-  const errors: string[] = [];
-  const sources = new Set<string>();
+  // Each LimitRange's violations are one Forbidden error, as upstream's per-range aggregate; of several, the first is the answer.
   for (const range of rangesFor(request.namespace ?? '', config, view)) {
+    const errors: string[] = [];
     for (const item of range.items) {
-      const found =
-        isClaim && item.type === 'PersistentVolumeClaim'
+      errors.push(
+        ...(isClaim && item.type === 'PersistentVolumeClaim'
           ? claimErrors(item, request.object, request.operation === 'UPDATE' ? request.oldObject : undefined)
           : !isClaim && item.type === 'Container'
             ? containerErrors(item, spec, old)
             : !isClaim && item.type === 'Pod'
               ? podErrors(item, spec, old)
-              : [];
-      if (found.length) sources.add(range.source);
-      errors.push(...found);
+              : []),
+      );
     }
+    if (errors.length) return forbidden(request, aggregate(errors));
   }
-  if (errors.length === 0) return allowed();
-  const name = metadataOf(request.object)?.name || request.name || metadataOf(request.object)?.generateName || '';
-  return denied(
-    `DefaultResources: ${request.resource.resource} "${name}" is forbidden: ${errors.join('; ')}; ` +
-      `set requests and limits within ${[...sources].join(' and ')}`,
-  );
+  return allowed();
 }
 
 // Config --------------------------------------------------------------------------------------

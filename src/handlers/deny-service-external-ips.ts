@@ -2,11 +2,14 @@
  * DenyServiceExternalIPs, after the Kubernetes admission plugin of that name (CVE-2020-8554):
  * a Service may not bring an external IP it did not already have. A CREATE with externalIPs is
  * denied; an UPDATE whose externalIPs are all among the old ones (kept, reordered, or fewer) is
- * allowed, so existing Services can still be changed and their external IPs removed.
+ * allowed, so existing Services can still be changed and their external IPs removed. Refused in
+ * the plugin's words and code (403): `services "web" is forbidden: Use of external IPs is denied
+ * by admission control`.
  */
-import { allowed, denied } from '../api/review.ts';
+import { allowed } from '../api/review.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
+import { forbidden } from './errors.ts';
 
 function externalIPs(object: unknown): string[] {
   const spec = isPlainObject(object) ? object.spec : undefined;
@@ -32,9 +35,6 @@ export const denyServiceExternalIPs: Handler<Record<string, never>> = {
     if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') return allowed();
     const added = newExternalIPs(request.object, request.operation === 'UPDATE' ? request.oldObject : undefined);
     if (added.length === 0) return allowed();
-    return denied(
-      `DenyServiceExternalIPs: Use of external IPs is denied by admission control (spec.externalIPs adds ${added.join(', ')}); ` +
-        'remove them from spec.externalIPs, or use a LoadBalancer Service',
-    );
+    return forbidden(request, 'Use of external IPs is denied by admission control');
   },
 };

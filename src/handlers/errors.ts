@@ -25,6 +25,16 @@ export function forbiddenMessage(request: AdmissionRequest, why: string): string
   return `${qualifiedResource(request)} "${objectName(request)}" is forbidden: ${why}`;
 }
 
+/**
+ * How apimachinery's aggregate error reads (utilerrors.NewAggregate): one message alone, several
+ * (repeats dropped) as `[a, b]`, as LimitRanger words one LimitRange's violations. An aggregate of
+ * several Forbidden errors is another matter: the API server answers with the first of them alone.
+ */
+export function aggregate(messages: string[]): string {
+  const unique = [...new Set(messages)];
+  return unique.length === 1 ? unique[0]! : `[${unique.join(', ')}]`;
+}
+
 /** A 403 denial in upstream's words (admission.NewForbidden). */
 export function forbidden(request: AdmissionRequest, why: string): Decision {
   return denied(forbiddenMessage(request, why), 'Forbidden');

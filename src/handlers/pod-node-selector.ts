@@ -9,7 +9,10 @@
  *
  * The mutating side merges, then checks the allowlist (as upstream's Admit calls Validate); the
  * validating side checks the conflict and the allowlist on the Pod as it is. CREATE of Pods only,
- * as upstream. Namespaces are read from the operator's cache; a namespace it has not seen yet is
+ * as upstream. Refused in the plugin's words and code (403): `pods "web" is forbidden: pod node
+ * label selector conflicts with its namespace node label selector`, or `... labels conflict with
+ * its namespace whitelist`. A namespace annotation that is not a selector is refused in the
+ * parser's words, with 403 where the in-tree plugin's plain error is a 500. Namespaces are read from the operator's cache; a namespace it has not seen yet is
  * an error, answered by the webhook's failurePolicy.
  */
 import { allowed, denied, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
@@ -17,7 +20,8 @@ import type { JsonPatchOperation } from '../api/types.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { ConfigReader } from './config.ts';
 import { isPod, metadataOf, pointer, podSpecOf } from './pods.ts';
-import { formatLabels, parseLabelSet } from '../k8s/validation.ts';
+import { isLabelValue, isQualifiedName, parseLabelSet } from '../k8s/validation.ts';
+import { forbidden } from './errors.ts';
 
 export const NODE_SELECTOR_ANNOTATION = 'scheduler.alpha.kubernetes.io/node-selector';
 
@@ -35,15 +39,30 @@ function namespaceSelector(namespace: string, config: PodNodeSelectorConfig, vie
   const annotation = metadataOf(object)?.annotations?.[NODE_SELECTOR_ANNOTATION];
   if (annotation === undefined) return { selector: config.clusterDefaultNodeSelector };
   const parsed = parseLabelSet(annotation);
-  if (parsed.error) {
-    return {
-      decision: denied(
-        `PodNodeSelector: the ${NODE_SELECTOR_ANNOTATION} annotation of namespace "${namespace}" is not a node selector (${parsed.error}); ` +
-          'fix it to the form key1=value1,key2=value2',
-      ),
-    };
-  }
+  // The in-tree plugin returns the parser's error as it is, which the API server sends as 500; the
+  // same words here, with 403: it is the namespace, not the server, that is at fault.
+  if (parsed.error) return { decision: denied(selectorError(annotation) ?? parsed.error, 'Forbidden') };
   return { selector: parsed.labels };
+}
+
+/**
+ * The error of labels.ConvertSelectorToLabelsMap on `text`, in its words: an item that is not one
+ * `=` (`invalid selector: [a b]`, Go's print of the split), or the field error of a bad key
+ * (`<nil>: Invalid value: "k!": ...`) or value (`[key]: Invalid value: ...`). Undefined when it parses.
+ */
+export function selectorError(text: string): string | undefined {
+  if (text === '') return undefined;
+  for (const item of text.split(',')) {
+    const parts = item.split('=');
+    if (parts.length !== 2) return `invalid selector: [${parts.join(' ')}]`;
+    const key = parts[0]!.trim();
+    const keyErrors = isQualifiedName(key);
+    if (keyErrors.length) return `<nil>: Invalid value: ${JSON.stringify(key)}: ${keyErrors.join('; ')}`;
+    const value = parts[1]!.trim();
+    const valueErrors = isLabelValue(value);
+    if (valueErrors.length) return `[${key}]: Invalid value: ${JSON.stringify(value)}: ${valueErrors.join('; ')}`;
+  }
+  return undefined;
 }
 
 export function conflicts(a: Labels, b: Labels): string[] {
@@ -52,23 +71,11 @@ export function conflicts(a: Labels, b: Labels): string[] {
 
 function checkPod(request: AdmissionRequest, nodeSelector: Labels, nsSelector: Labels, config: PodNodeSelectorConfig): Decision | undefined {
   const namespace = request.namespace ?? '';
-  const clashing = conflicts(nsSelector, nodeSelector);
-  if (clashing.length) {
-    const pairs = clashing.map((k) => `${k}=${nsSelector[k]} (the pod asks for ${k}=${nodeSelector[k]})`).join(', ');
-    return denied(
-      `PodNodeSelector: pod node label selector conflicts with its namespace node label selector: namespace "${namespace}" requires ${pairs}; ` +
-        `remove ${clashing.join(', ')} from spec.nodeSelector, or change the namespace's ${NODE_SELECTOR_ANNOTATION} annotation`,
-    );
-  }
+  if (conflicts(nsSelector, nodeSelector).length) return forbidden(request, 'pod node label selector conflicts with its namespace node label selector');
   const allowlist = config.namespaceAllowlists[namespace];
   if (allowlist && Object.keys(allowlist).length) {
     const outside = Object.entries(nodeSelector).filter(([k, v]) => allowlist[k] !== v);
-    if (outside.length) {
-      return denied(
-        `PodNodeSelector: pod node label selector labels conflict with its namespace whitelist: ${formatLabels(Object.fromEntries(outside))} ` +
-          `not in the allowlist of namespace "${namespace}" (${formatLabels(allowlist)}); use only those labels in spec.nodeSelector`,
-      );
-    }
+    if (outside.length) return forbidden(request, 'pod node label selector labels conflict with its namespace whitelist');
   }
   return undefined;
 }

@@ -6,11 +6,14 @@
  * (those plugins off, a Portcullis suite with the handlers on). The answers must be the same:
  * the status code, the message (the webhook's wrapper stripped), the warnings, and the stored
  * object's spec, finalizers and annotations. Counts per plugin are printed: cases run, agreed,
- * and those that differ, with why.
+ * and those that differ, with why. The plugins that act on every Pod (AlwaysPullImages,
+ * DefaultTolerationSeconds, PodNodeSelector, LimitRanger; and DenyServiceExternalIPs) are compared
+ * with a reference of their own (rows with `reference: 'unscoped'`), served on our side by a second
+ * suite that selects those rows' label.
  */
 import { expect } from 'chai';
 import { cluster } from '../support/cluster.ts';
-import { REFERENCE_POD_TOLERATION_DEFAULTS, referenceCluster, type ReferenceCluster } from '../support/reference.ts';
+import { REFERENCE_NODE_SELECTORS, REFERENCE_POD_TOLERATION_DEFAULTS, referenceCluster, unscopedReferenceCluster, type ReferenceCluster } from '../support/reference.ts';
 import { startTestOperator } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { rawRequestTo, type RawResponse } from '../support/raw.ts';
@@ -19,9 +22,10 @@ import { apply } from '../../src/kube/client.ts';
 import type { Operator } from '../../src/operator.ts';
 import { LookupNotReady, type LookupKind } from '../../src/handlers/handler.ts';
 import type { RuleWithOperations, WebhookSpec } from '../../src/api/types.ts';
-import { LABEL, NS, ROWS, objectPath, type Request, type Row } from './plugins-differential/rows.ts';
+import { LABEL, NS, ROWS, UNSCOPED_LABEL, objectPath, type Request, type Row } from './plugins-differential/rows.ts';
 
 const SUITE = 'plugins-diff';
+const UNSCOPED_SUITE = 'plugins-diff-unscoped';
 /** How long the reference's own informers get to see a class created or deleted (they are in its process: milliseconds). */
 const REFERENCE_SETTLE_MS = 500;
 /** runRow's answer for a row that differs exactly as its knownDifference documents. */
@@ -29,11 +33,11 @@ const KNOWN = 'known';
 const LOOKUP_KINDS = new Set<string>(['PriorityClass', 'RuntimeClass', 'StorageClass', 'IngressClass', 'Node']);
 
 const rule = (operations: string[], group: string, resources: string[]): RuleWithOperations => ({ operations, apiGroups: [group], apiVersions: ['v1'], resources });
-const hook = (name: string, type: 'Mutating' | 'Validating', handler: string, rules: RuleWithOperations[], config?: Record<string, unknown>): WebhookSpec => ({
+const hook = (name: string, type: 'Mutating' | 'Validating', handler: string, rules: RuleWithOperations[], config?: Record<string, unknown>, label: Record<string, string> = LABEL): WebhookSpec => ({
   name,
   type,
   rules,
-  objectSelector: { matchLabels: LABEL },
+  objectSelector: { matchLabels: label },
   handler: { name: handler, ...(config ? { config } : {}) },
 });
 const PTR_CONFIG = { default: REFERENCE_POD_TOLERATION_DEFAULTS };
@@ -59,6 +63,24 @@ const WEBHOOKS: WebhookSpec[] = [
   hook('anti-affinity', 'Validating', 'LimitPodHardAntiAffinityTopology', [rule(['CREATE', 'UPDATE'], '', ['pods'])]),
 ];
 
+const unscopedHook = (name: string, type: 'Mutating' | 'Validating', handler: string, rules: RuleWithOperations[], config?: Record<string, unknown>) =>
+  hook(name, type, handler, rules, config, UNSCOPED_LABEL);
+/**
+ * The suite that stands in for the unscoped reference's plugins, mutating ones in the in-tree
+ * order (LimitRanger, AlwaysPullImages, PodNodeSelector, DefaultTolerationSeconds), each on the
+ * operations and resources its plugin handles.
+ */
+const UNSCOPED_WEBHOOKS: WebhookSpec[] = [
+  unscopedHook('limit-ranger', 'Mutating', 'DefaultResources', [rule(['CREATE', 'UPDATE'], '', ['pods'])]),
+  unscopedHook('always-pull-images', 'Mutating', 'AlwaysPullImages', [rule(['CREATE', 'UPDATE'], '', ['pods', 'pods/ephemeralcontainers'])]),
+  unscopedHook('pod-node-selector', 'Mutating', 'PodNodeSelector', [rule(['CREATE'], '', ['pods'])], REFERENCE_NODE_SELECTORS),
+  unscopedHook('default-toleration-seconds', 'Mutating', 'DefaultTolerationSeconds', [rule(['CREATE', 'UPDATE'], '', ['pods'])]),
+  unscopedHook('limit-ranger-limits', 'Validating', 'DefaultResources', [rule(['CREATE', 'UPDATE'], '', ['pods', 'pods/resize', 'persistentvolumeclaims'])]),
+  unscopedHook('always-pull-images-policy', 'Validating', 'AlwaysPullImages', [rule(['CREATE', 'UPDATE'], '', ['pods', 'pods/ephemeralcontainers'])]),
+  unscopedHook('pod-node-selector-conflicts', 'Validating', 'PodNodeSelector', [rule(['CREATE'], '', ['pods'])], REFERENCE_NODE_SELECTORS),
+  unscopedHook('deny-service-external-ips', 'Validating', 'DenyServiceExternalIPs', [rule(['CREATE', 'UPDATE'], '', ['services'])]),
+];
+
 interface Side {
   name: 'reference' | 'portcullis';
   send(step: Request): Promise<RawResponse>;
@@ -69,6 +91,8 @@ interface Side {
 function outcome(response: RawResponse) {
   const ok = response.status < 300;
   const body = response.body as Record<string, any>;
+  // A Service's cluster IP is each API server's own allocation.
+  if (ok && body.kind === 'Service' && body.spec) body.spec = { ...body.spec, clusterIP: undefined, clusterIPs: undefined };
   return {
     status: response.status,
     message: ok ? undefined : String(body.message ?? '').replace(/^admission webhook "[^"]*" denied the request: /, ''),
@@ -93,7 +117,9 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
   this.timeout(15 * 60_000);
   let operator: Operator;
   let reference: ReferenceCluster;
-  let sides: [Side, Side];
+  let unscopedReference: ReferenceCluster;
+  let scopedSides: [Side, Side];
+  let unscopedSides: [Side, Side];
   const counts = new Map<string, { run: number; agreed: number; differing: string[] }>();
 
   const sideFor = (name: Side['name'], kubeConfig: ReturnType<typeof cluster>['kubeConfig']): Side => ({
@@ -106,18 +132,21 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
 
   before(async function () {
     reference = await referenceCluster();
-    await Promise.all([
-      apply(cluster().kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }),
-      apply(reference.kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }),
-    ]);
+    unscopedReference = await unscopedReferenceCluster();
+    await Promise.all(
+      [cluster().kube, reference.kube, unscopedReference.kube].map((kube) => apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } })),
+    );
     operator = await startTestOperator();
     await createSuite(SUITE, { webhooks: WEBHOOKS });
+    await createSuite(UNSCOPED_SUITE, { webhooks: UNSCOPED_WEBHOOKS });
     await waitForCondition(SUITE, 'Ready', 'True', 60_000);
-    sides = [sideFor('reference', reference.kubeConfig), sideFor('portcullis', cluster().kubeConfig)];
+    await waitForCondition(UNSCOPED_SUITE, 'Ready', 'True', 60_000);
+    scopedSides = [sideFor('reference', reference.kubeConfig), sideFor('portcullis', cluster().kubeConfig)];
+    unscopedSides = [sideFor('reference', unscopedReference.kubeConfig), scopedSides[1]];
     // The suite answers once its webhooks are registered: a labelled PVC gets its finalizer (dry run: nothing stored).
     await eventually(
       async () => {
-        const answer = await sides[1].send('POST', `/api/v1/namespaces/${NS}/persistentvolumeclaims?dryRun=All`, {
+        const answer = await scopedSides[1].send('POST', `/api/v1/namespaces/${NS}/persistentvolumeclaims?dryRun=All`, {
           apiVersion: 'v1',
           kind: 'PersistentVolumeClaim',
           metadata: { name: 'probe', labels: LABEL },
@@ -127,18 +156,42 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
       },
       { what: 'the plugins-diff suite to serve', timeoutMs: 60_000 },
     );
+    // And the unscoped one: a labelled Pod gets imagePullPolicy Always (dry run).
+    await eventually(
+      async () => {
+        const answer = await scopedSides[1].send('POST', `/api/v1/namespaces/${NS}/pods?dryRun=All`, {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'probe', labels: UNSCOPED_LABEL },
+          spec: { containers: [{ name: 'probe', image: 'registry.k8s.io/pause:3.10', imagePullPolicy: 'Never' }] },
+        });
+        if ((answer.body as any).spec?.containers?.[0]?.imagePullPolicy !== 'Always') throw new Error(`not yet served: ${JSON.stringify(answer.body).slice(0, 200)}`);
+      },
+      { what: 'the plugins-diff-unscoped suite to serve', timeoutMs: 60_000 },
+    );
   });
 
   after(async function () {
     const lines = [...counts].map(([plugin, c]) => `      ${plugin}: ${c.run} run, ${c.agreed} agreed, ${c.differing.length} differing${c.differing.map((d) => `\n        - ${d}`).join('')}`);
     process.stdout.write(`\n      plugin differential (cases per plugin):\n${lines.join('\n')}\n`);
     await deleteSuite(SUITE);
+    await deleteSuite(UNSCOPED_SUITE);
     await operator?.stop();
   });
 
   /** Waits until the operator's lookup cache (or namespace cache) holds, or no longer holds, the objects named. */
-  async function ourCacheHas(kind: string, names: Set<string>, gone: Set<string>): Promise<void> {
+  async function ourCacheHas(kind: string, names: Set<string>, gone: Set<string>, namespace = NS): Promise<void> {
     const view = operator.registry.context.view;
+    if (kind === 'LimitRange') {
+      await eventually(
+        async () => {
+          const listed = new Set(view.limitRanges(namespace).map((o) => o.metadata?.name as string));
+          for (const name of names) if (!listed.has(name)) throw new Error(`LimitRange ${namespace}/${name} not yet in the operator's cache`);
+        },
+        { what: `the operator's LimitRange cache to catch up`, timeoutMs: 10_000 },
+      );
+      return;
+    }
     if (kind === 'Namespace') {
       for (const name of names) await eventually(async () => view.namespace(name) ?? Promise.reject(new Error(`namespace ${name} not yet cached`)), { what: `namespace ${name} in the operator's cache` });
       return;
@@ -155,7 +208,7 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
   }
 
   /** Removes what a row made, finalizers first (no controller here removes them), on both sides. */
-  async function cleanup(made: NonNullable<Request['made']>[]): Promise<void> {
+  async function cleanup(made: NonNullable<Request['made']>[], sides: [Side, Side]): Promise<void> {
     const byKind = new Map<string, Set<string>>();
     for (const { kind, name, namespace } of made.reverse()) {
       const path = objectPath(kind, name, undefined, namespace);
@@ -220,6 +273,7 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
   /** Runs one row on both sides; the reason they differ, or undefined when they agree. */
   async function runRow(row: Row): Promise<string | undefined> {
     const made: NonNullable<Request['made']>[] = [];
+    const sides = row.reference === 'unscoped' ? unscopedSides : scopedSides;
     try {
       for (const step of row.setup) {
         if ('pauseMs' in step) {
@@ -232,9 +286,11 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
         const [a, b] = answers.map((x) => x!.status < 300);
         if (a !== b) return `setup ${step.method} ${step.path}: reference ${answers[0]!.status}, portcullis ${answers[1]!.status} ${answers[1]!.body.message ?? ''}`;
         if (!a) throw new Error(`setup of "${row.name}" failed on both sides: ${answers[0]!.status} ${answers[0]!.body.message}`);
-        if (step.made) await ourCacheHas(step.made.kind, new Set([step.made.name]), new Set());
+        if (step.made) await ourCacheHas(step.made.kind, new Set([step.made.name]), new Set(), step.made.namespace);
       }
-      if (row.setup.some((s) => 'made' in s && s.made && (LOOKUP_KINDS.has(s.made.kind) || s.made.kind === 'Namespace'))) await new Promise((r) => setTimeout(r, REFERENCE_SETTLE_MS));
+      if (row.setup.some((s) => 'made' in s && s.made && (LOOKUP_KINDS.has(s.made.kind) || s.made.kind === 'Namespace' || s.made.kind === 'LimitRange'))) {
+        await new Promise((r) => setTimeout(r, REFERENCE_SETTLE_MS));
+      }
       const [ref, ours] = await Promise.all(sides.map((side) => side.send(row.request)));
       if (row.request.made && (ref!.status < 300 || ours!.status < 300)) made.push(row.request.made);
       const theirs: ReturnType<typeof outcome> & { readBack?: unknown } = outcome(ref!);
@@ -256,7 +312,7 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
       if (process.env.PORTCULLIS_DIFF_VERBOSE) process.stdout.write(`        ${row.plugin}: ${row.name}: ${ref!.status} ${JSON.stringify(outcome(ref!)).slice(0, 400)}\n`);
       return difference;
     } finally {
-      await cleanup(made);
+      await cleanup(made, sides);
     }
   }
 });

@@ -3,6 +3,8 @@
  * whose API server runs the in-tree admission plugins that Portcullis re-creates as built-in
  * handlers, while the test run's own API server (cluster.ts) has them turned off and is served
  * by Portcullis. Started on first use (most files never need it) and stopped by the root hooks.
+ * The plugins that act on every Pod whatever its namespace or labels run on a third control plane
+ * of their own (unscopedReferenceCluster), so that they leave the other differentials' Pods alone.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -60,10 +62,35 @@ export const REFERENCE_POD_SECURITY_EXEMPTIONS = {
  */
 export const REFERENCE_POD_TOLERATION_DEFAULTS = [{ key: 'testKey', operator: 'Equal', value: 'testValue', effect: 'NoSchedule' }];
 
-/** The AdmissionConfiguration the reference reads: each configured plugin's entry. */
-function writeAdmissionConfig(): string {
+/**
+ * In-tree plugins that built-in handlers re-create and that act on every object of their kind
+ * (no namespace or label keeps them off a Pod): on the reference they would change the answers of
+ * every other differential's Pods, so they run on a reference of their own (the unscoped one).
+ * AlwaysPullImages, PodNodeSelector and DenyServiceExternalIPs are off unless asked; LimitRanger
+ * and DefaultTolerationSeconds are on by default but off in local mode.
+ */
+export const RECREATED_UNSCOPED = ['LimitRanger', 'AlwaysPullImages', 'PodNodeSelector', 'DefaultTolerationSeconds', 'DenyServiceExternalIPs'];
+
+/**
+ * PodNodeSelector's configuration on the unscoped reference (upstream's clusterNodeSelectors): the
+ * cluster default of upstream's cases, and the per-namespace whitelists of its two whitelist cases.
+ * A suite comparing with it gives its PodNodeSelector handler the same, as `config`.
+ */
+export const REFERENCE_NODE_SELECTORS = {
+  clusterDefaultNodeSelector: 'infra = false',
+  namespaceAllowlists: { 'pns-9': 'env=dev, infra=false, color=blue', 'pns-10': 'env=dev, infra=true, color=blue' },
+};
+
+/** Writes an AdmissionConfiguration with these plugins' entries; its path. */
+function writeAdmissionFile(plugins: { name: string; configuration: Record<string, unknown> }[]): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-reference-admission-'));
   const file = path.join(dir, 'admission.json');
+  fs.writeFileSync(file, JSON.stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins }));
+  return file;
+}
+
+/** The AdmissionConfiguration the reference reads: each configured plugin's entry. */
+function writeAdmissionConfig(): string {
   const plugins = [
     {
       name: 'PodSecurity',
@@ -79,8 +106,13 @@ function writeAdmissionConfig(): string {
       configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1', kind: 'Configuration', default: REFERENCE_POD_TOLERATION_DEFAULTS },
     },
   ];
-  fs.writeFileSync(file, JSON.stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins }));
-  return file;
+  return writeAdmissionFile(plugins);
+}
+
+/** The unscoped reference's: PodNodeSelector reads its map of selectors (a namespace's name, or clusterDefaultNodeSelector). */
+function writeUnscopedAdmissionConfig(): string {
+  const { clusterDefaultNodeSelector, namespaceAllowlists } = REFERENCE_NODE_SELECTORS;
+  return writeAdmissionFile([{ name: 'PodNodeSelector', configuration: { podNodeSelectorPluginConfig: { clusterDefaultNodeSelector, ...namespaceAllowlists } } }]);
 }
 
 export interface ReferenceCluster {
@@ -91,36 +123,56 @@ export interface ReferenceCluster {
 }
 
 let starting: Promise<ReferenceCluster> | undefined;
+let startingUnscoped: Promise<ReferenceCluster> | undefined;
+
+async function startReference(options: Parameters<typeof startControlPlane>[0]): Promise<ReferenceCluster> {
+  const controlPlane = await startControlPlane(options);
+  const kubeConfig = new k8s.KubeConfig();
+  kubeConfig.loadFromFile(controlPlane.kubeconfigPath);
+  const kubectl = (args: string[], input?: string) =>
+    new Promise<CommandResult>((resolve) => {
+      const child = execFile(controlPlane.binaries.kubectl, ['--kubeconfig', controlPlane.kubeconfigPath, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      });
+      if (input !== undefined) child.stdin!.end(input);
+    });
+  return { controlPlane, kubeConfig, kube: connect(kubeConfig), kubectl };
+}
 
 /**
- * The reference API server, started once per run. Its disabled list is local mode's (so the
- * plugins our own handlers re-create there, like DefaultTolerationSeconds, stay comparable only
- * where a test turns them on through `admissionConfigFile`); every plugin above is on.
+ * The reference API server, started once per run. Its disabled list is local mode's (LimitRanger
+ * and DefaultTolerationSeconds stay off here: they are compared on the unscoped reference); every
+ * plugin above is on.
  */
 export function referenceCluster(): Promise<ReferenceCluster> {
-  starting ??= (async () => {
-    const controlPlane = await startControlPlane({
-      disableAdmissionPlugins: DEFAULT_DISABLED_PLUGINS,
-      enableAdmissionPlugins: RECREATED_DEFAULT_OFF,
-      admissionConfigFile: writeAdmissionConfig(),
-    });
-    const kubeConfig = new k8s.KubeConfig();
-    kubeConfig.loadFromFile(controlPlane.kubeconfigPath);
-    const kubectl = (args: string[], input?: string) =>
-      new Promise<CommandResult>((resolve) => {
-        const child = execFile(controlPlane.binaries.kubectl, ['--kubeconfig', controlPlane.kubeconfigPath, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
-          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-        });
-        if (input !== undefined) child.stdin!.end(input);
-      });
-    return { controlPlane, kubeConfig, kube: connect(kubeConfig), kubectl };
-  })();
+  starting ??= startReference({
+    disableAdmissionPlugins: DEFAULT_DISABLED_PLUGINS,
+    enableAdmissionPlugins: RECREATED_DEFAULT_OFF,
+    admissionConfigFile: writeAdmissionConfig(),
+  });
   return starting;
 }
 
+/**
+ * The unscoped reference, started once per run: the plugins of RECREATED_UNSCOPED on, and every
+ * other plugin we re-create off (as on the run's own API server), so that what a Pod gets there
+ * is these plugins' doing alone.
+ */
+export function unscopedReferenceCluster(): Promise<ReferenceCluster> {
+  startingUnscoped ??= startReference({
+    // ServiceAccount off as in local mode (and on the run's own API server).
+    disableAdmissionPlugins: ['ServiceAccount', ...RECREATED_DEFAULT_ON],
+    enableAdmissionPlugins: RECREATED_UNSCOPED,
+    admissionConfigFile: writeUnscopedAdmissionConfig(),
+  });
+  return startingUnscoped;
+}
+
 export async function stopReferenceCluster(): Promise<void> {
-  if (!starting) return;
-  const reference = await starting.catch(() => undefined);
-  starting = undefined;
-  await reference?.controlPlane.stop();
+  const both = [starting, startingUnscoped];
+  starting = startingUnscoped = undefined;
+  for (const started of both) {
+    const reference = await started?.catch(() => undefined);
+    await reference?.controlPlane.stop();
+  }
 }

@@ -3,11 +3,14 @@
  * plugin a built-in handler re-creates, the cases of its upstream admission_test.go (named as
  * there; `upstream: true`) and a few of ours, each as the objects to create first (the
  * looked-up classes, an earlier state) and the one request whose answer is compared. Objects
- * carry the label that scopes the Portcullis suite's webhooks; every name is unique in the table.
+ * carry the label that scopes the Portcullis suite's webhooks (UNSCOPED_LABEL for the rows of the
+ * unscoped reference's plugins, whose suite is another); every name is unique in the table.
  */
 
 export const NS = 'plugins-diff';
 export const LABEL = { 'plugins-diff': 'yes' };
+/** The label of the unscoped reference's rows (`reference: 'unscoped'`): the suite standing in for those plugins selects it. */
+export const UNSCOPED_LABEL = { 'plugins-diff-unscoped': 'yes' };
 
 export interface Request {
   method: 'POST' | 'PATCH';
@@ -34,9 +37,14 @@ export interface Row {
    * differing with this reason; it fails unless the codes are these and all else agrees.
    */
   knownDifference?: { reason: string; reference: number; portcullis: number };
+  /**
+   * Which reference answers: the one with the scoped plugins (the default), or the unscoped one
+   * (test/support/reference.ts), whose plugins act on every Pod; its rows carry UNSCOPED_LABEL.
+   */
+  reference?: 'unscoped';
 }
 
-const labelled = (metadata: Record<string, any>) => ({ ...metadata, labels: { ...LABEL, ...(metadata.labels ?? {}) } });
+const labelled = (metadata: Record<string, any>, label: Record<string, string> = LABEL) => ({ ...metadata, labels: { ...label, ...(metadata.labels ?? {}) } });
 
 const PATHS: Record<string, { base: string; plural: string; namespaced: boolean }> = {
   Pod: { base: '/api/v1', plural: 'pods', namespaced: true },
@@ -50,6 +58,8 @@ const PATHS: Record<string, { base: string; plural: string; namespaced: boolean 
   RuntimeClass: { base: '/apis/node.k8s.io/v1', plural: 'runtimeclasses', namespaced: false },
   Namespace: { base: '/api/v1', plural: 'namespaces', namespaced: false },
   Node: { base: '/api/v1', plural: 'nodes', namespaced: false },
+  LimitRange: { base: '/api/v1', plural: 'limitranges', namespaced: true },
+  Service: { base: '/api/v1', plural: 'services', namespaced: true },
 };
 
 export function collectionPath(kind: string, namespace = NS): string {
@@ -74,15 +84,17 @@ const API_VERSIONS: Record<string, string> = {
   RuntimeClass: 'node.k8s.io/v1',
   Namespace: 'v1',
   Node: 'v1',
+  LimitRange: 'v1',
+  Service: 'v1',
 };
 
 /** A create of `kind` (in `metadata.namespace`, else plugins-diff, when namespaced), labelled. */
-export function create(kind: string, metadata: Record<string, any>, rest: Record<string, any> = {}): Request {
+export function create(kind: string, metadata: Record<string, any>, rest: Record<string, any> = {}, label: Record<string, string> = LABEL): Request {
   const namespace = PATHS[kind]?.namespaced ? (metadata.namespace ?? NS) : undefined;
   return {
     method: 'POST',
     path: collectionPath(kind, namespace),
-    body: { apiVersion: API_VERSIONS[kind], kind, metadata: labelled(metadata), ...rest },
+    body: { apiVersion: API_VERSIONS[kind], kind, metadata: labelled(metadata, label), ...rest },
     made: { kind, name: metadata.name, ...(namespace ? { namespace } : {}) },
   };
 }
@@ -544,6 +556,211 @@ const podResizeRows: Row[] = [
   },
 ].map((row) => ({ ...row, plugin: 'PodResizeValidator' }));
 
+// The unscoped reference's plugins ---------------------------------------------------------------
+// AlwaysPullImages, DefaultTolerationSeconds, PodNodeSelector, LimitRanger and
+// DenyServiceExternalIPs act on every Pod (or Service) there: each of these rows meets all five,
+// on both sides. Every Pod there gets the cluster default node selector (infra=false,
+// REFERENCE_NODE_SELECTORS) unless its namespace says otherwise, the two NoExecute tolerations,
+// and imagePullPolicy Always; a row shows what its own plugin does on top.
+const unscoped = (kind: string, metadata: Record<string, any>, rest: Record<string, any> = {}) => create(kind, metadata, rest, UNSCOPED_LABEL);
+const upod = (name: string, spec: Record<string, any> = {}, metadata: Record<string, any> = {}) =>
+  unscoped('Pod', { name, ...metadata }, { spec: { containers: [{ name: 'container', image: IMAGE }], ...spec } });
+const unscopedNamespace = (name: string, annotations: Record<string, string> = {}) => unscoped('Namespace', { name, annotations });
+
+// AlwaysPullImages: upstream's TestAdmission, TestOtherResources and TestUpdatePod. TestValidate
+// (the validating side refusing a policy other than Always) cannot be reached through an API
+// server: the plugin's own mutation runs before its validation, and no later mutation is in play.
+const pullPolicies = (prefix: string) =>
+  [undefined, 'Never', 'IfNotPresent', 'Always'].map((imagePullPolicy, i) => ({ name: `${prefix}${i + 1}`, image: 'image', ...(imagePullPolicy ? { imagePullPolicy } : {}) }));
+const alwaysPullImagesRows: Row[] = ([
+  {
+    name: "every create request for a pod sets every container's image pull policy to Always",
+    upstream: true,
+    setup: [],
+    request: upod('api-1', { initContainers: pullPolicies('init'), containers: pullPolicies('ctr') }),
+    shows: '"imagePullPolicy":"Always"',
+  },
+  {
+    // Upstream's case is the exec subresource; ephemeralcontainers is the one that carries containers
+    // (with an image the Pod does not have: an UPDATE bringing no new image is skipped anyway).
+    name: 'pod subresource',
+    upstream: true,
+    setup: [upod('api-2')],
+    request: {
+      method: 'PATCH',
+      path: objectPath('Pod', 'api-2', 'ephemeralcontainers'),
+      body: { spec: { ephemeralContainers: [{ name: 'debugger', image: 'registry.k8s.io/pause:3.9', imagePullPolicy: 'Never' }] } },
+      contentType: 'application/strategic-merge-patch+json',
+    },
+    shows: '"imagePullPolicy":"Never"',
+  },
+  { name: 'update pod annotations (no new image)', upstream: true, setup: [upod('api-3')], request: patch('Pod', 'api-3', { metadata: { annotations: { test: 'test' } } }) },
+  {
+    name: 'update image',
+    upstream: true,
+    setup: [upod('api-4')],
+    request: {
+      method: 'PATCH',
+      path: objectPath('Pod', 'api-4'),
+      body: { spec: { containers: [{ name: 'container', image: 'registry.k8s.io/pause:3.9' }] } },
+      contentType: 'application/strategic-merge-patch+json',
+    },
+  },
+] as Omit<Row, 'plugin'>[]).map((row) => ({ ...row, plugin: 'AlwaysPullImages', reference: 'unscoped' as const }));
+
+// DefaultTolerationSeconds: upstream's TestForgivenessAdmission. The API server refuses
+// tolerationSeconds on a toleration whose effect is not NoExecute, so where upstream's cases set
+// it there, the rows leave it out (the plugin does not read it).
+const NOT_READY = 'node.kubernetes.io/not-ready';
+const UNREACHABLE = 'node.kubernetes.io/unreachable';
+const noExecute = (key: string, seconds?: number) => ({ key, operator: 'Exists', effect: 'NoExecute', ...(seconds === undefined ? {} : { tolerationSeconds: seconds }) });
+const defaultTolerationSecondsRows: Row[] = [
+  { name: 'pod has no tolerations, expect add tolerations for `notread:NoExecute` and `unreachable:NoExecute`', upstream: true, setup: [], request: upod('dts-1'), shows: '"tolerationSeconds":300' },
+  {
+    name: 'pod has tolerations, but none is for taint `notread:NoExecute` or `unreachable:NoExecute`, expect add tolerations for `notread:NoExecute` and `unreachable:NoExecute`',
+    upstream: true,
+    setup: [],
+    request: upod('dts-2', { tolerations: [{ key: 'foo', operator: 'Equal', value: 'bar', effect: 'NoSchedule' }] }),
+  },
+  { name: 'pod specified a toleration for taint `notReady:NoExecute`, expect add toleration for `unreachable:NoExecute`', upstream: true, setup: [], request: upod('dts-3', { tolerations: [noExecute(NOT_READY, 700)] }) },
+  { name: 'pod specified a toleration for taint `unreachable:NoExecute`, expect add toleration for `notReady:NoExecute`', upstream: true, setup: [], request: upod('dts-4', { tolerations: [noExecute(UNREACHABLE, 700)] }) },
+  {
+    name: 'pod specified tolerations for both `notread:NoExecute` and `unreachable:NoExecute`, expect no change',
+    upstream: true,
+    setup: [],
+    request: upod('dts-5', { tolerations: [noExecute(NOT_READY, 700), noExecute(UNREACHABLE, 700)] }),
+  },
+  { name: 'pod specified toleration for taint `unreachable`, expect add toleration for `notReady:NoExecute`', upstream: true, setup: [], request: upod('dts-6', { tolerations: [{ key: UNREACHABLE, operator: 'Exists' }] }) },
+  { name: 'pod has wildcard toleration for all kind of taints, expect no change', upstream: true, setup: [], request: upod('dts-7', { tolerations: [{ operator: 'Exists' }] }) },
+  { name: 'a toleration of the key for another effect does not count', upstream: false, setup: [], request: upod('dts-8', { tolerations: [{ key: NOT_READY, operator: 'Exists', effect: 'NoSchedule' }] }) },
+  { name: 'an update adds nothing the create did not', upstream: false, setup: [upod('dts-9')], request: patch('Pod', 'dts-9', { metadata: { labels: { touched: 'yes' } } }) },
+].map((row) => ({ ...row, plugin: 'DefaultTolerationSeconds', reference: 'unscoped' as const }));
+
+// PodNodeSelector: upstream's TestPodAdmission, each case's namespace its own (pns-N), the cluster
+// default and the whitelists of pns-9 and pns-10 those of REFERENCE_NODE_SELECTORS. Upstream's
+// "No node selectors" needs another cluster default (none), which one reference cannot have.
+const NODE_SELECTOR = 'scheduler.alpha.kubernetes.io/node-selector';
+const pnsCase = (n: number, namespaceSelector: string | undefined, nodeSelector: Record<string, string>) => ({
+  setup: [unscopedNamespace(`pns-${n}`, namespaceSelector === undefined ? {} : { [NODE_SELECTOR]: namespaceSelector })],
+  request: upod(`pns-${n}`, Object.keys(nodeSelector).length ? { nodeSelector } : {}, { namespace: `pns-${n}` }),
+});
+const PLAIN_ERROR_CODE = {
+  reason: "the in-tree plugin returns the selector parser's error as it is, which the API server sends as 500 (Internal Server Error); the handler refuses with 403 (Forbidden), in the same words",
+  reference: 500,
+  portcullis: 403,
+};
+const podNodeSelectorRows: Row[] = [
+  { name: 'Default node selector and no conflicts', upstream: true, ...pnsCase(2, undefined, {}), shows: '"infra":"false"' },
+  { name: 'TestNamespace node selector with whitespaces and no conflicts', upstream: true, ...pnsCase(3, ' infra = false ', {}) },
+  { name: 'Default and namespace node selector, no conflicts', upstream: true, ...pnsCase(4, 'infra=true', {}), shows: '"infra":"true"' },
+  { name: 'Empty namespace node selector and no conflicts', upstream: true, ...pnsCase(5, '', {}) },
+  { name: 'TestNamespace and pod node selector, no conflicts', upstream: true, ...pnsCase(6, 'infra=true', { env: 'test' }) },
+  { name: 'Conflicting pod and namespace node selector, one label', upstream: true, ...pnsCase(7, 'infra=true', { infra: 'false' }) },
+  { name: 'Conflicting pod and namespace node selector, multiple labels', upstream: true, ...pnsCase(8, 'infra=false, env = test', { env: 'dev', color: 'blue' }) },
+  { name: 'Merged pod node selectors satisfy the whitelist', upstream: true, ...pnsCase(9, 'infra=false, env = dev', { env: 'dev', color: 'blue' }) },
+  { name: 'Merged pod node selectors conflict with the whitelist', upstream: true, ...pnsCase(10, 'infra=false, env = dev', { env: 'dev', color: 'blue' }) },
+  { name: 'a pod selector conflicting with the cluster default', upstream: false, ...pnsCase(11, undefined, { infra: 'true' }) },
+  { name: 'a namespace annotation that is not a selector', upstream: false, ...pnsCase(13, 'env!=test', {}), knownDifference: PLAIN_ERROR_CODE },
+  { name: 'a namespace annotation item without =', upstream: false, ...pnsCase(14, 'infra', {}), knownDifference: PLAIN_ERROR_CODE },
+  { name: 'an update is not looked at', upstream: false, setup: [unscopedNamespace('pns-12', { [NODE_SELECTOR]: 'infra=true' }), upod('pns-12', {}, { namespace: 'pns-12' })], request: patch('Pod', 'pns-12', { metadata: { labels: { touched: 'yes' } } }, undefined, 'pns-12') },
+].map((row) => ({ ...row, plugin: 'PodNodeSelector', reference: 'unscoped' as const }));
+
+// DenyServiceExternalIPs: upstream's TestAdmission. Its update cases from a Service that already
+// has external IPs cannot be set up where the plugin is on (it refuses creating one): those that
+// start from a Service without them are here.
+const service = (name: string, externalIPs?: string[]) => unscoped('Service', { name }, { spec: { ports: [{ port: 80 }], ...(externalIPs ? { externalIPs } : {}) } });
+const denyExternalIPsRows: Row[] = [
+  { name: 'create: without externalIPs', upstream: true, setup: [], request: service('dsx-1') },
+  { name: 'create: with externalIPs', upstream: true, setup: [], request: service('dsx-2', ['1.1.1.1']) },
+  { name: 'update: add externalIPs to a Service that had none', upstream: true, setup: [service('dsx-3')], request: patch('Service', 'dsx-3', { spec: { externalIPs: ['1.1.1.1'] } }) },
+  { name: 'update: change nothing relevant (a label)', upstream: false, setup: [service('dsx-4')], request: patch('Service', 'dsx-4', { metadata: { labels: { touched: 'yes' } } }) },
+].map((row) => ({ ...row, plugin: 'DenyServiceExternalIPs', reference: 'unscoped' as const }));
+
+// LimitRanger (the DefaultResources handler): upstream's TestPodLimitFunc cases (a LimitRange of
+// one item, createLimitRange's, then the Pod validPod makes: n containers of the same resources),
+// TestMergePodResourceRequirements' with validLimitRange, and TestPersistentVolumeClaimLimitFunc's.
+// Each in a namespace of its own. Unlike upstream's unit cases, the API server defaults a
+// LimitRange as it is stored (a Container item's max becomes its default, and min or default its
+// defaultRequest) and the plugin's mutation fills those in before it validates: some of upstream's
+// error cases are admitted here, on both sides alike.
+type Resources = { cpu?: string; memory?: string };
+const list = (r: Resources = {}) => Object.fromEntries(Object.entries(r).filter(([, v]) => v));
+const limitRange = (namespace: string, limits: Record<string, any>[]) => unscoped('LimitRange', { name: 'abc', namespace }, { spec: { limits } });
+const item = (type: string, lists: { min?: Resources; max?: Resources; default?: Resources; defaultRequest?: Resources; maxLimitRequestRatio?: Resources }) => ({
+  type,
+  ...Object.fromEntries(Object.entries(lists).map(([k, v]) => [k, list(v)])),
+});
+const validPod = (name: string, namespace: string, n: number, requests: Resources, limits: Resources) =>
+  upod(
+    name,
+    {
+      containers: Array.from({ length: n }, (_, i) => {
+        const resources = { ...(Object.keys(list(requests)).length ? { requests: list(requests) } : {}), ...(Object.keys(list(limits)).length ? { limits: list(limits) } : {}) };
+        return { name: `foo-${i}`, image: `foo:V${i}`, ...(Object.keys(resources).length ? { resources } : {}) };
+      }),
+    },
+    { namespace },
+  );
+const lrCase = (n: number, limits: Record<string, any>[], pod: (namespace: string) => Request) => ({
+  setup: [unscopedNamespace(`lr-${n}`), limitRange(`lr-${n}`, limits)],
+  request: pod(`lr-${n}`),
+});
+const ctr = (lists: Parameters<typeof item>[1]) => [item('Container', lists)];
+const podItem = (lists: Parameters<typeof item>[1]) => [item('Pod', lists)];
+const VALID_LIMIT_RANGE = [
+  item('Pod', { max: { cpu: '200m', memory: '4Gi' }, min: { cpu: '50m', memory: '2Mi' } }),
+  item('Container', { max: { cpu: '100m', memory: '2Gi' }, min: { cpu: '25m', memory: '1Mi' }, default: { cpu: '75m', memory: '10Mi' }, defaultRequest: { cpu: '50m', memory: '5Mi' } }),
+];
+const claimIn = (name: string, namespace: string, storage: string) =>
+  unscoped('PersistentVolumeClaim', { name, namespace }, { spec: { storageClassName: '', accessModes: ['ReadWriteOnce'], resources: { requests: { storage } } } });
+const limitRangerRows: Row[] = [
+  { name: 'success: ctr-min-cpu-request', upstream: true, ...lrCase(1, ctr({ min: { cpu: '50m' } }), (ns) => validPod('ctr-min-cpu-request', ns, 1, { cpu: '100m' }, {})) },
+  { name: 'success: ctr-max-cpu-ratio', upstream: true, ...lrCase(2, ctr({ maxLimitRequestRatio: { cpu: '1.5' } }), (ns) => validPod('ctr-max-cpu-ratio', ns, 1, { cpu: '500m' }, { cpu: '750m' })) },
+  { name: 'success: pod-min-cpu-request', upstream: true, ...lrCase(3, podItem({ min: { cpu: '100m' } }), (ns) => validPod('pod-min-cpu-request', ns, 2, { cpu: '75m' }, {})) },
+  { name: 'success: pod-max-mem-ratio', upstream: true, ...lrCase(4, podItem({ max: { memory: '2Gi' }, maxLimitRequestRatio: { memory: '1.5' } }), (ns) => validPod('pod-max-mem-ratio', ns, 3, { memory: '300Mi' }, { memory: '450Mi' })) },
+  { name: 'error: ctr-min-cpu-request', upstream: true, ...lrCase(5, ctr({ min: { cpu: '50m' } }), (ns) => validPod('ctr-min-cpu-request', ns, 1, { cpu: '40m' }, {})) },
+  { name: 'error: ctr-min-cpu-request-limit', upstream: true, ...lrCase(6, ctr({ min: { cpu: '50m' } }), (ns) => validPod('ctr-min-cpu-request-limit', ns, 1, { cpu: '40m' }, { cpu: '200m' })) },
+  { name: 'error: ctr-min-cpu-no-request-limit (defaulted from min here)', upstream: true, ...lrCase(7, ctr({ min: { cpu: '50m' } }), (ns) => validPod('ctr-min-cpu-no-request-limit', ns, 1, {}, {})) },
+  { name: 'error: ctr-max-cpu-limit', upstream: true, ...lrCase(8, ctr({ max: { cpu: '2' } }), (ns) => validPod('ctr-max-cpu-limit', ns, 1, {}, { cpu: '2500m' })) },
+  { name: 'error: ctr-max-cpu-ratio', upstream: true, ...lrCase(9, ctr({ maxLimitRequestRatio: { cpu: '1' } }), (ns) => validPod('ctr-max-cpu-ratio', ns, 1, { cpu: '1250m' }, { cpu: '2500m' })) },
+  { name: 'error: ctr-max-mem-request-limit', upstream: true, ...lrCase(10, ctr({ max: { memory: '1Gi' } }), (ns) => validPod('ctr-max-mem-request-limit', ns, 1, { memory: '250Mi' }, { memory: '2Gi' })) },
+  { name: 'error: pod-min-cpu-request', upstream: true, ...lrCase(11, podItem({ min: { cpu: '100m' } }), (ns) => validPod('pod-min-cpu-request', ns, 1, { cpu: '75m' }, {})) },
+  { name: 'error: pod-max-cpu-request-limit', upstream: true, ...lrCase(12, podItem({ max: { cpu: '2' } }), (ns) => validPod('pod-max-cpu-request-limit', ns, 3, { cpu: '500m' }, { cpu: '1' })) },
+  { name: 'error: pod-max-mem-ratio', upstream: true, ...lrCase(13, podItem({ max: { memory: '2Gi' }, maxLimitRequestRatio: { memory: '1.5' } }), (ns) => validPod('pod-max-mem-ratio', ns, 3, { memory: '250Mi' }, { memory: '500Mi' })) },
+  {
+    name: 'pod with no resources enumerated should get each resource from default request',
+    upstream: true,
+    ...lrCase(14, VALID_LIMIT_RANGE, (ns) => validPod('empty-resources', ns, 1, {}, {})),
+    shows: 'cpu, memory request for container foo-0',
+  },
+  { name: 'pod with some resources enumerated should only merge empty', upstream: true, ...lrCase(15, VALID_LIMIT_RANGE, (ns) => validPod('limit-memory', ns, 1, { memory: '512Mi' }, {})) },
+  { name: 'pod with all resources enumerated should not merge anything', upstream: true, ...lrCase(16, VALID_LIMIT_RANGE, (ns) => validPod('limit-all', ns, 1, { cpu: '100m', memory: '512Mi' }, { cpu: '200m', memory: '1G' })) },
+  { name: 'pvc-min-storage-request within the range', upstream: true, ...lrCase(17, [{ type: 'PersistentVolumeClaim', min: { storage: '1Gi' }, max: { storage: '2Gi' } }], (ns) => claimIn('pvc-ok', ns, '1Gi')) },
+  { name: 'pvc-min-storage-request below the min', upstream: true, ...lrCase(18, [{ type: 'PersistentVolumeClaim', min: { storage: '1Gi' } }], (ns) => claimIn('pvc-min', ns, '500Mi')) },
+  { name: 'pvc-max-storage-request above the max', upstream: true, ...lrCase(19, [{ type: 'PersistentVolumeClaim', max: { storage: '2Gi' } }], (ns) => claimIn('pvc-max', ns, '5Gi')) },
+  { name: 'an init container is defaulted as well', upstream: false, ...lrCase(20, VALID_LIMIT_RANGE, (ns) => upod('lr-init', { initContainers: [{ name: 'init', image: IMAGE }] }, { namespace: ns })) },
+  {
+    // Two containers breaking the same two bounds: four violations, two distinct, as one message.
+    name: 'several violations in one LimitRange, repeats once',
+    upstream: false,
+    ...lrCase(21, ctr({ max: { cpu: '100m' }, min: { memory: '10Mi' } }), (ns) => validPod('lr-several', ns, 2, { memory: '5Mi' }, { cpu: '200m' })),
+  },
+  {
+    // Each LimitRange's refusal is a Forbidden error of its own, and the API server answers with the
+    // first alone. Which is first is the plugin's informer's order, not fixed: the two refuse alike.
+    name: 'two LimitRanges, each refusing: one answer',
+    upstream: false,
+    setup: [
+      unscopedNamespace('lr-24'),
+      limitRange('lr-24', ctr({ max: { cpu: '100m' } })),
+      unscoped('LimitRange', { name: 'def', namespace: 'lr-24' }, { spec: { limits: ctr({ max: { cpu: '100m' } }) } }),
+    ],
+    request: validPod('lr-two', 'lr-24', 1, {}, { cpu: '200m' }),
+  },
+  { name: "a Pod item's min with no request", upstream: false, ...lrCase(22, podItem({ min: { cpu: '100m' } }), (ns) => validPod('lr-no-request', ns, 1, {}, {})) },
+  { name: "a Pod item's max with no limit", upstream: false, ...lrCase(23, podItem({ max: { memory: '1Gi' } }), (ns) => validPod('lr-no-limit', ns, 1, { memory: '100Mi' }, {})) },
+].map((row) => ({ ...row, plugin: 'DefaultResources', reference: 'unscoped' as const }));
+
 export const ROWS: Row[] = [
   ...runtimeClassRows,
   ...ptrRows,
@@ -556,4 +773,9 @@ export const ROWS: Row[] = [
   ...priorityRows,
   ...topologyRows,
   ...podResizeRows,
+  ...alwaysPullImagesRows,
+  ...defaultTolerationSecondsRows,
+  ...podNodeSelectorRows,
+  ...denyExternalIPsRows,
+  ...limitRangerRows,
 ];

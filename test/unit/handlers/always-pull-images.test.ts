@@ -34,9 +34,29 @@ describe('handlers: AlwaysPullImages', function () {
     expect(alwaysPullImages.validate!(del, {}, EMPTY_VIEW)).to.deep.equal({ allowed: true });
   });
 
-  it('the validating side denies a Pod whose container does not pull always, naming the field', function () {
-    const decision = alwaysPullImages.validate!(requestOf(fixtures.podCreate()), {}, EMPTY_VIEW);
-    expect(decision).to.include({ allowed: false, code: 422 });
-    expect(decision.message).to.contain('spec.initContainers[0].imagePullPolicy');
+  // upstream TestValidate: one Forbidden error per container not pulling always; the API server answers with the first
+  it('the validating side refuses a container that does not pull always, in the in-tree words (403), naming the first', function () {
+    const request = requestOf(fixtures.podCreate());
+    const name = (request.object as any).metadata.name;
+    (request.object as any).spec.initContainers = [{ name: 'init1', image: 'image' }];
+    (request.object as any).spec.containers = [
+      { name: 'ctr1', image: 'image', imagePullPolicy: 'Never' },
+      { name: 'ctr2', image: 'image', imagePullPolicy: 'Always' },
+    ];
+    const decision = alwaysPullImages.validate!(request, {}, EMPTY_VIEW);
+    expect(decision).to.include({ allowed: false, code: 403, reason: 'Forbidden' });
+    expect(decision.message).to.equal(`pods "${name}" is forbidden: spec.initContainers[0].imagePullPolicy: Unsupported value: "": supported values: "Always"`);
+    (request.object as any).spec.initContainers = [];
+    expect(alwaysPullImages.validate!(request, {}, EMPTY_VIEW).message).to.equal(
+      `pods "${name}" is forbidden: spec.containers[0].imagePullPolicy: Unsupported value: "Never": supported values: "Always"`,
+    );
+  });
+
+  // upstream TestOtherResources: subresources are left alone (pods/ephemeralcontainers too)
+  it('leaves every subresource alone, ephemeralcontainers included', function () {
+    const request = { ...podUpdate(['a:1'], ['a:1']), subResource: 'ephemeralcontainers' };
+    (request.object as any).spec.ephemeralContainers = [{ name: 'debug', image: 'busybox', imagePullPolicy: 'Never' }];
+    expect(alwaysPullImages.mutate!(request, {}, EMPTY_VIEW)).to.deep.equal({ allowed: true });
+    expect(alwaysPullImages.validate!(request, {}, EMPTY_VIEW)).to.deep.equal({ allowed: true });
   });
 });

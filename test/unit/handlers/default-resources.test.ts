@@ -89,7 +89,7 @@ describe('handlers: DefaultResources', function () {
     it('a pod with no resources enumerated gets each resource from the defaults, and the annotation says so', function () {
       const { stored } = admit(validPod('empty-resources', 1, req(NONE, NONE)), [validLimitRange()]);
       expect(stored.spec.containers[0]!.resources).to.deep.equal({ requests: compute('50m', '5Mi'), limits: compute('75m', '10Mi') });
-      expect(stored.metadata.annotations?.[LIMIT_RANGER_ANNOTATION]).to.equal('DefaultResources set: cpu, memory request for container foo-0; cpu, memory limit for container foo-0');
+      expect(stored.metadata.annotations?.[LIMIT_RANGER_ANNOTATION]).to.equal('LimitRanger plugin set: cpu, memory request for container foo-0; cpu, memory limit for container foo-0');
     });
 
     it('a pod with some resources enumerated only gets the missing ones (containers and init containers)', function () {
@@ -100,7 +100,7 @@ describe('handlers: DefaultResources', function () {
       expect(stored.spec.initContainers![0]!.resources).to.deep.equal(expected);
       // Upstream's test shares one Go map between the two containers, so only the first shows in its annotation.
       expect(stored.metadata.annotations?.[LIMIT_RANGER_ANNOTATION]).to.equal(
-        'DefaultResources set: cpu request for container foo-0; cpu, memory limit for container foo-0; cpu request for init container foo-0; cpu, memory limit for init container foo-0',
+        'LimitRanger plugin set: cpu request for container foo-0; cpu, memory limit for container foo-0; cpu request for init container foo-0; cpu, memory limit for init container foo-0',
       );
     });
 
@@ -163,18 +163,18 @@ describe('handlers: DefaultResources', function () {
     const errorCases: [Pod, ReturnType<typeof limitRange>, string][] = [
       [validPod('ctr-min-cpu-request', 1, req(compute('40m', ''), NONE)), lr('Container', compute('50m', ''), NONE), 'minimum cpu usage per Container is 50m, but request is 40m'],
       [validPod('ctr-min-cpu-request-limit', 1, req(compute('40m', ''), compute('200m', ''))), lr('Container', compute('50m', ''), NONE), 'but request is 40m'],
-      [validPod('ctr-min-cpu-no-request-limit', 1, req(NONE, NONE)), lr('Container', compute('50m', ''), NONE), 'minimum cpu usage per Container is 50m, but no request is specified'],
+      [validPod('ctr-min-cpu-no-request-limit', 1, req(NONE, NONE)), lr('Container', compute('50m', ''), NONE), 'minimum cpu usage per Container is 50m.  No request is specified'],
       [validPod('ctr-min-memory-request', 1, req(compute('', '40Mi'), NONE)), lr('Container', compute('', '50Mi'), NONE), 'minimum memory usage per Container is 50Mi, but request is 40Mi'],
       [validPod('ctr-min-memory-request-limit', 1, req(compute('', '40Mi'), compute('', '100Mi'))), lr('Container', compute('', '50Mi'), NONE), 'but request is 40Mi'],
-      [validPod('ctr-min-memory-no-request-limit', 1, req(NONE, NONE)), lr('Container', compute('', '50Mi'), NONE), 'no request is specified'],
+      [validPod('ctr-min-memory-no-request-limit', 1, req(NONE, NONE)), lr('Container', compute('', '50Mi'), NONE), 'No request is specified'],
       [validPod('ctr-max-cpu-request-limit', 1, req(compute('500m', ''), compute('2500m', ''))), lr('Container', NONE, compute('2', '')), 'maximum cpu usage per Container is 2, but limit is 2500m'],
       [validPod('ctr-max-cpu-limit', 1, req(NONE, compute('2500m', ''))), lr('Container', NONE, compute('2', '')), 'but limit is 2500m'],
-      [validPod('ctr-max-cpu-no-request-limit', 1, req(NONE, NONE)), lr('Container', NONE, compute('2', '')), 'maximum cpu usage per Container is 2, but no limit is specified'],
+      [validPod('ctr-max-cpu-no-request-limit', 1, req(NONE, NONE)), lr('Container', NONE, compute('2', '')), 'maximum cpu usage per Container is 2.  No limit is specified'],
       [validPod('ctr-max-cpu-ratio', 1, req(compute('1250m', ''), compute('2500m', ''))), lr('Container', NONE, NONE, NONE, NONE, compute('1', '')), 'cpu max limit to request ratio per Container is 1, but provided ratio is 2.000000'],
       [validPod('ctr-max-mem-request-limit', 1, req(compute('', '250Mi'), compute('', '2Gi'))), lr('Container', NONE, compute('', '1Gi')), 'maximum memory usage per Container is 1Gi, but limit is 2Gi'],
       [validPod('ctr-max-mem-limit', 1, req(NONE, compute('', '2Gi'))), lr('Container', NONE, compute('', '1Gi')), 'but limit is 2Gi'],
-      [validPod('ctr-max-mem-no-request-limit', 1, req(NONE, NONE)), lr('Container', NONE, compute('', '1Gi')), 'no limit is specified'],
-      [validPod('pod-min-cpu-request', 1, req(compute('75m', ''), NONE)), lr('Pod', compute('100m', ''), NONE), 'pod: minimum cpu usage per Pod is 100m, but request is 75m'],
+      [validPod('ctr-max-mem-no-request-limit', 1, req(NONE, NONE)), lr('Container', NONE, compute('', '1Gi')), 'No limit is specified'],
+      [validPod('pod-min-cpu-request', 1, req(compute('75m', ''), NONE)), lr('Pod', compute('100m', ''), NONE), 'minimum cpu usage per Pod is 100m, but request is 75m'],
       [validPod('pod-min-cpu-request-limit', 1, req(compute('75m', ''), compute('200m', ''))), lr('Pod', compute('100m', ''), NONE), 'but request is 75m'],
       [validPod('pod-min-memory-request', 1, req(compute('', '60Mi'), NONE)), lr('Pod', compute('', '100Mi'), NONE), 'but request is 60Mi'],
       [validPod('pod-min-memory-request-limit', 1, req(compute('', '60Mi'), compute('', '100Mi'))), lr('Pod', compute('', '100Mi'), NONE), 'but request is 60Mi'],
@@ -186,16 +186,16 @@ describe('handlers: DefaultResources', function () {
       [validPod('pod-max-mem-ratio', 3, req(compute('', '250Mi'), compute('', '500Mi'))), lr('Pod', NONE, compute('', '2Gi'), NONE, NONE, compute('', '1.5')), 'memory max limit to request ratio per Pod is 1.5, but provided ratio is 2.000000'],
       [validPod('ctr-1-min-local-ephemeral-storage-request', 1, req(storage('40Mi'), NONE)), lr('Container', storage('50Mi'), NONE), 'minimum ephemeral-storage usage per Container is 50Mi, but request is 40Mi'],
       [validPod('ctr-1-min-local-ephemeral-storage-request-limit', 1, req(storage('40Mi'), storage('100Mi'))), lr('Container', storage('50Mi'), NONE), 'but request is 40Mi'],
-      [validPod('ctr-1-min-local-ephemeral-storage-no-request-limit', 1, req(NONE, NONE)), lr('Container', storage('50Mi'), NONE), 'no request is specified'],
+      [validPod('ctr-1-min-local-ephemeral-storage-no-request-limit', 1, req(NONE, NONE)), lr('Container', storage('50Mi'), NONE), 'No request is specified'],
       [validPod('ctr-1-max-local-ephemeral-storage-request-limit', 1, req(storage('250Mi'), storage('2Gi'))), lr('Container', NONE, storage('1Gi')), 'but limit is 2Gi'],
       [validPod('ctr-1-max-local-ephemeral-storage-limit', 1, req(NONE, storage('2Gi'))), lr('Container', NONE, storage('1Gi')), 'but limit is 2Gi'],
-      [validPod('ctr-1-max-local-ephemeral-storage-no-request-limit', 1, req(NONE, NONE)), lr('Container', NONE, storage('1Gi')), 'no limit is specified'],
-      [validPod('ctr-2-min-local-ephemeral-storage-request', 2, req(storage('40Mi'), NONE)), lr('Container', storage('50Mi'), NONE), 'container "foo-1": minimum ephemeral-storage'],
+      [validPod('ctr-1-max-local-ephemeral-storage-no-request-limit', 1, req(NONE, NONE)), lr('Container', NONE, storage('1Gi')), 'No limit is specified'],
+      [validPod('ctr-2-min-local-ephemeral-storage-request', 2, req(storage('40Mi'), NONE)), lr('Container', storage('50Mi'), NONE), 'minimum ephemeral-storage usage per Container is 50Mi, but request is 40Mi'],
       [validPod('ctr-2-min-local-ephemeral-storage-request-limit', 2, req(storage('40Mi'), storage('100Mi'))), lr('Container', storage('50Mi'), NONE), 'but request is 40Mi'],
-      [validPod('ctr-2-min-local-ephemeral-storage-no-request-limit', 2, req(NONE, NONE)), lr('Container', storage('50Mi'), NONE), 'no request is specified'],
+      [validPod('ctr-2-min-local-ephemeral-storage-no-request-limit', 2, req(NONE, NONE)), lr('Container', storage('50Mi'), NONE), 'No request is specified'],
       [validPod('ctr-2-max-local-ephemeral-storage-request-limit', 2, req(storage('250Mi'), storage('2Gi'))), lr('Container', NONE, storage('1Gi')), 'but limit is 2Gi'],
       [validPod('ctr-2-max-local-ephemeral-storage-limit', 2, req(NONE, storage('2Gi'))), lr('Container', NONE, storage('1Gi')), 'but limit is 2Gi'],
-      [validPod('ctr-2-max-local-ephemeral-storage-no-request-limit', 2, req(NONE, NONE)), lr('Container', NONE, storage('1Gi')), 'no limit is specified'],
+      [validPod('ctr-2-max-local-ephemeral-storage-no-request-limit', 2, req(NONE, NONE)), lr('Container', NONE, storage('1Gi')), 'No limit is specified'],
       [validPod('pod-min-local-ephemeral-storage-request', 1, req(storage('60Mi'), NONE)), lr('Pod', storage('100Mi'), NONE), 'but request is 60Mi'],
       [validPod('pod-min-local-ephemeral-storage-request-limit', 1, req(storage('60Mi'), storage('100Mi'))), lr('Pod', storage('100Mi'), NONE), 'but request is 60Mi'],
       [validPod('pod-max-local-ephemeral-storage-request-limit', 3, req(storage('250Mi'), storage('500Mi'))), lr('Pod', NONE, storage('1Gi')), 'but limit is 1500Mi'],
@@ -213,9 +213,8 @@ describe('handlers: DefaultResources', function () {
         const { mutated, validated } = admit(pod, [range]);
         expect(mutated.allowed).to.equal(true);
         expect(validated).to.include({ allowed: false, code: 403, reason: 'Forbidden' });
-        expect(validated.message).to.match(new RegExp(`^DefaultResources: pods "${pod.metadata.name}" is forbidden: `));
+        expect(validated.message).to.match(new RegExp(`^pods "${pod.metadata.name}" is forbidden: `));
         expect(validated.message).to.contain(message);
-        expect(validated.message).to.match(/; set requests and limits within LimitRange "abc" of namespace "test"$/);
       });
     }
   });
@@ -235,7 +234,7 @@ describe('handlers: DefaultResources', function () {
     expect(defaultResources.mutate!(requestFor('pods', 'CREATE', { object: pod }), NO_CONFIG, view)).to.deep.equal({ allowed: true });
     const created = defaultResources.validate!(requestFor('pods', 'CREATE', { object: pod }), NO_CONFIG, view);
     expect(created.allowed).to.equal(false);
-    expect(created.message).to.contain('no request is specified').and.to.contain('no limit is specified');
+    expect(created.message).to.contain('No request is specified').and.to.contain('No limit is specified');
     expect(defaultResources.validate!(requestFor('pods', 'UPDATE', { object: pod, oldObject: pod }), NO_CONFIG, view)).to.deep.equal({ allowed: true });
     expect(defaultResources.validate!(requestFor('pods', 'UPDATE', { object: pod, oldObject: pod, subResource: 'status' }), NO_CONFIG, view)).to.deep.equal({ allowed: true });
     const terminating = { ...(pod as object), metadata: { name: 'terminatingPod', namespace: 'test', deletionTimestamp: '2025-01-01T00:00:00Z' } } as never;
@@ -291,7 +290,7 @@ describe('handlers: DefaultResources', function () {
     expect(stored.spec.containers[0]!.resources).to.deep.equal({ requests: compute('1', '128Mi'), limits: compute('1', '1Gi') });
     expect(validated).to.deep.equal({ allowed: true });
     const over = admit(validPod('big', 1, req(compute('2', ''), compute('2', ''))), [], parsed.config).validated;
-    expect(over.message).to.match(/maximum cpu usage per Container is 1, but limit is 2; set requests and limits within the limits of this webhook's DefaultResources config$/);
+    expect(over.message).to.equal('pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2');
     // a namespace with its own LimitRange ignores the config
     expect(admit(validPod('big', 1, req(compute('2', ''), compute('2', ''))), [createLimitRange('Container', NONE, compute('4', ''))], parsed.config).validated).to.deep.equal({ allowed: true });
   });
@@ -309,7 +308,7 @@ describe('handlers: DefaultResources', function () {
     expect(decision.patch).to.deep.equal([
       { op: 'add', path: '/spec/containers/0/resources/requests/cpu', value: '50m' },
       { op: 'add', path: '/spec/containers/0/resources/limits', value: compute('75m', '10Mi') },
-      { op: 'add', path: '/metadata/annotations/kubernetes.io~1limit-ranger', value: 'DefaultResources set: cpu request for container app; cpu, memory limit for container app' },
+      { op: 'add', path: '/metadata/annotations/kubernetes.io~1limit-ranger', value: 'LimitRanger plugin set: cpu request for container app; cpu, memory limit for container app' },
     ]);
   });
 
