@@ -3,8 +3,10 @@
  * `kubectl kustomize config/base` (the kubectl built with the control plane), split back into
  * its numbered files so that `kubectl apply -f deploy/` keeps its order; the Helm chart's
  * files/crd*.yaml are crds/'s CRDs byte for byte (the OpenReports and wgpolicyk8s.io report CRDs
- * too: those are upstream's files as published, with a comment on top naming the release). `npm run manifests` writes them;
- * test/e2e/manifests.test.ts fails when a rendered copy drifts. Never edits a source.
+ * too: those are upstream's files as published, with a comment on top naming the release);
+ * docs/reference/ is the API reference of our two CRDs (tools/crd-reference.ts). `npm run
+ * manifests` writes them; test/e2e/manifests-drift.test.ts fails when a rendered copy drifts.
+ * Never edits a source.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { ensureBinaries } from '../src/local/binaries.ts';
+import { renderCrdReference, renderReferenceIndex, type ReferenceOptions } from './crd-reference.ts';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const REGENERATE = 'npm run manifests';
@@ -48,6 +51,13 @@ const COPIES: [file: string, source: string][] = [
   ['charts/portcullis/files/crd-wgpolicyk8s-clusterpolicyreports.yaml', POLICY_REPORT_CRD_SOURCES[1]!],
 ];
 
+/** The API reference: a page per CRD of ours, and its index. The report CRDs are upstream's, documented there. */
+export const REFERENCE_DIR = 'docs/reference';
+const REFERENCE_PAGES: [file: string, source: string][] = [
+  [`${REFERENCE_DIR}/admissionsuite.md`, CRD_SOURCE],
+  [`${REFERENCE_DIR}/admissionpolicy.md`, POLICY_CRD_SOURCE],
+];
+
 const objectKey = (o: k8s.KubernetesObject) => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name}`;
 
 /** Every rendered file (path relative to the repository) and the text it must hold. */
@@ -80,6 +90,13 @@ export async function renderManifests(): Promise<Map<string, string>> {
     rendered.set(file, header + documents.get(file)!.join('---\n'));
   }
   for (const [file, source] of COPIES) rendered.set(file, fs.readFileSync(path.join(ROOT, source), 'utf8'));
+  const pages = REFERENCE_PAGES.map(([file, source]) => ({
+    yamlText: fs.readFileSync(path.join(ROOT, source), 'utf8'),
+    options: { source, file, regenerate: REGENERATE } satisfies ReferenceOptions,
+  }));
+  for (const { yamlText, options } of pages) rendered.set(options.file, renderCrdReference(yamlText, options));
+  const upstream = [...REPORT_CRD_SOURCES, ...POLICY_REPORT_CRD_SOURCES];
+  rendered.set(`${REFERENCE_DIR}/README.md`, renderReferenceIndex(pages, { file: `${REFERENCE_DIR}/README.md`, regenerate: REGENERATE, upstream }));
   return rendered;
 }
 

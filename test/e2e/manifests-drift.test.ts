@@ -1,17 +1,18 @@
 /**
- * One source for every install manifest: deploy/ is `kubectl kustomize config/base` and the
- * chart's CRD is crds/'s (tools/manifests.ts renders both). A copy edited by hand, or a source
- * changed without rendering again, fails here with the command that regenerates it.
+ * One source for every install manifest: deploy/ is `kubectl kustomize config/base`, the
+ * chart's CRD is crds/'s, and docs/reference/ is the API reference rendered from the CRDs
+ * (tools/manifests.ts renders all three). A copy edited by hand, or a source changed without
+ * rendering again, fails here with the command that regenerates it.
  */
 import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
-import { REGENERATE, renderManifests, ROOT } from '../../tools/manifests.ts';
+import { REFERENCE_DIR, REGENERATE, renderManifests, ROOT } from '../../tools/manifests.ts';
 
 describe('install manifests rendered from config/base and crds/', function () {
   this.timeout(600_000);
 
-  it('deploy/ and the chart\'s files/crd.yaml are exactly what their sources render', async function () {
+  it('deploy/, the chart\'s CRD copies and docs/reference/ are exactly what their sources render', async function () {
     const rendered = await renderManifests();
     for (const [file, text] of rendered) {
       const target = path.join(ROOT, file);
@@ -21,5 +22,8 @@ describe('install manifests rendered from config/base and crds/', function () {
     // Nothing in deploy/ that no source renders: `kubectl apply -f deploy/` would install it.
     const strays = fs.readdirSync(path.join(ROOT, 'deploy')).map((name) => `deploy/${name}`).filter((file) => !rendered.has(file));
     expect(strays, `rendered from no source; remove them or add their source to config/base and tools/manifests.ts`).to.deep.equal([]);
+    // Nor a reference page of a CRD no longer rendered: it would document what the API server no longer serves.
+    const pages = fs.readdirSync(path.join(ROOT, REFERENCE_DIR)).map((name) => `${REFERENCE_DIR}/${name}`).filter((file) => !rendered.has(file));
+    expect(pages, `rendered from no CRD; remove them or add their CRD to tools/manifests.ts`).to.deep.equal([]);
   });
 });
