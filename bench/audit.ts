@@ -12,6 +12,8 @@
  *   again   the next full scan (--audit-interval, AUDIT_INTERVAL default 45s) with nothing
  *           changed: its duration, its report writes (the target: none), and the creates inside
  *           its window against those before it (the scan's own cost to admission).
+ * AUDIT_CONTROL=1 runs the first two phases with the audit off, until every suite is Ready: what
+ * applying the suites costs without it.
  * Prints each figure and the ratio of the creates' p99 (scan / idle); the last line is one JSON
  * object. Everything shares this machine's cores with the API server and etcd.
  */
@@ -32,6 +34,8 @@ const PER_NAMESPACE = Number(process.env.AUDIT_PER_NAMESPACE ?? 100);
 const SUITES = Number(process.env.AUDIT_SUITES ?? 50);
 const IDLE_SECONDS = Number(process.env.AUDIT_IDLE_SECONDS ?? 10);
 const INTERVAL = process.env.AUDIT_INTERVAL ?? '45s';
+/** AUDIT_CONTROL=1: the same suites with the audit off (--audit=false), until each is Ready: what their reconciles alone cost. */
+const CONTROL = process.env.AUDIT_CONTROL === '1';
 const APP = fileURLToPath(new URL('../.local/audit-app', import.meta.url));
 const SERVING_PORT = 19743;
 const METRICS_PORT = 19780;
@@ -129,7 +133,7 @@ try {
   });
   console.log(`populated: ${objects.length} objects in ${NAMESPACES} namespaces in ${((performance.now() - populated) / 1e3).toFixed(0)} s`);
 
-  operator = await startOperatorBundle(APP, controlPlane.kubeconfigPath, [`--serving-port=${SERVING_PORT}`, `--metrics-port=${METRICS_PORT}`, `--audit-interval=${INTERVAL}`]);
+  operator = await startOperatorBundle(APP, controlPlane.kubeconfigPath, [`--serving-port=${SERVING_PORT}`, `--metrics-port=${METRICS_PORT}`, `--audit-interval=${INTERVAL}`, ...(CONTROL ? ['--audit=false'] : [])]);
   const pid = operator.pid!;
   // The probe: a webhook every create in bench-probe goes through (its namespace is in no shard).
   await kube.core.createNamespace({ body: { metadata: { name: 'bench-probe' } } });
@@ -165,68 +169,74 @@ try {
   while (!done) {
     await sleep(500);
     const list = (await kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: AdmissionSuite[] };
-    const scanned = list.items.filter((s) => s.metadata.name.startsWith('bench-audit-') && s.status?.audit?.lastRun);
+    const scanned = list.items.filter((s) => s.metadata.name.startsWith('bench-audit-') && (CONTROL ? s.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') : s.status?.audit?.lastRun));
     done = scanned.length === SUITES;
     if (performance.now() - started > 600_000) throw new Error(`the audit did not finish in 10 minutes: ${scanned.length} of ${SUITES} suites scanned`);
   }
   const auditSeconds = (performance.now() - started) / 1e3;
   const scan = await during;
-  await sleep(3000); // the last reports' writes
-  const writesFirst = (await metric('portcullis_audit_report_writes_total')) - writesBefore;
-  const evaluated = await metric('portcullis_audit_objects');
-  const failing = await metric('portcullis_audit_failing_objects');
+  if (CONTROL) {
+    const ratio = quantile(scan, 0.99) / quantile(idle, 0.99);
+    console.log(`control (--audit=false): ${SUITES} suites Ready in ${auditSeconds.toFixed(1)} s; creates p99 ${quantile(idle, 0.99).toFixed(1)} ms idle, ${quantile(scan, 0.99).toFixed(1)} ms meanwhile (x${ratio.toFixed(2)}); RSS ${Math.max(...idleRss).toFixed(0)} -> ${Math.max(...scanRss).toFixed(0)} MB`);
+    console.log(JSON.stringify({ control: true, readySeconds: auditSeconds, creates: { idleP99: quantile(idle, 0.99), duringP99: quantile(scan, 0.99), p99Ratio: ratio } }));
+  } else {
+    await sleep(3000); // the last reports' writes
+    const writesFirst = (await metric('portcullis_audit_report_writes_total')) - writesBefore;
+    const evaluated = await metric('portcullis_audit_objects');
+    const failing = await metric('portcullis_audit_failing_objects');
 
-  // The next full scan, with nothing changed: the creates go on, each stamped, and those inside
-  // the scan's window (its end and its duration, from the operator's metrics) are the scan's alone.
-  // (a full scan the interval queued while the suites were judged runs first: waited out)
-  const queued = await metric('portcullis_audit_last_scan_timestamp_seconds');
-  for (let i = 0; i < 20 && (await metric('portcullis_audit_last_scan_timestamp_seconds')) <= queued; i++) await sleep(500);
-  const lastScan = await metric('portcullis_audit_last_scan_timestamp_seconds');
-  const writesAfterFirst = await metric('portcullis_audit_report_writes_total');
-  const [sumBefore, countBefore] = [await metric('portcullis_audit_scan_duration_seconds_sum'), await metric('portcullis_audit_scan_duration_seconds_count')];
-  let second = false;
-  const stamped: { at: number; ms: number }[] = [];
-  const stamping = (async () => {
-    for (let n = 0; !second; n++) {
-      const at = Date.now();
-      stamped.push({ at, ms: await create(kube.core, `s-${n}`) });
-      await sleep(Math.max(0, 20 - (Date.now() - at)));
+    // The next full scan, with nothing changed: the creates go on, each stamped, and those inside
+    // the scan's window (its end and its duration, from the operator's metrics) are the scan's alone.
+    // (a full scan the interval queued while the suites were judged runs first: waited out)
+    const queued = await metric('portcullis_audit_last_scan_timestamp_seconds');
+    for (let i = 0; i < 20 && (await metric('portcullis_audit_last_scan_timestamp_seconds')) <= queued; i++) await sleep(500);
+    const lastScan = await metric('portcullis_audit_last_scan_timestamp_seconds');
+    const writesAfterFirst = await metric('portcullis_audit_report_writes_total');
+    const [sumBefore, countBefore] = [await metric('portcullis_audit_scan_duration_seconds_sum'), await metric('portcullis_audit_scan_duration_seconds_count')];
+    let second = false;
+    const stamped: { at: number; ms: number }[] = [];
+    const stamping = (async () => {
+      for (let n = 0; !second; n++) {
+        const at = Date.now();
+        stamped.push({ at, ms: await create(kube.core, `s-${n}`) });
+        await sleep(Math.max(0, 20 - (Date.now() - at)));
+      }
+    })();
+    for (let i = 0; (await metric('portcullis_audit_last_scan_timestamp_seconds')) <= lastScan; i++) {
+      if (i > 1200) throw new Error('no second full scan');
+      await sleep(500);
     }
-  })();
-  for (let i = 0; (await metric('portcullis_audit_last_scan_timestamp_seconds')) <= lastScan; i++) {
-    if (i > 1200) throw new Error('no second full scan');
-    await sleep(500);
-  }
-  second = true;
-  await stamping;
-  const end = (await metric('portcullis_audit_last_scan_timestamp_seconds')) * 1e3;
-  const [sumAfter, countAfter] = [await metric('portcullis_audit_scan_duration_seconds_sum'), await metric('portcullis_audit_scan_duration_seconds_count')];
-  const secondSeconds = countAfter > countBefore ? (sumAfter - sumBefore) / (countAfter - countBefore) : NaN;
-  const inScan = stamped.filter((c) => c.at >= end - secondSeconds * 1e3 && c.at <= end).map((c) => c.ms);
-  const beforeScan = stamped.filter((c) => c.at < end - secondSeconds * 1e3 - 1000).map((c) => c.ms);
-  await sleep(3000);
-  const writesSecond = (await metric('portcullis_audit_report_writes_total')) - writesAfterFirst;
+    second = true;
+    await stamping;
+    const end = (await metric('portcullis_audit_last_scan_timestamp_seconds')) * 1e3;
+    const [sumAfter, countAfter] = [await metric('portcullis_audit_scan_duration_seconds_sum'), await metric('portcullis_audit_scan_duration_seconds_count')];
+    const secondSeconds = countAfter > countBefore ? (sumAfter - sumBefore) / (countAfter - countBefore) : NaN;
+    const inScan = stamped.filter((c) => c.at >= end - secondSeconds * 1e3 && c.at <= end).map((c) => c.ms);
+    const beforeScan = stamped.filter((c) => c.at < end - secondSeconds * 1e3 - 1000).map((c) => c.ms);
+    await sleep(3000);
+    const writesSecond = (await metric('portcullis_audit_report_writes_total')) - writesAfterFirst;
 
-  const summary = (t: number[]) => ({ n: t.length, p50: quantile(t, 0.5), p99: quantile(t, 0.99) });
-  const figures = {
-    objects: objects.length,
-    namespaces: NAMESPACES,
-    suites: SUITES,
-    auditSeconds,
-    evaluated,
-    failing,
-    rssMb: { idle: Math.max(...idleRss), peakDuringScan: Math.max(...scanRss), growth: Math.max(...scanRss) - Math.max(...idleRss) },
-    creates: { idle: summary(idle), scan: summary(scan), p99Ratio: summary(scan).p99 / summary(idle).p99 },
-    secondScan: { seconds: secondSeconds, creates: { before: summary(beforeScan), during: summary(inScan), p99Ratio: summary(inScan).p99 / summary(beforeScan).p99 } },
-    reportWrites: { firstScan: writesFirst, secondScan: writesSecond },
-  };
-  console.log(`audit:        ${SUITES} suites over ${objects.length} objects judged in ${auditSeconds.toFixed(1)} s (${evaluated} object judgments held, ${failing} failing)`);
-  console.log(`memory:       RSS ${figures.rssMb.idle.toFixed(0)} MB idle, ${figures.rssMb.peakDuringScan.toFixed(0)} MB at most during the scan (+${figures.rssMb.growth.toFixed(0)} MB)`);
-  console.log(`admission:    p99 ${figures.creates.idle.p99.toFixed(1)} ms idle, ${figures.creates.scan.p99.toFixed(1)} ms during the scan (x${figures.creates.p99Ratio.toFixed(2)}); p50 ${figures.creates.idle.p50.toFixed(1)} / ${figures.creates.scan.p50.toFixed(1)} ms`);
-  const f2 = figures.secondScan;
-  console.log(`second scan:  ${f2.seconds.toFixed(1)} s (a full scan, nothing changed); creates p99 ${f2.creates.before.p99.toFixed(1)} ms before it, ${f2.creates.during.p99.toFixed(1)} ms during it (x${f2.creates.p99Ratio.toFixed(2)}, ${f2.creates.during.n} creates); p50 ${f2.creates.before.p50.toFixed(1)} / ${f2.creates.during.p50.toFixed(1)} ms`);
-  console.log(`report writes: ${writesFirst} for the first scan, ${writesSecond} for the next with nothing changed`);
-  console.log(JSON.stringify(figures));
+    const summary = (t: number[]) => ({ n: t.length, p50: quantile(t, 0.5), p99: quantile(t, 0.99) });
+    const figures = {
+      objects: objects.length,
+      namespaces: NAMESPACES,
+      suites: SUITES,
+      auditSeconds,
+      evaluated,
+      failing,
+      rssMb: { idle: Math.max(...idleRss), peakDuringScan: Math.max(...scanRss), growth: Math.max(...scanRss) - Math.max(...idleRss) },
+      creates: { idle: summary(idle), scan: summary(scan), p99Ratio: summary(scan).p99 / summary(idle).p99 },
+      secondScan: { seconds: secondSeconds, creates: { before: summary(beforeScan), during: summary(inScan), p99Ratio: summary(inScan).p99 / summary(beforeScan).p99 } },
+      reportWrites: { firstScan: writesFirst, secondScan: writesSecond },
+    };
+    console.log(`audit:        ${SUITES} suites over ${objects.length} objects judged in ${auditSeconds.toFixed(1)} s (${evaluated} object judgments held, ${failing} failing)`);
+    console.log(`memory:       RSS ${figures.rssMb.idle.toFixed(0)} MB idle, ${figures.rssMb.peakDuringScan.toFixed(0)} MB at most during the scan (+${figures.rssMb.growth.toFixed(0)} MB)`);
+    console.log(`admission:    p99 ${figures.creates.idle.p99.toFixed(1)} ms idle, ${figures.creates.scan.p99.toFixed(1)} ms during the scan (x${figures.creates.p99Ratio.toFixed(2)}); p50 ${figures.creates.idle.p50.toFixed(1)} / ${figures.creates.scan.p50.toFixed(1)} ms`);
+    const f2 = figures.secondScan;
+    console.log(`second scan:  ${f2.seconds.toFixed(1)} s (a full scan, nothing changed); creates p99 ${f2.creates.before.p99.toFixed(1)} ms before it, ${f2.creates.during.p99.toFixed(1)} ms during it (x${f2.creates.p99Ratio.toFixed(2)}, ${f2.creates.during.n} creates); p50 ${f2.creates.before.p50.toFixed(1)} / ${f2.creates.during.p50.toFixed(1)} ms`);
+    console.log(`report writes: ${writesFirst} for the first scan, ${writesSecond} for the next with nothing changed`);
+    console.log(JSON.stringify(figures));
+  }
 } finally {
   operator?.kill('SIGTERM');
   await controlPlane.stop();
