@@ -115,6 +115,10 @@ describe("deploy/'s token guard: the operator's ServiceAccount token writes only
   });
 
   it("refuses to write reports that are not its own, and writes its own", async function () {
+    // Reports an earlier test's operator left in this cluster (an audit stopped before it cleaned up) would be in the way.
+    for (const name of ['portcullis', 'portcullis-1', 'portcullis-vendor']) {
+      for (const namespace of [REPORT_NS, null]) await deleteIfExists(admin(), { apiVersion: 'openreports.io/v1alpha1', kind: namespace ? 'Report' : 'ClusterReport', metadata: { name, ...(namespace ? { namespace } : {}) } });
+    }
     // The OpenReports CRDs were just installed: wait for the first refusal (discovery, the guard's matching).
     const unlabelled = await eventually(
       async () => {
