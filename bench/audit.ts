@@ -36,6 +36,7 @@ const IDLE_SECONDS = Number(process.env.AUDIT_IDLE_SECONDS ?? 10);
 const INTERVAL = process.env.AUDIT_INTERVAL ?? '45s';
 /** AUDIT_CONTROL=1: the same suites with the audit off (--audit=false), until each is Ready: what their reconciles alone cost. */
 const CONTROL = process.env.AUDIT_CONTROL === '1';
+const TRACE = process.env.AUDIT_TRACE === '1';
 const APP = fileURLToPath(new URL('../.local/audit-app', import.meta.url));
 const SERVING_PORT = 19743;
 const METRICS_PORT = 19780;
@@ -133,8 +134,10 @@ try {
   });
   console.log(`populated: ${objects.length} objects in ${NAMESPACES} namespaces in ${((performance.now() - populated) / 1e3).toFixed(0)} s`);
 
-  operator = await startOperatorBundle(APP, controlPlane.kubeconfigPath, [`--serving-port=${SERVING_PORT}`, `--metrics-port=${METRICS_PORT}`, `--audit-interval=${INTERVAL}`, ...(CONTROL ? ['--audit=false'] : [])]);
+  operator = await startOperatorBundle(APP, controlPlane.kubeconfigPath, [`--serving-port=${SERVING_PORT}`, `--metrics-port=${METRICS_PORT}`, `--audit-interval=${INTERVAL}`, ...(CONTROL ? ['--audit=false'] : []), ...(TRACE ? ['--log-level=info'] : [])]);
   const pid = operator.pid!;
+  // AUDIT_TRACE=1: the operator's line per scan (with --log-level=info), as it comes.
+  if (TRACE) operator.stdout!.on('data', (chunk: Buffer) => chunk.toString().split('\n').filter((l) => l.includes('audit: scanned')).forEach((l) => console.log(`  ${((performance.now() - populated) / 1e3).toFixed(1)} s ${l}`)));
   // The probe: a webhook every create in bench-probe goes through (its namespace is in no shard).
   await kube.core.createNamespace({ body: { metadata: { name: 'bench-probe' } } });
   await applySuite(kube, suite('bench-probe', { webhooks: [{ name: 'probe', type: 'Validating', namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'bench-probe' } }, rules: configMaps, validations: [{ expression: "object.metadata.name != 'forbidden'", message: 'not that name' }] }] }));
@@ -165,11 +168,13 @@ try {
   const names = Array.from({ length: SUITES }, (_, i) => auditedSuite(i));
   await pool(names, 4, (s) => applySuite(kube, s));
   let done = false;
+  let lastCount = -1;
   const during = creates(() => done, scanRss);
   while (!done) {
     await sleep(500);
     const list = (await kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: AdmissionSuite[] };
     const scanned = list.items.filter((s) => s.metadata.name.startsWith('bench-audit-') && (CONTROL ? s.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') : s.status?.audit?.lastRun));
+    if (TRACE && scanned.length !== lastCount) console.log(`  ${((performance.now() - started) / 1e3).toFixed(1)} s after the apply: ${(lastCount = scanned.length)} of ${SUITES} suites ${CONTROL ? 'Ready' : 'with status.audit.lastRun'}`);
     done = scanned.length === SUITES;
     if (performance.now() - started > 600_000) throw new Error(`the audit did not finish in 10 minutes: ${scanned.length} of ${SUITES} suites scanned`);
   }

@@ -294,7 +294,10 @@ export class AuditScanner {
       this.stats.lastScanAt = Date.now();
       this.onScan(this.stats.lastScanSeconds);
     }
+    const judged = performance.now();
     await this.flush(!only);
+    // One line per scan: what it judged, how long judging and writing took.
+    this.log.info('audit: scanned', { full: !only, targets: targets.length, objects, seconds: +((judged - started) / 1e3).toFixed(3), writeSeconds: +((performance.now() - judged) / 1e3).toFixed(3) });
   }
 
   /** Lists `resource` page by page, judging each object by `targets`; forgets what they judged that is gone. */

@@ -97,6 +97,9 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
   it("with two workers, another namespace's request does not wait for the flooding namespace at all", async function () {
     const registry = registryWith([policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW })]);
     pool = new TenantPool(registry, quiet, { workers: 2 });
+    // Both workers started and idle first: what is measured is whose turn it is, not how long a
+    // worker takes to start (seconds on a loaded machine, longer than the flood's first evaluation).
+    await Promise.all([pool.admit('Validating', configMap('warm-a')), pool.admit('Validating', configMap('warm-b'))]);
     const order: string[] = [];
     const flood = [0, 1, 2].map((i) => pool!.admit('Validating', configMap('shop', `c${i}`)).then(() => order.push(`shop-${i}`)));
     const other = pool.admit('Validating', configMap('other')).then(() => order.push('other'));
