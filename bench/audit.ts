@@ -168,8 +168,9 @@ try {
   const names = Array.from({ length: SUITES }, (_, i) => auditedSuite(i));
   await pool(names, 4, (s) => applySuite(kube, s));
   let done = false;
+  let stopCreates = false;
   let lastCount = -1;
-  const during = creates(() => done, scanRss);
+  const during = creates(() => stopCreates, scanRss);
   while (!done) {
     await sleep(500);
     const list = (await kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: AdmissionSuite[] };
@@ -179,14 +180,25 @@ try {
     if (performance.now() - started > 600_000) throw new Error(`the audit did not finish in 10 minutes: ${scanned.length} of ${SUITES} suites scanned`);
   }
   const auditSeconds = (performance.now() - started) / 1e3;
-  const scan = await during;
   if (CONTROL) {
+    stopCreates = true;
+    const scan = await during;
     const ratio = quantile(scan, 0.99) / quantile(idle, 0.99);
     console.log(`control (--audit=false): ${SUITES} suites Ready in ${auditSeconds.toFixed(1)} s; creates p99 ${quantile(idle, 0.99).toFixed(1)} ms idle, ${quantile(scan, 0.99).toFixed(1)} ms meanwhile (x${ratio.toFixed(2)}); RSS ${Math.max(...idleRss).toFixed(0)} -> ${Math.max(...scanRss).toFixed(0)} MB`);
     console.log(JSON.stringify({ control: true, readySeconds: auditSeconds, creates: { idleP99: quantile(idle, 0.99), duringP99: quantile(scan, 0.99), p99Ratio: ratio } }));
   } else {
-    await sleep(3000); // the last reports' writes
-    const writesFirst = (await metric('portcullis_audit_report_writes_total')) - writesBefore;
+    // Status comes before the reports' writes: written once the count has stood still for 3 s.
+    let writes = await metric('portcullis_audit_report_writes_total');
+    for (let still = 0; still < 6; ) {
+      await sleep(500);
+      const now = await metric('portcullis_audit_report_writes_total');
+      still = now === writes ? still + 1 : 0;
+      writes = now;
+    }
+    const writtenSeconds = (performance.now() - started) / 1e3 - 3;
+    const writesFirst = writes - writesBefore;
+    stopCreates = true;
+    const scan = await during;
     const evaluated = await metric('portcullis_audit_objects');
     const failing = await metric('portcullis_audit_failing_objects');
 
@@ -227,6 +239,7 @@ try {
       namespaces: NAMESPACES,
       suites: SUITES,
       auditSeconds,
+      writtenSeconds,
       evaluated,
       failing,
       rssMb: { idle: Math.max(...idleRss), peakDuringScan: Math.max(...scanRss), growth: Math.max(...scanRss) - Math.max(...idleRss) },
@@ -234,7 +247,7 @@ try {
       secondScan: { seconds: secondSeconds, creates: { before: summary(beforeScan), during: summary(inScan), p99Ratio: summary(inScan).p99 / summary(beforeScan).p99 } },
       reportWrites: { firstScan: writesFirst, secondScan: writesSecond },
     };
-    console.log(`audit:        ${SUITES} suites over ${objects.length} objects judged in ${auditSeconds.toFixed(1)} s (${evaluated} object judgments held, ${failing} failing)`);
+    console.log(`audit:        ${SUITES} suites over ${objects.length} objects judged in ${auditSeconds.toFixed(1)} s (${evaluated} object judgments held, ${failing} failing); every report written ${writtenSeconds.toFixed(1)} s after the apply`);
     console.log(`memory:       RSS ${figures.rssMb.idle.toFixed(0)} MB idle, ${figures.rssMb.peakDuringScan.toFixed(0)} MB at most during the scan (+${figures.rssMb.growth.toFixed(0)} MB)`);
     console.log(`admission:    p99 ${figures.creates.idle.p99.toFixed(1)} ms idle, ${figures.creates.scan.p99.toFixed(1)} ms during the scan (x${figures.creates.p99Ratio.toFixed(2)}); p50 ${figures.creates.idle.p50.toFixed(1)} / ${figures.creates.scan.p50.toFixed(1)} ms`);
     const f2 = figures.secondScan;

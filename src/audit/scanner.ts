@@ -400,11 +400,21 @@ export class AuditScanner {
       infos.set(t.key, info);
       infos.set(liveKey(t.key), { ...info, origin: 'admission' });
     }
+    // Status first: what was judged is known now, whatever the reports' writes take.
+    this.publishSummaries();
+    // More targets about to be scanned (suites applied together, served one after another): their
+    // scan writes these namespaces' reports once, with theirs, rather than each batch rewriting them.
+    if (!all && this.pending.size > 0) return;
     const dirty = new Set(this.results.takeDirty());
     if (all) for (const writer of this.writers) for (const n of writer.namespaces()) dirty.add(n);
     for (const writer of this.writers) await writer.flush(this.results, [...dirty], infos);
     // A write that failed left its namespace dirty: tried again a moment later.
     if (this.results.hasDirty()) this.scheduleFlush();
+    this.publishSummaries();
+  }
+
+  /** Tells whose summary (status.audit) changed since it was last told. */
+  private publishSummaries(): void {
     const changed: AuditTarget[] = [];
     for (const target of this.targets.values()) {
       const text = JSON.stringify(this.summary(target.key));

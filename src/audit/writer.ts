@@ -10,6 +10,9 @@ import { deleteIfExists, describeError, isConflict, isNotFound, statusCode, writ
 import { buildReports, MANAGED_BY, REPORT_KINDS, RESULTS_DIGEST_ANNOTATION, type ReportFlavour, type TargetInfo } from './reports.ts';
 import type { AuditResults } from './results.ts';
 
+/** Namespaces whose reports are written at once. */
+const WRITES_IN_FLIGHT = 4;
+
 const SELECTOR = Object.entries(MANAGED_BY).map(([k, v]) => `${k}=${v}`).join(',');
 
 export class ReportWriter {
@@ -70,14 +73,20 @@ export class ReportWriter {
       if (!this.unavailable) for (const n of namespaces) results.markDirty(n);
       return;
     }
-    for (const namespace of namespaces) {
-      try {
-        await this.flushNamespace(namespace, buildReports(namespace, results.objects(namespace), targets, this.flavour));
-      } catch (err) {
-        results.markDirty(namespace);
-        this.log.warn('audit: writing reports failed', { namespace, error: describeError(err) });
+    // A few namespaces at once: each write waits on the API server and etcd more than on us.
+    let next = 0;
+    const writeNext = async (): Promise<void> => {
+      while (next < namespaces.length) {
+        const namespace = namespaces[next++]!;
+        try {
+          await this.flushNamespace(namespace, buildReports(namespace, results.objects(namespace), targets, this.flavour));
+        } catch (err) {
+          results.markDirty(namespace);
+          this.log.warn('audit: writing reports failed', { namespace, error: describeError(err) });
+        }
       }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(WRITES_IN_FLIGHT, namespaces.length) }, writeNext));
   }
 
   /**
