@@ -21,6 +21,7 @@ import type { KubeObject } from '../kube/client.ts';
 import { passedThroughConditions } from '../policy/engine/match-conditions.ts';
 import { registeredRules, resourceCondition } from '../api/resource-match.ts';
 import { selfProtection } from '../api/self-protection.ts';
+import { protectedNamespaces as protectedNamespacesOf } from '../api/protected-namespaces.ts';
 
 const optional = <T>(value: T | undefined): T[] => (value === undefined ? [] : [value]);
 
@@ -123,9 +124,9 @@ function clientConfig(suite: AdmissionSuite, webhook: WebhookSpec, config: Opera
   return serviceClientConfig(serviceRef(suite, config), path, config, caBundle);
 }
 
-/** The namespaces no webhook of ours is ever called for, so the cluster can always be repaired. */
+/** The namespaces no webhook of ours is ever called for, so the cluster can always be repaired (api/protected-namespaces.ts). */
 export function protectedNamespaces(config: Pick<OperatorConfig, 'namespace'>): string[] {
-  return [...new Set([config.namespace, 'kube-system', 'kube-node-lease'])];
+  return protectedNamespacesOf(config.namespace);
 }
 
 function namespaceSelector(suite: AdmissionSuite, webhook: WebhookSpec, config: OperatorConfig) {

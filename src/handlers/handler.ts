@@ -74,6 +74,18 @@ export class LookupNotReady extends Error {
   }
 }
 
+/**
+ * Where a suite is compiled, for a config whose sense depends on it: handed over by the registry
+ * (registry/compile.ts), so a handler learns it without importing the controller.
+ */
+export interface ConfigContext {
+  /**
+   * The operator's namespace, which no suite webhook is ever called for (api/protected-namespaces.ts).
+   * Unset where it is not known: the review worker, sent only suites the main thread accepted.
+   */
+  operatorNamespace?: string;
+}
+
 export const EMPTY_VIEW: ClusterView = { namespace: () => undefined, limitRanges: () => [], list: () => [] };
 
 export interface Handler<Config = Record<string, unknown>> {
@@ -89,8 +101,8 @@ export interface Handler<Config = Record<string, unknown>> {
    * audit (src/audit): true when its answer depends on the object and the cluster, not on who asks.
    */
   audits?: boolean;
-  /** Checks and defaults `config`; returns problems as [field under config, message]. */
-  parseConfig(config: Record<string, unknown>): { config: Config; errors: { field: string; message: string }[] };
+  /** Checks and defaults `config` (`context`: where the suite is compiled); returns problems as [field under config, message]. */
+  parseConfig(config: Record<string, unknown>, context?: ConfigContext): { config: Config; errors: { field: string; message: string }[] };
   mutate?(request: AdmissionRequest, config: Config, view: ClusterView): Decision;
   validate?(request: AdmissionRequest, config: Config, view: ClusterView): Decision;
 }

@@ -16,12 +16,18 @@
  * when the API server sends none, a Namespace's labels are read from the operator's cache, and
  * other objects are judged by name alone. The namespace controller's deletes are refused like
  * anyone's: a Namespace that holds a labelled object stays Terminating until the label goes.
+ *
+ * `namespaces` may not name the operator's namespace, kube-system or kube-node-lease: every
+ * suite's namespaceSelector leaves them out (api/protected-namespaces.ts), so no DELETE of them
+ * would ever reach this handler and the config would silently protect nothing; it is refused on
+ * apply instead, naming the entry.
  */
 import { allowed, denied, type AdmissionRequest } from '../api/review.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { ConfigReader } from './config.ts';
 import { metadataOf } from './pods.ts';
 import { labelKeyProblem } from '../k8s/validation.ts';
+import { protectedNamespaces, SYSTEM_NAMESPACES } from '../api/protected-namespaces.ts';
 
 export const DEFAULT_PROTECTION_LABEL = 'admission.portcullis.dev/deletion-protection';
 
@@ -78,6 +84,16 @@ export function protection(request: AdmissionRequest, config: NamespaceProtectio
   return undefined;
 }
 
+/** Why `name` cannot be protected here, in words that say where the exclusion comes from. */
+function unseenNamespace(name: string, operatorNamespace: string | undefined): string {
+  const which = name === operatorNamespace ? "the operator's own namespace" : name;
+  const operators = operatorNamespace === undefined ? "the operator's namespace" : `the operator's namespace (${operatorNamespace})`;
+  return (
+    `${which} is never sent to a suite's webhooks (every namespaceSelector leaves out ${operators}, kube-system and kube-node-lease, ` +
+    `so the cluster can always be repaired): NamespaceProtection would protect nothing there; remove "${name}" from namespaces`
+  );
+}
+
 export const namespaceProtection: Handler<NamespaceProtectionConfig> = {
   name: 'NamespaceProtection',
   resources: [
@@ -86,7 +102,7 @@ export const namespaceProtection: Handler<NamespaceProtectionConfig> = {
     // Any object may carry the protection label.
     { group: '*', resource: '*' },
   ],
-  parseConfig(config) {
+  parseConfig(config, context = {}) {
     const read = new ConfigReader(config, 'NamespaceProtection', ['namespaces', 'customResourceDefinitions', 'protectionLabel']);
     const protectionLabel = read.string('protectionLabel', DEFAULT_PROTECTION_LABEL);
     const problem = labelKeyProblem(protectionLabel);
@@ -96,6 +112,12 @@ export const namespaceProtection: Handler<NamespaceProtectionConfig> = {
       customResourceDefinitions: read.stringList('customResourceDefinitions', ['*']),
       protectionLabel,
     };
+    // Where the operator's namespace is not known (the review worker), the system ones still are.
+    const unseen = context.operatorNamespace === undefined ? SYSTEM_NAMESPACES : protectedNamespaces(context.operatorNamespace);
+    const raw = read.raw('namespaces');
+    (Array.isArray(raw) ? raw : []).forEach((name, i) => {
+      if (typeof name === 'string' && unseen.includes(name)) read.error(`namespaces[${i}]`, unseenNamespace(name, context.operatorNamespace));
+    });
     return { config: parsed, errors: read.errors };
   },
   validate(request, config, view) {

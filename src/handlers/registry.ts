@@ -12,6 +12,8 @@ import { runtimeClass } from './runtime-class.ts';
 import { storageObjectInUseProtection } from './storage-object-in-use-protection.ts';
 import { defaultTolerationSeconds } from './default-toleration-seconds.ts';
 import { denyServiceExternalIPs } from './deny-service-external-ips.ts';
+import { denyEscalatingExec } from './deny-escalating-exec.ts';
+import { eventRateLimit } from './event-rate-limit.ts';
 import type { Handler } from './handler.ts';
 import { imageRegistryAllowlist } from './image-registry-allowlist.ts';
 import { namespaceProtection } from './namespace-protection.ts';
@@ -27,6 +29,7 @@ const HANDLERS: Handler<any>[] = [
   defaultTolerationSeconds,
   namespaceProtection,
   denyServiceExternalIPs,
+  denyEscalatingExec,
   imageRegistryAllowlist,
   defaultResources,
   podNodeSelector,
@@ -44,6 +47,7 @@ const HANDLERS: Handler<any>[] = [
   ownerReferencesPermissionEnforcement,
   podTopologyLabels,
   podResizeValidator,
+  eventRateLimit,
 ];
 
 const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));

@@ -78,7 +78,8 @@ export interface CompileContext {
   mapper?: KindMapper;
   /**
    * The operator's namespace, which bounds what a suite may name there (its Service, Secrets as
-   * params: see validateSpec). Unset where those suites were already refused (the review worker).
+   * params: see validateSpec; a handler's config: Handler.parseConfig's context). Unset where those
+   * suites were already refused (the review worker).
    */
   operatorNamespace?: string;
   /** The recorder of each webhook's answers and evaluations (the operator's Metrics); none by default. */
@@ -115,11 +116,11 @@ export function compileWebhook(
   context: CompileContext,
   options?: RulesOptions,
 ): CompiledWebhook | { errors: FieldError[] } {
-  const { view = EMPTY_VIEW, params = NO_PARAMS, authorizer, mapper, observers } = context;
+  const { view = EMPTY_VIEW, params = NO_PARAMS, authorizer, mapper, observers, operatorNamespace } = context;
   try {
     const observer = observers?.webhook(owner, spec.name) ?? NO_OBSERVER;
     const admit = spec.handler
-      ? compileHandler(spec, path, view, failurePolicy, { authorizer, mapper })
+      ? compileHandler(spec, path, view, failurePolicy, { authorizer, mapper }, operatorNamespace)
       : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params), observer);
     return {
       suite: owner,
@@ -224,6 +225,7 @@ function compileHandler(
   view: ClusterView,
   failurePolicy: FailurePolicy,
   answerers: Answerers,
+  operatorNamespace: string | undefined,
 ): (request: AdmissionRequest) => Decision | Promise<Decision> {
   const ref = spec.handler!;
   // Its matchConditions all go to the API server: compiled here only to be refused on apply if they cannot work there.
@@ -245,7 +247,8 @@ function compileHandler(
       }
     }
   });
-  const parsed = handler.parseConfig(ref.config ?? {});
+  // Where the operator runs bounds what a config may name (NamespaceProtection's namespaces).
+  const parsed = handler.parseConfig(ref.config ?? {}, { operatorNamespace });
   errors.push(...parsed.errors.map((e) => ({ field: `${path}.handler.config.${e.field}`, message: e.message })));
   if (errors.length) throw new SpecError(errors);
   // A handler that asks the API server runs until its questions are answered, with a view that asks.

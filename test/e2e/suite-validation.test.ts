@@ -26,7 +26,7 @@ describe('suite validation on apply', function () {
   });
 
   after(async function () {
-    for (const name of ['refused', 'valid-then-broken', 'elsewhere']) await deleteSuite(name);
+    for (const name of ['refused', 'valid-then-broken', 'elsewhere', 'protect-unseen']) await deleteSuite(name);
     await operator.stop();
   });
 
@@ -62,6 +62,22 @@ describe('suite validation on apply', function () {
     expect(result.code).to.not.equal(0);
     expect(result.stderr).to.contain("spec.service.namespace: must be the operator's namespace (portcullis-system)");
     expect(await getSuite('elsewhere')).to.equal(undefined);
+  });
+
+  it("refuses a NamespaceProtection of the namespaces no suite webhook ever sees (the operator's, kube-system), naming each entry", async function () {
+    const namespaces = [{ operations: ['DELETE'], apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'] }];
+    const manifest = JSON.stringify({
+      apiVersion: 'admission.portcullis.dev/v1alpha1',
+      kind: 'AdmissionSuite',
+      metadata: { name: 'protect-unseen' },
+      spec: { webhooks: [{ name: 'protect', type: 'Validating', rules: namespaces, handler: { name: 'NamespaceProtection', config: { namespaces: ['team-a', 'portcullis-system', 'kube-system'] } } }] },
+    });
+    const result = await kubectl(['apply', '-f', '-'], manifest);
+    expect(result.code).to.not.equal(0);
+    expect(result.stderr).to.contain("spec.webhooks[0].handler.config.namespaces[1]: the operator's own namespace is never sent to a suite's webhooks");
+    expect(result.stderr).to.contain('spec.webhooks[0].handler.config.namespaces[2]: kube-system is never sent to a suite\'s webhooks');
+    expect(result.stderr).to.not.contain('namespaces[0]');
+    expect(await getSuite('protect-unseen')).to.equal(undefined);
   });
 
   it('refuses params with both name and selector, or neither, and a bad selector or resourceName, naming each field', async function () {

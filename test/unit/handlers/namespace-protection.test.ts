@@ -9,6 +9,9 @@ import { EMPTY_VIEW } from '../../../src/handlers/handler.ts';
 import { requestFor } from '../../fixtures/reviews.ts';
 import { suiteErrors } from '../../fixtures/patch.ts';
 import { namespace, viewOf } from '../../fixtures/views.ts';
+import { compileSuite } from '../../../src/registry/compile.ts';
+import { protectedNamespaces } from '../../../src/controller/desired.ts';
+import type { AdmissionSuite } from '../../../src/api/types.ts';
 
 const config = (c: Record<string, unknown> = {}) => {
   const parsed = namespaceProtection.parseConfig(c);
@@ -100,5 +103,28 @@ describe('handlers: NamespaceProtection', function () {
       'spec.webhooks[0].handler.config.crds',
     ]);
     expect(suiteErrors({ type: 'Mutating', rules: anything, handler: { name: 'NamespaceProtection' } }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].type']);
+  });
+
+  it('refuses on apply the namespaces no suite webhook ever sees (the operator\'s, kube-system, kube-node-lease), naming each entry', function () {
+    const suite = (namespaces: string[]): AdmissionSuite => ({
+      apiVersion: 'admission.portcullis.dev/v1alpha1',
+      kind: 'AdmissionSuite',
+      metadata: { name: 'protect', uid: 'u', generation: 1 },
+      spec: { webhooks: [{ name: 'w', type: 'Validating', rules: [{ operations: ['DELETE'], apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'] }], handler: { name: 'NamespaceProtection', config: { namespaces } } }] },
+    });
+    const field = (i: number) => `spec.webhooks[0].handler.config.namespaces[${i}]`;
+    const errors = compileSuite(suite(['prod', 'kube-system', 'portcullis-system', 'kube-node-lease', 'kube-public']), { operatorNamespace: 'portcullis-system' }).errors;
+    expect(errors.map((e) => e.field)).to.deep.equal([field(1), field(2), field(3)]);
+    expect(errors[0]!.message).to.equal(
+      "kube-system is never sent to a suite's webhooks (every namespaceSelector leaves out the operator's namespace (portcullis-system), kube-system and kube-node-lease, " +
+        'so the cluster can always be repaired): NamespaceProtection would protect nothing there; remove "kube-system" from namespaces',
+    );
+    expect(errors[1]!.message).to.match(/^the operator's own namespace is never sent to a suite's webhooks .*remove "portcullis-system" from namespaces$/);
+    // The same list as every namespaceSelector excludes (the check follows the operator's namespace, not a copy of it).
+    expect(protectedNamespaces({ namespace: 'portcullis-system' })).to.have.members(['portcullis-system', 'kube-system', 'kube-node-lease']);
+    expect(compileSuite(suite(['prod', 'portcullis-system']), { operatorNamespace: 'elsewhere' }).errors).to.deep.equal([]);
+    // Where the operator's namespace is not known (the review worker), the system namespaces are still refused.
+    expect(compileSuite(suite(['kube-node-lease', 'portcullis-system'])).errors.map((e) => e.field)).to.deep.equal([field(0)]);
+    expect(compileSuite(suite(['prod', 'kube-public']), { operatorNamespace: 'portcullis-system' }).errors).to.deep.equal([]);
   });
 });
