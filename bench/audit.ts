@@ -28,6 +28,8 @@ import { connect, type Kube } from '../src/kube/client.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type AdmissionSuite, type SuiteSpec } from '../src/api/types.ts';
 import { DEFAULTS } from '../src/config.ts';
 import { startOperatorBundle } from './processes.ts';
+import { quantile } from './stats.ts';
+import { pool } from '../test/support/wait.ts';
 
 const NAMESPACES = Number(process.env.AUDIT_NAMESPACES ?? 200);
 const PER_NAMESPACE = Number(process.env.AUDIT_PER_NAMESPACE ?? 100);
@@ -42,19 +44,6 @@ const SERVING_PORT = 19743;
 const METRICS_PORT = 19780;
 const SHARDS = 10;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function quantile(values: number[], q: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * q))]!;
-}
-
-async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  }));
-}
 
 /** The operator's resident memory in MB (Linux /proc). */
 function rssMb(pid: number): number {

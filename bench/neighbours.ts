@@ -27,6 +27,7 @@ import { connect } from '../src/kube/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type PolicySpec } from '../src/api/types.ts';
 import { DEFAULTS } from '../src/config.ts';
 import { startOperatorBundle } from './processes.ts';
+import { quantile } from './stats.ts';
 
 const SECONDS = Number(process.env.NEIGHBOURS_SECONDS ?? 15);
 const CLIENTS = Number(process.env.NEIGHBOURS_CLIENTS ?? 8);
@@ -35,12 +36,6 @@ const OPERATOR_ARGS = process.env.NEIGHBOURS_OPERATOR_ARGS ? process.env.NEIGHBO
 const SERVING_PORT = 19643;
 const METRICS_PORT = 19680;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function quantile(values: number[], q: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * q))]!;
-}
 
 const configMaps = [{ operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];
 const list = (n: number) => `[${Array.from({ length: n }, (_, i) => i).join(',')}]`;

@@ -35,6 +35,7 @@ import { GROUP, PLURAL, VERSION } from '../src/api/types.ts';
 import { SUITE_VALIDATION } from '../src/api/names.ts';
 import { DEFAULTS } from '../src/config.ts';
 import { startOperatorBundle } from './processes.ts';
+import { quantile } from './stats.ts';
 
 const CREATES = Number(process.env.VALIDATION_CREATES ?? 200);
 const APPLIED = Number(process.env.VALIDATION_APPLIED ?? 1000);
@@ -42,12 +43,6 @@ const APP = fileURLToPath(new URL('../.local/validation-app', import.meta.url));
 const SERVING_PORT = 19843;
 const METRICS_PORT = 19880;
 const NAMESPACE = 'bench-validation';
-
-function quantile(values: number[], q: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * q))]!;
-}
 
 /** A suite that type-checks against Deployments and matches none the bench makes. */
 const suite = (name: string, i: number) => ({

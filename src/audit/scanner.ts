@@ -201,9 +201,9 @@ export class AuditScanner {
     if (this.results.set(ref, liveKey(key), results)) this.scheduleFlush();
   }
 
-  summary(key: string): AuditSummary | undefined {
+  /** `counts`: the target's, when the caller has them already (one pass over the results for every target). */
+  summary(key: string, counts: AuditCounts = this.results.counts(key)): AuditSummary | undefined {
     if (!this.targets.has(key)) return undefined;
-    const counts = this.results.counts(key);
     const problem = this.problems.get(key) ?? this.writers.map((w) => w.available()).find((w) => w);
     return { ...counts, ...(this.lastRun.has(key) ? { lastRun: this.lastRun.get(key) } : {}), ...(problem ? { message: problem } : {}) };
   }
@@ -416,8 +416,10 @@ export class AuditScanner {
   /** Tells whose summary (status.audit) changed since it was last told. */
   private publishSummaries(): void {
     const changed: AuditTarget[] = [];
+    // Every target's counts in one pass over the results (this runs after every flush).
+    const counts = this.results.countsBy((target) => (this.targets.has(target) ? target : undefined));
     for (const target of this.targets.values()) {
-      const text = JSON.stringify(this.summary(target.key));
+      const text = JSON.stringify(this.summary(target.key, counts.get(target.key) ?? { evaluated: 0, failing: 0 }));
       if (this.published.get(target.key) === text) continue;
       this.published.set(target.key, text);
       changed.push(target);
