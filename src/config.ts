@@ -66,6 +66,13 @@ export interface OperatorConfig {
   auditIntervalMs: number;
   /** Whether audit results are also written as wgpolicyk8s.io/v1alpha2 PolicyReports (their CRDs installed by the admin). */
   policyReports: boolean;
+  /**
+   * Whether suites' webhooks may be enforced natively (enforcement: Native or Auto), as
+   * ValidatingAdmissionPolicies the operator writes. Off by default: it needs the grants of
+   * deploy/optional/native-enforcement.yaml, which no admission control can narrow (the API server
+   * sends no write of a policy to a policy or webhook), so the admin opts in knowingly.
+   */
+  nativeEnforcement: boolean;
   kubeconfig?: string;
   logLevel: LogLevel;
   /** json: one JSON object a line (for log collectors); text: one readable line (for people). */
@@ -98,6 +105,7 @@ export const DEFAULTS: OperatorConfig = {
   audit: true,
   auditIntervalMs: 10 * 60_000,
   policyReports: false,
+  nativeEnforcement: false,
   logLevel: 'info',
   logFormat: 'json',
 };
@@ -188,6 +196,10 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
   },
   audit: { help: 'whether the leader audits stored objects against the suites and policies, writing OpenReports Reports (true)', set: (c, v) => (c.audit = bool(v, 'audit')) },
   'audit-interval': { help: 'a full audit scan every this often; changes of audited objects are judged as they come (10m)', set: (c, v) => (c.auditIntervalMs = duration(v, 'audit-interval')) },
+  'native-enforcement': {
+    help: "let suites' webhooks be enforced natively (enforcement: Native or Auto) as ValidatingAdmissionPolicies the operator writes; needs the grants of deploy/optional/native-enforcement.yaml (false)",
+    set: (c, v) => (c.nativeEnforcement = bool(v, 'native-enforcement')),
+  },
   'policy-reports': { help: 'also write audit results as wgpolicyk8s.io/v1alpha2 PolicyReports, whose CRDs must be installed (false)', set: (c, v) => (c.policyReports = bool(v, 'policy-reports')) },
   'namespaced-policy-author-recheck': {
     help: "how often the author of each Mutating AdmissionPolicy is asked again whether they may still update and patch what it changes; one whose author may not is not served (2m)",

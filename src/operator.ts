@@ -11,7 +11,7 @@
 import os from 'node:os';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import { GROUP, PLURAL, POLICY_PLURAL, VERSION, type AdmissionPolicy, type AdmissionSuite } from './api/types.ts';
-import { CA_SECRET, MANAGED_BY_LABELS, NAMESPACED, OPERATOR_NAME } from './api/names.ts';
+import { CA_SECRET, MANAGED_BY_LABELS, NAMESPACED, OPERATOR_NAME, SUITE_LABEL } from './api/names.ts';
 import { AdmissionServer } from './admission/server.ts';
 import { AdmissionThread } from './admission/threads/thread.ts';
 import { Metrics, type AuditReading } from './health/metrics.ts';
@@ -29,6 +29,8 @@ import { WorkQueue } from './controller/queue.ts';
 import { SuiteReconciler } from './controller/reconciler.ts';
 import type { ServeCertificate } from './controller/serving.ts';
 import { OrphanSweeper } from './controller/orphans.ts';
+import { NativeHandover } from './controller/native.ts';
+import { NATIVE_API_VERSION, NATIVE_KINDS } from './native/compile.ts';
 import { createHealthServer } from './health/server.ts';
 import { LookupNotReady, type ClusterView } from './handlers/handler.ts';
 import { connect, describeError, type CacheLookup, type Kube, type KubeObject } from './kube/client.ts';
@@ -141,7 +143,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       };
     },
   };
-  const registry = new SuiteRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, observers });
+  const registry = new SuiteRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, nativeEnforcement: config.nativeEnforcement, observers });
   // A webhook's series go with it (a suite deleted, or a webhook removed from one).
   registry.subscribe((change) =>
     'removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name))),
@@ -279,12 +281,33 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     }),
   ) as [WatchedCache<ConfigurationObject>, WatchedCache<ConfigurationObject>];
   const configurations = [mutatingConfigurations, validatingConfigurations];
+  // The native policies and bindings of webhooks the API server enforces itself (native/compile.ts), so one deleted or edited by hand is put back.
+  // Watched only where native enforcement is on (--native-enforcement): elsewhere the operator has no rights on these kinds.
+  const [nativePolicies, nativeBindings] = (config.nativeEnforcement ? (['validatingadmissionpolicies', 'validatingadmissionpolicybindings'] as const) : []).map((resource) =>
+    watchCache<KubernetesObject>(kubeConfig, {
+      path: `/apis/admissionregistration.k8s.io/v1/${resource}`,
+      labelSelector: managedSelector,
+      list: () =>
+        (resource === 'validatingadmissionpolicies'
+          ? kube.admissionregistration.listValidatingAdmissionPolicy({ labelSelector: managedSelector })
+          : kube.admissionregistration.listValidatingAdmissionPolicyBinding({ labelSelector: managedSelector })) as Promise<KubernetesListObject<KubernetesObject>>,
+      log,
+      onChange: (object) => watches.native(object),
+    }),
+  ) as [WatchedCache<KubernetesObject>, WatchedCache<KubernetesObject>] | [];
+  const nativeCaches = nativePolicies && nativeBindings ? [nativePolicies, nativeBindings] : [];
   // What the operator makes, by kind: read from these caches before the API server, and swept when orphaned.
   const made = [
     { apiVersion: 'v1', kind: 'Secret', cache: secrets },
     { apiVersion: 'v1', kind: 'Service', cache: services },
     { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', cache: mutatingConfigurations },
     { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', cache: validatingConfigurations },
+    ...(nativePolicies && nativeBindings
+      ? [
+          { apiVersion: NATIVE_API_VERSION, kind: NATIVE_KINDS.policy, cache: nativePolicies },
+          { apiVersion: NATIVE_API_VERSION, kind: NATIVE_KINDS.binding, cache: nativeBindings },
+        ]
+      : []),
   ] as { apiVersion: string; kind: string; cache: WatchedCache<KubernetesObject> }[];
   const byKind = new Map(made.map(({ kind, cache }) => [kind, cache]));
   // Every name of those kinds where the operator makes them, anyone's: a name no one has is written without a read first.
@@ -293,6 +316,12 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     ['Service', `/api/v1/namespaces/${config.namespace}/services`, config.namespace],
     ['MutatingWebhookConfiguration', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', undefined],
     ['ValidatingWebhookConfiguration', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', undefined],
+    ...(config.nativeEnforcement
+      ? ([
+          [NATIVE_KINDS.policy, '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', undefined],
+          [NATIVE_KINDS.binding, '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings', undefined],
+        ] as [string, string, undefined][])
+      : []),
   ];
   const takenNames = new Map(namesPaths.map(([kind, path, namespace]) => [kind, { namespace, names: watchTakenNames(kubeConfig, path, log) }]));
   const cached: CacheLookup = Object.assign(
@@ -348,6 +377,14 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       params,
       schemas,
       serve,
+      native: new NativeHandover({
+        kube,
+        config: effective,
+        cached,
+        nativeOwned: (suite) =>
+          nativeCaches.flatMap((cache) => cache.list().filter((o) => o.metadata?.labels?.[SUITE_LABEL] === suite)).map((o) => o as KubeObject),
+        now: () => Date.now(),
+      }),
       servesGeneration: thread && ((name, uid, generation) => thread.whenServing(name, uid, generation)),
       ...(auditor ? { audit: (name: string) => auditor.suiteStatus(name) } : {}),
       log: componentLogger('reconciler'),
@@ -448,7 +485,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       queue.stop();
       await elector.stop();
       await auditor?.stop();
-      await Promise.all([suites, policies, secrets, services, namespaces, limitRanges, params, lookups, ...configurations, ...[...takenNames.values()].map((t) => t.names)].map((w) => w.stop()));
+      await Promise.all([suites, policies, secrets, services, namespaces, limitRanges, params, lookups, ...configurations, ...nativeCaches, ...[...takenNames.values()].map((t) => t.names)].map((w) => w.stop()));
       await new Promise((resolve) => health.close(resolve));
       await thread?.close();
       await admission.close();

@@ -18,6 +18,12 @@ export type FailurePolicy = 'Fail' | 'Ignore';
 export type WebhookType = 'Validating' | 'Mutating';
 export type ValidationAction = 'Deny' | 'Warn' | 'Audit';
 export type Reason = 'Unauthorized' | 'Forbidden' | 'Invalid' | 'RequestEntityTooLarge';
+/**
+ * Where a webhook is enforced: Webhook (the operator answers the API server's calls), Native (the
+ * API server enforces it itself, as a ValidatingAdmissionPolicy the operator writes; refused on
+ * apply when it cannot be), Auto (native where it can be, else the webhook).
+ */
+export type Enforcement = 'Webhook' | 'Native' | 'Auto';
 
 export type { LabelSelector } from '../k8s/selectors.ts';
 
@@ -115,6 +121,8 @@ export interface WebhookSpec {
   auditAnnotations?: AuditAnnotation[];
   mutations?: Mutation[];
   handler?: HandlerRef;
+  /** Where it is enforced; unset, the suite's `enforcement`, else Webhook. */
+  enforcement?: Enforcement;
 }
 
 /** spec.certificate.duration when it is not given ("2160h", 90 days, as the contract says). */
@@ -133,7 +141,17 @@ export interface SuiteSpec {
   failurePolicy?: FailurePolicy;
   timeoutSeconds?: number;
   namespaceSelector?: LabelSelector;
+  /** The default of the webhooks' `enforcement` (Webhook when unset). */
+  enforcement?: Enforcement;
   webhooks: WebhookSpec[];
+}
+
+/** A webhook as registered: its full name, its type, where it is enforced, and why not natively when asked. */
+export interface WebhookStatus {
+  name: string;
+  type: WebhookType;
+  enforcement?: 'Webhook' | 'Native';
+  reason?: string;
 }
 
 /** One expression's type-checking result: the field (`spec.webhooks[0].validations[1].expression`) and what failed, per kind. */
@@ -155,7 +173,7 @@ export interface SuiteStatus {
   observedGeneration?: number;
   conditions?: Condition[];
   certificate?: { notAfter?: string; caNotAfter?: string; renewalTime?: string };
-  webhooks?: { name: string; type: WebhookType }[];
+  webhooks?: WebhookStatus[];
   /** As ValidatingAdmissionPolicy's: the expressions that do not type-check against the kinds their webhook matches. */
   typeChecking?: { expressionWarnings?: ExpressionWarning[] };
   /** How many are registered: `kubectl get` can show a number, not a list (printer columns show a list's first item only). */

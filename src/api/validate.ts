@@ -4,6 +4,7 @@
  * exclusive fields. Every problem is reported with its field path, all at once, so one apply
  * shows them all.
  */
+import { nativeObstacles, requestedEnforcement } from './enforcement.ts';
 import { mutationReachErrors } from './tenancy.ts';
 import { parseDuration } from '../k8s/duration.ts';
 import { DNS1123_LABEL, isCelIdentifier, isQualifiedName, LABEL_KEY } from '../k8s/validation.ts';
@@ -40,6 +41,7 @@ export function validateSpec(spec: SuiteSpec | undefined, operatorNamespace?: st
   const err = (field: string, message: string) => errors.push({ field, message });
 
   if (spec.service && spec.url) err('spec', 'exactly one of service and url may be set, not both');
+  if (spec.enforcement !== undefined && !ENFORCEMENTS.includes(spec.enforcement)) err('spec.enforcement', `Unsupported value: ${JSON.stringify(spec.enforcement)}: supported values: "Webhook", "Native", "Auto"`);
   if (spec.typeCheckErrors !== undefined && !TYPE_CHECK_ERRORS.includes(spec.typeCheckErrors)) err('spec.typeCheckErrors', 'must be Warn or Deny');
   const serviceNamespace = spec.service?.namespace;
   if (operatorNamespace !== undefined && serviceNamespace !== undefined && serviceNamespace !== operatorNamespace) {
@@ -79,6 +81,12 @@ export function validateSpec(spec: SuiteSpec | undefined, operatorNamespace?: st
     if (seen.has(webhook.name)) err(`${path}.name`, `duplicate webhook name "${webhook.name}"`);
     seen.add(webhook.name);
     errors.push(...validateWebhook(webhook, path));
+    if (webhook.enforcement !== undefined && !ENFORCEMENTS.includes(webhook.enforcement)) err(`${path}.enforcement`, `Unsupported value: ${JSON.stringify(webhook.enforcement)}: supported values: "Webhook", "Native", "Auto"`);
+    if (requestedEnforcement({ spec }, webhook) === 'Native') {
+      const why = nativeObstacles(webhook).map((o) => `${o.field}: ${o.reason}`);
+      const where = webhook.enforcement === 'Native' ? `${path}.enforcement` : 'spec.enforcement';
+      if (why.length > 0) err(where, `Invalid value: "Native": webhook ${webhook.name} cannot be enforced natively (${why.join('; ')}); use Webhook, or Auto to go native only where it can`);
+    }
     const refusal = webhook.params && operatorNamespace !== undefined ? paramsRefusal(webhook.params, operatorNamespace) : undefined;
     if (refusal) err(`${path}.params`, refusal);
   });
@@ -102,6 +110,8 @@ function validateWebhook(webhook: WebhookSpec, path: string): FieldError[] {
   const named = DNS1123_LABEL.test(webhook.name ?? '') ? [] : [{ field: `${path}.name`, message: 'must be a DNS label' }];
   return [...named, ...validateRules(webhook, path)];
 }
+
+const ENFORCEMENTS: readonly string[] = ['Webhook', 'Native', 'Auto'];
 
 /** `spec.typeCheckErrors`' values (Refuse: Deny's earlier name, still read). */
 const TYPE_CHECK_ERRORS: readonly string[] = ['Warn', 'Deny', 'Refuse'];

@@ -129,7 +129,8 @@ export function protectedNamespaces(config: Pick<OperatorConfig, 'namespace'>): 
   return protectedNamespacesOf(config.namespace);
 }
 
-function namespaceSelector(suite: AdmissionSuite, webhook: WebhookSpec, config: OperatorConfig) {
+/** A suite webhook's namespaceSelector as registered (webhook or native policy): its own or the suite's, never the protected namespaces. */
+export function suiteNamespaceSelector(suite: AdmissionSuite, webhook: WebhookSpec, config: Pick<OperatorConfig, 'namespace'>) {
   const selector = webhook.namespaceSelector ?? suite.spec.namespaceSelector ?? {};
   return {
     ...selector,
@@ -145,7 +146,7 @@ function webhookEntry(suite: AdmissionSuite, webhook: WebhookSpec, config: Opera
     name: webhookFullName(suite.metadata.name, webhook.name),
     clientConfig: clientConfig(suite, webhook, config, caBundle),
     rules,
-    namespaceSelector: namespaceSelector(suite, webhook, config),
+    namespaceSelector: suiteNamespaceSelector(suite, webhook, config),
     objectSelector: webhook.objectSelector ?? {},
     // Only the conditions the API server decides as VAP would; Portcullis evaluates the others.
     matchConditions: [...optional(selfProtection(rules)), ...optional(resourceCondition(webhook)), ...passedThroughConditions(webhook, failurePolicy)],
@@ -164,11 +165,20 @@ export const CONFIGURATION_KINDS: Record<WebhookType, string> = {
   Validating: 'ValidatingWebhookConfiguration',
 };
 
-/** One configuration per webhook type the suite uses, webhooks in declared order. */
-export function webhookConfigurations(suite: AdmissionSuite, config: OperatorConfig, caBundle: string): Map<WebhookType, KubeObject> {
+/**
+ * One configuration per webhook type the suite registers, webhooks in declared order. `registered`
+ * chooses which webhooks are (all by default; those enforced natively are not, once their native
+ * policy holds: controller/reconciler.ts).
+ */
+export function webhookConfigurations(
+  suite: AdmissionSuite,
+  config: OperatorConfig,
+  caBundle: string,
+  registered: (webhook: WebhookSpec) => boolean = () => true,
+): Map<WebhookType, KubeObject> {
   const out = new Map<WebhookType, KubeObject>();
   for (const type of ['Mutating', 'Validating'] as const) {
-    const webhooks = suite.spec.webhooks.filter((w) => w.type === type);
+    const webhooks = suite.spec.webhooks.filter((w) => w.type === type && registered(w));
     if (webhooks.length === 0) continue;
     out.set(type, {
       apiVersion: 'admissionregistration.k8s.io/v1',

@@ -4,7 +4,9 @@
  * is not written), and reports status. Run twice, it changes nothing the second time.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { AdmissionSuite, SuiteStatus, WebhookType } from '../api/types.ts';
+import type { AdmissionSuite, SuiteStatus, WebhookStatus, WebhookType } from '../api/types.ts';
+import { requestedEnforcement } from '../api/enforcement.ts';
+import type { NativeHandover } from './native.ts';
 import { configurationName, tlsSecretName, webhookFullName } from '../api/names.ts';
 import { DEFAULT_CERTIFICATE_DURATION_MS, GROUP, VERSION, PLURAL } from '../api/types.ts';
 import { parseDuration } from '../k8s/duration.ts';
@@ -48,6 +50,8 @@ export interface ReconcilerDeps {
    * it is served from a copy of the registry (the admission thread); without it, syncing the registry serves it.
    */
   servesGeneration?(name: string, uid: string | undefined, generation: number): Promise<boolean>;
+  /** The native policies of the suites' webhooks enforced by the API server, and the hand-over to and from them. */
+  native: NativeHandover;
   /** status.audit: what the background audit found of the suite (src/audit); absent, nothing is said. */
   audit?(name: string): SuiteStatus['audit'] | undefined;
   log: Logger;
@@ -66,6 +70,8 @@ export class SuiteReconciler {
    * the suite and write once more; the write's own watch event wakes the suite again anyway.
    */
   private readonly statusWrittenOver = new Map<string, string>();
+  /** Each suite's uid, to forget what the hand-over remembered of it once it is deleted. */
+  private readonly uids = new Map<string, string>();
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -77,9 +83,12 @@ export class SuiteReconciler {
     // A deleted suite's objects go through garbage collection (owner references), even with no operator running.
     if (!suite) {
       this.typeChecks.forget(name);
+      this.deps.native.forget(this.uids.get(name));
+      this.uids.delete(name);
       this.statusWrittenOver.delete(name);
       return;
     }
+    this.uids.set(name, suite.metadata.uid);
     try {
       return await this.converge(suite);
     } catch (err) {
@@ -97,6 +106,7 @@ export class SuiteReconciler {
     if (compiled.errors.length > 0) {
       // A suite that cannot work registers nothing: remove what an earlier generation registered.
       await this.removeConfigurations(suite, new Set());
+      await this.deps.native.removeStale(suite, []);
       const message = compiled.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
       await this.writeStatus(
         suite,
@@ -138,14 +148,20 @@ export class SuiteReconciler {
     const svc = service(suite, this.deps.config);
     const applied = svc ? await applyOwned(this.deps.kube, svc, this.deps.cached) : undefined;
 
+    // The webhooks enforced natively first: their policies are in force before a webhook goes.
+    const { plans, requeueAfterMs: handover } = await this.deps.native.applyNative(suite);
+    const registering = new Set(plans.filter((p) => p.register).map((p) => p.webhook.name));
+
     // Register (or repoint) only once the endpoint serves this generation and answers, on the API
-    // server's own path to it, with the certificate the caBundle trusts.
+    // server's own path to it, with the certificate the caBundle trusts: when there is a webhook to register.
     const generation = suite.metadata.generation ?? 0;
     const target = probeTarget(this.deps.config, applied, serviceRef(suite, this.deps.config).port);
     const probe =
-      this.deps.servesGeneration && !(await this.deps.servesGeneration(suite.metadata.name, suite.metadata.uid, generation))
-        ? `the admission endpoint does not serve generation ${generation} of the suite yet`
-        : await probeEndpointSoon(target, servingNames(suite, this.deps.config)[0]!, ca.bundle, serving.certPem);
+      registering.size === 0
+        ? true
+        : this.deps.servesGeneration && !(await this.deps.servesGeneration(suite.metadata.name, suite.metadata.uid, generation))
+          ? `the admission endpoint does not serve generation ${generation} of the suite yet`
+          : await probeEndpointSoon(target, servingNames(suite, this.deps.config)[0]!, ca.bundle, serving.certPem);
     if (probe !== true) {
       await this.writeStatus(
         suite,
@@ -159,25 +175,40 @@ export class SuiteReconciler {
       return { requeueAfterMs: ENDPOINT_RETRY_MS };
     }
 
-    const configurations = webhookConfigurations(suite, this.deps.config, ca.bundle);
+    const configurations = webhookConfigurations(suite, this.deps.config, ca.bundle, (w) => registering.has(w.name));
     for (const configuration of configurations.values()) await applyOwned(this.deps.kube, configuration, this.deps.cached);
     await this.removeConfigurations(suite, new Set(configurations.keys()));
+    const releasing = await this.deps.native.removeStale(suite, plans);
 
-    const webhooks = suite.spec.webhooks.map((w) => ({ name: webhookFullName(suite.metadata.name, w.name), type: w.type }));
+    const webhooks: WebhookStatus[] = plans.map((p) => ({
+      name: webhookFullName(suite.metadata.name, p.webhook.name),
+      type: p.webhook.type,
+      enforcement: p.enforcement,
+      ...(p.reason ? { reason: p.reason } : {}),
+    }));
+    const native = webhooks.filter((w) => w.enforcement === 'Native').length;
     // Params the operator cannot read leave the suite registered (each request then follows its
     // webhook's failurePolicy, as ValidatingAdmissionPolicy does without a binding's params) but
-    // not Ready, saying what is missing; looked at again until they can be read.
-    const params = suite.spec.webhooks.flatMap((w) => (w.params ? [{ webhook: w.name, readiness: this.deps.params.readiness(w.params) }] : []));
+    // not Ready, saying what is missing; looked at again until they can be read. (A native
+    // webhook's params are read by the API server, not the operator.)
+    const params = plans.flatMap(({ webhook: w, enforcement }) => (w.params && enforcement === 'Webhook' ? [{ webhook: w.name, readiness: this.deps.params.readiness(w.params) }] : []));
     const unreadable = params.flatMap(({ webhook, readiness }) => (readiness.state === 'unreadable' ? [`webhook ${webhook}: ${readiness.reason}`] : []));
+    // Asked for Native and served by webhook (native enforcement off, or a policy the API server refused): enforced, but not as asked.
+    const notNative = plans.filter((p) => p.enforcement === 'Webhook' && requestedEnforcement(suite, p.webhook) === 'Native');
     const ready: ConditionInput =
-      unreadable.length > 0
-        ? { type: 'Ready', status: 'False', reason: 'ParamsUnavailable', message: `the operator cannot read the params of ${unreadable.join('; ')}` }
-        : { type: 'Ready', status: 'True', reason: 'Ready', message: 'the suite is served and registered' };
+      notNative.length > 0
+        ? { type: 'Ready', status: 'False', reason: 'NotEnforcedNatively', message: `served by webhook instead: ${notNative.map((p) => `webhook ${p.webhook.name}: ${p.reason}`).join('; ')}` }
+        : unreadable.length > 0
+          ? { type: 'Ready', status: 'False', reason: 'ParamsUnavailable', message: `the operator cannot read the params of ${unreadable.join('; ')}` }
+          : { type: 'Ready', status: 'True', reason: 'Ready', message: 'the suite is served and registered' };
+    const registered = `${webhooks.length - native} webhook(s) registered${native > 0 ? `, ${native} enforced natively by the API server` : ''}`;
     await this.writeStatus(
       suite,
-      [certificateReady, { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: `${webhooks.length} webhook(s) registered` }, ready],
+      [certificateReady, { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: registered }, ready],
       { certificate: certificateStatus, webhooks, webhookCount: webhooks.length, ...typeChecking },
     );
+    const waiting = Math.min(handover ?? Infinity, releasing ?? Infinity);
+    if (waiting !== Infinity) return { requeueAfterMs: waiting };
     if (params.some(({ readiness }) => readiness.state !== 'ready')) return { requeueAfterMs: PARAMS_RETRY_MS };
     return { requeueAfterMs: Math.max(1000, serving.renewalTime.getTime() - this.now().getTime()) };
   }

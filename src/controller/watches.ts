@@ -79,6 +79,11 @@ export function configurationWakes(configuration: KubernetesObject, state: Watch
   ];
 }
 
+/** A native policy or binding we made changed (Owns): one deleted or edited by hand is put back by its suite. */
+export function nativeWakes(object: KubernetesObject, state: WatchState): Wake[] {
+  return ownerWake(object, state);
+}
+
 /** Level-based: a new leader looks at everything, adopting what exists; the CA first. */
 export function leadingWakes(state: WatchState): Wake[] {
   return [now(CA_KEY), now(SELF_KEY), now(ORPHANS_KEY), now(NAMESPACED_KEY), ...state.suiteNames().map(now)];
@@ -163,6 +168,8 @@ export class Watches {
   readonly service = (service: KubernetesObject): void => this.wake(serviceWakes(service, this.deps.state));
 
   readonly configuration = (configuration: KubernetesObject): void => this.wake(configurationWakes(configuration, this.deps.state));
+
+  readonly native = (object: KubernetesObject): void => this.wake(nativeWakes(object, this.deps.state));
 
   /** This replica starts leading. */
   leading(): void {

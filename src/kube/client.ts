@@ -188,6 +188,21 @@ export async function applyOwned<T extends KubeObject>(kube: Kube, object: T, ca
 }
 
 /**
+ * applyOwned, then, when someone else owns part of the object's spec, the whole object replaced
+ * by ours. An apply takes back the fields we set, but leaves what others added beside them (an
+ * item added to a set such as a binding's validationActions, a field we leave unset): for an
+ * object whose every field must say what the suite says, a native policy, that is not healed.
+ */
+export async function applyOwnedExactly<T extends KubeObject>(kube: Kube, object: T, cached?: CacheLookup): Promise<T> {
+  const applied = await applyOwned(kube, object, cached);
+  const managers = (applied.metadata as { managedFields?: { manager?: string; fieldsV1?: unknown }[] } | undefined)?.managedFields ?? [];
+  if (!managers.some((m) => m.manager !== FIELD_MANAGER && JSON.stringify(m.fieldsV1 ?? {}).includes('"f:spec"'))) return applied;
+  const annotations = { ...object.metadata?.annotations, [APPLIED_DIGEST_ANNOTATION]: applied.metadata?.annotations?.[APPLIED_DIGEST_ANNOTATION] ?? '' };
+  const ours = { ...object, metadata: { ...object.metadata, annotations, resourceVersion: applied.metadata?.resourceVersion } };
+  return write(kube, async () => (await kube.objects.replace(ours as k8s.KubernetesObject, undefined, undefined, FIELD_MANAGER)) as T);
+}
+
+/**
  * Whether `existing` is as our apply of `digest` left it: it carries the digest, and every field
  * manager of it is our apply (anyone else's write, `kubectl edit` included, adds a manager of its own).
  */

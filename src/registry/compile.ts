@@ -82,6 +82,8 @@ export interface CompileContext {
    * suites were already refused (the review worker).
    */
   operatorNamespace?: string;
+  /** Whether this operator enforces webhooks natively (--native-enforcement): a Native webhook is refused on apply where it does not. */
+  nativeEnforcement?: boolean;
   /** The recorder of each webhook's answers and evaluations (the operator's Metrics); none by default. */
   observers?: { webhook(suite: string, webhook: string): WebhookObserver };
 }

@@ -2,6 +2,7 @@
  * The suite registry: compiled suites by name, each swapped in whole so a request sees one
  * generation, never a mix. Compiles only when the generation changes.
  */
+import { nativeEnforcementOff } from '../api/enforcement.ts';
 import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { compileSuite, NO_PARAMS, type CompileContext, type CompiledSuite, type CompiledWebhook, type ParamsSource } from './compile.ts';
@@ -38,7 +39,9 @@ export class SuiteRegistry {
    * (the suite-validation webhook asks this of suites not yet stored).
    */
   validate(suite: AdmissionSuite): FieldError[] {
-    return compileSuite(suite, { view: this.context.view, operatorNamespace: this.context.operatorNamespace }).errors;
+    const errors = compileSuite(suite, { view: this.context.view, operatorNamespace: this.context.operatorNamespace }).errors;
+    // Only on apply: a stored suite asking for Native where it is off is served by its webhook (reconciler.ts), never left unregistered.
+    return this.context.nativeEnforcement === false ? [...errors, ...nativeEnforcementOff(suite)] : errors;
   }
 
   remove(name: string): void {

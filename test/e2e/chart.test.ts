@@ -51,7 +51,9 @@ describe('charts/portcullis: the Helm chart', function () {
   it("renders with its defaults exactly what deploy/ installs, but the Namespace (helm install --create-namespace)", async function () {
     const chart = await render();
     const deploy = new Map<string, Manifest>();
-    for (const file of fs.readdirSync(path.join(ROOT, 'deploy')).sort()) for (const [k, o] of parse(fs.readFileSync(path.join(ROOT, 'deploy', file), 'utf8'))) deploy.set(k, o);
+    // deploy/'s numbered files, as `kubectl apply -f deploy/` reads them (not its optional/ folder).
+    const files = fs.readdirSync(path.join(ROOT, 'deploy'), { withFileTypes: true }).filter((f) => f.isFile()).map((f) => f.name);
+    for (const file of files.sort()) for (const [k, o] of parse(fs.readFileSync(path.join(ROOT, 'deploy', file), 'utf8'))) deploy.set(k, o);
     deploy.delete('Namespace portcullis-system');
     expect([...chart.keys()].sort()).to.deep.equal([...deploy.keys()].sort());
     for (const [k, object] of chart) expect(isDeepStrictEqual(object, deploy.get(k)), `${k} differs from deploy/'s`).to.equal(true);
@@ -91,6 +93,18 @@ describe('charts/portcullis: the Helm chart', function () {
     const guard = chart.get('ValidatingAdmissionPolicy portcullis-operator-token-guard')!;
     expect(guard.spec.matchConditions[0].expression).to.contain("'system:serviceaccount:policy:portcullis-operator'");
     expect(JSON.stringify(guard.spec.validations)).to.contain("w.clientConfig.service.namespace == 'policy'");
+  });
+
+  it('nativeEnforcement.enabled: the flag, and exactly the grants of deploy/optional/native-enforcement.yaml', async function () {
+    const off = await render();
+    const on = await render('nativeEnforcement.enabled=true');
+    const args = (chart: Map<string, Manifest>) => chart.get('Deployment portcullis-system/portcullis-operator')!.spec.template.spec.containers[0].args as string[];
+    expect(args(off)).to.not.include('--native-enforcement');
+    expect(args(on)).to.include('--native-enforcement');
+    const optional = parse(fs.readFileSync(path.join(ROOT, 'deploy/optional/native-enforcement.yaml'), 'utf8'));
+    const added = [...on.keys()].filter((k) => !off.has(k)).sort();
+    expect(added).to.deep.equal([...optional.keys()].sort());
+    for (const k of added) expect(isDeepStrictEqual(on.get(k), optional.get(k)), `${k} differs from deploy/optional's`).to.equal(true);
   });
 
   it("follows the audit's values: its flags, the report CRDs, the RBAC", async function () {

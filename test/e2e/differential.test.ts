@@ -5,7 +5,9 @@
  * to namespace diff-hook. The same steps go through the API
  * server to both, and the outcomes must be the same: admitted or refused, the HTTP code, and the
  * policy's own part of the message and of each warning (each side's wrapper stripped), and the
- * audit annotations in the API server's audit log. The native VAP is the oracle: no expected
+ * audit annotations in the API server's audit log. The same suites are served a third time with
+ * `enforcement: Native` (scoped to diff-native): compiled by the operator into policies of its
+ * own, they must answer as the hand-written ones. The native VAP is the oracle: no expected
  * outcome is typed by hand.
  */
 import { expect } from 'chai';
@@ -25,6 +27,9 @@ import { AUTHZ_USER, POLICIES, UNAUTHORIZED_ROW, type PolicyRow, type Step } fro
 const SUITE = 'diff';
 const VAP_NS = 'diff-vap';
 const HOOK_NS = 'diff-hook';
+/** Where the same suites, with `enforcement: Native`, are enforced by the API server as policies the operator wrote. */
+const NATIVE_NS = 'diff-native';
+const NATIVE_SUITE = 'diff-native';
 const PARAMS_NS = 'diff-params';
 const ROW_LABEL = 'diff-row';
 const PARAMS_PER_WRITE = 4;
@@ -64,7 +69,7 @@ function paramsReference(row: PolicyRow) {
 function paramsObjects(row: PolicyRow): KubeObject[] {
   const params = row.params;
   if (!params || (!params.data && !params.selected)) return [];
-  const namespaces = params.inRequestNamespace ? [VAP_NS, HOOK_NS] : [PARAMS_NS];
+  const namespaces = params.inRequestNamespace ? [VAP_NS, HOOK_NS, NATIVE_NS] : [PARAMS_NS];
   return namespaces.flatMap((namespace) =>
     params.selected
       ? params.selected.map((data, i) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${row.name}-p${i}`, namespace, labels: { [PARAMS_OF_LABEL]: row.name } }, data }))
@@ -101,14 +106,14 @@ function nativePolicy(row: PolicyRow): KubeObject[] {
   return [policy, binding];
 }
 
-function suiteWebhook(row: PolicyRow): WebhookSpec {
+function suiteWebhook(row: PolicyRow, namespace = HOOK_NS): WebhookSpec {
   return {
     name: row.name,
     type: 'Validating',
     rules: [namedRule(row)],
     ...(row.excludeResourceRules ? { excludeResourceRules: excludeRules(row) } : {}),
     failurePolicy: row.failurePolicy ?? 'Fail',
-    namespaceSelector: onlyNamespace(HOOK_NS),
+    namespaceSelector: onlyNamespace(namespace),
     objectSelector: { matchLabels: { [ROW_LABEL]: row.name } },
     ...(row.matchConditions ? { matchConditions: row.matchConditions } : {}),
     ...(row.params ? { params: { apiVersion: 'v1', kind: 'ConfigMap', ...paramsReference(row), notFoundAction: row.params.notFoundAction ?? 'Deny' } } : {}),
@@ -214,15 +219,16 @@ function auditAnnotations(events: AuditEvent[], row: PolicyRow, namespace: strin
 describe('Differential: AdmissionSuite validations against the API server’s own ValidatingAdmissionPolicy', function () {
   this.timeout(180_000);
   let operator: Operator;
-  const outcomes = new Map<string, { vap: Outcome[]; hook: Outcome[] }>();
+  const outcomes = new Map<string, { vap: Outcome[]; hook: Outcome[]; native: Outcome[] }>();
   const refusedOnWrite = new Map<string, { vap?: WriteRefusal; suite?: WriteRefusal }>();
   /** The suites the table is served by, and which one serves each row. */
-  const suites: { name: string; probe: PolicyRow }[] = [];
+  const suites: { name: string; probe: PolicyRow; namespace: string }[] = [];
   const suiteOf = new Map<string, string>();
+  const nativeSuiteOf = new Map<string, string>();
 
   before(async function () {
     const { kube } = cluster();
-    for (const ns of [VAP_NS, HOOK_NS, PARAMS_NS]) await apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { team: 'differential' } } });
+    for (const ns of [VAP_NS, HOOK_NS, NATIVE_NS, PARAMS_NS]) await apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { team: 'differential' } } });
     for (const row of POLICIES) {
       for (const object of paramsObjects(row)) await apply(kube, object);
     }
@@ -235,13 +241,13 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
       subjects: [subject],
     });
-    for (const ns of [VAP_NS, HOOK_NS]) {
+    for (const ns of [VAP_NS, HOOK_NS, NATIVE_NS]) {
       await apply(kube, role(ns, 'diff-writer', ['create', 'update', 'get']));
       await apply(kube, binding(ns, 'diff-writer', { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: AUTHZ_USER }));
     }
     await apply(kube, role(PARAMS_NS, 'diff-robot', ['list']));
     await apply(kube, binding(PARAMS_NS, 'diff-robot', { kind: 'ServiceAccount', name: 'robot', namespace: PARAMS_NS }));
-    operator = await startTestOperator();
+    operator = await startTestOperator({ nativeEnforcement: true });
     await waitForSuiteValidation(operator);
     // Written on both sides, one policy at a time: what either refuses is compared as a refusal.
     // VAP never refuses a policy for its types (it warns in status.typeChecking; several rows
@@ -259,27 +265,35 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     // The probe goes last on both sides: once it is enforced, so is every policy before it.
     for (const object of nativePolicy(PROBE)) await apply(kube, object);
     // A suite holds at most 128 webhooks (the CRD's bound): the table is spread over suites of
-    // WEBHOOKS_PER_SUITE, each ending with a probe of its own.
-    const rows = [...accepted, UNAUTHORIZED_ROW];
-    for (let start = 0, n = 1; start < rows.length; start += WEBHOOKS_PER_SUITE, n++) {
-      const name = n === 1 ? SUITE : `${SUITE}-${n}`;
-      const probe = n === 1 ? PROBE : { ...PROBE, name: `probe-${n}` };
-      const chunk = [...rows.slice(start, start + WEBHOOKS_PER_SUITE), probe];
-      suites.push({ name, probe });
-      for (const row of chunk) suiteOf.set(row.name, name);
-      // The params guard (deploy/06-suite-params-guard.yaml, installed by other tests of the same
-      // control plane) lets one write introduce at most 4 ConfigMap params: the suite grows in steps.
-      const webhooks = chunk.map(suiteWebhook);
-      const withParams = webhooks.filter((w) => w.params);
-      for (let introduced = 0; introduced === 0 || introduced < withParams.length; introduced += PARAMS_PER_WRITE) {
-        const present = new Set(withParams.slice(0, introduced + PARAMS_PER_WRITE));
-        const spec = { typeCheckErrors: 'Warn' as const, webhooks: webhooks.filter((w) => !w.params || present.has(w)) };
-        if (introduced === 0) await createSuite(name, spec);
-        else await apply(kube, { apiVersion: API_VERSION, kind: 'AdmissionSuite', metadata: { name }, spec });
+    // WEBHOOKS_PER_SUITE, each ending with a probe of its own. The same suites again, enforced
+    // natively, in NATIVE_NS (without the row of a reason VAP refuses on write).
+    const serve = async (rows: PolicyRow[], prefix: string, namespace: string, enforcement: 'Webhook' | 'Native', servedBy: Map<string, string>) => {
+      for (let start = 0, n = 1; start < rows.length; start += WEBHOOKS_PER_SUITE, n++) {
+        const name = n === 1 ? prefix : `${prefix}-${n}`;
+        const probe = n === 1 ? PROBE : { ...PROBE, name: `probe-${n}` };
+        const chunk = [...rows.slice(start, start + WEBHOOKS_PER_SUITE), probe];
+        suites.push({ name, probe, namespace });
+        for (const row of chunk) servedBy.set(row.name, name);
+        // The params guard (deploy/06-suite-params-guard.yaml, installed by other tests of the same
+        // control plane) lets one write introduce at most 4 ConfigMap params: the suite grows in steps.
+        const webhooks = chunk.map((row) => suiteWebhook(row, namespace));
+        const withParams = webhooks.filter((w) => w.params);
+        for (let introduced = 0; introduced === 0 || introduced < withParams.length; introduced += PARAMS_PER_WRITE) {
+          const present = new Set(withParams.slice(0, introduced + PARAMS_PER_WRITE));
+          const spec = { typeCheckErrors: 'Warn' as const, enforcement, webhooks: webhooks.filter((w) => !w.params || present.has(w)) };
+          if (introduced === 0) await createSuite(name, spec);
+          else await apply(kube, { apiVersion: API_VERSION, kind: 'AdmissionSuite', metadata: { name }, spec });
+        }
       }
+    };
+    await serve([...accepted, UNAUTHORIZED_ROW], SUITE, HOOK_NS, 'Webhook', suiteOf);
+    await serve(accepted, NATIVE_SUITE, NATIVE_NS, 'Native', nativeSuiteOf);
+    for (const { name, namespace } of suites) {
+      const ready = await waitForCondition(name, 'Ready', 'True', 60_000);
+      // Not one of them fell back to the webhook: each is the API server's own policy.
+      if (namespace === NATIVE_NS) expect(ready.status?.webhooks?.filter((w) => w.enforcement !== 'Native')).to.deep.equal([]);
     }
-    for (const { name } of suites) await waitForCondition(name, 'Ready', 'True', 60_000);
-    const probes: [PolicyRow, string][] = [[PROBE, VAP_NS], ...suites.map(({ probe }): [PolicyRow, string] => [probe, HOOK_NS])];
+    const probes: [PolicyRow, string][] = [[PROBE, VAP_NS], ...suites.map(({ probe, namespace }): [PolicyRow, string] => [probe, namespace])];
     for (const [probe, namespace] of probes) {
       await eventually(
         async () => {
@@ -323,15 +337,18 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
       }
       const vap: Outcome[] = [];
       const hook: Outcome[] = [];
+      const native: Outcome[] = [];
       for (const step of row.steps) {
         vap.push(await run(row, step, VAP_NS));
         hook.push(await run(row, step, HOOK_NS));
+        native.push(await run(row, step, NATIVE_NS));
       }
-      outcomes.set(row.name, { vap, hook });
+      outcomes.set(row.name, { vap, hook, native });
       // PORTCULLIS_DIFF_VERBOSE=1 prints what the oracle answered, to read a row's behaviour.
       if (process.env.PORTCULLIS_DIFF_VERBOSE) console.log(`      ${row.name}: ${JSON.stringify(vap)}`);
       const label = row.steps.map((s, i) => `${i}:${s.op}${s.dryRun ? '(dry-run)' : ''}`).join(' ');
       expect(hook, `steps ${label}`).to.deep.equal(vap);
+      expect(native, `steps ${label}, enforced natively`).to.deep.equal(vap);
     });
   }
 
@@ -415,9 +432,11 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
         for (const row of audited) {
           const vap = auditAnnotations(events, row, VAP_NS, policyName(row));
           const hook = auditAnnotations(events, row, HOOK_NS, webhookFullName(suiteOf.get(row.name)!, row.name));
+          const native = auditAnnotations(events, row, NATIVE_NS, webhookFullName(nativeSuiteOf.get(row.name)!, row.name));
           expect(vap.length, `${row.name}: requests audited`).to.equal(row.steps.length);
           expect(vap.some((a) => Object.keys(a).length > 0), `${row.name}: the oracle annotated`).to.equal(true);
           expect(hook, `${row.name}: audit annotations`).to.deep.equal(vap);
+          expect(native, `${row.name}: audit annotations, enforced natively`).to.deep.equal(vap);
         }
       },
       { what: 'the audit log to hold the same annotations for both', timeoutMs: 10_000 },

@@ -1,7 +1,8 @@
 /**
  * deploy/'s token guard, proven with the operator's own ServiceAccount token (issued by the real
  * API server's TokenRequest API, RBAC from deploy/): what a stolen token would be used for is
- * refused (webhooks sent elsewhere, another party's configurations, Services and reports), and
+ * refused (webhooks sent elsewhere, another party's configurations, Services and reports, and
+ * admission policies, which no guard can narrow and a default install does not grant), and
  * what the operator itself writes in cluster mode is allowed.
  */
 import { expect } from 'chai';
@@ -162,6 +163,30 @@ describe("deploy/'s token guard: the operator's ServiceAccount token writes only
     expect(await attempt(() => asOperator.objects.delete(report('portcullis')))).to.equal('allowed');
     expect(await attempt(() => asOperator.objects.delete(report('portcullis-1')))).to.equal('allowed');
     expect(await attempt(() => asOperator.objects.delete(report('portcullis', OURS, null)))).to.equal('allowed');
+  });
+
+  it('a default install grants no write of admission policies, which no guard can narrow: native enforcement is opt-in', async function () {
+    const rule = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['secrets'] };
+    const policy = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'w.guard-check.admission.portcullis.dev', labels: OURS }, spec: { matchConstraints: { resourceRules: [rule] }, validations: [{ expression: 'false' }] } };
+    const binding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'w.guard-check.admission.portcullis.dev', labels: OURS }, spec: { policyName: 'w.guard-check.admission.portcullis.dev', validationActions: ['Deny'] } };
+    expect(await attempt(() => asOperator.objects.create(policy))).to.contain('cannot create resource "validatingadmissionpolicies"');
+    expect(await attempt(() => asOperator.objects.create(binding))).to.contain('cannot create resource "validatingadmissionpolicybindings"');
+    // Why it must stay opt-in: the API server sends no write of a policy to a policy, so a guard
+    // such as this one (which refuses other kinds' writes not named as ours) never sees it.
+    const probe = 'guard-check-policy-writes';
+    const guard = [
+      { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: probe }, spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] }, validations: [{ expression: "!object.metadata.name.startsWith('guard-check-')", message: 'guarded' }] } },
+      { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: probe }, spec: { policyName: probe, validationActions: ['Deny'] } },
+    ];
+    const guarded = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'guard-check-cm', namespace: 'default' } };
+    const unguarded = { ...policy, metadata: { name: 'guard-check-vap' } };
+    try {
+      for (const object of guard) await apply(admin(), object);
+      await eventually(async () => expect(await attempt(() => admin().objects.create(guarded))).to.contain('guarded'), { what: 'the probe guard to refuse a ConfigMap' });
+      expect(await attempt(() => admin().objects.create(unguarded)), 'a policy write, which the guard matches but never sees').to.equal('allowed');
+    } finally {
+      for (const object of [unguarded, ...guard.reverse()]) await deleteIfExists(admin(), object as Parameters<typeof deleteIfExists>[1]);
+    }
   });
 
   it('allows what the operator writes for a suite in cluster mode', async function () {

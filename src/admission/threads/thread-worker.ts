@@ -128,6 +128,7 @@ const registry = new SuiteRegistry({
   authorizer: data.authorizer ? questions.authorizer : undefined,
   mapper: data.mapper ? questions.mapper : undefined,
   operatorNamespace: data.operatorNamespace,
+  nativeEnforcement: data.nativeEnforcement,
   observers,
 });
 const certificates = new CertificateStore();

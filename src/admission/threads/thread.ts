@@ -49,6 +49,8 @@ export interface ThreadData {
   mapper: boolean;
   /** The suites' (registry.context.operatorNamespace): what a suite may name there is checked as on the main thread. */
   operatorNamespace?: string;
+  /** The suites' (registry.context.nativeEnforcement). */
+  nativeEnforcement?: boolean;
   /** Present when the thread answers the validation webhooks (AdmissionThreadOptions.validation). */
   validation?: {
     paramsAccess: boolean;
@@ -247,6 +249,7 @@ export class AdmissionThread {
       authorizer: registry.context.authorizer !== undefined,
       mapper: registry.context.mapper !== undefined,
       operatorNamespace: registry.context.operatorNamespace,
+      nativeEnforcement: registry.context.nativeEnforcement,
       validation: validation && {
         paramsAccess: validation.paramsAccess,
         typeChecking: validation.schemas && { byDefault: validation.schemas.byDefault },

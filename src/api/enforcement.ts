@@ -1,0 +1,69 @@
+/**
+ * api: where a suite's webhook is enforced (`enforcement`: Webhook, Native or Auto), and what
+ * keeps a webhook from being enforced natively by the API server, each obstacle naming its field.
+ * Pure data on the spec: validate.ts refuses a Native webhook with obstacles, native/compile.ts
+ * compiles the others, and neither repeats these rules.
+ */
+import type { AdmissionSuite, Enforcement, WebhookSpec } from './types.ts';
+
+/** Where a webhook is enforced, and (when it is not where it was asked to be, or not native) why. */
+export interface EnforcementPlan {
+  enforcement: 'Native' | 'Webhook';
+  reason?: string;
+}
+
+/** What the suite asks of a webhook: its own field, else the suite's default, else Webhook. */
+export function requestedEnforcement(suite: Pick<AdmissionSuite, 'spec'>, webhook: WebhookSpec): Enforcement {
+  return webhook.enforcement ?? suite.spec.enforcement ?? 'Webhook';
+}
+
+/**
+ * Why this webhook cannot be enforced by a native policy (empty when it can). Each reason names
+ * the field that keeps it a webhook.
+ */
+export function nativeObstacles(webhook: WebhookSpec): { field: string; reason: string }[] {
+  const obstacles: { field: string; reason: string }[] = [];
+  if (webhook.handler) {
+    obstacles.push({ field: 'handler', reason: `the built-in handler ${webhook.handler.name} runs in the operator; a native policy holds only CEL` });
+  }
+  if (webhook.type === 'Mutating') {
+    obstacles.push({ field: 'type', reason: 'Mutating webhooks are not compiled to MutatingAdmissionPolicy yet; they are served by the webhook' });
+  }
+  (webhook.validations ?? []).forEach((validation, i) => {
+    // The API server takes Forbidden, Invalid and RequestEntityTooLarge as a policy's reasons; a webhook may answer 401.
+    if (validation?.reason === 'Unauthorized') obstacles.push({ field: `validations[${i}].reason`, reason: 'a ValidatingAdmissionPolicy cannot answer Unauthorized' });
+  });
+  if (webhook.type === 'Validating' && !webhook.handler && (webhook.validations ?? []).length === 0 && (webhook.auditAnnotations ?? []).length === 0) {
+    // The API server refuses a policy with neither (the webhook then allows everything it matches).
+    obstacles.push({ field: 'validations', reason: 'a ValidatingAdmissionPolicy needs at least one validation or auditAnnotation' });
+  }
+  return obstacles;
+}
+
+/** Why native enforcement is asked of an operator that does not enforce natively. */
+export const NATIVE_ENFORCEMENT_OFF =
+  "this operator does not enforce natively (it runs without --native-enforcement, the chart's nativeEnforcement.enabled, which needs the grants of deploy/optional/native-enforcement.yaml)";
+
+/** On apply, where native enforcement is off: each webhook that asks for Native, refused with why (Auto is served by webhook). */
+export function nativeEnforcementOff(suite: Pick<AdmissionSuite, 'spec'>): { field: string; message: string }[] {
+  return (suite.spec?.webhooks ?? []).flatMap((webhook, i) =>
+    requestedEnforcement(suite, webhook) === 'Native'
+      ? [{ field: webhook.enforcement === 'Native' ? `spec.webhooks[${i}].enforcement` : 'spec.enforcement', message: `Invalid value: "Native": ${NATIVE_ENFORCEMENT_OFF}` }]
+      : [],
+  );
+}
+
+/**
+ * Where a webhook will be enforced: as asked where it can be; Auto goes native where it can.
+ * `nativeAllowed` false (the operator's --native-enforcement off): every webhook by webhook, saying why.
+ */
+export function plannedEnforcement(suite: Pick<AdmissionSuite, 'spec'>, webhook: WebhookSpec, nativeAllowed = true): EnforcementPlan {
+  const asked = requestedEnforcement(suite, webhook);
+  if (asked === 'Webhook') return { enforcement: 'Webhook' };
+  if (!nativeAllowed) return { enforcement: 'Webhook', reason: NATIVE_ENFORCEMENT_OFF };
+  const obstacles = nativeObstacles(webhook);
+  if (obstacles.length === 0) return { enforcement: 'Native' };
+  // A Native webhook with obstacles is refused on apply (api/validate.ts); here only Auto gets this far.
+  return { enforcement: 'Webhook', reason: obstacles.map((o) => `${o.field}: ${o.reason}`).join('; ') };
+}
+

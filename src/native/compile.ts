@@ -1,0 +1,88 @@
+/**
+ * native: a suite's webhook as the API server's own policy. Compiles a webhook planned Native
+ * (api/enforcement.ts decides which) into a ValidatingAdmissionPolicy and its binding, named after the
+ * webhook (`<webhook>.<suite>.admission.portcullis.dev`, as its webhook would be registered) and
+ * owned by the suite. Pure: the reconciler applies what this returns; nothing here talks to the
+ * API server, and nothing here may approximate: a webhook whose meaning a native policy cannot
+ * say in full stays a webhook, with the reason.
+ */
+import { webhookFullName } from '../api/names.ts';
+import { selfProtection } from '../api/self-protection.ts';
+import { plannedEnforcement } from '../api/enforcement.ts';
+import type { AdmissionSuite, NamedRuleWithOperations, WebhookSpec } from '../api/types.ts';
+import type { OperatorConfig } from '../config.ts';
+import { metadataFor, suiteNamespaceSelector } from '../controller/desired.ts';
+import type { KubeObject } from '../kube/client.ts';
+
+export const NATIVE_API_VERSION = 'admissionregistration.k8s.io/v1';
+export const NATIVE_KINDS = { policy: 'ValidatingAdmissionPolicy', binding: 'ValidatingAdmissionPolicyBinding' } as const;
+
+/** The name of the native policy and binding of a webhook (the webhook's registered name). */
+export const nativeName = (suite: string, webhook: string): string => webhookFullName(suite, webhook);
+
+const copyRule = ({ operations, apiGroups, apiVersions, resources, scope, resourceNames }: NamedRuleWithOperations) => ({
+  ...(operations ? { operations } : {}),
+  ...(apiGroups ? { apiGroups } : {}),
+  ...(apiVersions ? { apiVersions } : {}),
+  ...(resources ? { resources } : {}),
+  ...(scope ? { scope } : {}),
+  ...(resourceNames?.length ? { resourceNames } : {}),
+});
+
+/**
+ * The ValidatingAdmissionPolicy and binding that enforce `webhook` as its webhook would: the same
+ * rules (with names and exclusions, which a policy says itself), the same selectors with the same
+ * protected namespaces left out, the same self-protection condition, then the webhook's own
+ * conditions, variables, validations, audit annotations, failurePolicy, actions and params.
+ */
+export function nativeObjects(suite: AdmissionSuite, webhook: WebhookSpec, config: Pick<OperatorConfig, 'namespace'>): KubeObject[] {
+  const name = nativeName(suite.metadata.name, webhook.name);
+  const rules = webhook.rules.map(copyRule);
+  const guard = selfProtection(rules);
+  const params = webhook.params;
+  const policy = {
+    apiVersion: NATIVE_API_VERSION,
+    kind: NATIVE_KINDS.policy,
+    metadata: metadataFor(suite, name),
+    spec: {
+      failurePolicy: webhook.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail',
+      ...(params ? { paramKind: { apiVersion: params.apiVersion, kind: params.kind } } : {}),
+      matchConstraints: {
+        resourceRules: rules,
+        ...(webhook.excludeResourceRules?.length ? { excludeResourceRules: webhook.excludeResourceRules.map(copyRule) } : {}),
+        namespaceSelector: suiteNamespaceSelector(suite, webhook, config),
+        objectSelector: webhook.objectSelector ?? {},
+        matchPolicy: webhook.matchPolicy ?? 'Equivalent',
+      },
+      ...(guard || webhook.matchConditions?.length ? { matchConditions: [...(guard ? [guard] : []), ...(webhook.matchConditions ?? [])] } : {}),
+      ...(webhook.variables?.length ? { variables: webhook.variables } : {}),
+      ...(webhook.validations?.length ? { validations: webhook.validations } : {}),
+      ...(webhook.auditAnnotations?.length ? { auditAnnotations: webhook.auditAnnotations } : {}),
+    },
+  };
+  const binding = {
+    apiVersion: NATIVE_API_VERSION,
+    kind: NATIVE_KINDS.binding,
+    metadata: metadataFor(suite, name),
+    spec: {
+      policyName: name,
+      validationActions: webhook.validationActions ?? ['Deny'],
+      ...(params
+        ? {
+            paramRef: {
+              ...(params.name !== undefined ? { name: params.name } : {}),
+              ...(params.selector !== undefined ? { selector: params.selector } : {}),
+              ...(params.namespace !== undefined ? { namespace: params.namespace } : {}),
+              parameterNotFoundAction: params.notFoundAction ?? 'Deny',
+            },
+          }
+        : {}),
+    },
+  };
+  return [policy, binding];
+}
+
+/** Every native object a suite should have: those of its webhooks planned Native. */
+export function suiteNativeObjects(suite: AdmissionSuite, config: Pick<OperatorConfig, 'namespace' | 'nativeEnforcement'>): KubeObject[] {
+  return suite.spec.webhooks.filter((w) => plannedEnforcement(suite, w, config.nativeEnforcement).enforcement === 'Native').flatMap((w) => nativeObjects(suite, w, config));
+}
