@@ -111,7 +111,7 @@ export const DEFAULTS: OperatorConfig = {
 };
 
 /** Each flag: what --help says of it, and how its value (from the flag or PORTCULLIS_<NAME>) sets the config. */
-const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: string): void }> = {
+const FLAGS: Record<string, { help: string; /** true/false: may be given bare, meaning true. */ boolean?: true; set(config: OperatorConfig, value: string): void }> = {
   namespace: { help: 'where the operator runs (its CA, Secrets, Services); default POD_NAMESPACE or portcullis-system', set: (c, v) => (c.namespace = v) },
   'serving-port': { help: 'HTTPS port of the admission endpoint (9443)', set: (c, v) => (c.servingPort = port(v, 'serving-port')) },
   'metrics-port': { help: 'plain HTTP port of /metrics, /healthz, /readyz (8080)', set: (c, v) => (c.metricsPort = port(v, 'metrics-port')) },
@@ -146,6 +146,7 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
   },
   'admission-thread': {
     help: 'whether the admission endpoint is served from a thread of its own rather than the operator\'s main thread: true or false (true)',
+    boolean: true,
     set: (c, v) => (c.admissionThread = bool(v, 'admission-thread')),
   },
   'max-connections-per-address': {
@@ -194,13 +195,14 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
     help: "the worker threads AdmissionPolicies are evaluated in, away from the operator's probes and the suites; a namespace has one request in them at a time, and the namespaces take turns (2)",
     set: (c, v) => (c.namespacedPolicyWorkers = wholeNumber(v, 'namespaced-policy-workers', 1, 64)),
   },
-  audit: { help: 'whether the leader audits stored objects against the suites and policies, writing OpenReports Reports (true)', set: (c, v) => (c.audit = bool(v, 'audit')) },
+  audit: { help: 'whether the leader audits stored objects against the suites and policies, writing OpenReports Reports (true)', boolean: true, set: (c, v) => (c.audit = bool(v, 'audit')) },
   'audit-interval': { help: 'a full audit scan every this often; changes of audited objects are judged as they come (10m)', set: (c, v) => (c.auditIntervalMs = duration(v, 'audit-interval')) },
   'native-enforcement': {
     help: "let suites' webhooks be enforced natively (enforcement: Native or Auto) as ValidatingAdmissionPolicies the operator writes; needs the grants of deploy/optional/native-enforcement.yaml (false)",
+    boolean: true,
     set: (c, v) => (c.nativeEnforcement = bool(v, 'native-enforcement')),
   },
-  'policy-reports': { help: 'also write audit results as wgpolicyk8s.io/v1alpha2 PolicyReports, whose CRDs must be installed (false)', set: (c, v) => (c.policyReports = bool(v, 'policy-reports')) },
+  'policy-reports': { help: 'also write audit results as wgpolicyk8s.io/v1alpha2 PolicyReports, whose CRDs must be installed (false)', boolean: true, set: (c, v) => (c.policyReports = bool(v, 'policy-reports')) },
   'namespaced-policy-author-recheck': {
     help: "how often the author of each Mutating AdmissionPolicy is asked again whether they may still update and patch what it changes; one whose author may not is not served (2m)",
     set: (c, v) => (c.namespacedPolicyAuthorRecheckMs = duration(v, 'namespaced-policy-author-recheck')),
@@ -219,6 +221,18 @@ const FLAGS: Record<string, { help: string; set(config: OperatorConfig, value: s
 export type CommandLine = { help: string } | { version: string } | { config: OperatorConfig };
 
 /**
+ * A true/false flag given bare (`--policy-reports`, as the chart writes it) means true: written
+ * `--name=true` before parsing, unless a value follows it (`--audit false`).
+ */
+function withBareBooleans(argv: string[]): string[] {
+  return argv.map((arg, i) => {
+    const name = arg.startsWith('--') && !arg.includes('=') ? arg.slice(2) : undefined;
+    const next = argv[i + 1];
+    return name !== undefined && FLAGS[name]?.boolean && (next === undefined || next.startsWith('-')) ? `${arg}=true` : arg;
+  });
+}
+
+/**
  * `--name=value` or `--name value` flags (node:util parseArgs), `--help`, `--version`; each flag
  * also reads PORTCULLIS_NAME (upper case, dashes as underscores), which a flag overrides.
  */
@@ -226,7 +240,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
   let parsed;
   try {
     parsed = parseArgs({
-      args: argv,
+      args: withBareBooleans(argv),
       options: {
         ...Object.fromEntries(Object.keys(FLAGS).map((name) => [name, { type: 'string' as const }])),
         help: { type: 'boolean', short: 'h' },

@@ -27,7 +27,11 @@ export function nativeObstacles(webhook: WebhookSpec): { field: string; reason: 
     obstacles.push({ field: 'handler', reason: `the built-in handler ${webhook.handler.name} runs in the operator; a native policy holds only CEL` });
   }
   if (webhook.type === 'Mutating') {
-    obstacles.push({ field: 'type', reason: 'Mutating webhooks are not compiled to MutatingAdmissionPolicy yet; they are served by the webhook' });
+    // Not an approximation we take: a suite's mutations run after the teams' (issue 37's order), a MutatingAdmissionPolicy before every webhook.
+    obstacles.push({
+      field: 'type',
+      reason: "a MutatingAdmissionPolicy runs before every mutating webhook, the teams' AdmissionPolicies included, where a suite's Mutating webhook runs after them: a team's mutation could undo it",
+    });
   }
   (webhook.validations ?? []).forEach((validation, i) => {
     // The API server takes Forbidden, Invalid and RequestEntityTooLarge as a policy's reasons; a webhook may answer 401.

@@ -3,7 +3,7 @@
  * The `portcullis` command: AdmissionSuites and AdmissionPolicies checked and run offline, with no
  * cluster, by the code that serves one (see evaluate.ts). `validate FILE...`, `test DIR|FILE...`,
  * `test --replay LOG FILE...` (replay.ts), `eval --suite FILE --object FILE ...`, `audit FILE...`
- * (audit.ts); `--help`, `--version`. Flags parsed with node:util parseArgs. Other objects in the
+ * (audit.ts), `compile FILE...` (compile.ts); `--help`, `--version`. Flags parsed with node:util parseArgs. Other objects in the
  * files (RBAC, ConfigMaps, CRDs) are read, not refused: `validate` lists them as skipped, `test`
  * and `eval` give them to the suites (params, Namespaces, the CRDs that name their kinds'
  * resources). Exit 0 when all is well, 1 when a suite or policy is refused, a test fails, a
@@ -54,13 +54,19 @@ Usage:
                                    AdmissionPolicies of the files and nothing installed; print per
                                    webhook the objects evaluated and those a create of would be denied,
                                    with the messages (exit 1 on any); reads only, never writes
+  portcullis compile FILE|DIR... [-o yaml|json]
+                                   print the ValidatingAdmissionPolicies and bindings the suites' webhooks
+                                   with enforcement Native or Auto become (those that stay webhooks are
+                                   named on stderr, with why), without the operator's ownership, to commit
+                                   instead of the suite
 
 Flags:
   --namespace NS                   the namespace of AdmissionPolicies that name none, as kubectl apply -n
                                    (default: default; for eval, the request's namespace); for audit,
                                    also the one namespace whose objects are judged (else all, and the
                                    cluster-scoped ones)
-  -o, --output text|json           how test --replay and audit print their findings (default text)
+  -o, --output text|json           how test --replay and audit print their findings (default text);
+                                   for compile, yaml (default) or json
   --objects FILE                   objects the suites may read (Namespaces, LimitRanges, params) and CRDs,
                                    whose spec.names.plural is their kind's resource (test and eval)
   --operator-namespace NS          the operator's namespace, which bounds what a suite may name (${DEFAULTS.namespace})
@@ -97,6 +103,8 @@ async function main(argv: string[]): Promise<number> {
       return evaluate(rest, values, operatorNamespace);
     case 'audit':
       return audit(rest, values, operatorNamespace);
+    case 'compile':
+      return compile(rest, values, operatorNamespace);
     case undefined:
       throw new UsageError('no command given');
     default:
@@ -171,6 +179,18 @@ async function suitesOf(targets: string[], values: Values, operatorNamespace: st
   const refused = await new OfflineCluster(split.suites, split.objects, operatorNamespace, split.policies).refusals();
   if (refused.length) process.stderr.write(`${refused.map((r) => r.message).join('\n')}\n`);
   return { ...split, refused: refused.length > 0 };
+}
+
+async function compile(targets: string[], values: Values, operatorNamespace: string): Promise<number> {
+  const output = values.output ?? 'yaml';
+  if (output !== 'yaml' && output !== 'json') throw new UsageError(`-o must be yaml or json for compile, not ${output}`);
+  const { suites, refused } = await suitesOf(targets, values, operatorNamespace, 'compile');
+  if (refused) return 1;
+  const { compileSuites, compiledText } = await import('./compile.ts');
+  const compiled = compileSuites(suites, operatorNamespace);
+  process.stdout.write(compiledText(compiled, output));
+  for (const line of compiled.webhooks) process.stderr.write(`portcullis: ${line}\n`);
+  return 0;
 }
 
 async function audit(targets: string[], values: Values, operatorNamespace: string): Promise<number> {
