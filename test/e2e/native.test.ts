@@ -228,6 +228,24 @@ describe('native enforcement (suites as ValidatingAdmissionPolicies)', function 
     }
   });
 
+  it('a policy the API server refuses leaves its webhook serving, and says so', async function () {
+    // cel.bind: taken by Portcullis' CEL, refused by the API server's (Kubernetes does not enable
+    // ext.Bindings): the one known expression of that kind, so the refusal comes from the API server.
+    const name = 'native-refused-by-api';
+    const bound = webhook('deny-bound', { enforcement: 'Native', validations: [{ expression: "cel.bind(d, has(object.data) ? object.data : {}, !('forbidden' in d))", message: MESSAGE }] });
+    await createSuite(name, spec([bound]));
+    try {
+      const notReady = await waitForCondition(name, 'Ready', 'False');
+      expect(notReady.status?.conditions?.find((c) => c.type === 'Ready')?.reason).to.equal('NotEnforcedNatively');
+      expect(notReady.status?.webhooks?.[0]?.enforcement).to.equal('Webhook');
+      expect(notReady.status?.webhooks?.[0]?.reason).to.match(/^the API server refused its ValidatingAdmissionPolicy \(served by the webhook until it is fixed\): /);
+      const denied = await eventually(async () => (await createSelected('deny-bound', { forbidden: 'x' })) ?? Promise.reject(new Error('admitted')), { what: 'the webhook to deny' });
+      expect(denied.message).to.equal(`admission webhook "${webhookFullName(name, 'deny-bound')}" denied the request: ${MESSAGE}`);
+    } finally {
+      await deleteSuite(name);
+    }
+  });
+
   it('removes the native policy and binding with the suite', async function () {
     const name = webhookFullName('native-basic', 'deny');
     await deleteSuiteObject('native-basic');
