@@ -31,6 +31,7 @@ import type { ServeCertificate } from './controller/serving.ts';
 import { OrphanSweeper } from './controller/orphans.ts';
 import { NativeHandover } from './controller/native.ts';
 import { NATIVE_API_VERSION, NATIVE_KINDS } from './native/compile.ts';
+import { nativeRefusals } from './native/dry-run.ts';
 import { createHealthServer } from './health/server.ts';
 import { LookupNotReady, type ClusterView } from './handlers/handler.ts';
 import { connect, describeError, type CacheLookup, type Kube, type KubeObject } from './kube/client.ts';
@@ -198,6 +199,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   const paramsAccess: ParamsAccessCheck = {
     refusals: (user, uses) => readAccess.refusals(user, uses),
     mutationRefusals: (user, namespace, rules) => authorRights.mutationRefusals(user, namespace, rules),
+    ...(config.nativeEnforcement ? { nativeRefusals: (suite: AdmissionSuite, old: AdmissionSuite | undefined) => nativeRefusals(kube, config, suite, old) } : {}),
   };
   let draining = false;
   // Read at apply and reconcile time only (type checking), cached by the documents' hashes.

@@ -35,6 +35,8 @@ export interface ParamsAccessCheck {
   refusals(user: AuthorizationUser, uses: { field: string; ref: ParamsRef; namespacedOnly?: boolean }[]): Promise<FieldError[]>;
   /** Absent: Mutating policies' rules are not checked against their author's rights (unit tests without an API server). */
   mutationRefusals?(user: AuthorizationUser, namespace: string, rules: NamedRuleWithOperations[]): Promise<FieldError[]>;
+  /** Absent where native enforcement is off: what the API server refuses of the suite's Native webhooks as policies (native/dry-run.ts). */
+  nativeRefusals?(suite: AdmissionSuite, old: AdmissionSuite | undefined): Promise<FieldError[]>;
 }
 
 /** The operator's own webhook as the chain serves it, counted by `observer` (the admission metrics, suite label empty). */
@@ -92,6 +94,7 @@ export async function validateSuiteRequest(request: AdmissionRequest, registry: 
     const uses = changedParams(suite, request.oldObject as unknown as AdmissionSuite | undefined);
     if (uses.length > 0) errors.push(...(await paramsAccess.refusals(authorizationUser(request.userInfo), uses)));
   }
+  if (errors.length === 0 && paramsAccess?.nativeRefusals) errors.push(...(await paramsAccess.nativeRefusals(suite, request.oldObject as unknown as AdmissionSuite | undefined)));
   // Only a suite that compiles is type-checked; a schema that cannot be read leaves its kinds unchecked (typecheck.ts).
   const checked = errors.length === 0 && schemas ? await typeCheckSuite(suite, schemas, schemas.byDefault) : undefined;
   if (checked) errors.push(...checked.errors);

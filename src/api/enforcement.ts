@@ -71,3 +71,14 @@ export function plannedEnforcement(suite: Pick<AdmissionSuite, 'spec'>, webhook:
   return { enforcement: 'Webhook', reason: obstacles.map((o) => `${o.field}: ${o.reason}`).join('; ') };
 }
 
+
+/**
+ * The webhooks of `suite` that ask for Native and are new or changed since `old` (the whole
+ * webhook, as it would be compiled, and the suite's failurePolicy it may inherit), with their index:
+ * what an apply must have the API server check again (native/dry-run.ts).
+ */
+export function changedNativeWebhooks(suite: Pick<AdmissionSuite, 'spec'>, old?: Pick<AdmissionSuite, 'spec'>): { index: number; webhook: WebhookSpec }[] {
+  const form = (s: Pick<AdmissionSuite, 'spec'>, w: WebhookSpec) => JSON.stringify([{ ...w, enforcement: requestedEnforcement(s, w) }, s.spec.failurePolicy ?? null, s.spec.namespaceSelector ?? null]);
+  const before = new Map((old?.spec?.webhooks ?? []).map((w) => [w.name, form(old!, w)]));
+  return (suite.spec?.webhooks ?? []).flatMap((webhook, index) => (requestedEnforcement(suite, webhook) === 'Native' && before.get(webhook.name) !== form(suite, webhook) ? [{ index, webhook }] : []));
+}

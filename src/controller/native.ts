@@ -12,7 +12,7 @@
  */
 import type { AdmissionSuite, WebhookSpec } from '../api/types.ts';
 import { configurationName, webhookFullName } from '../api/names.ts';
-import { applyOwnedExactly, deleteIfExists, statusCode, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
+import { applyOwnedExactly, deleteIfExists, describeError, statusCode, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
 import { plannedEnforcement, requestedEnforcement, type EnforcementPlan } from '../api/enforcement.ts';
 import { nativeName, nativeObjects } from '../native/compile.ts';
 import type { OperatorConfig } from '../config.ts';
@@ -67,7 +67,7 @@ export class NativeHandover {
         } catch (err) {
           const code = statusCode(err);
           if (code !== 422 && code !== 400) throw err;
-          refused = (err as { body?: { message?: string } }).body?.message ?? String(err);
+          refused = describeError(err).replace(/^\d+: /, '');
           const how = requestedEnforcement(suite, webhook) === 'Auto' ? 'served by the webhook' : 'served by the webhook until it is fixed';
           plan = { enforcement: 'Webhook', reason: `the API server refused its ValidatingAdmissionPolicy (${how}): ${refused}` };
         }

@@ -26,6 +26,7 @@ import { MainQuestions } from './main-questions.ts';
 import { SchemaCopy } from './schema-copy.ts';
 import { tuneHeapForAdmission } from '../v8-tuning.ts';
 import { liveResults } from '../../audit/live.ts';
+import { changedNativeWebhooks } from '../../api/enforcement.ts';
 import type { FromThread, Observation, ThreadData, ToThread } from './thread.ts';
 
 const port = parentPort!;
@@ -141,7 +142,14 @@ const certificates = new CertificateStore();
 const validation = data.validation;
 const schemaCopy = validation?.typeChecking && new SchemaCopy((key) => send({ type: 'renew-schemas', key }));
 const askedThere = () => Promise.reject(new HeldElsewhere('a SubjectAccessReview'));
-const paramsAccess: ParamsAccessCheck | undefined = validation?.paramsAccess ? { refusals: askedThere, mutationRefusals: askedThere } : undefined;
+const paramsAccess: ParamsAccessCheck | undefined = validation?.paramsAccess
+  ? {
+      refusals: askedThere,
+      mutationRefusals: askedThere,
+      // Only a write that changes a Native webhook needs the API server's dry run.
+      ...(data.nativeEnforcement ? { nativeRefusals: async (suite, old) => (changedNativeWebhooks(suite, old).length > 0 ? askedThere() : []) } : {}),
+    }
+  : undefined;
 const schemas: TypeChecking | undefined = schemaCopy && {
   kindsFor: (group, version, resource) => schemaCopy.kindsFor(group, version, resource),
   schema: (gvk) => schemaCopy.schema(gvk),

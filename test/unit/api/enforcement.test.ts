@@ -1,6 +1,6 @@
 /** Where a suite's webhook is enforced (api/enforcement.ts): as asked where it can be, and why not where it cannot. */
 import { expect } from 'chai';
-import { nativeEnforcementOff, nativeObstacles, plannedEnforcement, NATIVE_ENFORCEMENT_OFF } from '../../../src/api/enforcement.ts';
+import { changedNativeWebhooks, nativeEnforcementOff, nativeObstacles, plannedEnforcement, NATIVE_ENFORCEMENT_OFF } from '../../../src/api/enforcement.ts';
 import { validateSpec } from '../../../src/api/validate.ts';
 import type { SuiteSpec, WebhookSpec } from '../../../src/api/types.ts';
 
@@ -47,5 +47,17 @@ describe('api/enforcement: where a webhook is enforced', function () {
     expect(validateSpec({ webhooks: [{ ...handled, enforcement: 'Native' }] }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].enforcement']);
     expect(validateSpec({ webhooks: [{ ...cel(), enforcement: 'Sometimes' as never }] }).map((e) => e.message)).to.deep.equal(['Unsupported value: "Sometimes": supported values: "Webhook", "Native", "Auto"']);
     expect(validateSpec({ enforcement: 'Auto', webhooks: [cel(), handled] })).to.deep.equal([]);
+  });
+
+  it('asks the API server again only for the Native webhooks a write adds or changes (their inherited suite fields included)', function () {
+    const native = cel({ enforcement: 'Native' });
+    const before = suite({ webhooks: [native, cel({ name: 'other' })] });
+    expect(changedNativeWebhooks(before).map((c) => c.index)).to.deep.equal([0]);
+    expect(changedNativeWebhooks(before, before)).to.deep.equal([]);
+    expect(changedNativeWebhooks(suite({ webhooks: [native, cel({ name: 'other', validations: [{ expression: 'false' }] })] }), before)).to.deep.equal([]);
+    expect(changedNativeWebhooks(suite({ webhooks: [{ ...native, validations: [{ expression: 'false' }] }] }), before).map((c) => c.index)).to.deep.equal([0]);
+    expect(changedNativeWebhooks(suite({ failurePolicy: 'Ignore', webhooks: [native] }), before).map((c) => c.index)).to.deep.equal([0]);
+    // Asked Native by the suite's default now, by its own field before: the same policy.
+    expect(changedNativeWebhooks(suite({ enforcement: 'Native', webhooks: [cel()] }), suite({ webhooks: [native] }))).to.deep.equal([]);
   });
 });
