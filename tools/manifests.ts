@@ -4,7 +4,8 @@
  * its numbered files so that `kubectl apply -f deploy/` keeps its order; the Helm chart's
  * files/crd*.yaml are crds/'s CRDs byte for byte (the OpenReports and wgpolicyk8s.io report CRDs
  * too: those are upstream's files as published, with a comment on top naming the release);
- * docs/reference/ is the API reference of our two CRDs (tools/crd-reference.ts). `npm run
+ * docs/reference/ is the API reference of our two CRDs (tools/crd-reference.ts); docs/cli.md the
+ * command-line reference, from the two --help texts (tools/cli-reference.ts). `npm run
  * manifests` writes them; test/e2e/manifests-drift.test.ts fails when a rendered copy drifts.
  * Never edits a source.
  */
@@ -15,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { ensureBinaries } from '../src/local/binaries.ts';
+import { helpOf, renderCliReference } from './cli-reference.ts';
 import { renderCrdReference, renderReferenceIndex, type ReferenceOptions } from './crd-reference.ts';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -55,6 +57,8 @@ const COPIES: [file: string, source: string][] = [
 
 /** The API reference: a page per CRD of ours, and its index. The report CRDs are upstream's, documented there. */
 export const REFERENCE_DIR = 'docs/reference';
+/** The command-line reference: `portcullis --help` and the operator's `--help`, as a page. */
+export const CLI_REFERENCE = 'docs/cli.md';
 const REFERENCE_PAGES: [file: string, source: string][] = [
   [`${REFERENCE_DIR}/admissionsuite.md`, CRD_SOURCE],
   [`${REFERENCE_DIR}/admissionpolicy.md`, POLICY_CRD_SOURCE],
@@ -99,6 +103,8 @@ export async function renderManifests(): Promise<Map<string, string>> {
   for (const { yamlText, options } of pages) rendered.set(options.file, renderCrdReference(yamlText, options));
   const upstream = [...REPORT_CRD_SOURCES, ...POLICY_REPORT_CRD_SOURCES];
   rendered.set(`${REFERENCE_DIR}/README.md`, renderReferenceIndex(pages, { file: `${REFERENCE_DIR}/README.md`, regenerate: REGENERATE, upstream }));
+  const [cliHelp, operatorHelp] = await Promise.all([helpOf(ROOT, 'src/cli/main.ts'), helpOf(ROOT, 'src/main.ts')]);
+  rendered.set(CLI_REFERENCE, renderCliReference(cliHelp, operatorHelp, { file: CLI_REFERENCE, regenerate: REGENERATE }));
   return rendered;
 }
 
