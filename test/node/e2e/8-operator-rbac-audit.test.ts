@@ -4,7 +4,9 @@
  * (test/node/cluster.ts). After the run so far (install, suites, rolls, drains, a lost leader),
  * this file first exercises the paths only some suites take (params read from a ConfigMap, the
  * SubjectAccessReview asking whether the author may read them, a Mutating webhook, and its
- * configuration deleted when the suite drops that type; an AdmissionPolicy served through
+ * configuration deleted when the suite drops that type; native enforcement turned on as
+ * deploy/optional/native-enforcement.yaml says, a Native webhook's policy written, healed and
+ * removed, then turned off again; an AdmissionPolicy served through
  * portcullis--namespaced and its status, the configuration gone with it; built-in handlers that
  * look up PriorityClasses, RuntimeClasses, StorageClasses, IngressClasses, Pods and Nodes, whose shared caches
  * list and watch them), then reads the log: no request of the
@@ -21,12 +23,15 @@ import { OPERATOR_USER } from '../cluster.ts';
 import { nodeCluster } from '../hooks.ts';
 import { apply, kc, namespace } from '../kubectl.ts';
 import { layout } from '../layout.ts';
-import { DEPLOY_DIR, ensureOperator, OPERATOR_NS, waitSuiteReady } from '../operator.ts';
+import { DEPLOY_DIR, ensureOperator, leader, OPERATOR_NS, settledReplicas, waitSuiteReady } from '../operator.ts';
 
 const NS = 'rbac-audit';
 const SUITE = 'rbac-exercise';
 const LOOKUP_SUITE = 'rbac-lookups';
 const AUDIT_SUITE = 'rbac-audit-reports';
+const NATIVE_SUITE = 'rbac-native';
+/** Native enforcement's grants, opt-in (`kubectl apply` of this file and --native-enforcement): exercised here, then taken away again. */
+const NATIVE_RBAC = path.join(DEPLOY_DIR, 'optional', 'native-enforcement.yaml');
 
 /** Granted, and used only on paths no test here can take on purpose. */
 const RARELY_USED: { grant: string; reason: string }[] = [
@@ -63,9 +68,9 @@ interface Grant {
 
 const grantKey = (g: Grant) => (g.nonResourceURL ? `${g.verb} ${g.nonResourceURL}` : `${g.verb} ${g.apiGroup ? `${g.apiGroup}/` : ''}${g.resource}${g.namespace ? ` in ${g.namespace}` : ''}${g.resourceNames ? ` named ${g.resourceNames.join(',')}` : ''}`);
 
-/** Every (verb, group, resource) deploy/02-rbac.yaml grants the operator's ServiceAccount, through its bindings. */
+/** Every (verb, group, resource) deploy/02-rbac.yaml (and the optional native enforcement's file) grants the operator's ServiceAccount, through its bindings. */
 function grants(): Grant[] {
-  const docs = k8s.loadAllYaml(fs.readFileSync(path.join(DEPLOY_DIR, '02-rbac.yaml'), 'utf8')) as {
+  const docs = [path.join(DEPLOY_DIR, '02-rbac.yaml'), NATIVE_RBAC].flatMap((file) => k8s.loadAllYaml(fs.readFileSync(file, 'utf8'))) as {
     kind: string;
     metadata: { name: string; namespace?: string; labels?: Record<string, string> };
     aggregationRule?: { clusterRoleSelectors?: { matchLabels?: Record<string, string> }[] };
@@ -139,7 +144,7 @@ describe('the operator: least privilege, from the audit log', function () {
     removeNamespace = await namespace(NS);
   });
   after(async function () {
-    await kc(['delete', 'admissionsuite', SUITE, LOOKUP_SUITE, AUDIT_SUITE, '--ignore-not-found']);
+    await kc(['delete', 'admissionsuite', SUITE, LOOKUP_SUITE, AUDIT_SUITE, NATIVE_SUITE, '--ignore-not-found']);
     await removeNamespace();
   });
 
@@ -347,6 +352,71 @@ describe('the operator: least privilege, from the audit log', function () {
         await kc(['delete', 'admissionsuite', suite, '--ignore-not-found']);
         await kc(['delete', object.kind.toLowerCase(), object.metadata.name, ...('namespace' in object.metadata ? ['-n', OPERATOR_NS] : []), '--ignore-not-found']);
       }
+    }
+  });
+
+  it('with native enforcement turned on as deploy/optional says: a Native webhook written, healed after a hand edit, removed when it goes back, a held name reported', async function () {
+    this.timeout(8 * 60_000);
+    const name = `deny.${NATIVE_SUITE}.admission.portcullis.dev`;
+    const held = 'held.rbac-native-held.admission.portcullis.dev';
+    const webhook = {
+      name: 'deny',
+      type: 'Validating',
+      enforcement: 'Native',
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': NS } },
+      rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+      validations: [{ expression: "object.metadata.name != 'natively-denied'", message: 'natively denied' }],
+    };
+    const suite = { apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: NATIVE_SUITE }, spec: { webhooks: [webhook] } };
+    await kc(['apply', '-f', NATIVE_RBAC]);
+    await kc(['-n', OPERATOR_NS, 'patch', 'deployment', 'portcullis-operator', '--type=json', '-p', '[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--native-enforcement"}]']);
+    try {
+      await kc(['-n', OPERATOR_NS, 'rollout', 'status', 'deployment/portcullis-operator', '--timeout=180s'], undefined, 200_000);
+      await settledReplicas();
+      await leader();
+      await apply(suite);
+      await waitSuiteReady(NATIVE_SUITE);
+      await eventually(
+        async () => expect((await nodeCluster().kubectl(['create', 'configmap', 'natively-denied', '-n', NS])).stderr).to.contain(`ValidatingAdmissionPolicy '${name}' with binding '${name}' denied request: natively denied`),
+        { what: 'the native policy to deny', timeoutMs: 30_000 },
+      );
+      // Items added to a set or a keyed list, which an apply alone would leave in place: the whole object is replaced (update).
+      await kc(['patch', 'validatingadmissionpolicybinding', name, '--type=merge', '-p', '{"spec":{"validationActions":["Audit"]}}']);
+      await kc(['patch', 'validatingadmissionpolicy', name, '--type=merge', '-p', '{"spec":{"matchConditions":[{"name":"never","expression":"false"}]}}']);
+      await eventually(async () => expect(await kc(['get', 'validatingadmissionpolicybinding', name, '-o', 'jsonpath={.spec.validationActions}'])).to.equal('["Deny"]'), {
+        what: 'the edited binding to be put back',
+        timeoutMs: 30_000,
+      });
+      await eventually(async () => expect(await kc(['get', 'validatingadmissionpolicy', name, '-o', 'jsonpath={.spec.matchConditions}'])).to.equal(''), {
+        what: 'the edited policy to be put back',
+        timeoutMs: 30_000,
+      });
+      // A name someone else holds, a policy's or a binding's, is read (get) to say whose it is, and left alone.
+      const heldBinding = 'held.rbac-native-held-binding.admission.portcullis.dev';
+      await apply({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: held }, spec: { matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: ['theirs.example.com'], apiVersions: ['v1'], resources: ['gadgets'] }] }, validations: [{ expression: 'true' }] } });
+      await apply({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: heldBinding }, spec: { policyName: 'theirs.example.com', validationActions: ['Deny'] } });
+      for (const holder of ['rbac-native-held', 'rbac-native-held-binding']) {
+        await apply({ ...suite, metadata: { name: holder }, spec: { webhooks: [{ ...webhook, name: 'held' }] } });
+        await eventually(async () => expect(await kc(['get', 'admissionsuite', holder, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].reason}'])).to.equal('Conflict'), {
+          what: `suite ${holder} to report the Conflict over the held name`,
+          timeoutMs: 60_000,
+        });
+      }
+      // Back to the webhook: the policy and binding deleted once the webhook holds.
+      await apply({ ...suite, spec: { webhooks: [{ ...webhook, enforcement: 'Webhook' }] } });
+      await eventually(async () => expect(await kc(['get', 'validatingadmissionpolicy', name, '--ignore-not-found', '-o', 'name'])).to.equal(''), {
+        what: 'the native policy to be removed once the webhook holds',
+        timeoutMs: 60_000,
+      });
+    } finally {
+      await kc(['delete', 'admissionsuite', NATIVE_SUITE, 'rbac-native-held', 'rbac-native-held-binding', '--ignore-not-found']);
+      await kc(['delete', 'validatingadmissionpolicy', held, '--ignore-not-found']);
+      await kc(['delete', 'validatingadmissionpolicybinding', 'held.rbac-native-held-binding.admission.portcullis.dev', '--ignore-not-found']);
+      // As deploy/ installs it again: no flag, no grants.
+      await kc(['apply', '-f', path.join(DEPLOY_DIR, '03-deployment.yaml')]);
+      await kc(['delete', '-f', NATIVE_RBAC, '--ignore-not-found']);
+      await kc(['-n', OPERATOR_NS, 'rollout', 'status', 'deployment/portcullis-operator', '--timeout=180s'], undefined, 200_000);
+      await settledReplicas();
     }
   });
 
