@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { parseDuration } from './k8s/duration.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { VERSION } from './version.ts';
+import { DEFAULT_HANDLER_BUDGET_MS } from './custom/runner.ts';
 
 export interface OperatorConfig {
   /** Where the operator runs; its CA Secret and the suites' Secrets and Services live here. */
@@ -73,6 +74,10 @@ export interface OperatorConfig {
    * sends no write of a policy to a policy or webhook), so the admin opts in knowingly.
    */
   nativeEnforcement: boolean;
+  /** A folder of handler modules (src/custom) loaded at start; unset, none. */
+  handlerModules?: string;
+  /** How long a module's handler may take on one request before it is answered by the webhook's failurePolicy. */
+  handlerBudgetMs: number;
   kubeconfig?: string;
   logLevel: LogLevel;
   /** json: one JSON object a line (for log collectors); text: one readable line (for people). */
@@ -106,6 +111,7 @@ export const DEFAULTS: OperatorConfig = {
   auditIntervalMs: 10 * 60_000,
   policyReports: false,
   nativeEnforcement: false,
+  handlerBudgetMs: DEFAULT_HANDLER_BUDGET_MS,
   logLevel: 'info',
   logFormat: 'json',
 };
@@ -210,6 +216,18 @@ const FLAGS: Record<string, { help: string; /** true/false: may be given bare, m
   'namespaced-policy-max-bytes': {
     help: "the largest AdmissionPolicy spec, serialized as JSON, in bytes; a larger one is refused on apply (65536)",
     set: (c, v) => (c.namespacedPolicyMaxBytes = wholeNumber(v, 'namespaced-policy-max-bytes', 1024, 1_048_576)),
+  },
+  'handler-modules': {
+    help: "a folder of handler modules loaded at start (each *.js, *.mjs, *.ts file, or package with a main, exporting apiVersion and handlers named by their domain, such as acme.dev/UniqueIngressHost); each runs in a worker thread of its own (none)",
+    set: (c, v) => (c.handlerModules = v),
+  },
+  'handler-budget': {
+    help: "how long a module's handler may take on one request; past it the request is answered by the webhook's failurePolicy (2s)",
+    set: (c, v) => {
+      const ms = duration(v, 'handler-budget');
+      if (ms < 1 || ms > 10_000) throw new Error(`--handler-budget must be from 1ms to 10s (the API server waits at most 30s, 10s by default), not ${v}`);
+      c.handlerBudgetMs = ms;
+    },
   },
   'max-concurrent-reconciles': {
     help: 'suites reconciled at once; one suite is never reconciled twice at once (40)',

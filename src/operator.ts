@@ -48,6 +48,7 @@ import { componentLogger } from './log.ts';
 import { SuiteRegistry } from './registry/registry.ts';
 import { PolicyRegistry } from './registry/policies.ts';
 import { Auditor } from './audit/auditor.ts';
+import { startHandlerModules } from './custom/serve.ts';
 import { liveResults } from './audit/live.ts';
 import type { WebhookObserver } from './registry/compile.ts';
 import type { AuditScanner } from './audit/scanner.ts';
@@ -116,6 +117,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   });
   // The shared lookup caches: watched only while a served suite uses a handler that reads the kind.
   const lookups = new LookupCaches(kube, componentLogger('lookups'));
+  // Teams' handler modules (src/custom), served before any suite is compiled; each module runs in a worker of its own, with copies of the lookups it reads.
+  const handlerModules = config.handlerModules ? await startHandlerModules(config.handlerModules, { budgetMs: config.handlerBudgetMs, log: componentLogger('handler-modules'), registry: metrics.registry, lookups }) : undefined;
   const view: ClusterView = {
     namespace: (name) => namespaces.get(name) as Record<string, any> | undefined,
     limitRanges: (namespace) => limitRanges.list().filter((lr) => lr.metadata?.namespace === namespace) as Record<string, any>[],
@@ -219,6 +222,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
         lookups,
         log: componentLogger('admission'),
         limits,
+        handlerModules: config.handlerModules,
         shadowed: (suite, webhook, ref, results) => auditor?.live(suite, webhook, ref, results),
         // The validation webhooks answered in the thread, as `admission` answers them: an apply is not queued behind reconciles.
         validation: { paramsAccess: true, schemas: { subscribe: (l) => schemas.subscribe(l), refresh: (key) => schemas.refresh(key), byDefault: config.typeCheckErrors }, policies: policyRegistry },
@@ -491,6 +495,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       await new Promise((resolve) => health.close(resolve));
       await thread?.close();
       await admission.close();
+      await handlerModules?.close();
     },
   };
 }

@@ -53,6 +53,7 @@ const COPIES: [file: string, source: string][] = [
   ['charts/portcullis/files/crd-wgpolicyk8s-clusterpolicyreports.yaml', POLICY_REPORT_CRD_SOURCES[1]!],
   // Opt-in, outside deploy/'s numbered files (`kubectl apply -f deploy/` does not read sub-folders).
   ['deploy/optional/native-enforcement.yaml', 'config/optional/native-enforcement.yaml'],
+  ['deploy/optional/handler-module-lookups.yaml', 'config/optional/handler-module-lookups.yaml'],
 ];
 
 /** The API reference: a page per CRD of ours, and its index. The report CRDs are upstream's, documented there. */

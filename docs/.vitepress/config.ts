@@ -16,6 +16,7 @@ const pages = [
   { text: 'Operating it', link: '/operating' },
   { text: 'Conditions and reasons', link: '/conditions' },
   { text: 'Built-in handlers', link: '/handlers' },
+  { text: 'Handler modules (your own)', link: '/handler-modules' },
   { text: 'Testing suites offline', link: '/offline' },
   { text: 'Command-line reference', link: '/cli' },
   { text: 'Benchmarks', link: '/benchmarks' },

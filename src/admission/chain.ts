@@ -37,7 +37,7 @@ export function decode(body: unknown): { apiVersion: string; request: AdmissionR
 }
 
 /** What the chain needs of a webhook. */
-export type ServedWebhook = Pick<CompiledWebhook, 'suite' | 'name' | 'failurePolicy' | 'admit' | 'observer'>;
+export type ServedWebhook = Pick<CompiledWebhook, 'suite' | 'name' | 'failurePolicy' | 'admit' | 'observer' | 'offload'>;
 
 /** Step 2: the webhooks one route serves. */
 export interface Router {
@@ -74,7 +74,11 @@ export class AdmissionChain {
   handle(router: Router, suite: string, name: string, body: unknown, reply: Reply): Promise<void> | undefined {
     const started = performance.now();
     if (body instanceof LargeBody) {
-      if (router.offload) return this.offloaded(this.route(router, suite, name), body, reply, started);
+      if (router.offload) {
+        const webhook = this.route(router, suite, name);
+        // A handler module's webhook (offload: false) is judged here: the review worker does not load modules.
+        if (webhook.offload !== false) return this.offloaded(webhook, body, reply, started);
+      }
       body = parseJson(utf8(body.bytes));
     }
     const { apiVersion, request } = decode(body);

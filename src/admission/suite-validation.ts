@@ -11,6 +11,7 @@ import { allowed, denied, type AdmissionRequest, type Decision } from '../api/re
 import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, NamedRuleWithOperations, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
+import { csrLockOutWarnings } from '../api/self-protection.ts';
 import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
@@ -28,6 +29,12 @@ function withTypeWarnings(decision: Decision, warnings: ExpressionWarning[] | un
   if (!warnings?.length) return decision;
   const lines = warnings.map((w) => `${warningLine(w)} (see status.typeChecking)`);
   return { ...decision, warnings: lines };
+}
+
+/** An accepted suite's webhooks that are sent CertificateSigningRequests: what that risks (api/self-protection.ts), in the apply's answer. */
+function withLockOutWarnings(decision: Decision, spec: AdmissionSuite['spec'] | undefined): Decision {
+  const lines = csrLockOutWarnings(spec);
+  return lines.length ? { ...decision, warnings: [...(decision.warnings ?? []), ...lines] } : decision;
 }
 
 /** Who may read which params (ParamsAccess), and may change what (PolicyAuthorRights). */
@@ -98,7 +105,7 @@ export async function validateSuiteRequest(request: AdmissionRequest, registry: 
   // Only a suite that compiles is type-checked; a schema that cannot be read leaves its kinds unchecked (typecheck.ts).
   const checked = errors.length === 0 && schemas ? await typeCheckSuite(suite, schemas, schemas.byDefault) : undefined;
   if (checked) errors.push(...checked.errors);
-  if (errors.length === 0) return withTypeWarnings(allowed(), checked?.warnings);
+  if (errors.length === 0) return withLockOutWarnings(withTypeWarnings(allowed(), checked?.warnings), suite.spec);
   const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   return denied(`AdmissionSuite "${suite?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
 }

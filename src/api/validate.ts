@@ -331,7 +331,7 @@ function validateMatchConditions(webhook: WebhookSpec, path: string): FieldError
   const errors: FieldError[] = [];
   const conditions = webhook.matchConditions ?? [];
   if (!Array.isArray(conditions)) return [{ field: `${path}.matchConditions`, message: 'must be a list' }];
-  const ours = [...(reachesProtected(webhook.rules) ? ['self-protection'] : []), ...(needsResourceCondition(webhook) ? ['one for resourceNames and excludeResourceRules'] : [])];
+  const ours = [...(reachesProtected(webhook.rules, webhook.handler?.name) ? ['self-protection'] : []), ...(needsResourceCondition(webhook) ? ['one for resourceNames and excludeResourceRules'] : [])];
   const max = API_SERVER_MATCH_CONDITIONS - ours.length;
   if (conditions.length > max) {
     const why = ours.length === 0 ? '' : `, and Portcullis adds its own: ${ours.join(', and ')}`;

@@ -26,6 +26,8 @@ import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource } from 
 import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 
+const QUIET = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
+
 const USAGE = `portcullis ${VERSION}: AdmissionSuites and AdmissionPolicies checked and run offline, by the code that serves them in a cluster.
 
 Usage:
@@ -39,6 +41,13 @@ Usage:
   portcullis test DIR|FILE...      run test files (*${TEST_FILE_SUFFIX}, searched under a DIR); print a
                                    table of results and a diff of each failure; other FILEs (CRDs,
                                    params) are objects given to every test file, as --objects
+                  [--handler-modules DIR]
+                                   serve the handlers of the modules in DIR (as the operator's
+                                   --handler-modules), what they look up given as the test files' objects
+  portcullis dev MODULE [--suite FILE]... [--kubeconfig FILE]
+                                   a handler module's dev loop: a local control plane (or FILE's
+                                   cluster), the operator serving MODULE from source, the suites of
+                                   the --suite files applied, the operator started again on each save
   portcullis test --replay LOG FILE|DIR... [-o text|json]
                                    ask the suites and AdmissionPolicies of the files again each write
                                    request an API server's audit log recorded at RequestResponse level,
@@ -105,6 +114,8 @@ async function main(argv: string[]): Promise<number> {
       return audit(rest, values, operatorNamespace);
     case 'compile':
       return compile(rest, values, operatorNamespace);
+    case 'dev':
+      return dev(rest, values);
     case undefined:
       throw new UsageError('no command given');
     default:
@@ -136,6 +147,7 @@ function parse(argv: string[]) {
         kubeconfig: { type: 'string' },
         output: { type: 'string', short: 'o' },
         replay: { type: 'string' },
+        'handler-modules': { type: 'string' },
       },
     });
   } catch (err) {
@@ -301,9 +313,29 @@ async function test(targets: string[], values: Values): Promise<number> {
   const files = targets.filter((t) => !isObjects(t)).flatMap(testFiles);
   if (files.length === 0) throw new UsageError(`no *${TEST_FILE_SUFFIX} under ${targets.join(', ')}`);
   const rows: Row[] = [];
-  for (const file of files) rows.push(...(await runTestFile(file, { objects, ...(values.namespace ? { namespace: values.namespace } : {}) })));
+  // Handler modules (src/custom): served as the operator serves them, each module in a worker of its own; a module refused is said on stderr.
+  const dir = values['handler-modules'];
+  const modules = dir === undefined ? undefined : await (await import('../custom/serve.ts')).startHandlerModules(dir, { budgetMs: DEFAULTS.handlerBudgetMs, log: { ...QUIET, error: (message, fields) => process.stderr.write(`${message}: ${JSON.stringify(fields)}\n`) } });
+  try {
+    for (const file of files) rows.push(...(await runTestFile(file, { objects, ...(values.namespace ? { namespace: values.namespace } : {}) })));
+  } finally {
+    await modules?.close();
+  }
   process.stdout.write(report(rows));
   return rows.every((r) => r.pass) ? 0 : 1;
+}
+
+/** `portcullis dev` (dev.ts): runs until SIGINT or SIGTERM. */
+async function dev(rest: string[], values: Values): Promise<number> {
+  if (rest.length !== 1) throw new UsageError('dev needs one MODULE (a module\'s folder or file)');
+  const { startDev } = await import('./dev.ts');
+  const loop = await startDev({ module: rest[0]!, suites: values.suite ?? [], kubeconfig: values.kubeconfig, say: (line) => process.stdout.write(`${line}\n`) });
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  await loop.stop();
+  return 0;
 }
 
 async function evaluate(rest: string[], values: Values, operatorNamespace: string): Promise<number> {

@@ -149,7 +149,7 @@ function webhookEntry(suite: AdmissionSuite, webhook: WebhookSpec, config: Opera
     namespaceSelector: suiteNamespaceSelector(suite, webhook, config),
     objectSelector: webhook.objectSelector ?? {},
     // Only the conditions the API server decides as VAP would; Portcullis evaluates the others.
-    matchConditions: [...optional(selfProtection(rules)), ...optional(resourceCondition(webhook)), ...passedThroughConditions(webhook, failurePolicy)],
+    matchConditions: [...optional(selfProtection(rules, webhook.handler?.name)), ...optional(resourceCondition(webhook)), ...passedThroughConditions(webhook, failurePolicy)],
     matchPolicy: webhook.matchPolicy ?? 'Equivalent',
     failurePolicy,
     timeoutSeconds: webhook.timeoutSeconds ?? suite.spec.timeoutSeconds ?? 5,

@@ -17,7 +17,8 @@ export interface ServedResource {
  * from one watch cache shared by all handlers, started only while a suite uses a handler that
  * declares the kind in its `lookups`.
  */
-export type LookupKind = 'Pod' | 'PriorityClass' | 'RuntimeClass' | 'StorageClass' | 'IngressClass' | 'Node';
+export const LOOKUP_KINDS = ['Pod', 'PriorityClass', 'RuntimeClass', 'StorageClass', 'IngressClass', 'Node', 'Ingress', 'Deployment'] as const;
+export type LookupKind = (typeof LOOKUP_KINDS)[number];
 
 /**
  * The read-only cluster state a handler may consult, served from the operator's watch caches
@@ -84,11 +85,19 @@ export interface ConfigContext {
    * Unset where it is not known: the review worker, sent only suites the main thread accepted.
    */
   operatorNamespace?: string;
+  /** The webhook's timeoutSeconds, when the suite sets it (a handler module's time budget is at most half of it). */
+  timeoutSeconds?: number;
 }
 
 export const EMPTY_VIEW: ClusterView = { namespace: () => undefined, limitRanges: () => [], list: () => [] };
 
-export interface Handler<Config = Record<string, unknown>> {
+/**
+ * A handler: the built-ins' shape, and the public one handler modules export (src/sdk). `Answer`:
+ * what a side returns; built-ins answer synchronously, a module's handler may return a Promise
+ * (src/custom runs it in a worker of its own, where a throw, a rejection or a run past its time
+ * budget is answered by the webhook's failurePolicy).
+ */
+export interface Handler<Config = Record<string, unknown>, Answer extends Decision | Promise<Decision> = Decision> {
   name: string;
   /** The resources the handler understands; a suite may not point it elsewhere. A group or resource of '*' means any. */
   resources: ServedResource[];
@@ -103,6 +112,6 @@ export interface Handler<Config = Record<string, unknown>> {
   audits?: boolean;
   /** Checks and defaults `config` (`context`: where the suite is compiled); returns problems as [field under config, message]. */
   parseConfig(config: Record<string, unknown>, context?: ConfigContext): { config: Config; errors: { field: string; message: string }[] };
-  mutate?(request: AdmissionRequest, config: Config, view: ClusterView): Decision;
-  validate?(request: AdmissionRequest, config: Config, view: ClusterView): Decision;
+  mutate?(request: AdmissionRequest, config: Config, view: ClusterView): Answer;
+  validate?(request: AdmissionRequest, config: Config, view: ClusterView): Answer;
 }

@@ -14,7 +14,12 @@ import { defaultTolerationSeconds } from './default-toleration-seconds.ts';
 import { denyServiceExternalIPs } from './deny-service-external-ips.ts';
 import { denyEscalatingExec } from './deny-escalating-exec.ts';
 import { eventRateLimit } from './event-rate-limit.ts';
+import { certificateApproval } from './certificate-approval.ts';
+import { certificateSigning } from './certificate-signing.ts';
+import { certificateSubjectRestriction } from './certificate-subject-restriction.ts';
+import { imagePolicyWebhook } from './image-policy-webhook.ts';
 import type { Handler } from './handler.ts';
+import { customHandler } from '../custom/registered.ts';
 import { imageRegistryAllowlist } from './image-registry-allowlist.ts';
 import { namespaceProtection } from './namespace-protection.ts';
 import { ownerReferencesPermissionEnforcement } from './owner-references-permission-enforcement.ts';
@@ -48,12 +53,17 @@ const HANDLERS: Handler<any>[] = [
   podTopologyLabels,
   podResizeValidator,
   eventRateLimit,
+  certificateApproval,
+  certificateSigning,
+  certificateSubjectRestriction,
+  imagePolicyWebhook as Handler<any>, // answers with a Promise: it calls its backend
 ];
 
 const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));
 
+/** A built-in, else a handler module's (src/custom/registered.ts: domain-qualified names, empty unless --handler-modules). */
 export function findHandler(name: string): Handler<any> | undefined {
-  return byName.get(name);
+  return byName.get(name) ?? customHandler(name);
 }
 
 export function handlerNames(): string[] {

@@ -1,6 +1,6 @@
 /**
  * The shared lookup caches: one watch cache per kind of cluster object that built-in handlers
- * look up (Pods, PriorityClasses, RuntimeClasses, StorageClasses, IngressClasses, Nodes), shared by all
+ * look up (Pods, PriorityClasses, RuntimeClasses, StorageClasses, IngressClasses, Nodes; Ingresses and Deployments for handler modules), shared by all
  * of them, kept only while something uses the kind (`use` starts the missing ones and stops the
  * ones no longer named). Pods are indexed by namespace, since a handler asks for one namespace's.
  * Owns the watches and their indexes; which handler needs which kind is the registry's to say,
@@ -19,6 +19,9 @@ export const LOOKUP_RESOURCES = {
   StorageClass: { apiVersion: 'storage.k8s.io/v1', path: '/apis/storage.k8s.io/v1/storageclasses' },
   IngressClass: { apiVersion: 'networking.k8s.io/v1', path: '/apis/networking.k8s.io/v1/ingressclasses' },
   Node: { apiVersion: 'v1', path: '/api/v1/nodes' },
+  // For handler modules (src/custom), granted by deploy/optional/handler-module-lookups.yaml: the examples read every Ingress, every Deployment.
+  Ingress: { apiVersion: 'networking.k8s.io/v1', path: '/apis/networking.k8s.io/v1/ingresses' },
+  Deployment: { apiVersion: 'apps/v1', path: '/apis/apps/v1/deployments' },
 } as const;
 
 export type CachedKind = keyof typeof LOOKUP_RESOURCES;

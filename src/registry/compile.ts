@@ -11,6 +11,7 @@ import type { ObjectRef } from '../kube/objects.ts';
 import { PARAMS_ERRORS, type ParamsSelection } from '../api/params.ts';
 import { evaluateEach } from './each-params.ts';
 import { findHandler } from '../handlers/registry.ts';
+import { customHandler } from '../custom/registered.ts';
 import { EMPTY_VIEW, HeldElsewhere, LookupNotReady, type ClusterView, type LookupKind } from '../handlers/handler.ts';
 import { forbiddenMessage, NOT_READY } from '../handlers/errors.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';
@@ -35,6 +36,11 @@ export interface CompiledWebhook {
   observer: WebhookObserver;
   /** The kinds its built-in handler looks up (the shared lookup caches it needs); empty for CEL rules. */
   lookups: LookupKind[];
+  /**
+   * false: a large body is judged where it is read, not by the review worker (which loads no
+   * handler modules: src/custom). Unset for every webhook but a handler module's.
+   */
+  offload?: false;
 }
 
 /** The metrics of one webhook (src/health/webhook-metrics.ts); NO_OBSERVER where nothing is counted. */
@@ -133,6 +139,7 @@ export function compileWebhook(
       admit: guarded(admit, failurePolicy),
       observer,
       lookups: (spec.handler && findHandler(spec.handler.name)?.lookups) || [],
+      ...(spec.handler && customHandler(spec.handler.name) ? { offload: false as const } : {}),
     };
   } catch (err) {
     if (err instanceof SpecError) return { errors: err.errors };
@@ -233,7 +240,11 @@ function compileHandler(
   // Its matchConditions all go to the API server: compiled here only to be refused on apply if they cannot work there.
   planMatchConditions(spec, path, spec.failurePolicy ?? 'Fail');
   const handler = findHandler(ref.name);
-  if (!handler) throw new SpecError([{ field: `${path}.handler.name`, message: `no built-in handler named "${ref.name}"` }]);
+  if (!handler) {
+    // A domain-qualified name is a handler module's (src/custom): the operator has loaded none by that name.
+    const message = ref.name.includes('/') ? `no handler named "${ref.name}" is loaded (--handler-modules)` : `no built-in handler named "${ref.name}"`;
+    throw new SpecError([{ field: `${path}.handler.name`, message }]);
+  }
   const side = spec.type === 'Mutating' ? handler.mutate : handler.validate;
   if (!side) {
     throw new SpecError([{ field: `${path}.type`, message: `handler ${handler.name} has no ${spec.type.toLowerCase()} side` }]);
@@ -250,7 +261,7 @@ function compileHandler(
     }
   });
   // Where the operator runs bounds what a config may name (NamespaceProtection's namespaces).
-  const parsed = handler.parseConfig(ref.config ?? {}, { operatorNamespace });
+  const parsed = handler.parseConfig(ref.config ?? {}, { operatorNamespace, ...(spec.timeoutSeconds !== undefined ? { timeoutSeconds: spec.timeoutSeconds } : {}) });
   errors.push(...parsed.errors.map((e) => ({ field: `${path}.handler.config.${e.field}`, message: e.message })));
   if (errors.length) throw new SpecError(errors);
   // A handler that asks the API server runs until its questions are answered, with a view that asks.

@@ -95,6 +95,21 @@ describe('charts/portcullis: the Helm chart', function () {
     expect(JSON.stringify(guard.spec.validations)).to.contain("w.clientConfig.service.namespace == 'policy'");
   });
 
+  it('handlerModules: the folder of handler modules and their budget as flags, with the image that holds them', async function () {
+    const chart = await render('image.repository=registry.example.com/portcullis-with-handlers', 'image.tag=0.1.0', 'handlerModules.folder=/app/handlers', 'handlerModules.budget=1500ms');
+    const container = chart.get('Deployment portcullis-system/portcullis-operator')!.spec.template.spec.containers[0];
+    expect(container.image).to.equal('registry.example.com/portcullis-with-handlers:0.1.0');
+    expect(container.args).to.include.members(['--handler-modules=/app/handlers', '--handler-budget=1500ms']);
+    const off = await render();
+    const defaults = off.get('Deployment portcullis-system/portcullis-operator')!.spec.template.spec.containers[0];
+    expect(defaults.args.filter((a: string) => a.startsWith('--handler-'))).to.deep.equal([]);
+    // With a folder, exactly the lookups' grants of deploy/optional/handler-module-lookups.yaml; none without.
+    const optional = parse(fs.readFileSync(path.join(ROOT, 'deploy/optional/handler-module-lookups.yaml'), 'utf8'));
+    const added = [...chart.keys()].filter((k) => !off.has(k)).sort();
+    expect(added).to.deep.equal([...optional.keys()].sort());
+    for (const k of added) expect(isDeepStrictEqual(chart.get(k), optional.get(k)), `${k} differs from deploy/optional's`).to.equal(true);
+  });
+
   it('nativeEnforcement.enabled: the flag, and exactly the grants of deploy/optional/native-enforcement.yaml', async function () {
     const off = await render();
     const on = await render('nativeEnforcement.enabled=true');

@@ -21,8 +21,8 @@ import { eventually } from '../support/wait.ts';
 import { apply } from '../../src/kube/client.ts';
 import type { Operator } from '../../src/operator.ts';
 import { LookupNotReady, type LookupKind } from '../../src/handlers/handler.ts';
-import type { RuleWithOperations, WebhookSpec } from '../../src/api/types.ts';
-import { LABEL, NS, ROWS, UNSCOPED_LABEL, objectPath, type Request, type Row } from './plugins-differential/rows.ts';
+import { API_VERSION, PLURAL, type RuleWithOperations, type WebhookSpec } from '../../src/api/types.ts';
+import { CERTIFICATE_USERS_RBAC, LABEL, NS, ROWS, UNSCOPED_LABEL, objectPath, type Request, type Row } from './plugins-differential/rows.ts';
 
 const SUITE = 'plugins-diff';
 const UNSCOPED_SUITE = 'plugins-diff-unscoped';
@@ -61,6 +61,10 @@ const WEBHOOKS: WebhookSpec[] = [
   hook('priority-classes', 'Validating', 'Priority', [rule(['CREATE', 'UPDATE'], 'scheduling.k8s.io', ['priorityclasses'])]),
   hook('pvc-resize', 'Validating', 'PersistentVolumeClaimResize', [rule(['UPDATE'], '', ['persistentvolumeclaims'])]),
   hook('anti-affinity', 'Validating', 'LimitPodHardAntiAffinityTopology', [rule(['CREATE', 'UPDATE'], '', ['pods'])]),
+  // Sent CertificateSigningRequests only because these handlers opt in (api/self-protection.ts).
+  hook('certificate-approval', 'Validating', 'CertificateApproval', [rule(['UPDATE'], 'certificates.k8s.io', ['certificatesigningrequests/approval'])]),
+  hook('certificate-signing', 'Validating', 'CertificateSigning', [rule(['UPDATE'], 'certificates.k8s.io', ['certificatesigningrequests/status'])]),
+  hook('certificate-subject-restriction', 'Validating', 'CertificateSubjectRestriction', [rule(['CREATE'], 'certificates.k8s.io', ['certificatesigningrequests'])]),
 ];
 
 const unscopedHook = (name: string, type: 'Mutating' | 'Validating', handler: string, rules: RuleWithOperations[], config?: Record<string, unknown>) =>
@@ -93,6 +97,8 @@ function outcome(response: RawResponse) {
   const body = response.body as Record<string, any>;
   // A Service's cluster IP is each API server's own allocation.
   if (ok && body.kind === 'Service' && body.spec) body.spec = { ...body.spec, clusterIP: undefined, clusterIPs: undefined };
+  // A CSR records who created it: the admin's credential id is each control plane's own client certificate.
+  if (ok && body.kind === 'CertificateSigningRequest' && body.spec) body.spec = { ...body.spec, extra: undefined };
   return {
     status: response.status,
     message: ok ? undefined : String(body.message ?? '').replace(/^admission webhook "[^"]*" denied the request: /, ''),
@@ -127,7 +133,7 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
     send: ((stepOrMethod: any, path?: string, body?: unknown, contentType?: string) =>
       typeof stepOrMethod === 'string'
         ? rawRequestTo(kubeConfig, stepOrMethod, path!, body, { contentType })
-        : rawRequestTo(kubeConfig, stepOrMethod.method, stepOrMethod.path, stepOrMethod.body, { contentType: stepOrMethod.contentType })) as Side['send'],
+        : rawRequestTo(kubeConfig, stepOrMethod.method, stepOrMethod.path, stepOrMethod.body, { contentType: stepOrMethod.contentType, as: stepOrMethod.as })) as Side['send'],
   });
 
   before(async function () {
@@ -136,6 +142,8 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
     await Promise.all(
       [cluster().kube, reference.kube, unscopedReference.kube].map((kube) => apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } })),
     );
+    // The certificate rows' users, the same on both sides.
+    for (const kube of [cluster().kube, reference.kube]) for (const object of CERTIFICATE_USERS_RBAC) await apply(kube, object);
     operator = await startTestOperator();
     await createSuite(SUITE, { webhooks: WEBHOOKS });
     await createSuite(UNSCOPED_SUITE, { webhooks: UNSCOPED_WEBHOOKS });
@@ -250,6 +258,54 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
       expect(unexpected, `${plugin}: rows that differ from the in-tree plugin`).to.deep.equal([]);
     });
   }
+
+  it('warns on apply of a suite whose certificate handlers are sent CertificateSigningRequests, and registers them without the CSR exclusion', async function () {
+    const suite = { apiVersion: API_VERSION, kind: 'AdmissionSuite', metadata: { name: 'plugins-diff-csr-warning' }, spec: { webhooks: WEBHOOKS } };
+    const applied = await scopedSides[1].send('POST', `/apis/${API_VERSION}/${PLURAL}?dryRun=All`, suite);
+    expect(applied.status, JSON.stringify(applied.body).slice(0, 300)).to.equal(201);
+    const certificateHooks = WEBHOOKS.filter((w) => w.name.startsWith('certificate-')).map((w) => `(${w.name}): handler ${w.handler!.name}`);
+    expect(certificateHooks).to.have.length(3);
+    for (const hook of certificateHooks) {
+      const warning = applied.warnings.find((w) => w.includes(hook));
+      expect(warning, `a warning for ${hook} in ${JSON.stringify(applied.warnings)}`).to.include("kubelets' client and serving certificates included");
+    }
+    // What the API server evaluates: the three are registered with no condition keeping CSRs away (the rows below show they are called).
+    const registered = await scopedSides[1].send('GET', `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/portcullis-${SUITE}`);
+    const hooks = ((registered.body as any).webhooks as { name: string; matchConditions?: { expression: string }[] }[]).filter((w) => w.name.includes('certificate-'));
+    expect(hooks).to.have.length(3);
+    for (const webhook of hooks) expect(JSON.stringify(webhook.matchConditions ?? []), webhook.name).to.not.include('certificatesigningrequests');
+  });
+
+  it('keeps CSRs from every other webhook: a deny-all CEL webhook on CSRs and ConfigMaps refuses the ConfigMap and never sees the CSR', async function () {
+    const guard = 'plugins-diff-csr-guard';
+    await createSuite(guard, {
+      webhooks: [
+        {
+          name: 'deny-all',
+          type: 'Validating',
+          rules: [rule(['CREATE'], 'certificates.k8s.io', ['certificatesigningrequests']), rule(['CREATE'], '', ['configmaps'])],
+          objectSelector: { matchLabels: LABEL },
+          validations: [{ expression: 'false', message: 'plugins-diff-csr-guard refuses everything it is sent' }],
+        },
+      ],
+    });
+    try {
+      await waitForCondition(guard, 'Ready', 'True', 60_000);
+      const ours = scopedSides[1];
+      await eventually(
+        async () => {
+          const configMap = await ours.send('POST', `/api/v1/namespaces/${NS}/configmaps?dryRun=All`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'guard-probe', labels: LABEL } });
+          if (!String(configMap.body.message ?? '').includes('refuses everything it is sent')) throw new Error(`not yet served: ${configMap.status} ${configMap.body.message ?? ''}`);
+        },
+        { what: 'the deny-all suite to serve', timeoutMs: 60_000 },
+      );
+      const csr = ROWS.find((r) => r.plugin === 'CertificateSubjectRestriction' && r.name === 'some other group')!.request;
+      const answer = await ours.send('POST', `${csr.path}?dryRun=All`, csr.body);
+      expect(answer.status, String(answer.body.message ?? '')).to.equal(201);
+    } finally {
+      await deleteSuite(guard);
+    }
+  });
 
   it('keeps the lookup caches only while a suite uses them: deleting the suite stops them', async function () {
     const view = operator.registry.context.view;

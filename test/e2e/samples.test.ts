@@ -14,6 +14,7 @@ import { eventually } from '../support/wait.ts';
 import { rawRequest } from '../support/raw.ts';
 import type { Operator } from '../../src/operator.ts';
 import { apply } from '../../src/kube/client.ts';
+import { certificateRequestPem } from '../../src/certs/csr.ts';
 
 const NS = 'samples-e2e';
 const PRODUCTION_NS = 'samples-e2e-production';
@@ -54,7 +55,7 @@ describe('config/samples, applied as they are', function () {
   });
 
   after(async function () {
-    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards', 'team-limits', 'pod-security', 'owner-references', ...PLUGIN_SAMPLES.map((p) => p.suite)]) await deleteSuite(name);
+    for (const name of ['replica-guard', 'pod-defaults', 'platform-guards', 'team-limits', 'pod-security', 'owner-references', 'certificate-plugins', ...PLUGIN_SAMPLES.map((p) => p.suite)]) await deleteSuite(name);
     await cluster().kube.core.deleteNamespace({ name: PRODUCTION_NS }).catch(() => undefined);
     await cluster().kube.core.deleteNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: 'replica-limits' }).catch(() => undefined);
     await operator.stop();
@@ -271,6 +272,70 @@ describe('config/samples, applied as they are', function () {
       expect((await patch({ metadata: { labels: { tier: 'web' } } })).status).to.equal(200);
       const created = await rawRequest('POST', `/api/v1/namespaces/${NS}/configmaps?dryRun=All`, { metadata: { name: 'orpe-new', ownerReferences: [ref] } }, { as: USER });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    });
+  });
+
+  describe('certificate-plugins.yaml (CertificateApproval, CertificateSigning, CertificateSubjectRestriction)', function () {
+    const USER = 'samples-csr-user';
+    const SIGNER = 'example.com/signer';
+    const rbac = [
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: USER },
+        rules: [{ apiGroups: ['certificates.k8s.io'], resources: ['certificatesigningrequests', 'certificatesigningrequests/approval'], verbs: ['get', 'list', 'create', 'update', 'patch'] }],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: USER },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: USER },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: USER }],
+      },
+    ];
+    const csr = (name: string, signerName: string, organizations: string[]) => ({
+      apiVersion: 'certificates.k8s.io/v1',
+      kind: 'CertificateSigningRequest',
+      metadata: { name },
+      spec: { signerName, request: Buffer.from(certificateRequestPem(name, organizations)).toString('base64'), usages: ['digital signature', 'client auth'] },
+    });
+    let applied: Awaited<ReturnType<typeof kubectl>>;
+    before(async () => {
+      for (const object of rbac) await apply(cluster().kube, object);
+      applied = await kubectl(['apply', '-f', 'config/samples/certificate-plugins.yaml']);
+      expect(applied.code, applied.stderr).to.equal(0);
+      await waitForCondition('certificate-plugins', 'Ready', 'True');
+    });
+    after(async () => {
+      await deleteSuite('certificate-plugins');
+      await rawRequest('DELETE', '/apis/certificates.k8s.io/v1/certificatesigningrequests/samples-csr');
+      await rawRequest('DELETE', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/' + USER);
+      await rawRequest('DELETE', '/apis/rbac.authorization.k8s.io/v1/clusterroles/' + USER);
+    });
+
+    it('kubectl apply prints the lock-out warning for each of its three webhooks', function () {
+      for (const [webhook, handler] of [['approval', 'CertificateApproval'], ['signing', 'CertificateSigning'], ['subject-restriction', 'CertificateSubjectRestriction']]) {
+        expect(applied.stderr).to.match(new RegExp(`Warning: spec\\.webhooks\\[\\d\\] \\(${webhook}\\): handler ${handler} is sent CertificateSigningRequests.*kubelets' client and serving certificates included`));
+      }
+    });
+
+    it('refuses a system:masters client certificate request, and kubectl certificate approve by a user without approve on the signer, in the in-tree words', async function () {
+      const masters = await eventually(
+        async () => {
+          const answer = await rawRequest('POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests?dryRun=All', csr('samples-masters', 'kubernetes.io/kube-apiserver-client', ['system:masters']));
+          return answer.status === 403 ? answer : Promise.reject(new Error(`not refused yet: ${answer.status}`));
+        },
+        { what: 'the certificate-plugins webhooks in force' },
+      );
+      expect(masters.body.message).to.equal(
+        'admission webhook "subject-restriction.certificate-plugins.admission.portcullis.dev" denied the request: certificatesigningrequests.certificates.k8s.io "samples-masters" is forbidden: use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed',
+      );
+      expect((await rawRequest('POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', csr('samples-csr', SIGNER, ['team-a']))).status).to.equal(201);
+      const refused = await kubectl(['certificate', 'approve', 'samples-csr', '--as', USER]);
+      expect(refused.code).to.not.equal(0);
+      expect(refused.stderr).to.contain(`certificatesigningrequests.certificates.k8s.io "samples-csr" is forbidden: user not permitted to approve requests with signerName "${SIGNER}"`);
+      const approved = await kubectl(['certificate', 'approve', 'samples-csr']);
+      expect(approved.code, approved.stderr).to.equal(0);
     });
   });
 

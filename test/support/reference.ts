@@ -31,6 +31,9 @@ export const RECREATED_DEFAULT_ON = [
   'StorageObjectInUseProtection',
   'PodTopologyLabels',
   'PodResizeValidator',
+  'CertificateApproval',
+  'CertificateSigning',
+  'CertificateSubjectRestriction',
 ];
 /** In-tree plugins that built-in handlers re-create and that kube-apiserver leaves off unless asked. */
 export const RECREATED_DEFAULT_OFF = [
@@ -82,7 +85,7 @@ export const REFERENCE_NODE_SELECTORS = {
 };
 
 /** Writes an AdmissionConfiguration with these plugins' entries; its path. */
-function writeAdmissionFile(plugins: { name: string; configuration: Record<string, unknown> }[]): string {
+export function writeAdmissionFile(plugins: { name: string; configuration: Record<string, unknown> }[]): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-reference-admission-'));
   const file = path.join(dir, 'admission.json');
   fs.writeFileSync(file, JSON.stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins }));
@@ -125,7 +128,8 @@ export interface ReferenceCluster {
 let starting: Promise<ReferenceCluster> | undefined;
 let startingUnscoped: Promise<ReferenceCluster> | undefined;
 
-async function startReference(options: Parameters<typeof startControlPlane>[0]): Promise<ReferenceCluster> {
+/** A reference control plane of these options (a test that needs a plugin configured its own way starts and stops one). */
+export async function startReference(options: Parameters<typeof startControlPlane>[0]): Promise<ReferenceCluster> {
   const controlPlane = await startControlPlane(options);
   const kubeConfig = new k8s.KubeConfig();
   kubeConfig.loadFromFile(controlPlane.kubeconfigPath);

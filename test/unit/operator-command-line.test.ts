@@ -33,6 +33,16 @@ describe('operator command line', function () {
     expect(() => parseCommandLine(['stray'], {})).to.throw("Unexpected argument 'stray'; see --help");
   });
 
+  it('takes a folder of handler modules and their time budget, refusing a budget the API server would not wait for', function () {
+    expect(config([]).handlerModules).to.equal(undefined);
+    expect(config([]).handlerBudgetMs).to.equal(2_000);
+    expect(config(['--handler-modules=/opt/portcullis/handlers', '--handler-budget=500ms'])).to.include({ handlerModules: '/opt/portcullis/handlers', handlerBudgetMs: 500 });
+    expect(config([], { PORTCULLIS_HANDLER_MODULES: '/handlers' }).handlerModules).to.equal('/handlers');
+    expect(() => parseCommandLine(['--handler-budget=11s'], {})).to.throw('--handler-budget must be from 1ms to 10s (the API server waits at most 30s, 10s by default), not 11s');
+    expect(() => parseCommandLine(['--handler-budget=soon'], {})).to.throw('--handler-budget must be a duration such as 87600h, not soon');
+    expect((parseCommandLine(['--help'], {}) as { help: string }).help).to.contain('--handler-modules=').and.contain('--handler-budget=');
+  });
+
   it('prints help naming every flag, and the version', function () {
     const help = parseCommandLine(['--help'], {});
     expect(help).to.have.property('help');

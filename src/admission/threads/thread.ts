@@ -51,6 +51,8 @@ export interface ThreadData {
   operatorNamespace?: string;
   /** The suites' (registry.context.nativeEnforcement). */
   nativeEnforcement?: boolean;
+  /** AdmissionThreadOptions.handlerModules. */
+  handlerModules?: string;
   /** Present when the thread answers the validation webhooks (AdmissionThreadOptions.validation). */
   validation?: {
     paramsAccess: boolean;
@@ -100,6 +102,8 @@ export interface AdmissionThreadOptions {
   params?: { subscribe(listener: (change: ParamsChange) => void): () => void };
   /** The handlers' lookup caches; the kinds in COPIED_LOOKUPS are copied, reviews that read the others are answered by the main thread. */
   lookups?: { subscribe(listener: (change: LookupChange) => void): () => void };
+  /** The folder of handler modules (--handler-modules): loaded in the thread too, for their names and config checks; their requests are answered by the main thread. */
+  handlerModules?: string;
   /** Where the thread's lines are written, and its own troubles. */
   log: Logger;
   limits?: Partial<ServingLimits>;
@@ -250,6 +254,7 @@ export class AdmissionThread {
       mapper: registry.context.mapper !== undefined,
       operatorNamespace: registry.context.operatorNamespace,
       nativeEnforcement: registry.context.nativeEnforcement,
+      handlerModules: this.options.handlerModules,
       validation: validation && {
         paramsAccess: validation.paramsAccess,
         typeChecking: validation.schemas && { byDefault: validation.schemas.byDefault },

@@ -6,6 +6,8 @@
  * carry the label that scopes the Portcullis suite's webhooks (UNSCOPED_LABEL for the rows of the
  * unscoped reference's plugins, whose suite is another); every name is unique in the table.
  */
+import { certificateRequestPem } from '../../../src/certs/csr.ts';
+import { EARLIER_CA } from '../../fixtures/earlier-ca.ts';
 
 export const NS = 'plugins-diff';
 export const LABEL = { 'plugins-diff': 'yes' };
@@ -19,6 +21,8 @@ export interface Request {
   contentType?: string;
   /** What a create makes, removed after the row. */
   made?: { kind: string; name: string; namespace?: string };
+  /** The user the request is sent as (impersonation, as `kubectl --as`); the admin when unset. */
+  as?: string;
 }
 export type Step = Request | { pauseMs: number };
 
@@ -60,6 +64,7 @@ const PATHS: Record<string, { base: string; plural: string; namespaced: boolean 
   Node: { base: '/api/v1', plural: 'nodes', namespaced: false },
   LimitRange: { base: '/api/v1', plural: 'limitranges', namespaced: true },
   Service: { base: '/api/v1', plural: 'services', namespaced: true },
+  CertificateSigningRequest: { base: '/apis/certificates.k8s.io/v1', plural: 'certificatesigningrequests', namespaced: false },
 };
 
 export function collectionPath(kind: string, namespace = NS): string {
@@ -86,6 +91,7 @@ const API_VERSIONS: Record<string, string> = {
   Node: 'v1',
   LimitRange: 'v1',
   Service: 'v1',
+  CertificateSigningRequest: 'certificates.k8s.io/v1',
 };
 
 /** A create of `kind` (in `metadata.namespace`, else plugins-diff, when namespaced), labelled. */
@@ -761,6 +767,102 @@ const limitRangerRows: Row[] = [
   { name: "a Pod item's max with no limit", upstream: false, ...lrCase(23, podItem({ max: { memory: '1Gi' } }), (ns) => validPod('lr-no-limit', ns, 1, { memory: '100Mi' }, {})) },
 ].map((row) => ({ ...row, plugin: 'DefaultResources', reference: 'unscoped' as const }));
 
+// CertificateApproval, CertificateSigning, CertificateSubjectRestriction ------------------------------
+/**
+ * Upstream's users as real RBAC, the same on both API servers (created before the rows, as the
+ * admin; requests are sent as them): each may create CertificateSigningRequests and update their
+ * approval and status (the API server's own authorization, before admission), and holds the
+ * `approve` or `sign` verb on `signers` named as upstream's fake authorizer's allowedName.
+ */
+const SIGNER = 'abc.com/xyz';
+const CSR_USERS: Record<string, string[]> = {
+  'csr-nobody': [],
+  'csr-approver': [`approve ${SIGNER}`],
+  'csr-approver-domain': ['approve abc.com/*'],
+  'csr-approver-other': ['approve notabc.com/xyz'],
+  'csr-approver-allowed': ['approve allowed.com/xyz'],
+  'csr-signer': [`sign ${SIGNER}`],
+  'csr-signer-domain': ['sign abc.com/*'],
+  'csr-signer-other': ['sign notabc.com/xyz'],
+};
+export const CERTIFICATE_USERS_RBAC: Record<string, any>[] = Object.entries(CSR_USERS).flatMap(([user, grants]) => [
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: `plugins-diff-${user}` },
+    rules: [
+      { apiGroups: ['certificates.k8s.io'], resources: ['certificatesigningrequests', 'certificatesigningrequests/approval', 'certificatesigningrequests/status'], verbs: ['get', 'create', 'update', 'patch'] },
+      ...grants.map((grant) => {
+        const [verb, name] = grant.split(' ');
+        return { apiGroups: ['certificates.k8s.io'], resources: ['signers'], resourceNames: [name], verbs: [verb] };
+      }),
+    ],
+  },
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: `plugins-diff-${user}` },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `plugins-diff-${user}` },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+  },
+]);
+
+const csrBody = (signerName: string, organizations: string[] = ['plugins-diff']) => ({
+  spec: { signerName, request: Buffer.from(certificateRequestPem('plugins-diff', organizations)).toString('base64'), usages: ['digital signature', 'client auth'] },
+});
+const csr = (name: string, signerName = SIGNER, organizations?: string[]) => create('CertificateSigningRequest', { name }, csrBody(signerName, organizations));
+const APPROVAL = { status: { conditions: [{ type: 'Approved', status: 'True', reason: 'PluginsDiff', message: 'approved by the plugin differential' }] } };
+const approval = (name: string, as?: string): Request => ({ ...patch('CertificateSigningRequest', name, APPROVAL, 'approval'), ...(as ? { as } : {}) });
+/** A merge patch of the approval that also changes the signerName (refused by validation after admission, or by admission first). */
+const approvalRenaming = (name: string, signerName: string, as: string): Request => ({ ...patch('CertificateSigningRequest', name, { ...APPROVAL, spec: { signerName } }, 'approval'), as });
+/** A certificate as a signer would write it: any parseable X.509 certificate passes the API server's validation. */
+const ISSUED = Buffer.from(EARLIER_CA.certPem).toString('base64');
+const issue = (name: string, as: string, status: Record<string, any> = { certificate: ISSUED }): Request => ({ ...patch('CertificateSigningRequest', name, { status }, 'status'), as });
+
+const certificateApprovalRows: Row[] = [
+  { name: 'should deny request if user does not have permission for this signerName', upstream: true, setup: [csr('csra-1')], request: approval('csra-1', 'csr-approver-other'), shows: 'user not permitted to approve' },
+  { name: 'should deny request if authz lookup fails (a user with no rights)', upstream: true, setup: [csr('csra-2')], request: approval('csra-2', 'csr-nobody'), shows: 'user not permitted to approve' },
+  { name: 'should allow request if user is authorized for specific signerName', upstream: true, setup: [csr('csra-3')], request: approval('csra-3', 'csr-approver') },
+  { name: 'should allow request if user is authorized with wildcard', upstream: true, setup: [csr('csra-4')], request: approval('csra-4', 'csr-approver-domain') },
+  {
+    name: 'should deny request if user attempts to update signerName to a new value they *do* have permission to approve for',
+    upstream: true,
+    setup: [csr('csra-5', 'notallowed.com/xyz')],
+    request: approvalRenaming('csra-5', 'allowed.com/xyz', 'csr-approver-allowed'),
+    shows: 'user not permitted to approve requests with signerName',
+  },
+].map((row) => ({ plugin: 'CertificateApproval', ...row }));
+
+const certificateSigningRows: Row[] = [
+  {
+    name: "allowed if the 'certificate' and conditions field has not changed",
+    upstream: true,
+    setup: [csr('csrs-1'), approval('csrs-1')],
+    request: issue('csrs-1', 'csr-nobody', {}),
+  },
+  { name: 'deny request if authz lookup fails on certificate change (a user with no rights)', upstream: true, setup: [csr('csrs-2'), approval('csrs-2')], request: issue('csrs-2', 'csr-nobody'), shows: 'user not permitted to sign' },
+  {
+    name: 'deny request if authz lookup fails on condition change (a user with no rights)',
+    upstream: true,
+    setup: [csr('csrs-3'), approval('csrs-3')],
+    request: issue('csrs-3', 'csr-nobody', { conditions: [...APPROVAL.status.conditions, { type: 'Failed', status: 'True', reason: 'PluginsDiff', message: 'failed' }] }),
+    shows: 'user not permitted to sign',
+  },
+  { name: 'allow request if user is authorized for specific signerName', upstream: true, setup: [csr('csrs-4'), approval('csrs-4')], request: issue('csrs-4', 'csr-signer') },
+  { name: 'allow request if user is authorized with wildcard', upstream: true, setup: [csr('csrs-5'), approval('csrs-5')], request: issue('csrs-5', 'csr-signer-domain') },
+  { name: 'should deny request if user does not have permission for this signerName', upstream: true, setup: [csr('csrs-6'), approval('csrs-6')], request: issue('csrs-6', 'csr-signer-other'), shows: 'user not permitted to sign' },
+  { name: 'an approver is no signer', upstream: false, setup: [csr('csrs-7'), approval('csrs-7')], request: issue('csrs-7', 'csr-approver'), shows: 'user not permitted to sign' },
+].map((row) => ({ plugin: 'CertificateSigning', ...row }));
+
+const APISERVER_CLIENT = 'kubernetes.io/kube-apiserver-client';
+const certificateSubjectRestrictionRows: Row[] = [
+  { name: 'some other signer', upstream: true, setup: [], request: csr('csrr-1', 'kubernetes.io/kube-apiserver-client-kubelet', ['system:masters']) },
+  { name: 'some other group', upstream: true, setup: [], request: csr('csrr-2', APISERVER_CLIENT, ['system:admin']) },
+  { name: 'request for system:masters', upstream: true, setup: [], request: csr('csrr-3', APISERVER_CLIENT, ['system:masters']), shows: 'system:masters group is not allowed' },
+  { name: 'system:masters among other organizations', upstream: false, setup: [], request: csr('csrr-4', APISERVER_CLIENT, ['dev', 'system:masters']), shows: 'system:masters group is not allowed' },
+  { name: 'system:masters with a signer of our own', upstream: false, setup: [], request: csr('csrr-5', SIGNER, ['system:masters']) },
+].map((row) => ({ plugin: 'CertificateSubjectRestriction', ...row }));
+
 export const ROWS: Row[] = [
   ...runtimeClassRows,
   ...ptrRows,
@@ -778,4 +880,7 @@ export const ROWS: Row[] = [
   ...podNodeSelectorRows,
   ...denyExternalIPsRows,
   ...limitRangerRows,
+  ...certificateApprovalRows,
+  ...certificateSigningRows,
+  ...certificateSubjectRestrictionRows,
 ];

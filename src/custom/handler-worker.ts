@@ -1,0 +1,74 @@
+/**
+ * A handler module's worker (see runner.ts): imports the one module it was started for and runs
+ * its handlers' sides for the requests the main thread sends, each with what the handler may read
+ * of the cluster: sent with it (the request's Namespace, LimitRanges and Pods), or copied here as
+ * the main thread's lookup caches change (the other kinds its handlers declare).
+ * A side that throws, rejects or answers something that is not a decision is reported as an error
+ * naming the handler; the time budget and what a blocked worker costs are the main thread's.
+ * Makes no API call and holds nothing of the operator's: a module's code is all it runs.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { pathToFileURL } from 'node:url';
+import type { Decision } from '../api/review.ts';
+import type { ClusterView } from '../handlers/handler.ts';
+import type { CustomHandler } from '../sdk/index.ts';
+import type { LookupChange } from '../kube/lookups.ts';
+import type { FromHandlerWorker, HandlerContext, ToHandlerWorker } from './runner.ts';
+
+const port = parentPort!;
+const send = (message: FromHandlerWorker) => port.postMessage(message);
+const { module } = workerData as { module: string };
+
+const exported = (await import(pathToFileURL(module).href)) as { handlers?: CustomHandler<any>[] };
+const handlers = new Map((exported.handlers ?? []).map((h) => [h.name, h]));
+/** Each config parsed once (by the id the main thread gave it), as the main thread parsed it on apply. */
+const configs = new Map<number, unknown>();
+/** The lookup kinds copied here (runner.ts), by namespace/name. */
+const copies = new Map<string, Map<string, Record<string, any>>>();
+const keyOf = (o: { metadata?: { name?: string; namespace?: string } }) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+function copyLookup(change: LookupChange): void {
+  if (change.type === 'stopped') copies.delete(change.kind);
+  else if (change.type === 'synced') copies.set(change.kind, new Map(change.objects.map((o) => [keyOf(o), o as Record<string, any>])));
+  else if (change.deleted) copies.get(change.kind)?.delete(keyOf(change.object));
+  else copies.get(change.kind)?.set(keyOf(change.object), change.object as Record<string, any>);
+}
+
+function viewOf(context: HandlerContext): ClusterView {
+  return {
+    namespace: (name) => (name === context.namespace ? context.namespaceObject : undefined),
+    limitRanges: (namespace) => (namespace === context.namespace ? context.limitRanges : []),
+    list: (kind, namespace) => {
+      const copy = copies.get(kind);
+      const objects = context.lookups[kind] ?? (copy && [...copy.values()]);
+      if (!objects) throw new Error(`${kind} is not among the handler's lookups`);
+      return namespace === undefined ? objects : objects.filter((o) => o.metadata?.namespace === namespace);
+    },
+  };
+}
+
+function isDecision(value: unknown): value is Decision {
+  return typeof value === 'object' && value !== null && typeof (value as Decision).allowed === 'boolean';
+}
+
+async function run(message: Extract<ToHandlerWorker, { type: 'run' }>): Promise<void> {
+  const { id, handler: name, side } = message;
+  try {
+    const handler = handlers.get(name);
+    const run = handler?.[side];
+    if (!handler || !run) throw new Error(`the module has no ${side} side for it`);
+    const sent = message.config;
+    let config = configs.get(sent.id);
+    if (config === undefined) configs.set(sent.id, (config = handler.parseConfig(sent.raw, sent.context).config));
+    const decision = await run.call(handler, message.request, config, viewOf(message.context));
+    if (!isDecision(decision)) throw new Error(`it answered ${JSON.stringify(decision)?.slice(0, 100)}, not a decision ({allowed: boolean, ...})`);
+    send({ type: 'answer', id, decision });
+  } catch (err) {
+    send({ type: 'error', id, message: (err instanceof Error ? err.message : String(err)).split('\n')[0]! });
+  }
+}
+
+port.on('message', (message: ToHandlerWorker) => {
+  if (message.type === 'ping') send({ type: 'pong', id: message.id });
+  else if (message.type === 'lookup') copyLookup(message.change);
+  else void run(message);
+});
