@@ -8,7 +8,7 @@
  * side (Pods, CREATE and UPDATE): every toleration must be covered by one of the namespace's
  * whitelist (scheduler.alpha.kubernetes.io/tolerationsWhitelist; the config's `whitelist` when the
  * namespace has no such annotation; an empty list allows all). A conflict is refused with 403
- * (upstream answers a plain error, 500: see the README's table). A namespace not yet in the cache
+ * (upstream answers a plain error, 500: see docs/handlers.md's table). A namespace not yet in the cache
  * is answered as not ready.
  */
 import { allowed, denied, patched, type AdmissionRequest, type Decision } from '../api/review.ts';

@@ -18,7 +18,7 @@ import { certificateRequestPem } from '../../src/certs/csr.ts';
 
 const NS = 'samples-e2e';
 const PRODUCTION_NS = 'samples-e2e-production';
-/** The in-tree plugins written as CEL suites (the README's table of plugins names them). */
+/** The in-tree plugins written as CEL suites (docs/handlers.md's table of plugins names them). */
 const PLUGIN_SAMPLES = [
   { file: 'always-deny.yaml', suite: 'always-deny' },
   { file: 'cluster-trust-bundle-attest.yaml', suite: 'cluster-trust-bundle-attest' },

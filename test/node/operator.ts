@@ -53,7 +53,7 @@ export function operatorImage(): Promise<OperatorImage> {
   return image;
 }
 
-/** `kubectl apply -f deploy/`, exactly as the README says (a no-op when it is installed and unchanged). */
+/** `kubectl apply -f deploy/`, exactly as the README and docs/operating.md say (a no-op when it is installed and unchanged). */
 export async function applyDeploy(): Promise<string> {
   await operatorImage();
   return kc(['apply', '-f', DEPLOY_DIR], undefined, 60_000);

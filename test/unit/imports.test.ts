@@ -1,7 +1,7 @@
 /**
  * The shape of src/ as its imports draw it: no import cycle anywhere (type-only imports count: a
  * cycle of types is a cycle of concepts), and src/policy's sub-folders importing only downward,
- * in the order the README's layout table gives. Imports are read with the TypeScript compiler's
+ * in the order docs/layout.md's table gives. Imports are read with the TypeScript compiler's
  * own pre-processor (every `import`, `export ... from` and `import()`), not by running anything.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -85,7 +85,7 @@ describe('imports of src/', () => {
   it('has src/policy in floors that import only downward (typecheck, engine, fast, library, cost, then values/go/celjs)', () => {
     const files = [...graph.keys()].filter((f) => policyFloor(f) !== undefined);
     const unplaced = files.filter((f) => policyFloor(f) === -1);
-    expect(unplaced, 'files of src/policy outside a known floor (add the folder to POLICY_FLOORS and the README)').to.deep.equal([]);
+    expect(unplaced, 'files of src/policy outside a known floor (add the folder to POLICY_FLOORS and docs/layout.md)').to.deep.equal([]);
     const upward = files.flatMap((file) =>
       graph.get(file)!.filter((t) => {
         const to = policyFloor(t);

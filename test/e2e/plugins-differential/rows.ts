@@ -37,7 +37,7 @@ export interface Row {
   /** Text the reference's answer must hold (the row is not vacuous: the in-tree plugin acted). */
   shows?: string;
   /**
-   * A deliberate difference in the status code, documented in the README: the row is counted as
+   * A deliberate difference in the status code, documented in docs/handlers.md: the row is counted as
    * differing with this reason; it fails unless the codes are these and all else agrees.
    */
   knownDifference?: { reason: string; reference: number; portcullis: number };

@@ -68,7 +68,7 @@ describe('the operator installed with helm install charts/portcullis', function 
     expect(denied.stderr).to.contain(`admission webhook "names.${SUITE}.admission.portcullis.dev" denied the request: ${MESSAGE}`);
     await kc(['create', 'configmap', 'allowed-one', '-n', NS]);
 
-    // The suite goes first, as the README's uninstall says. Removed only with its CRD moments after
+    // The suite goes first, as docs/operating.md's uninstall says. Removed only with its CRD moments after
     // the CRD was installed, its objects can outlive it: the garbage collector learns of a new
     // resource type on its next discovery pass (30 s), and one whose owner's type is already gone
     // again is never collected (seen here; deploy/'s uninstall test covers suites that predate it).
@@ -82,7 +82,7 @@ describe('the operator installed with helm install charts/portcullis', function 
     );
     await helm(['uninstall', 'portcullis', '--namespace', OPERATOR_NS, '--wait', '--timeout', '120s']);
     // All but the operator CA, which belongs to no suite and goes with the operator's namespace
-    // (the contract); helm leaves the namespace it was asked to create, so the README says to delete it.
+    // (the contract); helm leaves the namespace it was asked to create, so docs/operating.md says to delete it.
     const left = await eventually(
       async () => {
         const found = await ourObjects();
