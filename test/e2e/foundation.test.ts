@@ -46,7 +46,7 @@ describe('Foundation: one suite admitting end to end through the real API server
     const ready = await waitForCondition('replica-guard', 'Ready', 'True');
     expect(condition(ready, 'CertificateReady')?.status).to.equal('True');
     expect(condition(ready, 'WebhooksRegistered')?.status).to.equal('True');
-    expect(ready.status?.webhooks).to.deep.equal([{ name: 'replica-limit.replica-guard.admission.portcullis.dev', type: 'Validating' }]);
+    expect(ready.status?.webhooks).to.deep.equal([{ name: 'replica-limit.replica-guard.admission.portcullis.dev', type: 'Validating', enforcement: 'Webhook' }]);
     expect(new Date(ready.status!.certificate!.renewalTime!).getTime()).to.be.greaterThan(Date.now());
 
     const denial = await eventually(
