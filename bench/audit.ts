@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { startControlPlane } from '../src/local/controlplane.ts';
 import { installForLocalRun } from '../src/local/install.ts';
-import { connect, type Kube } from '../src/kube/client.ts';
+import { connect, type Kube } from '../src/apiserver/client.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type AdmissionSuite, type SuiteSpec } from '../src/api/types.ts';
 import { DEFAULTS } from '../src/config.ts';
 import { startOperatorBundle } from './processes.ts';

@@ -1,5 +1,5 @@
 /** What the benchmarks send: a typical Pod AdmissionReview, a 50-container Pod, and the suites that judge them. */
-import type { AdmissionReview } from '../src/api/review.ts';
+import type { AdmissionReview } from '../src/api/admission-review.ts';
 import { API_VERSION, KIND, type AdmissionSuite, type WebhookSpec } from '../src/api/types.ts';
 
 const podRule = [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }];

@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { startControlPlane } from '../src/local/controlplane.ts';
 import { installForLocalRun } from '../src/local/install.ts';
-import { connect } from '../src/kube/client.ts';
+import { connect } from '../src/apiserver/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type PolicySpec } from '../src/api/types.ts';
 import { DEFAULTS } from '../src/config.ts';
 import { startOperatorBundle } from './processes.ts';

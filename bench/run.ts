@@ -21,7 +21,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { createCA, issueLeaf } from '../src/certs/x509.ts';
 import { SuiteRegistry } from '../src/registry/registry.ts';
-import type { AdmissionReview } from '../src/api/review.ts';
+import type { AdmissionReview } from '../src/api/admission-review.ts';
 import { benchSuite, podReview, SERVER_NAME } from './fixtures.ts';
 import { runOnLoadCore, startServer } from './processes.ts';
 

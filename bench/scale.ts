@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { startControlPlane } from '../src/local/controlplane.ts';
 import { installForLocalRun } from '../src/local/install.ts';
-import { loadKubeConfig } from '../src/kube/client.ts';
+import { loadKubeConfig } from '../src/apiserver/client.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type AdmissionSuite } from '../src/api/types.ts';
 import { admitPath, tlsSecretName } from '../src/api/names.ts';
 import { DEFAULTS } from '../src/config.ts';

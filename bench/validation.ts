@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { startControlPlane } from '../src/local/controlplane.ts';
 import { installForLocalRun } from '../src/local/install.ts';
-import { connect } from '../src/kube/client.ts';
+import { connect } from '../src/apiserver/client.ts';
 import { GROUP, PLURAL, VERSION } from '../src/api/types.ts';
 import { SUITE_VALIDATION } from '../src/api/names.ts';
 import { DEFAULTS } from '../src/config.ts';

@@ -1,6 +1,6 @@
 /** The operator's settings: flags and environment turned into one object, with the contract's defaults. */
 import { parseArgs } from 'node:util';
-import { parseDuration } from './k8s/duration.ts';
+import { parseDuration } from './kubernetes/duration.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { VERSION } from './version.ts';
 import { DEFAULT_HANDLER_BUDGET_MS } from './custom/runner.ts';

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { appFile } from './app-files.ts';
 import { parseCommandLine } from './config.ts';
-import { clusterConfigured, loadKubeConfig } from './kube/client.ts';
+import { clusterConfigured, loadKubeConfig } from './apiserver/client.ts';
 import { configureLogging, logger } from './log.ts';
 import { startOperator } from './operator.ts';
 import { tuneHeapForAdmission } from './admission/v8-tuning.ts';

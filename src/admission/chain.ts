@@ -15,12 +15,12 @@
  * A ReviewError thrown at any step is a transport failure, answered by the server's error handler.
  * Knows no webhook's domain and no transport beyond the reply it writes to.
  */
-import { outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { outcomeOf, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { LogWriter } from '../log.ts';
 import { internalError, type CompiledWebhook } from '../registry/compile.ts';
 import { capped, ECHO_LIMIT, REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { LargeBody, type ReviewOffload, WorkerLostError } from './threads/offload.ts';
-import { decodeReview, encodeReviewText, parseJson } from './review.ts';
+import { decodeReview, encodeReviewText, parseJson } from './review-codec.ts';
 import { utf8 } from './body.ts';
 import { shadowed } from '../audit/live.ts';
 

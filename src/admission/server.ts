@@ -24,8 +24,8 @@ import type { PolicyRegistry } from '../registry/policies.ts';
 import { namespacedWebhook } from '../registry/namespaced.ts';
 import { TenantPool, type TenantPoolOptions } from './threads/tenants.ts';
 import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
-import type { AdmissionRequest } from '../api/review.ts';
-import { encodeFailure, parseJson } from './review.ts';
+import type { AdmissionRequest } from '../api/admission-review.ts';
+import { encodeFailure, parseJson } from './review-codec.ts';
 import { HeldElsewhere } from '../handlers/handler.ts';
 
 /** The API server sends objects up to its own 3 MiB limit, twice for an UPDATE. */

@@ -4,10 +4,10 @@
  * names params its author may not read, or when an expression of a suite does not type-check
  * against any kind it matches; served through the same chain as every suite's webhook
  * (chain.ts), with `failurePolicy: Ignore` as it is registered (self.ts). Owns nothing else:
- * transport is server.ts's and chain.ts's, the access check is src/kube/params-access.ts's.
+ * transport is server.ts's and chain.ts's, the access check is src/apiserver/params-access.ts's.
  */
 import { authorizationUser, type AuthorizationUser } from '../api/authorization.ts';
-import { allowed, denied, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, denied, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, NamedRuleWithOperations, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';

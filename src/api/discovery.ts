@@ -2,7 +2,7 @@
  * What a kind is served as, as the API server's RESTMapper answers it (apimachinery
  * `meta.RESTMapper.RESTMappings`): the one question about API discovery that a handler asks on
  * the request path (OwnerReferencesPermissionEnforcement, for an ownerReference's kind). The
- * handlers see this interface only; src/kube/discovery.ts answers it from the API server.
+ * handlers see this interface only; src/apiserver/discovery.ts answers it from the API server.
  */
 
 /** One resource a kind is served as in a group version. */

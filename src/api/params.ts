@@ -6,7 +6,7 @@
  * (`notFoundAction`). Pure: the objects come from a store the caller fills (watch caches in the
  * operator, the given files offline); no I/O.
  */
-import { selects } from '../k8s/selectors.ts';
+import { selects } from '../kubernetes/selectors.ts';
 import type { ParamsRef } from './types.ts';
 
 type KubeObject = Record<string, unknown>;

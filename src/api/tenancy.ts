@@ -5,12 +5,12 @@
  * through which rights, quotas or traffic are granted (RBAC, ResourceQuotas, LimitRanges, Endpoints,
  * EndpointSlices, ServiceAccount tokens, the Namespace), whatever its author may do, and names at
  * most MAX_MUTATED_RESOURCES group/resource pairs, each of which its author must be allowed to
- * `update` and `patch` in the policy's namespace (asked by src/kube/policy-author.ts on apply, and by
+ * `update` and `patch` in the policy's namespace (asked by src/apiserver/policy-author.ts on apply, and by
  * the API server itself in config/base/admission-policy-guard.yaml, which reads the same list).
  * Pure: no I/O; owns the list and the pairs, not the checks' answers.
  */
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from './authorization.ts';
-import type { AdmissionRequest } from './review.ts';
+import type { AdmissionRequest } from './admission-review.ts';
 import type { NamedRuleWithOperations } from './types.ts';
 
 /** One group/resource a policy's rules name (`resource` may carry a subresource: `deployments/scale`, `*`). */

@@ -3,7 +3,7 @@
  * operator reports them (status), and their defaults. Pure data: nothing here talks to the API server.
  */
 
-import type { LabelSelector } from '../k8s/selectors.ts';
+import type { LabelSelector } from '../kubernetes/selectors.ts';
 
 export const GROUP = 'admission.portcullis.dev';
 export const VERSION = 'v1alpha1';
@@ -25,7 +25,7 @@ export type Reason = 'Unauthorized' | 'Forbidden' | 'Invalid' | 'RequestEntityTo
  */
 export type Enforcement = 'Webhook' | 'Native' | 'Auto';
 
-export type { LabelSelector } from '../k8s/selectors.ts';
+export type { LabelSelector } from '../kubernetes/selectors.ts';
 
 export interface RuleWithOperations {
   operations?: string[];

@@ -6,9 +6,9 @@
  */
 import { nativeObstacles, requestedEnforcement } from './enforcement.ts';
 import { mutationReachErrors } from './tenancy.ts';
-import { parseDuration } from '../k8s/duration.ts';
-import { DNS1123_LABEL, isCelIdentifier, isQualifiedName, LABEL_KEY } from '../k8s/validation.ts';
-import { labelSelectorProblems } from '../k8s/selectors.ts';
+import { parseDuration } from '../kubernetes/duration.ts';
+import { DNS1123_LABEL, isCelIdentifier, isQualifiedName, LABEL_KEY } from '../kubernetes/validation.ts';
+import { labelSelectorProblems } from '../kubernetes/selectors.ts';
 import { DEFAULT_CERTIFICATE_DURATION_MS, type AdmissionPolicy, type NamedRuleWithOperations, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
 import { needsResourceCondition, RESOURCE_MATCH_CONDITION } from './resource-match.ts';
 import { reachesProtected, SELF_PROTECTION_CONDITION } from './self-protection.ts';

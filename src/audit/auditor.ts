@@ -8,7 +8,7 @@
 import type { AdmissionPolicy, AdmissionSuite, AuditStatus, SuiteStatus } from '../api/types.ts';
 import type { PolicyLimits } from '../api/validate.ts';
 import type { OperatorConfig } from '../config.ts';
-import type { Kube } from '../kube/client.ts';
+import type { Kube } from '../apiserver/client.ts';
 import type { Logger } from '../log.ts';
 import type { CompileContext } from '../registry/compile.ts';
 import { AuditScanner } from './scanner.ts';

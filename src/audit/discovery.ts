@@ -8,7 +8,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { RuleWithOperations } from '../api/types.ts';
-import { getJson, NotFound } from '../kube/get-json.ts';
+import { getJson, NotFound } from '../apiserver/get-json.ts';
 
 export interface ListableResource {
   group: string;

@@ -6,7 +6,7 @@
  * what an object means is the caller's.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { getJson } from '../kube/get-json.ts';
+import { getJson } from '../apiserver/get-json.ts';
 
 export type KubeItem = { metadata?: { name?: string; namespace?: string; uid?: string; labels?: Record<string, string>; resourceVersion?: string }; [key: string]: unknown };
 

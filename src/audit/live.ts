@@ -6,7 +6,7 @@
  * `source: admission`). Dry runs are not results: nothing was written. Pure: the admission
  * thread and the main thread both call it; no I/O, no state.
  */
-import type { AdmissionRequest, Decision } from '../api/review.ts';
+import type { AdmissionRequest, Decision } from '../api/admission-review.ts';
 import type { ObjectRef } from './results.ts';
 import type { CheckResult } from './targets.ts';
 

@@ -8,7 +8,7 @@
  * unchanged report is never written again. Pure; no I/O.
  */
 import { createHash } from 'node:crypto';
-import type { KubeObject } from '../kube/client.ts';
+import type { KubeObject } from '../apiserver/client.ts';
 import type { JudgedObject } from './results.ts';
 import type { ResultKind } from './targets.ts';
 

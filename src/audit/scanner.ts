@@ -10,11 +10,11 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
-import type { AdmissionRequest } from '../api/review.ts';
+import type { AdmissionRequest } from '../api/admission-review.ts';
 import type { Logger } from '../log.ts';
-import { describeError, type Kube } from '../kube/client.ts';
-import { backoffMs } from '../kube/backoff.ts';
-import { WATCH_RESTART } from '../kube/watch.ts';
+import { describeError, type Kube } from '../apiserver/client.ts';
+import { backoffMs } from '../apiserver/backoff.ts';
+import { WATCH_RESTART } from '../apiserver/watch.ts';
 import { resourceKey, resourcePath, ScanDiscovery, targetsByResource, type ListableResource } from './discovery.ts';
 import { listPaged, type KubeItem } from './list.ts';
 import { AuditResults, type AuditCounts, type ObjectRef } from './results.ts';

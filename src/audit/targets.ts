@@ -9,7 +9,7 @@
  * the options) is a `skip` with that reason, never guessed. Compiles; does no I/O.
  */
 import type { AdmissionPolicy, AdmissionSuite, FailurePolicy, MatchCondition, RuleWithOperations, WebhookSpec } from '../api/types.ts';
-import { outcomeOf, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { outcomeOf, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { OperatorConfig } from '../config.ts';
 import { webhookConfigurations } from '../controller/desired.ts';
 import { webhookFullName } from '../api/names.ts';

@@ -6,7 +6,7 @@
  * Without the report CRDs, nothing is written and `available()` says why.
  */
 import type { Logger } from '../log.ts';
-import { deleteIfExists, describeError, isConflict, isNotFound, statusCode, write, type Kube, type KubeObject } from '../kube/client.ts';
+import { deleteIfExists, describeError, isConflict, isNotFound, statusCode, write, type Kube, type KubeObject } from '../apiserver/client.ts';
 import { buildReports, MANAGED_BY, REPORT_KINDS, RESULTS_DIGEST_ANNOTATION, type ReportFlavour, type TargetInfo } from './reports.ts';
 import type { AuditResults } from './results.ts';
 

@@ -12,7 +12,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import type { AdmissionPolicy, AdmissionSuite, ParamsRef } from '../api/types.ts';
 import { DEFAULTS } from '../config.ts';
-import { describeError } from '../kube/client.ts';
+import { describeError } from '../apiserver/client.ts';
 import { resourcePath, ScanDiscovery, targetsByResource } from '../audit/discovery.ts';
 import { listPaged, type KubeItem } from '../audit/list.ts';
 import { judgeStored, namespaceLabelsOf, refOf, storedCreate } from '../audit/scanner.ts';

@@ -12,7 +12,7 @@ import { MANAGED_BY_LABELS } from '../api/names.ts';
 import { plannedEnforcement, requestedEnforcement } from '../api/enforcement.ts';
 import type { AdmissionSuite } from '../api/types.ts';
 import { nativeObjects } from '../native/compile.ts';
-import type { KubeObject } from '../kube/client.ts';
+import type { KubeObject } from '../apiserver/client.ts';
 
 export interface Compiled {
   objects: KubeObject[];

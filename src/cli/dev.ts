@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DEFAULTS } from '../config.ts';
-import { apply, connect, loadKubeConfig } from '../kube/client.ts';
+import { apply, connect, loadKubeConfig } from '../apiserver/client.ts';
 import { freePort } from '../local/ports.ts';
 import { isSuite, readDocuments } from './files.ts';
 

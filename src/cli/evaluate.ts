@@ -3,7 +3,7 @@
  * validation is the operator's own webhooks' (src/admission/suite-validation.ts), compiling and
  * deciding are the registries' (src/registry: a suite's webhooks, and the one webhook of each type
  * that serves every AdmissionPolicy, registry/namespaced.ts), the answer is encoded by
- * src/admission/review.ts, and which webhooks are called is read from the configurations the
+ * src/admission/review-codec.ts, and which webhooks are called is read from the configurations the
  * operator registers (src/controller/desired.ts). What the API server does around the webhooks is
  * done here as it does it: configurations in name order (the policies' `portcullis--namespaced`
  * first), mutating webhooks each on the object the one before patched, then every validating
@@ -13,8 +13,8 @@ import { randomUUID } from 'node:crypto';
 import jsonpatch from 'fast-json-patch';
 import { KIND, type AdmissionPolicy, type AdmissionSuite, type RuleWithOperations, type WebhookType } from '../api/types.ts';
 import { configurationName, NAMESPACED } from '../api/names.ts';
-import { outcomeOf, type AdmissionRequest, type AdmissionReview, type Decision, type Outcome } from '../api/review.ts';
-import { encodeReview } from '../admission/review.ts';
+import { outcomeOf, type AdmissionRequest, type AdmissionReview, type Decision, type Outcome } from '../api/admission-review.ts';
+import { encodeReview } from '../admission/review-codec.ts';
 import { validatePolicyRequest, validateSuiteRequest } from '../admission/suite-validation.ts';
 import { namespacedConfiguration, protectedNamespaces, webhookConfigurations, NAMESPACE_NAME_LABEL } from '../controller/desired.ts';
 import { DEFAULTS } from '../config.ts';

@@ -171,7 +171,7 @@ async function loadKubeConfig(kubeconfig: string | undefined, needs: string): Pr
 
 /** The schemas of the cluster `kubeconfig` (else the default one) names, read only for `validate --strict`. */
 async function clusterSchemas(kubeconfig: string | undefined): Promise<SchemaSource> {
-  const [config, { OpenApiSchemas }] = await Promise.all([loadKubeConfig(kubeconfig, '--strict needs a cluster to read schemas from'), import('../kube/openapi.ts')]);
+  const [config, { OpenApiSchemas }] = await Promise.all([loadKubeConfig(kubeconfig, '--strict needs a cluster to read schemas from'), import('../apiserver/openapi.ts')]);
   return new OpenApiSchemas(config);
 }
 

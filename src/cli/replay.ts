@@ -14,7 +14,7 @@
  * object is the patch, not the object: the object is the response's (what was stored: after the
  * mutating webhooks, which are run again); a refused patch is not replayed.
  */
-import type { AdmissionRequest } from '../api/review.ts';
+import type { AdmissionRequest } from '../api/admission-review.ts';
 import type { Evaluation, Scenario } from './evaluate.ts';
 
 type KubeObject = Record<string, any>;

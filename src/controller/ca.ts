@@ -20,7 +20,7 @@ import {
 } from '../certs/authority.ts';
 import { isSignedBy } from '../certs/x509.ts';
 import type { CertificateStore } from '../certs/store.ts';
-import { apply, getObject, type Kube, type KubeObject } from '../kube/client.ts';
+import { apply, getObject, type Kube, type KubeObject } from '../apiserver/client.ts';
 import type { Logger } from '../log.ts';
 import type { ReconcileResult } from './queue.ts';
 

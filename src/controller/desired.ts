@@ -17,7 +17,7 @@ import {
   webhookFullName,
 } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
-import type { KubeObject } from '../kube/client.ts';
+import type { KubeObject } from '../apiserver/client.ts';
 import { passedThroughConditions } from '../policy/engine/match-conditions.ts';
 import { registeredRules, resourceCondition } from '../api/resource-match.ts';
 import { selfProtection } from '../api/self-protection.ts';

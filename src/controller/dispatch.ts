@@ -4,7 +4,7 @@
  * know only their own object; this is the one place that joins the two. Owns no state.
  */
 import type { ReconcileKind, ReconcileResultLabel } from '../health/metrics.ts';
-import { NotLeaderError } from '../kube/client.ts';
+import { NotLeaderError } from '../apiserver/client.ts';
 import { CA_KEY, CaNotIssuedError } from './ca.ts';
 import { ORPHANS_KEY } from './orphans.ts';
 import type { ReconcileResult } from './queue.ts';

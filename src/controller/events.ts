@@ -1,6 +1,6 @@
 /** Kubernetes Events on a suite, so `kubectl describe asuite` shows what the operator did and why it retries. */
 import { API_VERSION, KIND, type AdmissionSuite } from '../api/types.ts';
-import { describeError, write, type Kube } from '../kube/client.ts';
+import { describeError, write, type Kube } from '../apiserver/client.ts';
 import type { Logger } from '../log.ts';
 
 /** Events of cluster-scoped objects live in the default namespace. */

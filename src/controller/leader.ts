@@ -5,7 +5,7 @@
  * when it could not renew within renewDeadline. Only the leader writes; every replica serves.
  */
 import * as k8s from '@kubernetes/client-node';
-import { isConflict, isNotFound, type Kube } from '../kube/client.ts';
+import { isConflict, isNotFound, type Kube } from '../apiserver/client.ts';
 import type { Logger } from '../log.ts';
 
 export interface LeaderElectionSettings {

@@ -12,11 +12,11 @@ import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type AuditStatus, 
 import { MANAGED_BY_LABELS, NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
 import type { CertificateStore } from '../certs/store.ts';
-import { applyOwned, deleteIfExists, describeError, getObject, isConflict, isNotFound, write, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
-import type { WatchedCache } from '../kube/watch.ts';
+import { applyOwned, deleteIfExists, describeError, getObject, isConflict, isNotFound, write, type CacheLookup, type Kube, type KubeObject } from '../apiserver/client.ts';
+import type { WatchedCache } from '../apiserver/watch.ts';
 import type { Logger } from '../log.ts';
 import { policyKey, type CompiledPolicy, type PolicyRegistry } from '../registry/policies.ts';
-import type { PolicyAuthorRights } from '../kube/policy-author.ts';
+import type { PolicyAuthorRights } from '../apiserver/policy-author.ts';
 import { withheldPolicies, type ServingLimits } from '../registry/withheld.ts';
 import type { FieldError } from '../api/validate.ts';
 import { typeCheckPolicy, TypeCheckMemo, type SchemaSource } from '../registry/typecheck.ts';

@@ -12,7 +12,7 @@
  */
 import type { AdmissionSuite, WebhookSpec } from '../api/types.ts';
 import { configurationName, webhookFullName } from '../api/names.ts';
-import { applyOwnedExactly, deleteIfExists, describeError, statusCode, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
+import { applyOwnedExactly, deleteIfExists, describeError, statusCode, type CacheLookup, type Kube, type KubeObject } from '../apiserver/client.ts';
 import { plannedEnforcement, requestedEnforcement, type EnforcementPlan } from '../api/enforcement.ts';
 import { nativeName, nativeObjects } from '../native/compile.ts';
 import type { OperatorConfig } from '../config.ts';

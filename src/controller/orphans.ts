@@ -11,8 +11,8 @@
  */
 import { SUITE_LABEL } from '../api/names.ts';
 import type { AdmissionSuite } from '../api/types.ts';
-import { deleteIfExists, type Kube } from '../kube/client.ts';
-import type { WatchedCache } from '../kube/watch.ts';
+import { deleteIfExists, type Kube } from '../apiserver/client.ts';
+import type { WatchedCache } from '../apiserver/watch.ts';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
 import type { ReconcileResult } from './queue.ts';

@@ -9,7 +9,7 @@
  * Knows nothing of suites or the API server.
  */
 
-import { backoffMs, type BackoffPolicy } from '../kube/backoff.ts';
+import { backoffMs, type BackoffPolicy } from '../apiserver/backoff.ts';
 
 const RETRY: BackoffPolicy = { baseMs: 500, maxMs: 60_000 };
 

@@ -7,7 +7,7 @@
 import { DEFAULT_CERTIFICATE_DURATION_MS, GROUP, PLURAL, POLICY_PLURAL, VERSION } from '../api/types.ts';
 import { MANAGED_BY_LABELS, NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
-import { applyOwned, getObject, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
+import { applyOwned, getObject, type CacheLookup, type Kube, type KubeObject } from '../apiserver/client.ts';
 import type { Logger } from '../log.ts';
 import type { CaReconciler } from './ca.ts';
 import { operatorService, serviceClientConfig, type ObjectMetadata, type OwnerReference, type ServiceRef } from './desired.ts';

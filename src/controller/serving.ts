@@ -8,7 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import type { CaMaterial } from '../certs/authority.ts';
 import { issueLeaf, isSignedBy, readCertificate, type KeyAlgorithm } from '../certs/x509.ts';
 import { renewalTime } from '../certs/renewal.ts';
-import { apply, applyNew, assertOurs, readOurs, type CacheLookup, type Kube, type KubeObject } from '../kube/client.ts';
+import { apply, applyNew, assertOurs, readOurs, type CacheLookup, type Kube, type KubeObject } from '../apiserver/client.ts';
 import { tlsSecret, type ObjectMetadata } from './desired.ts';
 import type { OperatorConfig } from '../config.ts';
 

@@ -9,10 +9,10 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
-import type { Decision } from '../api/review.ts';
+import type { Decision } from '../api/admission-review.ts';
 import type { ClusterView } from '../handlers/handler.ts';
 import type { CustomHandler } from '../sdk/index.ts';
-import type { LookupChange } from '../kube/lookups.ts';
+import type { LookupChange } from '../apiserver/lookups.ts';
 import type { FromHandlerWorker, HandlerContext, ToHandlerWorker } from './runner.ts';
 
 const port = parentPort!;

@@ -16,10 +16,10 @@
  */
 import { Worker } from 'node:worker_threads';
 import { workerEntry } from '../app-files.ts';
-import type { AdmissionRequest, Decision } from '../api/review.ts';
+import type { AdmissionRequest, Decision } from '../api/admission-review.ts';
 import type { ClusterView, ConfigContext, Handler, LookupKind } from '../handlers/handler.ts';
 import type { LogWriter } from '../log.ts';
-import type { LookupChange } from '../kube/lookups.ts';
+import type { LookupChange } from '../apiserver/lookups.ts';
 import { configChecks, type LoadedHandler } from './modules.ts';
 
 /** What a handler reads of the cluster, sent with each request. */

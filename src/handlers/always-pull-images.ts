@@ -7,7 +7,7 @@
  * error per container and the API server answers with the first (init containers, containers,
  * ephemeral containers, in order), so only that one is named.
  */
-import { allowed, patched, type AdmissionRequest } from '../api/review.ts';
+import { allowed, patched, type AdmissionRequest } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { Handler } from './handler.ts';
 import { forbidden } from './errors.ts';

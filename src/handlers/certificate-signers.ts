@@ -7,7 +7,7 @@
  * server for the requesting user through `view.authorize`. Must not import the controller or the
  * admission server; which webhooks are sent CertificateSigningRequests is api/self-protection.ts'.
  */
-import type { AdmissionRequest } from '../api/review.ts';
+import type { AdmissionRequest } from '../api/admission-review.ts';
 import { authorizationUser } from '../api/authorization.ts';
 import type { ClusterView, ServedResource } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';

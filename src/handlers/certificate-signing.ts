@@ -5,7 +5,7 @@
  * `<domain>/*`, asked for the requesting user (certificate-signers.ts). Opt-in, as the other
  * certificate handlers (api/self-protection.ts). Must not import the controller or the admission server.
  */
-import { allowed } from '../api/review.ts';
+import { allowed } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { forbidden } from './errors.ts';
 import { CSR_RESOURCES, csrParts, isAuthorizedForSignerName, isCsrRequest, noConfig, NOT_A_CSR } from './certificate-signers.ts';

@@ -5,7 +5,7 @@
  * group) `system:masters` is refused. The request is read by certs/csr.ts. Opt-in, as the other
  * certificate handlers (api/self-protection.ts). Must not import the controller or the admission server.
  */
-import { allowed } from '../api/review.ts';
+import { allowed } from '../api/admission-review.ts';
 import { requestOrganizations } from '../certs/csr.ts';
 import type { Handler } from './handler.ts';
 import { forbidden } from './errors.ts';

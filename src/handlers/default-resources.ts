@@ -24,10 +24,10 @@
  * each and the API server answers with the first alone: here the first by name (the plugin's
  * order is its informer's, which is not fixed). The annotation reads `LimitRanger plugin set: ...`.
  */
-import { allowed, patched, type AdmissionRequest } from '../api/review.ts';
+import { allowed, patched, type AdmissionRequest } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { ClusterView, Handler } from './handler.ts';
-import { compare, exceedsRatio, formatQuantity, parseQuantity, ratioString, sign, type Quantity } from '../k8s/quantity.ts';
+import { compare, exceedsRatio, formatQuantity, parseQuantity, ratioString, sign, type Quantity } from '../kubernetes/quantity.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { aggregate, forbidden } from './errors.ts';
 import { isPod, metadataOf, pointer, podSpecOf, type Container, type PodSpec, type ResourceList } from './pods.ts';

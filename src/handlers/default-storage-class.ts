@@ -6,7 +6,7 @@
  * several, the newest, then the first by name. No default: the claim is left as it is.
  * StorageClasses come from the shared lookup cache.
  */
-import { allowed, patched } from '../api/review.ts';
+import { allowed, patched } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { metadataOf } from './pods.ts';

@@ -6,7 +6,7 @@
  * an empty key (with operator Exists) or with an empty effect already covers a taint, as
  * upstream. CREATE and UPDATE of Pods proper; subresources are left alone.
  */
-import { allowed, patched } from '../api/review.ts';
+import { allowed, patched } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader } from './config.ts';

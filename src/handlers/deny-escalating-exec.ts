@@ -13,7 +13,7 @@
  * and code (403): `pods "web" is forbidden: cannot exec into or attach to a privileged container`.
  * A Pod the cache does not hold is refused as the plugins refused a Pod their GET did not find.
  */
-import { allowed, type AdmissionRequest } from '../api/review.ts';
+import { allowed, type AdmissionRequest } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { forbidden } from './errors.ts';

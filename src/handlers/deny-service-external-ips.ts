@@ -6,7 +6,7 @@
  * the plugin's words and code (403): `services "web" is forbidden: Use of external IPs is denied
  * by admission control`.
  */
-import { allowed } from '../api/review.ts';
+import { allowed } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { forbidden } from './errors.ts';

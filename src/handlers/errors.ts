@@ -4,7 +4,7 @@
  * request, else the object's name or generateName, else "Unknown"). Pure; what each handler says
  * after the colon is its own.
  */
-import { denied, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { denied, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import { metadataOf } from './pods.ts';
 
 /** The group-qualified resource as apimachinery prints it (`pods`, `priorityclasses.scheduling.k8s.io`). */

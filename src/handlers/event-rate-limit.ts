@@ -29,7 +29,7 @@
  * stored Event says nothing of a rate. Owns the buckets and the keys; how a Decision is sent is the
  * admission server's.
  */
-import { allowed, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { aggregate } from './errors.ts';

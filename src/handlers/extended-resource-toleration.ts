@@ -5,11 +5,11 @@
  * Exists, effect: NoSchedule} for each, in name order, so it can land on the nodes tainted for
  * that hardware. CREATE and UPDATE of Pods proper.
  */
-import { allowed, patched } from '../api/review.ts';
+import { allowed, patched } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader } from './config.ts';
 import { isPod, podSpecOf } from './pods.ts';
-import { isQualifiedName } from '../k8s/validation.ts';
+import { isQualifiedName } from '../kubernetes/validation.ts';
 import { addOrUpdateToleration, type Toleration } from './tolerations.ts';
 
 /** upstream's IsExtendedResourceName. */

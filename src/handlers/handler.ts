@@ -3,7 +3,7 @@
  * and their registry. A handler is a pure function of the request and its validated config.
  * Handlers must not import the controller or the admission server.
  */
-import type { AdmissionRequest, Decision } from '../api/review.ts';
+import type { AdmissionRequest, Decision } from '../api/admission-review.ts';
 import type { AuthorizationAttributes, AuthorizationDecision } from '../api/authorization.ts';
 import type { MappingAnswer } from '../api/discovery.ts';
 

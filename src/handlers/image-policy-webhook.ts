@@ -17,7 +17,7 @@
  * import the controller or the admission server.
  */
 import https from 'node:https';
-import { allowed, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { forbidden } from './errors.ts';

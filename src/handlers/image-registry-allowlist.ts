@@ -18,7 +18,7 @@
  * the policy can still be scaled or relabelled; pods/ephemeralcontainers (kubectl debug) is
  * checked like an UPDATE of the Pod. The denial names every offending container at once.
  */
-import { allowed, denied, type AdmissionRequest } from '../api/review.ts';
+import { allowed, denied, type AdmissionRequest } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { at, CONTAINER_LISTS, podSpecPath, WORKLOAD_RESOURCES, type PodSpec } from './pods.ts';
 import { ConfigReader, isPlainObject } from './config.ts';

@@ -3,7 +3,7 @@
  * required (hard) pod anti-affinity terms name a topologyKey other than kubernetes.io/hostname is
  * refused, so one Pod cannot keep a whole zone from others. CREATE and UPDATE of Pods proper.
  */
-import { allowed, denied } from '../api/review.ts';
+import { allowed, denied } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { isPod, metadataOf, podSpecOf } from './pods.ts';

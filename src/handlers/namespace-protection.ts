@@ -22,11 +22,11 @@
  * would ever reach this handler and the config would silently protect nothing; it is refused on
  * apply instead, naming the entry.
  */
-import { allowed, denied, type AdmissionRequest } from '../api/review.ts';
+import { allowed, denied, type AdmissionRequest } from '../api/admission-review.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { ConfigReader } from './config.ts';
 import { metadataOf } from './pods.ts';
-import { labelKeyProblem } from '../k8s/validation.ts';
+import { labelKeyProblem } from '../kubernetes/validation.ts';
 import { protectedNamespaces, SYSTEM_NAMESPACES } from '../api/protected-namespaces.ts';
 
 export const DEFAULT_PROTECTION_LABEL = 'admission.portcullis.dev/deletion-protection';

@@ -7,7 +7,7 @@
  * user (SubjectAccessReviews) through `view.authorize`; the owner's resource comes from API
  * discovery through `view.restMappings`. A pure function of the request and those answers.
  */
-import { allowed, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import { authorizationUser, type AuthorizationAttributes, type AuthorizationDecision } from '../api/authorization.ts';
 import { parseGroupVersion } from '../api/discovery.ts';
 import type { ClusterView, Handler } from './handler.ts';

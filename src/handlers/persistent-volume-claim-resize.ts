@@ -5,10 +5,10 @@
  * spec.storageClassName) has allowVolumeExpansion: true. Shrinking or keeping the size is left to
  * the API server's validation. StorageClasses come from the shared lookup cache.
  */
-import { allowed, type AdmissionRequest } from '../api/review.ts';
+import { allowed, type AdmissionRequest } from '../api/admission-review.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
-import { compare, parseQuantity, type Quantity } from '../k8s/quantity.ts';
+import { compare, parseQuantity, type Quantity } from '../kubernetes/quantity.ts';
 import { byName } from './classes.ts';
 import { claimClass } from './default-storage-class.ts';
 import { forbidden } from './errors.ts';

@@ -15,12 +15,12 @@
  * parser's words, with 403 where the in-tree plugin's plain error is a 500. Namespaces are read from the operator's cache; a namespace it has not seen yet is
  * an error, answered by the webhook's failurePolicy.
  */
-import { allowed, denied, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, denied, patched, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { ConfigReader } from './config.ts';
 import { isPod, metadataOf, pointer, podSpecOf } from './pods.ts';
-import { isLabelValue, isQualifiedName, parseLabelSet } from '../k8s/validation.ts';
+import { isLabelValue, isQualifiedName, parseLabelSet } from '../kubernetes/validation.ts';
 import { forbidden } from './errors.ts';
 
 export const NODE_SELECTOR_ANNOTATION = 'scheduler.alpha.kubernetes.io/node-selector';

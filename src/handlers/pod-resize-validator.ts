@@ -4,14 +4,14 @@
  * not Linux or cannot hold the new cpu and memory requests (the Node's allocatable, the Pod's
  * overhead counted), and when the Node is unknown. Nodes come from the shared lookup cache.
  */
-import { allowed, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { byName } from './classes.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { forbidden } from './errors.ts';
 import { metadataOf, podSpecOf, type PodSpec, type ResourceList } from './pods.ts';
 import { podRequests, quantities } from './pod-resources.ts';
-import { compare, ZERO, type Quantity } from '../k8s/quantity.ts';
+import { compare, ZERO, type Quantity } from '../kubernetes/quantity.ts';
 
 /** Go's Quantity.MilliValue / Value: rounded up to a whole milli-unit or unit. */
 function ceilTimes(q: Quantity, factor: bigint): bigint {

@@ -4,7 +4,7 @@
  * the largest step, pod-level resources overriding cpu and memory, and the Pod's overhead on top
  * where asked. Pure arithmetic on the Pod's spec; shared by DefaultResources and PodResizeValidator.
  */
-import { add, compare, parseQuantity, type Quantity } from '../k8s/quantity.ts';
+import { add, compare, parseQuantity, type Quantity } from '../kubernetes/quantity.ts';
 import type { PodSpec, ResourceList } from './pods.ts';
 
 export type Quantities = Map<string, Quantity>;

@@ -18,7 +18,7 @@
  * annotations carry upstream's keys without the `pod-security.kubernetes.io/` prefix, since the
  * API server records a webhook's as `<webhook name>/<key>`. The checks are pod-security/*.
  */
-import { allowed, denied, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, denied, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { isPlainObject } from './config.ts';
 import { at, podSpecPath } from './pods.ts';

@@ -11,13 +11,13 @@
  * (upstream answers a plain error, 500: see docs/handlers.md's table). A namespace not yet in the cache
  * is answered as not ready.
  */
-import { allowed, denied, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, denied, patched, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import { LookupNotReady, type ClusterView, type Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { isPod, metadataOf, podSpecOf, type PodSpec } from './pods.ts';
 import { mergeTolerations, verifyAgainstWhitelist, type Toleration } from './tolerations.ts';
-import { compare, parseQuantity } from '../k8s/quantity.ts';
-import { isLabelValue, isQualifiedName } from '../k8s/validation.ts';
+import { compare, parseQuantity } from '../kubernetes/quantity.ts';
+import { isLabelValue, isQualifiedName } from '../kubernetes/validation.ts';
 
 export const NS_DEFAULT_TOLERATIONS = 'scheduler.alpha.kubernetes.io/defaultTolerations';
 export const NS_WHITELIST_TOLERATIONS = 'scheduler.alpha.kubernetes.io/tolerationsWhitelist';

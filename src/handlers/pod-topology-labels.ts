@@ -7,13 +7,13 @@
  * Node not (yet) known copies nothing, as upstream. Unlike the in-tree plugin, which labels are
  * copied is the suite's to say (`labels`). Nodes come from the shared lookup cache.
  */
-import { allowed, patched, type AdmissionRequest } from '../api/review.ts';
+import { allowed, patched, type AdmissionRequest } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { byName } from './classes.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { metadataOf, pointer } from './pods.ts';
-import { labelKeyProblem } from '../k8s/validation.ts';
+import { labelKeyProblem } from '../kubernetes/validation.ts';
 
 export interface PodTopologyLabelsConfig {
   /** The label keys copied from the Node. */

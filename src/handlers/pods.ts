@@ -4,7 +4,7 @@
  * handlers' patches name. Pure functions of the request's objects; reading a handler's config is
  * config.ts's.
  */
-import type { AdmissionRequest } from '../api/review.ts';
+import type { AdmissionRequest } from '../api/admission-review.ts';
 import { isPlainObject } from './config.ts';
 
 /** An RFC 6901 JSON pointer from its unescaped segments. */

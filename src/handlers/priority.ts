@@ -10,7 +10,7 @@
  * while its GenericWorkload feature is off (the default). PriorityClasses come from the shared
  * lookup cache.
  */
-import { allowed, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, patched, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';

@@ -12,11 +12,11 @@
  * refused. Subresources, DELETE and CONNECT are left alone.
  */
 import { RE2JS } from 're2js';
-import { allowed, denied, type AdmissionRequest } from '../api/review.ts';
+import { allowed, denied, type AdmissionRequest } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { metadataOf } from './pods.ts';
-import { labelKeyProblem } from '../k8s/validation.ts';
+import { labelKeyProblem } from '../kubernetes/validation.ts';
 
 export interface RequiredLabel {
   key: string;

@@ -7,7 +7,7 @@
  * Validating: the Pod's overhead must be the RuntimeClass's (none without one). RuntimeClasses
  * come from the shared lookup cache.
  */
-import { allowed, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, patched, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
@@ -15,7 +15,7 @@ import { isPod, podSpecOf, type ResourceList } from './pods.ts';
 import { byName } from './classes.ts';
 import { forbidden } from './errors.ts';
 import { mergeTolerations, type Toleration } from './tolerations.ts';
-import { compare, parseQuantity } from '../k8s/quantity.ts';
+import { compare, parseQuantity } from '../kubernetes/quantity.ts';
 
 type Obj = Record<string, any>;
 

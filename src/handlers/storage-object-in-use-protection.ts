@@ -4,7 +4,7 @@
  * finalizer gets it (kubernetes.io/pv-protection, kubernetes.io/pvc-protection,
  * kubernetes.io/vac-protection), so the controllers can hold its deletion while it is in use.
  */
-import { allowed, patched, type AdmissionRequest } from '../api/review.ts';
+import { allowed, patched, type AdmissionRequest } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 

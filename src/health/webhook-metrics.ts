@@ -2,7 +2,7 @@
  * The request path's recorder for one webhook: its label children resolved once (when the webhook
  * is compiled), so an answer costs a few increments. The metric objects are metrics.ts's.
  */
-import { OUTCOMES, type Outcome } from '../api/review.ts';
+import { OUTCOMES, type Outcome } from '../api/admission-review.ts';
 import type { BucketHistogram, SeriesCounter } from './request-series.ts';
 
 /** From a tenth of a millisecond (a typical answer) to 10 s (past the API server's default webhook timeout). */

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
 import { appFile } from '../app-files.ts';
-import { apply, connect } from '../kube/client.ts';
+import { apply, connect } from '../apiserver/client.ts';
 
 export const CRD_FILE = appFile('crds', 'admission.portcullis.dev_admissionsuites.yaml');
 export const POLICY_CRD_FILE = appFile('crds', 'admission.portcullis.dev_admissionpolicies.yaml');

@@ -12,7 +12,7 @@ import { plannedEnforcement } from '../api/enforcement.ts';
 import type { AdmissionSuite, NamedRuleWithOperations, WebhookSpec } from '../api/types.ts';
 import type { OperatorConfig } from '../config.ts';
 import { metadataFor, suiteNamespaceSelector } from '../controller/desired.ts';
-import type { KubeObject } from '../kube/client.ts';
+import type { KubeObject } from '../apiserver/client.ts';
 
 export const NATIVE_API_VERSION = 'admissionregistration.k8s.io/v1';
 export const NATIVE_KINDS = { policy: 'ValidatingAdmissionPolicy', binding: 'ValidatingAdmissionPolicyBinding' } as const;

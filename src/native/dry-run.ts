@@ -11,7 +11,7 @@ import { changedNativeWebhooks } from '../api/enforcement.ts';
 import type { AdmissionSuite } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import type { OperatorConfig } from '../config.ts';
-import { describeError, FIELD_MANAGER, statusCode, type Kube } from '../kube/client.ts';
+import { describeError, FIELD_MANAGER, statusCode, type Kube } from '../apiserver/client.ts';
 import { nativeObjects } from './compile.ts';
 
 export async function nativeRefusals(kube: Kube, config: Pick<OperatorConfig, 'namespace'>, suite: AdmissionSuite, old?: AdmissionSuite): Promise<FieldError[]> {

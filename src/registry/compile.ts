@@ -6,8 +6,8 @@
 import { validateSpec, validateSuiteName, type FieldError } from '../api/validate.ts';
 import type { AdmissionSuite, FailurePolicy, ParamsRef, WebhookSpec, WebhookType } from '../api/types.ts';
 import { webhookFullName } from '../api/names.ts';
-import { allowed, errored, markFailed, type AdmissionRequest, type Decision, type Outcome } from '../api/review.ts';
-import type { ObjectRef } from '../kube/objects.ts';
+import { allowed, errored, markFailed, type AdmissionRequest, type Decision, type Outcome } from '../api/admission-review.ts';
+import type { ObjectRef } from '../apiserver/params-watches.ts';
 import { PARAMS_ERRORS, type ParamsSelection } from '../api/params.ts';
 import { evaluateEach } from './each-params.ts';
 import { findHandler } from '../handlers/registry.ts';

@@ -7,7 +7,7 @@
  * before patched. Owns only the combining; selecting is api/params.ts's, evaluating rules.ts's.
  */
 import jsonpatch from 'fast-json-patch';
-import { allowed, followedFailurePolicy, markFailed, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, followedFailurePolicy, markFailed, patched, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { JsonPatchOperation, WebhookType } from '../api/types.ts';
 
 /** The rules bound to one params object. */

@@ -9,9 +9,9 @@
  * for a webhook's `resourceNames` and `excludeResourceRules`, which registered rules cannot say.
  * Pure; no I/O.
  */
-import { outcomeOf, type AdmissionRequest } from '../api/review.ts';
+import { outcomeOf, type AdmissionRequest } from '../api/admission-review.ts';
 import { API_VERSION, KIND, type FailurePolicy, type LabelSelector, type MatchCondition, type NamedRuleWithOperations, type RuleWithOperations } from '../api/types.ts';
-import { selects } from '../k8s/selectors.ts';
+import { selects } from '../kubernetes/selectors.ts';
 import { compileSuite } from './compile.ts';
 
 export interface RegisteredWebhook {

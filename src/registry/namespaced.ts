@@ -11,7 +11,7 @@
  * Pure: reads the policy registry, writes nothing.
  */
 import jsonpatch from 'fast-json-patch';
-import { allowed, denied, followedFailurePolicy, markFailed, patched, type AdmissionRequest, type Decision } from '../api/review.ts';
+import { allowed, denied, followedFailurePolicy, markFailed, patched, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { JsonPatchOperation, Reason, WebhookType } from '../api/types.ts';
 import { NAMESPACED } from '../api/names.ts';
 import { neverMutated } from '../api/tenancy.ts';

@@ -6,7 +6,7 @@
  * schema is not checked (its expressions stay dyn). Gives the warnings for `status.typeChecking`
  * and the definite errors (failing on every kind checked), which refuse a suite on apply only when
  * it asks for that (`spec.typeCheckErrors: Deny`, or the operator's --type-check-errors=Deny for
- * those that do not say): as ValidatingAdmissionPolicy, a type error is a warning by default. The schemas come from a SchemaSource (src/kube/openapi.ts in the
+ * those that do not say): as ValidatingAdmissionPolicy, a type error is a warning by default. The schemas come from a SchemaSource (src/apiserver/openapi.ts in the
  * operator, the admission thread's copy of what it read there for the validation webhook); nothing here is on a suite's request path.
  */
 import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, RuleWithOperations, TypeCheckErrors, WebhookSpec } from '../api/types.ts';
@@ -15,7 +15,7 @@ import { typeCheckWebhook, gvkString, type CheckedKind, type GroupVersionKind } 
 import { schemaTypes, type OpenApiSchema, type SchemaTypes } from '../policy/typecheck/schema.ts';
 import { HeldElsewhere } from '../handlers/handler.ts';
 
-/** Where kinds and their schemas come from (src/kube/openapi.ts's OpenApiSchemas). */
+/** Where kinds and their schemas come from (src/apiserver/openapi.ts's OpenApiSchemas). */
 export interface SchemaSource {
   kindsFor(group: string, version: string, resource: string): Promise<GroupVersionKind[]>;
   schema(gvk: GroupVersionKind): Promise<{ ref: string; components: Readonly<Record<string, Record<string, unknown>>>; source: string } | undefined>;

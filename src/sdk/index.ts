@@ -1,7 +1,7 @@
 /**
  * portcullis/sdk: the public handler API, what a team's handler module imports
  * (`import { type Handler, deny } from 'portcullis/sdk'`). It re-exports the very types the
- * built-in handlers are written against (src/handlers/handler.ts, src/api/review.ts): there is one
+ * built-in handlers are written against (src/handlers/handler.ts, src/api/admission-review.ts): there is one
  * Handler interface, not a copy. It holds no state and starts nothing; what loads and runs a module
  * is src/custom's. Only erasable TypeScript and small pure helpers that import nothing else at run
  * time belong here (handlers/config.ts's reader is one): a module bundles them (esbuild).
@@ -12,11 +12,11 @@
  * each handler named with a domain it owns (`acme.dev/UniqueIngressHost`), so that it can never
  * take a built-in's name.
  */
-import type { Decision } from '../api/review.ts';
+import type { Decision } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';
 import type { Handler } from '../handlers/handler.ts';
 
-export type { AdmissionRequest, Decision, GroupVersionKind, GroupVersionResource } from '../api/review.ts';
+export type { AdmissionRequest, Decision, GroupVersionKind, GroupVersionResource } from '../api/admission-review.ts';
 export type { JsonPatchOperation } from '../api/types.ts';
 export type { ClusterView, ConfigContext, Handler, LookupKind, ServedResource } from '../handlers/handler.ts';
 /** The built-ins' config reader: unknown fields, types and ranges checked field by field, each problem under its field's name. */

@@ -13,7 +13,7 @@ import { createSuite, deleteSuite } from '../support/suites.ts';
 import { createConfigMap, ensureNamespace } from '../support/objects.ts';
 import { sampleValue, scrape, type Family } from '../support/prometheus.ts';
 import { eventually } from '../support/wait.ts';
-import { deleteIfExists } from '../../src/kube/client.ts';
+import { deleteIfExists } from '../../src/apiserver/client.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { NAMESPACED } from '../../src/api/names.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type SuiteSpec } from '../../src/api/types.ts';

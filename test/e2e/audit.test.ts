@@ -16,7 +16,7 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { createSuite, deleteSuite, getSuite } from '../support/suites.ts';
 import { createConfigMap, ensureNamespace } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import { apply, connect, deleteIfExists } from '../../src/kube/client.ts';
+import { apply, connect, deleteIfExists } from '../../src/apiserver/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type SuiteSpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/operator.ts';
 

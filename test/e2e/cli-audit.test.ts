@@ -28,7 +28,7 @@ import { eventually } from '../support/wait.ts';
 import { runCli } from '../support/cli.ts';
 import { startControlPlane, type ControlPlane } from '../../src/local/controlplane.ts';
 import { installForLocalRun } from '../../src/local/install.ts';
-import { apply, connect, deleteIfExists, type Kube } from '../../src/kube/client.ts';
+import { apply, connect, deleteIfExists, type Kube } from '../../src/apiserver/client.ts';
 import { GROUP, PLURAL, POLICY_PLURAL, VERSION } from '../../src/api/types.ts';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
 import type { Operator } from '../../src/operator.ts';

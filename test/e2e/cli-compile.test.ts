@@ -11,7 +11,7 @@ import { cluster, kubectl } from '../support/cluster.ts';
 import { runCli } from '../support/cli.ts';
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import { deleteIfExists, type KubeObject } from '../../src/kube/client.ts';
+import { deleteIfExists, type KubeObject } from '../../src/apiserver/client.ts';
 
 const NS = 'cli-compile';
 const suite = (enforcement: string, extraWebhooks: object[] = []) => ({

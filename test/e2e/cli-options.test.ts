@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { cluster } from '../support/cluster.ts';
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import { apply, deleteIfExists } from '../../src/kube/client.ts';
+import { apply, deleteIfExists } from '../../src/apiserver/client.ts';
 import { OfflineCluster } from '../../src/cli/evaluate.ts';
 import { API_VERSION, KIND, type AdmissionSuite } from '../../src/api/types.ts';
 

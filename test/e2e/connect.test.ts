@@ -16,7 +16,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { ensureNamespace } from '../support/objects.ts';
 import { rawRequest, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
-import { isNotFound } from '../../src/kube/client.ts';
+import { isNotFound } from '../../src/apiserver/client.ts';
 import type { Operator } from '../../src/operator.ts';
 import type { LabelSelector, RuleWithOperations } from '../../src/api/types.ts';
 

@@ -17,7 +17,7 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { rawRequest, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
-import { apply, deleteIfExists, type KubeObject } from '../../src/kube/client.ts';
+import { apply, deleteIfExists, type KubeObject } from '../../src/apiserver/client.ts';
 import { webhookFullName } from '../../src/api/names.ts';
 import { API_VERSION, GROUP, PLURAL, VERSION } from '../../src/api/types.ts';
 import type { Operator } from '../../src/operator.ts';

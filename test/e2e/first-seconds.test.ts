@@ -13,8 +13,8 @@ import { eventually } from '../support/wait.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { installForLocalRun } from '../../src/local/install.ts';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
-import { WATCH_RESTART } from '../../src/kube/watch.ts';
-import { getObject } from '../../src/kube/client.ts';
+import { WATCH_RESTART } from '../../src/apiserver/watch.ts';
+import { getObject } from '../../src/apiserver/client.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const CRD = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: SUITE_VALIDATION.crd } };

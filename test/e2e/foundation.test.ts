@@ -9,7 +9,7 @@ import { cluster, kubectl, OPERATOR_NAMESPACE } from '../support/cluster.ts';
 import { startTestOperator } from '../support/operator.ts';
 import { condition, createSuite, deleteSuite, deleteSuiteObject, getSuite, waitForCondition } from '../support/suites.ts';
 import { eventually } from '../support/wait.ts';
-import { getObject, type KubeObject } from '../../src/kube/client.ts';
+import { getObject, type KubeObject } from '../../src/apiserver/client.ts';
 import { deployment, errorStatus } from '../support/objects.ts';
 import type { Operator } from '../../src/operator.ts';
 import type { SuiteSpec } from '../../src/api/types.ts';

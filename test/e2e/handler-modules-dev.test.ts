@@ -17,7 +17,7 @@ import { cluster } from '../support/cluster.ts';
 import { deleteSuite } from '../support/suites.ts';
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import { deleteIfExists } from '../../src/kube/client.ts';
+import { deleteIfExists } from '../../src/apiserver/client.ts';
 
 const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('../..', import.meta.url));

@@ -28,7 +28,7 @@ import { createSuite, deleteSuite, getSuite, waitForCondition } from '../support
 import { createConfigMap, deployment, ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { sampleValue, scrape } from '../support/prometheus.ts';
-import { deleteIfExists } from '../../src/kube/client.ts';
+import { deleteIfExists } from '../../src/apiserver/client.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { logger } from '../../src/log.ts';
 import { customHandlerNames } from '../../src/custom/registered.ts';

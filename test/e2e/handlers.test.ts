@@ -12,7 +12,7 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { createSuite, deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import { apply, isNotFound } from '../../src/kube/client.ts';
+import { apply, isNotFound } from '../../src/apiserver/client.ts';
 import type { Operator } from '../../src/operator.ts';
 import type { LabelSelector, RuleWithOperations, SuiteSpec } from '../../src/api/types.ts';
 

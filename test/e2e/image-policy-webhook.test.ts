@@ -18,7 +18,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { rawRequestTo, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { BREAK_GLASS, startImageReviewBackend, type BackendMode, type ImageReviewBackend } from '../support/image-review-backend.ts';
-import { apply } from '../../src/kube/client.ts';
+import { apply } from '../../src/apiserver/client.ts';
 import { DEFAULT_DISABLED_PLUGINS } from '../../src/local/controlplane.ts';
 import type { Operator } from '../../src/operator.ts';
 

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import * as k8s from '@kubernetes/client-node';
 import { cluster, OPERATOR_NAMESPACE } from '../support/cluster.ts';
 import { eventually } from '../support/wait.ts';
-import { connect } from '../../src/kube/client.ts';
+import { connect } from '../../src/apiserver/client.ts';
 import { LeaderElector } from '../../src/controller/leader.ts';
 import { logger } from '../../src/log.ts';
 

@@ -11,7 +11,7 @@ import { eventually } from '../support/wait.ts';
 import { scrape } from '../support/prometheus.ts';
 import * as k8s from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../../src/api/types.ts';
-import { getObject, type KubeObject } from '../../src/kube/client.ts';
+import { getObject, type KubeObject } from '../../src/apiserver/client.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { readCertificate } from '../../src/certs/x509.ts';
 import type { Operator } from '../../src/operator.ts';

@@ -11,7 +11,7 @@ import { startTestOperator } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { ensureNamespace, errorStatus } from '../support/objects.ts';
 import type { Operator } from '../../src/operator.ts';
-import { deleteIfExists } from '../../src/kube/client.ts';
+import { deleteIfExists } from '../../src/apiserver/client.ts';
 
 const SUITE = 'rotating';
 const NS = 'rotation-e2e';

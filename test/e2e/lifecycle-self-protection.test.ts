@@ -9,7 +9,7 @@ import { startTestOperator } from '../support/operator.ts';
 import { createSuite, deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { createConfigMap, ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import { getObject } from '../../src/kube/client.ts';
+import { getObject } from '../../src/apiserver/client.ts';
 import type { Operator } from '../../src/operator.ts';
 import { API_VERSION, GROUP, PLURAL, VERSION } from '../../src/api/types.ts';
 

@@ -11,7 +11,7 @@ import { startTestOperator } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import { isNotFound } from '../../src/kube/client.ts';
+import { isNotFound } from '../../src/apiserver/client.ts';
 import type { Operator } from '../../src/operator.ts';
 import type { WebhookSpec } from '../../src/api/types.ts';
 

@@ -16,7 +16,7 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { createSuite, deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import { connect, deleteIfExists, isNotFound, type Kube } from '../../src/kube/client.ts';
+import { connect, deleteIfExists, isNotFound, type Kube } from '../../src/apiserver/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type PolicySpec } from '../../src/api/types.ts';
 import { NAMESPACED } from '../../src/api/names.ts';
 import type { Operator } from '../../src/operator.ts';

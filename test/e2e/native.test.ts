@@ -11,7 +11,7 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { createSuite, deleteSuite, deleteSuiteObject, getSuite, waitForCondition } from '../support/suites.ts';
 import { ensureNamespace, errorStatus, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import { getObject, type KubeObject } from '../../src/kube/client.ts';
+import { getObject, type KubeObject } from '../../src/apiserver/client.ts';
 import { configurationName, webhookFullName } from '../../src/api/names.ts';
 import { API_VERSION, GROUP, PLURAL, VERSION, type SuiteSpec, type WebhookSpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/operator.ts';

@@ -9,7 +9,7 @@ import { startTestOperator } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { eventually } from '../support/wait.ts';
 import { MANAGED_BY_LABELS, SUITE_LABEL } from '../../src/api/names.ts';
-import { apply, getObject } from '../../src/kube/client.ts';
+import { apply, getObject } from '../../src/apiserver/client.ts';
 import type { Operator } from '../../src/operator.ts';
 
 const configuration = (name: string, labels: Record<string, string>) => ({

@@ -14,7 +14,7 @@ import { startTestOperator } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { rawRequestTo, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
-import { apply, deleteIfExists, type KubeObject } from '../../src/kube/client.ts';
+import { apply, deleteIfExists, type KubeObject } from '../../src/apiserver/client.ts';
 import type { Operator } from '../../src/operator.ts';
 
 const NS = 'orpe-diff';

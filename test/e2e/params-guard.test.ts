@@ -9,7 +9,7 @@ import { cluster, kubectl } from '../support/cluster.ts';
 import { createConfigMap, ensureNamespace } from '../support/objects.ts';
 import { deleteSuite, getSuite } from '../support/suites.ts';
 import { eventually } from '../support/wait.ts';
-import { apply, deleteIfExists } from '../../src/kube/client.ts';
+import { apply, deleteIfExists } from '../../src/apiserver/client.ts';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
 
 const NS = 'params-guard-e2e';

@@ -12,7 +12,7 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { condition, createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { deployment, ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import { apply, deleteIfExists } from '../../src/kube/client.ts';
+import { apply, deleteIfExists } from '../../src/apiserver/client.ts';
 
 const NS = 'params-rbac-e2e';
 const SUITE = 'params-crd';

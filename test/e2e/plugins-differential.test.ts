@@ -18,7 +18,7 @@ import { startTestOperator } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { rawRequestTo, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
-import { apply } from '../../src/kube/client.ts';
+import { apply } from '../../src/apiserver/client.ts';
 import type { Operator } from '../../src/operator.ts';
 import { LookupNotReady, type LookupKind } from '../../src/handlers/handler.ts';
 import { API_VERSION, PLURAL, type RuleWithOperations, type WebhookSpec } from '../../src/api/types.ts';

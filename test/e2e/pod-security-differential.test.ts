@@ -25,7 +25,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { rawRequestTo, type RawResponse, type RequestOptions } from '../support/raw.ts';
 import { eventually, pool } from '../support/wait.ts';
 import { podSecurityFixtures, type PodSecurityFixture } from '../support/pod-security-fixtures.ts';
-import { apply, deleteIfExists, type Kube } from '../../src/kube/client.ts';
+import { apply, deleteIfExists, type Kube } from '../../src/apiserver/client.ts';
 import { webhookFullName } from '../../src/api/names.ts';
 import type { Operator } from '../../src/operator.ts';
 import type { RuleWithOperations } from '../../src/api/types.ts';

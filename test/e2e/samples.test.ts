@@ -13,7 +13,7 @@ import { deployment, ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { rawRequest } from '../support/raw.ts';
 import type { Operator } from '../../src/operator.ts';
-import { apply } from '../../src/kube/client.ts';
+import { apply } from '../../src/apiserver/client.ts';
 import { certificateRequestPem } from '../../src/certs/csr.ts';
 
 const NS = 'samples-e2e';

@@ -1,13 +1,13 @@
 /**
  * Writing an object under a name no one was seen to have, without reading it first: the names
- * come from a metadata-only watch (src/kube/names.ts), and the write is an apply without force
+ * come from a metadata-only watch (src/apiserver/names.ts), and the write is an apply without force
  * (applyNew), so an object someone made meanwhile is reported as theirs and left as it is.
  */
 import { expect } from 'chai';
 import { cluster, OPERATOR_NAMESPACE } from '../support/cluster.ts';
 import { eventually } from '../support/wait.ts';
-import { applyNew, deleteIfExists, ForeignObjectError, getObject, type KubeObject } from '../../src/kube/client.ts';
-import { watchTakenNames } from '../../src/kube/names.ts';
+import { applyNew, deleteIfExists, ForeignObjectError, getObject, type KubeObject } from '../../src/apiserver/client.ts';
+import { watchTakenNames } from '../../src/apiserver/names.ts';
 import { MANAGED_BY_LABELS } from '../../src/api/names.ts';
 import { logger } from '../../src/log.ts';
 

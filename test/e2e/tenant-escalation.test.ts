@@ -18,7 +18,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { rawRequestTo } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
-import { connect, deleteIfExists, type Kube } from '../../src/kube/client.ts';
+import { connect, deleteIfExists, type Kube } from '../../src/apiserver/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type PolicySpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/operator.ts';
 import { NAMESPACED } from '../../src/api/names.ts';

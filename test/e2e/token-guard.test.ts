@@ -10,7 +10,7 @@ import * as k8s from '@kubernetes/client-node';
 import { cluster, kubectl, operatorKubeConfig, OPERATOR_NAMESPACE } from '../support/cluster.ts';
 import { errorStatus } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import { apply, connect, deleteIfExists, type Kube, type KubeObject } from '../../src/kube/client.ts';
+import { apply, connect, deleteIfExists, type Kube, type KubeObject } from '../../src/apiserver/client.ts';
 import { service, webhookConfigurations } from '../../src/controller/desired.ts';
 import { DEFAULTS, type OperatorConfig } from '../../src/config.ts';
 import type { AdmissionSuite } from '../../src/api/types.ts';

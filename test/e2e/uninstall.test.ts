@@ -9,7 +9,7 @@ import { startTestOperator } from '../support/operator.ts';
 import { createSuite, waitForCondition } from '../support/suites.ts';
 import { eventually } from '../support/wait.ts';
 import { installForLocalRun } from '../../src/local/install.ts';
-import { isNotFound } from '../../src/kube/client.ts';
+import { isNotFound } from '../../src/apiserver/client.ts';
 
 const managed = 'app.kubernetes.io/managed-by=portcullis';
 

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import * as k8s from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane } from '../../src/local/controlplane.ts';
 import { installForLocalRun } from '../../src/local/install.ts';
-import { connect, type Kube } from '../../src/kube/client.ts';
+import { connect, type Kube } from '../../src/apiserver/client.ts';
 import { OPERATOR_NAME } from '../../src/api/names.ts';
 import { PORTCULLIS_SIDE_DISABLED } from './reference.ts';
 

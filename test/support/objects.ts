@@ -1,6 +1,6 @@
 /** Small verbs on plain objects in the test cluster: namespaces, ConfigMaps, errors as the API server returned them. */
 import * as k8s from '@kubernetes/client-node';
-import { apply } from '../../src/kube/client.ts';
+import { apply } from '../../src/apiserver/client.ts';
 import { cluster } from './cluster.ts';
 
 export async function ensureNamespace(name: string, labels: Record<string, string> = {}): Promise<void> {

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { DEFAULT_DISABLED_PLUGINS, startControlPlane, type ControlPlane } from '../../src/local/controlplane.ts';
-import { connect, type Kube } from '../../src/kube/client.ts';
+import { connect, type Kube } from '../../src/apiserver/client.ts';
 /** As cluster.ts' kubectl answers (not imported from there: cluster.ts imports this file). */
 interface CommandResult {
   code: number;

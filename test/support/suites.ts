@@ -1,6 +1,6 @@
 /** Creating, reading and deleting AdmissionSuites in the test cluster, and waiting on their conditions. */
 import { GROUP, PLURAL, VERSION, type AdmissionSuite, type Condition, type SuiteSpec } from '../../src/api/types.ts';
-import { deleteIfExists, getObject, isNotFound, type KubeObject } from '../../src/kube/client.ts';
+import { deleteIfExists, getObject, isNotFound, type KubeObject } from '../../src/apiserver/client.ts';
 import { configurationName } from '../../src/api/names.ts';
 import { cluster } from './cluster.ts';
 import { eventually } from './wait.ts';

@@ -1,11 +1,11 @@
 /**
- * The review's answer as text (src/admission/review.ts encodeReviewText): a plain allow is written
+ * The review's answer as text (src/admission/review-codec.ts encodeReviewText): a plain allow is written
  * from a template, every other decision through encodeReview and JSON.stringify. The API server
  * reads either; here both must be the same text, whatever the uid holds.
  */
 import { expect } from 'chai';
-import { denied, errored, type Decision } from '../../src/api/review.ts';
-import { encodeReview, encodeReviewText } from '../../src/admission/review.ts';
+import { denied, errored, type Decision } from '../../src/api/admission-review.ts';
+import { encodeReview, encodeReviewText } from '../../src/admission/review-codec.ts';
 import { seededRandom } from '../support/random.ts';
 
 const VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'];

@@ -10,7 +10,7 @@
 import { expect } from 'chai';
 import { PolicyRegistry } from '../../src/registry/policies.ts';
 import { TenantPool } from '../../src/admission/threads/tenants.ts';
-import { followedFailurePolicy, type Decision } from '../../src/api/review.ts';
+import { followedFailurePolicy, type Decision } from '../../src/api/admission-review.ts';
 import type { AdmissionPolicy, PolicySpec } from '../../src/api/types.ts';
 import type { ParamsSource } from '../../src/registry/compile.ts';
 import type { Authorizer } from '../../src/api/authorization.ts';

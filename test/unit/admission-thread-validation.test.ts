@@ -15,7 +15,7 @@ import type { AdmissionPolicy, AdmissionSuite, WebhookSpec } from '../../src/api
 import { CertificateStore } from '../../src/certs/store.ts';
 import { createCA, issueLeaf, type IssuedCertificate } from '../../src/certs/x509.ts';
 import { Metrics } from '../../src/health/metrics.ts';
-import { FRESH_MS, PATHS_KEY, type SchemaChange } from '../../src/kube/openapi-state.ts';
+import { FRESH_MS, PATHS_KEY, type SchemaChange } from '../../src/apiserver/openapi-state.ts';
 import { logger } from '../../src/log.ts';
 import { PolicyRegistry } from '../../src/registry/policies.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';

@@ -23,8 +23,8 @@ import type { AdmissionSuite } from '../../src/api/types.ts';
 import type { AuthorizationAttributes } from '../../src/api/authorization.ts';
 import type { ClusterView } from '../../src/handlers/handler.ts';
 import type { ParamsSource } from '../../src/registry/compile.ts';
-import type { ParamsChange } from '../../src/kube/objects.ts';
-import type { LookupChange } from '../../src/kube/lookups.ts';
+import type { ParamsChange } from '../../src/apiserver/params-watches.ts';
+import type { LookupChange } from '../../src/apiserver/lookups.ts';
 import { fixtures } from '../fixtures/reviews.ts';
 
 const SERVER_NAME = 'portcullis-guards.portcullis-system.svc';

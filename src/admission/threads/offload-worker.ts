@@ -6,7 +6,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { MainQuestions } from './main-questions.ts';
-import { followedFailurePolicy } from '../../api/review.ts';
+import { followedFailurePolicy } from '../../api/admission-review.ts';
 import { LookupNotReady, type ClusterView } from '../../handlers/handler.ts';
 import type { ParamsSource } from '../../registry/compile.ts';
 import { SuiteRegistry } from '../../registry/registry.ts';

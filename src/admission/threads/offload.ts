@@ -16,7 +16,7 @@ import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { workerEntry } from '../../app-files.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
-import { markFailed, type AdmissionRequest, type Decision } from '../../api/review.ts';
+import { markFailed, type AdmissionRequest, type Decision } from '../../api/admission-review.ts';
 import type { AdmissionSuite, ParamsRef } from '../../api/types.ts';
 import type { ParamsSelection } from '../../api/params.ts';
 import { LookupNotReady, type ClusterView, type LookupKind } from '../../handlers/handler.ts';

@@ -1,5 +1,5 @@
 /**
- * The admission thread's copy of what the main thread's OpenApiSchemas read (src/kube/openapi.ts,
+ * The admission thread's copy of what the main thread's OpenApiSchemas read (src/apiserver/openapi.ts,
  * told as SchemaChanges), from which the thread type-checks the suites and policies being applied
  * (the suite-validation webhook) as the main thread would: a read is answered from only as long as
  * the main thread would reuse it (FRESH_MS from when it was asked), and what the copy cannot answer
@@ -22,7 +22,7 @@ import {
   type OpenApiSchema,
   type ResourceList,
   type SchemaChange,
-} from '../../kube/openapi-state.ts';
+} from '../../apiserver/openapi-state.ts';
 
 interface Read<T> {
   at: number;

@@ -8,7 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { MainQuestions } from './main-questions.ts';
-import { followedFailurePolicy } from '../../api/review.ts';
+import { followedFailurePolicy } from '../../api/admission-review.ts';
 import type { ClusterView } from '../../handlers/handler.ts';
 import { LookupNotReady } from '../../handlers/handler.ts';
 import type { ParamsSource } from '../../registry/compile.ts';

@@ -21,7 +21,7 @@
 import { Worker } from 'node:worker_threads';
 import { workerEntry } from '../../app-files.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
-import { errored, markFailed, type AdmissionRequest, type Decision } from '../../api/review.ts';
+import { errored, markFailed, type AdmissionRequest, type Decision } from '../../api/admission-review.ts';
 import type { AdmissionPolicy, ParamsRef, WebhookType } from '../../api/types.ts';
 import type { FieldError } from '../../api/validate.ts';
 import type { ParamsSelection } from '../../api/params.ts';

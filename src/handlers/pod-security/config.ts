@@ -7,7 +7,7 @@
  * policy). Pure; the request flow is the handler's.
  */
 import { ConfigReader, isPlainObject } from '../config.ts';
-import { readSelector, selects, type LabelSelector as Selector } from '../../k8s/selectors.ts';
+import { readSelector, selects, type LabelSelector as Selector } from '../../kubernetes/selectors.ts';
 import { LATEST, MODES, parseLevel, parseVersion, type Policy } from './levels.ts';
 
 export interface NamespacePolicy {

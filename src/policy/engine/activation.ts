@@ -1,5 +1,5 @@
 /** The CEL activation of one request, as VAP builds it: object, oldObject, request, params, variables. */
-import type { AdmissionRequest } from '../../api/review.ts';
+import type { AdmissionRequest } from '../../api/admission-review.ts';
 import type { Program } from '../celjs/program.ts';
 import { CONVERT, toCel, type IntsInPlace } from '../values/convert.ts';
 import { celErrorText } from './errors.ts';

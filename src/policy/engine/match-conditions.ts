@@ -8,7 +8,7 @@
  * configuration holds is the controller's, what a skipped or failed policy answers is rules.ts's.
  */
 import type { FailurePolicy, MatchCondition, WebhookSpec } from '../../api/types.ts';
-import type { AdmissionRequest } from '../../api/review.ts';
+import type { AdmissionRequest } from '../../api/admission-review.ts';
 import { compile } from './environment.ts';
 import type { Program } from '../celjs/program.ts';
 import type { RawNode } from '../celjs/walk.ts';

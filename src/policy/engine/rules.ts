@@ -4,7 +4,7 @@
  */
 import jsonpatch from 'fast-json-patch';
 import type { FailurePolicy, JsonPatchOperation, Reason, ValidationAction, WebhookSpec } from '../../api/types.ts';
-import { allowed, denied, errored, patched, type AdmissionRequest, type Decision } from '../../api/review.ts';
+import { allowed, denied, errored, patched, type AdmissionRequest, type Decision } from '../../api/admission-review.ts';
 import { compile } from './environment.ts';
 import { CompileError, firstLine, type Program } from '../celjs/program.ts';
 import { celErrorText, celTypeName } from './errors.ts';

@@ -11,7 +11,7 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { authorizationUser, type AuthorizationAttributes, type AuthorizationDecision, type AuthorizationUser } from '../../api/authorization.ts';
-import type { AdmissionRequest } from '../../api/review.ts';
+import type { AdmissionRequest } from '../../api/admission-review.ts';
 import { charge, CostLimitError } from '../cost/meter.ts';
 import { celError } from '../celjs/values.ts';
 

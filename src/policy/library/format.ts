@@ -2,12 +2,12 @@
  * Kubernetes' format library (apiserver pkg/cel/library/format.go): the named formats
  * `format.dns1123Label()`, `format.dns1123Subdomain()`, ... and `format.named(name)`, each with
  * `validate(string)`, which gives optional.none() for a valid string and otherwise
- * optional.of(the list of problems), worded as apimachinery's validation functions word them (src/k8s/validation.ts).
+ * optional.of(the list of problems), worded as apimachinery's validation functions word them (src/kubernetes/validation.ts).
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { Optional } from '../celjs/values.ts';
 import { parseRequestURI } from '../go/url.ts';
-import { byteLength, isDNS1035Label, isDNS1123Label, isDNS1123Subdomain, isLabelValue, isQualifiedName, maskTrailingDash, maxLenChars } from '../../k8s/validation.ts';
+import { byteLength, isDNS1035Label, isDNS1123Label, isDNS1123Subdomain, isLabelValue, isQualifiedName, maskTrailingDash, maxLenChars } from '../../kubernetes/validation.ts';
 
 /** A CEL `kubernetes.NamedFormat` value. */
 export class NamedFormat {

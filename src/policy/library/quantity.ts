@@ -2,12 +2,12 @@
  * Kubernetes' quantity library (apiserver pkg/cel/library/quantity.go): quantity(),
  * isQuantity(), sign(), compareTo, isLessThan, isGreaterThan, add and sub (with a quantity or an
  * int), asInteger, isInteger, asApproximateFloat. The CEL face only: parsing and arithmetic are
- * apimachinery's, ported in src/k8s/quantity.ts (Go's representation, exact values).
+ * apimachinery's, ported in src/kubernetes/quantity.ts (Go's representation, exact values).
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celError } from '../celjs/values.ts';
 import { COST_SIZE } from '../cost/calls.ts';
-import { compare, goQuantityAdd, goQuantityApproximate, goQuantityAsInt64, goQuantityNegate, goQuantitySign, goQuantityValue, parseGoQuantity, QuantityError, type GoQuantity } from '../../k8s/quantity.ts';
+import { compare, goQuantityAdd, goQuantityApproximate, goQuantityAsInt64, goQuantityNegate, goQuantitySign, goQuantityValue, parseGoQuantity, QuantityError, type GoQuantity } from '../../kubernetes/quantity.ts';
 
 /** A CEL `kubernetes.Quantity` value. */
 export class QuantityValue {

@@ -7,9 +7,9 @@
  * whose schema has no type (x-kubernetes-preserve-unknown-fields alone) is not exposed, and an
  * object with x-kubernetes-preserve-unknown-fields exposes only its declared properties, as in the
  * API server. Type names follow DeclType.MaybeAssignTypeName (`<root>.<field>`, `.@idx`, `.@elem`; see LIST_ELEMENT).
- * Pure: the schemas come from src/kube/openapi.ts; registering the types is check.ts's.
+ * Pure: the schemas come from src/apiserver/openapi.ts; registering the types is check.ts's.
  */
-import { CEL_RESERVED } from '../../k8s/validation.ts';
+import { CEL_RESERVED } from '../../kubernetes/validation.ts';
 
 /** The parts of an OpenAPI v3 schema the conversion reads. */
 export interface OpenApiSchema {

@@ -309,7 +309,7 @@ describe('the operator: least privilege, from the audit log', function () {
   });
 
   it("a Service or configuration someone else holds under a suite's name is read, reported as a Conflict, and left alone", async function () {
-    // A name no one holds is written without a read (src/kube/names.ts); a held one is read to say whose it is.
+    // A name no one holds is written without a read (src/apiserver/names.ts); a held one is read to say whose it is.
     const foreign = [
       { suite: 'rbac-foreign-svc', type: 'Validating', object: { apiVersion: 'v1', kind: 'Service', metadata: { name: 'portcullis-rbac-foreign-svc', namespace: OPERATOR_NS }, spec: { ports: [{ port: 8443 }], selector: { app: 'theirs' } } } },
       ...(['Validating', 'Mutating'] as const).map((type) => ({

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { liveResults, shadowed } from '../../../src/audit/live.ts';
-import type { AdmissionRequest, Decision } from '../../../src/api/review.ts';
+import type { AdmissionRequest, Decision } from '../../../src/api/admission-review.ts';
 
 const request = (extra: Partial<AdmissionRequest> = {}): AdmissionRequest => ({
   uid: 'u',

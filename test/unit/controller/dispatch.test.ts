@@ -5,7 +5,7 @@ import { CA_WAIT_MS, dispatcher, kindOf } from '../../../src/controller/dispatch
 import { ORPHANS_KEY } from '../../../src/controller/orphans.ts';
 import { SELF_KEY } from '../../../src/controller/self.ts';
 import { NAMESPACED_KEY } from '../../../src/controller/namespaced.ts';
-import { NotLeaderError } from '../../../src/kube/client.ts';
+import { NotLeaderError } from '../../../src/apiserver/client.ts';
 
 describe('controller/dispatch', function () {
   function setup(fail?: Error) {

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import { alwaysPullImages } from '../../../src/handlers/always-pull-images.ts';
 import { EMPTY_VIEW } from '../../../src/handlers/handler.ts';
-import type { AdmissionRequest } from '../../../src/api/review.ts';
+import type { AdmissionRequest } from '../../../src/api/admission-review.ts';
 import { fixtures, requestOf } from '../../fixtures/reviews.ts';
 
 function podUpdate(oldImages: string[], newImages: string[]): AdmissionRequest {

@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../../../src/api/authorization.ts';
 import type { AdmissionSuite } from '../../../src/api/types.ts';
-import type { AdmissionRequest, Decision } from '../../../src/api/review.ts';
+import type { AdmissionRequest, Decision } from '../../../src/api/admission-review.ts';
 import { compileSuite } from '../../../src/registry/compile.ts';
 import { certificateRequestPem } from '../../../src/certs/csr.ts';
 

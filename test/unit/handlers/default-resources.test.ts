@@ -7,9 +7,9 @@
  */
 import { expect } from 'chai';
 import { containerDefaults, defaultResources, LIMIT_RANGER_ANNOTATION, type LimitRangeItem } from '../../../src/handlers/default-resources.ts';
-import type { Decision } from '../../../src/api/review.ts';
+import type { Decision } from '../../../src/api/admission-review.ts';
 import { requestFor } from '../../fixtures/reviews.ts';
-import { compare, formatQuantity, parseQuantity, ratioString } from '../../../src/k8s/quantity.ts';
+import { compare, formatQuantity, parseQuantity, ratioString } from '../../../src/kubernetes/quantity.ts';
 import { applied, suiteErrors } from '../../fixtures/patch.ts';
 import { viewOf } from '../../fixtures/views.ts';
 

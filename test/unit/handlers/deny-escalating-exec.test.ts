@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { denyEscalatingExec, type DenyEscalatingExecConfig } from '../../../src/handlers/deny-escalating-exec.ts';
 import { LookupNotReady, type ClusterView } from '../../../src/handlers/handler.ts';
-import type { AdmissionRequest } from '../../../src/api/review.ts';
+import type { AdmissionRequest } from '../../../src/api/admission-review.ts';
 import type { AdmissionSuite, WebhookSpec } from '../../../src/api/types.ts';
 import { compileSuite } from '../../../src/registry/compile.ts';
 import { ruleMatches } from '../../../src/registry/match.ts';

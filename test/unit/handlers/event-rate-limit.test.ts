@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { eventRateLimit, eventRateLimitWithClock, keyOf, TokenBucket, type EventRateLimitConfig } from '../../../src/handlers/event-rate-limit.ts';
 import { EMPTY_VIEW } from '../../../src/handlers/handler.ts';
 import { findHandler } from '../../../src/handlers/registry.ts';
-import type { AdmissionRequest } from '../../../src/api/review.ts';
+import type { AdmissionRequest } from '../../../src/api/admission-review.ts';
 import { suiteErrors } from '../../fixtures/patch.ts';
 
 interface Rq {

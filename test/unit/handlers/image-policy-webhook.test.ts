@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import type { AdmissionSuite, WebhookType } from '../../../src/api/types.ts';
-import type { AdmissionRequest, Decision } from '../../../src/api/review.ts';
+import type { AdmissionRequest, Decision } from '../../../src/api/admission-review.ts';
 import { compileSuite } from '../../../src/registry/compile.ts';
 import { FAILED_OPEN_ANNOTATION } from '../../../src/handlers/image-policy-webhook.ts';
 import { requestFor, pod } from '../../fixtures/reviews.ts';

@@ -15,7 +15,7 @@ import { suiteErrors } from '../../fixtures/patch.ts';
 import { pod, requestFor } from '../../fixtures/reviews.ts';
 import { namespace, viewOf } from '../../fixtures/views.ts';
 import { podSecurityFixtures } from '../../support/pod-security-fixtures.ts';
-import type { AdmissionRequest } from '../../../src/api/review.ts';
+import type { AdmissionRequest } from '../../../src/api/admission-review.ts';
 
 const L = (mode: string) => `pod-security.kubernetes.io/${mode}`;
 const config = (raw: Record<string, unknown> = {}): PodSecurityConfig => {

@@ -9,7 +9,7 @@ import { AuditResults, type ObjectRef } from '../../../src/audit/results.ts';
 import { AuditScanner } from '../../../src/audit/scanner.ts';
 import type { AuditTarget, CheckResult } from '../../../src/audit/targets.ts';
 import type { ReportWriter } from '../../../src/audit/writer.ts';
-import type { Kube } from '../../../src/kube/client.ts';
+import type { Kube } from '../../../src/apiserver/client.ts';
 import { componentLogger } from '../../../src/log.ts';
 import { Metrics, type AuditReading } from '../../../src/health/metrics.ts';
 import { parseExposition, sampleValue } from '../../support/prometheus.ts';

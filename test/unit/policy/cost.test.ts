@@ -11,7 +11,7 @@ import { COST_BUDGET_MESSAGE, COST_LIMIT_MESSAGE, meter, PER_CALL_LIMIT, RUNTIME
 import { toCel } from '../../../src/policy/values/convert.ts';
 import { requestAttributes } from '../../../src/policy/engine/activation.ts';
 import type { AdmissionSuite, WebhookSpec } from '../../../src/api/types.ts';
-import type { AdmissionRequest } from '../../../src/api/review.ts';
+import type { AdmissionRequest } from '../../../src/api/admission-review.ts';
 import { SuiteRegistry } from '../../../src/registry/registry.ts';
 import { benchSuite, podReview } from '../../../bench/fixtures.ts';
 import { fixtures, requestOf } from '../../fixtures/reviews.ts';

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { compileSuite, type ParamsSource } from '../../../src/registry/compile.ts';
 import { PARAMS_ERRORS } from '../../../src/api/params.ts';
 import type { AdmissionSuite, WebhookSpec } from '../../../src/api/types.ts';
-import type { Decision } from '../../../src/api/review.ts';
+import type { Decision } from '../../../src/api/admission-review.ts';
 import { requestFor } from '../../fixtures/reviews.ts';
 
 const limits = (max: string, name = `max-${max}`) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'team-a' }, data: { max } });

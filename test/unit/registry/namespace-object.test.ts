@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { compileSuite } from '../../../src/registry/compile.ts';
 import type { ClusterView } from '../../../src/handlers/handler.ts';
 import type { AdmissionSuite, WebhookSpec } from '../../../src/api/types.ts';
-import type { Decision } from '../../../src/api/review.ts';
+import type { Decision } from '../../../src/api/admission-review.ts';
 import { requestFor } from '../../fixtures/reviews.ts';
 
 function compiled(spec: Partial<WebhookSpec>) {

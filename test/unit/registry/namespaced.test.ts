@@ -9,7 +9,7 @@ import { PolicyRegistry } from '../../../src/registry/policies.ts';
 import { namespacedWebhook } from '../../../src/registry/namespaced.ts';
 import type { AdmissionPolicy, PolicySpec } from '../../../src/api/types.ts';
 import type { PolicyLimits } from '../../../src/api/validate.ts';
-import type { Decision } from '../../../src/api/review.ts';
+import type { Decision } from '../../../src/api/admission-review.ts';
 import { requestFor } from '../../fixtures/reviews.ts';
 import { applied } from '../../fixtures/patch.ts';
 

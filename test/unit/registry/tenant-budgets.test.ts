@@ -14,7 +14,7 @@ import { evaluationTotals } from '../../../src/policy/engine/rules.ts';
 import { COST_BUDGET_MESSAGE } from '../../../src/policy/cost/meter.ts';
 import type { AdmissionPolicy, PolicySpec } from '../../../src/api/types.ts';
 import type { PolicyLimits } from '../../../src/api/validate.ts';
-import type { AdmissionRequest, Decision } from '../../../src/api/review.ts';
+import type { AdmissionRequest, Decision } from '../../../src/api/admission-review.ts';
 import { requestFor } from '../../fixtures/reviews.ts';
 import { verifyCompiled } from '../../support/compiled-differential.ts';
 

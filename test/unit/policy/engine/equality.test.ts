@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { compile } from '../../../../src/policy/engine/environment.ts';
 import { celErrorText } from '../../../../src/policy/engine/errors.ts';
 import { compileRules } from '../../../../src/policy/engine/rules.ts';
-import type { AdmissionRequest, Decision } from '../../../../src/api/review.ts';
+import type { AdmissionRequest, Decision } from '../../../../src/api/admission-review.ts';
 
 const object = { data: { a: 'x' }, list: [{ n: 'a' }] };
 function outcome(expression: string): unknown {

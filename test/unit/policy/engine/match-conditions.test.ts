@@ -10,7 +10,7 @@ import { webhookConfigurations } from '../../../../src/controller/desired.ts';
 import { SELF_PROTECTION_CONDITION } from '../../../../src/api/self-protection.ts';
 import { validateSpec } from '../../../../src/api/validate.ts';
 import type { AdmissionSuite, FailurePolicy, WebhookSpec } from '../../../../src/api/types.ts';
-import type { AdmissionRequest, Decision } from '../../../../src/api/review.ts';
+import type { AdmissionRequest, Decision } from '../../../../src/api/admission-review.ts';
 import { compileRules } from '../../../../src/policy/engine/rules.ts';
 import type { OperatorConfig } from '../../../../src/config.ts';
 

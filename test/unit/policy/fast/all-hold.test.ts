@@ -10,7 +10,7 @@ import { compileRules, evaluationTotals } from '../../../../src/policy/engine/ru
 import { allHoldCheck } from '../../../../src/policy/fast/all-hold.ts';
 import { closeBudget, meter, openBudget } from '../../../../src/policy/cost/meter.ts';
 import type { WebhookSpec } from '../../../../src/api/types.ts';
-import type { AdmissionRequest } from '../../../../src/api/review.ts';
+import type { AdmissionRequest } from '../../../../src/api/admission-review.ts';
 import { buildActivation } from '../../../../src/policy/engine/activation.ts';
 import { ActivationReads } from '../../../../src/policy/values/reads.ts';
 import { IntsInPlace } from '../../../../src/policy/values/convert.ts';

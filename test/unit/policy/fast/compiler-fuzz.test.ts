@@ -12,7 +12,7 @@ import { verification } from '../../../support/compiled-differential.ts';
 import { buildActivation } from '../../../../src/policy/engine/activation.ts';
 import { ActivationReads } from '../../../../src/policy/values/reads.ts';
 import { IntsInPlace } from '../../../../src/policy/values/convert.ts';
-import type { AdmissionRequest } from '../../../../src/api/review.ts';
+import type { AdmissionRequest } from '../../../../src/api/admission-review.ts';
 import { seededRandom } from '../../../support/random.ts';
 
 const KEYS = ['a', 'b', 'name', 'x-y', 'constructor', '__proto__', 'é'];

@@ -17,7 +17,7 @@ import { IntsInPlace, toCel } from '../../../../src/policy/values/convert.ts';
 import { buildActivation } from '../../../../src/policy/engine/activation.ts';
 import { ActivationReads } from '../../../../src/policy/values/reads.ts';
 import { compileRules } from '../../../../src/policy/engine/rules.ts';
-import type { AdmissionRequest } from '../../../../src/api/review.ts';
+import type { AdmissionRequest } from '../../../../src/api/admission-review.ts';
 
 const program = (expression: string) => compile(expression, 'f', [], { params: true });
 const activation = (object: unknown) => ({ object: toCel(object), oldObject: null, params: null, namespaceObject: null, request: toCel({ operation: 'CREATE', userInfo: { username: 'alice' } }), variables: {} });

@@ -11,11 +11,11 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { compileRules } from '../../../../src/policy/engine/rules.ts';
 import { CompileError } from '../../../../src/policy/celjs/program.ts';
 import { COST_LIMIT_MESSAGE } from '../../../../src/policy/cost/meter.ts';
-import { CachingAuthorizer, SubjectAccessReviewer, subjectAccessReview } from '../../../../src/kube/authorizer.ts';
+import { CachingAuthorizer, SubjectAccessReviewer, subjectAccessReview } from '../../../../src/apiserver/authorizer.ts';
 import { compileSuite } from '../../../../src/registry/compile.ts';
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../../../../src/api/authorization.ts';
 import type { FailurePolicy, WebhookSpec } from '../../../../src/api/types.ts';
-import type { AdmissionRequest, Decision } from '../../../../src/api/review.ts';
+import type { AdmissionRequest, Decision } from '../../../../src/api/admission-review.ts';
 import { fixtures, requestOf } from '../../../fixtures/reviews.ts';
 
 const rule = [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];

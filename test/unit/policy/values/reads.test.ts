@@ -4,7 +4,7 @@ import { compile } from '../../../../src/policy/engine/environment.ts';
 import { ActivationReads, type Reads } from '../../../../src/policy/values/reads.ts';
 import { buildActivation } from '../../../../src/policy/engine/activation.ts';
 import { IntsInPlace } from '../../../../src/policy/values/convert.ts';
-import type { AdmissionRequest } from '../../../../src/api/review.ts';
+import type { AdmissionRequest } from '../../../../src/api/admission-review.ts';
 
 const program = (expression: string) => compile(expression, 'f', [], { params: false, mixedLiterals: true });
 const readsOf = (...expressions: string[]) => new ActivationReads(expressions.map(program));

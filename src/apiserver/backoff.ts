@@ -1,7 +1,7 @@
 /**
  * The one retry delay of the operator: capped exponential backoff with jitter (three quarters to
  * five quarters of the step), so many failing watches or reconciles never retry in step. Used by
- * the watches (src/kube/watch.ts) and the work queue (src/controller/queue.ts); knows nothing of either.
+ * the watches (src/apiserver/watch.ts) and the work queue (src/controller/queue.ts); knows nothing of either.
  */
 
 export interface BackoffPolicy {

@@ -1,5 +1,5 @@
 /** Decoding an AdmissionReview request and encoding the response for a Decision. */
-import type { AdmissionRequest, AdmissionResponse, AdmissionReview, Decision } from '../api/review.ts';
+import type { AdmissionRequest, AdmissionResponse, AdmissionReview, Decision } from '../api/admission-review.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 
 export const REVIEW_VERSIONS = new Set(['admission.k8s.io/v1', 'admission.k8s.io/v1beta1']);
