@@ -8,7 +8,7 @@ import { appFile } from './app-files.ts';
 import { parseCommandLine } from './config.ts';
 import { clusterConfigured, loadKubeConfig } from './apiserver/client.ts';
 import { configureLogging, logger } from './log.ts';
-import { startOperator } from './operator.ts';
+import { startOperator } from './manager/operator.ts';
 import { tuneHeapForAdmission } from './admission/v8-tuning.ts';
 
 async function main(): Promise<void> {

@@ -3,7 +3,7 @@
  * (a suite's or policy's targets are built again when its generation changes, and dropped when it
  * goes or stops being served), runs the scanner only while this replica leads, and answers what
  * status says of each (`status.audit`), asking for the status write when that changes. The
- * operator wires it (src/operator.ts); it owns no watch of suites or policies itself.
+ * operator wires it (src/manager/operator.ts); it owns no watch of suites or policies itself.
  */
 import type { AdmissionPolicy, AdmissionSuite, AuditStatus, SuiteStatus } from '../api/types.ts';
 import type { PolicyLimits } from '../api/validate.ts';

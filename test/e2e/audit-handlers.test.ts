@@ -11,7 +11,7 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { createSuite, deleteSuite } from '../support/suites.ts';
 import { createConfigMap, ensureNamespace } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const NS = 'audit-handlers';
 const SUITE = 'audit-labels';

@@ -17,7 +17,7 @@ import { deleteIfExists } from '../../src/apiserver/client.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { NAMESPACED } from '../../src/api/names.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type SuiteSpec } from '../../src/api/types.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const NS = 'audit-metrics-e2e';
 const SUITE = 'audit-metrics';

@@ -18,7 +18,7 @@ import { createConfigMap, ensureNamespace } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { apply, connect, deleteIfExists } from '../../src/apiserver/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type SuiteSpec } from '../../src/api/types.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const NS = 'audit-e2e';
 const OTHER = 'audit-e2e-other';

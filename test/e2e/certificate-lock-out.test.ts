@@ -11,7 +11,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { rawRequest } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { certificateRequestPem } from '../../src/certs/csr.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const SUITE = 'csr-lock-out';
 

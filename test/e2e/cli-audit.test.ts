@@ -31,7 +31,7 @@ import { installForLocalRun } from '../../src/local/install.ts';
 import { apply, connect, deleteIfExists, type Kube } from '../../src/apiserver/client.ts';
 import { GROUP, PLURAL, POLICY_PLURAL, VERSION } from '../../src/api/types.ts';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const NS = 'cli-audit-e2e';
 const OTHER = 'cli-audit-e2e-other';

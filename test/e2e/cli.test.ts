@@ -18,7 +18,7 @@ import { eventually } from '../support/wait.ts';
 import { runCli } from '../support/cli.ts';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
 import { GROUP, PLURAL, VERSION } from '../../src/api/types.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const NS = 'cli-e2e';
 const configmaps = [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];

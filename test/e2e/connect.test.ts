@@ -17,7 +17,7 @@ import { ensureNamespace } from '../support/objects.ts';
 import { rawRequest, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { isNotFound } from '../../src/apiserver/client.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import type { LabelSelector, RuleWithOperations } from '../../src/api/types.ts';
 
 const NS = { dev: 'connect-dev', prod: 'connect-prod' };

@@ -20,7 +20,7 @@ import { eventually } from '../support/wait.ts';
 import { apply, deleteIfExists, type KubeObject } from '../../src/apiserver/client.ts';
 import { webhookFullName } from '../../src/api/names.ts';
 import { API_VERSION, GROUP, PLURAL, VERSION } from '../../src/api/types.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import type { WebhookSpec } from '../../src/api/types.ts';
 import { AUTHZ_USER, POLICIES, UNAUTHORIZED_ROW, type PolicyRow, type Step } from './differential/policies.ts';
 

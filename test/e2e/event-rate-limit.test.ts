@@ -13,7 +13,7 @@ import { ensureNamespace } from '../support/objects.ts';
 import { rawRequest, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { apply, isNotFound } from '../../src/apiserver/client.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import type { LabelSelector, RuleWithOperations } from '../../src/api/types.ts';
 
 const NS = { a: 'erl-a', b: 'erl-b', users: 'erl-users' };

@@ -11,7 +11,7 @@ import { condition, createSuite, deleteSuite, deleteSuiteObject, getSuite, waitF
 import { eventually } from '../support/wait.ts';
 import { getObject, type KubeObject } from '../../src/apiserver/client.ts';
 import { deployment, errorStatus } from '../support/objects.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import type { SuiteSpec } from '../../src/api/types.ts';
 
 const NS = 'foundation-e2e';

@@ -36,7 +36,7 @@ import { quantile } from '../../bench/stats.ts';
 import { buildApp } from '../../tools/build.ts';
 import { OPERATOR_NODE_FLAGS } from '../../src/admission/v8-tuning.ts';
 import { spawnOperator, type OperatorProcess } from '../support/process.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import type { HandlerRef, LabelSelector, SuiteSpec, WebhookSpec } from '../../src/api/types.ts';
 
 const run = promisify(execFile);

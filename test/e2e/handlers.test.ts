@@ -13,7 +13,7 @@ import { createSuite, deleteSuite, getSuite, waitForCondition } from '../support
 import { refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { apply, isNotFound } from '../../src/apiserver/client.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import type { LabelSelector, RuleWithOperations, SuiteSpec } from '../../src/api/types.ts';
 
 const NS = {

@@ -20,7 +20,7 @@ import { eventually } from '../support/wait.ts';
 import { BREAK_GLASS, startImageReviewBackend, type BackendMode, type ImageReviewBackend } from '../support/image-review-backend.ts';
 import { apply } from '../../src/apiserver/client.ts';
 import { DEFAULT_DISABLED_PLUGINS } from '../../src/local/controlplane.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const NS = 'ipw-diff';
 const LABEL = { 'ipw-diff': 'yes' };

@@ -9,7 +9,7 @@ import { startTestOperator } from '../support/operator.ts';
 import { createSuite, deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { createConfigMap, ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const SUITE = 'outage';
 const NS = 'outage-e2e';

@@ -14,7 +14,7 @@ import { GROUP, PLURAL, VERSION } from '../../src/api/types.ts';
 import { getObject, type KubeObject } from '../../src/apiserver/client.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { readCertificate } from '../../src/certs/x509.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const SUITE = 'late-server';
 const configHeader = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: `portcullis-${SUITE}` } };

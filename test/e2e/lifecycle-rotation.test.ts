@@ -10,7 +10,7 @@ import { cluster, OPERATOR_NAMESPACE } from '../support/cluster.ts';
 import { startTestOperator } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { ensureNamespace, errorStatus } from '../support/objects.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import { deleteIfExists } from '../../src/apiserver/client.ts';
 
 const SUITE = 'rotating';

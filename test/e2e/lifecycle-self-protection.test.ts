@@ -10,7 +10,7 @@ import { createSuite, deleteSuite, getSuite, waitForCondition } from '../support
 import { createConfigMap, ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { getObject } from '../../src/apiserver/client.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import { API_VERSION, GROUP, PLURAL, VERSION } from '../../src/api/types.ts';
 
 const SUITE = 'match-everything';

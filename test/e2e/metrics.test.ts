@@ -14,7 +14,7 @@ import { eventually } from '../support/wait.ts';
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { parseExposition, sampleValue, scrape, type Family } from '../support/prometheus.ts';
 import { freePort } from '../../src/local/ports.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import type { SuiteSpec } from '../../src/api/types.ts';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
 

@@ -12,7 +12,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { isNotFound } from '../../src/apiserver/client.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import type { WebhookSpec } from '../../src/api/types.ts';
 
 const NS = 'mutations-e2e';

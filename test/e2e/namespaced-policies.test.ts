@@ -19,7 +19,7 @@ import { eventually } from '../support/wait.ts';
 import { connect, deleteIfExists, isNotFound, type Kube } from '../../src/apiserver/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type PolicySpec } from '../../src/api/types.ts';
 import { NAMESPACED } from '../../src/api/names.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const TEAM = 'nspol-team';
 const OTHER = 'nspol-other';

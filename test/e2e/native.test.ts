@@ -14,7 +14,7 @@ import { eventually } from '../support/wait.ts';
 import { getObject, type KubeObject } from '../../src/apiserver/client.ts';
 import { configurationName, webhookFullName } from '../../src/api/names.ts';
 import { API_VERSION, GROUP, PLURAL, VERSION, type SuiteSpec, type WebhookSpec } from '../../src/api/types.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const NS = 'native-e2e';
 const LABEL = 'native-e2e';

@@ -10,7 +10,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { eventually } from '../support/wait.ts';
 import { MANAGED_BY_LABELS, SUITE_LABEL } from '../../src/api/names.ts';
 import { apply, getObject } from '../../src/apiserver/client.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const configuration = (name: string, labels: Record<string, string>) => ({
   apiVersion: 'admissionregistration.k8s.io/v1',

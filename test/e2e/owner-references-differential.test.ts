@@ -15,7 +15,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { rawRequestTo, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { apply, deleteIfExists, type KubeObject } from '../../src/apiserver/client.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 
 const NS = 'orpe-diff';
 const LABEL = { 'orpe-diff': 'yes' };

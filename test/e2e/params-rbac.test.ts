@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { cluster, kubectl, operatorKubeConfig, OPERATOR_NAMESPACE } from '../support/cluster.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
 import { condition, createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { deployment, ensureNamespace, refusal } from '../support/objects.ts';

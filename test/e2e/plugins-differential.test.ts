@@ -19,7 +19,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { rawRequestTo, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { apply } from '../../src/apiserver/client.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import { LookupNotReady, type LookupKind } from '../../src/handlers/handler.ts';
 import { API_VERSION, PLURAL, type RuleWithOperations, type WebhookSpec } from '../../src/api/types.ts';
 import { CERTIFICATE_USERS_RBAC, LABEL, NS, ROWS, UNSCOPED_LABEL, objectPath, type Request, type Row } from './plugins-differential/rows.ts';

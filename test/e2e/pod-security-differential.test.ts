@@ -27,7 +27,7 @@ import { eventually, pool } from '../support/wait.ts';
 import { podSecurityFixtures, type PodSecurityFixture } from '../support/pod-security-fixtures.ts';
 import { apply, deleteIfExists, type Kube } from '../../src/apiserver/client.ts';
 import { webhookFullName } from '../../src/api/names.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import type { RuleWithOperations } from '../../src/api/types.ts';
 
 const SUITE = 'psa-diff';

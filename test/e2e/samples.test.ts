@@ -12,7 +12,7 @@ import { deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { deployment, ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { rawRequest } from '../support/raw.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import { apply } from '../../src/apiserver/client.ts';
 import { certificateRequestPem } from '../../src/certs/csr.ts';
 

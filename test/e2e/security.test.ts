@@ -11,7 +11,7 @@ import { createConfigMap, ensureNamespace, refusal } from '../support/objects.ts
 import { eventually } from '../support/wait.ts';
 import { apply, deleteIfExists, getObject, type KubeObject } from '../../src/apiserver/client.ts';
 import { CA_SECRET, configurationName, defaultServiceName, SUITE_VALIDATION, tlsSecretName } from '../../src/api/names.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import type { SuiteSpec, WebhookSpec } from '../../src/api/types.ts';
 
 const NS = 'security-e2e';

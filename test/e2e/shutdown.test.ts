@@ -13,7 +13,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { eventually } from '../support/wait.ts';
 import { fixtures } from '../fixtures/reviews.ts';
 import { configurationName, defaultServiceName, OPERATOR_NAME } from '../../src/api/names.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import { freePort } from '../../src/local/ports.ts';
 
 const SUITE = 'draining';

@@ -8,7 +8,7 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { createSuite, deleteSuite, getSuite } from '../support/suites.ts';
 import { refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import type { SuiteSpec } from '../../src/api/types.ts';
 
 const configmaps = [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];

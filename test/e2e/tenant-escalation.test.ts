@@ -20,7 +20,7 @@ import { rawRequestTo } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { connect, deleteIfExists, type Kube } from '../../src/apiserver/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type PolicySpec } from '../../src/api/types.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import { NAMESPACED } from '../../src/api/names.ts';
 
 const SHOP = 'tenancy-shop';

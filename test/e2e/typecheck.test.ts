@@ -14,7 +14,7 @@ import { createSuite, deleteSuite, getSuite } from '../support/suites.ts';
 import { refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { apply, deleteIfExists, type KubeObject } from '../../src/apiserver/client.ts';
-import type { Operator } from '../../src/operator.ts';
+import type { Operator } from '../../src/manager/operator.ts';
 import { GROUP, PLURAL, VERSION, type ExpressionWarning, type RuleWithOperations, type SuiteSpec, type Validation } from '../../src/api/types.ts';
 import { rawRequest } from '../support/raw.ts';
 

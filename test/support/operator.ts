@@ -1,7 +1,7 @@
 /** An operator process of our own, in local mode, against the test control plane. */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULTS, type OperatorConfig } from '../../src/config.ts';
-import { startOperator, type Operator, type StartOptions } from '../../src/operator.ts';
+import { startOperator, type Operator, type StartOptions } from '../../src/manager/operator.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { cluster, OPERATOR_NAMESPACE } from './cluster.ts';
 import { eventually } from './wait.ts';

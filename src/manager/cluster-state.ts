@@ -1,0 +1,86 @@
+/**
+ * manager: the cluster state every replica reads to judge requests, and nothing it writes: the
+ * Namespaces and LimitRanges (copied into the admission thread as they change), the handlers'
+ * shared lookup caches, the params collections, the handler modules' workers, and the clients that
+ * answer CEL's `authorizer` and a kind's resource. The ClusterView handlers read is made of them.
+ * Makes no reconciler and serves nothing (serving.ts, reconcilers.ts).
+ */
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { Authorizer } from '../api/authorization.ts';
+import type { Kube } from '../apiserver/client.ts';
+import { CachingAuthorizer, SubjectAccessReviewer } from '../apiserver/authorizer.ts';
+import { DiscoveryMapper } from '../apiserver/discovery.ts';
+import { LookupCaches } from '../apiserver/lookups.ts';
+import { ObjectWatches } from '../apiserver/params-watches.ts';
+import { watchCache, type WatchedCache } from '../apiserver/watch.ts';
+import type { OperatorConfig } from '../config.ts';
+import { startHandlerModules } from '../custom/serve.ts';
+import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
+import type { Metrics } from '../health/metrics.ts';
+import { componentLogger, type Logger } from '../log.ts';
+
+/** Where the Namespace and LimitRange caches copy their changes (the admission thread, once it is made). */
+export interface Mirror {
+  mirror(kind: 'Namespace' | 'LimitRange', object: KubernetesObject, deleted: boolean): void;
+}
+
+export interface ClusterState {
+  namespaces: WatchedCache<KubernetesObject>;
+  limitRanges: WatchedCache<KubernetesObject>;
+  lookups: LookupCaches;
+  params: ObjectWatches;
+  view: ClusterView;
+  authorizer: Authorizer;
+  mapper: DiscoveryMapper;
+  /** Namespaces' and LimitRanges' changes from now on also go to `to`. */
+  mirrorTo(to: Mirror | undefined): void;
+  stop(): Promise<void>;
+}
+
+export async function watchClusterState(kubeConfig: KubeConfig, kube: Kube, config: OperatorConfig, metrics: Metrics, log: Logger, authorizer?: Authorizer): Promise<ClusterState> {
+  let mirror: Mirror | undefined;
+  const namespaces = watchCache<KubernetesObject>(kubeConfig, {
+    path: '/api/v1/namespaces',
+    list: () => kube.core.listNamespace(),
+    log,
+    onChange: (namespace, deleted) => mirror?.mirror('Namespace', namespace, deleted),
+  });
+  const limitRanges = watchCache<KubernetesObject>(kubeConfig, {
+    path: '/api/v1/limitranges',
+    list: () => kube.core.listLimitRangeForAllNamespaces(),
+    log,
+    onChange: (limitRange, deleted) => mirror?.mirror('LimitRange', limitRange, deleted),
+  });
+  // The shared lookup caches: watched only while a served suite uses a handler that reads the kind.
+  const lookups = new LookupCaches(kube, componentLogger('lookups'));
+  // Teams' handler modules (src/custom), served before any suite is compiled; each module runs in a worker of its own, with copies of the lookups it reads.
+  const handlerModules = config.handlerModules
+    ? await startHandlerModules(config.handlerModules, { budgetMs: config.handlerBudgetMs, log: componentLogger('handler-modules'), registry: metrics.registry, lookups })
+    : undefined;
+  const view: ClusterView = {
+    namespace: (name) => namespaces.get(name) as Record<string, any> | undefined,
+    limitRanges: (namespace) => limitRanges.list().filter((lr) => lr.metadata?.namespace === namespace) as Record<string, any>[],
+    list: (kind, namespace) => {
+      const found = lookups.list(kind, namespace);
+      if (!found) throw new LookupNotReady(kind);
+      return found as Record<string, any>[];
+    },
+    whenReady: async (kinds, timeoutMs) => (await Promise.all(kinds.map((kind) => lookups.whenSynced(kind, timeoutMs)))).every(Boolean),
+  };
+  const params = new ObjectWatches(kube, log, config.namespace);
+  return {
+    namespaces,
+    limitRanges,
+    lookups,
+    params,
+    view,
+    authorizer: authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig)),
+    // What an ownerReference's kind is served as (OwnerReferencesPermissionEnforcement), from API discovery.
+    mapper: new DiscoveryMapper(kubeConfig),
+    mirrorTo: (to) => (mirror = to),
+    stop: async () => {
+      await Promise.all([namespaces, limitRanges, params, lookups].map((w) => w.stop()));
+      await handlerModules?.close();
+    },
+  };
+}

@@ -1,0 +1,94 @@
+/**
+ * manager: the reconcilers, each given what it reads (the caches of owned.ts, the registries,
+ * what the endpoint serves) and what it writes with: the CA, the suite-validation webhook, the
+ * orphan sweep, the AdmissionPolicies' configurations, and the suites (with their native
+ * policies' hand-over). Which key runs which is controller/dispatch.ts's; they run only on the
+ * leader, through the work queue (leading.ts).
+ */
+import type { Kube } from '../apiserver/client.ts';
+import { CaReconciler, cachedRotationFacts, type CaSecret } from '../controller/ca.ts';
+import type { Reconcilers } from '../controller/dispatch.ts';
+import type { EventRecorder } from '../controller/events.ts';
+import { NamespacedReconciler } from '../controller/namespaced.ts';
+import { NativeHandover } from '../controller/native.ts';
+import { OrphanSweeper } from '../controller/orphans.ts';
+import { SuiteReconciler } from '../controller/reconciler.ts';
+import { SelfReconciler } from '../controller/self.ts';
+import type { ServeCertificate } from '../controller/serving.ts';
+import { CA_SECRET } from '../api/names.ts';
+import type { CertificateStore } from '../certs/store.ts';
+import type { OperatorConfig } from '../config.ts';
+import type { Metrics } from '../health/metrics.ts';
+import { componentLogger } from '../log.ts';
+import type { ClusterState } from './cluster-state.ts';
+import type { Owned } from './owned.ts';
+import type { Registries } from './registries.ts';
+import type { Serving } from './serving.ts';
+
+export interface Parts {
+  kube: Kube;
+  /** The operator's settings, with the port it really serves on. */
+  config: OperatorConfig;
+  state: ClusterState;
+  registries: Registries;
+  serving: Serving;
+  owned: Owned;
+  certificates: CertificateStore;
+  metrics: Metrics;
+  events: EventRecorder;
+}
+
+export function makeReconcilers(parts: Parts): Reconcilers & { ca: CaReconciler } {
+  const { kube, config, state, serving, owned, certificates, metrics, events } = parts;
+  const { registry, policyRegistry, auditor } = parts.registries;
+  const { cached } = owned;
+  const ca = new CaReconciler({
+    kube,
+    cached: () => owned.secrets.get(CA_SECRET, config.namespace) as CaSecret | undefined,
+    namespace: config.namespace,
+    settings: { durationMs: config.caDurationMs, renewBeforeMs: config.caRenewBeforeMs, overlapMs: config.caOverlapMs },
+    log: componentLogger('ca'),
+    // What the endpoint serves: with the admission thread, what it acknowledged as well as what the store holds.
+    facts: cachedRotationFacts({ secrets: owned.secrets, suites: owned.suites, configurations: owned.configurations, certificates: serving.thread ?? certificates }),
+  });
+  // A rotation is counted once, by whichever of the reconcile and the Secret's watch event installs the new certificate first.
+  const serve: ServeCertificate = (key, certPem, keyPem) => {
+    if (certificates.install(key, certPem, keyPem)) metrics.rotated('serving');
+  };
+  const thread = serving.thread;
+  return {
+    ca,
+    self: new SelfReconciler({ kube, config, ca, cached, serve, log: componentLogger('suite-validation') }),
+    orphans: new OrphanSweeper({ kube, suites: owned.suites, made: owned.made, log: componentLogger('orphans') }),
+    namespaced: new NamespacedReconciler({
+      kube,
+      config,
+      ca,
+      policies: owned.policies,
+      synced: () => owned.policiesSynced(),
+      registry: policyRegistry,
+      certificates,
+      cached,
+      schemas: serving.schemas,
+      authorRights: serving.authorRights,
+      ...(auditor ? { audit: (namespace: string, name: string) => auditor.policyStatus(namespace, name) } : {}),
+      log: componentLogger('namespaced'),
+    }),
+    suite: new SuiteReconciler({
+      kube,
+      config,
+      registry,
+      ca,
+      suites: owned.suites,
+      cached,
+      events,
+      params: state.params,
+      schemas: serving.schemas,
+      serve,
+      native: new NativeHandover({ kube, config, cached, nativeOwned: (suite) => owned.nativeOwned(suite), now: () => Date.now() }),
+      servesGeneration: thread && ((name, uid, generation) => thread.whenServing(name, uid, generation)),
+      ...(auditor ? { audit: (name: string) => auditor.suiteStatus(name) } : {}),
+      log: componentLogger('reconciler'),
+    }),
+  };
+}

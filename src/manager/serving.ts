@@ -1,0 +1,125 @@
+/**
+ * manager: the admission endpoint every replica serves: the server that answers (suites, the
+ * AdmissionPolicies, the operator's own validation webhooks with the checks that ask the API
+ * server: params access, a policy author's rights, a Native webhook's dry run), and, by default,
+ * the admission thread it answers from, fed with copies of the cluster state. Knows nothing of the
+ * reconcilers; reads the OpenAPI schemas it type-checks against (and hands them on).
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { AdmissionSuite } from '../api/types.ts';
+import { AdmissionServer } from '../admission/server.ts';
+import type { ParamsAccessCheck } from '../admission/suite-validation.ts';
+import { AdmissionThread } from '../admission/threads/thread.ts';
+import type { Kube } from '../apiserver/client.ts';
+import { OpenApiSchemas } from '../apiserver/openapi.ts';
+import { SubjectAccessReviewer } from '../apiserver/authorizer.ts';
+import { ParamsAccess } from '../apiserver/params-access.ts';
+import { PolicyAuthorRights } from '../apiserver/policy-author.ts';
+import type { CertificateStore } from '../certs/store.ts';
+import type { OperatorConfig } from '../config.ts';
+import type { Metrics } from '../health/metrics.ts';
+import { componentLogger } from '../log.ts';
+import { nativeRefusals } from '../native/dry-run.ts';
+import type { ClusterState } from './cluster-state.ts';
+import type { Registries } from './registries.ts';
+
+export interface Serving {
+  admission: AdmissionServer;
+  thread?: AdmissionThread;
+  schemas: OpenApiSchemas;
+  authorRights: PolicyAuthorRights;
+  /** The port it serves on (the one asked for, or the one it was given for port 0); the asked one while held back. */
+  port: number;
+  listening(): boolean;
+  listen(): Promise<void>;
+  draining(): boolean;
+  /** Every answer from now on closes its connection (the first step of a graceful stop). */
+  drain(): void;
+  close(): Promise<void>;
+}
+
+export async function startServing(
+  config: OperatorConfig,
+  kubeConfig: KubeConfig,
+  kube: Kube,
+  parts: { state: ClusterState; registries: Registries; certificates: CertificateStore; metrics: Metrics },
+  hold: boolean,
+): Promise<Serving> {
+  const { state, certificates, metrics } = parts;
+  const { registry, policyRegistry, auditor } = parts.registries;
+  // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).
+  const reviewer = new SubjectAccessReviewer(kubeConfig);
+  const readAccess = new ParamsAccess(kubeConfig, reviewer);
+  const authorRights = new PolicyAuthorRights(reviewer);
+  const paramsAccess: ParamsAccessCheck = {
+    refusals: (user, uses) => readAccess.refusals(user, uses),
+    mutationRefusals: (user, namespace, rules) => authorRights.mutationRefusals(user, namespace, rules),
+    ...(config.nativeEnforcement ? { nativeRefusals: (suite: AdmissionSuite, old: AdmissionSuite | undefined) => nativeRefusals(kube, config, suite, old) } : {}),
+  };
+  let draining = false;
+  // Read at apply and reconcile time only (type checking), cached by the documents' hashes.
+  const schemas = new OpenApiSchemas(kubeConfig);
+  // The endpoint's limits the flags set: connections in the server that listens, review workers in the one that judges large reviews (either may be both).
+  const limits = { maxConnectionsPerAddress: config.maxConnectionsPerAddress, reviewWorkers: config.reviewWorkers };
+  // With the admission thread, this server does not listen: it answers what the thread forwards.
+  const admission = new AdmissionServer({
+    registry,
+    policies: policyRegistry,
+    certificates,
+    metrics,
+    log: componentLogger('admission'),
+    paramsAccess,
+    schemas: { kindsFor: (g, v, r) => schemas.kindsFor(g, v, r), schema: (gvk) => schemas.schema(gvk), byDefault: config.typeCheckErrors },
+    limits,
+    tenants: { workers: config.namespacedPolicyWorkers },
+    draining: () => draining,
+  });
+  const thread = config.admissionThread
+    ? new AdmissionThread({
+        server: admission,
+        registry,
+        certificates,
+        metrics,
+        mirrors: { Namespace: state.namespaces, LimitRange: state.limitRanges },
+        params: state.params,
+        lookups: state.lookups,
+        log: componentLogger('admission'),
+        limits,
+        handlerModules: config.handlerModules,
+        shadowed: (suite, webhook, ref, results) => auditor?.live(suite, webhook, ref, results),
+        // The validation webhooks answered in the thread, as `admission` answers them: an apply is not queued behind reconciles.
+        validation: { paramsAccess: true, schemas: { subscribe: (l) => schemas.subscribe(l), refresh: (key) => schemas.refresh(key), byDefault: config.typeCheckErrors }, policies: policyRegistry },
+      })
+    : undefined;
+  state.mirrorTo(thread);
+  const listening = () => (thread ? thread.listening : admission.server.listening);
+  const listen = async () => {
+    const options = { port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true };
+    await (thread ? thread.listen(options) : admission.listen(options));
+  };
+  let port = config.servingPort;
+  if (!hold) {
+    await listen();
+    port = thread ? thread.port! : (admission.server.address() as { port: number }).port;
+  }
+  return {
+    admission,
+    thread,
+    schemas,
+    authorRights,
+    port,
+    listening,
+    listen: async () => {
+      if (!listening()) await listen();
+    },
+    draining: () => draining,
+    drain: () => {
+      draining = true;
+      thread?.drain();
+    },
+    close: async () => {
+      await thread?.close();
+      await admission.close();
+    },
+  };
+}
