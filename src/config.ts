@@ -4,6 +4,7 @@ import { parseDuration } from './kubernetes/duration.ts';
 import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { VERSION } from './version.ts';
 import { DEFAULT_HANDLER_BUDGET_MS } from './custom/runner.ts';
+import { errorMessage } from './error-message.ts';
 
 export interface OperatorConfig {
   /** Where the operator runs; its CA Secret and the suites' Secrets and Services live here. */
@@ -268,7 +269,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
       allowPositionals: false,
     });
   } catch (err) {
-    throw new Error(`${(err as Error).message.split('. ')[0]}; see --help`);
+    throw new Error(`${errorMessage(err).split('. ')[0]}; see --help`);
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
   if (values.help) return { help: usage() };

@@ -10,6 +10,7 @@ import { clusterConfigured, loadKubeConfig } from './apiserver/client.ts';
 import { configureLogging, logger } from './log.ts';
 import { startOperator } from './manager/operator.ts';
 import { tuneHeapForAdmission } from './admission/v8-tuning.ts';
+import { errorMessage } from './error-message.ts';
 
 async function main(): Promise<void> {
   const command = parseCommandLine(process.argv.slice(2), process.env);
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
     // In a cluster, keep answering while the endpoints and kube-proxy drop this replica.
     await operator.drain();
     if (config.mode === 'cluster') await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
-    for (const stop of stops) await stop().catch((err) => logger.error('stop failed', { error: String(err) }));
+    for (const stop of stops) await stop().catch((err) => logger.error('stop failed', { error: errorMessage(err) }));
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
@@ -57,6 +58,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  logger.error('portcullis failed to start', { error: err instanceof Error ? err.message : String(err) });
+  logger.error('portcullis failed to start', { error: errorMessage(err) });
   process.exit(1);
 });

@@ -1,6 +1,7 @@
 /** Decoding an AdmissionReview request and encoding the response for a Decision. */
 import type { AdmissionRequest, AdmissionResponse, AdmissionReview, Decision } from '../api/admission-review.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
+import { errorMessage } from '../error-message.ts';
 
 export const REVIEW_VERSIONS = new Set(['admission.k8s.io/v1', 'admission.k8s.io/v1beta1']);
 const OPERATIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
@@ -10,7 +11,7 @@ export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, (err as Error).message);
+    throw new ReviewError(REVIEW_ERRORS.MALFORMED_JSON, errorMessage(err));
   }
 }
 

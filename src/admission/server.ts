@@ -27,6 +27,7 @@ import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
 import type { AdmissionRequest } from '../api/admission-review.ts';
 import { encodeFailure, parseJson } from './review-codec.ts';
 import { HeldElsewhere } from '../handlers/handler.ts';
+import { errorMessage } from '../error-message.ts';
 
 /** The API server sends objects up to its own 3 MiB limit, twice for an UPDATE. */
 export const BODY_LIMIT = 7 * 1024 * 1024;
@@ -495,5 +496,5 @@ function send(response: ServerResponse, status: number, json: string, close: boo
 
 function toReviewError(error: unknown): ReviewError {
   if (error instanceof ReviewError) return error;
-  return new ReviewError(REVIEW_ERRORS.NOT_A_REVIEW, (error as Error).message ?? String(error));
+  return new ReviewError(REVIEW_ERRORS.NOT_A_REVIEW, errorMessage(error));
 }

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
+import { errorMessage } from '../error-message.ts';
 
 export type KubeObject = k8s.KubernetesObject & Record<string, unknown>;
 
@@ -243,7 +244,7 @@ export async function deleteIfExists(kube: Kube, header: { apiVersion: string; k
 export function describeError(err: unknown): string {
   const code = statusCode(err);
   const status = statusBody((err as { body?: unknown }).body);
-  const message = status?.message ?? ((err as Error).message ?? String(err)).split('\n')[0]!;
+  const message = status?.message ?? errorMessage(err).split('\n')[0]!;
   return code ? `${code}: ${message}` : message;
 }
 

@@ -15,6 +15,7 @@ import { describeError, statusCode, type Kube } from './client.ts';
 import { backoffMs } from './backoff.ts';
 import { WATCH_RESTART, watchCache, type WatchedCache } from './watch.ts';
 import { Discovery } from './discovery.ts';
+import { errorMessage } from '../error-message.ts';
 
 export interface ObjectRef {
   apiVersion: string;
@@ -146,7 +147,7 @@ export class ObjectWatches {
       if (!resource) throw new Error(`the API server serves no ${ref.kind} in ${ref.apiVersion}`);
     } catch (err) {
       // Not served (yet): the CRD may come later. Looked up again with backoff.
-      collection.error = `cannot watch ${ref.kind} (${ref.apiVersion}): ${(err as Error).message}`;
+      collection.error = `cannot watch ${ref.kind} (${ref.apiVersion}): ${errorMessage(err)}`;
       this.log.warn('cannot watch params', { apiVersion: ref.apiVersion, kind: ref.kind, error: collection.error });
       setTimeout(() => {
         if (!this.stopped) void this.start(ref, collection, attempt + 1);

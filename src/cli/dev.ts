@@ -17,6 +17,7 @@ import { DEFAULTS } from '../config.ts';
 import { apply, connect, loadKubeConfig } from '../apiserver/client.ts';
 import { freePort } from '../local/ports.ts';
 import { isSuite, readDocuments } from './files.ts';
+import { errorMessage } from '../error-message.ts';
 
 const MAIN = fileURLToPath(new URL(`../main${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url));
 /** Changes closer together than this are one reload (an editor writes a file in several steps). */
@@ -129,7 +130,7 @@ export async function startDev(options: DevOptions): Promise<DevLoop> {
           loop.reloads++;
           say(`reloaded (${loop.reloads})`);
         } catch (err) {
-          say(`the operator did not start again: ${(err as Error).message}; fix the module and save`);
+          say(`the operator did not start again: ${errorMessage(err)}; fix the module and save`);
         }
       });
     }, SETTLE_MS);

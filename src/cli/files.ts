@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as yaml from 'js-yaml';
 import { GROUP, KIND, POLICY_KIND, type AdmissionPolicy, type AdmissionSuite } from '../api/types.ts';
+import { errorMessage } from '../error-message.ts';
 
 type KubeObject = Record<string, unknown>;
 
@@ -16,7 +17,7 @@ export function readDocuments(file: string): KubeObject[] {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw new Error(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new Error(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`);
   }
   try {
     return (yaml.loadAll(text) as unknown[]).filter((d): d is KubeObject => d !== null && d !== undefined).map((d) => {
@@ -24,7 +25,7 @@ export function readDocuments(file: string): KubeObject[] {
       return d as KubeObject;
     });
   } catch (err) {
-    throw new Error(`${file}: ${(err as Error).message.split('\n')[0]}`);
+    throw new Error(`${file}: ${errorMessage(err).split('\n')[0]}`);
   }
 }
 

@@ -25,6 +25,7 @@ import { report, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './te
 import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource } from '../registry/typecheck.ts';
 import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { errorMessage } from '../error-message.ts';
 
 const QUIET = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
 
@@ -151,7 +152,7 @@ function parse(argv: string[]) {
       },
     });
   } catch (err) {
-    throw new UsageError((err as Error).message.split('. ')[0]!);
+    throw new UsageError(errorMessage(err).split('. ')[0]!);
   }
 }
 
@@ -163,7 +164,7 @@ async function loadKubeConfig(kubeconfig: string | undefined, needs: string): Pr
     if (kubeconfig) config.loadFromFile(kubeconfig);
     else config.loadFromDefault();
   } catch (err) {
-    throw new UsageError(`${needs}: ${(err as Error).message}`);
+    throw new UsageError(`${needs}: ${errorMessage(err)}`);
   }
   if (!config.getCurrentCluster()) throw new UsageError(`${needs}: no kubeconfig (--kubeconfig, KUBECONFIG or ~/.kube/config)`);
   return config;
@@ -227,7 +228,7 @@ async function replay(log: string, targets: string[], values: Values, operatorNa
   try {
     text = fs.readFileSync(log, 'utf8');
   } catch (err) {
-    throw new Error(`cannot read ${log}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new Error(`cannot read ${log}: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`);
   }
   const { requests, skipped, namespaces } = replayable(parseAuditLog(text, log));
   if (requests.length === 0) throw new Error(`${log}: no write request to replay${skipped.length ? ` (${skippedSummary(skipped).join('; ')})` : ''}`);
@@ -390,7 +391,7 @@ function print(text: string, code: number): number {
 main(process.argv.slice(2)).then(
   (code) => (process.exitCode = code),
   (err: unknown) => {
-    process.stderr.write(`portcullis: ${(err as Error).message}${err instanceof UsageError ? '\n(portcullis --help says how to use it)' : ''}\n`);
+    process.stderr.write(`portcullis: ${errorMessage(err)}${err instanceof UsageError ? '\n(portcullis --help says how to use it)' : ''}\n`);
     process.exitCode = 2;
   },
 );

@@ -16,6 +16,7 @@
  */
 import type { AdmissionRequest } from '../api/admission-review.ts';
 import type { Evaluation, Scenario } from './evaluate.ts';
+import { errorMessage } from '../error-message.ts';
 
 type KubeObject = Record<string, any>;
 
@@ -74,7 +75,7 @@ export function parseAuditLog(text: string, file = 'the audit log'): { line: num
     try {
       event = JSON.parse(raw);
     } catch (err) {
-      throw new Error(`${file}:${i + 1}: not a JSON audit event: ${(err as Error).message}`);
+      throw new Error(`${file}:${i + 1}: not a JSON audit event: ${errorMessage(err)}`);
     }
     if (typeof event !== 'object' || event === null || Array.isArray(event)) throw new Error(`${file}:${i + 1}: not a JSON audit event`);
     out.push({ line: i + 1, event: event as AuditEvent });

@@ -7,6 +7,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { isConflict, isNotFound, type Kube } from '../apiserver/client.ts';
 import type { Logger } from '../log.ts';
+import { errorMessage } from '../error-message.ts';
 
 export interface LeaderElectionSettings {
   namespace: string;
@@ -68,7 +69,7 @@ export class LeaderElector {
       lease.spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1 };
       await this.api.replaceNamespacedLease({ name: this.settings.name, namespace: this.settings.namespace, body: lease });
     } catch (err) {
-      this.log.debug('could not release the lease', { error: String(err) });
+      this.log.debug('could not release the lease', { error: errorMessage(err) });
     }
   }
 
@@ -83,7 +84,7 @@ export class LeaderElector {
       const held = await this.tryAcquireOrRenew();
       if (held) this.lastRenew = Date.now();
     } catch (err) {
-      this.log.debug('lease attempt failed', { error: String(err) });
+      this.log.debug('lease attempt failed', { error: errorMessage(err) });
     }
     if (this.leading && Date.now() - this.lastRenew >= this.settings.renewDeadlineMs) {
       this.log.warn('lost the lease: could not renew within the deadline');

@@ -17,6 +17,7 @@ import type { Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { metadataOf } from './pods.ts';
 import { labelKeyProblem } from '../kubernetes/validation.ts';
+import { errorMessage } from '../error-message.ts';
 
 export interface RequiredLabel {
   key: string;
@@ -81,7 +82,7 @@ export const requiredLabels: Handler<RequiredLabelsConfig> = {
           try {
             labels.push({ key, allowedRegex: regex, pattern: RE2JS.compile(regex) });
           } catch (err) {
-            read.error(`${field}.allowedRegex`, `is not an RE2 regular expression: ${(err as Error).message}`);
+            read.error(`${field}.allowedRegex`, `is not an RE2 regular expression: ${errorMessage(err)}`);
           }
         } else {
           labels.push({ key });

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { createCA, issueLeaf, type KeyPairPem } from '../certs/x509.ts';
 import { ensureBinaries, type ControlPlaneBinaries } from './binaries.ts';
 import { freePort } from './ports.ts';
+import { errorMessage } from '../error-message.ts';
 
 export interface ControlPlane {
   kubeconfigPath: string;
@@ -290,7 +291,7 @@ export async function waitApiServerReady(server: string, tls: { ca: string; clie
       if (status === 200) return;
       last = `readyz answered ${status}`;
     } catch (err) {
-      last = (err as Error).message;
+      last = errorMessage(err);
     }
     await new Promise((r) => setTimeout(r, 300));
   }

@@ -18,6 +18,18 @@ import type { SecretObject, Watches } from '../controller/watches.ts';
 import type { Logger } from '../log.ts';
 import { NATIVE_API_VERSION, NATIVE_KINDS } from '../native/compile.ts';
 
+/** A kind the operator makes: where it lives, how it is listed, and what its events wake. */
+interface MadeKind {
+  apiVersion: string;
+  kind: string;
+  /** The collection's path, where the operator makes this kind. */
+  path: string;
+  /** Its namespace, for a namespaced kind. */
+  namespace?: string;
+  list: () => Promise<KubernetesListObject<KubernetesObject>>;
+  onChange: (object: KubernetesObject, deleted: boolean) => void;
+}
+
 const managedSelector = Object.entries(MANAGED_BY_LABELS).map(([k, v]) => `${k}=${v}`).join(',');
 
 export interface Owned {
@@ -54,79 +66,32 @@ export function watchOwned(kubeConfig: KubeConfig, kube: Kube, config: OperatorC
   });
   let policiesSynced = false;
   void policies.synced.then(() => (policiesSynced = true));
-  const secrets = watchCache<SecretObject>(kubeConfig, {
-    path: `/api/v1/namespaces/${config.namespace}/secrets`,
-    labelSelector: managedSelector,
-    list: () => kube.core.listNamespacedSecret({ namespace: config.namespace, labelSelector: managedSelector }) as Promise<KubernetesListObject<SecretObject>>,
-    log,
-    onChange: (secret, deleted) => on().secret(secret, deleted),
-  });
-  // The Services we made, so one deleted or edited by hand is put back (the API server would
-  // otherwise fail every call to its suite while the suite still said Ready).
-  const services = watchCache<KubernetesObject>(kubeConfig, {
-    path: `/api/v1/namespaces/${config.namespace}/services`,
-    labelSelector: managedSelector,
-    list: () => kube.core.listNamespacedService({ namespace: config.namespace, labelSelector: managedSelector }),
-    log,
-    onChange: (service) => on().service(service),
-  });
-  // What we registered, so a configuration deleted or edited by hand is put back.
-  const [mutatingConfigurations, validatingConfigurations] = (['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'] as const).map((resource) =>
-    watchCache<ConfigurationObject>(kubeConfig, {
-      path: `/apis/admissionregistration.k8s.io/v1/${resource}`,
-      labelSelector: managedSelector,
-      list: () =>
-        (resource === 'mutatingwebhookconfigurations'
-          ? kube.admissionregistration.listMutatingWebhookConfiguration({ labelSelector: managedSelector })
-          : kube.admissionregistration.listValidatingWebhookConfiguration({ labelSelector: managedSelector })) as Promise<KubernetesListObject<ConfigurationObject>>,
-      log,
-      onChange: (configuration) => on().configuration(configuration),
-    }),
-  ) as [WatchedCache<ConfigurationObject>, WatchedCache<ConfigurationObject>];
-  const configurations = [mutatingConfigurations, validatingConfigurations];
-  // The native policies and bindings of webhooks the API server enforces itself (native/compile.ts), so one deleted or edited by hand is put back.
-  // Watched only where native enforcement is on (--native-enforcement): elsewhere the operator has no rights on these kinds.
-  const [nativePolicies, nativeBindings] = (config.nativeEnforcement ? (['validatingadmissionpolicies', 'validatingadmissionpolicybindings'] as const) : []).map((resource) =>
-    watchCache<KubernetesObject>(kubeConfig, {
-      path: `/apis/admissionregistration.k8s.io/v1/${resource}`,
-      labelSelector: managedSelector,
-      list: () =>
-        (resource === 'validatingadmissionpolicies'
-          ? kube.admissionregistration.listValidatingAdmissionPolicy({ labelSelector: managedSelector })
-          : kube.admissionregistration.listValidatingAdmissionPolicyBinding({ labelSelector: managedSelector })) as Promise<KubernetesListObject<KubernetesObject>>,
-      log,
-      onChange: (object) => on().native(object),
-    }),
-  ) as [WatchedCache<KubernetesObject>, WatchedCache<KubernetesObject>] | [];
-  const nativeCaches = nativePolicies && nativeBindings ? [nativePolicies, nativeBindings] : [];
-  // What the operator makes, by kind: read from these caches before the API server, and swept when orphaned.
-  const made = [
-    { apiVersion: 'v1', kind: 'Secret', cache: secrets },
-    { apiVersion: 'v1', kind: 'Service', cache: services },
-    { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', cache: mutatingConfigurations },
-    { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', cache: validatingConfigurations },
-    ...(nativePolicies && nativeBindings
+  // What the operator makes, one row a kind: watched (labelled as ours) so that one deleted or
+  // edited by hand is put back, read from these caches before the API server, and swept when
+  // orphaned; and every name of the kind where the operator makes it, anyone's. The native
+  // policies and bindings (native/compile.ts) only where native enforcement is on
+  // (--native-enforcement): elsewhere the operator has no rights on those kinds.
+  const ns = config.namespace;
+  const registration = '/apis/admissionregistration.k8s.io/v1';
+  const listed = <T extends KubernetesObject>(list: Promise<unknown>) => list as Promise<KubernetesListObject<T>>;
+  const kinds: MadeKind[] = [
+    { apiVersion: 'v1', kind: 'Secret', path: `/api/v1/namespaces/${ns}/secrets`, namespace: ns, list: () => listed(kube.core.listNamespacedSecret({ namespace: ns, labelSelector: managedSelector })), onChange: (o, deleted) => on().secret(o as SecretObject, deleted) },
+    { apiVersion: 'v1', kind: 'Service', path: `/api/v1/namespaces/${ns}/services`, namespace: ns, list: () => listed(kube.core.listNamespacedService({ namespace: ns, labelSelector: managedSelector })), onChange: (o) => on().service(o) },
+    { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', path: `${registration}/mutatingwebhookconfigurations`, list: () => listed(kube.admissionregistration.listMutatingWebhookConfiguration({ labelSelector: managedSelector })), onChange: (o) => on().configuration(o as ConfigurationObject) },
+    { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', path: `${registration}/validatingwebhookconfigurations`, list: () => listed(kube.admissionregistration.listValidatingWebhookConfiguration({ labelSelector: managedSelector })), onChange: (o) => on().configuration(o as ConfigurationObject) },
+    ...(config.nativeEnforcement
       ? [
-          { apiVersion: NATIVE_API_VERSION, kind: NATIVE_KINDS.policy, cache: nativePolicies },
-          { apiVersion: NATIVE_API_VERSION, kind: NATIVE_KINDS.binding, cache: nativeBindings },
+          { apiVersion: NATIVE_API_VERSION, kind: NATIVE_KINDS.policy, path: `${registration}/validatingadmissionpolicies`, list: () => listed(kube.admissionregistration.listValidatingAdmissionPolicy({ labelSelector: managedSelector })), onChange: (o: KubernetesObject) => on().native(o) },
+          { apiVersion: NATIVE_API_VERSION, kind: NATIVE_KINDS.binding, path: `${registration}/validatingadmissionpolicybindings`, list: () => listed(kube.admissionregistration.listValidatingAdmissionPolicyBinding({ labelSelector: managedSelector })), onChange: (o: KubernetesObject) => on().native(o) },
         ]
       : []),
-  ] as { apiVersion: string; kind: string; cache: WatchedCache<KubernetesObject> }[];
-  const byKind = new Map(made.map(({ kind, cache }) => [kind, cache]));
-  // Every name of those kinds where the operator makes them, anyone's: a name no one has is written without a read first.
-  const namesPaths: [string, string, string | undefined][] = [
-    ['Secret', `/api/v1/namespaces/${config.namespace}/secrets`, config.namespace],
-    ['Service', `/api/v1/namespaces/${config.namespace}/services`, config.namespace],
-    ['MutatingWebhookConfiguration', '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', undefined],
-    ['ValidatingWebhookConfiguration', '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', undefined],
-    ...(config.nativeEnforcement
-      ? ([
-          [NATIVE_KINDS.policy, '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', undefined],
-          [NATIVE_KINDS.binding, '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings', undefined],
-        ] as [string, string, undefined][])
-      : []),
   ];
-  const takenNames = new Map(namesPaths.map(([kind, path, namespace]) => [kind, { namespace, names: watchTakenNames(kubeConfig, path, log) }]));
+  const made = kinds.map(({ apiVersion, kind, path, list, onChange }) => ({ apiVersion, kind, cache: watchCache<KubernetesObject>(kubeConfig, { path, labelSelector: managedSelector, list, log, onChange }) }));
+  const byKind = new Map(made.map(({ kind, cache }) => [kind, cache]));
+  const secrets = byKind.get('Secret') as WatchedCache<SecretObject>;
+  const configurations = [byKind.get('MutatingWebhookConfiguration'), byKind.get('ValidatingWebhookConfiguration')] as WatchedCache<ConfigurationObject>[];
+  const nativeCaches = [NATIVE_KINDS.policy, NATIVE_KINDS.binding].flatMap((kind) => byKind.get(kind) ?? []);
+  const takenNames = new Map(kinds.map(({ kind, path, namespace }) => [kind, { namespace, names: watchTakenNames(kubeConfig, path, log) }]));
   const cached: CacheLookup = Object.assign(
     (header: Parameters<CacheLookup>[0]) => byKind.get(header.kind ?? '')?.get(header.metadata?.name ?? '', header.metadata?.namespace) as KubeObject | undefined,
     {
@@ -148,7 +113,7 @@ export function watchOwned(kubeConfig: KubeConfig, kube: Kube, config: OperatorC
     cached,
     nativeOwned: (suite) => nativeCaches.flatMap((cache) => cache.list().filter((o) => o.metadata?.labels?.[SUITE_LABEL] === suite)).map((o) => o as KubeObject),
     stop: async () => {
-      await Promise.all([suites, policies, secrets, services, ...configurations, ...nativeCaches, ...[...takenNames.values()].map((t) => t.names)].map((w) => w.stop()));
+      await Promise.all([suites, policies, ...made.map((m) => m.cache), ...[...takenNames.values()].map((t) => t.names)].map((w) => w.stop()));
     },
   };
 }
