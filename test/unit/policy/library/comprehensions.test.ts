@@ -117,9 +117,7 @@ describe('policy library: two-variable comprehensions', function () {
 
   it('stops a runaway nested comprehension at the cost limit', function () {
     const l = Array.from({ length: 2000 }, (_, i) => i);
-    const started = Date.now();
     expect(evaluationError('object.l.all(i, x, object.l.transformList(j, y, x + y).size() > 0)', { l })).to.equal(COST_LIMIT_MESSAGE);
     expect(evaluationError('object.l.exists(i, x, object.l.exists(j, y, x + y < 0))', { l })).to.equal(COST_LIMIT_MESSAGE);
-    expect(Date.now() - started).to.be.below(2000);
   });
 });
