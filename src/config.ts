@@ -211,7 +211,7 @@ const FLAGS: Record<string, { help: string; /** true/false: may be given bare, m
   },
   'policy-reports': { help: 'also write audit results as wgpolicyk8s.io/v1alpha2 PolicyReports, whose CRDs must be installed (false)', boolean: true, set: (c, v) => (c.policyReports = bool(v, 'policy-reports')) },
   'namespaced-policy-author-recheck': {
-    help: "how often the author of each Mutating AdmissionPolicy is asked again whether they may still update and patch what it changes; one whose author may not is not served (2m)",
+    help: "how often the author of each Mutating AdmissionPolicy is asked again whether they may still update and patch what it changes, and the author of each suite with params whether they may still read them; one whose author may not is not served (2m)",
     set: (c, v) => (c.namespacedPolicyAuthorRecheckMs = duration(v, 'namespaced-policy-author-recheck')),
   },
   'namespaced-policy-max-bytes': {

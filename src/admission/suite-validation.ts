@@ -1,7 +1,7 @@
 /**
  * The decision of the operator's own webhook on an AdmissionSuite, or an AdmissionPolicy, being
  * applied: refused when it cannot work (the registries' compile errors, naming fields), when it
- * names params its author may not read, or when an expression of a suite does not type-check
+ * names params its writer may not read (every params, on every write: checked whole), or when an expression of a suite does not type-check
  * against any kind it matches; served through the same chain as every suite's webhook
  * (chain.ts), with `failurePolicy: Ignore` as it is registered (self.ts). Owns nothing else:
  * transport is server.ts's and chain.ts's, the access check is src/apiserver/params-access.ts's.
@@ -16,6 +16,7 @@ import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
 import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource, type TypeCheckDefault } from '../registry/typecheck.ts';
+import { suiteParamsUses } from '../apiserver/params-access.ts';
 import type { ServedWebhook } from './chain.ts';
 
 /** The schemas expressions are type-checked against, and what a type error does where a suite or policy does not say. */
@@ -75,8 +76,8 @@ export async function validatePolicyRequest(request: AdmissionRequest, policies:
   const named = { ...policy, metadata: { ...policy?.metadata, namespace: policy?.metadata?.namespace ?? request.namespace ?? '' } };
   const errors = policies.validate(named);
   const params = policy.spec?.params;
-  const old = request.oldObject as unknown as AdmissionPolicy | undefined;
-  if (errors.length === 0 && paramsAccess && params && JSON.stringify(params) !== JSON.stringify(old?.spec?.params ?? null)) {
+  // On every write, not only when params change: a writer who may not read them could otherwise change the messageExpression that shows them.
+  if (errors.length === 0 && paramsAccess && params) {
     errors.push(...(await paramsAccess.refusals(authorizationUser(request.userInfo), [{ field: 'spec.params', ref: { ...params, namespace: named.metadata.namespace }, namespacedOnly: true }])));
   }
   // Checked on every write, not only when the rules change: whoever writes a Mutating policy answers for what it changes.
@@ -98,7 +99,8 @@ export async function validateSuiteRequest(request: AdmissionRequest, registry: 
   const suite = request.object as unknown as AdmissionSuite;
   const errors = registry.validate(suite);
   if (errors.length === 0 && paramsAccess) {
-    const uses = changedParams(suite, request.oldObject as unknown as AdmissionSuite | undefined);
+    // Every params of the suite, on every write, whatever changed: whoever writes a suite answers for all it reads.
+    const uses = suiteParamsUses(suite);
     if (uses.length > 0) errors.push(...(await paramsAccess.refusals(authorizationUser(request.userInfo), uses)));
   }
   if (errors.length === 0 && paramsAccess?.nativeRefusals) errors.push(...(await paramsAccess.nativeRefusals(suite, request.oldObject as unknown as AdmissionSuite | undefined)));
@@ -109,19 +111,3 @@ export async function validateSuiteRequest(request: AdmissionRequest, registry: 
   const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   return denied(`AdmissionSuite "${suite?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
 }
-
-/**
- * The params references this write introduces: all of them on create, on update only those that
- * differ from the same webhook's before (as ValidatingAdmissionPolicy checks a binding's author
- * again only when its paramRef changes), so an unrelated edit needs no read access.
- */
-function changedParams(suite: AdmissionSuite, old: AdmissionSuite | undefined) {
-  const before = new Map((old?.spec?.webhooks ?? []).map((w) => [w.name, JSON.stringify(w.params ?? null)]));
-  const uses: { field: string; ref: ParamsRef }[] = [];
-  for (const [i, webhook] of suite.spec.webhooks.entries()) {
-    if (!webhook.params || before.get(webhook.name) === JSON.stringify(webhook.params)) continue;
-    uses.push({ field: `spec.webhooks[${i}].params`, ref: webhook.params });
-  }
-  return uses;
-}
-

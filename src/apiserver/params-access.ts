@@ -3,12 +3,14 @@
  * ValidatingAdmissionPolicy asks it of whoever writes a binding. The operator reads params with
  * its own identity, and a messageExpression can show them to anyone whose request is denied, so
  * without this check it would read for a suite's author what the author may not read (a confused
- * deputy). Asked by the suite-validation webhook on apply; makes no decision about admission
- * itself and never reads the params.
+ * deputy). Asked by the suite-validation webhook on apply, and by the operator before it serves a
+ * suite with params, about the suite's recorded author (controller/suite-author.ts), so that the
+ * check holds when that webhook did not answer; makes no decision about admission itself and never
+ * reads the params.
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';
-import type { ParamsRef } from '../api/types.ts';
+import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { Discovery } from './discovery.ts';
 import { describeError } from './client.ts';
@@ -24,6 +26,17 @@ export interface ParamsUse {
   namespacedOnly?: boolean;
 }
 
+/**
+ * Every params reference of a suite: what its writer, on every create and update whatever the
+ * update changed, and its recorded author, before it is served, must be allowed to read.
+ * (ValidatingAdmissionPolicy asks again only when a binding's paramRef changes; here that would
+ * let a writer who may not read the params change the expressions that show them: a
+ * messageExpression of `string(params.data)`.)
+ */
+export function suiteParamsUses(suite: AdmissionSuite): ParamsUse[] {
+  return (suite.spec?.webhooks ?? []).flatMap((webhook, i) => (webhook.params ? [{ field: `spec.webhooks[${i}].params`, ref: webhook.params }] : []));
+}
+
 export class ParamsAccess {
   private readonly discovery: Discovery;
   private readonly authorizer: Authorizer;
@@ -35,23 +48,34 @@ export class ParamsAccess {
 
   /** One error per params reference that `user` may not read in full; none when every one is readable. */
   async refusals(user: AuthorizationUser, uses: ParamsUse[]): Promise<FieldError[]> {
-    const errors: FieldError[] = [];
+    const { refused, unknown } = await this.check(user, uses);
+    // Unknown is not allowed: the operator would read them with its own rights.
+    return [...refused, ...unknown];
+  }
+
+  /**
+   * What `user` may not read (`refused`), and what could not be asked (`unknown`: the API server
+   * did not answer, or does not serve the kind): the reconciler asks again about the latter
+   * rather than taking a passing error for a refusal it remembers.
+   */
+  async check(user: AuthorizationUser, uses: ParamsUse[]): Promise<{ refused: FieldError[]; unknown: FieldError[] }> {
+    const refused: FieldError[] = [];
+    const unknown: FieldError[] = [];
     for (const { field, ref, namespacedOnly } of uses) {
       const what = `${ref.kind} (${ref.apiVersion}) ${ref.namespace ? `in namespace ${ref.namespace}` : 'in all namespaces'}`;
       try {
         if (namespacedOnly && (await this.discovery.lookup(ref.apiVersion, ref.kind))?.namespaced === false) {
-          errors.push({ field, message: `${ref.kind} (${ref.apiVersion}) is cluster-scoped: a policy's params are read in its own namespace, so they must be of a namespaced kind` });
+          refused.push({ field, message: `${ref.kind} (${ref.apiVersion}) is cluster-scoped: a policy's params are read in its own namespace, so they must be of a namespaced kind` });
           continue;
         }
         const denied = await this.deniedVerbs(user, ref);
         if (denied.length === 0) continue;
-        errors.push({ field, message: `user "${user.username}" may not ${denied.join(', ')} ${what}; a suite's params are read only for an author who may read them` });
+        refused.push({ field, message: `user "${user.username}" may not ${denied.join(', ')} ${what}; a suite's params are read only for an author who may read them` });
       } catch (err) {
-        // Unknown is not allowed: the operator would read them with its own rights.
-        errors.push({ field, message: `cannot check whether user "${user.username}" may read ${what}: ${describeError(err)}` });
+        unknown.push({ field, message: `cannot check whether user "${user.username}" may read ${what}: ${describeError(err)}` });
       }
     }
-    return errors;
+    return { refused, unknown };
   }
 
   private async deniedVerbs(user: AuthorizationUser, ref: ParamsRef): Promise<string[]> {

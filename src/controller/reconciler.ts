@@ -22,6 +22,7 @@ import { setConditions, type ConditionInput } from './conditions.ts';
 import { CONFIGURATION_KINDS, metadataFor, serviceRef, servingNames, service, webhookConfigurations } from './desired.ts';
 import { ensureLeaf, probeEndpointSoon, probeTarget, type ServeCertificate } from './serving.ts';
 import type { EventRecorder } from './events.ts';
+import type { Clearance } from './suite-author.ts';
 import type { ReconcileResult } from './queue.ts';
 
 const ENDPOINT_RETRY_MS = 250;
@@ -52,6 +53,13 @@ export interface ReconcilerDeps {
   servesGeneration?(name: string, uid: string | undefined, generation: number): Promise<boolean>;
   /** The native policies of the suites' webhooks enforced by the API server, and the hand-over to and from them. */
   native: NativeHandover;
+  /**
+   * Whether the suite's recorded author may read its params (suite-author.ts), asked before it is
+   * served; it also brings the registry in line. Absent: served as it compiles.
+   */
+  author?: { clear(suite: AdmissionSuite): Promise<Clearance> };
+  /** How long a cleared author's answer holds: a suite with params is reconciled again after it. */
+  authorRecheckMs?: number;
   /** status.audit: what the background audit found of the suite (src/audit); absent, nothing is said. */
   audit?(name: string): SuiteStatus['audit'] | undefined;
   log: Logger;
@@ -102,6 +110,9 @@ export class SuiteReconciler {
   }
 
   private async converge(suite: AdmissionSuite): Promise<ReconcileResult> {
+    // Before anything is served or registered: the params are read only for an author who may read them.
+    const clearance = this.deps.author ? await this.deps.author.clear(suite) : undefined;
+    if (clearance && clearance.state !== 'cleared') return this.notCleared(suite, clearance);
     const compiled = this.deps.registry.sync(suite);
     if (compiled.errors.length > 0) {
       // A suite that cannot work registers nothing: remove what an earlier generation registered.
@@ -210,8 +221,37 @@ export class SuiteReconciler {
     const waiting = Math.min(handover ?? Infinity, releasing ?? Infinity);
     if (waiting !== Infinity) return { requeueAfterMs: waiting };
     if (params.some(({ readiness }) => readiness.state !== 'ready')) return { requeueAfterMs: PARAMS_RETRY_MS };
-    return { requeueAfterMs: Math.max(1000, serving.renewalTime.getTime() - this.now().getTime()) };
+    const renewal = Math.max(1000, serving.renewalTime.getTime() - this.now().getTime());
+    // The author is asked again when its answer grows old: one who loses the access loses the suite.
+    const recheck = clearance && plans.some((p) => p.webhook.params) ? (this.deps.authorRecheckMs ?? Infinity) : Infinity;
+    return { requeueAfterMs: Math.min(renewal, recheck) };
   }
+
+  /**
+   * The suite's author may not read its params (or it could not be asked): nothing of it is
+   * served (suite-author.ts keeps it out of the registry) and nothing registered, as for an invalid
+   * spec; asked again later. An answer the API server could not give leaves what is registered as
+   * it is (an earlier generation that passed stays served), and is asked again soon.
+   */
+  private async notCleared(suite: AdmissionSuite, clearance: Exclude<Clearance, { state: 'cleared' }>): Promise<ReconcileResult> {
+    const message = clearance.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+    if (clearance.state === 'unknown') {
+      await this.writeStatus(suite, [{ type: 'Ready', status: 'False', reason: 'ParamsForbidden', message: `not served until its author is checked: ${message}` }], {});
+      return { requeueAfterMs: PARAMS_RETRY_MS };
+    }
+    await this.removeConfigurations(suite, new Set());
+    await this.deps.native.removeStale(suite, []);
+    await this.writeStatus(
+      suite,
+      [
+        { type: 'Ready', status: 'False', reason: 'ParamsForbidden', message: `not served: ${message}` },
+        { type: 'WebhooksRegistered', status: 'False', reason: 'ParamsForbidden', message: "nothing is registered while the suite's author may not read its params" },
+      ],
+      { webhooks: [], webhookCount: 0 },
+    );
+    return { requeueAfterMs: this.deps.authorRecheckMs ?? CONFLICT_RETRY_MS };
+  }
+
 
   /**
    * status.typeChecking, as ValidatingAdmissionPolicy's: the expressions that fail to type-check

@@ -12,7 +12,6 @@ import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 import { caFromSecret } from '../certs/authority.ts';
 import type { CertificateStore } from '../certs/store.ts';
 import type { Logger } from '../log.ts';
-import type { SuiteRegistry } from '../registry/registry.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
 import { NAMESPACED_KEY } from './namespaced.ts';
 import { CA_KEY } from './ca.ts';
@@ -109,7 +108,8 @@ export function servedCertificateKey(secret: SecretObject): string | undefined {
 export interface WatchesDeps {
   queue: { add(key: string): void; addAfter(key: string, delayMs: number): void };
   state: WatchState;
-  registry: Pick<SuiteRegistry, 'sync' | 'remove'>;
+  /** What serves the suites on this replica: the registry, behind the check of their authors (suite-author.ts). */
+  registry: { sync(suite: AdmissionSuite): unknown; remove(name: string): void };
   policies: Pick<PolicyRegistry, 'sync' | 'remove'>;
   certificates: CertificateStore;
   /** A served certificate replaced by another, or the CA that signs replaced. */

@@ -35,8 +35,12 @@ export interface Leading {
 }
 
 /** The queue and the Watches feeding it; made synchronously right after the caches (owned.ts), whose callbacks reach them. */
-export function driveReconcilers(config: OperatorConfig, reconcilers: Reconcilers & { ca: { rotating(): boolean } }, parts: { owned: Owned; registries: Registries; certificates: CertificateStore; metrics: Metrics; events: EventRecorder; log: Logger }): Pick<Leading, 'queue' | 'watches'> {
-  const { owned, registries, certificates, metrics, events, log } = parts;
+export function driveReconcilers(
+  config: OperatorConfig,
+  reconcilers: Reconcilers & { ca: { rotating(): boolean } },
+  parts: { owned: Owned; registries: Registries; serving: Pick<Serving, 'suiteAuthors'>; certificates: CertificateStore; metrics: Metrics; events: EventRecorder; log: Logger },
+): Pick<Leading, 'queue' | 'watches'> {
+  const { owned, registries, serving, certificates, metrics, events, log } = parts;
   const queue = new WorkQueue(
     dispatcher(reconcilers, (kind, result, seconds) => metrics.reconciled(kind, result, seconds), () => queue.add(CA_KEY)),
     {
@@ -57,7 +61,8 @@ export function driveReconcilers(config: OperatorConfig, reconcilers: Reconciler
   const watches = new Watches({
     queue,
     state: { rotating: () => reconcilers.ca.rotating(), hasSuite: (name) => owned.suites.get(name) !== undefined, suiteNames: () => owned.suites.list().map((s) => s.metadata!.name!) },
-    registry: registries.registry,
+    // Every replica serves a suite with params only once its author may read them.
+    registry: serving.suiteAuthors,
     policies: registries.policyRegistry,
     certificates,
     rotated: (kind) => metrics.rotated(kind),

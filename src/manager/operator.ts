@@ -80,7 +80,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   let watches: Watches | undefined;
   const owned = watchOwned(kubeConfig, kube, config, log, () => watches!);
   const reconcilers = makeReconcilers({ kube, config: effective, state, registries, serving, owned, certificates, metrics, events });
-  const driven = driveReconcilers(config, reconcilers, { owned, registries, certificates, metrics, events, log });
+  const driven = driveReconcilers(config, reconcilers, { owned, registries, serving, certificates, metrics, events, log });
   ({ watches, queue } = driven);
   const leading = lead(config, kube, identity, driven, { owned, registries, serving, metrics, log });
 

@@ -87,6 +87,8 @@ export function makeReconcilers(parts: Parts): Reconcilers & { ca: CaReconciler 
       serve,
       native: new NativeHandover({ kube, config, cached, nativeOwned: (suite) => owned.nativeOwned(suite), now: () => Date.now() }),
       servesGeneration: thread && ((name, uid, generation) => thread.whenServing(name, uid, generation)),
+      author: serving.suiteAuthors,
+      authorRecheckMs: config.namespacedPolicyAuthorRecheckMs,
       ...(auditor ? { audit: (name: string) => auditor.suiteStatus(name) } : {}),
       log: componentLogger('reconciler'),
     }),

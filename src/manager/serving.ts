@@ -15,6 +15,7 @@ import { OpenApiSchemas } from '../apiserver/openapi.ts';
 import { SubjectAccessReviewer } from '../apiserver/authorizer.ts';
 import { ParamsAccess } from '../apiserver/params-access.ts';
 import { PolicyAuthorRights } from '../apiserver/policy-author.ts';
+import { SuiteAuthorGate } from '../controller/suite-author.ts';
 import type { CertificateStore } from '../certs/store.ts';
 import type { OperatorConfig } from '../config.ts';
 import type { Metrics } from '../health/metrics.ts';
@@ -28,6 +29,8 @@ export interface Serving {
   thread?: AdmissionThread;
   schemas: OpenApiSchemas;
   authorRights: PolicyAuthorRights;
+  /** What serves the suites on this replica: the registry, each suite with params only once its recorded author may read them. */
+  suiteAuthors: SuiteAuthorGate;
   /** The port it serves on (the one asked for, or the one it was given for port 0); the asked one while held back. */
   port: number;
   listening(): boolean;
@@ -51,6 +54,8 @@ export async function startServing(
   const reviewer = new SubjectAccessReviewer(kubeConfig);
   const readAccess = new ParamsAccess(kubeConfig, reviewer);
   const authorRights = new PolicyAuthorRights(reviewer);
+  // Asked again on the AdmissionPolicies' authors' period.
+  const suiteAuthors = new SuiteAuthorGate({ registry, access: readAccess, recheckMs: config.namespacedPolicyAuthorRecheckMs, log: componentLogger('suite-author') });
   const paramsAccess: ParamsAccessCheck = {
     refusals: (user, uses) => readAccess.refusals(user, uses),
     mutationRefusals: (user, namespace, rules) => authorRights.mutationRefusals(user, namespace, rules),
@@ -107,6 +112,7 @@ export async function startServing(
     thread,
     schemas,
     authorRights,
+    suiteAuthors,
     port,
     listening,
     listen: async () => {
