@@ -54,6 +54,11 @@ export interface ReconcilerDeps {
   /** The native policies of the suites' webhooks enforced by the API server, and the hand-over to and from them. */
   native: NativeHandover;
   /**
+   * Why the endpoint does not serve this generation of the suite: it kept stopping a worker
+   * (src/worker-restarts.ts), so its webhooks are answered by their failurePolicy; undefined when it serves it.
+   */
+  quarantined?(suite: AdmissionSuite): string | undefined;
+  /**
    * Whether the suite's recorded author may read its params (suite-author.ts), asked before it is
    * served; it also brings the registry in line. Absent: served as it compiles.
    */
@@ -206,8 +211,10 @@ export class SuiteReconciler {
     const unreadable = params.flatMap(({ webhook, readiness }) => (readiness.state === 'unreadable' ? [`webhook ${webhook}: ${readiness.reason}`] : []));
     // Asked for Native and served by webhook (native enforcement off, or a policy the API server refused): enforced, but not as asked.
     const notNative = plans.filter((p) => p.enforcement === 'Webhook' && requestedEnforcement(suite, p.webhook) === 'Native');
-    const ready: ConditionInput =
-      notNative.length > 0
+    const quarantined = this.deps.quarantined?.(suite);
+    const ready: ConditionInput = quarantined
+      ? { type: 'Ready', status: 'False', reason: 'Quarantined', message: `quarantined, its webhooks answered by their failurePolicy: ${quarantined}` }
+      : notNative.length > 0
         ? { type: 'Ready', status: 'False', reason: 'NotEnforcedNatively', message: `served by webhook instead: ${notNative.map((p) => `webhook ${p.webhook.name}: ${p.reason}`).join('; ')}` }
         : unreadable.length > 0
           ? { type: 'Ready', status: 'False', reason: 'ParamsUnavailable', message: `the operator cannot read the params of ${unreadable.join('; ')}` }

@@ -4,7 +4,8 @@
  * of the cluster: sent with it (the request's Namespace, LimitRanges and Pods), or copied here as
  * the main thread's lookup caches change (the other kinds its handlers declare).
  * A side that throws, rejects or answers something that is not a decision is reported as an error
- * naming the handler; the time budget and what a blocked worker costs are the main thread's.
+ * naming the handler; the time budget and what a blocked worker costs are the main thread's, and
+ * so is what a worker that dies costs: it says which run it starts before it starts it.
  * Makes no API call and holds nothing of the operator's: a module's code is all it runs.
  */
 import { parentPort, workerData } from 'node:worker_threads';
@@ -59,6 +60,8 @@ async function run(message: Extract<ToHandlerWorker, { type: 'run' }>): Promise<
     const sent = message.config;
     let config = configs.get(sent.id);
     if (config === undefined) configs.set(sent.id, (config = handler.parseConfig(sent.raw, sent.context).config));
+    // Said first: if the handler stops this worker (process.exit, its heap outgrown), the main thread knows which run did.
+    send({ type: 'running', id });
     const decision = await run.call(handler, message.request, config, viewOf(message.context));
     if (!isDecision(decision)) throw new Error(`it answered ${JSON.stringify(decision)?.slice(0, 100)}, not a decision ({allowed: boolean, ...})`);
     send({ type: 'answer', id, decision });

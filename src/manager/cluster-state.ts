@@ -14,7 +14,7 @@ import { LookupCaches } from '../apiserver/lookups.ts';
 import { ObjectWatches } from '../apiserver/params-watches.ts';
 import { watchCache, type WatchedCache } from '../apiserver/watch.ts';
 import type { OperatorConfig } from '../config.ts';
-import { startHandlerModules } from '../custom/serve.ts';
+import { startHandlerModules, type HandlerModules } from '../custom/serve.ts';
 import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
 import type { Metrics } from '../health/metrics.ts';
 import { componentLogger, type Logger } from '../log.ts';
@@ -32,6 +32,8 @@ export interface ClusterState {
   view: ClusterView;
   authorizer: Authorizer;
   mapper: DiscoveryMapper;
+  /** The handler modules served (--handler-modules), when there are. */
+  handlerModules?: HandlerModules;
   /** Namespaces' and LimitRanges' changes from now on also go to `to`. */
   mirrorTo(to: Mirror | undefined): void;
   stop(): Promise<void>;
@@ -77,6 +79,7 @@ export async function watchClusterState(kubeConfig: KubeConfig, kube: Kube, conf
     authorizer: authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig)),
     // What an ownerReference's kind is served as (OwnerReferencesPermissionEnforcement), from API discovery.
     mapper: new DiscoveryMapper(kubeConfig),
+    ...(handlerModules ? { handlerModules } : {}),
     mirrorTo: (to) => (mirror = to),
     stop: async () => {
       await Promise.all([namespaces, limitRanges, params, lookups].map((w) => w.stop()));

@@ -87,7 +87,18 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   let synced = false;
   // Ready only once the AdmissionPolicies are listed too: a replica that answered their webhook before would admit what they deny.
   void Promise.all([owned.suites.synced, owned.secrets.synced, owned.policies.synced]).then(() => (synced = true));
-  const health = createHealthServer({ ready: () => synced && !serving.draining() && serving.listening(), metrics: () => metrics.render(), metricsContentType: metrics.contentType });
+  // A suite quarantined for stopping a worker is reconciled at once, so its status says so.
+  serving.thread?.onQuarantined((name) => queue?.add(name));
+  state.handlerModules?.onQuarantined((handler) => {
+    for (const suite of owned.suites.list()) if (suite.spec.webhooks.some((w) => w.handler?.name === handler)) queue?.add(suite.metadata.name);
+  });
+  const health = createHealthServer({
+    ready: () => synced && !serving.draining() && serving.listening(),
+    // While the admission thread that served is down, nothing serves admission: the kubelet restarts a replica that stays so.
+    live: () => !serving.thread?.cannotServe,
+    metrics: () => metrics.render(),
+    metricsContentType: metrics.contentType,
+  });
   await new Promise<void>((resolve) => health.listen(config.metricsPort, config.mode === 'local' ? '127.0.0.1' : '::', resolve));
 
   log.info('operator started', { namespace: config.namespace, mode: config.mode, servingPort: serving.port, metricsPort: config.metricsPort, identity });

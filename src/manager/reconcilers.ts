@@ -87,6 +87,9 @@ export function makeReconcilers(parts: Parts): Reconcilers & { ca: CaReconciler 
       serve,
       native: new NativeHandover({ kube, config, cached, nativeOwned: (suite) => owned.nativeOwned(suite), now: () => Date.now() }),
       servesGeneration: thread && ((name, uid, generation) => thread.whenServing(name, uid, generation)),
+      // What kept stopping a worker: this generation in the admission thread, or a handler module's handler with the config it is given.
+      quarantined: (suite) =>
+        [thread?.quarantined(suite.metadata.name, suite.metadata.uid, suite.metadata.generation ?? 0), state.handlerModules?.quarantined(suite)].filter(Boolean).join('; ') || undefined,
       author: serving.suiteAuthors,
       authorRecheckMs: config.namespacedPolicyAuthorRecheckMs,
       ...(auditor ? { audit: (name: string) => auditor.suiteStatus(name) } : {}),

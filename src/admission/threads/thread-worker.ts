@@ -197,10 +197,33 @@ const server = new AdmissionServer({
 });
 
 port.on('message', (message: ToThread) => {
+  // Nothing the main thread sends stops the thread: a throw is caught here, said and logged.
+  try {
+    received(message);
+  } catch (err) {
+    if (message.type !== 'suite') log.error('the admission thread could not apply a change', { change: message.type, error: (err as Error)?.message });
+  }
+});
+
+function received(message: ToThread): void {
   switch (message.type) {
     case 'suite': {
-      const compiled = registry.sync(message.suite);
-      send({ type: 'synced', name: compiled.name, uid: message.suite.metadata.uid, generation: compiled.generation });
+      const { name, uid } = message.suite.metadata;
+      const generation = message.suite.metadata.generation ?? 0;
+      // Said first: if compiling it kills the thread, the main thread knows which suite did.
+      send({ type: 'compiling', name, uid, generation });
+      try {
+        registry.sync(message.suite);
+      } catch (err) {
+        // Not served here at all (not even an earlier generation): its webhooks are answered by their failurePolicy.
+        try {
+          registry.remove(name);
+        } finally {
+          send({ type: 'compile-failed', name, uid, generation, message: String((err as Error)?.message ?? err).split('\n')[0]! });
+        }
+        return;
+      }
+      send({ type: 'synced', name, uid, generation });
       return;
     }
     case 'removed':
@@ -246,7 +269,7 @@ port.on('message', (message: ToThread) => {
     default:
       questions.answered(message);
   }
-});
+}
 
 function mirror(kind: 'Namespace' | 'LimitRange', object: Record<string, any>, deleted: boolean): void {
   const { name, namespace = '' } = (object.metadata ?? {}) as { name?: string; namespace?: string };

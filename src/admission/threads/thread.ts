@@ -10,7 +10,12 @@
  * back: requests it forwards (answered by the main thread's server, which does not listen), the
  * schemas it asks to be read again, the answers it counted (into the operator's metrics), and its acknowledgements, so that a suite is
  * registered only once the thread serves its generation and a CA is retired only once no
- * certificate it signed is served there. A worker that stops is started again with everything.
+ * certificate it signed is served there. A worker that stops is started again with everything,
+ * always, with backoff (worker-restarts.ts); a suite whose generation it was compiling when it died
+ * QUARANTINE_AFTER times, or whose compilation threw there, is quarantined: no longer sent to it
+ * (its webhooks are then not served: the API server answers them by their failurePolicy), said so
+ * to the reconciler (Ready=False, Quarantined), until the suite changes. While the thread is down,
+ * nothing serves admission: `cannotServe` says so, and the liveness probe fails with it.
  */
 import { Worker } from 'node:worker_threads';
 import { workerEntry } from '../../app-files.ts';
@@ -21,6 +26,7 @@ import type { CheckResult } from '../../audit/targets.ts';
 import type { CertificateStore } from '../../certs/store.ts';
 import type { Metrics } from '../../health/metrics.ts';
 import { LOG_LEVELS, type Logger, type LogLevel } from '../../log.ts';
+import { Backoff, Quarantine, type BackoffOptions } from '../../worker-restarts.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
 import type { ParamsChange } from '../../apiserver/params-watches.ts';
 import type { CachedKind, LookupChange } from '../../apiserver/lookups.ts';
@@ -79,7 +85,11 @@ export type ToThread =
 export type FromThread =
   | { type: 'listening'; port: number }
   | { type: 'listen-failed'; code?: string; message: string }
+  /** About to compile the suite: if the thread dies before it says synced, the suite is the suspect. */
+  | { type: 'compiling'; name: string; uid?: string; generation: number }
   | { type: 'synced'; name: string; uid?: string; generation: number }
+  /** Compiling the suite threw in the thread: it is not served there (and is quarantined). */
+  | { type: 'compile-failed'; name: string; uid?: string; generation: number; message: string }
   | { type: 'served'; key: string; certPem?: string }
   | { type: 'forward'; id: number; url: string; body: string | Uint8Array }
   | { type: 'renew-schemas'; key: string }
@@ -121,6 +131,8 @@ export interface AdmissionThreadOptions {
     schemas?: { subscribe(listener: (change: SchemaChange) => void): () => void; refresh(key: string): void; byDefault?: TypeCheckDefault };
     policies?: PolicyRegistry;
   };
+  /** When a thread that died is started again (RESTART_BACKOFF by default; tests shorten it). */
+  restart?: Partial<BackoffOptions>;
 }
 
 const WORKER = workerEntry('thread-worker', import.meta.url);
@@ -151,9 +163,38 @@ export class AdmissionThread {
   private readonly servedCertificates = new Map<string, string>();
   private nextFlush = 1;
   private readonly flushes = new Map<number, () => void>();
+  /** The suite generation the worker said it is compiling, until it says it is done (a worker's last messages arrive before its exit). */
+  private compiling: SuiteGeneration | undefined;
+  private readonly backoff: Backoff;
+  private readonly quarantine = new Quarantine();
+  private restartTimer: NodeJS.Timeout | undefined;
+  /** Whether the thread ever listened: from then on, while it does not, nothing serves admission. */
+  private listenedOnce = false;
+  /** The first listen(): settled once a thread listens, or when the first one cannot. */
+  private firstListen: { resolve(): void; reject(err: Error): void } | undefined;
+  private readonly quarantineListeners: ((name: string) => void)[] = [];
 
   constructor(options: AdmissionThreadOptions) {
     this.options = options;
+    this.backoff = new Backoff(options.restart);
+  }
+
+  /**
+   * True while the thread that served admission is down (dead, or started again and not listening
+   * yet): the main thread's server does not listen, so no review is answered here meanwhile.
+   */
+  get cannotServe(): boolean {
+    return this.listenedOnce && !this.isListening && !this.closing;
+  }
+
+  /** Calls `listener` with a suite's name each time one of its generations is quarantined (its status then says so). */
+  onQuarantined(listener: (name: string) => void): void {
+    this.quarantineListeners.push(listener);
+  }
+
+  /** Why this generation of the suite is quarantined (not served); undefined when it is not. */
+  quarantined(name: string, uid: string | undefined, generation: number): string | undefined {
+    return this.quarantine.why(suiteKey({ name, uid, generation }));
   }
 
   get listening(): boolean {
@@ -168,7 +209,10 @@ export class AdmissionThread {
   /** Starts the thread, listening as `options` say; resolves once it listens. */
   async listen(options: ListenOptions): Promise<void> {
     this.listenOptions = options;
-    await this.start();
+    await new Promise<void>((resolve, reject) => {
+      this.firstListen = { resolve, reject };
+      this.start();
+    });
   }
 
   /**
@@ -177,7 +221,8 @@ export class AdmissionThread {
    * endpoint's probe finds and says.
    */
   whenServing(name: string, uid: string | undefined, generation: number): Promise<boolean> {
-    if (!this.worker || serves(this.synced.get(name), uid, generation)) return Promise.resolve(true);
+    // A quarantined generation is served as it will be: not at all (answered by its failurePolicy), which its status says.
+    if (!this.worker || serves(this.synced.get(name), uid, generation) || this.quarantined(name, uid, generation)) return Promise.resolve(true);
     return new Promise((resolve) => {
       const timer = setTimeout(() => done(false), SERVING_WAIT_MS).unref();
       const done = (served: boolean) => {
@@ -224,6 +269,7 @@ export class AdmissionThread {
   /** Stops accepting; requests in flight are answered (each closing its connection); then the thread ends. */
   async close(): Promise<void> {
     this.closing = true;
+    clearTimeout(this.restartTimer);
     const worker = this.worker;
     if (!worker) return;
     await new Promise<void>((resolve) => {
@@ -241,7 +287,9 @@ export class AdmissionThread {
     this.worker?.postMessage(message);
   }
 
-  private start(): Promise<void> {
+  /** Starts a worker with everything; settles the first listen() once it listens (or cannot). */
+  private start(): void {
+    this.restartTimer = undefined;
     const { registry, certificates, mirrors, log, limits, validation } = this.options;
     const listen = { ...this.listenOptions!, ...(this.boundPort !== undefined ? { port: this.boundPort } : {}) };
     sizeNurseryForAdmission();
@@ -269,12 +317,28 @@ export class AdmissionThread {
     };
     const worker = new Worker(WORKER, { workerData: data });
     this.worker = worker;
+    this.backoff.started();
     if (this.draining) worker.postMessage({ type: 'draining' } satisfies ToThread);
     // Everything now, then every change (the subscriptions replay what is there, in order).
     this.stopListening = [
       registry.subscribe((change) => {
-        if ('removed' in change) this.synced.delete(change.removed);
-        worker.postMessage(('suite' in change ? { type: 'suite', suite: change.suite } : { type: 'removed', name: change.removed }) satisfies ToThread);
+        if ('removed' in change) {
+          this.synced.delete(change.removed);
+          this.quarantine.forget((key) => key.startsWith(`${change.removed}\n`));
+          worker.postMessage({ type: 'removed', name: change.removed } satisfies ToThread);
+          return;
+        }
+        const { name, uid } = change.suite.metadata;
+        const generation = change.suite.metadata.generation ?? 0;
+        const key = suiteKey({ name, uid, generation });
+        // Older generations (and another suite once under the name) are not coming back.
+        this.quarantine.forget((k) => k.startsWith(`${name}\n`) && k !== key);
+        if (this.quarantine.why(key)) {
+          // Not sent: an earlier generation the worker holds goes too, so nothing of the suite is served.
+          worker.postMessage({ type: 'removed', name } satisfies ToThread);
+          return;
+        }
+        worker.postMessage({ type: 'suite', suite: change.suite } satisfies ToThread);
       }),
       certificates.subscribe((key, pems) => worker.postMessage({ type: 'certificate', key, pems } satisfies ToThread)),
       ...(this.options.params ? [this.options.params.subscribe((change) => worker.postMessage({ type: 'params', change } satisfies ToThread))] : []),
@@ -286,27 +350,46 @@ export class AdmissionThread {
     for (const kind of ['Namespace', 'LimitRange'] as const) {
       for (const object of mirrors[kind].list()) worker.postMessage({ type: 'mirror', kind, object: object as Record<string, any>, deleted: false } satisfies ToThread);
     }
-    return new Promise((resolve, reject) => {
-      let started = false;
-      worker.on('message', (message: FromThread) => {
-        if (message.type === 'listening') {
-          started = true;
-          this.boundPort = message.port;
-          this.isListening = true;
-          resolve();
-        } else if (message.type === 'listen-failed') {
-          reject(Object.assign(new Error(message.message), { code: message.code }));
-        } else this.onMessage(worker, message);
-      });
-      worker.on('error', (err) => log.error('the admission thread failed', { error: err.message }));
-      worker.on('exit', (code) => {
-        if (this.worker !== worker) return;
-        this.lost();
-        if (!started) return reject(new Error(`the admission thread exited (${code}) before it listened`));
-        if (this.closing) return;
-        log.error('the admission thread stopped; starting it again', { code });
-        this.start().catch((err: Error) => log.error('the admission thread could not start again', { error: err.message }));
-      });
+    let started = false;
+    worker.on('message', (message: FromThread) => {
+      if (message.type === 'listening') {
+        started = true;
+        this.boundPort = message.port;
+        this.isListening = true;
+        this.listenedOnce = true;
+        this.firstListen?.resolve();
+        this.firstListen = undefined;
+      } else if (message.type === 'listen-failed') {
+        const err = Object.assign(new Error(message.message), { code: message.code });
+        if (this.firstListen) {
+          this.firstListen.reject(err);
+          this.firstListen = undefined;
+          return;
+        }
+        // Started again and cannot listen (its port held a moment longer): stopped, and started again later.
+        log.error('the admission thread could not listen; starting it again', { error: err.message });
+        void worker.terminate();
+      } else this.onMessage(worker, message);
+    });
+    worker.on('error', (err) => log.error('the admission thread failed', { error: err.message }));
+    worker.on('exit', (code) => {
+      if (this.worker !== worker) return;
+      const suspect = this.compiling;
+      this.lost();
+      if (this.closing) return;
+      // The first thread could not start, and no suite is to blame: the operator does not start (as before any suite).
+      if (!started && this.firstListen && !suspect) {
+        this.firstListen.reject(new Error(`the admission thread exited (${code}) before it listened`));
+        this.firstListen = undefined;
+        return;
+      }
+      if (suspect && this.quarantine.died(suiteKey(suspect), `the admission thread exited (${code}) while compiling generation ${suspect.generation}`)) {
+        log.error('suite quarantined: it stopped the admission thread again and again; its webhooks are answered by their failurePolicy until it changes', { suite: suspect.name, generation: suspect.generation });
+        for (const listener of this.quarantineListeners) listener(suspect.name);
+      }
+      const wait = this.backoff.died();
+      log.error('the admission thread stopped; starting it again', { code, inMs: wait, deathsInARow: this.backoff.deaths, compiling: suspect?.name });
+      this.restartTimer = setTimeout(() => this.start(), wait);
     });
   }
 
@@ -315,6 +398,7 @@ export class AdmissionThread {
     this.worker = undefined;
     this.isListening = false;
     for (const stop of this.stopListening.splice(0)) stop();
+    this.compiling = undefined;
     this.synced.clear();
     this.servedCertificates.clear();
     for (const waiters of [...this.syncWaiters.values()]) for (const waiter of [...waiters]) waiter.done(false);
@@ -324,7 +408,21 @@ export class AdmissionThread {
 
   private onMessage(worker: Worker, message: FromThread): void {
     switch (message.type) {
+      case 'compiling':
+        this.compiling = { name: message.name, uid: message.uid, generation: message.generation };
+        return;
+      case 'compile-failed': {
+        this.compiling = undefined;
+        const key = suiteKey(message);
+        if (this.quarantine.why(key)) return;
+        this.quarantine.hold(key, `compiling it threw in the admission thread: ${message.message}`);
+        this.options.log.error('suite quarantined: compiling it threw in the admission thread; its webhooks are answered by their failurePolicy until it changes', { suite: message.name, generation: message.generation, error: message.message });
+        for (const waiter of [...(this.syncWaiters.get(message.name) ?? [])]) if (waiter.uid === message.uid && waiter.generation === message.generation) waiter.done(true);
+        for (const listener of this.quarantineListeners) listener(message.name);
+        return;
+      }
       case 'synced': {
+        this.compiling = undefined;
         const synced = { uid: message.uid, generation: message.generation };
         this.synced.set(message.name, synced);
         for (const waiter of [...(this.syncWaiters.get(message.name) ?? [])]) if (serves(synced, waiter.uid, waiter.generation)) waiter.done(true);
@@ -383,4 +481,15 @@ export class AdmissionThread {
 /** Whether what the thread said it serves is `generation` (or later) of the suite with `uid`. */
 function serves(synced: { uid?: string; generation: number } | undefined, uid: string | undefined, generation: number): boolean {
   return synced !== undefined && synced.uid === uid && synced.generation >= generation;
+}
+
+interface SuiteGeneration {
+  name: string;
+  uid?: string;
+  generation: number;
+}
+
+/** A suite generation as a quarantine key: its name first (a suite removed forgets its keys by it). */
+function suiteKey({ name, uid, generation }: SuiteGeneration): string {
+  return `${name}\n${uid ?? ''}\n${generation}`;
 }

@@ -229,10 +229,10 @@ describe('handler modules: served through the registry', function () {
     expect(spun.message).to.equal('internal error: handler acme.dev/Spins did not answer within its budget of 300 ms');
     expect(took, 'answered at its budget, not when the loop ends (3 s)').to.be.below(1_000);
     expect(Math.max(...quick), `another module's answers (ms): ${quick.map((q) => q.toFixed(1)).join(', ')}`).to.be.below(100);
-    // The blocked worker was stopped (no pong within PROBE_MS), saying so, and is started again on the next request.
+    // The blocked worker was stopped (no pong within PROBE_MS), saying so, and is started again at once.
     await new Promise((r) => setTimeout(r, 200));
     expect(warnings).to.deep.equal([
-      { message: 'handler module worker stopped: a handler blocked it past its budget; started again on the next request', module: path.join(path.dirname(warnings[0]!.module as string), 'spin.mjs'), handler: 'acme.dev/Spins' },
+      { message: 'handler module worker stopped: a handler blocked it past its budget; started again', module: path.join(path.dirname(warnings[0]!.module as string), 'spin.mjs'), handler: 'acme.dev/Spins' },
     ]);
     // Its module's other handler answers at once from the new worker (the old one would spin for 3 s more).
     expect(await admit('acme.dev/SameModule', 'Fail')).to.deep.equal({ allowed: true });

@@ -1,0 +1,106 @@
+/**
+ * What every worker thread of the operator shares when one dies (the admission thread, the review
+ * workers, the tenant workers, the handler modules' workers): when it is started again (Backoff:
+ * at once the first time, then exponentially longer, capped, never giving up, and from the start
+ * again once a worker has lived a while), and which input keeps killing it (Quarantine: deaths
+ * counted by the input that was in the worker when it died, a suite's or policy's generation;
+ * after QUARANTINE_AFTER of them that input is no longer sent to a worker, its requests answered
+ * by the webhook's failurePolicy, until it changes). Owns only the counting: each worker kind
+ * knows what was in its worker and what not sending an input means there. Imports nothing.
+ */
+
+export interface BackoffOptions {
+  /** The wait before the second restart in a row (the first is at once). */
+  initialMs: number;
+  /** The longest wait: a worker that keeps dying is still started again this often. */
+  maxMs: number;
+  /** A worker that lived this long before it died starts the count again (its death is not "in a row"). */
+  stableMs: number;
+}
+
+/**
+ * Measured on this machine: a worker thread starts in 40-150 ms; 10 s at most between attempts
+ * keeps a worker that dies of something transient back soon, and one that dies at once from
+ * costing more than a few percent of a core.
+ */
+export const RESTART_BACKOFF: BackoffOptions = { initialMs: 100, maxMs: 10_000, stableMs: 30_000 };
+
+export class Backoff {
+  private readonly options: BackoffOptions;
+  private inARow = 0;
+  private startedAt = 0;
+  private readonly now: () => number;
+
+  constructor(options: Partial<BackoffOptions> = {}, now: () => number = Date.now) {
+    this.options = { ...RESTART_BACKOFF, ...options };
+    this.now = now;
+  }
+
+  /** A worker was started now. */
+  started(): void {
+    this.startedAt = this.now();
+  }
+
+  /** The worker died: how long to wait before starting the next one. */
+  died(): number {
+    if (this.startedAt !== 0 && this.now() - this.startedAt >= this.options.stableMs) this.inARow = 0;
+    const wait = this.inARow === 0 ? 0 : Math.min(this.options.maxMs, this.options.initialMs * 2 ** (this.inARow - 1));
+    this.inARow++;
+    return wait;
+  }
+
+  /** Deaths in a row so far (for logs). */
+  get deaths(): number {
+    return this.inARow;
+  }
+}
+
+/** Deaths attributed to one input before it is quarantined. */
+export const QUARANTINE_AFTER = 3;
+
+/**
+ * Inputs that killed their worker, by key (the caller's: an input's identity and generation, so
+ * that a changed input is a new key and starts from nothing).
+ */
+export class Quarantine {
+  private readonly after: number;
+  private readonly deaths = new Map<string, number>();
+  private readonly held = new Map<string, string>();
+
+  constructor(after = QUARANTINE_AFTER) {
+    this.after = after;
+  }
+
+  /**
+   * The worker died with `key`'s input in it; true when that makes it quarantined (now, not
+   * before). `why` is what the status and the answers say.
+   */
+  died(key: string, why: string): boolean {
+    if (this.held.has(key)) return false;
+    const deaths = (this.deaths.get(key) ?? 0) + 1;
+    this.deaths.set(key, deaths);
+    if (deaths < this.after) return false;
+    this.hold(key, `it stopped its worker ${deaths} times (last: ${why})`);
+    return true;
+  }
+
+  /** Quarantined at once (an input that throws where it must not: it would throw again). */
+  hold(key: string, why: string): void {
+    this.deaths.delete(key);
+    this.held.set(key, why);
+  }
+
+  /** Why `key` is quarantined; undefined when it is not. */
+  why(key: string): string | undefined {
+    return this.held.get(key);
+  }
+
+  /** Forgets every key `drop` selects (inputs removed or changed). */
+  forget(drop: (key: string) => boolean): void {
+    for (const map of [this.deaths, this.held]) for (const key of [...map.keys()]) if (drop(key)) map.delete(key);
+  }
+
+  get size(): number {
+    return this.held.size;
+  }
+}

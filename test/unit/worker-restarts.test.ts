@@ -1,0 +1,232 @@
+/**
+ * Nothing a suite sends stops a worker for good (src/worker-restarts.ts and each worker kind): a
+ * worker that dies is started again, always, with backoff, however often it dies (20 times in a
+ * row here, each as soon as it starts); a suite, or a handler with a config, that keeps killing
+ * its worker is quarantined (not sent to it, answered by failurePolicy) while the others keep being
+ * served; the admission thread says while nothing serves (what /healthz fails on).
+ */
+import https from 'node:https';
+import { expect } from 'chai';
+import { AdmissionServer } from '../../src/admission/server.ts';
+import { AdmissionThread } from '../../src/admission/threads/thread.ts';
+import { CertificateStore } from '../../src/certs/store.ts';
+import { createCA, issueLeaf, type IssuedCertificate } from '../../src/certs/x509.ts';
+import { Metrics } from '../../src/health/metrics.ts';
+import { SuiteRegistry } from '../../src/registry/registry.ts';
+import { HandlerRunner, HandlerFailure, type FailureReason } from '../../src/custom/runner.ts';
+import { loadHandlerModules } from '../../src/custom/modules.ts';
+import { Backoff, Quarantine } from '../../src/worker-restarts.ts';
+import type { AdmissionSuite } from '../../src/api/types.ts';
+import type { AdmissionRequest } from '../../src/api/admission-review.ts';
+import { EMPTY_VIEW } from '../../src/handlers/handler.ts';
+import winston from 'winston';
+import { HANDLER_API_VERSION } from 'portcullis/sdk';
+import { tempFolder } from '../support/temp-files.ts';
+import { eventually } from '../support/wait.ts';
+
+const QUIET = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined };
+const FAST = { initialMs: 5, maxMs: 40 };
+const SERVER_NAME = 'portcullis-guards.portcullis-system.svc';
+
+/**
+ * A handler module whose handler stops the thread it runs in when its config says `exit`: in its
+ * module's worker when it runs, and in the admission thread when that thread checks its config
+ * (compiling a suite that uses it). Never on the main thread, which only checks configs here.
+ */
+const EXITING = `import { isMainThread } from 'node:worker_threads';
+export const apiVersion = '${HANDLER_API_VERSION}';
+const configmaps = [{ group: '', resource: 'configmaps' }];
+export const handlers = [
+  { name: 'acme.dev/Exits', resources: configmaps,
+    parseConfig: (c) => { if (c.exitOnCompile && !isMainThread) process.exit(9); return { config: c, errors: [] }; },
+    validate: (req, c) => { if (c.exit) process.exit(7); return { allowed: true }; } },
+  { name: 'acme.dev/Fine', resources: configmaps, parseConfig: (c) => ({ config: c, errors: [] }), validate: () => ({ allowed: true, warnings: ['fine'] }) },
+];
+`;
+
+const request = (): AdmissionRequest => ({
+  uid: 'u',
+  kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+  resource: { group: '', version: 'v1', resource: 'configmaps' },
+  namespace: 'team-a',
+  name: 'c',
+  operation: 'CREATE',
+  userInfo: { username: 'alice' },
+  object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'team-a' } },
+});
+
+describe('worker restarts: backoff and quarantine', function () {
+  it('starts again at once, then waits twice as long each death in a row up to its cap, and from the start once a worker lived long enough', function () {
+    let now = 1_000;
+    const backoff = new Backoff({ initialMs: 100, maxMs: 1_000, stableMs: 30_000 }, () => now);
+    backoff.started();
+    expect(Array.from({ length: 7 }, () => backoff.died())).to.deep.equal([0, 100, 200, 400, 800, 1_000, 1_000]);
+    backoff.started();
+    now += 30_000;
+    expect(backoff.died()).to.equal(0);
+  });
+
+  it('quarantines a key at its third death, and forgets what it is told to', function () {
+    const quarantine = new Quarantine(3);
+    expect([quarantine.died('a', 'x'), quarantine.died('a', 'y'), quarantine.died('b', 'z'), quarantine.died('a', 'last')]).to.deep.equal([false, false, false, true]);
+    expect(quarantine.why('a')).to.equal('it stopped its worker 3 times (last: last)');
+    expect(quarantine.why('b')).to.equal(undefined);
+    quarantine.forget((key) => key === 'a');
+    expect(quarantine.why('a')).to.equal(undefined);
+  });
+});
+
+describe('worker restarts: the admission thread', function () {
+  this.timeout(120_000);
+  let ca: IssuedCertificate;
+  let registry: SuiteRegistry;
+  let server: AdmissionServer;
+  let thread: AdmissionThread;
+  const quarantined: string[] = [];
+  const modules = tempFolder('exiting-module-', { 'exits.mjs': EXITING });
+  const worker = () => (thread as unknown as { worker?: { terminate(): Promise<number>; threadId: number } }).worker;
+
+  const post = (path: string, body: string) =>
+    new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = https.request(
+        { host: '127.0.0.1', port: thread.port, path, method: 'POST', servername: SERVER_NAME, ca: ca.certPem, agent: false, headers: { 'content-type': 'application/json' } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+
+  const suite = (name: string, generation: number, webhook: AdmissionSuite['spec']['webhooks'][number]): AdmissionSuite => ({
+    apiVersion: 'admission.portcullis.dev/v1alpha1',
+    kind: 'AdmissionSuite',
+    metadata: { name, uid: `uid-${name}`, generation },
+    spec: { webhooks: [webhook] },
+  });
+  const configMaps = [{ operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];
+  const good = suite('good', 1, { name: 'check', type: 'Validating', rules: configMaps, validations: [{ expression: "object.metadata.name != 'forbidden'", message: 'no' }] });
+  const killer = (generation: number, config: Record<string, unknown>) => suite('killer', generation, { name: 'check', type: 'Validating', rules: configMaps, handler: { name: 'acme.dev/Exits', config } });
+  const answersGood = async () => {
+    const answer = await post('/admit/good/check', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: request() }));
+    expect(answer.status).to.equal(200);
+    expect(answer.body.response.allowed).to.equal(true);
+  };
+
+  before(async function () {
+    ca = await createCA({ commonName: 'restart-ca', notAfter: new Date(Date.now() + 86_400_000) });
+    const metrics = new Metrics();
+    registry = new SuiteRegistry({ observers: metrics });
+    registry.sync(good);
+    const certificates = new CertificateStore();
+    const issued = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
+    certificates.install('guards', issued.certPem, issued.keyPem);
+    server = new AdmissionServer({ registry, certificates, metrics, log: QUIET });
+    thread = new AdmissionThread({
+      server,
+      registry,
+      certificates,
+      metrics,
+      mirrors: { Namespace: { list: () => [] }, LimitRange: { list: () => [] } },
+      handlerModules: modules,
+      // Its lines (a thread stopped, a suite quarantined) are the test's noise: nothing is written below error, and errors are expected here.
+      log: winston.createLogger({ level: 'error', silent: true }),
+      restart: FAST,
+    });
+    thread.onQuarantined?.((name) => quarantined.push(name));
+    await thread.listen({ port: 0, host: '127.0.0.1' });
+  });
+  after(async () => {
+    await thread.close();
+    await server.close();
+  });
+
+  it('is started again after dying 20 times in a row, each time as soon as it starts, and serves again; meanwhile it says nothing serves', async function () {
+    await answersGood();
+    const down: unknown[] = [];
+    for (let death = 0; death < 20; death++) {
+      const started = await eventually(async () => worker() ?? Promise.reject(new Error(`no thread after death ${death}`)), { intervalMs: 1 });
+      // Killed before it listens (the first time, after it served): what a suite that kills it on compile does.
+      await started.terminate();
+      down.push(thread.cannotServe);
+    }
+    await eventually(async () => expect(thread.listening, 'listening again').to.equal(true));
+    expect(down, 'nothing serves after each death').to.deep.equal(Array(20).fill(true));
+    expect(thread.cannotServe).to.equal(false);
+    await answersGood();
+  });
+
+  it('quarantines a suite that kills it while compiling: not sent to it, said so, while the other suites are served; its next generation is tried again', async function () {
+    registry.sync(killer(1, { exitOnCompile: true }));
+    await eventually(async () => expect(thread.quarantined('killer', 'uid-killer', 1)).to.match(/^it stopped its worker 3 times \(last: the admission thread exited \(9\) while compiling generation 1\)$/));
+    expect(quarantined).to.deep.equal(['killer']);
+    await eventually(async () => expect(thread.listening).to.equal(true));
+    // Served as quarantined: the reconciler waits no longer, and writes Ready=False, Quarantined.
+    expect(await thread.whenServing('killer', 'uid-killer', 1)).to.equal(true);
+    await answersGood();
+    // Not served: the API server answers its webhook by its failurePolicy.
+    expect((await post('/admit/killer/check', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: request() }))).status).to.equal(404);
+    const listeningThread = worker()!.threadId;
+    registry.sync(killer(2, {}));
+    expect(await thread.whenServing('killer', 'uid-killer', 2)).to.equal(true);
+    expect(thread.quarantined('killer', 'uid-killer', 2)).to.equal(undefined);
+    expect(worker()!.threadId, 'the new generation did not stop the thread').to.equal(listeningThread);
+    await answersGood();
+  });
+});
+
+describe('worker restarts: handler modules’ workers', function () {
+  this.timeout(120_000);
+  const failures: string[] = [];
+  const quarantined: string[] = [];
+  let runner: HandlerRunner;
+  let exits: ReturnType<HandlerRunner['proxy']>;
+  let fine: ReturnType<HandlerRunner['proxy']>;
+
+  before(async function () {
+    runner = new HandlerRunner({ budgetMs: 5_000, log: QUIET, restart: FAST, failed: (handler: string, reason: FailureReason) => failures.push(`${handler} ${reason}`), quarantined: (h) => quarantined.push(h) });
+    const { loaded } = await loadHandlerModules(tempFolder('exiting-module-', { 'exits.mjs': EXITING }));
+    [exits, fine] = loaded.map((l) => runner.proxy(l)) as [typeof exits, typeof fine];
+  });
+  after(() => runner.close());
+
+  const run = (proxy: typeof exits, config: Record<string, unknown>) =>
+    (proxy.validate!(request(), proxy.parseConfig(config).config, EMPTY_VIEW) as Promise<{ allowed: boolean; warnings?: string[] }>).then(
+      (decision) => decision,
+      (err: Error) => {
+        expect(err).to.be.instanceOf(HandlerFailure);
+        return err.message;
+      },
+    );
+  const answersFine = () => eventually(async () => expect(await run(fine, {})).to.deep.equal({ allowed: true, warnings: ['fine'] }), { intervalMs: 5 });
+
+  it('is started again after each of 20 deaths in a row, and answers again', async function () {
+    for (let death = 0; death < 20; death++) {
+      // A config of its own each time: no one config kills it three times, so nothing is quarantined.
+      await eventually(async () => expect(await run(exits, { exit: true, death })).to.match(/its worker stopped/), { intervalMs: 5 });
+      await answersFine();
+    }
+    expect(quarantined).to.deep.equal([]);
+  });
+
+  it('quarantines a handler with the config that kills its worker: answered by failurePolicy without reaching the worker, while its other configs and handlers answer', async function () {
+    failures.length = 0;
+    const answers: unknown[] = [];
+    for (let i = 0; i < 20; i++) {
+      answers.push(await run(exits, { exit: true }));
+      // While its worker is started again (with backoff after the first death) the module's other requests wait for it; once quarantined, never.
+      if (i < 3) await answersFine();
+      else expect(await run(fine, {})).to.deep.equal({ allowed: true, warnings: ['fine'] });
+      await eventually(async () => expect(await run(exits, { exit: false })).to.deep.equal({ allowed: true }), { intervalMs: 5 });
+    }
+    const lost = answers.filter((a) => typeof a === 'string' && a.endsWith('its worker stopped (exit code 7)'));
+    expect(lost, 'deaths before it was quarantined').to.have.length(3);
+    expect(answers.slice(3)).to.deep.equal(Array(17).fill('handler acme.dev/Exits is quarantined with this config: it stopped its worker 3 times (last: handler acme.dev/Exits: its worker stopped (exit code 7))'));
+    expect(quarantined).to.deep.equal(['acme.dev/Exits']);
+    expect(runner.quarantined('acme.dev/Exits', { exit: true })).to.match(/^it stopped its worker 3 times/);
+    expect(runner.quarantined('acme.dev/Exits', { exit: false })).to.equal(undefined);
+    expect(failures.filter((f) => f === 'acme.dev/Exits quarantined')).to.have.length(17);
+  });
+});
