@@ -100,9 +100,9 @@ describe('background audit metrics: objects judged and failing, scans and report
 
   it('counts a new failing object and a fixed one within seconds, without waiting for the next scan', async function () {
     await createConfigMap(NS, 'bad-2');
-    await eventually(async () => expect(audited(await scrape(leaderPort), { suite: SUITE, webhook: 'owner' })).to.deep.equal({ evaluated: 3, failing: 2 }), { what: 'the new failing object to be counted', timeoutMs: 20_000 });
+    await eventually(async () => expect(audited(await scrape(leaderPort), { suite: SUITE, webhook: 'owner' })).to.deep.equal({ evaluated: 3, failing: 2 }), { what: 'the new failing object to be counted', timeoutMs: 60_000 });
     await cluster().kube.core.patchNamespacedConfigMap({ namespace: NS, name: 'bad-2', body: { metadata: { labels: { owner: 'team-b' } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
-    await eventually(async () => expect(audited(await scrape(leaderPort), { suite: SUITE, webhook: 'owner' })).to.deep.equal({ evaluated: 3, failing: 1 }), { what: 'the fixed object to be counted passing', timeoutMs: 20_000 });
+    await eventually(async () => expect(audited(await scrape(leaderPort), { suite: SUITE, webhook: 'owner' })).to.deep.equal({ evaluated: 3, failing: 1 }), { what: 'the fixed object to be counted passing', timeoutMs: 60_000 });
   });
 
   it('times each full scan, says when the last completed and the interval, and counts the report writes', async function () {
@@ -112,7 +112,7 @@ describe('background audit metrics: objects judged and failing, scans and report
         expect(sampleValue(scraped, 'portcullis_audit_report_writes_total')).to.be.greaterThan(0);
         return scraped;
       },
-      { what: 'the reports to be written', timeoutMs: 30_000 },
+      { what: 'the reports to be written', timeoutMs: 60_000 },
     );
     // Its full scan ran when it took the lead, before the suite and the policy were there (each was then scanned alone, not a full scan).
     const lastScan = sampleValue(metrics, 'portcullis_audit_last_scan_timestamp_seconds')!;

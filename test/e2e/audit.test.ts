@@ -152,7 +152,7 @@ describe('background audit: OpenReports of the objects already there', function 
         if (s?.status?.audit?.webhooks?.[0]?.evaluated === undefined) throw new Error(`no status.audit yet: ${JSON.stringify(s?.status?.audit)}`);
         return s;
       },
-      { what: 'status.audit', timeoutMs: 30_000 },
+      { what: 'status.audit', timeoutMs: 60_000 },
     );
     const audit = suite!.status!.audit!;
     expect(audit.lastRun).to.be.a('string');
@@ -166,7 +166,7 @@ describe('background audit: OpenReports of the objects already there', function 
       { namespace: NS, name: 'fixed', body: { metadata: { labels: { owner: 'team-b' } } } },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
     );
-    await eventually(async () => expect(find(await resultsOf(NS), 'fixed', 'validations[0]')).to.include({ result: 'pass' }), { what: 'the fixed object to pass', timeoutMs: 15_000 });
+    await eventually(async () => expect(find(await resultsOf(NS), 'fixed', 'validations[0]')).to.include({ result: 'pass' }), { what: 'the fixed object to pass', timeoutMs: 60_000 });
   });
 
   it("audits a team's AdmissionPolicy in its namespace, and says in its status how many fail", async function () {
@@ -184,7 +184,7 @@ describe('background audit: OpenReports of the objects already there', function 
         if (!find(found, 'bad', 'validations[0]', `${NS}/team-size`)) throw new Error('not reported yet');
         return found;
       },
-      { what: 'the policy\'s results', timeoutMs: 30_000 },
+      { what: 'the policy\'s results', timeoutMs: 60_000 },
     );
     expect(find(results, 'bad', 'validations[0]', `${NS}/team-size`)).to.include({ result: 'fail', message: 'no configmap may be called bad' });
     expect(find(results, 'good', 'validations[0]', `${NS}/team-size`)).to.include({ result: 'pass' });
@@ -195,7 +195,7 @@ describe('background audit: OpenReports of the objects already there', function 
         const p = (await cluster().kube.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: NS, name: 'team-size' })) as AdmissionPolicy;
         expect(p.status?.audit).to.include({ evaluated: 3, failing: 1 });
       },
-      { what: "the policy's status.audit", timeoutMs: 30_000 },
+      { what: "the policy's status.audit", timeoutMs: 60_000 },
     );
   });
 
@@ -218,7 +218,7 @@ describe('background audit: OpenReports of the objects already there', function 
         if (!found.some((r) => r.properties?.origin === 'admission')) throw new Error(`no live result yet: ${JSON.stringify(found)}`);
         return found;
       },
-      { what: 'the live result of the audited webhook', timeoutMs: 20_000 },
+      { what: 'the live result of the audited webhook', timeoutMs: 60_000 },
     );
     const live = results.find((r) => r.properties?.origin === 'admission')!;
     expect(live).to.include({ rule: 'validations[0]', result: 'fail', message: 'mallory may not write configmaps (audited)' });
@@ -227,7 +227,7 @@ describe('background audit: OpenReports of the objects already there', function 
     await eventually(async () => {
       const scanned = (await resultsOf(NS)).find((r) => r.policy === `${SUITE}/audited` && r.resources[0]?.name === 'by-mallory' && r.properties?.origin === 'audit');
       expect(scanned?.result).to.equal('skip');
-    }, { what: 'the scan\'s skip for the same object', timeoutMs: 20_000 });
+    }, { what: 'the scan\'s skip for the same object', timeoutMs: 60_000 });
     // A request by anyone else leaves no live failure.
     await cluster().kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'by-admin' } } }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 2500));
@@ -250,7 +250,7 @@ describe('background audit: OpenReports of the objects already there', function 
     });
     const viewer = connect(await serviceAccountKubeConfig(NS, 'viewer'));
     const read = (namespace: string) => viewer.custom.listNamespacedCustomObject({ group: 'openreports.io', version: 'v1alpha1', plural: 'reports', namespace });
-    await eventually(async () => expect(((await read(NS)) as { items: unknown[] }).items.length).to.be.greaterThan(0), { what: 'the viewer to read its reports', timeoutMs: 20_000 });
+    await eventually(async () => expect(((await read(NS)) as { items: unknown[] }).items.length).to.be.greaterThan(0), { what: 'the viewer to read its reports', timeoutMs: 60_000 });
     const denied = await read(OTHER).then(
       () => undefined,
       (err: { code?: number }) => err.code,
@@ -265,9 +265,9 @@ describe('background audit: OpenReports of the objects already there', function 
         const left = [...(await resultsOf(NS)), ...(await resultsOf(OTHER))].filter((r) => r.policy.startsWith(`${SUITE}/`));
         expect(left).to.deep.equal([]);
       },
-      { what: "the suite's results to go", timeoutMs: 30_000 },
+      { what: "the suite's results to go", timeoutMs: 60_000 },
     );
     // The namespace with nothing left judged has no report at all.
-    await eventually(async () => expect(await reports(OTHER)).to.deep.equal([]), { what: 'the empty report to be deleted', timeoutMs: 30_000 });
+    await eventually(async () => expect(await reports(OTHER)).to.deep.equal([]), { what: 'the empty report to be deleted', timeoutMs: 60_000 });
   });
 });

@@ -25,6 +25,7 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { deleteSuite } from '../support/suites.ts';
 import { createConfigMap, ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
+import { auditEvents, auditLogBytes } from '../support/audit-log.ts';
 import { runCli } from '../support/cli.ts';
 import { startControlPlane, type ControlPlane } from '../../src/local/controlplane.ts';
 import { installForLocalRun } from '../../src/local/install.ts';
@@ -198,11 +199,7 @@ describe('portcullis audit: the background audit, from the command line', functi
     expect(output.webhooks.find((w) => w.policy === `${SUITE}/owner`)).to.include({ evaluated: 4, denied: 1 });
 
     // Nothing written: the API server logs every request it gets but reads (test/support's control plane).
-    const events = fs
-      .readFileSync(cluster().controlPlane.auditLogPath, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { user?: { username?: string }; verb: string; requestURI: string });
+    const events = auditEvents<{ user?: { username?: string }; verb: string; requestURI: string }>(cluster().controlPlane.auditLogPath);
     expect(events.filter((e) => e.user?.username === `system:serviceaccount:${NS}:cli-auditor`).map((e) => `${e.verb} ${e.requestURI}`)).to.deep.equal([]);
   });
 
@@ -300,7 +297,7 @@ rules:
 
   it('replays creates, updates, patches and deletes: none differs under the suite that answered them, the tightened one denies exactly the three it now would', async function () {
     // The log from here on: the requests made while the suite served (not the probes before).
-    const from = fs.statSync(controlPlane.auditLogPath).size;
+    const from = auditLogBytes(controlPlane.auditLogPath).length;
     const owned = { owner: 'team-a' };
     await kube.core.createNamespacedConfigMap({ namespace: 'shop', body: { metadata: { name: 'small', labels: owned }, data: { a: '1' } } });
     await kube.core.createNamespacedConfigMap({ namespace: 'shop', body: { metadata: { name: 'big', labels: owned }, data: { a: '1', b: '2', c: '3' } } });
@@ -313,7 +310,7 @@ rules:
     await kube.core.deleteNamespacedConfigMap({ namespace: 'shop', name: 'big' });
 
     const log = path.join(dir, 'audit.log');
-    fs.writeFileSync(log, fs.readFileSync(controlPlane.auditLogPath).subarray(from));
+    fs.writeFileSync(log, auditLogBytes(controlPlane.auditLogPath).subarray(from));
     // The Namespaces' labels select the webhook: the log does not hold them (Metadata level), so they are given.
     const namespaces = path.join(dir, 'namespaces.yaml');
     fs.writeFileSync(namespaces, yaml.dump({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop', labels: (await kube.core.readNamespace({ name: 'shop' })).metadata?.labels } }));

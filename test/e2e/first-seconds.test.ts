@@ -102,14 +102,14 @@ describe('first seconds: an operator started before its CRD', function () {
       async () => {
         if ((await readyz(metricsPort)) !== 200) throw new Error('not ready');
       },
-      { what: 'the operator to be ready once the CRD exists', timeoutMs: 30_000 },
+      { what: 'the operator to be ready once the CRD exists', timeoutMs: 60_000 },
     );
     await eventually(
       async () => {
         const configuration = await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: SUITE_VALIDATION.configuration });
         if (configuration.webhooks?.[0]?.clientConfig.service?.port !== servingPort) throw new Error('registered for another operator');
       },
-      { what: 'the suite-validation webhook to be registered after the CRD appeared', timeoutMs: 30_000 },
+      { what: 'the suite-validation webhook to be registered after the CRD appeared', timeoutMs: 60_000 },
     );
   });
 });

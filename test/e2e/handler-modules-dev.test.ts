@@ -100,7 +100,7 @@ describe('portcullis dev: a handler module served from source, reloaded on save'
         if (!status?.message?.includes('is taken, by Ingress')) throw new Error(`answered ${status?.message ?? 'admitted'}`);
         return status;
       },
-      { what: 'the edited words', timeoutMs: 30_000 },
+      { what: 'the edited words', timeoutMs: 60_000 },
     );
     expect(second.code).to.equal(409);
     console.log(`      from save to the edited answer: ${((performance.now() - saved) / 1e3).toFixed(1)} s`);

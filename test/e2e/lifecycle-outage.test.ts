@@ -63,7 +63,7 @@ describe('lifecycle: API server outage', function () {
     await waitForCondition(SUITE, 'Ready', 'True', 60_000);
     const refused = await eventually(async () => (await refusal(() => createConfigMap(NS, `bad-${Date.now()}`))) ?? Promise.reject(new Error('admitted')), {
       what: 'the webhook to deny again',
-      timeoutMs: 30_000,
+      timeoutMs: 60_000,
     });
     expect(refused.message).to.contain('bad name');
   });

@@ -92,7 +92,7 @@ describe('lifecycle: two replicas, one leader', function () {
     const follower = replicas.find((r) => r.child.pid !== pid)!;
     const killedAt = Date.now();
     await leader.kill('SIGKILL');
-    await eventually(async () => ((await holderPid()) === follower.child.pid ? true : Promise.reject(new Error('not handed over'))), { intervalMs: 50, timeoutMs: 20_000, what: 'handover' });
+    await eventually(async () => ((await holderPid()) === follower.child.pid ? true : Promise.reject(new Error('not handed over'))), { intervalMs: 50, timeoutMs: 60_000, what: 'handover' });
     const handover = Date.now() - killedAt;
     console.log(`      handover took ${handover} ms (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`);
     // client-go's bound, with our jitter of up to a fifth of a retry period, and the poll's own step.

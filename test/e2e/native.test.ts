@@ -156,7 +156,7 @@ describe('native enforcement (suites as ValidatingAdmissionPolicies)', function 
           if ((await registeredWebhooks(name)).length > 0) throw new Error('the webhook is still registered');
           if (!(await getObject(cluster().kube, header('ValidatingAdmissionPolicyBinding', full)))) throw new Error('no binding');
         },
-        { what: 'the webhook handed over to the native policy', timeoutMs: 30_000 },
+        { what: 'the webhook handed over to the native policy', timeoutMs: 60_000 },
       );
       await new Promise((r) => setTimeout(r, 1000));
       await setEnforcement('Webhook');
@@ -165,7 +165,7 @@ describe('native enforcement (suites as ValidatingAdmissionPolicies)', function 
           if (await getObject(cluster().kube, header('ValidatingAdmissionPolicy', full))) throw new Error('the native policy is still there');
           if (!(await registeredWebhooks(name)).includes(full)) throw new Error('the webhook is not registered');
         },
-        { what: 'the native policy handed back to the webhook', timeoutMs: 30_000 },
+        { what: 'the native policy handed back to the webhook', timeoutMs: 60_000 },
       );
       await new Promise((r) => setTimeout(r, 1000));
     } finally {

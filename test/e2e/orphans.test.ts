@@ -83,7 +83,7 @@ describe('orphan sweep: what a vanished suite left behind', function () {
         if (await getObject(kube, header('ValidatingWebhookConfiguration', 'portcullis-orphans-ghost'))) throw new Error('the orphaned configuration is still there');
         if (await getObject(kube, header('Secret', 'portcullis-orphans-ghost-tls', OPERATOR_NAMESPACE))) throw new Error('the orphaned Secret is still there');
       },
-      { what: 'the orphans to be removed', timeoutMs: 30_000 },
+      { what: 'the orphans to be removed', timeoutMs: 60_000 },
     );
     expect(await getObject(kube, header('ValidatingWebhookConfiguration', 'orphans-not-ours')), 'an object without our labels is never touched').to.not.equal(undefined);
     expect(await getObject(kube, header('ValidatingWebhookConfiguration', 'portcullis-orphans-live')), "a live suite's configuration stays").to.not.equal(undefined);

@@ -196,7 +196,7 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
           const listed = new Set(view.limitRanges(namespace).map((o) => o.metadata?.name as string));
           for (const name of names) if (!listed.has(name)) throw new Error(`LimitRange ${namespace}/${name} not yet in the operator's cache`);
         },
-        { what: `the operator's LimitRange cache to catch up`, timeoutMs: 10_000 },
+        { what: `the operator's LimitRange cache to catch up`, timeoutMs: 60_000 },
       );
       return;
     }
@@ -211,7 +211,7 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
         for (const name of names) if (!listed.has(name)) throw new Error(`${kind} ${name} not yet in the operator's cache`);
         for (const name of gone) if (listed.has(name)) throw new Error(`${kind} ${name} still in the operator's cache`);
       },
-      { what: `the operator's ${kind} cache to catch up`, timeoutMs: 10_000 },
+      { what: `the operator's ${kind} cache to catch up`, timeoutMs: 60_000 },
     );
   }
 

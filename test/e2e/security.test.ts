@@ -214,7 +214,7 @@ describe('security: no confused deputy, nothing of others taken over', function 
           if (service.metadata?.uid === before.metadata?.uid) throw new Error('not deleted yet');
           return service;
         },
-        { timeoutMs: 10_000, what: `Service ${name} to be recreated` },
+        { timeoutMs: 60_000, what: `Service ${name} to be recreated` },
       );
       expect(back.metadata?.labels?.['app.kubernetes.io/managed-by']).to.equal('portcullis');
     }

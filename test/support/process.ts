@@ -55,7 +55,7 @@ export async function spawnOperator(args: { servingPort: number; metricsPort: nu
       if (child.exitCode !== null) throw new Error(`operator exited: ${output}`);
       if (!output.includes('Portcullis is ready')) throw new Error('not ready yet');
     },
-    { what: 'the operator process to start', timeoutMs: 30_000 },
+    { what: 'the operator process to start', timeoutMs: 60_000 },
   );
   return handle;
 }

@@ -53,7 +53,7 @@ export function condition(suite: AdmissionSuite | undefined, type: string): Cond
 }
 
 /** Waits until the suite's condition `type` has `status` for its current generation. */
-export async function waitForCondition(name: string, type: string, status: 'True' | 'False', timeoutMs = 30_000): Promise<AdmissionSuite> {
+export async function waitForCondition(name: string, type: string, status: 'True' | 'False', timeoutMs = 60_000): Promise<AdmissionSuite> {
   return eventually(
     async () => {
       const suite = await getSuite(name);

@@ -89,7 +89,7 @@ describe('node cluster: workloads', function () {
           if (!out.includes(PAGE)) throw new Error(`answer: ${out}`);
           return out;
         },
-        { what: `the Service ${clusterIP}:80 to answer`, timeoutMs: 30_000 },
+        { what: `the Service ${clusterIP}:80 to answer`, timeoutMs: 60_000 },
       );
       expect(answer).to.match(/^HTTP\/1\.[01] 200 OK/);
     }

@@ -85,7 +85,7 @@ describe('node cluster: an admission webhook in a pod behind a ClusterIP Service
     await apply(registration('node-webhook', caPem, { matchExpressions: [{ key: 'portcullis.dev/wrong-ca', operator: 'DoesNotExist' }] }));
     // Registration, endpoints and kube-proxy's rules settle in a moment; until then the call fails.
     let n = 0;
-    await eventually(async () => kc(['create', '-f', '-'], configMap(`allowed-${n++}`)), { what: 'the webhook to allow a ConfigMap', timeoutMs: 30_000 });
+    await eventually(async () => kc(['create', '-f', '-'], configMap(`allowed-${n++}`)), { what: 'the webhook to allow a ConfigMap', timeoutMs: 60_000 });
     const denied = await nodeCluster().kubectl(['create', '-f', '-'], { input: configMap('denied', { 'portcullis.dev/deny': 'true' }) });
     expect(denied.code).to.not.equal(0);
     expect(denied.stderr).to.contain('admission webhook "node-webhook.portcullis.dev" denied the request: denied by the node-webhook pod: denied');
@@ -103,7 +103,7 @@ describe('node cluster: an admission webhook in a pod behind a ClusterIP Service
         expect(r.code).to.not.equal(0);
         expect(r.stderr).to.match(/failed calling webhook "node-webhook-wrong-ca\.portcullis\.dev".*(x509|certificate signed by unknown authority|failed to verify certificate)/);
       },
-      { what: 'the call with the wrong CA to fail on TLS', timeoutMs: 20_000 },
+      { what: 'the call with the wrong CA to fail on TLS', timeoutMs: 60_000 },
     );
   });
 });

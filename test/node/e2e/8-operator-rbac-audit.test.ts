@@ -131,7 +131,7 @@ async function stamped(name: string): Promise<void> {
   const body = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS, labels: { a: 'b' } } });
   await eventually(async () => expect(JSON.parse(await kc(['create', '--dry-run=server', '-o', 'json', '-f', '-'], body)).metadata.labels).to.deep.equal({ a: 'b', stamped: 'yes' }), {
     what: `the Mutating webhook to label ${name}`,
-    timeoutMs: 30_000,
+    timeoutMs: 60_000,
   });
 }
 
@@ -175,7 +175,7 @@ describe('the operator: least privilege, from the audit log', function () {
         const denied = await nodeCluster().kubectl(['create', 'configmap', 'not-this-one', '-n', NS]);
         expect(denied.stderr).to.contain('denied the request: the name not-this-one is forbidden');
       },
-      { what: 'the params-based validation to deny', timeoutMs: 30_000 },
+      { what: 'the params-based validation to deny', timeoutMs: 60_000 },
     );
     await stamped('stamped');
 
@@ -271,7 +271,7 @@ describe('the operator: least privilege, from the audit log', function () {
         const denied = await nodeCluster().kubectl(['create', 'configmap', 'policy-forbidden', '-n', NS, '--dry-run=server']);
         expect(denied.stderr).to.contain('AdmissionPolicy no-forbidden: not this name in this namespace');
       },
-      { what: 'the AdmissionPolicy to deny', timeoutMs: 30_000 },
+      { what: 'the AdmissionPolicy to deny', timeoutMs: 60_000 },
     );
     await eventually(async () => expect(await kc(['get', 'apol', 'no-forbidden', '-n', NS, '-o', 'jsonpath={.status.conditions[0].reason}'])).to.equal('Served'), {
       what: 'the AdmissionPolicy to be Ready',
@@ -304,7 +304,7 @@ describe('the operator: least privilege, from the audit log', function () {
         const refused = await nodeCluster().kubectl(['create', '--dry-run=server', '-f', '-'], { input: pod });
         expect(refused.stderr).to.contain('pod rejected: RuntimeClass "none" not found');
       },
-      { what: 'the RuntimeClass handler to refuse', timeoutMs: 30_000 },
+      { what: 'the RuntimeClass handler to refuse', timeoutMs: 60_000 },
     );
   });
 
@@ -378,18 +378,18 @@ describe('the operator: least privilege, from the audit log', function () {
       await waitSuiteReady(NATIVE_SUITE);
       await eventually(
         async () => expect((await nodeCluster().kubectl(['create', 'configmap', 'natively-denied', '-n', NS])).stderr).to.contain(`ValidatingAdmissionPolicy '${name}' with binding '${name}' denied request: natively denied`),
-        { what: 'the native policy to deny', timeoutMs: 30_000 },
+        { what: 'the native policy to deny', timeoutMs: 60_000 },
       );
       // Items added to a set or a keyed list, which an apply alone would leave in place: the whole object is replaced (update).
       await kc(['patch', 'validatingadmissionpolicybinding', name, '--type=merge', '-p', '{"spec":{"validationActions":["Audit"]}}']);
       await kc(['patch', 'validatingadmissionpolicy', name, '--type=merge', '-p', '{"spec":{"matchConditions":[{"name":"never","expression":"false"}]}}']);
       await eventually(async () => expect(await kc(['get', 'validatingadmissionpolicybinding', name, '-o', 'jsonpath={.spec.validationActions}'])).to.equal('["Deny"]'), {
         what: 'the edited binding to be put back',
-        timeoutMs: 30_000,
+        timeoutMs: 60_000,
       });
       await eventually(async () => expect(await kc(['get', 'validatingadmissionpolicy', name, '-o', 'jsonpath={.spec.matchConditions}'])).to.equal(''), {
         what: 'the edited policy to be put back',
-        timeoutMs: 30_000,
+        timeoutMs: 60_000,
       });
       // A name someone else holds, a policy's or a binding's, is read (get) to say whose it is, and left alone.
       const heldBinding = 'held.rbac-native-held-binding.admission.portcullis.dev';
