@@ -15,7 +15,7 @@ import type { OperatorImage } from './operator-image.ts';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const EXAMPLE = path.join(REPO, 'examples', 'unique-ingress-host');
-export const HANDLER_IMAGE = 'docker.io/portcullis/operator-with-handlers:0.1.0';
+export const HANDLER_IMAGE = 'ghcr.io/portcullis-dev/operator-with-handlers:0.1.0';
 
 export async function buildHandlerModuleImage(base: OperatorImage, log: (line: string) => void): Promise<ImageArchive> {
   // As a user's shell would run them: this Node (24) first on PATH.

@@ -10,7 +10,24 @@ import * as k8s from '@kubernetes/client-node';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
+/** The one image the project names: under its own registry path, never a bare Docker Hub name someone else may own. */
+const IMAGE_REPOSITORY = 'ghcr.io/portcullis-dev/operator';
+
 describe('install manifests', function () {
+  it('name one version everywhere, and the image under the project\'s registry path', function () {
+    const version = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
+    const chart = k8s.loadYaml<{ version: string; appVersion: string }>(fs.readFileSync(path.join(root, 'charts/portcullis/Chart.yaml'), 'utf8'));
+    const values = k8s.loadYaml<{ image: { repository: string; tag: string } }>(fs.readFileSync(path.join(root, 'charts/portcullis/values.yaml'), 'utf8'));
+    const images = (dir: string) =>
+      fs
+        .readdirSync(path.join(root, dir), { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile() && entry.name.endsWith('.yaml'))
+        .flatMap((entry) => [...fs.readFileSync(path.join(entry.parentPath, entry.name), 'utf8').matchAll(/^\s*image:\s*["']?([^"'\s]+)/gm)].map((m) => m[1]!));
+    expect({ chart: chart.version, appVersion: chart.appVersion }, 'Chart.yaml').to.deep.equal({ chart: version, appVersion: version });
+    expect(values.image, "the chart's image (its tag defaults to appVersion)").to.include({ repository: IMAGE_REPOSITORY, tag: '' });
+    expect([...new Set([...images('deploy'), ...images('config/base')])], 'the images deploy/ and config/base name').to.deep.equal([`${IMAGE_REPOSITORY}:${version}`]);
+  });
+
   it('are real files, not symbolic links', function () {
     for (const dir of ['deploy', 'crds', 'config/base', 'config/samples']) {
       for (const name of fs.readdirSync(path.join(root, dir))) {

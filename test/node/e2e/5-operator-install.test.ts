@@ -74,8 +74,8 @@ describe('the operator installed with kubectl apply -f deploy/', function () {
   it('builds its image from the Dockerfile: the runtime stage only, well under the 420 MB of a Node image with the app', async function () {
     const image = await operatorImage();
     const manifest = fs.readFileSync(path.join(REPO, 'deploy', '03-deployment.yaml'), 'utf8');
-    expect(manifest).to.match(/image: portcullis\/operator:0\.1\.0/);
-    expect(image.name).to.equal('docker.io/portcullis/operator:0.1.0');
+    expect(manifest).to.match(/image: ghcr\.io\/portcullis-dev\/operator:0\.1\.0/);
+    expect(image.name).to.equal('ghcr.io/portcullis-dev/operator:0.1.0');
     process.stderr.write(
       `      image ${image.name}: ${(image.sizeBytes / 1e6).toFixed(0)} MB (layers uncompressed), archive ${(image.archiveBytes / 1e6).toFixed(0)} MB` +
         `${image.built ? `, built: ${JSON.stringify(image.timings)}` : ' (cached)'}\n`,
