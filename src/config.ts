@@ -5,6 +5,7 @@ import { LOG_LEVELS, type LogLevel } from './log.ts';
 import { VERSION } from './version.ts';
 import { DEFAULT_HANDLER_BUDGET_MS } from './custom/runner.ts';
 import { errorMessage } from './error-message.ts';
+import { parseBackends } from './handlers/backends.ts';
 
 export interface OperatorConfig {
   /** Where the operator runs; its CA Secret and the suites' Secrets and Services live here. */
@@ -79,6 +80,11 @@ export interface OperatorConfig {
   handlerModules?: string;
   /** How long a module's handler may take on one request before it is answered by the webhook's failurePolicy. */
   handlerBudgetMs: number;
+  /**
+   * The URLs built-in handlers may call (ImagePolicyWebhook's backend), as https URL prefixes;
+   * empty: none, so no suite can make the operator call out until the cluster admin allows a backend.
+   */
+  handlerBackends: string[];
   kubeconfig?: string;
   logLevel: LogLevel;
   /** json: one JSON object a line (for log collectors); text: one readable line (for people). */
@@ -113,6 +119,7 @@ export const DEFAULTS: OperatorConfig = {
   policyReports: false,
   nativeEnforcement: false,
   handlerBudgetMs: DEFAULT_HANDLER_BUDGET_MS,
+  handlerBackends: [],
   logLevel: 'info',
   logFormat: 'json',
 };
@@ -228,6 +235,14 @@ const FLAGS: Record<string, { help: string; /** true/false: may be given bare, m
       const ms = duration(v, 'handler-budget');
       if (ms < 1 || ms > 10_000) throw new Error(`--handler-budget must be from 1ms to 10s (the API server waits at most 30s, 10s by default), not ${v}`);
       c.handlerBudgetMs = ms;
+    },
+  },
+  'handler-backends': {
+    help: "the backends built-in handlers may call (ImagePolicyWebhook's url), comma-separated https URLs: one allows its host and port and the paths at or below its own; a suite naming another URL is refused on apply (none)",
+    set: (c, v) => {
+      const parsed = parseBackends(v);
+      if ('error' in parsed) throw new Error(`--handler-backends: ${parsed.error}`);
+      c.handlerBackends = parsed.entries;
     },
   },
   'max-concurrent-reconciles': {

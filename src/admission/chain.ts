@@ -15,7 +15,7 @@
  * A ReviewError thrown at any step is a transport failure, answered by the server's error handler.
  * Knows no webhook's domain and no transport beyond the reply it writes to.
  */
-import { outcomeOf, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
+import { failureDetail, outcomeOf, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { LogWriter } from '../log.ts';
 import { internalError, type CompiledWebhook } from '../registry/compile.ts';
 import { capped, ECHO_LIMIT, REVIEW_ERRORS, ReviewError } from './errors.ts';
@@ -131,6 +131,8 @@ export class AdmissionChain {
         decision: outcome,
         allowed: decision.allowed,
         denial: decision.message === undefined ? undefined : capped(decision.message),
+        // A handler's backend that failed: why, here only (its denial is a fixed message).
+        ...(failureDetail(decision) !== undefined ? { error: capped(failureDetail(decision)!) } : {}),
       });
     }
     // While draining, the API server's keep-alive connections are closed after an answer rather

@@ -92,14 +92,21 @@ export const errored = (message: string, failurePolicy: 'Fail' | 'Ignore', reaso
  * metrics and logs). Kept beside the decision, not in it, so a Decision's fields stay what is
  * sent to the API server.
  */
-const FAILED = new WeakSet<Decision>();
+const FAILED = new WeakMap<Decision, string | undefined>();
 
-export function markFailed(decision: Decision): Decision {
-  FAILED.add(decision);
+/**
+ * `detail`: why, for the operator's log only, where the message sent is a fixed one (a handler's
+ * backend that failed: what it found at the URL is not for the requester).
+ */
+export function markFailed(decision: Decision, detail?: string): Decision {
+  FAILED.set(decision, detail);
   return decision;
 }
 
 export const followedFailurePolicy = (decision: Decision): boolean => FAILED.has(decision);
+
+/** The detail a failed decision was marked with, for the log line of its answer. */
+export const failureDetail = (decision: Decision): string | undefined => FAILED.get(decision);
 
 /** What a decision was, for metrics and logs: an error answered by failurePolicy (either way), a denial, a patch, warnings, a plain allow. */
 export const OUTCOMES = ['allowed', 'denied', 'patched', 'warned', 'error'] as const;

@@ -1,24 +1,18 @@
 /**
  * certs: PKCS#10 certificate requests (RFC 2986), read and written. Reading gives what Go's
- * `certificates.ParseCSR` gives the CertificateSubjectRestriction plugin (the PEM block's type
- * checked, then the subject's organizations); writing makes a signed request with a subject of a
+ * `certificates.ParseCSR` gives the CertificateSubjectRestriction plugin (the one block Go's
+ * pem.Decode finds, pem.ts: its type must be CERTIFICATE REQUEST, a later block is never looked
+ * at; then the subject's organizations); writing makes a signed request with a subject of a
  * common name and organizations (the tests' CertificateSigningRequests). Owns the byte shape only:
  * must not touch suites, handlers or the Kubernetes API; the DER encoding is der.ts'.
  */
 import { generateKeyPairSync, sign } from 'node:crypto';
 import * as der from './der.ts';
+import { decodePem } from './pem.ts';
 
 const OID_ORGANIZATION = der.oid('2.5.4.10');
 const OID_COMMON_NAME = '2.5.4.3';
 const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
-
-/** The first PEM block of `text` (Go's pem.Decode: text before it is skipped), or undefined. */
-function firstPemBlock(text: string): { type: string; bytes: Buffer } | undefined {
-  const match = /-----BEGIN ([^\n-]*)-----\r?\n([\s\S]*?)-----END \1-----/.exec(text);
-  if (!match) return undefined;
-  const body = match[2]!.split(/\r?\n/).filter((line) => line.trim() !== '' && !line.includes(':'));
-  return { type: match[1]!, bytes: Buffer.from(body.join(''), 'base64') };
-}
 
 /** A directory string's text, of the string types Go's x509 reads (BMPString as UTF-16BE). */
 function directoryText(element: der.Element): string {
@@ -50,11 +44,12 @@ function organizationsOf(request: Buffer): string[] {
 }
 
 /**
- * The organizations of a PEM certificate request's subject, or the error Go's ParseCSR gives
- * (`PEM block type must be CERTIFICATE REQUEST`, or the x509 parser's).
+ * The organizations of a PEM certificate request's subject (`pem`: the request's bytes as a binary
+ * string), or the error Go's ParseCSR gives (`PEM block type must be CERTIFICATE REQUEST`, or the
+ * x509 parser's). As ParseCSR: the block pem.Decode finds first, whatever follows it.
  */
 export function requestOrganizations(pem: string): { organizations: string[] } | { error: string } {
-  const block = firstPemBlock(pem);
+  const block = decodePem(pem)?.block;
   if (!block || block.type !== 'CERTIFICATE REQUEST') return { error: 'PEM block type must be CERTIFICATE REQUEST' };
   try {
     return { organizations: organizationsOf(block.bytes) };

@@ -12,18 +12,27 @@
  * named by `url` and `caBundle` instead of a kubeconfig file. Every call is bounded by
  * `timeoutSeconds` (retries included), so the request path never waits longer.
  *
+ * Unlike upstream, whose backend only the cluster admin names, `url` is a suite author's: it must
+ * be under a backend the admin allows (handlers/backends.ts, `--handler-backends`), else the suite
+ * is refused on apply (and a call is never made); and a backend that fails is answered with a fixed
+ * message, counted as an error and logged with why (the decision marked failed, with the detail
+ * beside it), so that what the operator found at the URL never reaches the requester.
+ *
  * The one built-in handler that calls out: its sides answer with a Promise (which the compiled
  * suite passes through as an `asks` handler's). Owns the backend client and cache; must not
  * import the controller or the admission server.
  */
 import https from 'node:https';
-import { allowed, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
+import { allowed, markFailed, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
+import { backendAllowed, backendRefusal } from './backends.ts';
 import { forbidden } from './errors.ts';
 import { metadataOf, pointer, podSpecOf } from './pods.ts';
 
 export const FAILED_OPEN_ANNOTATION = 'alpha.image-policy.k8s.io/failed-open';
+/** Why a Pod is refused when the backend failed (without defaultAllow): the same words whatever the failure. */
+export const BACKEND_FAILED = "the image policy webhook backend could not review the images (the operator's log says why)";
 const ENTRIES = 1024;
 
 export interface ImagePolicyConfig {
@@ -91,6 +100,7 @@ function parseConfig(config: Record<string, unknown>): { config: ImagePolicyConf
     read.error('url', 'must be the https URL of an ImageReview backend');
   }
   if (parsed && (parsed.protocol !== 'https:' || parsed.username || parsed.hash)) read.error('url', 'must be an https URL with no user or fragment');
+  else if (parsed && !backendAllowed(parsed)) read.error('url', backendRefusal());
   const caBundle = read.string('caBundle', '') || undefined;
   if (caBundle !== undefined && !caBundle.includes('-----BEGIN CERTIFICATE-----')) read.error('caBundle', 'must be PEM certificates (the CA the backend\'s serving certificate chains to)');
   const timeoutSeconds = read.integer('timeoutSeconds', 4, 1);
@@ -158,6 +168,8 @@ export function serverResponseError(code: number, body: string, textual: boolean
 /** One POST of the review; the status code and body, or the error Go's client would give. */
 function post(config: ImagePolicyConfig, body: string, timeoutMs: number): Promise<{ status: number; text: string; textual: boolean } | { error: string; retry: boolean }> {
   const url = new URL(config.url);
+  // Checked on apply too: a config parsed before is never taken past the list it was checked against.
+  if (!backendAllowed(url)) return Promise.resolve({ error: `Post "${config.url}": not a backend --handler-backends allows`, retry: false });
   return new Promise((resolve) => {
     const request = https.request(
       url,
@@ -241,10 +253,10 @@ async function judge(request: AdmissionRequest, config: ImagePolicyConfig, mutat
     const answer = await review(config, spec);
     if ('error' in answer) {
       if (config.defaultAllow) {
-        return { allowed: true, auditAnnotations: { 'failed-open': 'true' }, ...(mutating ? { patch: failedOpenPatch(request) } : {}) };
+        return markFailed({ allowed: true, auditAnnotations: { 'failed-open': 'true' }, ...(mutating ? { patch: failedOpenPatch(request) } : {}) }, answer.error);
       }
-      // (upstream's Validate wraps webhookError's Forbidden again, which admission.NewForbidden does not double)
-      return forbidden(request, answer.error);
+      // Upstream quotes the error; here the URL is an author's, so its words go to the log alone.
+      return markFailed(forbidden(request, BACKEND_FAILED), answer.error);
     }
     status = answer;
     config.cache.add(key, status, status.allowed ? config.allowTTLMs : config.denyTTLMs);

@@ -113,7 +113,7 @@ export class Metrics {
       }),
       failures: new SeriesCounter({
         name: 'portcullis_admission_failure_policy_total',
-        help: "Evaluation errors (an expression's error, cost budget exhausted, a handler's failure, params missing) answered by the webhook's failurePolicy, by suite, webhook and failure_policy (Fail denies, Ignore allows).",
+        help: "Evaluation errors (an expression's error, cost budget exhausted, a handler's failure, params missing) answered by the webhook's failurePolicy, by suite, webhook and failure_policy (Fail denies, Ignore allows); also a handler's backend that failed (ImagePolicyWebhook's, answered as its defaultAllow says).",
         registers,
       }),
     };

@@ -11,6 +11,7 @@ import type { OperatorConfig } from '../config.ts';
 import { protectedNamespaces } from '../controller/desired.ts';
 import type { Metrics } from '../health/metrics.ts';
 import { componentLogger } from '../log.ts';
+import { setHandlerBackends } from '../handlers/backends.ts';
 import type { WebhookObserver } from '../registry/compile.ts';
 import { PolicyRegistry } from '../registry/policies.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
@@ -39,6 +40,8 @@ export function makeRegistries(config: OperatorConfig, kube: Kube, state: Cluste
       };
     },
   };
+  // Before any suite is compiled or thread started: the threads inherit the list (handlers/backends.ts).
+  setHandlerBackends(config.handlerBackends);
   const registry = new SuiteRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, nativeEnforcement: config.nativeEnforcement, observers });
   // A webhook's series go with it (a suite deleted, or a webhook removed from one).
   registry.subscribe((change) =>

@@ -110,6 +110,14 @@ describe('charts/portcullis: the Helm chart', function () {
     for (const k of added) expect(isDeepStrictEqual(chart.get(k), optional.get(k)), `${k} differs from deploy/optional's`).to.equal(true);
   });
 
+  it('handlerBackends: the backends handlers may call as one flag; none by default', async function () {
+    const chart = await render('handlerBackends[0]=https://image-review.security.svc:8443/review', 'handlerBackends[1]=https://10.0.0.5');
+    const container = chart.get('Deployment portcullis-system/portcullis-operator')!.spec.template.spec.containers[0];
+    expect(container.args).to.include('--handler-backends=https://image-review.security.svc:8443/review,https://10.0.0.5');
+    const defaults = (await render()).get('Deployment portcullis-system/portcullis-operator')!.spec.template.spec.containers[0];
+    expect(defaults.args.filter((a: string) => a.startsWith('--handler-backends'))).to.deep.equal([]);
+  });
+
   it('nativeEnforcement.enabled: the flag, and exactly the grants of deploy/optional/native-enforcement.yaml', async function () {
     const off = await render();
     const on = await render('nativeEnforcement.enabled=true');

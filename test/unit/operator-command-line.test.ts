@@ -43,6 +43,15 @@ describe('operator command line', function () {
     expect((parseCommandLine(['--help'], {}) as { help: string }).help).to.contain('--handler-modules=').and.contain('--handler-budget=');
   });
 
+  it('takes the backends handlers may call, none by default, refusing an entry that is not an https URL prefix', function () {
+    expect(config([]).handlerBackends).to.deep.equal([]);
+    expect(config(['--handler-backends=https://Review.Security.svc:443/v1, https://10.0.0.5:8443']).handlerBackends).to.deep.equal(['https://review.security.svc/v1', 'https://10.0.0.5:8443/']);
+    expect(config([], { PORTCULLIS_HANDLER_BACKENDS: 'https://review.security.svc' }).handlerBackends).to.deep.equal(['https://review.security.svc/']);
+    expect(() => parseCommandLine(['--handler-backends=http://review.security.svc'], {})).to.throw('--handler-backends: "http://review.security.svc" is not an https URL');
+    expect(() => parseCommandLine(['--handler-backends=https://review?x=1'], {})).to.throw('--handler-backends: "https://review?x=1" must have no user, query or fragment');
+    expect(() => parseCommandLine(['--handler-backends=review:443'], {})).to.throw('is not an https URL');
+  });
+
   it('prints help naming every flag, and the version', function () {
     const help = parseCommandLine(['--help'], {});
     expect(help).to.have.property('help');

@@ -855,12 +855,29 @@ const certificateSigningRows: Row[] = [
 ].map((row) => ({ plugin: 'CertificateSigning', ...row }));
 
 const APISERVER_CLIENT = 'kubernetes.io/kube-apiserver-client';
+const HARMLESS = certificateRequestPem('plugins-diff', ['plugins-diff']);
+const MASTERS = certificateRequestPem('plugins-diff', ['system:masters']);
+/** A CSR for the kube-apiserver-client signer whose request is `text` as it is. */
+const csrOfText = (name: string, text: string) =>
+  create('CertificateSigningRequest', { name }, { spec: { signerName: APISERVER_CLIENT, request: Buffer.from(text, 'latin1').toString('base64'), usages: ['digital signature', 'client auth'] } });
 const certificateSubjectRestrictionRows: Row[] = [
   { name: 'some other signer', upstream: true, setup: [], request: csr('csrr-1', 'kubernetes.io/kube-apiserver-client-kubelet', ['system:masters']) },
   { name: 'some other group', upstream: true, setup: [], request: csr('csrr-2', APISERVER_CLIENT, ['system:admin']) },
   { name: 'request for system:masters', upstream: true, setup: [], request: csr('csrr-3', APISERVER_CLIENT, ['system:masters']), shows: 'system:masters group is not allowed' },
   { name: 'system:masters among other organizations', upstream: false, setup: [], request: csr('csrr-4', APISERVER_CLIENT, ['dev', 'system:masters']), shows: 'system:masters group is not allowed' },
   { name: 'system:masters with a signer of our own', upstream: false, setup: [], request: csr('csrr-5', SIGNER, ['system:masters']) },
+  // The request's PEM as Go's pem.Decode reads it (issue 49): the block ParseCSR takes is the plugin's, however the text around it reads.
+  {
+    name: "issue 49's request: junk before a harmless block's BEGIN, then a system:masters request (Go skips the first)",
+    upstream: false,
+    setup: [],
+    request: csrOfText('csrr-6', 'junk' + HARMLESS + MASTERS),
+    shows: 'system:masters group is not allowed',
+  },
+  { name: 'junk on lines of its own before the harmless block, then a system:masters one: the harmless one is read', upstream: false, setup: [], request: csrOfText('csrr-7', 'junk\n' + HARMLESS + MASTERS) },
+  { name: 'two requests, system:masters first: refused', upstream: false, setup: [], request: csrOfText('csrr-8', MASTERS + HARMLESS), shows: 'system:masters group is not allowed' },
+  { name: 'a block of another type first: no request (refused by validation)', upstream: false, setup: [], request: csrOfText('csrr-9', HARMLESS.replaceAll('CERTIFICATE REQUEST', 'CERTIFICATE') + MASTERS), shows: 'CERTIFICATE REQUEST' },
+  { name: 'junk only: no request (refused by validation)', upstream: false, setup: [], request: csrOfText('csrr-10', 'junk, no PEM block\n'), shows: 'CERTIFICATE REQUEST' },
 ].map((row) => ({ plugin: 'CertificateSubjectRestriction', ...row }));
 
 export const ROWS: Row[] = [

@@ -4,13 +4,16 @@
  * the review upstream builds (containers then init containers, the image-policy annotations, the
  * namespace), the backend's verdict in upstream's words, caching by allowTTL/denyTTL, defaultAllow
  * when the backend fails, the break-glass annotation passed to the backend, and a backend that
- * hangs answered within timeoutSeconds.
+ * hangs answered within timeoutSeconds. Where it differs from upstream on purpose: only backends the
+ * admin allows (handlers/backends.ts), and a failing backend answered with a fixed message.
  */
 import { expect } from 'chai';
 import type { AdmissionSuite, WebhookType } from '../../../src/api/types.ts';
 import type { AdmissionRequest, Decision } from '../../../src/api/admission-review.ts';
 import { compileSuite } from '../../../src/registry/compile.ts';
-import { FAILED_OPEN_ANNOTATION } from '../../../src/handlers/image-policy-webhook.ts';
+import { BACKEND_FAILED, FAILED_OPEN_ANNOTATION } from '../../../src/handlers/image-policy-webhook.ts';
+import { failureDetail, followedFailurePolicy } from '../../../src/api/admission-review.ts';
+import { handlerBackends, setHandlerBackends } from '../../../src/handlers/backends.ts';
 import { requestFor, pod } from '../../fixtures/reviews.ts';
 import { BREAK_GLASS, startImageReviewBackend, type ImageReviewBackend } from '../../support/image-review-backend.ts';
 
@@ -42,11 +45,18 @@ const create = (images: string[], annotations: Record<string, string> = {}, init
 describe('handlers: ImagePolicyWebhook', function () {
   let backend: ImageReviewBackend;
   let config: Record<string, unknown>;
+  let before: string[];
   beforeEach(async () => {
     backend = await startImageReviewBackend();
     config = { url: backend.url, caBundle: backend.caPem };
+    before = handlerBackends();
+    // As the admin allows it (--handler-backends): its origin and the paths below.
+    setHandlerBackends([new URL(backend.url).origin]);
   });
-  afterEach(() => backend.close());
+  afterEach(async () => {
+    setHandlerBackends(before);
+    await backend.close();
+  });
 
   it("sends upstream's review (containers, then init containers; the image-policy annotations alone; the namespace) and admits what the backend allows", async function () {
     const annotations = { 'team.image-policy.k8s.io/ticket': 'T-1', 'example.com/other': 'x', [BREAK_GLASS]: 'false' };
@@ -84,12 +94,17 @@ describe('handlers: ImagePolicyWebhook', function () {
     expect(backend.received).to.have.length(4);
   });
 
-  it('an unreachable backend: refused as upstream words it, or with defaultAllow admitted, marked failed-open (the Mutating side annotates the Pod)', async function () {
+  it("an unreachable backend: refused with a fixed message (why is the log's: the decision is marked failed, with Go's words beside it), or with defaultAllow admitted, marked failed-open (the Mutating side annotates the Pod)", async function () {
     const url = backend.url;
     await backend.close();
     const request = create(['ok']);
-    expect((await admitFor(config)(request)).message).to.equal(`pods "app" is forbidden: Post "${url}": dial tcp 127.0.0.1:${new URL(url).port}: connect: connection refused`);
-    expect(await admitFor({ ...config, defaultAllow: true })(request)).to.deep.equal({ allowed: true, auditAnnotations: { 'failed-open': 'true' } });
+    const refused = await admitFor(config)(request);
+    expect(refused.message).to.equal(`pods "app" is forbidden: ${BACKEND_FAILED}`);
+    expect(followedFailurePolicy(refused)).to.equal(true);
+    expect(failureDetail(refused)).to.equal(`Post "${url}": dial tcp 127.0.0.1:${new URL(url).port}: connect: connection refused`);
+    const failedOpen = await admitFor({ ...config, defaultAllow: true })(request);
+    expect(failedOpen).to.deep.equal({ allowed: true, auditAnnotations: { 'failed-open': 'true' } });
+    expect(failureDetail(failedOpen)).to.contain('connection refused');
     expect(await admitFor({ ...config, defaultAllow: true }, 'Mutating')(request)).to.deep.equal({
       allowed: true,
       auditAnnotations: { 'failed-open': 'true' },
@@ -99,7 +114,9 @@ describe('handlers: ImagePolicyWebhook', function () {
 
   it('a failing backend (500) is tried again with backoff, then refused; a hanging one is answered within timeoutSeconds', async function () {
     backend.mode = 'fail';
-    expect((await admitFor({ ...config, retryBackoff: 10 })(create(['ok']))).message).to.equal('pods "app" is forbidden: an error on the server ("backend failing on purpose") has prevented the request from succeeding');
+    const refused = await admitFor({ ...config, retryBackoff: 10 })(create(['ok']));
+    expect(refused.message).to.equal(`pods "app" is forbidden: ${BACKEND_FAILED}`);
+    expect(failureDetail(refused)).to.equal('an error on the server ("backend failing on purpose") has prevented the request from succeeding');
     expect(backend.received).to.have.length(5);
     backend.mode = 'hang';
     const started = Date.now();
@@ -125,5 +142,26 @@ describe('handlers: ImagePolicyWebhook', function () {
       'spec.webhooks[0].handler.config.timeoutSeconds',
       'spec.webhooks[0].handler.config.color',
     ]);
+  });
+
+  it('refuses on apply a url under no backend the admin allows, naming the list; with none allowed, every url', function () {
+    const origin = new URL(backend.url).origin;
+    setHandlerBackends([`${origin}/review`]);
+    const refusal = (url: string) => compiled({ url }).errors.find((e) => e.field === 'spec.webhooks[0].handler.config.url')?.message;
+    expect(refusal(`${origin}/review`)).to.equal(undefined);
+    expect(refusal(`${origin}/review/v1?x=1`)).to.equal(undefined);
+    for (const url of [`${origin}/reviewer`, `${origin}/`, 'https://127.0.0.2:6443/review', 'https://kubernetes.default.svc/review', `https://localhost:${new URL(origin).port}/review`]) {
+      expect(refusal(url), url).to.equal(`must be under one of the backends the cluster admin allows (--handler-backends): ${origin}/review`);
+    }
+    setHandlerBackends([]);
+    expect(refusal(backend.url)).to.equal('no handler backend is allowed: the cluster admin allows backends with --handler-backends (chart: handlerBackends)');
+  });
+
+  it('never calls a url off the list, even with a config parsed while it was on', async function () {
+    const admit = admitFor(config);
+    setHandlerBackends(['https://elsewhere.example']);
+    const refused = await admit(create(['ok']));
+    expect(refused.message).to.equal(`pods "app" is forbidden: ${BACKEND_FAILED}`);
+    expect(backend.received).to.deep.equal([]);
   });
 });
