@@ -22,6 +22,7 @@ import { SuiteRegistry } from '../../../src/registry/registry.ts';
 import { LARGE_BODY } from '../../../src/admission/threads/offload.ts';
 import { startTestEndpoint } from '../../support/endpoint.ts';
 import { tempFolder } from '../../support/temp-files.ts';
+import { eventually } from '../../support/wait.ts';
 import { ConfigReader, HANDLER_API_VERSION, allow, deny, noConfig, patch, withAuditAnnotations, withWarnings, type CustomHandler } from 'portcullis/sdk';
 import { ConfigReader as BuiltinConfigReader } from '../../../src/handlers/config.ts';
 
@@ -116,6 +117,13 @@ describe('handler modules: loading a folder', function () {
   });
 });
 
+/**
+ * The budget of the handlers served through the registry: long enough that a worker started on a
+ * busy machine answers well within it, so only the handlers made to outlast it (a ten-minute sleep,
+ * an endless loop) run past it.
+ */
+const BUDGET_MS = 2_000;
+
 describe('handler modules: served through the registry', function () {
   let modules: HandlerModules;
   const warnings: Record<string, unknown>[] = [];
@@ -134,13 +142,13 @@ describe('handler modules: served through the registry', function () {
         ${handlerText('acme.dev/Rejects', "async () => { await new Promise((r) => setTimeout(r, 5)); throw new Error('later boom') }")},
         ${handlerText('acme.dev/Nonsense', '() => 42')},
         { name: 'acme.dev/Labels', resources: [{ group: '', resource: 'configmaps' }], parseConfig: (c) => ({ config: c, errors: [] }), mutate: async (req) => ({ allowed: true, patch: [{ op: 'add', path: '/metadata/labels', value: { checked: req.userInfo.username } }] }) },
-        ${handlerText('acme.dev/Sleeps', 'async () => { await new Promise((r) => setTimeout(r, 5_000)); return { allowed: true } }')},
+        ${handlerText('acme.dev/Sleeps', 'async () => { await new Promise((r) => setTimeout(r, 600_000)); return { allowed: true } }')},
       ]`),
-      'spin.mjs': moduleText(`[${handlerText('acme.dev/Spins', '() => { const end = Date.now() + 3_000; while (Date.now() < end); return { allowed: true } }')}, ${handlerText('acme.dev/SameModule', '() => ({ allowed: true })')}]`),
+      'spin.mjs': moduleText(`[${handlerText('acme.dev/Spins', '() => { for (;;); }')}, ${handlerText('acme.dev/SameModule', '() => ({ allowed: true })')}]`),
       'quick.mjs': moduleText(`[${handlerText('acme.dev/Quick', '() => ({ allowed: true })')}]`),
     });
     const log = { ...SILENT, warn: (message: string, fields?: object) => warnings.push({ message, ...fields }), info: (message: string, fields?: object) => infos.push({ message, ...fields }) };
-    modules = await startHandlerModules(dir, { budgetMs: 300, log, registry });
+    modules = await startHandlerModules(dir, { budgetMs: BUDGET_MS, log, registry });
   });
   after(() => modules.close());
 
@@ -203,38 +211,31 @@ describe('handler modules: served through the registry', function () {
   });
 
   it('answers a run past its budget by failurePolicy at the budget; a worker that does not block keeps serving', async function () {
+    // It sleeps for ten minutes: an answer at all is the budget's (and a timer never fires early).
     const started = performance.now();
     const late = await admit('acme.dev/Sleeps', 'Fail');
-    const took = performance.now() - started;
-    expect(late.message).to.equal('internal error: handler acme.dev/Sleeps did not answer within its budget of 300 ms');
-    expect(took).to.be.within(280, 1_000);
+    expect(late.message).to.equal(`internal error: handler acme.dev/Sleeps did not answer within its budget of ${BUDGET_MS} ms`);
+    expect(performance.now() - started).to.be.at.least(BUDGET_MS - 20);
     // Its worker still answers pings: not stopped, its other handlers answer at once.
     expect((await admit('acme.dev/NoWord', 'Fail', request(), { word: 'x' })).allowed).to.equal(true);
     expect(await failures()).to.include({ 'acme.dev/Sleeps timeout': 1 });
   });
 
   it('stops a worker a handler blocks, answers by failurePolicy at the budget, while another module answers meanwhile', async function () {
-    const started = performance.now();
-    const spinning = admit('acme.dev/Spins', 'Fail');
-    // Another module's handler, asked while the first busy-loops: answered at once.
-    await new Promise((r) => setTimeout(r, 50));
-    const quick: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      const t = performance.now();
-      expect((await admit('acme.dev/Quick', 'Fail')).allowed).to.equal(true);
-      quick.push(performance.now() - t);
-    }
+    // It loops for ever: an answer at all means its worker was stopped at the budget.
+    let spinAnswered = false;
+    const spinning = admit('acme.dev/Spins', 'Fail').finally(() => (spinAnswered = true));
+    // Another module's handler, asked while the first busy-loops: answered while it still loops.
+    for (let i = 0; i < 5; i++) expect((await admit('acme.dev/Quick', 'Fail')).allowed).to.equal(true);
+    expect(spinAnswered, "another module's five answers came while the loop held its own worker").to.equal(false);
     const spun = await spinning;
-    const took = performance.now() - started;
-    expect(spun.message).to.equal('internal error: handler acme.dev/Spins did not answer within its budget of 300 ms');
-    expect(took, 'answered at its budget, not when the loop ends (3 s)').to.be.below(1_000);
-    expect(Math.max(...quick), `another module's answers (ms): ${quick.map((q) => q.toFixed(1)).join(', ')}`).to.be.below(100);
+    expect(spun.message).to.equal(`internal error: handler acme.dev/Spins did not answer within its budget of ${BUDGET_MS} ms`);
     // The blocked worker was stopped (no pong within PROBE_MS), saying so, and is started again at once.
-    await new Promise((r) => setTimeout(r, 200));
+    await eventually(async () => expect(warnings).to.have.length.at.least(1), { what: 'the stopped worker logged' });
     expect(warnings).to.deep.equal([
       { message: 'handler module worker stopped: a handler blocked it past its budget; started again', module: path.join(path.dirname(warnings[0]!.module as string), 'spin.mjs'), handler: 'acme.dev/Spins' },
     ]);
-    // Its module's other handler answers at once from the new worker (the old one would spin for 3 s more).
+    // Its module's other handler answers from the new worker (the old one would spin for ever).
     expect(await admit('acme.dev/SameModule', 'Fail')).to.deep.equal({ allowed: true });
     const again = await admit('acme.dev/Spins', 'Ignore');
     expect(again).to.deep.equal({ allowed: true });
@@ -296,7 +297,7 @@ describe('handler modules: what a handler reads', function () {
 
   it('gives a webhook whose timeoutSeconds is short a budget of half of it, never more than --handler-budget', async function () {
     const runner = new HandlerRunner({ budgetMs: 2_000, log: SILENT });
-    const dir = folder({ 'sleeps.mjs': moduleText(`[${handlerText('acme.dev/Sleepy', 'async () => { await new Promise((r) => setTimeout(r, 3_000)); return { allowed: true } }')}]`) });
+    const dir = folder({ 'sleeps.mjs': moduleText(`[${handlerText('acme.dev/Sleepy', 'async () => { await new Promise((r) => setTimeout(r, 600_000)); return { allowed: true } }')}]`) });
     const proxy = runner.proxy((await loadHandlerModules(dir)).loaded[0]!);
     try {
       expect(proxy.parseConfig({}, { timeoutSeconds: 1 }).config.budgetMs).to.equal(500);
@@ -308,7 +309,7 @@ describe('handler modules: what a handler reads', function () {
         () => expect.fail('answered'),
         (err: Error) => expect(err.message).to.equal('handler acme.dev/Sleepy did not answer within its budget of 500 ms'),
       );
-      expect(performance.now() - started).to.be.within(480, 1_500);
+      expect(performance.now() - started, 'not before the budget').to.be.at.least(480);
     } finally {
       await runner.close();
     }
@@ -325,10 +326,9 @@ describe('handler modules: what a handler reads', function () {
     const config = exits!.parseConfig({}).config;
     try {
       for (const [proxy, name] of [[exits!, 'exit'], [leaks!, 'leak']] as const) {
-        const started = performance.now();
+        // Answered as a lost worker, not as a run past the budget ('did not answer within its budget'): at once, not at the budget.
         const lost = await proxy.validate!(request(name), config, EMPTY_VIEW).then(() => undefined, (err: Error) => err.message);
         expect(lost).to.match(new RegExp(`^handler acme.dev/\\w+ was not answered: its worker (stopped|failed)`));
-        expect(performance.now() - started, 'at once, not at the budget').to.be.below(4_000);
         expect((await proxy.validate!(request('fine'), config, EMPTY_VIEW)).allowed).to.equal(true);
       }
       expect(failed).to.deep.equal(['acme.dev/Exits lost', 'acme.dev/Leaks lost']);
