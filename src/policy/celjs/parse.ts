@@ -8,9 +8,16 @@
  * of selections from an identifier and refuses the rest as "has() invalid argument", so policies
  * the API server accepts would be refused. The macro's evaluation already runs any operand (the
  * last of `macroHasProps`); only its type check is narrower, and that is what is replaced here.
+ *
+ * Also bounds what is parsed as the API server bounds it (limits.ts: refused in its words before
+ * cel-js sees it), and shapes cel-js's tree as cel-go's is: a chain of `&&` or `||` balanced (cel-js
+ * nests one node per term, 20,000 deep in an expression the API server takes, deeper than any
+ * stack), runs of `!` and `-` folded. So no walk, check or evaluation of what is admitted goes
+ * deeper than limits.ts' AST_DEPTH_LIMIT, on any thread.
  */
 import type { Environment, ParseResult } from '@marcbachmann/cel-js';
-import { forEachNode } from './walk.ts';
+import { forEachNode, type RawNode } from './walk.ts';
+import { AST_DEPTH_LIMIT, CelLimitError, astDepth, checkCelGoLimits } from './limits.ts';
 
 interface Checker {
   check(node: unknown, ctx: unknown): unknown;
@@ -53,14 +60,63 @@ function typeName(type: unknown): unknown {
   return typeof type === 'object' && type !== null && 'name' in type ? (type as { name: unknown }).name : type;
 }
 
-/** Parses `source` in `env`, with `has()` as cel-go has it. Throws cel-js's parse errors. */
+/**
+ * Parses `source` in `env`, with `has()` as cel-go has it. Throws CelLimitError past the API
+ * server's limits, and cel-js's parse errors.
+ */
 export function parseExpression(env: Environment, source: string): ParseResult {
-  const program = env.parse(source);
+  const program = env.parse(checkCelGoLimits(source));
+  const logic: LogicNode[] = [];
   forEachNode(program.ast, (node) => {
+    if (node.op === '&&' || node.op === '||') logic.push(node as LogicNode);
     const args = node.args as unknown[];
     if (node.op !== 'call' || !Array.isArray(args) || args[0] !== 'has') return;
     const macro = (node as unknown as { meta?: { macro?: HasMacro } }).meta?.macro;
     if (macro && typeof macro.typeCheck === 'function') macro.typeCheck = typeCheckHas;
   });
+  balanceLogic(logic);
+  // What the source's limits let through is never deeper; this holds for a source they could not
+  // follow (cel-js takes some that cel-go's grammar does not), before anything walks the tree.
+  if (astDepth(program.ast) > AST_DEPTH_LIMIT) throw new CelLimitError('max recursion depth exceeded');
   return program;
+}
+
+interface LogicNode extends RawNode {
+  args: [RawNode, RawNode];
+  start: number;
+  end: number;
+  pos: number;
+}
+
+/**
+ * Each chain of `&&` (or `||`), which cel-js nests to the left one term at a time, as cel-go's
+ * parser builds it: a balanced tree of the same terms in the same order (parser/helper.go's
+ * logicManager.balancedTree), made of the chain's own nodes.
+ */
+function balanceLogic(nodes: LogicNode[]): void {
+  const inner = new Set<RawNode>();
+  for (const node of nodes) if (node.args[0].op === node.op) inner.add(node.args[0]);
+  for (const top of nodes) {
+    if (inner.has(top)) continue;
+    const spine: LogicNode[] = [];
+    let node: RawNode = top;
+    while (node.op === top.op && (node === top || inner.has(node))) {
+      spine.push(node as LogicNode);
+      node = (node as LogicNode).args[0];
+    }
+    if (spine.length < 3) continue; // two terms or three: cel-js's shape is cel-go's
+    const terms = [node, ...spine.toReversed().map((n) => n.args[1])];
+    const free = spine.slice(1);
+    const build = (lo: number, hi: number, into: LogicNode): LogicNode => {
+      const mid = Math.floor((lo + hi + 1) / 2);
+      const left = mid === lo ? terms[mid]! : build(lo, mid - 1, free.pop()!);
+      const right = mid === hi ? terms[mid + 1]! : build(mid + 1, hi, free.pop()!);
+      into.args = [left, right];
+      into.start = (left as LogicNode).start;
+      into.pos = into.start;
+      into.end = (right as LogicNode).end;
+      return into;
+    };
+    build(0, terms.length - 2, top);
+  }
 }

@@ -34,6 +34,22 @@ import { shortcutFor, type Body } from '../fast/shortcut.ts';
 import { useCelGoLogic } from '../celjs/logic.ts';
 import { useCelGoEquality } from '../celjs/equality.ts';
 import { parseExpression } from '../celjs/parse.ts';
+import { CODE_POINT_LIMIT } from '../celjs/limits.ts';
+
+/**
+ * cel-js's own parse limits, out of the way of the API server's (celjs/limits.ts, checked first):
+ * its maxDepth counts nesting and each `.` or `[` step alike, and refuses 250 selections the API
+ * server takes; lists, maps and calls are bounded there only by the expression's size. (A source
+ * the limits cannot follow may nest cel-js's parser until the stack ends: a RangeError, which
+ * `compile` turns into a refusal.)
+ */
+const CEL_JS_LIMITS = {
+  maxDepth: CODE_POINT_LIMIT,
+  maxAstNodes: 2 * CODE_POINT_LIMIT,
+  maxListElements: CODE_POINT_LIMIT,
+  maxMapEntries: CODE_POINT_LIMIT,
+  maxCallArguments: CODE_POINT_LIMIT,
+};
 
 /** The variables VAP declares; `object`, `oldObject` and `params` are untyped (dyn), as in VAP. */
 const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject', 'request', 'variables'] as const;
@@ -46,7 +62,7 @@ export function newEnvironment(
   variables: Readonly<Record<string, string>> = Object.fromEntries(ACTIVATION_VARIABLES.map((n) => [n, 'dyn'])),
   declareTypes?: (env: Environment) => void,
 ): Environment {
-  const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false });
+  const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false, limits: CEL_JS_LIMITS });
   registerAuthz(env); // first: its types are those of the variable `authorizer`
   declareTypes?.(env); // the object types some variables are declared with (typecheck/), before those variables
   for (const [name, type] of Object.entries(variables)) env.registerVariable(name, type);
@@ -119,21 +135,34 @@ export type ResultType = 'bool' | 'string' | 'list' | 'null';
  * Parses and type-checks `expression`; `expect` lists the types it may yield (any when empty);
  * `params`, `authorizer` and `variables` say whether those variables are declared (by default they are).
  */
-export function compile(
+export function compile(expression: string, field: string, expect: ResultType[] = [], options: CompileOptions = {}): Program {
+  try {
+    return compileExpression(expression, field, expect, options);
+  } catch (err) {
+    // Whatever a step throws (cel-js's checker, a walk, the shortcut's code generation: a
+    // RangeError, a TypeError on a shape nobody foresaw) refuses this expression, never the caller.
+    if (err instanceof CompileError) throw err;
+    throw new CompileError(field, `compilation failed: ${firstLine(err)}`);
+  }
+}
+
+export interface CompileOptions {
+  params?: boolean;
+  authorizer?: boolean;
+  variables?: boolean;
+  mixedLiterals?: boolean;
+  compiledVariables?: ReadonlySet<string>;
+  /** The variables whose value is a part of the request as it is (celjs/equality.ts). */
+  requestVariables?: ReadonlySet<string>;
+  /** Charged as a team's AdmissionPolicy is: by real sizes whatever the static types, with the namespace's deadline (cost/instrument.ts). */
+  strictCost?: boolean;
+}
+
+function compileExpression(
   expression: string,
   field: string,
-  expect: ResultType[] = [],
-  options: {
-    params?: boolean;
-    authorizer?: boolean;
-    variables?: boolean;
-    mixedLiterals?: boolean;
-    compiledVariables?: ReadonlySet<string>;
-    /** The variables whose value is a part of the request as it is (celjs/equality.ts). */
-    requestVariables?: ReadonlySet<string>;
-    /** Charged as a team's AdmissionPolicy is: by real sizes whatever the static types, with the namespace's deadline (cost/instrument.ts). */
-    strictCost?: boolean;
-  } = {},
+  expect: ResultType[],
+  options: CompileOptions,
 ): Program {
   const environment = vapEnvironment(options.params !== false, options.authorizer !== false, options.variables !== false);
   let program: Program;

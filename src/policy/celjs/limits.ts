@@ -1,0 +1,433 @@
+/**
+ * The API server's bounds on a CEL expression's size and depth, checked before cel-js parses it,
+ * in the API server's words; and the bound on the depth of cel-js's tree that every AST walk,
+ * compile step and evaluation is kept safe at (on a 1 MiB stack: the main thread's). Owns only
+ * those bounds: parse.ts applies them.
+ *
+ * Found by trying kube-apiserver 1.37 (cel-go 0.29.2, no parser options of Kubernetes' own) with
+ * ValidatingAdmissionPolicies, server-side dry run:
+ * - more than 100,000 code points: `expression code point size exceeds limit: size: N, limit 100000`
+ *   (cel-go's ExpressionSizeCodePointLimit default);
+ * - a grammar rule nested more than 250 deep while parsing (cel-go's recursionListener over ANTLR's
+ *   rule entries): `expression recursion limit exceeded: 250`. 249 parentheses, nested lists or
+ *   maps, or 249 chained `a ? b :` pass, 250 do not; the right operand of a relation or of `+` /
+ *   `*` nests the rule `relation` or `calc` once more (`true == (` passes 124 deep, not 125;
+ *   `1 + 2 * (` 83, not 84), while a left-associative chain (`a + b + c`, `a.b.c`) does not nest;
+ * - more than 250 nested operations of the kinds cel-go's visitor counts (a ternary, a relation,
+ *   `+ - * / %`, a field selection, a method call, an index): `max recursion depth exceeded`
+ *   (cel-go's maxRecursionDepth, 250): 250 chained `+` under a `>` is refused, 249 pass.
+ * Both are reported at no location: `ERROR: <input>:-1:0: ...`. `&&` and `||` chains, `!` and `-`
+ * runs are not bounded but by the size: cel-go balances the first and folds the second.
+ */
+
+/** cel-go's ExpressionSizeCodePointLimit, which Kubernetes leaves at its default. */
+export const CODE_POINT_LIMIT = 100_000;
+/** cel-go's MaxRecursionDepth, which Kubernetes leaves at its default (both counters use it). */
+export const RECURSION_LIMIT = 250;
+/**
+ * The deepest cel-js tree compiled. What the API server takes is 250 counted operations deep, and
+ * per nested expression adds at most an aggregate or call, one `!` or `-` and a balanced `&&`/`||`:
+ * 750 deep for 124 levels of `!(a && b && c && d && !(`, as deep as anything of use. Measured on a
+ * 1 MiB stack with a cold JIT (a Worker's resourceLimits.stackSizeMb: 1), compiling and evaluating
+ * fails from about 1,600 deep; 1,000 leaves room for the callers' frames. An expression the API
+ * server takes but that cel-js nests deeper (hundreds of levels each with a long `&&` chain) is
+ * refused in its words for depth: the same verdict on every thread, never a thread's stack.
+ */
+export const AST_DEPTH_LIMIT = 1000;
+
+/** A refusal in the API server's words: `ERROR: <input>:-1:0: <message>`. */
+export class CelLimitError extends Error {
+  constructor(message: string) {
+    super(`ERROR: <input>:-1:0: ${message}`);
+  }
+}
+
+type Token = { kind: string; start: number; end: number };
+
+class Syntax extends Error {}
+
+const PUNCTUATION = ['==', '!=', '<=', '>=', '&&', '||', '<', '>', '[', ']', '{', '}', '(', ')', '.', ',', '-', '!', '?', ':', '+', '*', '/', '%'];
+const RELATIONS = new Set(['<', '<=', '>=', '>', '==', '!=', 'in']);
+const LITERAL_WORDS = new Set(['true', 'false', 'null']);
+const isDigit = (c: string | undefined) => c !== undefined && c >= '0' && c <= '9';
+const isHex = (c: string | undefined) => c !== undefined && /[0-9a-fA-F]/.test(c);
+const isIdentStart = (c: string | undefined) => c !== undefined && /[A-Za-z_]/.test(c);
+const isIdentPart = (c: string | undefined) => c !== undefined && /[A-Za-z0-9_]/.test(c);
+
+/** CEL.g4's lexer, as far as finding each token's kind and end takes: iterative, linear. */
+function tokenize(s: string): Token[] {
+  const tokens: Token[] = [];
+  let i = 0;
+  const n = s.length;
+  while (i < n) {
+    const c = s[i]!;
+    if (c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f') {
+      i++;
+      continue;
+    }
+    if (c === '/' && s[i + 1] === '/') {
+      while (i < n && s[i] !== '\n') i++;
+      continue;
+    }
+    const start = i;
+    // strings and bytes, with their r/b prefixes
+    let p = i;
+    let raw = false;
+    while (p < i + 2 && /[rRbB]/.test(s[p] ?? '')) {
+      if (s[p] === 'r' || s[p] === 'R') raw = true;
+      p++;
+    }
+    if ((s[p] === '"' || s[p] === "'") && (p === i || !isIdentPart(s[p - 1]) || /[rRbB]/.test(s[p - 1]!))) {
+      const q = s[p]!;
+      const triple = s[p + 1] === q && s[p + 2] === q;
+      let j = p + (triple ? 3 : 1);
+      for (;;) {
+        if (j >= n) throw new Syntax();
+        if (!raw && s[j] === '\\') {
+          j += 2;
+          continue;
+        }
+        if (triple ? s[j] === q && s[j + 1] === q && s[j + 2] === q : s[j] === q) break;
+        if (!triple && (s[j] === '\n' || s[j] === '\r')) throw new Syntax();
+        j++;
+      }
+      i = j + (triple ? 3 : 1);
+      tokens.push({ kind: 'literal', start, end: i });
+      continue;
+    }
+    if (isDigit(c) || (c === '.' && isDigit(s[i + 1]))) {
+      if (c === '0' && (s[i + 1] === 'x' || s[i + 1] === 'X') && isHex(s[i + 2])) {
+        i += 2;
+        while (isHex(s[i])) i++;
+      } else {
+        while (isDigit(s[i])) i++;
+        if (s[i] === '.' && isDigit(s[i + 1])) {
+          i++;
+          while (isDigit(s[i])) i++;
+        }
+        if ((s[i] === 'e' || s[i] === 'E') && (isDigit(s[i + 1]) || ((s[i + 1] === '+' || s[i + 1] === '-') && isDigit(s[i + 2])))) {
+          i += 2;
+          while (isDigit(s[i])) i++;
+        }
+      }
+      if (s[i] === 'u' || s[i] === 'U') i++;
+      tokens.push({ kind: 'literal', start, end: i });
+      continue;
+    }
+    if (isIdentStart(c)) {
+      while (isIdentPart(s[i])) i++;
+      const word = s.slice(start, i);
+      tokens.push({ kind: word === 'in' ? 'in' : LITERAL_WORDS.has(word) ? 'literal' : 'ident', start, end: i });
+      continue;
+    }
+    if (c === '`') {
+      let j = i + 1;
+      while (j < n && /[A-Za-z0-9_.\-/ ]/.test(s[j]!)) j++;
+      if (s[j] !== '`' || j === i + 1) throw new Syntax();
+      i = j + 1;
+      tokens.push({ kind: 'ident', start, end: i });
+      continue;
+    }
+    const op = PUNCTUATION.find((o) => s.startsWith(o, i));
+    if (!op) throw new Syntax();
+    i += op.length;
+    tokens.push({ kind: op, start, end: i });
+  }
+  tokens.push({ kind: 'eof', start: n, end: n });
+  return tokens;
+}
+
+/**
+ * Follows CEL.g4's rules as ANTLR runs them, counting what cel-go counts: the nesting of the rules
+ * `expr`, `relation` and `calc` (the only ones that can nest deeper than `expr`; ANTLR leaves and
+ * re-enters a left-recursive rule at each step of a chain), and, returned by each step, the number
+ * of counted operations above the deepest leaf. Recursion is only through `expr`, whose nesting is
+ * bounded first, so this runs in a few hundred frames at most.
+ */
+class Recognizer {
+  private i = 0;
+  private expr = 0;
+  private relation = 0;
+  private calc = 0;
+  /** Runs of `!` or `-` in front of an operand: [first, last] token indices. */
+  readonly unaryRuns: [number, number][] = [];
+  readonly tokens: Token[];
+  constructor(tokens: Token[]) {
+    this.tokens = tokens;
+  }
+
+  private peek(): string {
+    return this.tokens[this.i]!.kind;
+  }
+  private next(): string {
+    return this.tokens[this.i++]!.kind;
+  }
+  private expect(kind: string): void {
+    if (this.next() !== kind) throw new Syntax();
+  }
+  private check(depth: number): void {
+    if (depth > RECURSION_LIMIT) throw new CelLimitError(`expression recursion limit exceeded: ${RECURSION_LIMIT}`);
+  }
+
+  /** The whole expression: its visitor depth. */
+  start(): number {
+    const depth = this.parseExpr();
+    if (this.peek() !== 'eof') throw new Syntax();
+    return depth;
+  }
+
+  // expr : conditionalOr ('?' conditionalOr ':' expr)?
+  private parseExpr(): number {
+    this.check(++this.expr);
+    const condition = this.parseOr();
+    let depth = condition;
+    if (this.peek() === '?') {
+      this.next();
+      const whenTrue = this.parseOr();
+      this.expect(':');
+      depth = 1 + Math.max(condition, whenTrue, this.parseExpr());
+    }
+    this.expr--;
+    return depth;
+  }
+
+  // conditionalOr and conditionalAnd: neither counted nor nested (cel-go balances them)
+  private parseOr(): number {
+    let depth = this.parseRelation();
+    while (this.peek() === '||' || this.peek() === '&&') {
+      this.next();
+      depth = Math.max(depth, this.parseRelation());
+    }
+    return depth;
+  }
+
+  // relation : calc | relation op relation — the right operand nests `relation` once
+  private parseRelation(): number {
+    this.check(++this.relation);
+    const operands = [this.parseCalc()];
+    while (RELATIONS.has(this.peek())) {
+      this.next();
+      this.check(++this.relation);
+      operands.push(this.parseCalc());
+      this.relation--;
+    }
+    this.relation--;
+    return chainDepth(operands);
+  }
+
+  // calc : unary | calc ('*'|'/'|'%') calc | calc ('+'|'-') calc
+  private parseCalc(): number {
+    this.check(++this.calc);
+    const sums: number[] = [];
+    let products = [this.parseCalcTerm(0)];
+    let added = false;
+    for (;;) {
+      const op = this.peek();
+      if (op === '+' || op === '-') {
+        this.next();
+        sums.push(chainDepth(products));
+        added = true;
+        products = [this.parseCalcTerm(1)];
+      } else if (op === '*' || op === '/' || op === '%') {
+        this.next();
+        // calc(3) under the step of a `*` chain: under calc(2) too after a `+`
+        products.push(this.parseCalcTerm(added ? 2 : 1));
+      } else break;
+    }
+    sums.push(chainDepth(products));
+    this.calc--;
+    return chainDepth(sums);
+  }
+
+  private parseCalcTerm(nesting: number): number {
+    this.calc += nesting;
+    this.check(this.calc);
+    const depth = this.parseUnary();
+    this.calc -= nesting;
+    return depth;
+  }
+
+  // unary : member | '!'+ member | '-'+ member (a literal may carry one more '-')
+  private parseUnary(): number {
+    const first = this.i;
+    const kind = this.peek();
+    if (kind === '!' || kind === '-') {
+      while (this.peek() === kind) this.next();
+      if (this.i - first > 1) this.unaryRuns.push([first, this.i - 1]);
+      if (kind === '!' && this.peek() === '-' && this.tokens[this.i + 1]?.kind === 'literal') this.next();
+    }
+    return this.parseMember();
+  }
+
+  // member : primary | member '.' '?'? id ('(' exprList? ')')? | member '[' '?'? expr ']'
+  private parseMember(): number {
+    const steps: number[] = [];
+    let depth = this.parsePrimary();
+    for (;;) {
+      if (this.peek() === '.') {
+        this.next();
+        let optional = false;
+        if (this.peek() === '?') {
+          this.next();
+          optional = true;
+        }
+        if (this.next() !== 'ident') throw new Syntax();
+        if (!optional && this.peek() === '(') steps.push(this.parseArgs(')'));
+        else steps.push(0);
+      } else if (this.peek() === '[') {
+        this.next();
+        if (this.peek() === '?') this.next();
+        steps.push(this.parseExpr());
+        this.expect(']');
+      } else break;
+    }
+    // each step is counted; the primary is under all of them, step j's arguments under k - j
+    const k = steps.length;
+    depth += k;
+    steps.forEach((d, j) => (depth = Math.max(depth, k - j + d)));
+    return depth;
+  }
+
+  private parsePrimary(): number {
+    const kind = this.next();
+    if (kind === 'literal') return 0;
+    if (kind === '(') {
+      const depth = this.parseExpr();
+      this.expect(')');
+      return depth;
+    }
+    if (kind === '[') return this.parseAggregate(']', false);
+    if (kind === '{') return this.parseAggregate('}', true);
+    if (kind === '.' || kind === 'ident') {
+      if (kind === '.' && this.next() !== 'ident') throw new Syntax();
+      if (this.peek() === '(') {
+        this.next();
+        return this.parseArgs(')', true);
+      }
+      // a message: a.b.C{field: value, ...}
+      let j = this.i;
+      while (this.tokens[j]?.kind === '.' && this.tokens[j + 1]?.kind === 'ident') j += 2;
+      if (this.tokens[j]?.kind === '{') {
+        this.i = j + 1;
+        return this.parseFields();
+      }
+      return 0;
+    }
+    throw new Syntax();
+  }
+
+  private parseArgs(close: string, opened = false): number {
+    if (!opened) this.expect('(');
+    let depth = 0;
+    if (this.peek() !== close) {
+      depth = this.parseExpr();
+      while (this.peek() === ',') {
+        this.next();
+        depth = Math.max(depth, this.parseExpr());
+      }
+    }
+    this.expect(close);
+    return depth;
+  }
+
+  private parseAggregate(close: string, entries: boolean): number {
+    let depth = 0;
+    while (this.peek() !== close) {
+      if (this.peek() === '?') this.next();
+      depth = Math.max(depth, this.parseExpr());
+      if (entries) {
+        this.expect(':');
+        depth = Math.max(depth, this.parseExpr());
+      }
+      if (this.peek() !== ',') break;
+      this.next();
+    }
+    this.expect(close);
+    return depth;
+  }
+
+  private parseFields(): number {
+    let depth = 0;
+    while (this.peek() !== '}') {
+      if (this.peek() === '?') this.next();
+      if (this.next() !== 'ident') throw new Syntax();
+      this.expect(':');
+      depth = Math.max(depth, this.parseExpr());
+      if (this.peek() !== ',') break;
+      this.next();
+    }
+    this.expect('}');
+    return depth;
+  }
+}
+
+/** A left-associative chain's counted depth: its operands' depths, the first two under every step. */
+function chainDepth(operands: number[]): number {
+  const k = operands.length - 1;
+  let depth = 0;
+  operands.forEach((d, i) => (depth = Math.max(depth, (i === 0 ? k : k - i + 1) + d)));
+  return depth;
+}
+
+/**
+ * Throws CelLimitError where the API server refuses `source` for its size or depth. Returns the
+ * source cel-js is to parse: the same, with runs of `!` or `-` before an operand folded to their
+ * parity as cel-go folds them (blanks in their place, so positions hold), which cel-js would
+ * otherwise nest one node per sign. A source the recognizer cannot follow (a syntax error, for
+ * cel-js to report) is returned as it is; the depth of cel-js's tree still bounds it (parse.ts).
+ */
+export function checkCelGoLimits(source: string): string {
+  let size = 0;
+  for (const _ of source) size++;
+  if (size > CODE_POINT_LIMIT) throw new CelLimitError(`expression code point size exceeds limit: size: ${size}, limit ${CODE_POINT_LIMIT}`);
+  let recognizer: Recognizer;
+  let depth: number;
+  try {
+    recognizer = new Recognizer(tokenize(source));
+    depth = recognizer.start();
+  } catch (err) {
+    if (err instanceof Syntax) return source;
+    throw err;
+  }
+  if (depth > RECURSION_LIMIT) throw new CelLimitError('max recursion depth exceeded');
+  if (!recognizer.unaryRuns.length) return source;
+  // token offsets are UTF-16 units: split by unit, not code point
+  const units = source.split('');
+  for (const [first, last] of recognizer.unaryRuns) {
+    const count = last - first + 1;
+    const keep = count % 2;
+    for (let t = first; t <= last - keep; t++) {
+      const { start, end } = recognizer.tokens[t]!;
+      for (let u = start; u < end; u++) units[u] = ' ';
+    }
+  }
+  return units.join('');
+}
+
+/**
+ * The depth of cel-js's tree `root` (nodes under nodes, macro expansions included), found without
+ * recursion; stops counting past `limit`.
+ */
+export function astDepth(root: unknown, limit = AST_DEPTH_LIMIT): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[root, 0]];
+  const seen = new Set<unknown>();
+  while (stack.length) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value !== 'object' || value === null || seen.has(value)) continue;
+    seen.add(value);
+    const node = value as { op?: unknown; args?: unknown };
+    const isNode = typeof node.op === 'string';
+    const d = isNode ? depth + 1 : depth;
+    if (d > max) max = d;
+    if (max > limit) return max;
+    if (Array.isArray(value)) {
+      for (const v of value) stack.push([v, d]);
+    } else if (isNode) {
+      if (node.op !== 'value') stack.push([node.args, d]);
+    } else if ((value as object).constructor === Object) {
+      for (const v of Object.values(value)) stack.push([v, d]);
+    }
+  }
+  return max;
+}
