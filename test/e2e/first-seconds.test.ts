@@ -35,7 +35,7 @@ interface Restart {
 }
 
 describe('first seconds: an operator started before its CRD', function () {
-  this.timeout(120_000);
+  this.timeout(600_000);
   let child: ChildProcess | undefined;
 
   after(async function () {
@@ -51,7 +51,7 @@ describe('first seconds: an operator started before its CRD', function () {
       async () => {
         if (await getObject(kube, CRD)) throw new Error('the CRD is still there');
       },
-      { what: 'the CRD to be deleted', timeoutMs: 60_000 },
+      { what: 'the CRD to be deleted', timeoutMs: 180_000, intervalMs: 1000 },
     );
 
     const servingPort = await freePort();

@@ -231,7 +231,7 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
         }
         throw new Error('still there');
       },
-      { what: `namespace ${TEAM} to be deleted`, timeoutMs: 60_000 },
+      { what: `namespace ${TEAM} to be deleted`, timeoutMs: 180_000, intervalMs: 1000 },
     );
     expect(await listPolicies(TEAM)).to.deep.equal([]);
     expect((await listPolicies(THIRD)).map((p) => p.metadata.name)).to.deep.equal(['third-deny']);
