@@ -114,19 +114,19 @@ describe('CEL at the API server limits: a namespace admin cannot stop the operat
     await createConfigMap(TEAM, 'welcome');
 
     const past = await refusal(() => create('past-limit', chain(AT_LIMIT + 1, 'refuse-me')));
-    expect(past?.message).to.contain('spec.validations[0].expression').and.contain(DEPTH_WORDS);
+    expect(past?.message ?? 'admitted').to.contain('spec.validations[0].expression').and.contain(DEPTH_WORDS);
     alive();
   });
 
   it('refuses chains thousands deep on apply, and the operator keeps running and serving', async function () {
-    for (const depth of [1_700, 5_050]) {
-      const answer = await refusal(() => create(`deep-${depth}`, chain(depth, 'x')));
-      expect(answer?.message, `a chain ${depth} deep`).to.contain(DEPTH_WORDS);
-    }
-    // what the operator admits next is compiled and served: the process never stopped
+    const answers = new Map<number, string>();
+    for (const depth of [1_700, 5_050]) answers.set(depth, (await refusal(() => create(`deep-${depth}`, chain(depth, 'x'))))?.message ?? 'admitted');
+    // what the operator admits next is compiled and served: the process never stopped (whatever
+    // became of the deep chains: were they admitted, each replica would compile them)
     const name = `after-${++serial}`;
     await eventually(() => create(name, `object.metadata.name != 'refuse-${name}'`), { what: `${name} to be admitted` });
     await servedAndRefusing(name, `refuse-${name}`);
     alive();
+    for (const [depth, message] of answers) expect(message, `a chain ${depth} deep`).to.contain(DEPTH_WORDS);
   });
 });
