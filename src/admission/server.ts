@@ -9,7 +9,7 @@
 import { constants } from 'node:crypto';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import type { CertificateStore } from '../certs/store.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
@@ -28,23 +28,27 @@ import type { AdmissionRequest } from '../api/admission-review.ts';
 import { encodeFailure, parseJson } from './review-codec.ts';
 import { HeldElsewhere } from '../handlers/handler.ts';
 import { errorMessage } from '../error-message.ts';
+import { ConnectionLimits, type ConnectionCounts } from './connection-limits.ts';
 
 /** The API server sends objects up to its own 3 MiB limit, twice for an UPDATE. */
 export const BODY_LIMIT = 7 * 1024 * 1024;
 
 /**
  * Bounds on what one client can hold (measured: a half-open TLS socket costs about 60 KiB, so the
- * cap keeps sockets under 60 MiB). Connections are counted by source address (ConnectionLimits):
- * one address may hold at most maxConnectionsPerAddress, and at the total cap a newcomer takes the
- * place of a connection of the address holding the most, so sockets from one or a few addresses
- * cannot keep the API server out. A socket that does nothing lives until its handshake timeout,
+ * cap keeps the others' sockets under 60 MiB). Connections are counted by source address and kind
+ * (connection-limits.ts): the API server's addresses hold an allowance that grows with the suites
+ * served; any other address at most maxConnectionsPerAddress, and the others together
+ * maxConnections, where a newcomer takes the place of a connection that served no request of the
+ * address holding the most, so sockets from one or a few addresses cannot keep the API server out. A socket that does nothing lives until its handshake timeout,
  * then its headers timeout (counted from the handshake's end, and for each later request from its
  * first byte): the API server completes its handshake and sends its headers at once (its own
  * ReadHeaderTimeout is 32 s, a bound, not a need), so a few seconds are ample. The API server's
  * longest webhook timeout is 30 s, so no request needs longer.
  */
 export interface ServingLimits {
+  /** Connections from addresses other than the API server's, in all. */
   maxConnections: number;
+  /** Connections from one address other than the API server's (the API server's hold this and more per suite). */
   maxConnectionsPerAddress: number;
   requestTimeoutMs: number;
   headersTimeoutMs: number;
@@ -56,109 +60,14 @@ export interface ServingLimits {
 }
 export const SERVING_LIMITS: ServingLimits = {
   maxConnections: 1000,
-  // The API server keeps 25 idle connections to a webhook (client-go's idleConnsPerHost) and opens more in bursts.
+  // The API server keeps 25 idle connections to a webhook (client-go's idleConnsPerHost) and opens more in bursts;
+  // its own addresses hold this and more per suite (connection-limits.ts).
   maxConnectionsPerAddress: 250,
   requestTimeoutMs: 30_000,
   headersTimeoutMs: 3_000,
   handshakeTimeoutMs: 5_000,
   reviewWorkers: REVIEW_WORKERS,
 };
-
-/**
- * The connections of one AdmissionServer (of all the addresses it listens on), by source address.
- * A connection from an address that holds maxConnectionsPerAddress already is closed at once; at
- * maxConnections, the oldest connection of the address holding the most is closed to make room,
- * when that address would still hold more than the newcomer's, else the newcomer is closed. The
- * limits apply from the TCP connection, before its TLS handshake. What they closed is logged in
- * one line per REFUSALS_LOG_MS at most, counted.
- */
-class ConnectionLimits {
-  private readonly max: number;
-  private readonly perAddress: number;
-  private readonly log: LogWriter;
-  /** Each address's connections, oldest first. */
-  private readonly byAddress = new Map<string, Set<Socket>>();
-  private total = 0;
-  private refused = 0;
-  private shed = 0;
-  private logTimer: NodeJS.Timeout | undefined;
-
-  constructor(limits: ServingLimits, log: LogWriter) {
-    this.max = limits.maxConnections;
-    this.perAddress = Math.min(limits.maxConnectionsPerAddress, limits.maxConnections);
-    this.log = log;
-  }
-
-  /** Runs before the TLS server sees `socket`: a connection refused is destroyed (the TLS server then drops it). */
-  readonly admit = (socket: Socket): void => {
-    const address = socket.remoteAddress ?? '';
-    let held = this.byAddress.get(address);
-    const holding = held?.size ?? 0;
-    if (holding >= this.perAddress || (this.total >= this.max && !this.makeRoom(holding + 1))) {
-      this.refused++;
-      this.logSoon();
-      socket.destroy();
-      return;
-    }
-    if (!held) this.byAddress.set(address, (held = new Set()));
-    held.add(socket);
-    this.total++;
-    socket.on('close', () => this.forget(address, socket));
-  };
-
-  /** Closes the oldest connection of the address holding the most, if it holds more than `holding`. */
-  private makeRoom(holding: number): boolean {
-    const most = this.busiest();
-    if (!most || most[1].size <= holding) return false;
-    const [address, sockets] = most;
-    const oldest = sockets.values().next().value!;
-    this.forget(address, oldest);
-    oldest.destroy();
-    this.shed++;
-    this.logSoon();
-    return true;
-  }
-
-  /** The address holding the most connections, and them (a walk of every address: only at the cap, and for the log). */
-  private busiest(): [string, Set<Socket>] | undefined {
-    let most: [string, Set<Socket>] | undefined;
-    for (const entry of this.byAddress) if (!most || entry[1].size > most[1].size) most = entry;
-    return most;
-  }
-
-  private forget(address: string, socket: Socket): void {
-    const held = this.byAddress.get(address);
-    if (!held?.delete(socket)) return;
-    this.total--;
-    if (held.size === 0) this.byAddress.delete(address);
-  }
-
-  /** What was closed and is not logged yet, logged now (the server closes). */
-  flush(): void {
-    if (this.logTimer) this.logRefusals();
-  }
-
-  private logSoon(): void {
-    this.logTimer ??= setTimeout(() => this.logRefusals(), REFUSALS_LOG_MS).unref();
-  }
-
-  private logRefusals(): void {
-    clearTimeout(this.logTimer);
-    this.logTimer = undefined;
-    const most = this.busiest();
-    this.log.warn('connections refused at the connection limits', {
-      refused: this.refused,
-      closedToMakeRoom: this.shed,
-      connections: this.total,
-      busiestAddress: most?.[0],
-      itsConnections: most?.[1].size,
-    });
-    this.refused = this.shed = 0;
-  }
-}
-
-/** How often refused connections are summed up in one log line (never one line per connection). */
-const REFUSALS_LOG_MS = 10_000;
 
 /**
  * TLS 1.2 with AEAD suites only (no CBC), TLS 1.3's own suites, and no renegotiation (which a
@@ -211,7 +120,13 @@ export interface AdmissionServerOptions {
   tenants?: Partial<TenantPoolOptions>;
   certificates: CertificateStore;
   /** Where refused requests are counted (the operator's Metrics). */
-  metrics: { countRejected(code: string): void; webhook?(suite: string, webhook: string): WebhookObserver };
+  metrics: { countRejected(code: string): void; webhook?(suite: string, webhook: string): WebhookObserver; connections?(counts: ConnectionCounts): void };
+  /**
+   * The API server's source addresses (the `kubernetes` EndpointSlices; loopback in local mode),
+   * normalized (no `::ffff:`): their connections are sized by the suites served, never refused for
+   * being many (connection-limits.ts). A Set kept current by its owner does; none without it.
+   */
+  apiServers?: { has(address: string): boolean; readonly size: number };
   log: LogWriter;
   /** What this server leaves to another (see Forwarding); without it, it answers every route itself. */
   forward?: Forwarding;
@@ -316,7 +231,13 @@ export class AdmissionServer {
       // Node looks for requests past their timeouts on this period (30 s by default, which would double ours).
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs / 2, limits.requestTimeoutMs / 2),
     };
-    this.connections = new ConnectionLimits(limits, log);
+    const apiServers = options.apiServers ?? new Set<string>();
+    this.connections = new ConnectionLimits(
+      limits,
+      { suites: () => registry.size, isApiServer: (address) => apiServers.has(address), apiServerAddresses: () => apiServers.size },
+      log,
+      metrics.connections?.bind(metrics),
+    );
     this.server = this.newServer();
   }
 
@@ -376,6 +297,11 @@ export class AdmissionServer {
     }
   }
 
+  /** The connections held now, by kind, and what the limits allow each kind. */
+  connectionCounts(): ConnectionCounts {
+    return this.connections.counts();
+  }
+
   /** Stops accepting, closes idle connections, lets requests in flight be answered (each closing its connection), then stops the review worker. */
   async close(): Promise<void> {
     this.closing = true;
@@ -394,11 +320,18 @@ export class AdmissionServer {
     const server = https.createServer(this.options, (request, response) => this.serve(request, response));
     // Before the TLS server's own listener, which starts the handshake (the net.Server's maxConnections would refuse by count alone).
     server.prependListener('connection', this.connections.admit);
+    server.on('secureConnection', this.connections.secured);
     return server;
   }
 
   private serve(request: IncomingMessage, response: ServerResponse): void {
-    const reply: Reply = { send: (status, json, close) => send(response, status, json, close || this.closing) };
+    const reply: Reply = {
+      send: (status, json, close) => {
+        send(response, status, json, close || this.closing);
+        // Answered: its connection has served (never closed to make room).
+        this.connections.served(request.socket);
+      },
+    };
     const url = request.url ?? '';
     const route = request.method === 'POST' ? this.route(url) : undefined;
     if (!route) return this.fail(new ReviewError(REVIEW_ERRORS.UNKNOWN_WEBHOOK, `${request.method} ${url}`), reply, false);

@@ -339,3 +339,35 @@ export class Metrics {
     return (await this.registry.metrics()) + (await runtimeRegistry().metrics());
   }
 }
+
+/** The admission endpoint's connections by kind (admission/connection-limits.ts): the API server's, and everyone else's. */
+export type ConnectionKindLabel = 'apiserver' | 'other';
+
+/**
+ * The connections gauges of one Metrics (issue 50), kept beside it rather than in its constructor:
+ * `portcullis_admission_connections{kind}` held now and `portcullis_admission_connections_limit{kind}`,
+ * what the limits allow that kind in all (the API server's grows with the suites served), so that an
+ * alert fires at a share of it before anything is refused.
+ */
+const connectionGauges = new WeakMap<Metrics, { held: client.Gauge; limit: client.Gauge }>();
+
+/** Records the endpoint's connections as they stand (the server on each change; the admission thread's with its batches). */
+export function recordConnections(metrics: Metrics, counts: { apiserver: number; other: number; apiserverLimit: number; otherLimit: number }): void {
+  let gauges = connectionGauges.get(metrics);
+  if (!gauges) {
+    gauges = {
+      held: new client.Gauge({ name: 'portcullis_admission_connections', help: "Connections the admission endpoint holds, by kind: apiserver (from the API server's addresses) and other.", labelNames: ['kind'], registers: [metrics.registry] }),
+      limit: new client.Gauge({
+        name: 'portcullis_admission_connections_limit',
+        help: "Connections the admission endpoint's limits allow each kind in all: apiserver (its allowance per address, which grows with the suites served, times its addresses), other (--max-connections).",
+        labelNames: ['kind'],
+        registers: [metrics.registry],
+      }),
+    };
+    connectionGauges.set(metrics, gauges);
+  }
+  gauges.held.set({ kind: 'apiserver' }, counts.apiserver);
+  gauges.held.set({ kind: 'other' }, counts.other);
+  gauges.limit.set({ kind: 'apiserver' }, counts.apiserverLimit);
+  gauges.limit.set({ kind: 'other' }, counts.otherLimit);
+}

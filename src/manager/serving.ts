@@ -18,7 +18,8 @@ import { PolicyAuthorRights } from '../apiserver/policy-author.ts';
 import { SuiteAuthorGate } from '../controller/suite-author.ts';
 import type { CertificateStore } from '../certs/store.ts';
 import type { OperatorConfig } from '../config.ts';
-import type { Metrics } from '../health/metrics.ts';
+import { recordConnections, type Metrics } from '../health/metrics.ts';
+import { fixedApiServerAddresses, LOOPBACK, watchApiServerAddresses } from '../apiserver/apiserver-addresses.ts';
 import { componentLogger } from '../log.ts';
 import { nativeRefusals } from '../native/dry-run.ts';
 import type { ClusterState } from './cluster-state.ts';
@@ -66,12 +67,15 @@ export async function startServing(
   const schemas = new OpenApiSchemas(kubeConfig);
   // The endpoint's limits the flags set: connections in the server that listens, review workers in the one that judges large reviews (either may be both).
   const limits = { maxConnectionsPerAddress: config.maxConnectionsPerAddress, reviewWorkers: config.reviewWorkers };
+  // Where the API server calls from: its connections are sized by the suites served, never refused for being many.
+  const apiServers = config.mode === 'local' ? fixedApiServerAddresses(LOOPBACK) : watchApiServerAddresses(kubeConfig, componentLogger('admission'));
   // With the admission thread, this server does not listen: it answers what the thread forwards.
   const admission = new AdmissionServer({
     registry,
     policies: policyRegistry,
     certificates,
-    metrics,
+    metrics: { countRejected: (code) => metrics.countRejected(code), webhook: (suite, webhook) => metrics.webhook(suite, webhook), connections: (counts) => recordConnections(metrics, counts) },
+    apiServers: apiServers.set,
     log: componentLogger('admission'),
     paramsAccess,
     schemas: { kindsFor: (g, v, r) => schemas.kindsFor(g, v, r), schema: (gvk) => schemas.schema(gvk), byDefault: config.typeCheckErrors },
@@ -79,6 +83,8 @@ export async function startServing(
     tenants: { workers: config.namespacedPolicyWorkers },
     draining: () => draining,
   });
+  // Reported before any connection comes, so the gauges and their alert have series from the start.
+  recordConnections(metrics, admission.connectionCounts());
   const thread = config.admissionThread
     ? new AdmissionThread({
         server: admission,
@@ -90,6 +96,7 @@ export async function startServing(
         lookups: state.lookups,
         log: componentLogger('admission'),
         limits,
+        apiServers,
         handlerModules: config.handlerModules,
         shadowed: (suite, webhook, ref, results) => auditor?.live(suite, webhook, ref, results),
         // The validation webhooks answered in the thread, as `admission` answers them: an apply is not queued behind reconciles.
@@ -126,6 +133,7 @@ export async function startServing(
     close: async () => {
       await thread?.close();
       await admission.close();
+      await apiServers.stop();
     },
   };
 }

@@ -61,6 +61,11 @@ export class SuiteRegistry {
     return this.suites.get(name);
   }
 
+  /** How many suites are served (the endpoint sizes the API server's connection allowance by it). */
+  get size(): number {
+    return this.suites.size;
+  }
+
   /** The params a webhook names, as its suite says. */
   paramsOf(suite: string, webhook: string): ParamsRef | undefined {
     return this.sources.get(suite)?.spec.webhooks.find((w) => w.name === webhook)?.params;

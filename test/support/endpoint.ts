@@ -30,12 +30,18 @@ export interface TestEndpoint {
 }
 
 /** Serves `registry` (its suites already synced) with a certificate stored for `suite`. */
-export async function startTestEndpoint(registry: SuiteRegistry, suite: string, limits?: Partial<ServingLimits>): Promise<TestEndpoint> {
+export async function startTestEndpoint(
+  registry: SuiteRegistry,
+  suite: string,
+  limits?: Partial<ServingLimits>,
+  /** The API server's source addresses (AdmissionServerOptions.apiServers); none by default. */
+  apiServers?: ReadonlySet<string>,
+): Promise<TestEndpoint> {
   const ca = await createCA({ commonName: 'unit-ca', notAfter: new Date(Date.now() + 86_400_000) });
   const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
   const certificates = new CertificateStore();
   certificates.set(suite, leaf.certPem, leaf.keyPem);
-  const app = new AdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger, ...(limits ? { limits } : {}) });
+  const app = new AdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger, ...(limits ? { limits } : {}), ...(apiServers ? { apiServers } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
   const post = (path: string, body: string, contentType = 'application/json'): Promise<Reply> =>

@@ -4,6 +4,8 @@
  * format forbids (bad names or escapes, a TYPE after its samples, a family split in two, a
  * duplicate series, a histogram whose buckets are not cumulative or do not end in +Inf = _count).
  */
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
 
 export interface Sample {
   name: string;
@@ -160,4 +162,22 @@ export async function scrape(port: number): Promise<Map<string, Family>> {
   const response = await fetch(`http://127.0.0.1:${port}/metrics`);
   if (response.status !== 200) throw new Error(`/metrics answered ${response.status}`);
   return parseExposition(await response.text());
+}
+
+/** Scrapes and parses the API server's own /metrics (its admission webhook counters), with the kubeconfig's credentials. */
+export async function scrapeApiServer(kubeConfig: KubeConfig): Promise<Map<string, Family>> {
+  const server = new URL(kubeConfig.getCurrentCluster()!.server);
+  const options: https.RequestOptions = { host: server.hostname, port: server.port, path: '/metrics', method: 'GET' };
+  await kubeConfig.applyToHTTPSOptions(options);
+  const text = await new Promise<string>((resolve, reject) => {
+    const request = https.request(options, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.on('end', () => (response.statusCode === 200 ? resolve(body) : reject(new Error(`the API server's /metrics answered ${response.statusCode}`))));
+    });
+    request.on('error', reject);
+    request.end();
+  });
+  return parseExposition(text);
 }

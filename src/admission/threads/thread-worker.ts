@@ -21,6 +21,7 @@ import type { CachedKind, LookupChange } from '../../apiserver/lookups.ts';
 import { SuiteRegistry } from '../../registry/registry.ts';
 import { PolicyRegistry } from '../../registry/policies.ts';
 import { AdmissionServer, type Answered } from '../server.ts';
+import type { ConnectionCounts } from '../connection-limits.ts';
 import type { ParamsAccessCheck, TypeChecking } from '../suite-validation.ts';
 import { MainQuestions } from './main-questions.ts';
 import { SchemaCopy } from './schema-copy.ts';
@@ -108,9 +109,13 @@ function observe(observation: Observation): void {
   if (observations.length >= BATCH) sendObservations();
   else flushTimer ??= setTimeout(sendObservations, BATCH_DELAY_MS).unref();
 }
+/** The endpoint's connections by kind as they stand, sent with the next batch when changed (not once per connection). */
+let connections: ConnectionCounts | undefined;
 function sendObservations(flush?: number): void {
   clearTimeout(flushTimer);
   flushTimer = undefined;
+  if (connections) observations.push(['connections', connections]);
+  connections = undefined;
   send({ type: 'observed', observations, flush });
   observations = [];
 }
@@ -173,10 +178,20 @@ const policies =
 let nextForward = 1;
 const forwarded = new Map<number, { resolve(answer: Answered): void; reject(err: Error): void }>();
 let draining = false;
+/** The API server's addresses, as the main thread last sent them. */
+const apiServers = new Set<string>();
 const server = new AdmissionServer({
   registry,
   certificates,
-  metrics: { countRejected: (code) => observe(['rejected', code]), webhook: observers.webhook },
+  metrics: {
+    countRejected: (code) => observe(['rejected', code]),
+    webhook: observers.webhook,
+    connections: (counts) => {
+      connections = counts;
+      flushTimer ??= setTimeout(sendObservations, BATCH_DELAY_MS).unref();
+    },
+  },
+  apiServers,
   log,
   limits: data.limits,
   draining: () => draining,
@@ -255,6 +270,10 @@ function received(message: ToThread): void {
     }
     case 'draining':
       draining = true;
+      return;
+    case 'apiservers':
+      apiServers.clear();
+      for (const address of message.addresses) apiServers.add(address);
       return;
     case 'flush':
       sendObservations(message.id);

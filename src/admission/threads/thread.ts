@@ -24,7 +24,7 @@ import type { Outcome } from '../../api/admission-review.ts';
 import type { ObjectRef } from '../../audit/results.ts';
 import type { CheckResult } from '../../audit/targets.ts';
 import type { CertificateStore } from '../../certs/store.ts';
-import type { Metrics } from '../../health/metrics.ts';
+import { recordConnections, type Metrics } from '../../health/metrics.ts';
 import { LOG_LEVELS, type Logger, type LogLevel } from '../../log.ts';
 import { Backoff, Quarantine, type BackoffOptions } from '../../worker-restarts.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
@@ -36,6 +36,7 @@ import type { TypeCheckDefault } from '../../registry/typecheck.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
 import { sizeNurseryForAdmission } from '../v8-tuning.ts';
 import { SERVING_LIMITS, type AdmissionServer, type Answered, type ListenOptions, type ServingLimits } from '../server.ts';
+import type { ConnectionCounts } from '../connection-limits.ts';
 
 export type MirroredKind = 'Namespace' | 'LimitRange';
 
@@ -44,7 +45,9 @@ export type Observation =
   | ['answered', suite: string, webhook: string, operation: string, outcome: Outcome, seconds: number, failurePolicy: FailurePolicy]
   | ['evaluated', suite: string, webhook: string, seconds: number, cost: number]
   | ['shadowed', suite: string, webhook: string, ref: ObjectRef, results: CheckResult[]]
-  | ['rejected', code: string];
+  | ['rejected', code: string]
+  /** The endpoint's connections by kind, as they stood when the batch was sent. */
+  | ['connections', counts: ConnectionCounts];
 
 export interface ThreadData {
   listen: ListenOptions;
@@ -78,6 +81,8 @@ export type ToThread =
   | { type: 'schemas'; change: SchemaChange }
   | { type: 'forwarded'; id: number; answer?: Answered; error?: string }
   | { type: 'draining' }
+  /** The API server's addresses now (AdmissionThreadOptions.apiServers). */
+  | { type: 'apiservers'; addresses: string[] }
   | { type: 'flush'; id: number }
   | { type: 'close' }
   | QuestionAnswer;
@@ -117,6 +122,8 @@ export interface AdmissionThreadOptions {
   /** Where the thread's lines are written, and its own troubles. */
   log: Logger;
   limits?: Partial<ServingLimits>;
+  /** The API server's addresses (apiserver/apiserver-addresses.ts), copied as they change: the endpoint's limits size their connections by the suites served. */
+  apiServers?: { subscribe(listener: (addresses: string[]) => void): () => void };
   /**
    * What the thread needs to answer the suite- and policy-validation webhooks itself, as `server`
    * does (measured: forwarded, an apply's validation waited behind the main thread's reconciles,
@@ -346,6 +353,7 @@ export class AdmissionThread {
         ? [this.options.lookups.subscribe((change) => COPIED_LOOKUPS.has(change.kind) && worker.postMessage({ type: 'lookup', change } satisfies ToThread))]
         : []),
       ...(validation?.schemas ? [validation.schemas.subscribe((change) => worker.postMessage({ type: 'schemas', change } satisfies ToThread))] : []),
+      ...(this.options.apiServers ? [this.options.apiServers.subscribe((addresses) => worker.postMessage({ type: 'apiservers', addresses } satisfies ToThread))] : []),
     ];
     for (const kind of ['Namespace', 'LimitRange'] as const) {
       for (const object of mirrors[kind].list()) worker.postMessage({ type: 'mirror', kind, object: object as Record<string, any>, deleted: false } satisfies ToThread);
@@ -467,6 +475,10 @@ export class AdmissionThread {
     for (const observation of observations) {
       if (observation[0] === 'rejected') {
         metrics.countRejected(observation[1]);
+        continue;
+      }
+      if (observation[0] === 'connections') {
+        recordConnections(metrics, observation[1]);
         continue;
       }
       const [kind, suite, webhook] = observation;

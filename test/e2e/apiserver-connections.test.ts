@@ -1,0 +1,119 @@
+/**
+ * Issue 50 through the real API server: many suites, each its own webhook configuration (the API
+ * server keeps a client, with connections of its own, for each), every one answering a create, with
+ * no calling error in the API server's own admission metrics, while the operator's connection
+ * gauges show the API server holding more connections than any other address may.
+ * E2E_CONNECTION_SUITES sets how many (300 by default: more than the 250 a fixed per-address cap let in).
+ */
+import { expect } from 'chai';
+import { cluster } from '../support/cluster.ts';
+import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
+import { createSuite, deleteSuite, getSuite, condition } from '../support/suites.ts';
+import { createConfigMap, ensureNamespace, errorStatus } from '../support/objects.ts';
+import { eventually, pool } from '../support/wait.ts';
+import { sampleValue, scrape, scrapeApiServer, type Family } from '../support/prometheus.ts';
+import { SERVING_LIMITS } from '../../src/admission/server.ts';
+import type { Operator } from '../../src/manager/operator.ts';
+import { freePort } from '../../src/local/ports.ts';
+import type { SuiteSpec } from '../../src/api/types.ts';
+
+const SUITES = Number(process.env.E2E_CONNECTION_SUITES ?? 300);
+const PREFIX = `conn-${Date.now().toString(36)}`;
+const names = Array.from({ length: SUITES }, (_, i) => `${PREFIX}-${i}`);
+
+function denyInOwnNamespace(name: string): SuiteSpec {
+  return {
+    webhooks: [
+      {
+        name: 'guard',
+        type: 'Validating',
+        failurePolicy: 'Fail',
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } },
+        validations: [{ expression: "!has(object.data) || !('deny' in object.data)", message: `denied by ${name}` }],
+      },
+    ],
+  };
+}
+
+/** The API server's webhook calls to our suites that did not come back as an answer, by webhook and type. */
+function callingErrors(families: Map<string, Family>): string[] {
+  return [...families.values()]
+    .flatMap((f) => f.samples)
+    .filter((s) => s.name === 'apiserver_admission_webhook_rejection_count' && (s.labels.name ?? '').includes(PREFIX) && s.labels.error_type !== 'no_error' && s.value > 0)
+    .map((s) => `${s.labels.name} ${s.labels.error_type} ${s.labels.rejection_code}: ${s.value}`);
+}
+
+describe(`the API server is never the client refused: ${SUITES} suites each answer a create`, function () {
+  let operator: Operator;
+  let metricsPort: number;
+
+  before(async function () {
+    this.timeout(600_000);
+    metricsPort = await freePort();
+    operator = await startTestOperator({ metricsPort });
+    await waitForSuiteValidation(operator);
+    // Created quickly, as one apply of many would.
+    await pool(names, 16, async (name) => {
+      await ensureNamespace(name);
+      await createSuite(name, denyInOwnNamespace(name));
+    });
+    await eventually(
+      async () => {
+        const notReady: string[] = [];
+        await pool(names, 16, async (name) => {
+          if (condition(await getSuite(name), 'Ready')?.status !== 'True') notReady.push(name);
+        });
+        if (notReady.length > 0) throw new Error(`${notReady.length} not Ready, ${notReady.slice(0, 3).join(', ')}...`);
+      },
+      { timeoutMs: 300_000, intervalMs: 2000, what: `all ${SUITES} suites Ready` },
+    );
+  });
+
+  after(async function () {
+    this.timeout(600_000);
+    await pool(names, 16, (name) => deleteSuite(name));
+    await pool(names, 16, async (name) => void (await cluster().kube.core.deleteNamespace({ name }).catch(() => undefined)));
+    await operator?.stop();
+  });
+
+  it('answers a create through the API server for every suite, with no calling error in its metrics', async function () {
+    this.timeout(600_000);
+    const failures: string[] = [];
+    let answered = 0;
+    await pool(names, 32, async (name) => {
+      // The API server sees a new configuration a moment after it is written: until then, the create is not sent to the suite at all.
+      await eventually(
+        async () => {
+          try {
+            await createConfigMap(name, `probe-${Date.now().toString(36)}`, { deny: 'yes' });
+          } catch (err) {
+            const status = errorStatus(err);
+            if (status.message?.includes(`denied by ${name}`)) return;
+            // A refusal that is not the suite's answer (a reset connection, EOF: failurePolicy Fail) is a failure, never retried.
+            failures.push(`${name}: ${status.code} ${status.message}`);
+            return;
+          }
+          throw new Error(`the create in ${name} was not sent to the suite yet`);
+        },
+        { what: `suite ${name} to be called` },
+      );
+      // And the create it allows: a second request on the API server's connections.
+      try {
+        await createConfigMap(name, 'allowed', { ok: 'yes' });
+        answered++;
+      } catch (err) {
+        failures.push(`${name} (allowed): ${JSON.stringify(errorStatus(err)).slice(0, 300)}`);
+      }
+    });
+    expect(failures, `${failures.length} of ${SUITES} failed, e.g. ${failures.slice(0, 3).join(' | ')}`).to.deep.equal([]);
+    expect(answered).to.equal(SUITES);
+
+    // The API server's own count of calls to our webhooks that were not answered.
+    expect(callingErrors(await scrapeApiServer(cluster().kubeConfig))).to.deep.equal([]);
+    // More connections from the API server than any other address may hold: what a fixed per-address cap refused.
+    const metrics = await scrape(metricsPort);
+    expect(sampleValue(metrics, 'portcullis_admission_connections', { kind: 'apiserver' })).to.be.above(SERVING_LIMITS.maxConnectionsPerAddress);
+    expect(sampleValue(metrics, 'portcullis_admission_connections_limit', { kind: 'apiserver' })).to.be.above(sampleValue(metrics, 'portcullis_admission_connections', { kind: 'apiserver' })!);
+  });
+});

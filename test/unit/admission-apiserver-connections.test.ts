@@ -1,0 +1,114 @@
+/**
+ * The API server is never the client refused (issue 50): with many suites, the connections from
+ * the API server's address, more than any other address's share, are all let in and served, and
+ * sockets held from that same address (a hostNetwork pod on its node) are what is closed to make
+ * room, never a connection that has served requests; a new client from elsewhere is answered
+ * throughout. The counts by kind are what the metrics report.
+ */
+import { expect } from 'chai';
+import https from 'node:https';
+import type { Socket } from 'node:net';
+import { startTestEndpoint, SERVER_NAME, type TestEndpoint } from '../support/endpoint.ts';
+import { holdingSocket } from '../support/held-sockets.ts';
+import { eventually } from '../support/wait.ts';
+import { SuiteRegistry } from '../../src/registry/registry.ts';
+import { SERVING_LIMITS } from '../../src/admission/server.ts';
+import { CONNECTIONS_PER_SUITE } from '../../src/admission/connection-limits.ts';
+import { fixtures } from '../fixtures/reviews.ts';
+import { guardsSuite } from '../fixtures/suites.ts';
+
+/** Suites served: the API server's allowance grows with them. */
+const SUITES = 150;
+/** The API server's connections: more than today's 250 per address. */
+const API_SERVER_CONNECTIONS = 600;
+/** Sockets held from the API server's own address, as issue 37's attack. */
+const HELD = 1200;
+
+/** A client from `localAddress` that keeps every connection it opens, as the API server's webhook clients do, and says which the server closed. */
+function keepingClient(endpoint: TestEndpoint, localAddress: string) {
+  const sockets: Socket[] = [];
+  let closed = 0;
+  const agent = new https.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: Infinity, timeout: 0 });
+  const createConnection = agent.createConnection.bind(agent);
+  agent.createConnection = ((options: object, callback: unknown) => {
+    const socket = (createConnection as (o: object, c: unknown) => Socket)({ ...options, localAddress }, callback);
+    sockets.push(socket);
+    socket.once('close', () => closed++);
+    return socket;
+  }) as typeof agent.createConnection;
+  const post = () =>
+    new Promise<number>((resolve, reject) => {
+      const req = https.request(
+        { host: '127.0.0.1', port: endpoint.port, path: '/admit/guards/replicas', method: 'POST', servername: SERVER_NAME, ca: endpoint.caPem, agent, headers: { 'content-type': 'application/json' } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify(fixtures.deploymentCreate()));
+    });
+  /** `n` requests at once: on a fresh client, each opens a connection of its own. */
+  const burst = (n: number) => Promise.allSettled(Array.from({ length: n }, post));
+  return { burst, opened: () => sockets.length, closed: () => closed, close: () => agent.destroy() };
+}
+
+const statuses = (settled: PromiseSettledResult<number>[]) => settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message));
+
+describe('admission: the API server is never the client refused', function () {
+  let endpoint: TestEndpoint;
+  const held: ReturnType<typeof holdingSocket>[] = [];
+  const clients: { close(): void }[] = [];
+
+  before(async function () {
+    const registry = new SuiteRegistry();
+    registry.sync(guardsSuite());
+    for (let i = 1; i < SUITES; i++) {
+      const suite = guardsSuite();
+      suite.metadata.name = `guards-${i}`;
+      registry.sync(suite);
+    }
+    // The limits' defaults, but timeouts far beyond the test: only the connection limits can let anyone in.
+    endpoint = await startTestEndpoint(registry, 'guards', { handshakeTimeoutMs: 120_000, headersTimeoutMs: 120_000, requestTimeoutMs: 120_000 }, new Set(['127.0.0.1']));
+  });
+  after(async function () {
+    for (const { socket } of held.splice(0)) socket.destroy();
+    for (const client of clients.splice(0)) client.close();
+    await endpoint.close();
+  });
+
+  it(`serves ${API_SERVER_CONNECTIONS} connections from the API server's address (the others' share is ${SERVING_LIMITS.maxConnectionsPerAddress}), and closes none of them for ${HELD} sockets held from there`, async function () {
+    this.timeout(180_000);
+    expect(API_SERVER_CONNECTIONS).to.be.above(SERVING_LIMITS.maxConnectionsPerAddress);
+    expect(API_SERVER_CONNECTIONS).to.be.below(SERVING_LIMITS.maxConnectionsPerAddress + CONNECTIONS_PER_SUITE * SUITES);
+    const apiServer = keepingClient(endpoint, '127.0.0.1');
+    clients.push(apiServer);
+    const first = statuses(await apiServer.burst(API_SERVER_CONNECTIONS));
+    expect(first.filter((s) => s !== 200), 'answers other than 200').to.deep.equal([]);
+    expect(apiServer.opened()).to.equal(API_SERVER_CONNECTIONS);
+    expect(endpoint.server.connectionCounts()).to.include({ apiserver: API_SERVER_CONNECTIONS, other: 0 });
+
+    // Sockets held from the API server's own address, far beyond its allowance: the oldest of them are closed to make room.
+    const attack = Array.from({ length: HELD }, () => holdingSocket(endpoint.port, endpoint.caPem, '127.0.0.1'));
+    held.push(...attack);
+    await Promise.all(attack.map((h) => h.opened));
+    const allowance = SERVING_LIMITS.maxConnectionsPerAddress + CONNECTIONS_PER_SUITE * SUITES;
+    await eventually(async () => expect(attack.filter((h) => h.isClosed()).length).to.be.at.least(HELD - (allowance - API_SERVER_CONNECTIONS)), { what: 'the held sockets beyond the allowance closed' });
+    expect(apiServer.closed(), "the API server's connections the server closed").to.equal(0);
+
+    // Every connection the API server keeps is answered on again, and it opens new ones too.
+    const again = statuses(await apiServer.burst(API_SERVER_CONNECTIONS));
+    expect(again.filter((s) => s !== 200), 'answers other than 200').to.deep.equal([]);
+    expect(apiServer.closed()).to.equal(0);
+    const more = keepingClient(endpoint, '127.0.0.1');
+    clients.push(more);
+    expect(statuses(await more.burst(50)).filter((s) => s !== 200)).to.deep.equal([]);
+    expect(apiServer.closed()).to.equal(0);
+
+    // A client from elsewhere is answered throughout, and its connection is the others'.
+    const other = keepingClient(endpoint, '127.0.0.3');
+    clients.push(other);
+    expect(statuses(await other.burst(1))).to.deep.equal([200]);
+    expect(endpoint.server.connectionCounts()).to.include({ other: 1 });
+  });
+});
