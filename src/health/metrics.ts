@@ -278,6 +278,8 @@ export class Metrics {
       labelNames: ['version', 'node_version'],
       registers,
     }).set({ version: VERSION, node_version: process.version }, 1);
+    // The admission endpoint's connections by kind (recordConnections, below): series from the start, before any connection.
+    recordConnections(this, { apiserver: 0, other: 0, apiserverLimit: 0, otherLimit: 0 });
   }
 
   /** Adds (or replaces) the sources a scrape reads; the operator attaches them once its parts exist. */

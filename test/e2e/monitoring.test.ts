@@ -19,7 +19,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RULES = path.join(ROOT, 'charts/portcullis/files/portcullis.rules.yaml');
 const RULES_TEST = path.join(ROOT, 'test/monitoring/portcullis.rules.test.yaml');
 const DASHBOARD = path.join(ROOT, 'charts/portcullis/files/grafana-dashboard.json');
-const ALERTS = ['PortcullisCertificateExpiringSoon', 'PortcullisCACertificateExpiringSoon', 'PortcullisCertificateRotationFailing', 'PortcullisWebhookErrors', 'PortcullisWebhookLatencyHigh', 'PortcullisSuiteNotReady', 'PortcullisNoLeader', 'PortcullisAuditFailuresIncreased', 'PortcullisAuditStalled'];
+const ALERTS = ['PortcullisCertificateExpiringSoon', 'PortcullisCACertificateExpiringSoon', 'PortcullisCertificateRotationFailing', 'PortcullisWebhookErrors', 'PortcullisWebhookLatencyHigh', 'PortcullisSuiteNotReady', 'PortcullisNoLeader', 'PortcullisAuditFailuresIncreased', 'PortcullisAuditStalled', 'PortcullisConnectionsNearLimit'];
 
 const run = (binary: string, args: string[]) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
