@@ -2,7 +2,9 @@
  * audit: the background audit as the operator runs it. Follows the suite and policy registries
  * (a suite's or policy's targets are built again when its generation changes, and dropped when it
  * goes or stops being served), runs the scanner only while this replica leads, and answers what
- * status says of each (`status.audit`), asking for the status write when that changes. The
+ * status says of each (`status.audit`), asking for the status write when that changes. What each
+ * target's author may list is asked of the API server with the operator's own identity
+ * (SubjectAccessReviews, access.ts), never with the test's stand-in for CEL's `authorizer`. The
  * operator wires it (src/manager/operator.ts); it owns no watch of suites or policies itself.
  */
 import type { AdmissionPolicy, AdmissionSuite, AuditStatus, SuiteStatus } from '../api/types.ts';
@@ -15,6 +17,8 @@ import { AuditScanner } from './scanner.ts';
 import { policyTarget, suiteTargets, type AuditTarget, type CheckResult } from './targets.ts';
 import type { ObjectRef } from './results.ts';
 import { ReportWriter } from './writer.ts';
+import { ReviewedListAccess, type ListAccess } from './access.ts';
+import { SubjectAccessReviewer } from '../apiserver/authorizer.ts';
 
 export interface AuditorDeps {
   kube: Kube;
@@ -26,6 +30,8 @@ export interface AuditorDeps {
   namespaceLabels: (namespace: string) => Record<string, string> | undefined;
   /** Asks for the status write of a suite (its name) or of the AdmissionPolicies. */
   statusChanged: (target: { suite: string } | { policies: true }) => void;
+  /** Whether an author may list what a target judges (SubjectAccessReviews with the operator's identity by default). */
+  access?: ListAccess;
 }
 
 export class Auditor {
@@ -37,7 +43,8 @@ export class Auditor {
   constructor(deps: AuditorDeps) {
     this.deps = deps;
     const writers = [new ReportWriter(deps.kube, deps.log, 'openreports'), ...(deps.config.policyReports ? [new ReportWriter(deps.kube, deps.log, 'policyreports')] : [])];
-    this.scanner = new AuditScanner(deps.kube, deps.log, writers, deps.namespaceLabels, { intervalMs: deps.config.auditIntervalMs });
+    const access = deps.access ?? new ReviewedListAccess(new SubjectAccessReviewer(deps.kube.config));
+    this.scanner = new AuditScanner(deps.kube, deps.log, writers, deps.namespaceLabels, { intervalMs: deps.config.auditIntervalMs }, access);
     this.scanner.onSummaries = (targets) => {
       const suites = new Set(targets.filter((t) => t.source.kind === 'AdmissionSuite').map((t) => t.source.name));
       for (const suite of suites) deps.statusChanged({ suite });

@@ -3,12 +3,16 @@
  * or Audit failures (allowed, so nobody was stopped) is what the webhook would have denied: its
  * failures, per validation where the `validation_failure` audit annotation says which, become the
  * results of the object it wrote, beside the background audit's (reports.ts names them
- * `source: admission`). Dry runs are not results: nothing was written. Pure: the admission
+ * `source: admission`). Dry runs are not results: nothing was written. Nor are Secrets (never
+ * audited, discovery.ts: a message computed from one would reach the Report's readers), nor a
+ * request that names no object by its uid: the scanner keeps a live result only once its watch
+ * has seen that object (scanner.ts), since anyone may send a request. Pure: the admission
  * thread and the main thread both call it; no I/O, no state.
  */
 import type { AdmissionRequest, Decision } from '../api/admission-review.ts';
 import type { ObjectRef } from './results.ts';
 import type { CheckResult } from './targets.ts';
+import { NEVER_AUDITED } from './discovery.ts';
 
 /** The audit annotation VAP (and a suite webhook) lists its Audit failures under, as JSON. */
 const VALIDATION_FAILURE = 'validation_failure';
@@ -22,7 +26,9 @@ export function shadowed(request: Pick<AdmissionRequest, 'dryRun'>, decision: De
 export function liveResults(request: AdmissionRequest, decision: Decision): { ref: ObjectRef; results: CheckResult[] } | undefined {
   const object = (request.object ?? request.oldObject) as { metadata?: { name?: string; namespace?: string; uid?: string } } | null | undefined;
   const name = object?.metadata?.name || request.name;
-  if (!name || request.subResource) return undefined;
+  const uid = object?.metadata?.uid;
+  if (!name || !uid || request.subResource) return undefined;
+  if (NEVER_AUDITED.has(`${request.resource?.group ?? ''}/${request.resource?.resource ?? ''}`) || NEVER_AUDITED.has(`${request.kind.group}/${request.kind.kind.toLowerCase()}s`)) return undefined;
   const namespace = request.namespace || object?.metadata?.namespace;
   const { group, version, kind } = request.kind;
   const ref: ObjectRef = {
@@ -30,7 +36,7 @@ export function liveResults(request: AdmissionRequest, decision: Decision): { re
     kind,
     name,
     ...(namespace ? { namespace } : {}),
-    uid: object?.metadata?.uid || `${namespace ?? ''}/${name}`,
+    uid,
   };
   const results: CheckResult[] = [];
   const audited = decision.auditAnnotations?.[VALIDATION_FAILURE];

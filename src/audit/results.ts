@@ -20,6 +20,8 @@ export interface TargetResults {
   results: CheckResult[];
   /** When these results were first seen as they are (ms). */
   since: number;
+  /** Reported, but not counted in status or metrics: the target's author may not list the object. */
+  uncounted?: true;
 }
 
 export interface JudgedObject {
@@ -35,14 +37,19 @@ export interface AuditCounts {
 }
 
 const failing = (r: TargetResults) => r.results.some((c) => c.result === 'fail' || c.result === 'error');
+/** The results that count: those of objects the target's author may list. */
+const counted = (r: TargetResults | undefined): r is TargetResults => r !== undefined && !r.uncounted;
 
 export class AuditResults {
   /** namespace ('' for cluster-scoped objects) -> uid -> object. */
   private readonly byNamespace = new Map<string, Map<string, JudgedObject>>();
   private readonly dirty = new Set<string>();
 
-  /** Records `target`'s results for `ref` (undefined: it does not judge it); true when they changed. */
-  set(ref: ObjectRef, target: string, results: CheckResult[] | undefined, now = Date.now()): boolean {
+  /**
+   * Records `target`'s results for `ref` (undefined: it does not judge it); true when they changed.
+   * `count`: false when they are reported but not counted (access.ts).
+   */
+  set(ref: ObjectRef, target: string, results: CheckResult[] | undefined, now = Date.now(), count = true): boolean {
     const namespace = ref.namespace ?? '';
     let objects = this.byNamespace.get(namespace);
     let judged = objects?.get(ref.uid);
@@ -54,13 +61,19 @@ export class AuditResults {
       this.dirty.add(namespace);
       return true;
     }
-    if (before && isDeepStrictEqual(before.results, results) && judged!.ref.name === ref.name) return false;
+    if (before && isDeepStrictEqual(before.results, results) && judged!.ref.name === ref.name && !before.uncounted === count) return false;
     if (!objects) this.byNamespace.set(namespace, (objects = new Map()));
     if (!judged) objects.set(ref.uid, (judged = { ref, byTarget: new Map() }));
     judged.ref = ref;
-    judged.byTarget.set(target, { results, since: now });
+    const since = before && isDeepStrictEqual(before.results, results) ? before.since : now;
+    judged.byTarget.set(target, { results, since, ...(count ? {} : { uncounted: true as const }) });
     this.dirty.add(namespace);
     return true;
+  }
+
+  /** Whether `target` judged the object `ref` names (its uid, in its namespace). */
+  judges(ref: ObjectRef, target: string): boolean {
+    return this.byNamespace.get(ref.namespace ?? '')?.get(ref.uid)?.byTarget.has(target) === true;
   }
 
   /** Forgets an object (deleted). */
@@ -118,7 +131,7 @@ export class AuditResults {
     for (const objects of this.byNamespace.values()) {
       for (const judged of objects.values()) {
         const results = judged.byTarget.get(target);
-        if (!results) continue;
+        if (!counted(results)) continue;
         counts.evaluated += 1;
         if (failing(results)) counts.failing += 1;
       }
@@ -137,6 +150,7 @@ export class AuditResults {
       for (const judged of objects.values()) {
         groups.clear();
         for (const [target, results] of judged.byTarget) {
+          if (!counted(results)) continue;
           const group = groupOf(target);
           if (group !== undefined) groups.set(group, groups.get(group) === true || failing(results));
         }
@@ -155,7 +169,7 @@ export class AuditResults {
   failingObjects(targets: string[]): number {
     let n = 0;
     for (const objects of this.byNamespace.values()) {
-      for (const judged of objects.values()) if (targets.some((t) => { const r = judged.byTarget.get(t); return r !== undefined && failing(r); })) n += 1;
+      for (const judged of objects.values()) if (targets.some((t) => { const r = judged.byTarget.get(t); return counted(r) && failing(r); })) n += 1;
     }
     return n;
   }

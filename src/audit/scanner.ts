@@ -6,11 +6,17 @@
  * `pass` in seconds, a deleted one leaves the reports) without keeping the objects. When: at
  * start, for a target whose suite or policy changed (that target only), and every interval (a
  * full scan). Reports are written a moment after results change (writer.ts). Knows targets only
- * through their `judge`.
+ * through their `judge` and their `reader`: a target's results are judged (an AdmissionPolicy), or
+ * counted in its status (a suite), only where its recorded author may list them (access.ts).
+ * A live result (a request its webhook allowed with Warn or Audit failures) is kept only once the
+ * watch has seen that object, with the same uid, and the target judges it: a request alone (anyone
+ * can POST one to the admission port) writes nothing.
  */
 import * as k8s from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
 import type { AdmissionRequest } from '../api/admission-review.ts';
+import type { AuthorizationUser } from '../api/authorization.ts';
+import type { ListAccess } from './access.ts';
 import type { Logger } from '../log.ts';
 import { describeError, type Kube } from '../apiserver/client.ts';
 import { backoffMs } from '../apiserver/backoff.ts';
@@ -29,6 +35,8 @@ export interface AuditOptions {
   flushDelayMs?: number;
   /** Objects per LIST page. */
   pageSize?: number;
+  /** How long a live result waits for the watch to see its object (30 s). */
+  liveWaitMs?: number;
 }
 
 /** What status says of a target's audit. */
@@ -41,6 +49,37 @@ export interface AuditSummary extends AuditCounts {
 
 /** How long new or changed targets wait to be scanned together. */
 const PENDING_DELAY_MS = 500;
+
+/**
+ * Live results waiting for the watch to see their object, at most: anyone who reaches the
+ * admission port can send requests, so what they leave behind is bounded (oldest dropped).
+ */
+const LIVE_WAITING_MAX = 5_000;
+/**
+ * How long the watch's sighting of an object's write matches a live result that names it: the
+ * admission thread sends its live results in batches (up to 2 s late), so the write is often seen
+ * before the result that let it through arrives.
+ */
+const SIGHTING_MS = 10_000;
+/** Sightings kept at most (the oldest go first). */
+const SIGHTINGS_MAX = 20_000;
+/** A target whose author's access could not be asked (the API server did not answer) is scanned again this much later. */
+const ACCESS_RETRY_MS = 5_000;
+/** A live result's message is cut here, as a report cuts it (reports.ts). */
+const LIVE_MESSAGE_LIMIT = 1024;
+
+/** What a uid the API server assigns looks like (a live result naming anything else cannot be matched). */
+const UID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+interface WaitingLive {
+  key: string;
+  ref: ObjectRef;
+  results: CheckResult[];
+  at: number;
+}
+
+const describeUser = (user: AuthorizationUser) => `"${user.username}"`;
+const describeResource = (r: ListableResource, namespace: string) => `${r.resource}${r.group ? `.${r.group}` : ''} ${namespace ? `in namespace ${namespace}` : r.namespaced ? 'in all namespaces' : ''}`.trim();
 
 /** Where a target's live results (requests it allowed with Warn or Audit failures) are kept, beside its own. */
 export const liveKey = (key: string) => `${key}#admission`;
@@ -112,6 +151,17 @@ export class AuditScanner {
   private readonly writers: ReportWriter[];
   private readonly namespaceLabels: (namespace: string) => Record<string, string> | undefined;
   private readonly options: Required<AuditOptions>;
+  private readonly access: ListAccess | undefined;
+  /** target key -> what its author may not list, as said in its status (found in its last scan and since). */
+  private readonly hidden = new Map<string, Set<string>>();
+  /** uid -> live results waiting for the watch to see that object. */
+  private readonly waiting = new Map<string, WaitingLive[]>();
+  private waitingCount = 0;
+  /** uid -> the watch's latest sighting of a write of that object (for SIGHTING_MS). */
+  private readonly sightings = new Map<string, { at: number; ref: ObjectRef }>();
+  /** Targets to scan again soon: whether their author may list something could not be asked. */
+  private readonly unsure = new Set<string>();
+  private retryTimer: NodeJS.Timeout | undefined;
   private targets = new Map<string, AuditTarget>();
   /** target key -> the resources its rules name (as last resolved). */
   private readonly resourcesOf = new Map<string, ListableResource[]>();
@@ -138,12 +188,14 @@ export class AuditScanner {
    */
   readonly stats = { scans: 0, objects: 0, lastScanSeconds: 0, lastScanAt: 0 };
 
-  constructor(kube: Kube, log: Logger, writers: ReportWriter[], namespaceLabels: (namespace: string) => Record<string, string> | undefined, options: AuditOptions) {
+  /** `access`: whether a target's author may list what it judges; absent, every target is judged and counted everywhere. */
+  constructor(kube: Kube, log: Logger, writers: ReportWriter[], namespaceLabels: (namespace: string) => Record<string, string> | undefined, options: AuditOptions, access?: ListAccess) {
     this.kube = kube;
     this.log = log;
     this.writers = writers;
     this.namespaceLabels = namespaceLabels;
-    this.options = { flushDelayMs: 1000, pageSize: 500, ...options };
+    this.options = { flushDelayMs: 1000, pageSize: 500, liveWaitMs: 30_000, ...options };
+    this.access = access;
   }
 
   /** The targets to audit now; those new or of a new generation are scanned (alone) soon. */
@@ -157,7 +209,8 @@ export class AuditScanner {
         this.resourcesOf.delete(key);
         this.lastRun.delete(key);
         this.problems.delete(key);
-      } else if (now.source.generation !== old.source.generation) {
+        this.hidden.delete(key);
+      } else if (now.source.generation !== old.source.generation || JSON.stringify(now.reader) !== JSON.stringify(old.reader)) {
         this.results.removeTarget(key);
         this.results.removeTarget(liveKey(key));
         this.pending.add(key);
@@ -184,27 +237,112 @@ export class AuditScanner {
     if (this.timer) clearInterval(this.timer);
     if (this.flushTimer) clearTimeout(this.flushTimer);
     if (this.pendingTimer) clearTimeout(this.pendingTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     // (a leader again later schedules anew)
-    this.flushTimer = this.pendingTimer = undefined;
+    this.flushTimer = this.pendingTimer = this.retryTimer = undefined;
+    this.unsure.clear();
     for (const w of this.watches.values()) this.stopWatch(w);
     this.watches.clear();
+    this.waiting.clear();
+    this.waitingCount = 0;
+    this.sightings.clear();
     await this.chain.catch(() => undefined);
   }
 
   /**
    * A request `key`'s webhook allowed with Warn or Audit failures (audit/live.ts): kept as the
    * object's admission results beside the scan's, the latest per object; not counted in status
-   * (which says what the stored objects are). Only while this replica audits (leads).
+   * (which says what the stored objects are). Only while this replica audits (leads), and only
+   * when the watch sees a write of the object it names (same uid, namespace and name), within
+   * seconds of it, and the target judges it (confirmLive): until then it waits, a while and in
+   * bounded numbers.
    */
   live(key: string, ref: ObjectRef, results: CheckResult[]): void {
-    if (this.stopped || !this.targets.has(key)) return;
-    if (this.results.set(ref, liveKey(key), results)) this.scheduleFlush();
+    if (this.stopped || !this.targets.has(key) || !UID.test(ref.uid)) return;
+    const now = Date.now();
+    const cut = results.map((r) => (r.message && r.message.length > LIVE_MESSAGE_LIMIT ? { ...r, message: r.message.slice(0, LIVE_MESSAGE_LIMIT) } : r));
+    const seen = this.sightings.get(ref.uid);
+    if (seen && now - seen.at <= SIGHTING_MS) {
+      // The write was seen before this result arrived.
+      if (this.matches({ key, ref, results: cut, at: now }, seen.ref, now)) this.scheduleFlush();
+      return;
+    }
+    const entries = this.waiting.get(ref.uid) ?? [];
+    const kept = entries.filter((e) => e.key !== key);
+    this.waitingCount += kept.length - entries.length + 1;
+    kept.push({ key, ref, results: cut, at: now });
+    this.waiting.delete(ref.uid);
+    this.waiting.set(ref.uid, kept);
+    // The oldest go first: a flood of made-up requests pushes out only what nobody wrote.
+    for (const [uid, list] of this.waiting) {
+      if (this.waitingCount <= LIVE_WAITING_MAX && list.every((e) => now - e.at <= this.options.liveWaitMs)) break;
+      this.waiting.delete(uid);
+      this.waitingCount -= list.length;
+    }
+  }
+
+  /** The watch saw a write of `ref`: remembered a few seconds, and the live results waiting for it kept. */
+  private confirmLive(ref: ObjectRef): void {
+    const now = Date.now();
+    this.sightings.delete(ref.uid);
+    this.sightings.set(ref.uid, { at: now, ref });
+    for (const [uid, seen] of this.sightings) {
+      if (this.sightings.size <= SIGHTINGS_MAX && now - seen.at <= SIGHTING_MS) break;
+      this.sightings.delete(uid);
+    }
+    const entries = this.waiting.get(ref.uid);
+    if (!entries) return;
+    this.waiting.delete(ref.uid);
+    this.waitingCount -= entries.length;
+    for (const entry of entries) this.matches(entry, ref, now);
+  }
+
+  /** Keeps `entry` as the live result of the object the watch saw (`ref`), when it names it and its target judges it. */
+  private matches(entry: WaitingLive, ref: ObjectRef, now: number): boolean {
+    if (now - entry.at > this.options.liveWaitMs || entry.ref.name !== ref.name || (entry.ref.namespace ?? '') !== (ref.namespace ?? '') || entry.ref.kind !== ref.kind) return false;
+    // The target selects the stored object (rules, namespace and object selectors, conditions) and may show it.
+    if (!this.results.judges(ref, entry.key)) return false;
+    return this.results.set(ref, liveKey(entry.key), entry.results, now, false);
+  }
+
+  /**
+   * Whether `target`'s author may list `resource` where an object of `namespace` is: in the
+   * policy's namespace; for a suite, in all namespaces or in the object's. Undefined when they
+   * may; otherwise what its status says they may not list.
+   */
+  private async refusedFor(target: AuditTarget, resource: ListableResource, namespace: string | undefined): Promise<string | undefined> {
+    if (!this.access) return undefined;
+    const user = target.reader.user;
+    if (!user) return 'no author is recorded';
+    const where = resource.namespaced ? (target.namespace ?? '') : '';
+    try {
+      if (await this.access.mayList(user, resource, where)) return undefined;
+      if (where === '' && resource.namespaced && namespace && (await this.access.mayList(user, resource, namespace))) return undefined;
+      return `${describeUser(user)} may not list ${describeResource(resource, where || (resource.namespaced ? (namespace ?? '') : ''))}`;
+    } catch (err) {
+      this.retryLater(target.key);
+      return `whether ${describeUser(user)} may list ${describeResource(resource, where)} could not be asked (${describeError(err)})`;
+    }
+  }
+
+  /** Scans `key` again a moment later, rather than at the next full scan: an unanswered question is not a refusal. */
+  private retryLater(key: string): void {
+    this.unsure.add(key);
+    if (this.retryTimer || this.stopped) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      for (const k of this.unsure) if (this.targets.has(k)) this.pending.add(k);
+      this.unsure.clear();
+      if (this.pending.size) this.schedulePending();
+    }, ACCESS_RETRY_MS);
+    this.retryTimer.unref();
   }
 
   /** `counts`: the target's, when the caller has them already (one pass over the results for every target). */
   summary(key: string, counts: AuditCounts = this.results.counts(key)): AuditSummary | undefined {
-    if (!this.targets.has(key)) return undefined;
-    const problem = this.problems.get(key) ?? this.writers.map((w) => w.available()).find((w) => w);
+    const target = this.targets.get(key);
+    if (!target) return undefined;
+    const problem = this.problems.get(key) ?? this.hiddenMessage(target) ?? this.writers.map((w) => w.available()).find((w) => w);
     return { ...counts, ...(this.lastRun.has(key) ? { lastRun: this.lastRun.get(key) } : {}), ...(problem ? { message: problem } : {}) };
   }
 
@@ -219,6 +357,17 @@ export class AuditScanner {
     const counts = this.results.countsBy((key) => groups.get(key));
     for (const group of groups.values()) if (group !== undefined && !counts.has(group)) counts.set(group, { evaluated: 0, failing: 0 });
     return counts;
+  }
+
+  /** What status says of what the target's author may not see. */
+  private hiddenMessage(target: AuditTarget): string | undefined {
+    const hidden = this.hidden.get(target.key);
+    if (!hidden?.size) return undefined;
+    const what = [...hidden].sort();
+    const shown = what.slice(0, 3).join('; ') + (what.length > 3 ? `; and ${what.length - 3} more` : '');
+    return target.reader.scope === 'judge'
+      ? `not audited where its author may not list the objects: ${shown}`
+      : `counted only where its author may list the objects (the reports of each namespace hold the rest): ${shown}`;
   }
 
   /** Report writes (creates, updates and deletes) since start, by every writer. */
@@ -265,6 +414,7 @@ export class AuditScanner {
     }
     const started = performance.now();
     this.running = true;
+    for (const t of targets) this.hidden.delete(t.key);
     const discovery = new ScanDiscovery(this.kube.config);
     const byResource = await targetsByResource(discovery, targets, (target, resources) => {
       if ('error' in resources) return void this.problems.set(target.key, `discovery failed: ${describeError(resources.error)}`);
@@ -329,7 +479,19 @@ export class AuditScanner {
     const labels = namespaceLabelsOf(ref.namespace, this.namespaceLabels);
     for (const target of targets) {
       if (target.namespace && target.namespace !== ref.namespace) continue;
-      this.results.set(ref, target.key, await judgeStored(target, request, labels));
+      const refused = await this.refusedFor(target, resource, ref.namespace);
+      if (refused !== undefined) {
+        let hidden = this.hidden.get(target.key);
+        if (!hidden) this.hidden.set(target.key, (hidden = new Set()));
+        hidden.add(refused);
+      }
+      if (refused !== undefined && target.reader.scope === 'judge') {
+        // Not judged at all: neither its status nor its namespace's Report tells its author anything.
+        this.results.set(ref, target.key, undefined);
+        this.results.set(ref, liveKey(target.key), undefined);
+        continue;
+      }
+      this.results.set(ref, target.key, await judgeStored(target, request, labels), Date.now(), refused === undefined);
     }
   }
 
@@ -349,7 +511,11 @@ export class AuditScanner {
         if (this.results.removeObject(ref.namespace, ref.uid)) this.scheduleFlush();
         return;
       }
-      void this.judge(object, ref, resource, targetsNow()).then(() => this.scheduleFlush());
+      void this.judge(object, ref, resource, targetsNow()).then(() => {
+        // Seen by the watch: what a webhook let through for this very object is now its live result.
+        this.confirmLive(ref);
+        this.scheduleFlush();
+      });
     };
     const onDone = (err: unknown) => {
       if (watched.stopped || this.stopped) return;

@@ -20,6 +20,7 @@ import { compile, type ResultType } from '../policy/engine/environment.ts';
 import { ActivationReads } from '../policy/values/reads.ts';
 import type { Program } from '../policy/celjs/program.ts';
 import type { PolicyLimits } from '../api/validate.ts';
+import { recordedAuthor, type TargetReader } from './access.ts';
 
 /** OpenReports' results. */
 export type ResultKind = 'pass' | 'fail' | 'warn' | 'error' | 'skip';
@@ -54,6 +55,8 @@ export interface AuditTarget {
   rules: RuleWithOperations[];
   /** An AdmissionPolicy judges its own namespace only. */
   namespace?: string;
+  /** Who its results are shown to (access.ts): the scanner judges or counts only what they may list. */
+  reader: TargetReader;
   /**
    * The results for `request` (a CREATE of a stored object), or undefined when the API server
    * would not send it this request. `namespaceLabels`: of the object's namespace (undefined for
@@ -193,6 +196,8 @@ export function suiteTargets(suite: AdmissionSuite, config: OperatorConfig, cont
       policy: `${name}/${spec.name}`,
       source: { kind: 'AdmissionSuite', name, webhook: spec.name, generation: suite.metadata.generation ?? 0 },
       action,
+      // A suite's status is cluster-wide, read by its author; each namespace's Report, by those who read the namespace.
+      reader: { user: recordedAuthor(suite.metadata), scope: 'count' },
       rules: createRules(entry.rules ?? []),
       judge: judgeWith(checks, warnOnly, (request, labels) => notCalledBecause(entry, request, labels) === undefined, {
         skip: conditionsSkip(conditions, spec.params !== undefined),
@@ -221,6 +226,7 @@ export function policyTarget(policy: AdmissionPolicy, limits: PolicyLimits, conf
     policy: `${namespace}/${name}`,
     source: { kind: 'AdmissionPolicy', name, namespace, generation: policy.metadata.generation ?? 0 },
     action,
+    reader: { user: recordedAuthor(policy.metadata), scope: 'judge' },
     rules: createRules(spec.rules),
     namespace,
     judge: judgeWith(checks, warnOnly, selected, {

@@ -13,6 +13,7 @@ import { createSuite, deleteSuite } from '../support/suites.ts';
 import { createConfigMap, ensureNamespace } from '../support/objects.ts';
 import { sampleValue, scrape, type Family } from '../support/prometheus.ts';
 import { eventually } from '../support/wait.ts';
+import { recordAuthors } from '../support/authors.ts';
 import { deleteIfExists } from '../../src/apiserver/client.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { NAMESPACED } from '../../src/api/names.ts';
@@ -51,6 +52,8 @@ describe('background audit metrics: objects judged and failing, scans and report
   let started: number;
 
   before(async function () {
+    // The audit counts a suite's or policy's results only for its recorded author (src/audit/access.ts).
+    await recordAuthors();
     await ensureNamespace(NS, { 'audit-metrics-e2e': 'yes' });
     for (const name of ['bad-1', 'bad-2', 'good']) await deleteIfExists(cluster().kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS } });
     await createConfigMap(NS, 'bad-1');

@@ -16,6 +16,7 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { createSuite, deleteSuite, getSuite } from '../support/suites.ts';
 import { createConfigMap, ensureNamespace } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
+import { recordAuthors } from '../support/authors.ts';
 import { apply, connect, deleteIfExists } from '../../src/apiserver/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type SuiteSpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/manager/operator.ts';
@@ -86,6 +87,8 @@ describe('background audit: OpenReports of the objects already there', function 
   let operator: Operator;
 
   before(async function () {
+    // The audit counts a suite's or policy's results only for its recorded author (src/audit/access.ts).
+    await recordAuthors();
     await ensureNamespace(NS, { 'audit-e2e': 'yes' });
     await ensureNamespace(OTHER, { 'audit-e2e': 'yes' });
     for (const name of ['bad', 'good', 'fixed', 'by-mallory', 'by-admin']) await deleteIfExists(cluster().kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS } });

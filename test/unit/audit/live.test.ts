@@ -1,7 +1,8 @@
 /**
  * The live results of a request a webhook allowed with Warn or Audit failures (src/audit/live.ts):
  * which validation failed when the audit annotation says, each failure once when both actions
- * report it, nothing for a dry run, a plain allow, a denial or a subresource.
+ * report it, nothing for a dry run, a plain allow, a denial, a subresource, an object without a
+ * uid, or a Secret.
  */
 import { expect } from 'chai';
 import { liveResults, shadowed } from '../../../src/audit/live.ts';
@@ -32,13 +33,22 @@ describe('audit: live results of rules in shadow mode', function () {
     });
   });
 
-  it('keeps Warn-only failures as warnings, and names an object without a uid by namespace and name', function () {
-    const live = liveResults(request({ object: { metadata: { name: 'web' } } }), { allowed: true, warnings: ['a', 'b'] });
-    expect(live!.ref.uid).to.equal('shop/web');
+  it('keeps Warn-only failures as warnings', function () {
+    const live = liveResults(request(), { allowed: true, warnings: ['a', 'b'] });
     expect(live!.results).to.deep.equal([
       { rule: 'warning', result: 'warn', message: 'a' },
       { rule: 'warning', result: 'warn', message: 'b' },
     ]);
+  });
+
+  it('takes nothing from a request that names no object by uid, or from a Secret (never audited)', function () {
+    expect(liveResults(request({ object: { metadata: { name: 'web' } } }), { allowed: true, warnings: ['a'] })).to.equal(undefined);
+    const secret = request({
+      kind: { group: '', version: 'v1', kind: 'Secret' },
+      resource: { group: '', version: 'v1', resource: 'secrets' },
+      object: { metadata: { name: 'db', namespace: 'shop', uid: 'uid-2' }, data: { password: 'aHVudGVyMg==' } },
+    });
+    expect(liveResults(secret, { allowed: true, warnings: ['the secret holds aHVudGVyMg=='] })).to.equal(undefined);
   });
 
   it('takes nothing from a dry run, a plain allow, a denial or a subresource', function () {

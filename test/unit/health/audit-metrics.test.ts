@@ -22,7 +22,7 @@ const warn: CheckResult[] = [{ rule: 'validations[0]', result: 'warn', message: 
 const skip: CheckResult[] = [{ rule: 'validations[0]', result: 'skip', message: 'reads request.userInfo' }];
 
 function target(key: string, source: AuditTarget['source']): AuditTarget {
-  return { key, policy: key, source, action: 'Deny', rules: [], judge: async () => undefined };
+  return { key, policy: key, source, action: 'Deny', rules: [], reader: { user: { username: 'admin' }, scope: 'count' }, judge: async () => undefined };
 }
 
 describe('audit metrics: what a scrape reports of the background audit', () => {

@@ -1,0 +1,58 @@
+/**
+ * audit: whom a target's results may be shown to. The operator lists every object with its own
+ * identity, so a result, a count in status, or a message would otherwise tell a suite's or
+ * policy's author about objects they may not read (issue 49: forty one-bit Audit webhooks read a
+ * password back from `status.audit`). A target's reader is its author as the API server recorded
+ * them (the `admission.portcullis.dev/author` annotations the guards' MutatingAdmissionPolicies
+ * set: config/base/admission-policy-guard.yaml for AdmissionPolicies); whether they may `list` a
+ * resource where it is judged is asked with SubjectAccessReviews, cached for a minute. Talks to
+ * the API server only through the Authorizer it is handed.
+ */
+import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';
+import { NAMESPACED } from '../api/names.ts';
+import { CachingAuthorizer } from '../apiserver/authorizer.ts';
+import type { ListableResource } from './discovery.ts';
+
+/** How long an author's answer is reused: a scan asks about each resource and namespace once. */
+export const ACCESS_TTL_MS = 60_000;
+
+/**
+ * Who a target's results are for. `judge`: judged only where `user` may list (an AdmissionPolicy:
+ * its status and its namespace's Report are its author's to read). `count`: judged everywhere, each
+ * namespace's results in that namespace's Report (for those who may read it), but counted in the
+ * target's status only where `user` may list (a suite, cluster-scoped: its status is its author's).
+ * `user` undefined: no author is recorded, so nothing is judged (`judge`) or counted (`count`).
+ */
+export interface TargetReader {
+  user: AuthorizationUser | undefined;
+  scope: 'judge' | 'count';
+}
+
+/** The author the API server recorded in `metadata`'s annotations, or undefined when none is. */
+export function recordedAuthor(metadata: { annotations?: Record<string, string> }): AuthorizationUser | undefined {
+  const annotations = metadata.annotations ?? {};
+  const username = annotations[NAMESPACED.authorAnnotation];
+  if (!username) return undefined;
+  const groups = (annotations[NAMESPACED.authorGroupsAnnotation] ?? '').split(',').filter((g) => g !== '');
+  return { username, ...(groups.length ? { groups } : {}) };
+}
+
+/** Whether a user may list a resource in a namespace ('' for all namespaces, or a cluster-scoped resource). */
+export interface ListAccess {
+  /** Rejects when the API server could not answer: not shown then either. */
+  mayList(user: AuthorizationUser, resource: Pick<ListableResource, 'group' | 'resource'>, namespace: string): Promise<boolean>;
+}
+
+/** ListAccess by SubjectAccessReviews, each answer kept ACCESS_TTL_MS (failures are asked again). */
+export class ReviewedListAccess implements ListAccess {
+  private readonly authorizer: Authorizer;
+
+  constructor(reviewer: Authorizer, ttlMs = ACCESS_TTL_MS) {
+    this.authorizer = new CachingAuthorizer(reviewer, { ttlMs });
+  }
+
+  async mayList(user: AuthorizationUser, resource: Pick<ListableResource, 'group' | 'resource'>, namespace: string): Promise<boolean> {
+    const decision = await this.authorizer.check({ user, resource: { verb: 'list', group: resource.group, resource: resource.resource, subresource: '', namespace, name: '' } });
+    return decision.allowed;
+  }
+}
