@@ -5,6 +5,9 @@
  *     the image's Node flags; local mode), and reads its idle RSS;
  *  2. applies N suites at once and times each from its create to Ready=True (a watch);
  *  3. reads the operator's RSS with N suites served, and per suite;
+ *  3b. creates one ConfigMap per suite through the API server, each selected by that suite's
+ *     webhook alone, which denies it: how many of the N answered (the API server's connections to
+ *     N webhook configurations, issue 50), the failures' first words, and the creates' p50 and p99;
  *  4. restarts the operator (SIGTERM, a new process) and times until every suite serves again:
  *     each suite's webhook is called as the API server calls it (TLS verified against the bundle the
  *     operator wrote, the suite's server name, its admit path) and must deny the object it denies.
@@ -48,6 +51,11 @@ interface Round {
   rssIdleMB: number;
   rssLoadedMB: number;
   rssPerSuiteMB: number;
+  /** Suites whose webhook answered a create through the API server (denied it with its message). */
+  answeredCreates: number;
+  failedCreates: number;
+  createP50Ms: number;
+  createP99Ms: number;
   restartAllServingS: number;
   rssAfterRestartMB: number;
 }
@@ -178,6 +186,39 @@ async function untilReconciled(metricsPort: number, n: number, deadline: number)
   }
 }
 
+/**
+ * One create per suite through the API server, each ConfigMap labelled for that suite's webhook
+ * alone, which denies it. A create that succeeds was not sent to the suite yet (the API server
+ * sees a new configuration a moment after it is written): made again, up to the deadline. Any
+ * other refusal (a reset connection, EOF, a timeout: answered by failurePolicy Fail) is a failure,
+ * never retried. The time of each answered create is the one that reached the suite.
+ */
+async function createsAnswered(kubeConfig: k8s.KubeConfig, names: string[], deadline: number): Promise<{ answered: number; failures: string[]; ms: number[] }> {
+  const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
+  const failures: string[] = [];
+  const ms: number[] = [];
+  await pool(names, CREATE_CONCURRENCY, async (name) => {
+    for (;;) {
+      const started = performance.now();
+      try {
+        await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { generateName: `${name}-`, labels: { 'scale.portcullis.dev/suite': name } }, data: { deny: 'yes' } } });
+      } catch (err) {
+        const elapsed = performance.now() - started;
+        const message = String((err as { body?: unknown }).body ?? err);
+        if (message.includes(`denied by ${name}`)) ms.push(elapsed);
+        else failures.push(`${name}: ${message.slice(0, 200)}`);
+        return;
+      }
+      if (Date.now() > deadline) {
+        failures.push(`${name}: never sent to its webhook`);
+        return;
+      }
+      await sleep(200);
+    }
+  });
+  return { answered: ms.length, failures, ms: ms.sort((a, b) => a - b) };
+}
+
 /** Calls each suite's webhook as the API server would, until every one answers with its denial. */
 async function untilAllServe(kubeConfig: k8s.KubeConfig, names: string[], servingPort: number, deadline: number): Promise<void> {
   const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
@@ -298,6 +339,13 @@ async function round(n: number, ports: { serving: number; metrics: number }): Pr
     const rssPerSuiteMB = (rssLoadedMB - rssIdleMB) / n;
     console.log(`${n} suites: operator RSS idle ${rssIdleMB.toFixed(0)} MB, with the suites ${rssLoadedMB.toFixed(0)} MB (${rssPerSuiteMB.toFixed(3)} MB per suite)`);
 
+    const creates = await createsAnswered(kubeConfig, names, Date.now() + READY_TIMEOUT_MS);
+    const createP50Ms = creates.ms.length ? percentile(creates.ms, 50) : NaN;
+    const createP99Ms = creates.ms.length ? percentile(creates.ms, 99) : NaN;
+    console.log(
+      `${n} suites: ${creates.answered} of ${n} answered a create through the API server (${creates.failures.length} failed${creates.failures.length ? `, e.g. ${creates.failures[0]}` : ''}); those creates p50 ${createP50Ms.toFixed(1)} ms, p99 ${createP99Ms.toFixed(1)} ms`,
+    );
+
     await operator.stop();
     const requestsBeforeRestart = await apiRequests(kubeConfig);
     const restarted = Date.now();
@@ -320,6 +368,10 @@ async function round(n: number, ports: { serving: number; metrics: number }): Pr
       rssIdleMB: Math.round(rssIdleMB),
       rssLoadedMB: Math.round(rssLoadedMB),
       rssPerSuiteMB: Math.round(rssPerSuiteMB * 1000) / 1000,
+      answeredCreates: creates.answered,
+      failedCreates: creates.failures.length,
+      createP50Ms: round2(createP50Ms),
+      createP99Ms: round2(createP99Ms),
       restartAllServingS: round2(restartAllServingS),
       rssAfterRestartMB: Math.round(rssAfterRestartMB),
     };

@@ -11,10 +11,10 @@ import { SERVER_NAME } from './endpoint.ts';
  * A TLS connection from `localAddress` (any 127.0.0.0/8 address is the loopback's on Linux) that
  * sends a request line and one header and then waits, as a client holding the cap would: `opened`
  * says whether the server let it in (its handshake done) or closed it; `closed` resolves when the
- * server closes it.
+ * server closes it. `servername`: the certificate asked for (the unit tests' endpoint's by default).
  */
-export function holdingSocket(port: number, caPem: string, localAddress: string) {
-  const socket = tls.connect({ socket: net.connect({ host: '127.0.0.1', port, localAddress }), servername: SERVER_NAME, ca: caPem });
+export function holdingSocket(port: number, caPem: string, localAddress: string, servername = SERVER_NAME) {
+  const socket = tls.connect({ socket: net.connect({ host: '127.0.0.1', port, localAddress }), servername, ca: caPem });
   // Read (and dropped), so that the server's closing is seen.
   socket.on('error', () => undefined).resume();
   let isClosed = false;
