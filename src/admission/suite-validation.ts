@@ -16,7 +16,7 @@ import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
 import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource, type TypeCheckDefault } from '../registry/typecheck.ts';
-import { suiteParamsUses } from '../apiserver/params-access.ts';
+import { policyParamsUses, suiteParamsUses } from '../apiserver/params-access.ts';
 import type { ServedWebhook } from './chain.ts';
 
 /** The schemas expressions are type-checked against, and what a type error does where a suite or policy does not say. */
@@ -75,11 +75,9 @@ export async function validatePolicyRequest(request: AdmissionRequest, policies:
   // The API server fills in the namespace of the request, not always the object's.
   const named = { ...policy, metadata: { ...policy?.metadata, namespace: policy?.metadata?.namespace ?? request.namespace ?? '' } };
   const errors = policies.validate(named);
-  const params = policy.spec?.params;
   // On every write, not only when params change: a writer who may not read them could otherwise change the messageExpression that shows them.
-  if (errors.length === 0 && paramsAccess && params) {
-    errors.push(...(await paramsAccess.refusals(authorizationUser(request.userInfo), [{ field: 'spec.params', ref: { ...params, namespace: named.metadata.namespace }, namespacedOnly: true }])));
-  }
+  const uses = policyParamsUses(named);
+  if (errors.length === 0 && paramsAccess && uses.length > 0) errors.push(...(await paramsAccess.refusals(authorizationUser(request.userInfo), uses)));
   // Checked on every write, not only when the rules change: whoever writes a Mutating policy answers for what it changes.
   if (errors.length === 0 && paramsAccess?.mutationRefusals && policy.spec?.type === 'Mutating') {
     errors.push(...(await paramsAccess.mutationRefusals(authorizationUser(request.userInfo), named.metadata.namespace, policy.spec.rules ?? [])));

@@ -3,14 +3,14 @@
  * ValidatingAdmissionPolicy asks it of whoever writes a binding. The operator reads params with
  * its own identity, and a messageExpression can show them to anyone whose request is denied, so
  * without this check it would read for a suite's author what the author may not read (a confused
- * deputy). Asked by the suite-validation webhook on apply, and by the operator before it serves a
- * suite with params, about the suite's recorded author (controller/suite-author.ts), so that the
- * check holds when that webhook did not answer; makes no decision about admission itself and never
+ * deputy). Asked by the validation webhooks on apply, and by the operator before it serves a
+ * suite or AdmissionPolicy with params, about its recorded author (controller/suite-author.ts), so
+ * that the check holds when that webhook did not answer; makes no decision about admission itself and never
  * reads the params.
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';
-import type { AdmissionSuite, ParamsRef } from '../api/types.ts';
+import type { AdmissionPolicy, AdmissionSuite, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { Discovery } from './discovery.ts';
 import { describeError } from './client.ts';
@@ -35,6 +35,15 @@ export interface ParamsUse {
  */
 export function suiteParamsUses(suite: AdmissionSuite): ParamsUse[] {
   return (suite.spec?.webhooks ?? []).flatMap((webhook, i) => (webhook.params ? [{ field: `spec.webhooks[${i}].params`, ref: webhook.params }] : []));
+}
+
+/**
+ * An AdmissionPolicy's params, read in its own namespace and only of a namespaced kind: what its
+ * writer, on every write, and its recorded author, before it is served, must be allowed to read.
+ */
+export function policyParamsUses(policy: AdmissionPolicy): ParamsUse[] {
+  const params = policy.spec?.params;
+  return params ? [{ field: 'spec.params', ref: { ...params, namespace: policy.metadata.namespace }, namespacedOnly: true }] : [];
 }
 
 export class ParamsAccess {
@@ -70,7 +79,7 @@ export class ParamsAccess {
         }
         const denied = await this.deniedVerbs(user, ref);
         if (denied.length === 0) continue;
-        refused.push({ field, message: `user "${user.username}" may not ${denied.join(', ')} ${what}; a suite's params are read only for an author who may read them` });
+        refused.push({ field, message: `user "${user.username}" may not ${denied.join(', ')} ${what}; params are read only for an author who may read them` });
       } catch (err) {
         unknown.push({ field, message: `cannot check whether user "${user.username}" may read ${what}: ${describeError(err)}` });
       }

@@ -5,7 +5,9 @@
  * served; owned by the AdmissionPolicy CRD, so uninstalling it removes them), and writes each
  * policy's status. The configurations point at the operator's own Service and certificate, which
  * the suite-validation reconciler (self.ts) keeps; they are registered only once that endpoint
- * answers with a certificate the bundle trusts. Run twice, it changes nothing the second time.
+ * answers with a certificate the bundle trusts. A policy with params is compiled and served only
+ * once its recorded author may read them (suite-author.ts, as for a suite). Run twice, it changes
+ * nothing the second time.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type AuditStatus, type PolicyStatus, type WebhookType } from '../api/types.ts';
@@ -16,6 +18,7 @@ import { applyOwned, deleteIfExists, describeError, getObject, isConflict, isNot
 import type { WatchedCache } from '../apiserver/watch.ts';
 import type { Logger } from '../log.ts';
 import { policyKey, type CompiledPolicy, type PolicyRegistry } from '../registry/policies.ts';
+import { CLEARED, recordedAuthor, type AuthorGate, type Clearance } from './suite-author.ts';
 import type { PolicyAuthorRights } from '../apiserver/policy-author.ts';
 import { withheldPolicies, type ServingLimits } from '../registry/withheld.ts';
 import type { FieldError } from '../api/validate.ts';
@@ -31,6 +34,8 @@ import { SELF_CERTIFICATE, selfServerName, selfServiceRef } from './self.ts';
 export const NAMESPACED_KEY = '#namespaced';
 
 const ENDPOINT_RETRY_MS = 250;
+/** An author the API server could not be asked about is asked again after this long. */
+const AUTHOR_RETRY_MS = 2_000;
 /** With no CRD (or its cache not listed yet) there is nothing to serve; no watch tells us when one is installed, so look again. */
 const CRD_RETRY_MS = 5_000;
 
@@ -49,6 +54,11 @@ export interface NamespacedReconcilerDeps {
   cached: CacheLookup;
   /** Asks again whether a Mutating policy's author may still change what it changes (absent: never asked again, as in unit tests). */
   authorRights?: Pick<PolicyAuthorRights, 'check'>;
+  /**
+   * Whether a policy's recorded author may read its params (suite-author.ts), asked before it is
+   * compiled and served; it also brings the registry in line. Absent: served as it compiles.
+   */
+  author?: Pick<AuthorGate<AdmissionPolicy>, 'clear' | 'gates'>;
   /** status.audit: what the background audit found in the policy's namespace (src/audit); absent, nothing is said. */
   audit?(namespace: string, name: string): AuditStatus | undefined;
   log: Logger;
@@ -80,7 +90,9 @@ export class NamespacedReconciler {
     if (!this.deps.synced()) return { requeueAfterMs: CRD_RETRY_MS };
     const policies = this.deps.policies.list();
     this.typeChecks.keepOnly(new Set(policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)));
-    const compiled = policies.map((policy) => ({ policy, compiled: registry.sync(policy) }));
+    const { entries, gated, unknown } = await this.cleared(policies);
+    // What each policy has compiled and served: none for one whose author may not read its params.
+    const compiled = entries.flatMap(({ policy, compiled: c }) => (c ? [{ policy, compiled: c }] : []));
     const valid = compiled.filter((c) => c.compiled.webhook !== undefined).map((c) => c.compiled);
     // Within the limits no team may break for the others, and only while its author may still change
     // what it changes: withheld before anything is registered.
@@ -103,11 +115,34 @@ export class NamespacedReconciler {
       }
       if (waiting === CRD_MISSING) return { requeueAfterMs: CRD_RETRY_MS };
     }
-    for (const { policy, compiled: c } of compiled) await this.writeStatus(policy, readiness(c, registry.withheldBecause(c), waiting), await this.typeChecking(policy));
+    for (const { policy, compiled: c, clearance } of entries) {
+      const ready = clearance.state !== 'cleared' ? notCleared(clearance) : readiness(c!, registry.withheldBecause(c!), waiting);
+      await this.writeStatus(policy, ready, await this.typeChecking(policy));
+    }
     if (failed) throw failed;
     if (waiting) return { requeueAfterMs: ENDPOINT_RETRY_MS };
+    if (unknown) return { requeueAfterMs: AUTHOR_RETRY_MS };
     // Level-based: the authors are asked again when their answers grow old.
-    return this.authorChecks.size > 0 ? { requeueAfterMs: this.deps.config.namespacedPolicyAuthorRecheckMs } : undefined;
+    return this.authorChecks.size > 0 || gated ? { requeueAfterMs: this.deps.config.namespacedPolicyAuthorRecheckMs } : undefined;
+  }
+
+  /**
+   * Each policy with what it has compiled: cleared (its author may read its params, or it names
+   * none), compiled for its generation; refused, nothing (the gate took it out of the registry); not
+   * known yet, the earlier generation that was cleared, if one is served. Whether any was asked
+   * about, and whether any answer is still to come.
+   */
+  private async cleared(policies: AdmissionPolicy[]): Promise<{ entries: { policy: AdmissionPolicy; compiled?: CompiledPolicy; clearance: Clearance }[]; gated: boolean; unknown: boolean }> {
+    const { registry, author } = this.deps;
+    const clearances = await Promise.all(policies.map((policy) => (author ? author.clear(policy) : CLEARED)));
+    const entries = policies.map((policy, i) => {
+      const clearance = clearances[i]!;
+      const { namespace, name } = policy.metadata;
+      if (clearance.state === 'cleared') return { policy, clearance, compiled: registry.sync(policy) };
+      const earlier = clearance.state === 'unknown' ? registry.get(namespace, name) : undefined;
+      return { policy, clearance, ...(earlier ? { compiled: earlier } : {}) };
+    });
+    return { entries, gated: author !== undefined && policies.some((p) => author.gates(p)), unknown: clearances.some((c) => c.state === 'unknown') };
   }
 
   /**
@@ -123,17 +158,15 @@ export class NamespacedReconciler {
     const seen = new Set<string>();
     const now = this.now().getTime();
     for (const { policy, compiled: c } of compiled) {
-      const annotations = policy.metadata.annotations ?? {};
-      const username = annotations[NAMESPACED.authorAnnotation];
-      if (!rights || c.type !== 'Mutating' || !c.webhook || !username) continue;
-      const groups = (annotations[NAMESPACED.authorGroupsAnnotation] ?? '').split(',').filter((g) => g !== '');
+      const user = recordedAuthor(policy);
+      if (!rights || c.type !== 'Mutating' || !c.webhook || !user) continue;
       const id = policyKey(c);
       seen.add(id);
-      const key = JSON.stringify([c.generation, username, groups]);
+      const key = JSON.stringify([c.generation, user.username, user.groups ?? []]);
       let last = this.authorChecks.get(id);
       if (!last || last.key !== key || now - last.at >= this.deps.config.namespacedPolicyAuthorRecheckMs) {
         try {
-          const answer = await rights.check({ username, ...(groups.length ? { groups } : {}) }, c.namespace, c.rules);
+          const answer = await rights.check(user, c.namespace, c.rules);
           if (answer.unknown.length === 0 || !last || last.key !== key) last = { key, at: now, refused: [...answer.refused, ...answer.unknown] };
         } catch (err) {
           this.deps.log.warn('could not ask again about the author of an AdmissionPolicy', { namespace: c.namespace, policy: c.name, error: describeError(err) });
@@ -259,6 +292,17 @@ function header(type: WebhookType, name: string = NAMESPACED.configuration) {
  * namespaces' names, or the rules of 16 policies of the largest size allowed by default.
  */
 export const CONFIGURATION_BYTES = 1_048_576;
+
+/**
+ * The Ready condition of a policy whose author may not read its params, or could not be asked
+ * about them: not served (an answer still to come leaves an earlier generation that was cleared
+ * served, as for a suite).
+ */
+function notCleared(clearance: Exclude<Clearance, { state: 'cleared' }>): ConditionInput {
+  const message = clearance.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+  if (clearance.state === 'unknown') return { type: 'Ready', status: 'False', reason: 'ParamsForbidden', message: `not served until its author is checked: ${message}` };
+  return { type: 'Ready', status: 'False', reason: 'ParamsForbidden', message: `not served: ${message}` };
+}
 
 /** The policy's Ready condition: why it is not served, or that it is. */
 function readiness(policy: CompiledPolicy, withheld: FieldError | undefined, waiting: string | undefined): ConditionInput {

@@ -12,7 +12,6 @@ import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 import { caFromSecret } from '../certs/authority.ts';
 import type { CertificateStore } from '../certs/store.ts';
 import type { Logger } from '../log.ts';
-import type { PolicyRegistry } from '../registry/policies.ts';
 import { NAMESPACED_KEY } from './namespaced.ts';
 import { CA_KEY } from './ca.ts';
 import { ORPHANS_KEY } from './orphans.ts';
@@ -110,7 +109,8 @@ export interface WatchesDeps {
   state: WatchState;
   /** What serves the suites on this replica: the registry, behind the check of their authors (suite-author.ts). */
   registry: { sync(suite: AdmissionSuite): unknown; remove(name: string): void };
-  policies: Pick<PolicyRegistry, 'sync' | 'remove'>;
+  /** What serves the AdmissionPolicies on this replica: their registry, behind the same check (suite-author.ts). */
+  policies: { sync(policy: AdmissionPolicy): unknown; remove(namespace: string, name: string): void };
   certificates: CertificateStore;
   /** A served certificate replaced by another, or the CA that signs replaced. */
   rotated(kind: 'serving' | 'ca'): void;

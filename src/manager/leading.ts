@@ -38,9 +38,9 @@ export interface Leading {
 export function driveReconcilers(
   config: OperatorConfig,
   reconcilers: Reconcilers & { ca: { rotating(): boolean } },
-  parts: { owned: Owned; registries: Registries; serving: Pick<Serving, 'suiteAuthors'>; certificates: CertificateStore; metrics: Metrics; events: EventRecorder; log: Logger },
+  parts: { owned: Owned; registries: Registries; serving: Pick<Serving, 'suiteAuthors' | 'policyAuthors'>; certificates: CertificateStore; metrics: Metrics; events: EventRecorder; log: Logger },
 ): Pick<Leading, 'queue' | 'watches'> {
-  const { owned, registries, serving, certificates, metrics, events, log } = parts;
+  const { owned, serving, certificates, metrics, events, log } = parts;
   const queue = new WorkQueue(
     dispatcher(reconcilers, (kind, result, seconds) => metrics.reconciled(kind, result, seconds), () => queue.add(CA_KEY)),
     {
@@ -63,7 +63,8 @@ export function driveReconcilers(
     state: { rotating: () => reconcilers.ca.rotating(), hasSuite: (name) => owned.suites.get(name) !== undefined, suiteNames: () => owned.suites.list().map((s) => s.metadata!.name!) },
     // Every replica serves a suite with params only once its author may read them.
     registry: serving.suiteAuthors,
-    policies: registries.policyRegistry,
+    // And an AdmissionPolicy with params only once its author may read them.
+    policies: { sync: (policy) => serving.policyAuthors.sync(policy), remove: (namespace, name) => serving.policyAuthors.removePolicy(namespace, name) },
     certificates,
     rotated: (kind) => metrics.rotated(kind),
     log,

@@ -71,6 +71,7 @@ export function makeReconcilers(parts: Parts): Reconcilers & { ca: CaReconciler 
       cached,
       schemas: serving.schemas,
       authorRights: serving.authorRights,
+      author: serving.policyAuthors,
       ...(auditor ? { audit: (namespace: string, name: string) => auditor.policyStatus(namespace, name) } : {}),
       log: componentLogger('namespaced'),
     }),

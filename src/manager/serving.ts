@@ -15,7 +15,7 @@ import { OpenApiSchemas } from '../apiserver/openapi.ts';
 import { SubjectAccessReviewer } from '../apiserver/authorizer.ts';
 import { ParamsAccess } from '../apiserver/params-access.ts';
 import { PolicyAuthorRights } from '../apiserver/policy-author.ts';
-import { SuiteAuthorGate } from '../controller/suite-author.ts';
+import { PolicyAuthorGate, SuiteAuthorGate } from '../controller/suite-author.ts';
 import type { CertificateStore } from '../certs/store.ts';
 import type { OperatorConfig } from '../config.ts';
 import { recordConnections, type Metrics } from '../health/metrics.ts';
@@ -32,6 +32,8 @@ export interface Serving {
   authorRights: PolicyAuthorRights;
   /** What serves the suites on this replica: the registry, each suite with params only once its recorded author may read them. */
   suiteAuthors: SuiteAuthorGate;
+  /** The same for the AdmissionPolicies: each with params served only once its recorded author may read them. */
+  policyAuthors: PolicyAuthorGate;
   /** The port it serves on (the one asked for, or the one it was given for port 0); the asked one while held back. */
   port: number;
   listening(): boolean;
@@ -57,6 +59,7 @@ export async function startServing(
   const authorRights = new PolicyAuthorRights(reviewer);
   // Asked again on the AdmissionPolicies' authors' period.
   const suiteAuthors = new SuiteAuthorGate({ registry, access: readAccess, recheckMs: config.namespacedPolicyAuthorRecheckMs, log: componentLogger('suite-author') });
+  const policyAuthors = new PolicyAuthorGate({ registry: policyRegistry, access: readAccess, recheckMs: config.namespacedPolicyAuthorRecheckMs, log: componentLogger('policy-author') });
   const paramsAccess: ParamsAccessCheck = {
     refusals: (user, uses) => readAccess.refusals(user, uses),
     mutationRefusals: (user, namespace, rules) => authorRights.mutationRefusals(user, namespace, rules),
@@ -120,6 +123,7 @@ export async function startServing(
     schemas,
     authorRights,
     suiteAuthors,
+    policyAuthors,
     port,
     listening,
     listen: async () => {

@@ -3,9 +3,9 @@
  * its namespace only) tries to reach, through AdmissionPolicies, beyond what it may do directly:
  * rewrite the cluster admin's RoleBinding in its namespace (then relabel the Namespace and run a
  * privileged Pod), a ResourceQuota, an EndpointSlice the endpointslice controller writes, the
- * scheduler's Pod binding; undo a cluster suite's mutation; read params it may not read; ask the
- * operator's `authorizer` about other namespaces; keep a Mutating policy served after losing the
- * rights it needs. Each is refused: first by the API server alone
+ * scheduler's Pod binding; undo a cluster suite's mutation; read params it may not read (or edit
+ * a policy that reads them); ask the operator's `authorizer` about other namespaces; keep a
+ * Mutating policy served after losing the rights it needs. Each is refused: first by the API server alone
  * (deploy/07-admission-policy-guard.yaml, with no operator answering), then by the operator's own
  * webhook (with the guard's binding removed, as in a cluster installed without it), and what is
  * stored is what its writer wrote.
@@ -163,7 +163,7 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
       }
     });
 
-    it('refuses params its writer may not read, and takes them from one who may', async function () {
+    it('refuses params its writer may not read on every write, whatever it changes, and takes them from one who may', async function () {
       const withParams: PolicySpec = {
         type: 'Validating',
         rules: rule('', 'configmaps'),
@@ -175,10 +175,26 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
       expect(refused?.message).to.contain(`user "system:serviceaccount:${SHOP}:${WRITER}" may not get ConfigMap db-credentials in namespace ${SHOP}`);
       // The owner may read ConfigMaps in the namespace; with no operator, nothing else refuses it.
       await owner.custom.createNamespacedCustomObject({ ...ref, body: body('show-params', withParams) });
-      // The writer may still edit it while leaving its params alone.
-      const stored = (await writer.custom.getNamespacedCustomObject({ ...ref, name: 'show-params' })) as { metadata: Record<string, unknown>; spec: PolicySpec };
-      await writer.custom.replaceNamespacedCustomObject({ ...ref, name: 'show-params', body: { ...stored, spec: { ...stored.spec, validations: [{ expression: '1 == 1' }] } } });
-      await cluster().kube.custom.deleteNamespacedCustomObject({ ...ref, name: 'show-params' });
+      try {
+        // Every write is checked whole: the writer may not edit it even leaving its params alone (it
+        // could otherwise write a messageExpression that shows them), nor relabel it.
+        const stored = (await writer.custom.getNamespacedCustomObject({ ...ref, name: 'show-params' })) as { metadata: Record<string, unknown>; spec: PolicySpec };
+        const edited = await refusal(() =>
+          writer.custom.replaceNamespacedCustomObject({ ...ref, name: 'show-params', body: { ...stored, spec: { ...stored.spec, validations: [{ expression: 'false', messageExpression: 'string(params.data)' }] } } }),
+        );
+        expect(edited?.message).to.contain(`ValidatingAdmissionPolicy '${GUARD}'`);
+        expect(edited?.message).to.contain(`user "system:serviceaccount:${SHOP}:${WRITER}" may not get ConfigMap db-credentials in namespace ${SHOP}`);
+        const relabelled = await refusal(() => writer.custom.replaceNamespacedCustomObject({ ...ref, name: 'show-params', body: { ...stored, metadata: { ...stored.metadata, labels: { team: 'x' } } } }));
+        expect(relabelled?.message).to.contain(`user "system:serviceaccount:${SHOP}:${WRITER}" may not get ConfigMap db-credentials`);
+        const kept = (await owner.custom.getNamespacedCustomObject({ ...ref, name: 'show-params' })) as { metadata: { annotations?: Record<string, string> }; spec: PolicySpec };
+        expect(kept.spec.validations).to.deep.equal(withParams.validations);
+        expect(kept.metadata.annotations?.[NAMESPACED.authorAnnotation]).to.equal(`system:serviceaccount:${SHOP}:${OWNER}`);
+        // The owner, who may read them, may still edit it.
+        await owner.custom.replaceNamespacedCustomObject({ ...ref, name: 'show-params', body: { ...kept, spec: { ...kept.spec, validations: [{ expression: '1 == 1' }] } } });
+      } finally {
+        // Left behind, its missing params would deny every ConfigMap write in the namespace for the tests after it.
+        await cluster().kube.custom.deleteNamespacedCustomObject({ ...ref, name: 'show-params' });
+      }
     });
 
     it('admits a Mutating policy on what the owner may update and patch (its Deployments)', async function () {
