@@ -3,6 +3,7 @@
  * attributes of one check, its answer, and the `Authorizer` the request side is handed. The policy
  * engine only ever sees this interface; src/kube implements it with SubjectAccessReviews.
  */
+import { NAMESPACED } from './names.ts';
 
 /** The user a check is made for: the request's user, or a service account (`authorizer.serviceAccount`). */
 export interface AuthorizationUser {
@@ -10,6 +11,19 @@ export interface AuthorizationUser {
   uid?: string;
   groups?: string[];
   extra?: Record<string, string[]>;
+}
+
+/**
+ * The author the guards recorded on a suite or AdmissionPolicy (who last wrote its spec: the
+ * `author` and `author-groups` annotations, set by a MutatingAdmissionPolicy its writer cannot
+ * forge), or undefined where none is recorded.
+ */
+export function recordedAuthor(metadata: { annotations?: Record<string, string> }): AuthorizationUser | undefined {
+  const annotations = metadata.annotations ?? {};
+  const username = annotations[NAMESPACED.authorAnnotation];
+  if (!username) return undefined;
+  const groups = (annotations[NAMESPACED.authorGroupsAnnotation] ?? '').split(',').filter((g) => g !== '');
+  return { username, ...(groups.length ? { groups } : {}) };
 }
 
 /** The user of an AdmissionRequest's `userInfo`, as the API server's checks name it (empty parts left out). */

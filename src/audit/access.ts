@@ -9,7 +9,6 @@
  * the API server only through the Authorizer it is handed.
  */
 import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';
-import { NAMESPACED } from '../api/names.ts';
 import { CachingAuthorizer } from '../apiserver/authorizer.ts';
 import type { ListableResource } from './discovery.ts';
 
@@ -26,15 +25,6 @@ export const ACCESS_TTL_MS = 60_000;
 export interface TargetReader {
   user: AuthorizationUser | undefined;
   scope: 'judge' | 'count';
-}
-
-/** The author the API server recorded in `metadata`'s annotations, or undefined when none is. */
-export function recordedAuthor(metadata: { annotations?: Record<string, string> }): AuthorizationUser | undefined {
-  const annotations = metadata.annotations ?? {};
-  const username = annotations[NAMESPACED.authorAnnotation];
-  if (!username) return undefined;
-  const groups = (annotations[NAMESPACED.authorGroupsAnnotation] ?? '').split(',').filter((g) => g !== '');
-  return { username, ...(groups.length ? { groups } : {}) };
 }
 
 /** Whether a user may list a resource in a namespace ('' for all namespaces, or a cluster-scoped resource). */

@@ -20,7 +20,8 @@ import { compile, type ResultType } from '../policy/engine/environment.ts';
 import { ActivationReads } from '../policy/values/reads.ts';
 import type { Program } from '../policy/celjs/program.ts';
 import type { PolicyLimits } from '../api/validate.ts';
-import { recordedAuthor, type TargetReader } from './access.ts';
+import type { TargetReader } from './access.ts';
+import { recordedAuthor } from '../api/authorization.ts';
 
 /** OpenReports' results. */
 export type ResultKind = 'pass' | 'fail' | 'warn' | 'error' | 'skip';

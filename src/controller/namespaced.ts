@@ -18,7 +18,8 @@ import { applyOwned, deleteIfExists, describeError, getObject, isConflict, isNot
 import type { WatchedCache } from '../apiserver/watch.ts';
 import type { Logger } from '../log.ts';
 import { policyKey, type CompiledPolicy, type PolicyRegistry } from '../registry/policies.ts';
-import { CLEARED, recordedAuthor, type AuthorGate, type Clearance } from './suite-author.ts';
+import { CLEARED, type AuthorGate, type Clearance } from './suite-author.ts';
+import { recordedAuthor } from '../api/authorization.ts';
 import type { PolicyAuthorRights } from '../apiserver/policy-author.ts';
 import { withheldPolicies, type ServingLimits } from '../registry/withheld.ts';
 import type { FieldError } from '../api/validate.ts';
@@ -158,7 +159,7 @@ export class NamespacedReconciler {
     const seen = new Set<string>();
     const now = this.now().getTime();
     for (const { policy, compiled: c } of compiled) {
-      const user = recordedAuthor(policy);
+      const user = recordedAuthor(policy.metadata);
       if (!rights || c.type !== 'Mutating' || !c.webhook || !user) continue;
       const id = policyKey(c);
       seen.add(id);

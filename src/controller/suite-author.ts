@@ -18,8 +18,7 @@
  * either kind through what `ServedKind` says of it. An object without the annotations (written
  * before the guard was installed, or on a cluster without it) was checked on apply only.
  */
-import type { AuthorizationUser } from '../api/authorization.ts';
-import { NAMESPACED } from '../api/names.ts';
+import { recordedAuthor, type AuthorizationUser } from '../api/authorization.ts';
 import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { describeError } from '../apiserver/client.ts';
@@ -40,15 +39,6 @@ export const CLEARED: Clearance = { state: 'cleared' };
 
 /** A check the API server could not answer is asked again after this long. */
 const RETRY_MS = 2_000;
-
-/** The author the API server recorded for an object's spec, with their groups; undefined when none is recorded. */
-export function recordedAuthor(object: { metadata: { annotations?: Record<string, string> } }): AuthorizationUser | undefined {
-  const annotations = object.metadata.annotations ?? {};
-  const username = annotations[NAMESPACED.authorAnnotation];
-  if (!username) return undefined;
-  const groups = (annotations[NAMESPACED.authorGroupsAnnotation] ?? '').split(',').filter((g) => g !== '');
-  return { username, ...(groups.length ? { groups } : {}) };
-}
 
 /** What the gate needs of the objects of one kind, and of the registry that serves them. */
 export interface ServedKind<T> {
@@ -143,7 +133,7 @@ export class AuthorGate<T extends Gated> {
 
   /** Whether `object` names params and has a recorded author: whether its clearance is ever anything but CLEARED. */
   gates(object: T): boolean {
-    return this.deps.access !== undefined && this.served.uses(object).length > 0 && recordedAuthor(object) !== undefined;
+    return this.deps.access !== undefined && this.served.uses(object).length > 0 && recordedAuthor(object.metadata) !== undefined;
   }
 
   /**
@@ -154,7 +144,7 @@ export class AuthorGate<T extends Gated> {
     const name = this.served.key(object);
     this.note(object);
     const uses = this.served.uses(object);
-    const author = recordedAuthor(object);
+    const author = recordedAuthor(object.metadata);
     if (!this.deps.access || uses.length === 0 || !author) {
       this.apply(object, CLEARED);
       return CLEARED;
@@ -206,7 +196,7 @@ export class AuthorGate<T extends Gated> {
     return (
       latest.metadata.uid === object.metadata.uid &&
       (latest.metadata.generation ?? 0) === (object.metadata.generation ?? 0) &&
-      JSON.stringify(recordedAuthor(latest)) === JSON.stringify(recordedAuthor(object))
+      JSON.stringify(recordedAuthor(latest.metadata)) === JSON.stringify(recordedAuthor(object.metadata))
     );
   }
 
