@@ -3,11 +3,14 @@
  * server keeps a client, with connections of its own, for each), every one answering a create, with
  * no calling error in the API server's own admission metrics, while the operator's connection
  * gauges show the API server holding more connections than any other address may; and again
- * while 1,200 sockets are held from the API server's own address (a hostNetwork pod on its node).
+ * while 1,200 sockets are held from the API server's own address (a hostNetwork pod on its node);
+ * and the API server's addresses learned from the `kubernetes` EndpointSlices, as the operator's
+ * ServiceAccount may read them under deploy/02-rbac.yaml (cluster mode's source of them).
  * E2E_CONNECTION_SUITES sets how many (300 by default: more than the 250 a fixed per-address cap let in).
  */
 import { expect } from 'chai';
-import { cluster, OPERATOR_NAMESPACE } from '../support/cluster.ts';
+import * as k8s from '@kubernetes/client-node';
+import { cluster, kubectl, operatorKubeConfig, OPERATOR_NAMESPACE } from '../support/cluster.ts';
 import { holdingSocket } from '../support/held-sockets.ts';
 import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
 import { createSuite, deleteSuite, getSuite, condition } from '../support/suites.ts';
@@ -21,6 +24,8 @@ import type { SuiteSpec } from '../../src/api/types.ts';
 import { tlsSecretName } from '../../src/api/names.ts';
 import { DEFAULTS } from '../../src/config.ts';
 import { servingNames } from '../../src/controller/desired.ts';
+import { watchApiServerAddresses } from '../../src/apiserver/apiserver-addresses.ts';
+import { logger } from '../../src/log.ts';
 
 const SUITES = Number(process.env.E2E_CONNECTION_SUITES ?? 300);
 const PREFIX = `conn-${Date.now().toString(36)}`;
@@ -165,5 +170,34 @@ describe(`the API server is never the client refused: ${SUITES} suites each answ
       for (const held of sockets.splice(0)) held.socket.destroy();
     }
     expect(callingErrors(await scrapeApiServer(cluster().kubeConfig))).to.deep.equal([]);
+  });
+
+  it("learns the API server's addresses from the kubernetes EndpointSlices, as the operator's ServiceAccount, and follows their changes", async function () {
+    for (const file of ['deploy/00-namespace.yaml', 'deploy/02-rbac.yaml']) {
+      const result = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', file]);
+      expect(result.code, result.stderr).to.equal(0);
+    }
+    // The local control plane runs without the API server's endpoint reconciler: a slice as it writes them, under a name of the test's.
+    const discovery = cluster().kubeConfig.makeApiClient(k8s.DiscoveryV1Api);
+    const name = `kubernetes-${PREFIX}`;
+    const slice = (addresses: string[]): k8s.V1EndpointSlice => ({
+      metadata: { name, labels: { 'kubernetes.io/service-name': 'kubernetes' } },
+      addressType: 'IPv4',
+      endpoints: addresses.map((address) => ({ addresses: [address], conditions: { ready: true } })),
+      ports: [{ name: 'https', port: 6443, protocol: 'TCP' }],
+    });
+    await discovery.createNamespacedEndpointSlice({ namespace: 'default', body: slice(['192.0.2.10']) });
+    const addresses = watchApiServerAddresses(await operatorKubeConfig(), logger);
+    try {
+      await eventually(async () => expect([...addresses.set]).to.deep.equal(['192.0.2.10']), { what: "the watch to hold the API server's address" });
+      // A second API server: its address is known too.
+      await discovery.replaceNamespacedEndpointSlice({ name, namespace: 'default', body: slice(['192.0.2.10', '192.0.2.11']) });
+      await eventually(async () => expect([...addresses.set].sort()).to.deep.equal(['192.0.2.10', '192.0.2.11']), { what: 'the watch to follow the update' });
+      await discovery.deleteNamespacedEndpointSlice({ name, namespace: 'default' });
+      await eventually(async () => expect([...addresses.set]).to.deep.equal([]), { what: 'the watch to follow the deletion' });
+    } finally {
+      await addresses.stop();
+      await discovery.deleteNamespacedEndpointSlice({ name, namespace: 'default' }).catch(() => undefined);
+    }
   });
 });
