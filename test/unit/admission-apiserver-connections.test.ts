@@ -112,3 +112,41 @@ describe('admission: the API server is never the client refused', function () {
     expect(endpoint.server.connectionCounts()).to.include({ other: 1 });
   });
 });
+
+describe('admission: a connection that has served requests is never closed to make room', function () {
+  let endpoint: TestEndpoint;
+  const held: ReturnType<typeof holdingSocket>[] = [];
+  const clients: { close(): void }[] = [];
+
+  before(async function () {
+    const registry = new SuiteRegistry();
+    registry.sync(guardsSuite());
+    // No API server address: every connection is the others', under a cap of 5.
+    endpoint = await startTestEndpoint(registry, 'guards', { maxConnections: 5, maxConnectionsPerAddress: 5, handshakeTimeoutMs: 60_000, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 });
+  });
+  after(async function () {
+    for (const { socket } of held.splice(0)) socket.destroy();
+    for (const client of clients.splice(0)) client.close();
+    await endpoint.close();
+  });
+
+  it('refuses newcomers at the cap rather than close a busy client’s connections, and sheds only sockets that served nothing', async function () {
+    const busy = keepingClient(endpoint, '127.0.0.2');
+    clients.push(busy);
+    expect(statuses(await busy.burst(3))).to.deep.equal([200, 200, 200]);
+    // Two sockets from elsewhere that serve nothing fill the cap.
+    const idle = Array.from({ length: 2 }, () => holdingSocket(endpoint.port, endpoint.caPem, '127.0.0.3'));
+    held.push(...idle);
+    expect(await Promise.all(idle.map((h) => h.opened))).to.deep.equal(['held', 'held']);
+    // Newcomers from a third address: the busy client holds the most, but only an idle socket may make room (from an
+    // address holding more than the newcomer's would); then none may, and the next newcomer is refused.
+    const newcomers = Array.from({ length: 2 }, () => holdingSocket(endpoint.port, endpoint.caPem, '127.0.0.4'));
+    held.push(...newcomers);
+    expect((await Promise.all(newcomers.map((h) => h.opened))).sort()).to.deep.equal(['held', 'refused']);
+    // The busy client's three connections were never closed (an idle socket was), and answer again.
+    expect(busy.closed(), "the busy client's connections closed").to.equal(0);
+    await Promise.race(idle.map((h) => h.closed));
+    expect(statuses(await busy.burst(3))).to.deep.equal([200, 200, 200]);
+    expect(busy.opened()).to.equal(3);
+  });
+});
