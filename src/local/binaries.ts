@@ -1,10 +1,13 @@
 /**
  * local: finds (and on first use builds) the control-plane binaries from the Go module in
- * test/controlplane. Only `npm start` without a cluster and the tests need this; the node
+ * test/controlplane (the newest supported Kubernetes), or those of an older supported Kubernetes
+ * from its own module in test/controlplane/versions/<minor> (the tests' run on the oldest).
+ * Only `npm start` without a cluster and the tests need this; the node
  * programs (kubelet, kube-proxy, kube-scheduler) only test/node's cluster, Helm only the chart's
  * tests, checkov (from PyPI) only the manifest lint test, promtool only the alert rules' tests.
  */
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { appFile } from '../app-files.ts';
 
@@ -16,15 +19,45 @@ export interface ControlPlaneBinaries {
 }
 
 const buildScript = appFile('test', 'controlplane', 'build.sh');
+const versionsDir = appFile('test', 'controlplane', 'versions');
 
-/** Runs build.sh (a no-op when its cache holds the binaries); its progress goes to our stderr. */
-export async function ensureBinaries(): Promise<ControlPlaneBinaries> {
+/**
+ * The Kubernetes minors older than test/controlplane/go.mod's that the tests run against, each a
+ * module of its own under test/controlplane/versions (oldest first). The newest is go.mod's.
+ */
+export function olderKubeVersions(): string[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(versionsDir).filter((name) => fs.existsSync(path.join(versionsDir, name, 'go.mod')));
+  } catch {
+    return [];
+  }
+  return names.sort((a, b) => Number(a.split('.')[1]) - Number(b.split('.')[1]));
+}
+
+/**
+ * Runs build.sh (a no-op when its cache holds the binaries); its progress goes to our stderr.
+ * With `kubeVersion` (a minor of olderKubeVersions(), e.g. '1.35'), that Kubernetes' kube-apiserver,
+ * kube-controller-manager and kubectl, with the newest set's etcd (which serves the older API server
+ * too); without it, or with PORTCULLIS_CONTROLPLANE_BIN set, the newest set.
+ */
+export async function ensureBinaries(kubeVersion?: string): Promise<ControlPlaneBinaries> {
   const dir = process.env.PORTCULLIS_CONTROLPLANE_BIN ?? (await runBuild('controlplane'));
-  return {
+  const newest = {
     etcd: path.join(dir, 'etcd'),
     kubeApiserver: path.join(dir, 'kube-apiserver'),
     kubeControllerManager: path.join(dir, 'kube-controller-manager'),
     kubectl: path.join(dir, 'kubectl'),
+  };
+  if (kubeVersion === undefined || process.env.PORTCULLIS_CONTROLPLANE_BIN) return newest;
+  const older = olderKubeVersions();
+  if (!older.includes(kubeVersion)) throw new Error(`no control plane for Kubernetes ${kubeVersion}: test/controlplane builds the newest (go.mod) and ${older.join(', ') || 'no older version'} (versions/)`);
+  const versioned = await runBuild('controlplane', kubeVersion);
+  return {
+    etcd: newest.etcd,
+    kubeApiserver: path.join(versioned, 'kube-apiserver'),
+    kubeControllerManager: path.join(versioned, 'kube-controller-manager'),
+    kubectl: path.join(versioned, 'kubectl'),
   };
 }
 
@@ -59,9 +92,9 @@ export async function ensurePromtool(): Promise<string> {
   return path.join(process.env.PORTCULLIS_PROMTOOL_BIN ?? (await runBuild('promtool')), 'promtool');
 }
 
-function runBuild(set: 'controlplane' | 'node' | 'helm' | 'checkov' | 'promtool'): Promise<string> {
+function runBuild(set: 'controlplane' | 'node' | 'helm' | 'checkov' | 'promtool', kubeVersion?: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [buildScript, set], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn('bash', [buildScript, set, ...(kubeVersion ? [kubeVersion] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.on('error', (err) => reject(new Error(`cannot run ${buildScript}: ${err.message}`)));

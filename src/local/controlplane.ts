@@ -39,6 +39,11 @@ export interface ControlPlaneOptions {
   /** An AdmissionConfiguration file (`--admission-control-config-file`), for plugins that read one. */
   admissionConfigFile?: string;
   log?: (line: string) => void;
+  /**
+   * An older supported Kubernetes to run (a minor with a module in test/controlplane/versions, e.g.
+   * '1.35'); the newest by default, which `npm start` always runs.
+   */
+  kubeVersion?: string;
 }
 
 export const DEFAULT_DISABLED_PLUGINS = ['ServiceAccount', 'LimitRanger', 'DefaultTolerationSeconds'];
@@ -59,7 +64,7 @@ const HAS_SETPRIV = spawnSync('setpriv', ['--help'], { encoding: 'utf8' }).stdou
 
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const binaries = await ensureBinaries();
+  const binaries = await ensureBinaries(options.kubeVersion);
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-cp-'));
   const certDir = path.join(dataDir, 'pki');
   fs.mkdirSync(certDir, { recursive: true });
@@ -97,7 +102,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     ...apiServerArgs({ etcdClientPort, certDir, files: pki.files, port: apiPort, address: '127.0.0.1', serviceRange: '10.0.0.0/24', issuer: server, auditPolicyPath, auditLogPath }),
     '--endpoint-reconciler-type=none',
     '--authorization-mode=RBAC',
-    `--disable-admission-plugins=${(options.disableAdmissionPlugins ?? DEFAULT_DISABLED_PLUGINS).join(',')}`,
+    `--disable-admission-plugins=${knownPlugins(binaries.kubeApiserver, options.disableAdmissionPlugins ?? DEFAULT_DISABLED_PLUGINS).join(',')}`,
     ...(options.enableAdmissionPlugins?.length ? [`--enable-admission-plugins=${options.enableAdmissionPlugins.join(',')}`] : []),
     ...(options.admissionConfigFile ? [`--admission-control-config-file=${options.admissionConfigFile}`] : []),
   ];
@@ -153,6 +158,19 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       await terminate(apiserver);
     },
   };
+}
+
+/**
+ * Of `plugins`, those this kube-apiserver has (its --help lists them): an older one lacks plugins
+ * a newer one added (1.35 has no PodResizeValidator), which it refuses to start on, and a plugin it
+ * does not have is off there anyway.
+ */
+function knownPlugins(kubeApiserver: string, plugins: string[]): string[] {
+  const help = spawnSync(kubeApiserver, ['--help'], { encoding: 'utf8' }).stdout ?? '';
+  const listed = /--disable-admission-plugins[^\n]*Comma-delimited list of admission plugins: ([^.]*)\./.exec(help)?.[1];
+  if (!listed) return plugins;
+  const known = new Set(listed.split(',').map((name) => name.trim()));
+  return plugins.filter((name) => known.has(name));
 }
 
 /** etcd on the loopback of the network namespace it runs in, one member, no fsync (test data). */

@@ -2,6 +2,10 @@
 # Builds a set of Kubernetes programs from the Go modules pinned in go.mod/go.sum, into a cache
 # outside the clone keyed by go.sum, so a fresh clone reuses it.
 #   build.sh          the control plane: kube-apiserver, kube-controller-manager, kubectl, etcd
+#   build.sh controlplane <minor>
+#                     an older supported Kubernetes' kube-apiserver, kube-controller-manager and
+#                     kubectl (the oldest's: 1.35), from their own module in versions/<minor>
+#                     (etcd is the newest set's)
 #   build.sh node     a node: kubelet, kube-proxy, kube-scheduler (test/node's cluster)
 #   build.sh helm     Helm, from its own module in ../helm (the chart's tests)
 #   build.sh checkov  checkov, the manifest linter, from PyPI into a venv, pinned by ../checkov/requirements.txt
@@ -31,10 +35,19 @@ fi
 
 command -v go >/dev/null || { echo "build.sh: no Go toolchain on PATH; install Go 1.26 to build the control plane" >&2; exit 1; }
 
-kube_version=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' go.mod)
 set_name=${1:-controlplane}
+if [ -n "${2:-}" ]; then
+  # An older Kubernetes than go.mod's: its own module, so neither version's go.sum moves the other's.
+  [ "$set_name" = controlplane ] && [ -f "$here/versions/$2/go.mod" ] || { echo "build.sh: no module for Kubernetes '$2' in versions/ (only the control plane has older versions)" >&2; exit 2; }
+  cd "$here/versions/$2"
+  set_name="controlplane-$2"
+fi
+# `require k8s.io/kubernetes vX` in a block or on a line of its own (go mod tidy's form for a lone one).
+kube_version=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit } $1 == "require" && $2 == "k8s.io/kubernetes" { print $3; exit }' go.mod)
+[ -n "$kube_version" ] || { echo "build.sh: no k8s.io/kubernetes version in $PWD/go.mod" >&2; exit 1; }
 case "$set_name" in
   controlplane) bins=(etcd kube-apiserver kube-controller-manager kubectl) ;;
+  controlplane-*) bins=(kube-apiserver kube-controller-manager kubectl) ;;
   node) bins=(kube-scheduler kube-proxy kubelet) ;;
   helm) bins=(helm); cd "$here/../helm" ;;
   promtool) bins=(promtool); cd "$here/../promtool" ;;

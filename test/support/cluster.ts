@@ -22,9 +22,15 @@ export interface TestCluster {
 
 let current: TestCluster | undefined;
 
+/**
+ * The Kubernetes the run's control plane is: an older supported minor (`PORTCULLIS_KUBE_VERSION=1.35`,
+ * package.json's test:oldest) or, unset, the newest. Other control planes a test starts are the newest.
+ */
+export const KUBE_VERSION: string | undefined = process.env.PORTCULLIS_KUBE_VERSION || undefined;
+
 export async function startCluster(): Promise<TestCluster> {
   // The in-tree versions of the plugins Portcullis re-creates are off, so its handlers answer alone.
-  const controlPlane = await startControlPlane({ disableAdmissionPlugins: PORTCULLIS_SIDE_DISABLED });
+  const controlPlane = await startControlPlane({ disableAdmissionPlugins: PORTCULLIS_SIDE_DISABLED, kubeVersion: KUBE_VERSION });
   const kubeConfig = new k8s.KubeConfig();
   kubeConfig.loadFromFile(controlPlane.kubeconfigPath);
   await installForLocalRun(kubeConfig, OPERATOR_NAMESPACE);
