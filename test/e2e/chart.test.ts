@@ -60,6 +60,25 @@ describe('charts/portcullis: the Helm chart', function () {
     // (That files/crd.yaml is crds/'s, byte for byte, is test/e2e/manifests-drift.test.ts's.)
   });
 
+  it('leaves out the guards\' MutatingAdmissionPolicies for Kubernetes 1.35, which does not serve them, and nothing else', async function () {
+    const newest = await render();
+    const result = await helm(['template', 'portcullis', CHART, '--namespace', 'portcullis-system', '--kube-version', '1.35.4']);
+    expect(result.code, result.stderr).to.equal(0);
+    const oldest = parse(result.stdout);
+    const left = [...newest.keys()].filter((k) => !oldest.has(k)).sort();
+    expect(left).to.deep.equal([
+      'MutatingAdmissionPolicy portcullis-admission-policy-author',
+      'MutatingAdmissionPolicy portcullis-suite-author',
+      'MutatingAdmissionPolicyBinding portcullis-admission-policy-author',
+      'MutatingAdmissionPolicyBinding portcullis-suite-author',
+    ]);
+    for (const [k, object] of oldest) expect(isDeepStrictEqual(object, newest.get(k)), k).to.equal(true);
+    // Older than the supported range: refused by the chart's kubeVersion.
+    const older = await helm(['template', 'portcullis', CHART, '--kube-version', '1.34.4']);
+    expect(older.code).to.not.equal(0);
+    expect(older.stderr).to.contain('kubeVersion');
+  });
+
   it('follows its values: namespace, image digest, flags, scheduling, toggles', async function () {
     const chart = parse(
       (

@@ -11,7 +11,7 @@
  * outcome is typed by hand.
  */
 import { expect } from 'chai';
-import { cluster } from '../support/cluster.ts';
+import { cluster, KUBE_VERSION } from '../support/cluster.ts';
 import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { rawRequest, type RawResponse } from '../support/raw.ts';
@@ -216,6 +216,22 @@ function auditAnnotations(events: AuditEvent[], row: PolicyRow, namespace: strin
     });
 }
 
+/**
+ * The rows where kube-apiserver 1.35 (the oldest supported, `npm run test:oldest`) answers otherwise
+ * than 1.37, whose answers a suite gives on every cluster (docs/operating.md#kubernetes-versions):
+ * compared on the newest only, and each reason checked there by its rows.
+ */
+const NEWER_SEMANTICS: [rows: string[], why: string][] = [
+  [
+    ['eq-map-string', 'eq-map-int', 'eq-map-list', 'eq-list-string', 'eq-list-map', 'eq-variable-map', 'eq-old-object', 'eq-optional-elements', 'eq-optional-map', 'eq-optional-index', 'eq-comprehension', 'eq-comprehension-filter', 'eq-comprehension-two-var', 'eq-match-condition'],
+    '== between a map or list and a value of another type: an error (no such overload) on 1.37, false on 1.35',
+  ],
+  [['err-or-value', 'err-or-value-map'], 'orValue() on a value that is not optional: an error on 1.37, the value itself on 1.35'],
+  [['err-optional-or'], "or() on a value that is not optional: 1.35's message names the overload (no such overload: hasValue(string))"],
+];
+/** Rows whose answers agree on 1.35 but whose audit annotations do not: Deny with Audit records every failed validation on 1.37, the first only on 1.35. */
+const NEWER_AUDIT_ANNOTATIONS = ['action-deny-audit'];
+
 describe('Differential: AdmissionSuite validations against the API server’s own ValidatingAdmissionPolicy', function () {
   this.timeout(180_000);
   let operator: Operator;
@@ -317,6 +333,11 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     await operator?.stop();
   });
 
+  it('names only rows of the table as answered otherwise by the oldest supported API server', function () {
+    const names = new Set(POLICIES.map((r) => r.name));
+    expect([...NEWER_SEMANTICS.flatMap(([rows]) => rows), ...NEWER_AUDIT_ANNOTATIONS].filter((name) => !names.has(name))).to.deep.equal([]);
+  });
+
   it(`has at least 40 policies, each a DNS label, each once`, function () {
     expect(POLICIES.length).to.be.at.least(40);
     expect(new Set(POLICIES.map((r) => r.name)).size).to.equal(POLICIES.length);
@@ -324,6 +345,12 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
 
   for (const row of POLICIES) {
     it(`${row.name}: the same outcome as the native policy`, async function () {
+      const newer = KUBE_VERSION === undefined ? undefined : NEWER_SEMANTICS.find(([names]) => names.includes(row.name));
+      // A suite answers as the newest Kubernetes on every cluster; an older API server's own policy does not.
+      if (newer) {
+        if (process.env.PORTCULLIS_DIFF_VERBOSE) console.log(`      ${row.name}: compared on the newest only: ${newer[1]}`);
+        this.skip();
+      }
       const refused = refusedOnWrite.get(row.name);
       if (refused) {
         if (process.env.PORTCULLIS_DIFF_VERBOSE) console.log(`      ${row.name}: refused on write ${JSON.stringify(refused)}`);
@@ -420,7 +447,12 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
   });
 
   it('records the same audit annotations in the API server’s audit log', async function () {
-    const audited = POLICIES.filter((row) => (row.validationActions?.includes('Audit') || row.auditAnnotations) && !refusedOnWrite.has(row.name));
+    const audited = POLICIES.filter(
+      (row) =>
+        (row.validationActions?.includes('Audit') || row.auditAnnotations) &&
+        !refusedOnWrite.has(row.name) &&
+        !(KUBE_VERSION !== undefined && (NEWER_AUDIT_ANNOTATIONS.includes(row.name) || NEWER_SEMANTICS.some(([rows]) => rows.includes(row.name)))),
+    );
     expect(audited.length).to.be.at.least(3);
     await eventually(
       async () => {
@@ -431,8 +463,8 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
           const native = auditAnnotations(events, row, NATIVE_NS, webhookFullName(nativeSuiteOf.get(row.name)!, row.name));
           expect(vap.length, `${row.name}: requests audited`).to.equal(row.steps.length);
           expect(vap.some((a) => Object.keys(a).length > 0), `${row.name}: the oracle annotated`).to.equal(true);
-          expect(hook, `${row.name}: audit annotations`).to.deep.equal(vap);
-          expect(native, `${row.name}: audit annotations, enforced natively`).to.deep.equal(vap);
+          expect(hook, `${row.name}: audit annotations ${JSON.stringify({ hook, vap })}`).to.deep.equal(vap);
+          expect(native, `${row.name}: audit annotations, enforced natively ${JSON.stringify({ native, vap })}`).to.deep.equal(vap);
         }
       },
       { what: 'the audit log to hold the same annotations for both', timeoutMs: 60_000 },

@@ -10,6 +10,7 @@ import { cluster, kubectl } from '../support/cluster.ts';
 import { createConfigMap, ensureNamespace } from '../support/objects.ts';
 import { deleteSuite, getSuite } from '../support/suites.ts';
 import { eventually } from '../support/wait.ts';
+import { expectAppliedAsServed } from '../support/kube-versions.ts';
 import { apply, deleteIfExists } from '../../src/apiserver/client.ts';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
 
@@ -53,7 +54,8 @@ async function grant(user: string, rules: object[], namespace?: string): Promise
 describe("deploy/'s params guard: the API server checks a suite author's access to ConfigMap params", function () {
   before(async function () {
     const applied = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', 'deploy/06-suite-params-guard.yaml']);
-    expect(applied.code, applied.stderr).to.equal(0);
+    // Before Kubernetes 1.36 all but the author's MutatingAdmissionPolicy and its binding: the checks below hold without them.
+    await expectAppliedAsServed(applied, 2);
     // No operator answers: the suite-validation webhook is not there to refuse anything.
     await deleteIfExists(cluster().kube, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: SUITE_VALIDATION.configuration } });
     await ensureNamespace(NS);
