@@ -19,6 +19,7 @@ import type { ObjectRef } from './results.ts';
 import { ReportWriter } from './writer.ts';
 import { ReviewedListAccess, type ListAccess } from './access.ts';
 import { SubjectAccessReviewer } from '../apiserver/authorizer.ts';
+import { errorMessage } from '../error-message.ts';
 
 export interface AuditorDeps {
   kube: Kube;
@@ -72,7 +73,7 @@ export class Auditor {
       try {
         targets = build();
       } catch (err) {
-        this.deps.log.warn('audit: targets could not be built', { owner: key, error: err instanceof Error ? err.message : String(err) });
+        this.deps.log.warn('audit: targets could not be built', { owner: key, error: errorMessage(err) });
       }
       this.owners.set(key, { generation, targets });
     }

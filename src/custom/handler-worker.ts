@@ -15,6 +15,7 @@ import type { ClusterView } from '../handlers/handler.ts';
 import type { CustomHandler } from '../sdk/index.ts';
 import type { LookupChange } from '../apiserver/lookups.ts';
 import type { FromHandlerWorker, HandlerContext, ToHandlerWorker } from './runner.ts';
+import { errorMessage } from '../error-message.ts';
 
 const port = parentPort!;
 const send = (message: FromHandlerWorker) => port.postMessage(message);
@@ -66,7 +67,7 @@ async function run(message: Extract<ToHandlerWorker, { type: 'run' }>): Promise<
     if (!isDecision(decision)) throw new Error(`it answered ${JSON.stringify(decision)?.slice(0, 100)}, not a decision ({allowed: boolean, ...})`);
     send({ type: 'answer', id, decision });
   } catch (err) {
-    send({ type: 'error', id, message: (err instanceof Error ? err.message : String(err)).split('\n')[0]! });
+    send({ type: 'error', id, message: (errorMessage(err)).split('\n')[0]! });
   }
 }
 

@@ -29,6 +29,7 @@ import { ConfigReader, isPlainObject } from './config.ts';
 import { backendAllowed, backendRefusal } from './backends.ts';
 import { forbidden } from './errors.ts';
 import { metadataOf, pointer, podSpecOf } from './pods.ts';
+import { errorMessage } from '../error-message.ts';
 
 export const FAILED_OPEN_ANNOTATION = 'alpha.image-policy.k8s.io/failed-open';
 /** Why a Pod is refused when the backend failed (without defaultAllow): the same words whatever the failure. */
@@ -214,7 +215,7 @@ async function review(config: ImagePolicyConfig, spec: Record<string, unknown>):
       try {
         status = (JSON.parse(answer.text) as { status?: unknown }).status;
       } catch (err) {
-        return { error: `the backend's answer is not an ImageReview: ${(err as Error).message}` };
+        return { error: `the backend's answer is not an ImageReview: ${errorMessage(err)}` };
       }
       if (!isPlainObject(status)) return { error: "the backend's answer is not an ImageReview: it has no status" };
       return {

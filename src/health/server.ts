@@ -4,6 +4,7 @@
  * so), /readyz (caches synced and the admission endpoint listening) and /metrics. Owns no state of its own.
  */
 import http from 'node:http';
+import { errorMessage } from '../error-message.ts';
 
 export interface HealthSources {
   ready(): boolean;
@@ -21,7 +22,7 @@ export function createHealthServer(sources: HealthSources): http.Server {
     if (path === '/metrics') {
       return void sources.metrics().then(
         (text) => reply(res, 200, text, sources.metricsContentType),
-        (err: unknown) => reply(res, 500, `metrics failed: ${(err as Error).message}\n`),
+        (err: unknown) => reply(res, 500, `metrics failed: ${errorMessage(err)}\n`),
       );
     }
     return reply(res, 404, 'not found\n');
