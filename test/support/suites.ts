@@ -1,15 +1,36 @@
 /** Creating, reading and deleting AdmissionSuites in the test cluster, and waiting on their conditions. */
 import { GROUP, PLURAL, VERSION, type AdmissionSuite, type Condition, type SuiteSpec } from '../../src/api/types.ts';
-import { deleteIfExists, getObject, isNotFound, type KubeObject } from '../../src/apiserver/client.ts';
+import { deleteIfExists, describeError, getObject, isNotFound, statusCode, type KubeObject } from '../../src/apiserver/client.ts';
 import { configurationName } from '../../src/api/names.ts';
 import { cluster } from './cluster.ts';
 import { eventually } from './wait.ts';
 
 const ref = { group: GROUP, version: VERSION, plural: PLURAL };
 
+/**
+ * Creates the suite as a user's retrying apply would: while the API server answers that it cannot
+ * take AdmissionSuites yet (503, "There can be a delay between when CustomResourceDefinitions are
+ * created and when they are available": its MutatingAdmissionPolicies, the install's guards among
+ * them, find a CRD's schema only some seconds after the CRD is made again or the API server
+ * restarts), it is asked again, under a ceiling; any other answer at once.
+ */
 export async function createSuite(name: string, spec: SuiteSpec): Promise<AdmissionSuite> {
   const body = { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionSuite', metadata: { name }, spec };
-  return (await cluster().kube.custom.createClusterCustomObject({ ...ref, body })) as AdmissionSuite;
+  let created: AdmissionSuite | undefined;
+  let failed: unknown;
+  await eventually(
+    async () => {
+      try {
+        created = (await cluster().kube.custom.createClusterCustomObject({ ...ref, body })) as AdmissionSuite;
+      } catch (err) {
+        if (statusCode(err) === 503 && /There can be a delay/.test(describeError(err))) throw err;
+        failed = err;
+      }
+    },
+    { what: `the API server to take AdmissionSuite ${name}`, timeoutMs: 180_000, intervalMs: 1000 },
+  );
+  if (failed !== undefined) throw failed;
+  return created!;
 }
 
 export async function getSuite(name: string): Promise<AdmissionSuite | undefined> {
