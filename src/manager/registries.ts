@@ -57,7 +57,8 @@ export function makeRegistries(config: OperatorConfig, kube: Kube, state: Cluste
     deadlineMs: config.namespacedPolicyDeadlineMs,
     maxBytes: config.namespacedPolicyMaxBytes,
   };
-  const policyRegistry = new PolicyRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, limits: policyLimits, protectedNamespaces: protectedNamespaces(config) });
+  // Every replica, the leader too, serves a policy's generation only once the leader's status says so (registry/policies.ts).
+  const policyRegistry = new PolicyRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, limits: policyLimits, protectedNamespaces: protectedNamespaces(config), followLeader: true });
 
   // The background audit (the leader's, off the admission path): targets follow what the registries serve.
   const auditor = config.audit
