@@ -187,10 +187,9 @@ export class AdmissionServer {
   /** Large bodies being read, at most as many as the review workers may judge and hold waiting. */
   private readonly largeBodies: LargeBodies;
   private readonly chain: AdmissionChain;
-  /** The review workers (large reviews): their quarantines reach the suites' status. */
-  readonly offload: ReviewOffload;
+  private readonly offload: ReviewOffload;
   /** The tenant workers, where this server answers the AdmissionPolicies' webhooks itself. */
-  tenants: TenantPool | undefined;
+  private tenants: TenantPool | undefined;
   private readonly routes = new Map<string, Route>();
   private readonly suites: Router;
   private readonly forward: Forwarding | undefined;

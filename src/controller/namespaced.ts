@@ -62,11 +62,6 @@ export interface NamespacedReconcilerDeps {
   author?: Pick<AuthorGate<AdmissionPolicy>, 'clear' | 'gates'>;
   /** status.audit: what the background audit found in the policy's namespace (src/audit); absent, nothing is said. */
   audit?(namespace: string, name: string): AuditStatus | undefined;
-  /**
-   * Why this generation of the policy is not evaluated: it kept stopping a tenant worker
-   * (src/worker-restarts.ts), so the requests it matches are refused by failurePolicy; undefined when it is.
-   */
-  quarantined?(policy: AdmissionPolicy): string | undefined;
   log: Logger;
   now?: () => Date;
 }
@@ -122,7 +117,7 @@ export class NamespacedReconciler {
       if (waiting === CRD_MISSING) return { requeueAfterMs: CRD_RETRY_MS };
     }
     for (const { policy, compiled: c, clearance } of entries) {
-      const ready = clearance.state !== 'cleared' ? notCleared(clearance) : readiness(c!, registry.withheldBecause(c!), waiting, this.deps.quarantined?.(policy));
+      const ready = clearance.state !== 'cleared' ? notCleared(clearance) : readiness(c!, registry.withheldBecause(c!), waiting);
       await this.writeStatus(policy, ready, await this.typeChecking(policy));
     }
     if (failed) throw failed;
@@ -311,7 +306,7 @@ function notCleared(clearance: Exclude<Clearance, { state: 'cleared' }>): Condit
 }
 
 /** The policy's Ready condition: why it is not served, or that it is. */
-function readiness(policy: CompiledPolicy, withheld: FieldError | undefined, waiting: string | undefined, quarantined?: string): ConditionInput {
+function readiness(policy: CompiledPolicy, withheld: FieldError | undefined, waiting: string | undefined): ConditionInput {
   const errors = withheld ? [withheld] : policy.errors;
   if (withheld?.authorForbidden) return { type: 'Ready', status: 'False', reason: 'AuthorForbidden', message: `not served: ${withheld.field}: ${withheld.message}` };
   if (errors.length > 0) {
@@ -319,7 +314,6 @@ function readiness(policy: CompiledPolicy, withheld: FieldError | undefined, wai
     const limited = errors.some((e) => e.limit);
     return { type: 'Ready', status: 'False', reason: limited ? 'ExceedsLimits' : 'InvalidSpec', message: limited ? `not served: ${message}` : message };
   }
-  if (quarantined) return { type: 'Ready', status: 'False', reason: 'Quarantined', message: `quarantined, the requests it matches refused by failurePolicy: ${quarantined}` };
   if (waiting) return { type: 'Ready', status: 'False', reason: 'WaitingForEndpoint', message: waiting };
   return { type: 'Ready', status: 'True', reason: 'Served', message: `served for objects in namespace ${policy.namespace} through ${NAMESPACED.configuration}` };
 }
