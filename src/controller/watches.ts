@@ -109,12 +109,8 @@ export interface WatchesDeps {
   state: WatchState;
   /** What serves the suites on this replica: the registry, behind the check of their authors (suite-author.ts). */
   registry: { sync(suite: AdmissionSuite): unknown; remove(name: string): void };
-  /**
-   * What serves the AdmissionPolicies on this replica: their registry, behind the same check
-   * (suite-author.ts); `follow` hands the registry every version as it comes, status and all, past
-   * that check: what the leader's status says of it (registry/policies.ts).
-   */
-  policies: { sync(policy: AdmissionPolicy): unknown; remove(namespace: string, name: string): void; follow(policy: AdmissionPolicy, deleted: boolean): void };
+  /** What serves the AdmissionPolicies on this replica: their registry, behind the same check (suite-author.ts). */
+  policies: { sync(policy: AdmissionPolicy): unknown; remove(namespace: string, name: string): void };
   certificates: CertificateStore;
   /** A served certificate replaced by another, or the CA that signs replaced. */
   rotated(kind: 'serving' | 'ca'): void;
@@ -143,14 +139,9 @@ export class Watches {
     this.wake(suiteWakes(name, deleted, this.deps.state));
   };
 
-  /**
-   * Any AdmissionPolicy changed: every replica compiles it (to serve it) and follows the leader's
-   * verdict in its status (a status-only change too, which compiles nothing); the leader reconciles
-   * them all under one key.
-   */
+  /** Any AdmissionPolicy changed: every replica compiles it (to serve it); the leader reconciles them all under one key. */
   readonly policy = (policy: AdmissionPolicy, deleted: boolean): void => {
     const { namespace, name } = policy.metadata;
-    this.deps.policies.follow(policy, deleted);
     if (deleted) this.deps.policies.remove(namespace, name);
     else this.deps.policies.sync(policy);
     this.wake([now(NAMESPACED_KEY)]);

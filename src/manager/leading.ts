@@ -64,12 +64,7 @@ export function driveReconcilers(
     // Every replica serves a suite with params only once its author may read them.
     registry: serving.suiteAuthors,
     // And an AdmissionPolicy with params only once its author may read them.
-    // Every replica serves a policy only as the leader's status says (the leader too: what it wrote is what all serve).
-    policies: {
-      sync: (policy) => serving.policyAuthors.sync(policy),
-      remove: (namespace, name) => serving.policyAuthors.removePolicy(namespace, name),
-      follow: (policy, deleted) => parts.registries.policyRegistry.follow(policy, deleted),
-    },
+    policies: { sync: (policy) => serving.policyAuthors.sync(policy), remove: (namespace, name) => serving.policyAuthors.removePolicy(namespace, name) },
     certificates,
     rotated: (kind) => metrics.rotated(kind),
     log,

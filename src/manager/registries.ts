@@ -57,8 +57,7 @@ export function makeRegistries(config: OperatorConfig, kube: Kube, state: Cluste
     deadlineMs: config.namespacedPolicyDeadlineMs,
     maxBytes: config.namespacedPolicyMaxBytes,
   };
-  // Every replica, the leader too, serves a policy's generation only once the leader's status says so (registry/policies.ts).
-  const policyRegistry = new PolicyRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, limits: policyLimits, protectedNamespaces: protectedNamespaces(config), followLeader: true });
+  const policyRegistry = new PolicyRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, limits: policyLimits, protectedNamespaces: protectedNamespaces(config) });
 
   // The background audit (the leader's, off the admission path): targets follow what the registries serve.
   const auditor = config.audit

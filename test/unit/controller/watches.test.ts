@@ -94,7 +94,6 @@ describe('controller/watches', function () {
         policies: {
           sync: (policy) => (calls.push(`sync policy ${policy.metadata.namespace}/${policy.metadata.name}`), { errors: [] }) as never,
           remove: (namespace, name) => void calls.push(`remove policy ${namespace}/${name}`),
-          follow: (policy, deleted) => void calls.push(`follow policy ${policy.metadata.namespace}/${policy.metadata.name}${deleted ? ' deleted' : ''}`),
         },
         certificates,
         rotated: (kind) => void rotated.push(kind),
@@ -118,12 +117,12 @@ describe('controller/watches', function () {
       expect(added).to.deep.equal(['a', `${ORPHANS_KEY}@${ORPHAN_SWEEP_AFTER_DELETE_MS}`]);
     });
 
-    it("compiles an AdmissionPolicy into the policy registry, removes it when deleted, hands every version to the registry to follow the leader's verdict, and wakes the one key of all policies", function () {
+    it('compiles an AdmissionPolicy into the policy registry, removes it when deleted, and wakes the one key of all policies', function () {
       const { watches, added, calls } = setup();
       const policy = { metadata: { name: 'p', namespace: 'team' } } as AdmissionPolicy;
       watches.policy(policy, false);
       watches.policy(policy, true);
-      expect(calls).to.deep.equal(['follow policy team/p', 'sync policy team/p', 'follow policy team/p deleted', 'remove policy team/p']);
+      expect(calls).to.deep.equal(['sync policy team/p', 'remove policy team/p']);
       expect(added).to.deep.equal([NAMESPACED_KEY, NAMESPACED_KEY]);
     });
 
