@@ -3,10 +3,27 @@
  * kubectl's own words, read JSON, apply objects. Owns no state; the cluster is hooks.ts's.
  */
 import { nodeCluster } from './hooks.ts';
+import { eventually } from '../support/wait.ts';
 
-/** kubectl, failing the test with its stderr unless it exits 0. */
+/**
+ * The API server's answer for some seconds after the operator's CRDs are installed: the suite
+ * guard's admission policies learn the new kinds' schemas later (docs/operating.md). Users apply
+ * again; so do the tests, for this answer only.
+ */
+const CRD_NOT_YET_SERVED = /There can be a delay between when CustomResourceDefinitions are created and when they are available/;
+
+/** kubectl, failing the test with its stderr unless it exits 0 (tried again only while CRD_NOT_YET_SERVED). */
 export async function kc(args: string[], input?: string, timeoutMs?: number): Promise<string> {
-  const r = await nodeCluster().kubectl(args, { input, timeoutMs });
+  let final: { code: number; stdout: string; stderr: string } | undefined;
+  await eventually(
+    async () => {
+      const r = await nodeCluster().kubectl(args, { input, timeoutMs });
+      if (r.code !== 0 && CRD_NOT_YET_SERVED.test(r.stderr)) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr.trim()}`);
+      final = r;
+    },
+    { what: `the API server to serve the operator's kinds to kubectl ${args[0] ?? ''}`, timeoutMs: 120_000, intervalMs: 1000 },
+  );
+  const r = final!;
   if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${r.code}: ${r.stderr.trim()}`);
   return r.stdout;
 }
