@@ -89,18 +89,7 @@ export class NamespacedReconciler {
   async reconcile(): Promise<ReconcileResult> {
     const { registry } = this.deps;
     if (!this.deps.synced()) return { requeueAfterMs: CRD_RETRY_MS };
-    const policies = this.deps.policies.list();
-    this.typeChecks.keepOnly(new Set(policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)));
-    const { entries, gated, unknown } = await this.cleared(policies);
-    // What each policy has compiled and served: none for one whose author may not read its params.
-    const compiled = entries.flatMap(({ policy, compiled: c }) => (c ? [{ policy, compiled: c }] : []));
-    const valid = compiled.filter((c) => c.compiled.webhook !== undefined).map((c) => c.compiled);
-    // Within the limits no team may break for the others, and only while its author may still change
-    // what it changes: withheld before anything is registered.
-    const withheld = withheldPolicies(valid, this.servingLimits(), (type, kept) => this.configurationBytes(type, kept));
-    const authorRefusals = await this.authorRefusals(compiled);
-    for (const [key, refusal] of authorRefusals) withheld.set(key, refusal);
-    registry.withhold(withheld);
+    const { entries, gated, unknown, valid } = await this.judge();
     const served = valid.filter((p) => !registry.withheldBecause(p));
 
     let waiting: string | undefined;
@@ -124,6 +113,39 @@ export class NamespacedReconciler {
     if (waiting) return { requeueAfterMs: ENDPOINT_RETRY_MS };
     if (unknown) return { requeueAfterMs: AUTHOR_RETRY_MS };
     // Level-based: the authors are asked again when their answers grow old.
+    return this.authorChecks.size > 0 || gated ? { requeueAfterMs: this.deps.config.namespacedPolicyAuthorRecheckMs } : undefined;
+  }
+
+  /**
+   * What this replica serves, decided alike on every replica (the leader in `reconcile`, the others
+   * in `follow`): each policy compiled as its author gate allows, and the valid ones withheld that
+   * exceed the limits no team may break for the others or whose author may no longer change what
+   * they change, before anything is registered. A replica that only followed the leader's status
+   * would serve a new generation before the leader had judged it, or stop serving the old one.
+   */
+  private async judge() {
+    const { registry } = this.deps;
+    const policies = this.deps.policies.list();
+    this.typeChecks.keepOnly(new Set(policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)));
+    const { entries, gated, unknown } = await this.cleared(policies);
+    // What each policy has compiled and served: none for one whose author may not read its params.
+    const compiled = entries.flatMap(({ policy, compiled: c }) => (c ? [{ policy, compiled: c }] : []));
+    const valid = compiled.filter((c) => c.compiled.webhook !== undefined).map((c) => c.compiled);
+    const withheld = withheldPolicies(valid, this.servingLimits(), (type, kept) => this.configurationBytes(type, kept));
+    const authorRefusals = await this.authorRefusals(compiled);
+    for (const [key, refusal] of authorRefusals) withheld.set(key, refusal);
+    registry.withhold(withheld);
+    return { entries, gated, unknown, valid };
+  }
+
+  /**
+   * A replica that does not lead withholds what the leader withholds, judged here alike (`judge`),
+   * writing nothing; when to look again.
+   */
+  async follow(): Promise<ReconcileResult> {
+    if (!this.deps.synced()) return { requeueAfterMs: CRD_RETRY_MS };
+    const { gated, unknown } = await this.judge();
+    if (unknown) return { requeueAfterMs: AUTHOR_RETRY_MS };
     return this.authorChecks.size > 0 || gated ? { requeueAfterMs: this.deps.config.namespacedPolicyAuthorRecheckMs } : undefined;
   }
 

@@ -6,6 +6,7 @@
  * wake the type checks. Makes no cache and no reconciler (owned.ts, reconcilers.ts).
  */
 import { CA_SECRET, NAMESPACED, OPERATOR_NAME } from '../api/names.ts';
+import { NAMESPACED_KEY } from '../controller/namespaced.ts';
 import { describeError, type Kube } from '../apiserver/client.ts';
 import type { AuditScanner } from '../audit/scanner.ts';
 import { caFromSecret } from '../certs/authority.ts';
@@ -15,7 +16,7 @@ import { CA_KEY } from '../controller/ca.ts';
 import { dispatcher, kindOf, type Reconcilers } from '../controller/dispatch.ts';
 import type { EventRecorder } from '../controller/events.ts';
 import { LeaderElector } from '../controller/leader.ts';
-import { WorkQueue } from '../controller/queue.ts';
+import { WorkQueue, type ReconcileResult } from '../controller/queue.ts';
 import { Watches, type SecretObject } from '../controller/watches.ts';
 import type { OperatorConfig } from '../config.ts';
 import type { AuditReading, Metrics } from '../health/metrics.ts';
@@ -29,6 +30,8 @@ const SCHEMA_POLL_MS = 5_000;
 
 export interface Leading {
   queue: WorkQueue;
+  /** The queue of a replica that does not lead: it withholds the AdmissionPolicies the leader withholds (controller/namespaced.ts `follow`). */
+  following: WorkQueue;
   watches: Watches;
   elector: LeaderElector;
   stop(): Promise<void>;
@@ -37,9 +40,9 @@ export interface Leading {
 /** The queue and the Watches feeding it; made synchronously right after the caches (owned.ts), whose callbacks reach them. */
 export function driveReconcilers(
   config: OperatorConfig,
-  reconcilers: Reconcilers & { ca: { rotating(): boolean } },
+  reconcilers: Reconcilers & { ca: { rotating(): boolean }; namespaced: { follow(): Promise<ReconcileResult> } },
   parts: { owned: Owned; registries: Registries; serving: Pick<Serving, 'suiteAuthors' | 'policyAuthors'>; certificates: CertificateStore; metrics: Metrics; events: EventRecorder; log: Logger },
-): Pick<Leading, 'queue' | 'watches'> {
+): Pick<Leading, 'queue' | 'watches' | 'following'> {
   const { owned, serving, certificates, metrics, events, log } = parts;
   const queue = new WorkQueue(
     dispatcher(reconcilers, (kind, result, seconds) => metrics.reconciled(kind, result, seconds), () => queue.add(CA_KEY)),
@@ -58,18 +61,34 @@ export function driveReconcilers(
     { concurrency: config.maxConcurrentReconciles, exclusive: (key) => key === CA_KEY },
   );
   queue.setActive(false);
+  // Active while the other is not: every replica withholds what the leader withholds, judged alike.
+  const following = new WorkQueue(() => reconcilers.namespaced.follow(), {
+    onError: (name, err, retryInMs) => log.warn('could not judge the AdmissionPolicies; will retry', { key: name, error: describeError(err), retryInMs }),
+    onRecovered: () => undefined,
+  });
+  const followPolicies = () => following.add(NAMESPACED_KEY);
   const watches = new Watches({
     queue,
     state: { rotating: () => reconcilers.ca.rotating(), hasSuite: (name) => owned.suites.get(name) !== undefined, suiteNames: () => owned.suites.list().map((s) => s.metadata!.name!) },
     // Every replica serves a suite with params only once its author may read them.
     registry: serving.suiteAuthors,
     // And an AdmissionPolicy with params only once its author may read them.
-    policies: { sync: (policy) => serving.policyAuthors.sync(policy), remove: (namespace, name) => serving.policyAuthors.removePolicy(namespace, name) },
+    // Each change judged again on a replica that does not lead (the leader's reconcile does it there).
+    policies: {
+      sync: (policy) => {
+        serving.policyAuthors.sync(policy);
+        followPolicies();
+      },
+      remove: (namespace, name) => {
+        serving.policyAuthors.removePolicy(namespace, name);
+        followPolicies();
+      },
+    },
     certificates,
     rotated: (kind) => metrics.rotated(kind),
     log,
   });
-  return { queue, watches };
+  return { queue, watches, following };
 }
 
 /** The elector (started once suites and Secrets are listed), the metrics that read it, and the schema poll. */
@@ -77,10 +96,10 @@ export function lead(
   config: OperatorConfig,
   kube: Kube,
   identity: string,
-  driven: Pick<Leading, 'queue' | 'watches'>,
+  driven: Pick<Leading, 'queue' | 'watches' | 'following'>,
   parts: { owned: Owned; registries: Registries; serving: Serving; metrics: Metrics; log: Logger },
 ): Leading {
-  const { queue, watches } = driven;
+  const { queue, watches, following } = driven;
   const { owned, serving, metrics, log } = parts;
   const { auditor } = parts.registries;
   const elector = new LeaderElector(
@@ -98,6 +117,7 @@ export function lead(
       log.info(leading ? 'leading: this replica writes' : 'not leading: this replica serves only', { identity });
       if (leading) watches.leading();
       queue.setActive(leading);
+      following.setActive(!leading);
       auditor?.leading(leading);
     },
   );
@@ -123,10 +143,12 @@ export function lead(
   return {
     queue,
     watches,
+    following,
     elector,
     stop: async () => {
       schemaChanges.stop();
       queue.stop();
+      following.stop();
       await elector.stop();
       await auditor?.stop();
     },

@@ -38,7 +38,7 @@ export interface Parts {
   events: EventRecorder;
 }
 
-export function makeReconcilers(parts: Parts): Reconcilers & { ca: CaReconciler } {
+export function makeReconcilers(parts: Parts): Reconcilers & { ca: CaReconciler; namespaced: NamespacedReconciler } {
   const { kube, config, state, serving, owned, certificates, metrics, events } = parts;
   const { registry, policyRegistry, auditor } = parts.registries;
   const { cached } = owned;
