@@ -5,8 +5,10 @@
  * again once a worker has lived a while), and which input keeps killing it (Quarantine: deaths
  * counted by the input that was in the worker when it died, a suite's or policy's generation;
  * after QUARANTINE_AFTER of them that input is no longer sent to a worker, its requests answered
- * by the webhook's failurePolicy, until it changes). Owns only the counting: each worker kind
- * knows what was in its worker and what not sending an input means there. Imports nothing.
+ * by the webhook's failurePolicy, until it changes); for pools (review and tenant workers), when
+ * the next worker starts (PoolRestarts), and who is told of deaths and quarantines (WorkerWatcher:
+ * the metrics, the status). Owns only the counting and the timing: each worker kind knows what was
+ * in its worker and what not sending an input means there. Imports nothing.
  */
 
 export interface BackoffOptions {
@@ -102,5 +104,63 @@ export class Quarantine {
 
   get size(): number {
     return this.held.size;
+  }
+}
+
+/** The operator's kinds of worker thread, as the metrics name them. */
+export type WorkerKind = 'admission-thread' | 'review' | 'tenant' | 'handler-module';
+
+/** Told of a pool's workers: each death, and each input quarantined (`input`: a suite's or policy's name). */
+export interface WorkerWatcher {
+  died?(kind: WorkerKind): void;
+  quarantined?(kind: WorkerKind, input: string): void;
+}
+
+/**
+ * The restarts of a pool of workers (review workers, tenant workers): after a death, no new worker
+ * is started until the backoff's wait is over (the surviving workers keep serving), and then one
+ * is started at once by `restart`, whether or not a request is waiting for it.
+ */
+export class PoolRestarts {
+  private readonly backoff: Backoff;
+  private readonly restart: () => void;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(options: Partial<BackoffOptions> | undefined, restart: () => void) {
+    this.backoff = new Backoff(options);
+    this.restart = restart;
+  }
+
+  /** A worker was started now. */
+  started(): void {
+    this.backoff.started();
+  }
+
+  /** A worker died: `restart` is called after the backoff's wait (at once the first time in a row); returns the wait. */
+  died(): number {
+    const wait = this.backoff.died();
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.restart();
+    }, wait);
+    // The pool's workers do not keep the process alive; neither does waiting to start one.
+    this.timer.unref();
+    return wait;
+  }
+
+  /** True while a backoff's wait runs: no worker is started meanwhile. */
+  get waiting(): boolean {
+    return this.timer !== undefined;
+  }
+
+  /** Deaths in a row so far (for logs). */
+  get deaths(): number {
+    return this.backoff.deaths;
+  }
+
+  close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 }

@@ -187,9 +187,10 @@ export class AdmissionServer {
   /** Large bodies being read, at most as many as the review workers may judge and hold waiting. */
   private readonly largeBodies: LargeBodies;
   private readonly chain: AdmissionChain;
-  private readonly offload: ReviewOffload;
+  /** The review workers (large reviews): their quarantines reach the suites' status. */
+  readonly offload: ReviewOffload;
   /** The tenant workers, where this server answers the AdmissionPolicies' webhooks itself. */
-  private tenants: TenantPool | undefined;
+  tenants: TenantPool | undefined;
   private readonly routes = new Map<string, Route>();
   private readonly suites: Router;
   private readonly forward: Forwarding | undefined;

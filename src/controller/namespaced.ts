@@ -62,6 +62,11 @@ export interface NamespacedReconcilerDeps {
   author?: Pick<AuthorGate<AdmissionPolicy>, 'clear' | 'gates'>;
   /** status.audit: what the background audit found in the policy's namespace (src/audit); absent, nothing is said. */
   audit?(namespace: string, name: string): AuditStatus | undefined;
+  /**
+   * Why this generation of the policy is not evaluated: it kept stopping a tenant worker
+   * (src/worker-restarts.ts), so the requests it matches are refused by failurePolicy; undefined when it is.
+   */
+  quarantined?(policy: AdmissionPolicy): string | undefined;
   log: Logger;
   now?: () => Date;
 }
@@ -106,7 +111,7 @@ export class NamespacedReconciler {
       if (waiting === CRD_MISSING) return { requeueAfterMs: CRD_RETRY_MS };
     }
     for (const { policy, compiled: c, clearance } of entries) {
-      const ready = clearance.state !== 'cleared' ? notCleared(clearance) : readiness(c!, registry.withheldBecause(c!), waiting);
+      const ready = clearance.state !== 'cleared' ? notCleared(clearance) : readiness(c!, registry.withheldBecause(c!), waiting, this.deps.quarantined?.(policy));
       await this.writeStatus(policy, ready, await this.typeChecking(policy));
     }
     if (failed) throw failed;
@@ -328,7 +333,7 @@ function notCleared(clearance: Exclude<Clearance, { state: 'cleared' }>): Condit
 }
 
 /** The policy's Ready condition: why it is not served, or that it is. */
-function readiness(policy: CompiledPolicy, withheld: FieldError | undefined, waiting: string | undefined): ConditionInput {
+function readiness(policy: CompiledPolicy, withheld: FieldError | undefined, waiting: string | undefined, quarantined?: string): ConditionInput {
   const errors = withheld ? [withheld] : policy.errors;
   if (withheld?.authorForbidden) return { type: 'Ready', status: 'False', reason: 'AuthorForbidden', message: `not served: ${withheld.field}: ${withheld.message}` };
   if (errors.length > 0) {
@@ -336,6 +341,7 @@ function readiness(policy: CompiledPolicy, withheld: FieldError | undefined, wai
     const limited = errors.some((e) => e.limit);
     return { type: 'Ready', status: 'False', reason: limited ? 'ExceedsLimits' : 'InvalidSpec', message: limited ? `not served: ${message}` : message };
   }
+  if (quarantined) return { type: 'Ready', status: 'False', reason: 'Quarantined', message: `quarantined, the requests it matches refused by failurePolicy: ${quarantined}` };
   if (waiting) return { type: 'Ready', status: 'False', reason: 'WaitingForEndpoint', message: waiting };
   return { type: 'Ready', status: 'True', reason: 'Served', message: `served for objects in namespace ${policy.namespace} through ${NAMESPACED.configuration}` };
 }

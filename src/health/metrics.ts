@@ -11,6 +11,7 @@ import client from 'prom-client';
 import { VERSION } from '../version.ts';
 import { LATENCY_BUCKETS, WebhookMetrics, type AdmissionInstruments } from './webhook-metrics.ts';
 import { BucketHistogram, SeriesCounter } from './request-series.ts';
+import type { WorkerKind } from '../worker-restarts.ts';
 
 /** What the operator knows that a scrape reports as it is then; each part may be missing (tests, the bench). */
 export interface MetricSources {
@@ -340,6 +341,41 @@ export class Metrics {
     this.auditNow = this.sources.audit?.();
     return (await this.registry.metrics()) + (await runtimeRegistry().metrics());
   }
+
+  /** Worker threads that died, by kind (src/worker-restarts.ts): each is started again. Series of every kind from the start. */
+  private readonly workerDeaths = everyWorkerKind(
+    new client.Counter({
+      name: 'portcullis_worker_deaths_total',
+      help: 'Worker threads that died (exited, crashed, out of memory, or stopped as stuck), by kind: admission-thread, review (large reviews), tenant (AdmissionPolicies), handler-module. Each is started again with backoff.',
+      labelNames: ['worker'],
+      registers: [this.registry],
+    }),
+  );
+  private readonly workerQuarantines = everyWorkerKind(
+    new client.Counter({
+      name: 'portcullis_worker_quarantines_total',
+      help: 'Inputs quarantined for stopping a worker again and again (a suite generation, an AdmissionPolicy generation, a handler with a config), by worker kind; answered by failurePolicy until they change.',
+      labelNames: ['worker'],
+      registers: [this.registry],
+    }),
+  );
+
+  /** A worker of `kind` died (the pools' WorkerWatcher). */
+  workerDied(kind: WorkerKind): void {
+    this.workerDeaths.inc({ worker: kind });
+  }
+
+  /** An input was quarantined for killing a worker of `kind`. */
+  workerQuarantined(kind: WorkerKind): void {
+    this.workerQuarantines.inc({ worker: kind });
+  }
+}
+
+const WORKER_KINDS: WorkerKind[] = ['admission-thread', 'review', 'tenant', 'handler-module'];
+
+function everyWorkerKind(counter: client.Counter<'worker'>): client.Counter<'worker'> {
+  for (const worker of WORKER_KINDS) counter.inc({ worker }, 0);
+  return counter;
 }
 
 /** The admission endpoint's connections by kind (admission/connection-limits.ts): the API server's, and everyone else's. */

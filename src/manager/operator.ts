@@ -87,9 +87,15 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   let synced = false;
   // Ready only once the AdmissionPolicies are listed too: a replica that answered their webhook before would admit what they deny.
   void Promise.all([owned.suites.synced, owned.secrets.synced, owned.policies.synced]).then(() => (synced = true));
-  // A suite quarantined for stopping a worker is reconciled at once, so its status says so.
-  serving.thread?.onQuarantined((name) => queue?.add(name));
+  // A suite or policy quarantined for stopping a worker is reconciled at once, so its status says so; deaths and quarantines are counted by worker kind.
+  serving.thread?.onQuarantined((name) => {
+    metrics.workerQuarantined('admission-thread');
+    queue?.add(name);
+  });
+  serving.admission.offload.watch({ died: (kind) => metrics.workerDied(kind), quarantined: (kind, suite) => (metrics.workerQuarantined(kind), queue?.add(suite)) });
+  serving.admission.tenants?.watch({ died: (kind) => metrics.workerDied(kind), quarantined: (kind) => (metrics.workerQuarantined(kind), queue?.add(NAMESPACED_KEY)) });
   state.handlerModules?.onQuarantined((handler) => {
+    metrics.workerQuarantined('handler-module');
     for (const suite of owned.suites.list()) if (suite.spec.webhooks.some((w) => w.handler?.name === handler)) queue?.add(suite.metadata.name);
   });
   const health = createHealthServer({

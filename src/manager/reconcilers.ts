@@ -73,6 +73,8 @@ export function makeReconcilers(parts: Parts): Reconcilers & { ca: CaReconciler;
       authorRights: serving.authorRights,
       author: serving.policyAuthors,
       ...(auditor ? { audit: (namespace: string, name: string) => auditor.policyStatus(namespace, name) } : {}),
+      // A policy that kept stopping a tenant worker.
+      quarantined: (policy) => serving.admission.tenants?.quarantined(policy),
       log: componentLogger('namespaced'),
     }),
     suite: new SuiteReconciler({
@@ -88,9 +90,12 @@ export function makeReconcilers(parts: Parts): Reconcilers & { ca: CaReconciler;
       serve,
       native: new NativeHandover({ kube, config, cached, nativeOwned: (suite) => owned.nativeOwned(suite), now: () => Date.now() }),
       servesGeneration: thread && ((name, uid, generation) => thread.whenServing(name, uid, generation)),
-      // What kept stopping a worker: this generation in the admission thread, or a handler module's handler with the config it is given.
-      quarantined: (suite) =>
-        [thread?.quarantined(suite.metadata.name, suite.metadata.uid, suite.metadata.generation ?? 0), state.handlerModules?.quarantined(suite)].filter(Boolean).join('; ') || undefined,
+      // What kept stopping a worker: this generation in the admission thread or the review workers, or a handler module's handler with the config it is given.
+      quarantined: (suite) => {
+        const { name, uid, generation = 0 } = suite.metadata;
+        const held = [thread?.quarantined(name, uid, generation), serving.admission.offload.quarantined(name, uid, generation), state.handlerModules?.quarantined(suite)];
+        return held.filter(Boolean).join('; ') || undefined;
+      },
       author: serving.suiteAuthors,
       authorRecheckMs: config.namespacedPolicyAuthorRecheckMs,
       ...(auditor ? { audit: (name: string) => auditor.suiteStatus(name) } : {}),

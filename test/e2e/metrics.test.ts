@@ -34,7 +34,7 @@ const spec: SuiteSpec = {
 };
 
 /** The labels a series may carry: nothing that names an object, a namespace or a request. */
-const BOUNDED_LABELS = new Set(['suite', 'webhook', 'operation', 'decision', 'failure_policy', 'code', 'kind', 'ca', 'result', 'condition', 'status', 'version', 'node_version', 'le', 'quantile', 'space', 'type', 'major', 'minor', 'patch', 'gc']);
+const BOUNDED_LABELS = new Set(['suite', 'webhook', 'operation', 'decision', 'failure_policy', 'code', 'kind', 'ca', 'result', 'condition', 'status', 'version', 'node_version', 'le', 'quantile', 'space', 'type', 'major', 'minor', 'patch', 'gc', 'worker']);
 
 describe('Metrics: /metrics after real admissions through the API server', function () {
   let operator: Operator;

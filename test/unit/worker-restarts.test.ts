@@ -1,9 +1,12 @@
 /**
  * Nothing a suite sends stops a worker for good (src/worker-restarts.ts and each worker kind): a
  * worker that dies is started again, always, with backoff, however often it dies (20 times in a
- * row here, each as soon as it starts); a suite, or a handler with a config, that keeps killing
- * its worker is quarantined (not sent to it, answered by failurePolicy) while the others keep being
- * served; the admission thread says while nothing serves (what /healthz fails on).
+ * row here, each as soon as it starts); a suite, a handler with a config, or an AdmissionPolicy
+ * that keeps killing its worker is quarantined (not sent to it, answered by failurePolicy) while
+ * the others keep being served; the admission thread says while nothing serves (what /healthz
+ * fails on). Kinds: the admission thread, handler modules' workers, review workers (large
+ * reviews), tenant workers (the AdmissionPolicies); the last two are started from an entry that
+ * wraps the real one and stops it for an annotated suite or policy (test/support/workers).
  */
 import https from 'node:https';
 import { expect } from 'chai';
@@ -16,6 +19,11 @@ import { SuiteRegistry } from '../../src/registry/registry.ts';
 import { HandlerRunner, HandlerFailure, type FailureReason } from '../../src/custom/runner.ts';
 import { loadHandlerModules } from '../../src/custom/modules.ts';
 import { Backoff, Quarantine } from '../../src/worker-restarts.ts';
+import { ReviewOffload, SuiteQuarantinedError, WorkerLostError } from '../../src/admission/threads/offload.ts';
+import { TenantPool } from '../../src/admission/threads/tenants.ts';
+import { PolicyRegistry } from '../../src/registry/policies.ts';
+import type { AdmissionPolicy } from '../../src/api/types.ts';
+import { requestFor } from '../fixtures/reviews.ts';
 import type { AdmissionSuite } from '../../src/api/types.ts';
 import type { AdmissionRequest } from '../../src/api/admission-review.ts';
 import { EMPTY_VIEW } from '../../src/handlers/handler.ts';
@@ -228,5 +236,150 @@ describe('worker restarts: handler modules’ workers', function () {
     expect(runner.quarantined('acme.dev/Exits', { exit: true })).to.match(/^it stopped its worker 3 times/);
     expect(runner.quarantined('acme.dev/Exits', { exit: false })).to.equal(undefined);
     expect(failures.filter((f) => f === 'acme.dev/Exits quarantined')).to.have.length(17);
+  });
+});
+
+
+/** Watched deaths and quarantines of one pool, as the operator's metrics and status see them. */
+function watched() {
+  const events: string[] = [];
+  return { events, watcher: { died: (kind: string) => events.push(`died ${kind}`), quarantined: (kind: string, input: string) => events.push(`quarantined ${kind} ${input}`) } };
+}
+const EXIT = 'test.portcullis.dev/exit';
+
+describe('worker restarts: review workers', function () {
+  this.timeout(120_000);
+  let registry: SuiteRegistry;
+  let offload: ReviewOffload;
+  let watch: ReturnType<typeof watched>;
+  const pool = () => (offload as unknown as { pool: { worker: { terminate(): Promise<number> } }[] }).pool;
+  const configMaps = [{ operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];
+  const suite = (name: string, generation: number, exit?: string): AdmissionSuite => ({
+    apiVersion: 'admission.portcullis.dev/v1alpha1',
+    kind: 'AdmissionSuite',
+    metadata: { name, uid: `uid-${name}`, generation, ...(exit ? { annotations: { [EXIT]: exit } } : {}) },
+    spec: { webhooks: [{ name: 'check', type: 'Validating', rules: configMaps, validations: [{ expression: "object.metadata.name != 'forbidden'", message: 'no' }] }] },
+  });
+  const body = () => new TextEncoder().encode(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: request() }));
+  const admit = (name: string) =>
+    offload.admit(name, 'check', body()).then(
+      (answer) => answer.decision,
+      (err: Error) => err,
+    );
+  const answersGood = async () => expect(await admit('good')).to.deep.include({ allowed: true });
+
+  beforeEach(function () {
+    registry = new SuiteRegistry({});
+    registry.sync(suite('good', 1));
+    watch = watched();
+    offload = new ReviewOffload(registry, QUIET, { workers: 2, waiting: 8 }, { restart: FAST, entry: new URL('../support/workers/review-worker-exits.ts', import.meta.url) });
+    offload.watch(watch.watcher);
+  });
+  afterEach(() => offload.close());
+
+  it('is started again after dying 20 times in a row, without waiting for a review, and judges again', async function () {
+    await answersGood();
+    for (let death = 0; death < 20; death++) {
+      const worker = await eventually(async () => pool()[0]?.worker ?? Promise.reject(new Error(`no review worker started again after death ${death}`)), { intervalMs: 1 });
+      await worker.terminate();
+    }
+    await eventually(async () => expect(pool(), 'started again').to.have.length(1), { intervalMs: 5 });
+    expect(watch.events).to.deep.equal(Array(20).fill('died review'));
+    await answersGood();
+  });
+
+  it('quarantines a suite that kills it while compiling: every other suite judged, the suite answered by failurePolicy until it changes', async function () {
+    await answersGood();
+    registry.sync(suite('killer', 1, 'compile'));
+    await eventually(async () => expect(offload.quarantined('killer', 'uid-killer', 1)).to.match(/^it stopped its worker 3 times \(last: a review worker stopped \(the review worker exited \(9\)\) while compiling generation 1\)$/));
+    expect(watch.events).to.deep.equal(['died review', 'died review', 'died review', 'quarantined review killer']);
+    for (let i = 0; i < 20; i++) await answersGood();
+    const held = await admit('killer');
+    expect(held).to.be.instanceOf(SuiteQuarantinedError).and.to.be.instanceOf(WorkerLostError);
+    expect((held as Error).message).to.match(/^suite killer is quarantined from the review workers: it stopped its worker 3 times/);
+    registry.sync(suite('killer', 2));
+    expect(offload.quarantined('killer', 'uid-killer', 2)).to.equal(undefined);
+    expect(await admit('killer')).to.deep.include({ allowed: true });
+    expect(watch.events, 'no death since').to.have.length(4);
+  });
+
+  it('blames no suite for reviews that kill it (any client can send one): each answered by failurePolicy, the worker started again, the suite never quarantined, the other suites judged throughout', async function () {
+    registry.sync(suite('killer', 1, 'judge'));
+    const answers: unknown[] = [];
+    for (let i = 0; i < 10; i++) {
+      answers.push(await admit('killer'));
+      await eventually(answersGood, { intervalMs: 5 });
+    }
+    expect(answers.map((a) => (a as Error).message)).to.deep.equal(Array(10).fill('the review worker stopped: the review worker exited (7)'));
+    expect(answers.some((a) => a instanceof SuiteQuarantinedError)).to.equal(false);
+    expect(watch.events).to.deep.equal(Array(10).fill('died review'));
+    expect(offload.quarantined('killer', 'uid-killer', 1)).to.equal(undefined);
+  });
+});
+
+describe('worker restarts: tenant workers', function () {
+  this.timeout(120_000);
+  let registry: PolicyRegistry;
+  let pool: TenantPool;
+  let watch: ReturnType<typeof watched>;
+  const slots = () => (pool as unknown as { slots: { worker: { terminate(): Promise<number> } }[] }).slots;
+  const policy = (namespace: string, name: string, generation: number, resource: string, exit?: string): AdmissionPolicy => ({
+    apiVersion: 'admission.portcullis.dev/v1alpha1',
+    kind: 'AdmissionPolicy',
+    metadata: { name, namespace, uid: `uid-${namespace}-${name}`, generation, ...(exit ? { annotations: { [EXIT]: exit } } : {}) },
+    spec: { type: 'Validating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: [resource] }], validations: [{ expression: "object.metadata.name != 'forbidden'", message: `${name} forbids it` }] },
+  });
+  const create = (resource: 'configmaps' | 'secrets', namespace: string, name = 'c') =>
+    requestFor(resource, 'CREATE', { namespace, object: { apiVersion: 'v1', kind: resource === 'secrets' ? 'Secret' : 'ConfigMap', metadata: { name, namespace } } });
+  /** Team ok's policy answers both ways, in its own words. */
+  const teamOkAnswers = async () => {
+    expect(await pool.admit('Validating', create('configmaps', 'team-ok'))).to.deep.equal({ allowed: true });
+    expect((await pool.admit('Validating', create('configmaps', 'team-ok', 'forbidden'))).message).to.equal('AdmissionPolicy guard: guard forbids it');
+  };
+
+  beforeEach(function () {
+    registry = new PolicyRegistry({ limits: { mutations: true, costBudget: 1_000_000 }, protectedNamespaces: [] });
+    registry.sync(policy('team-ok', 'guard', 1, 'configmaps'));
+    // In the killer's namespace, a policy of another resource: the namespace's other requests are its.
+    registry.sync(policy('team-kill', 'bystander', 1, 'secrets'));
+    watch = watched();
+    pool = new TenantPool(registry, QUIET, { restart: FAST, entry: new URL('../support/workers/tenant-worker-exits.ts', import.meta.url) });
+    pool.watch(watch.watcher);
+  });
+  afterEach(() => pool.close());
+
+  it('is started again after dying 20 times in a row, without waiting for a request, and evaluates again', async function () {
+    await teamOkAnswers();
+    for (let death = 0; death < 20; death++) {
+      const worker = await eventually(async () => slots()[0]?.worker ?? Promise.reject(new Error(`no tenant worker started again after death ${death}`)), { intervalMs: 1 });
+      await worker.terminate();
+    }
+    await eventually(async () => expect(slots(), 'started again').to.have.length(1), { intervalMs: 5 });
+    expect(watch.events).to.deep.equal(Array(20).fill('died tenant'));
+    await teamOkAnswers();
+  });
+
+  it('blames no policy for requests that kill it (any client can send one): each refused by failurePolicy, its namespace’s others and every other namespace answered throughout, the policy never quarantined', async function () {
+    registry.sync(policy('team-kill', 'killer', 1, 'configmaps', 'evaluate'));
+    const answers: (string | undefined)[] = [];
+    for (let i = 0; i < 10; i++) {
+      const decision = await pool.admit('Validating', create('configmaps', 'team-kill'));
+      expect(decision.allowed).to.equal(false);
+      answers.push(decision.message);
+      await teamOkAnswers();
+      expect((await pool.admit('Validating', create('secrets', 'team-kill', 'forbidden'))).message).to.equal('AdmissionPolicy bystander: bystander forbids it');
+    }
+    expect(answers).to.deep.equal(Array(10).fill('the AdmissionPolicies of namespace team-kill could not be evaluated: the tenant worker exited (7)'));
+    expect(watch.events).to.deep.equal(Array(10).fill('died tenant'));
+    expect(pool.quarantined(policy('team-kill', 'killer', 1, 'configmaps'))).to.equal(undefined);
+  });
+
+  it('quarantines a policy that kills it while compiling, and every namespace’s requests are answered', async function () {
+    await teamOkAnswers();
+    registry.sync(policy('team-kill', 'killer', 1, 'configmaps', 'compile'));
+    await eventually(async () => expect(pool.quarantined(policy('team-kill', 'killer', 1, 'configmaps'))).to.match(/^it stopped its worker 3 times \(last: the tenant worker exited \(9\) while compiling it\)$/));
+    for (let i = 0; i < 10; i++) await teamOkAnswers();
+    expect((await pool.admit('Validating', create('configmaps', 'team-kill'))).message).to.match(/AdmissionPolicy killer is quarantined/);
+    expect(watch.events.filter((e) => e.startsWith('quarantined'))).to.deep.equal(['quarantined tenant team-kill/killer']);
   });
 });

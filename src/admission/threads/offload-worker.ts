@@ -2,7 +2,8 @@
  * The review worker (see offload.ts): parses a large review, finds its webhook in a registry of
  * its own, asks the main thread for the request's namespace, LimitRanges and params, judges it,
  * and sends back the Decision. One review at a time (the main thread sends the next once it has
- * the answer), so the context it was given is the one its rules read. Makes no API call and opens no socket; `authorizer` checks and RESTMappings go to the main thread.
+ * the answer), so the context it was given is the one its rules read. Says which suite it is
+ * compiling, so that one that kills it is known (offload.ts quarantines it). Makes no API call and opens no socket; `authorizer` checks and RESTMappings go to the main thread.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { MainQuestions } from './main-questions.ts';
@@ -52,9 +53,24 @@ let busy = false;
 
 port.on('message', (message: ToWorker) => {
   switch (message.type) {
-    case 'suite':
-      registry.sync(message.suite);
+    case 'suite': {
+      const { name } = message.suite.metadata;
+      // Said first: if compiling it kills the worker, the main thread knows which suite did.
+      send({ type: 'compiling', name });
+      try {
+        registry.sync(message.suite);
+      } catch (err) {
+        // Not judged here at all (not even an earlier generation): its large reviews are answered by their failurePolicy.
+        try {
+          registry.remove(name);
+        } finally {
+          send({ type: 'compile-failed', name, message: String((err as Error)?.message ?? err).split('\n')[0]! });
+        }
+        return;
+      }
+      send({ type: 'compiled', name });
       return;
+    }
     case 'removed':
       registry.remove(message.name);
       return;

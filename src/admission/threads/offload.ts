@@ -9,8 +9,11 @@
  * the server encodes like any other. Up to `workers` of them (started as reviews need them), each
  * judging one review at a time; reviews beyond them wait here, at most `waiting`, and a review
  * beyond those is refused at once (BUSY, 429), so what large reviews hold is bounded rather than
- * queued without end. Owns the workers and their messages; what a Decision is, and
- * how it is sent, belong to the registry and the server.
+ * queued without end. A worker that dies is started again, always, with backoff
+ * (worker-restarts.ts); the suite generation it was compiling when it died is the suspect, and one
+ * that killed a worker QUARANTINE_AFTER times (or whose compiling threw there) is quarantined: no longer sent to a worker, its large reviews answered by their
+ * webhook's failurePolicy, until it changes; `quarantined` says so to the suite's status. Owns the
+ * workers and their messages; what a Decision is, and how it is sent, belong to the registry and the server.
  */
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -24,6 +27,7 @@ import { LOOKUP_READY_WAIT_MS } from '../../registry/compile.ts';
 import type { LogWriter } from '../../log.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
 import { REVIEW_ERRORS, ReviewError, type ReviewErrorKey } from '../errors.ts';
+import { PoolRestarts, Quarantine, type BackoffOptions, type WorkerWatcher } from '../../worker-restarts.ts';
 
 /** Bodies of at least this many bytes are judged in the worker: far above any typical object. */
 export const LARGE_BODY = 256 * 1024;
@@ -69,6 +73,11 @@ export type ToWorker =
   | QuestionAnswer;
 
 export type FromWorker =
+  /** About to compile the suite: if the worker dies before it says compiled, the suite is the suspect. */
+  | { type: 'compiling'; name: string }
+  | { type: 'compiled'; name: string }
+  /** Compiling the suite threw in the worker: it is quarantined (it would throw again). */
+  | { type: 'compile-failed'; name: string; message: string }
   | { type: 'needs'; id: number; namespace?: string; params?: ParamsRef; lookups?: LookupKind[] }
   | Question
   | { type: 'answer'; id: number; apiVersion: string; uid: string; operation: AdmissionRequest['operation']; decision: Decision; failed: boolean }
@@ -76,6 +85,15 @@ export type FromWorker =
 
 /** The worker stopped (crashed or ran out of memory) with the review in it. */
 export class WorkerLostError extends Error {}
+
+/** The review's suite is quarantined from the review workers: answered, as a lost one is, by its webhook's failurePolicy. */
+export class SuiteQuarantinedError extends WorkerLostError {}
+
+/** How the workers are started again, and from which entry (tests wrap the real one). */
+export interface OffloadOptions {
+  restart?: Partial<BackoffOptions>;
+  entry?: URL;
+}
 
 export interface OffloadAnswer {
   apiVersion: string;
@@ -88,6 +106,8 @@ export interface OffloadAnswer {
 interface Review {
   id: number;
   suite: string;
+  /** The suite generation it was sent to be judged by (its quarantine key). */
+  key: string;
   webhook: string;
   body: Uint8Array;
   resolve(answer: OffloadAnswer): void;
@@ -98,6 +118,8 @@ interface Review {
 interface ReviewWorker {
   worker: Worker;
   judging: Review | undefined;
+  /** The suite it said it is compiling, until it says it compiled it (a worker's last messages arrive before its exit). */
+  compiling?: string;
 }
 
 const WORKER = workerEntry('offload-worker', import.meta.url);
@@ -112,17 +134,46 @@ export class ReviewOffload {
   private readonly waiting: Review[] = [];
   private nextId = 1;
   private closed = false;
+  private readonly entry: URL;
+  private readonly quarantine = new Quarantine();
+  private readonly restarts: PoolRestarts;
+  private readonly watchers: WorkerWatcher[] = [];
 
-  constructor(registry: SuiteRegistry, log: LogWriter, limits: OffloadLimits = { workers: REVIEW_WORKERS, waiting: 2 * REVIEW_WORKERS }) {
+  constructor(registry: SuiteRegistry, log: LogWriter, limits: OffloadLimits = { workers: REVIEW_WORKERS, waiting: 2 * REVIEW_WORKERS }, options: OffloadOptions = {}) {
     this.registry = registry;
     this.log = log;
     this.limits = { workers: Math.max(1, limits.workers), waiting: Math.max(0, limits.waiting) };
+    this.entry = options.entry ?? WORKER;
+    this.restarts = new PoolRestarts(options.restart, () => this.restarted());
     registry.subscribe((change) => {
-      if ('suite' in change) this.suites.set(change.suite.metadata.name, change.suite);
-      else this.suites.delete(change.removed);
-      const message: ToWorker = 'suite' in change ? { type: 'suite', suite: change.suite } : { type: 'removed', name: change.removed };
-      for (const { worker } of this.pool) worker.postMessage(message);
+      if ('suite' in change) {
+        const { name } = change.suite.metadata;
+        this.suites.set(name, change.suite);
+        const key = suiteKey(change.suite);
+        // Older generations (and another suite once under the name) are not coming back.
+        this.quarantine.forget((k) => k.startsWith(`${name}\n`) && k !== key);
+      } else {
+        this.suites.delete(change.removed);
+        this.quarantine.forget((k) => k.startsWith(`${change.removed}\n`));
+      }
+      for (const { worker } of this.pool) worker.postMessage(this.suiteMessage(change));
     });
+  }
+
+  /** Tells `watcher` of each worker's death and each suite quarantined. */
+  watch(watcher: WorkerWatcher): void {
+    this.watchers.push(watcher);
+  }
+
+  /** Why this generation of the suite is not sent to the review workers (its large reviews answered by failurePolicy); undefined when it is. */
+  quarantined(name: string, uid: string | undefined, generation: number): string | undefined {
+    return this.quarantine.why(suiteKey({ metadata: { name, uid, generation } }));
+  }
+
+  /** What a worker is told of a suite: a quarantined generation is not sent (nor an earlier one kept: it is removed there). */
+  private suiteMessage(change: { suite: AdmissionSuite } | { removed: string }): ToWorker {
+    if ('removed' in change) return { type: 'removed', name: change.removed };
+    return this.quarantine.why(suiteKey(change.suite)) ? { type: 'removed', name: change.suite.metadata.name } : { type: 'suite', suite: change.suite };
   }
 
   /**
@@ -131,7 +182,11 @@ export class ReviewOffload {
    */
   admit(suite: string, webhook: string, body: Uint8Array): Promise<OffloadAnswer> {
     return new Promise((resolve, reject) => {
-      const review: Review = { id: this.nextId++, suite, webhook, body, resolve, reject };
+      const current = this.suites.get(suite);
+      const key = current ? suiteKey(current) : `${suite}\n`;
+      const held = this.quarantine.why(key);
+      if (held) return reject(new SuiteQuarantinedError(`suite ${suite} is quarantined from the review workers: ${held}`));
+      const review: Review = { id: this.nextId++, suite, key, body, webhook, resolve, reject };
       const free = this.free();
       if (free) return this.judge(free, review);
       if (this.waiting.length >= this.limits.waiting) {
@@ -143,14 +198,23 @@ export class ReviewOffload {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.restarts.close();
     for (const review of this.waiting.splice(0)) review.reject(new WorkerLostError('the server is closing'));
     await Promise.all(this.pool.map(({ worker }) => worker.terminate()));
   }
 
-  /** An idle worker, else a new one while the pool has room. */
+  /** An idle worker, else a new one while the pool has room (and no backoff's wait runs). */
   private free(): ReviewWorker | undefined {
     for (const slot of this.pool) if (!slot.judging) return slot;
-    return this.pool.length < this.limits.workers ? this.start() : undefined;
+    return this.pool.length < this.limits.workers && !this.restarts.waiting ? this.start() : undefined;
+  }
+
+  /** The backoff's wait after a death is over: a worker is started again, and given the oldest waiting review. */
+  private restarted(): void {
+    if (this.closed || this.pool.length >= this.limits.workers) return;
+    const slot = this.start();
+    const next = this.waiting.shift();
+    if (next) this.judge(slot, next);
   }
 
   private judge(slot: ReviewWorker, review: Review): void {
@@ -171,11 +235,12 @@ export class ReviewOffload {
   }
 
   private start(): ReviewWorker {
-    const worker = new Worker(WORKER, { workerData: { authorizer: this.registry.context.authorizer !== undefined, mapper: this.registry.context.mapper !== undefined } });
+    const worker = new Worker(this.entry, { workerData: { authorizer: this.registry.context.authorizer !== undefined, mapper: this.registry.context.mapper !== undefined } });
     // The worker does not keep the process alive; the server's sockets do.
     worker.unref();
     const slot: ReviewWorker = { worker, judging: undefined };
-    for (const suite of this.suites.values()) worker.postMessage({ type: 'suite', suite } satisfies ToWorker);
+    for (const suite of this.suites.values()) worker.postMessage(this.suiteMessage({ suite }));
+    this.restarts.started();
     worker.on('message', (message: FromWorker) => this.onMessage(slot, message));
     worker.on('error', (err) => this.lost(slot, err));
     worker.on('exit', (code) => this.lost(slot, new Error(`the review worker exited (${code})`)));
@@ -183,21 +248,65 @@ export class ReviewOffload {
     return slot;
   }
 
-  /** The review in a lost worker fails with WorkerLostError (the server answers it by failurePolicy); a waiting one goes to a new worker. */
+  /**
+   * The review in a lost worker fails with WorkerLostError (the server answers it by failurePolicy);
+   * the suite it was compiling, else the one it was judging, counts a death, and is quarantined at
+   * the last; a new worker starts after the backoff's wait (another idle one takes a waiting review now).
+   */
   private lost(slot: ReviewWorker, err: Error): void {
     const index = this.pool.indexOf(slot);
     if (index === -1) return;
     this.pool.splice(index, 1);
-    if (!this.closed) this.log.error('a review worker stopped; the large review in it is answered by its failurePolicy', { error: err.message });
-    slot.judging?.reject(new WorkerLostError(`the review worker stopped: ${err.message}`));
+    const judging = slot.judging;
     slot.judging = undefined;
-    const next = this.closed ? undefined : this.waiting.shift();
-    if (next) this.judge(this.free()!, next);
+    judging?.reject(new WorkerLostError(`the review worker stopped: ${err.message}`));
+    if (this.closed) return;
+    // Only a death while compiling blames the suite: a review that kills its worker is the request's
+    // doing, and anyone can POST one to the endpoint (it asks no credential), so blaming its suite
+    // would let any client quarantine any suite. Such deaths are logged, counted and backed off.
+    const suspect = slot.compiling !== undefined ? this.suites.get(slot.compiling) : undefined;
+    const blamed = suspect && suiteKey(suspect);
+    const wait = this.restarts.died();
+    this.log.error('a review worker stopped; the large review in it is answered by its failurePolicy', { error: err.message, suite: blamed && suspect?.metadata.name, inMs: wait, deathsInARow: this.restarts.deaths });
+    for (const watcher of this.watchers) watcher.died?.('review');
+    if (blamed && suspect && this.quarantine.died(blamed, `a review worker stopped (${err.message}) while compiling generation ${suspect.metadata.generation ?? 0}`)) {
+      this.putInQuarantine(suspect);
+    }
+    const free = this.pool.find((s) => !s.judging);
+    const next = free && this.waiting.shift();
+    if (free && next) this.judge(free, next);
+  }
+
+  /** The suite's generation is quarantined now: not sent to the workers, its waiting reviews answered by failurePolicy. */
+  private putInQuarantine(suite: AdmissionSuite): void {
+    const name = suite.metadata.name;
+    const why = this.quarantine.why(suiteKey(suite))!;
+    this.log.error('suite quarantined: it stopped a review worker again and again; its large reviews are answered by their failurePolicy until it changes', { suite: name, generation: suite.metadata.generation, why });
+    for (const { worker } of this.pool) worker.postMessage({ type: 'removed', name } satisfies ToWorker);
+    for (const review of this.waiting.filter((r) => r.suite === name)) {
+      this.waiting.splice(this.waiting.indexOf(review), 1);
+      review.reject(new SuiteQuarantinedError(`suite ${name} is quarantined from the review workers: ${why}`));
+    }
+    for (const watcher of this.watchers) watcher.quarantined?.('review', name);
   }
 
   private onMessage(slot: ReviewWorker, message: FromWorker): void {
     const { worker } = slot;
     switch (message.type) {
+      case 'compiling':
+        slot.compiling = message.name;
+        return;
+      case 'compiled':
+        slot.compiling = undefined;
+        return;
+      case 'compile-failed': {
+        slot.compiling = undefined;
+        const suite = this.suites.get(message.name);
+        if (!suite || this.quarantine.why(suiteKey(suite))) return;
+        this.quarantine.hold(suiteKey(suite), `compiling it threw in a review worker: ${message.message}`);
+        this.putInQuarantine(suite);
+        return;
+      }
       case 'needs': {
         const { view, params } = this.registry.context;
         void lookupsFor(view, message.lookups ?? [], message.namespace).then((lookups) => {
@@ -255,4 +364,10 @@ async function lookupsFor(view: ClusterView, kinds: LookupKind[], namespace: str
   if (!first.missing || !view.whenReady) return first.out;
   await view.whenReady(kinds, LOOKUP_READY_WAIT_MS);
   return read().out;
+}
+
+/** A suite generation as a quarantine key: its name first (a suite removed forgets its keys by it). */
+function suiteKey(suite: { metadata: { name: string; uid?: string; generation?: number } }): string {
+  const { name, uid, generation } = suite.metadata;
+  return `${name}\n${uid ?? ''}\n${generation ?? 0}`;
 }

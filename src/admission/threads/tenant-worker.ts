@@ -4,7 +4,8 @@
  * expressions never run on the thread that answers the operator's probes, the suites' webhooks
  * and suite validation. Each request comes with what its policies read of the cluster (the
  * Namespace, the params each policy selects), gathered by the main thread; `authorizer` checks go
- * to the main thread. Makes no API call and opens no socket; decides nothing but the request.
+ * to the main thread. Says which policy it is compiling, so that one that kills it is known
+ * (tenants.ts quarantines it). Makes no API call and opens no socket; decides nothing but the request.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { MainQuestions } from './main-questions.ts';
@@ -52,9 +53,25 @@ const webhooks = { Mutating: namespacedWebhook('Mutating', registry), Validating
 
 port.on('message', (message: ToTenantWorker) => {
   switch (message.type) {
-    case 'policy':
-      registry.sync(message.policy);
+    case 'policy': {
+      const { namespace, name } = message.policy.metadata;
+      const policy = `${namespace}/${name}`;
+      // Said first: if compiling it kills the worker, the pool knows which policy did.
+      send({ type: 'compiling', policy });
+      try {
+        registry.sync(message.policy);
+      } catch (err) {
+        // Not evaluated here at all: the pool refuses the requests it matches (it is quarantined).
+        try {
+          registry.remove(namespace, name);
+        } finally {
+          send({ type: 'compile-failed', policy, message: String((err as Error)?.message ?? err).split('\n')[0]! });
+        }
+        return;
+      }
+      send({ type: 'compiled', policy });
       return;
+    }
     case 'removed':
       registry.remove(message.namespace, message.name);
       return;

@@ -15,6 +15,14 @@
  * - a worker that has not answered within `stuckAfterMs` (far past the policies' own deadline, so
  *   only an evaluation that escaped the meter) is stopped and started again; its request is
  *   answered by failurePolicy, naming its namespace.
+ * - a worker that dies (or is stopped as stuck) is started again, always, with backoff
+ *   (worker-restarts.ts), while the others keep evaluating; the policy it was compiling counts a
+ *   death (not those a request in it matched: anyone can POST a request to the endpoint, and
+ *   blaming its policies would let any client quarantine a team's policy); a policy
+ *   generation with QUARANTINE_AFTER of them (or whose compiling threw there) is quarantined: no
+ *   longer sent to a worker, every request it matches answered at once by failurePolicy (Fail), the
+ *   namespace's other requests and every other namespace evaluated as before, until it changes;
+ *   `quarantined` says so to its status.
  *
  * Owns the workers, the queues and their messages; what a decision is belongs to the registry.
  */
@@ -26,7 +34,9 @@ import type { AdmissionPolicy, ParamsRef, WebhookType } from '../../api/types.ts
 import type { FieldError } from '../../api/validate.ts';
 import type { ParamsSelection } from '../../api/params.ts';
 import type { PolicyRegistry } from '../../registry/policies.ts';
+import { policiesFor } from '../../registry/namespaced.ts';
 import type { LogWriter } from '../../log.ts';
+import { PoolRestarts, Quarantine, type BackoffOptions, type WorkerWatcher } from '../../worker-restarts.ts';
 
 /** What a request's policies read of the cluster, gathered by the main thread when it is dispatched. */
 export interface TenantContext {
@@ -44,6 +54,11 @@ export type ToTenantWorker =
 
 export type FromTenantWorker =
   | Question
+  /** About to compile the policy (namespace/name): if the worker dies before it says compiled, the policy is the suspect. */
+  | { type: 'compiling'; policy: string }
+  | { type: 'compiled'; policy: string }
+  /** Compiling the policy threw in the worker: it is quarantined (it would throw again). */
+  | { type: 'compile-failed'; policy: string; message: string }
   /** The worker began evaluating: from here its time counts (not while it starts or compiles the policies). */
   | { type: 'started'; id: number }
   | { type: 'answer'; id: number; decision: Decision; failed: boolean }
@@ -68,6 +83,10 @@ export interface TenantPoolOptions {
    * everyone else. A typical request (well under a millisecond) never rests.
    */
   restFactor: number;
+  /** When a worker that died is started again (RESTART_BACKOFF by default; tests shorten it). */
+  restart?: Partial<BackoffOptions>;
+  /** The workers' entry (tenant-worker.ts; tests wrap it). */
+  entry?: URL;
 }
 
 /** Evaluations shorter than this never make their namespace rest. */
@@ -87,6 +106,8 @@ interface Item {
 interface Slot {
   worker: Worker;
   item?: Item;
+  /** The policy (namespace/name) it said it is compiling, until it says it compiled it. */
+  compiling?: string;
   /** When the worker began evaluating its item (0: not yet). */
   startedAt: number;
 }
@@ -114,20 +135,31 @@ export class TenantPool {
   private nextId = 1;
   private watchdog: NodeJS.Timeout | undefined;
   private closed = false;
+  private readonly quarantine = new Quarantine();
+  /** Namespaces with a quarantined policy: only their requests are matched here before they are sent. */
+  private readonly held = new Set<string>();
+  private readonly restarts: PoolRestarts;
+  private readonly watchers: WorkerWatcher[] = [];
 
   constructor(registry: PolicyRegistry, log: LogWriter, options: Partial<TenantPoolOptions> = {}) {
     this.registry = registry;
     this.log = log;
     this.options = { ...TENANT_POOL_DEFAULTS, ...options };
+    this.restarts = new PoolRestarts(this.options.restart, () => this.restarted());
     for (const compiled of registry.all()) this.policies.set(`${compiled.namespace}/${compiled.name}`, compiled.source);
     this.withheld = registry.withheldEntries();
     registry.subscribe((change) => {
       let message: ToTenantWorker;
       if ('policy' in change) {
-        this.policies.set(`${change.policy.metadata.namespace}/${change.policy.metadata.name}`, change.policy);
-        message = { type: 'policy', policy: change.policy };
+        const name = `${change.policy.metadata.namespace}/${change.policy.metadata.name}`;
+        this.policies.set(name, change.policy);
+        const key = policyKey(change.policy);
+        // Older generations (and another policy once under the name) are not coming back.
+        this.forget((k) => k.startsWith(`${name}\n`) && k !== key);
+        message = this.policyMessage(change.policy);
       } else if ('removed' in change) {
         this.policies.delete(`${change.removed.namespace}/${change.removed.name}`);
+        this.forget((k) => k.startsWith(`${change.removed.namespace}/${change.removed.name}\n`));
         message = { type: 'removed', ...change.removed };
       } else {
         this.withheld = change.withheld;
@@ -137,10 +169,45 @@ export class TenantPool {
     });
   }
 
+  /** Tells `watcher` of each worker's death and each policy quarantined. */
+  watch(watcher: WorkerWatcher): void {
+    this.watchers.push(watcher);
+  }
+
+  /** Why this generation of the policy is not sent to the tenant workers (the requests it matches refused by failurePolicy); undefined when it is. */
+  quarantined(policy: AdmissionPolicy): string | undefined {
+    return this.quarantine.why(policyKey(policy));
+  }
+
+  /** What a worker is told of a policy: a quarantined generation is not sent (nor an earlier one kept: it is removed there). */
+  private policyMessage(policy: AdmissionPolicy): ToTenantWorker {
+    const { namespace, name } = policy.metadata;
+    return this.quarantine.why(policyKey(policy)) ? { type: 'removed', namespace, name } : { type: 'policy', policy };
+  }
+
+  private forget(drop: (key: string) => boolean): void {
+    this.quarantine.forget(drop);
+    this.held.clear();
+    for (const policy of this.policies.values()) if (this.quarantine.why(policyKey(policy))) this.held.add(policy.metadata.namespace);
+  }
+
+  /** The refusal of a request one of whose policies is quarantined; undefined for any other (checked only in namespaces that have one). */
+  private heldBack(webhook: WebhookType, request: AdmissionRequest): Decision | undefined {
+    const namespace = request.namespace ?? '';
+    if (!this.held.has(namespace)) return undefined;
+    for (const policy of policiesFor(request, webhook, this.registry)) {
+      const why = this.quarantine.why(policyKey(policy.source));
+      if (why) return refused(namespace, `AdmissionPolicy ${policy.name} is quarantined: ${why}`);
+    }
+    return undefined;
+  }
+
   /** The decision of the namespace's `webhook` policies on `request`: always resolves (by failurePolicy when they cannot be evaluated). */
   admit(webhook: WebhookType, request: AdmissionRequest): Promise<Decision> {
     const namespace = request.namespace ?? '';
     if (this.closed) return Promise.resolve(refused(namespace, 'the operator is stopping'));
+    const held = this.heldBack(webhook, request);
+    if (held) return Promise.resolve(held);
     const queue = this.queues.get(namespace) ?? [];
     if (queue.length >= this.options.maxQueued) {
       return Promise.resolve(refused(namespace, `${queue.length} of its requests are already waiting (the most one namespace may have); retry`));
@@ -157,6 +224,7 @@ export class TenantPool {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.restarts.close();
     clearInterval(this.watchdog);
     for (const [namespace, queue] of this.queues) for (const item of queue) item.resolve(refused(namespace, 'the operator is stopping'));
     this.queues.clear();
@@ -175,6 +243,13 @@ export class TenantPool {
       if (queue.length === 0) this.queues.delete(namespace);
       if (Date.now() - item.queuedAt > this.options.maxWaitMs) {
         item.resolve(refused(namespace, `it waited more than ${this.options.maxWaitMs} ms behind the namespace's other requests; retry`));
+        if (this.queues.has(namespace)) this.turns.push(namespace);
+        continue;
+      }
+      // One of its policies was quarantined while it waited: never sent to a worker.
+      const held = this.heldBack(item.webhook, item.request);
+      if (held) {
+        item.resolve(held);
         if (this.queues.has(namespace)) this.turns.push(namespace);
         continue;
       }
@@ -222,16 +297,24 @@ export class TenantPool {
   private freeSlot(): Slot | undefined {
     const free = this.slots.find((slot) => !slot.item);
     if (free) return free;
-    if (this.slots.length >= Math.max(1, this.options.workers)) return undefined;
+    if (this.slots.length >= Math.max(1, this.options.workers) || this.restarts.waiting) return undefined;
     return this.start();
+  }
+
+  /** The backoff's wait after a death is over: a worker is started again, and takes the waiting requests. */
+  private restarted(): void {
+    if (this.closed || this.slots.length >= Math.max(1, this.options.workers)) return;
+    this.start();
+    this.dispatch();
   }
 
   private start(): Slot {
     const { limits, protectedNamespaces, operatorNamespace, authorizer } = this.registry.context;
-    const worker = new Worker(WORKER, { workerData: { limits, protectedNamespaces, operatorNamespace, authorizer: authorizer !== undefined } });
+    const worker = new Worker(this.options.entry ?? WORKER, { workerData: { limits, protectedNamespaces, operatorNamespace, authorizer: authorizer !== undefined } });
     // The workers do not keep the process alive; the server's sockets do.
     worker.unref();
-    for (const policy of this.policies.values()) worker.postMessage({ type: 'policy', policy } satisfies ToTenantWorker);
+    for (const policy of this.policies.values()) worker.postMessage(this.policyMessage(policy));
+    this.restarts.started();
     if (this.withheld.length) worker.postMessage({ type: 'withheld', withheld: this.withheld } satisfies ToTenantWorker);
     const slot: Slot = { worker, startedAt: 0 };
     worker.on('message', (message: FromTenantWorker) => this.onMessage(slot, message));
@@ -248,6 +331,20 @@ export class TenantPool {
       case 'map':
         answerQuestion(this.registry.context, message, (answer) => slot.worker.postMessage(answer satisfies ToTenantWorker));
         return;
+      case 'compiling':
+        slot.compiling = message.policy;
+        return;
+      case 'compiled':
+        slot.compiling = undefined;
+        return;
+      case 'compile-failed': {
+        slot.compiling = undefined;
+        const policy = this.policies.get(message.policy);
+        if (!policy || this.quarantine.why(policyKey(policy))) return;
+        this.quarantine.hold(policyKey(policy), `compiling it threw in a tenant worker: ${message.message}`);
+        this.putInQuarantine(policy);
+        return;
+      }
       case 'started':
         if (slot.item?.id === message.id) slot.startedAt = Date.now();
         return;
@@ -268,13 +365,17 @@ export class TenantPool {
       if (!slot.item || slot.startedAt === 0 || now - slot.startedAt < this.options.stuckAfterMs) continue;
       const namespace = slot.item.namespace;
       this.log.warn('a tenant worker ran past its limit and was stopped; its request is answered by failurePolicy', { namespace, ms: now - slot.startedAt });
-      this.lost(slot, `their evaluation ran more than ${this.options.stuckAfterMs} ms and was stopped`);
+      this.lost(slot, `their evaluation ran more than ${this.options.stuckAfterMs} ms and was stopped`, 'it ran past the tenant workers\' limit and was stopped');
       void slot.worker.terminate();
     }
   }
 
-  /** The worker is gone: its request is answered by failurePolicy, and the next request starts a new one. */
-  private lost(slot: Slot, why: string): void {
+  /**
+   * The worker is gone: its request is answered by failurePolicy; the policy it was compiling, else
+   * those its request matched, count a death (quarantined at the last); a new worker starts after the
+   * backoff's wait, the others take the waiting requests meanwhile.
+   */
+  private lost(slot: Slot, why: string, death = why): void {
     const index = this.slots.indexOf(slot);
     if (index < 0) return;
     this.slots.splice(index, 1);
@@ -282,8 +383,33 @@ export class TenantPool {
       clearInterval(this.watchdog);
       this.watchdog = undefined;
     }
-    if (!this.closed && !slot.item) this.log.warn('a tenant worker stopped', { error: why });
+    if (this.closed) {
+      if (slot.item) this.finish(slot, refused(slot.item.namespace, why));
+      return;
+    }
+    const compiling = slot.compiling !== undefined ? this.policies.get(slot.compiling) : undefined;
+    // The request's policies are not suspects: a request that kills a worker is its sender's doing.
+    const suspects = compiling ? [compiling] : [];
+    const wait = this.restarts.died();
+    this.log.warn('a tenant worker stopped; starting it again', { error: why, namespace: slot.item?.namespace, inMs: wait, deathsInARow: this.restarts.deaths });
+    for (const watcher of this.watchers) watcher.died?.('tenant');
+    for (const policy of suspects) if (this.quarantine.died(policyKey(policy), `${death} while compiling it`)) this.putInQuarantine(policy);
     if (slot.item) this.finish(slot, refused(slot.item.namespace, why));
     else this.dispatch();
   }
+
+  /** The policy's generation is quarantined now: not sent to the workers; the requests it matches are refused before they are. */
+  private putInQuarantine(policy: AdmissionPolicy): void {
+    const { namespace, name } = policy.metadata;
+    this.held.add(namespace);
+    this.log.error('AdmissionPolicy quarantined: it stopped a tenant worker again and again; the requests it matches are refused by failurePolicy until it changes', { namespace, policy: name, generation: policy.metadata.generation, why: this.quarantine.why(policyKey(policy)) });
+    for (const slot of this.slots) slot.worker.postMessage({ type: 'removed', namespace, name } satisfies ToTenantWorker);
+    for (const watcher of this.watchers) watcher.quarantined?.('tenant', `${namespace}/${name}`);
+  }
+}
+
+/** A policy generation as a quarantine key: namespace/name first (a policy removed forgets its keys by it). */
+function policyKey(policy: AdmissionPolicy): string {
+  const { namespace, name, uid, generation } = policy.metadata;
+  return `${namespace}/${name}\n${uid ?? ''}\n${generation ?? 0}`;
 }

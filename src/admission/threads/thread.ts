@@ -396,6 +396,7 @@ export class AdmissionThread {
         for (const listener of this.quarantineListeners) listener(suspect.name);
       }
       const wait = this.backoff.died();
+      this.options.metrics.workerDied('admission-thread');
       log.error('the admission thread stopped; starting it again', { code, inMs: wait, deathsInARow: this.backoff.deaths, compiling: suspect?.name });
       this.restartTimer = setTimeout(() => this.start(), wait);
     });
