@@ -23,7 +23,8 @@ export interface Reply {
 export interface TestEndpoint {
   port: number;
   caPem: string;
-  post(path: string, body: string, contentType?: string): Promise<Reply>;
+  /** POSTs `body` to `path` (on its own connection, or on `agent`'s, as a client keeping them alive would). */
+  post(path: string, body: string, contentType?: string, agent?: https.Agent): Promise<Reply>;
   close(): Promise<void>;
   /** The server itself, for tests that inject a fault into it. */
   server: AdmissionServer;
@@ -44,12 +45,18 @@ export async function startTestEndpoint(
   const app = new AdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger, ...(limits ? { limits } : {}), ...(apiServers ? { apiServers } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
-  const post = (path: string, body: string, contentType = 'application/json'): Promise<Reply> =>
+  const post = (path: string, body: string, contentType = 'application/json', agent?: https.Agent): Promise<Reply> =>
     new Promise((resolve, reject) => {
-      const req = https.request({ host: '127.0.0.1', port, path, method: 'POST', servername: SERVER_NAME, ca: ca.certPem, headers: { 'content-type': contentType } }, (res) => {
+      const req = https.request({ host: '127.0.0.1', port, path, method: 'POST', servername: SERVER_NAME, ca: ca.certPem, ...(agent ? { agent } : {}), headers: { 'content-type': contentType } }, (res) => {
         let text = '';
         res.on('data', (chunk) => (text += chunk));
-        res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined, at: Date.now() }));
+        res.on('end', () => {
+          try {
+            resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined, at: Date.now() });
+          } catch (err) {
+            reject(err);
+          }
+        });
       });
       req.on('error', reject);
       req.end(body);

@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import { startTestEndpoint, SERVER_NAME, type TestEndpoint } from '../support/endpoint.ts';
+import { startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
 import { holdingSocket } from '../support/held-sockets.ts';
 import { eventually } from '../support/wait.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
@@ -36,18 +36,7 @@ function keepingClient(endpoint: TestEndpoint, localAddress: string) {
     socket.once('close', () => closed++);
     return socket;
   }) as typeof agent.createConnection;
-  const post = () =>
-    new Promise<number>((resolve, reject) => {
-      const req = https.request(
-        { host: '127.0.0.1', port: endpoint.port, path: '/admit/guards/replicas', method: 'POST', servername: SERVER_NAME, ca: endpoint.caPem, agent, headers: { 'content-type': 'application/json' } },
-        (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode!));
-        },
-      );
-      req.on('error', reject);
-      req.end(JSON.stringify(fixtures.deploymentCreate()));
-    });
+  const post = () => endpoint.post('/admit/guards/replicas', JSON.stringify(fixtures.deploymentCreate()), undefined, agent).then((reply) => reply.status);
   /** `n` requests at once: on a fresh client, each opens a connection of its own. */
   const burst = (n: number) => Promise.allSettled(Array.from({ length: n }, post));
   return { burst, opened: () => sockets.length, closed: () => closed, close: () => agent.destroy() };

@@ -48,18 +48,7 @@ describe('admission: the endpoint bounds what one client can hold', function () 
   it('refuses connections beyond the cap, keeps answering on open ones, and drops half-open handshakes at the timeout', async function () {
     // An established keep-alive connection, as the API server holds them.
     const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
-    const send = () =>
-      new Promise<number>((resolve, reject) => {
-        const req = https.request(
-          { host: '127.0.0.1', port: endpoint.port, path: '/admit/guards/replicas', method: 'POST', servername: SERVER_NAME, ca: endpoint.caPem, agent, headers: { 'content-type': 'application/json' } },
-          (res) => {
-            res.resume();
-            res.on('end', () => resolve(res.statusCode!));
-          },
-        );
-        req.on('error', reject);
-        req.end(review());
-      });
+    const send = () => endpoint.post('/admit/guards/replicas', review(), undefined, agent).then((reply) => reply.status);
     expect(await send()).to.equal(200);
 
     // Half-open sockets (TCP only, no ClientHello) up to and beyond the cap.
