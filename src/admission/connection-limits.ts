@@ -107,11 +107,20 @@ export class ConnectionLimits {
   private readonly sizing: ConnectionSizing;
   private readonly log: LogWriter;
   private readonly onChange: (counts: ConnectionCounts) => void;
+  private readonly onNearing: (kind: ConnectionKind, cause: string) => void;
 
-  constructor(limits: ConnectionLimitsOptions, sizing: ConnectionSizing, log: LogWriter, onChange: (counts: ConnectionCounts) => void = () => undefined) {
+  /** `onNearing` is told each warning as it is logged (at most once per LOG_MS): the operator raises an Event from it. */
+  constructor(
+    limits: ConnectionLimitsOptions,
+    sizing: ConnectionSizing,
+    log: LogWriter,
+    onChange: (counts: ConnectionCounts) => void = () => undefined,
+    onNearing: (kind: ConnectionKind, cause: string) => void = () => undefined,
+  ) {
     this.sizing = sizing;
     this.log = log;
     this.onChange = onChange;
+    this.onNearing = onNearing;
     this.max = limits.maxConnections;
     this.perAddress = Math.min(limits.maxConnectionsPerAddress, limits.maxConnections);
   }
@@ -247,7 +256,10 @@ export class ConnectionLimits {
   private logNearing(): void {
     for (const kind of ['apiserver', 'other'] as const) {
       const near = this.nearing[kind];
-      if (near) this.log.warn('connections near the connection limits', { kind, cause: near });
+      if (near) {
+        this.log.warn('connections near the connection limits', { kind, cause: near });
+        this.onNearing(kind, near);
+      }
       this.nearing[kind] = undefined;
     }
   }

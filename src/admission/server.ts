@@ -28,7 +28,7 @@ import type { AdmissionRequest } from '../api/admission-review.ts';
 import { encodeFailure, parseJson } from './review-codec.ts';
 import { HeldElsewhere } from '../handlers/handler.ts';
 import { errorMessage } from '../error-message.ts';
-import { ConnectionLimits, type ConnectionCounts } from './connection-limits.ts';
+import { ConnectionLimits, type ConnectionCounts, type ConnectionKind } from './connection-limits.ts';
 
 /** The API server sends objects up to its own 3 MiB limit, twice for an UPDATE. */
 export const BODY_LIMIT = 7 * 1024 * 1024;
@@ -120,7 +120,7 @@ export interface AdmissionServerOptions {
   tenants?: Partial<TenantPoolOptions>;
   certificates: CertificateStore;
   /** Where refused requests are counted (the operator's Metrics). */
-  metrics: { countRejected(code: string): void; webhook?(suite: string, webhook: string): WebhookObserver; connections?(counts: ConnectionCounts): void };
+  metrics: { countRejected(code: string): void; webhook?(suite: string, webhook: string): WebhookObserver; connections?(counts: ConnectionCounts): void; connectionsNear?(kind: ConnectionKind, cause: string): void };
   /**
    * The API server's source addresses (the `kubernetes` EndpointSlices; loopback in local mode),
    * normalized (no `::ffff:`): their connections are sized by the suites served, never refused for
@@ -238,6 +238,7 @@ export class AdmissionServer {
       { suites: () => registry.size, isApiServer: (address) => apiServers.has(address), apiServerAddresses: () => apiServers.size },
       log,
       metrics.connections?.bind(metrics),
+      metrics.connectionsNear?.bind(metrics),
     );
     this.server = this.newServer();
   }

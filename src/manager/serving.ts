@@ -8,6 +8,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { AdmissionSuite } from '../api/types.ts';
 import { AdmissionServer } from '../admission/server.ts';
+import type { ConnectionKind } from '../admission/connection-limits.ts';
 import type { ParamsAccessCheck } from '../admission/suite-validation.ts';
 import { AdmissionThread } from '../admission/threads/thread.ts';
 import type { Kube } from '../apiserver/client.ts';
@@ -27,6 +28,8 @@ import type { Registries } from './registries.ts';
 
 export interface Serving {
   admission: AdmissionServer;
+  /** Told when the admission endpoint nears a connection limit, with the cause (operator.ts raises an Event). */
+  onConnectionsNear(listener: (kind: ConnectionKind, cause: string) => void): void;
   thread?: AdmissionThread;
   schemas: OpenApiSchemas;
   authorRights: PolicyAuthorRights;
@@ -66,6 +69,8 @@ export async function startServing(
     ...(config.nativeEnforcement ? { nativeRefusals: (suite: AdmissionSuite, old: AdmissionSuite | undefined) => nativeRefusals(kube, config, suite, old) } : {}),
   };
   let draining = false;
+  const nearListeners: ((kind: ConnectionKind, cause: string) => void)[] = [];
+  const connectionsNear = (kind: ConnectionKind, cause: string) => nearListeners.forEach((listener) => listener(kind, cause));
   // Read at apply and reconcile time only (type checking), cached by the documents' hashes.
   const schemas = new OpenApiSchemas(kubeConfig);
   // The endpoint's limits the flags set: connections in the server that listens, review workers in the one that judges large reviews (either may be both).
@@ -77,7 +82,7 @@ export async function startServing(
     registry,
     policies: policyRegistry,
     certificates,
-    metrics: { countRejected: (code) => metrics.countRejected(code), webhook: (suite, webhook) => metrics.webhook(suite, webhook), connections: (counts) => recordConnections(metrics, counts) },
+    metrics: { countRejected: (code) => metrics.countRejected(code), webhook: (suite, webhook) => metrics.webhook(suite, webhook), connections: (counts) => recordConnections(metrics, counts), connectionsNear },
     apiServers: apiServers.set,
     log: componentLogger('admission'),
     paramsAccess,
@@ -100,6 +105,7 @@ export async function startServing(
         log: componentLogger('admission'),
         limits,
         apiServers,
+        connectionsNear,
         handlerModules: config.handlerModules,
         shadowed: (suite, webhook, ref, results) => auditor?.live(suite, webhook, ref, results),
         // The validation webhooks answered in the thread, as `admission` answers them: an apply is not queued behind reconciles.
@@ -119,6 +125,7 @@ export async function startServing(
   }
   return {
     admission,
+    onConnectionsNear: (listener) => nearListeners.push(listener),
     thread,
     schemas,
     authorRights,

@@ -165,6 +165,16 @@ describe(`the API server is never the client refused: ${SUITES} suites each answ
       expect(failures, `${failures.length} of ${SUITES} failed, e.g. ${failures.slice(0, 3).join(' | ')}`).to.deep.equal([]);
       // The attack was met: its sockets were closed (and opened again) while the creates were answered.
       expect(closed).to.be.above(0);
+      // Said before anything from the API server was refused: a Warning Event on the operator's endpoint, naming the cause.
+      const warned = await eventually(
+        async () => {
+          const events = await cluster().kubeConfig.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace: 'default', fieldSelector: 'reason=ConnectionsNearLimit' });
+          const ours = events.items.filter((e) => e.regarding?.kind === 'ValidatingWebhookConfiguration' && e.regarding.name === 'portcullis-admissionsuites' && e.type === 'Warning');
+          return ours[0] ?? Promise.reject(new Error(`no ConnectionsNearLimit Event yet (${events.items.length} with the reason)`));
+        },
+        { what: 'a Warning Event saying the connections near their limit' },
+      );
+      expect(warned.note).to.match(/^the admission endpoint nears its connection limits \(apiserver\): the API server's address 127\.0\.0\.1 holds \d+ of its allowance of \d+ connections/);
     } finally {
       attacking = false;
       for (const held of sockets.splice(0)) held.socket.destroy();

@@ -190,6 +190,7 @@ const server = new AdmissionServer({
       connections = counts;
       flushTimer ??= setTimeout(sendObservations, BATCH_DELAY_MS).unref();
     },
+    connectionsNear: (kind, cause) => observe(['connections-near', kind, cause]),
   },
   apiServers,
   log,

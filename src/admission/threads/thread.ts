@@ -36,7 +36,7 @@ import type { TypeCheckDefault } from '../../registry/typecheck.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
 import { sizeNurseryForAdmission } from '../v8-tuning.ts';
 import { SERVING_LIMITS, type AdmissionServer, type Answered, type ListenOptions, type ServingLimits } from '../server.ts';
-import type { ConnectionCounts } from '../connection-limits.ts';
+import type { ConnectionCounts, ConnectionKind } from '../connection-limits.ts';
 
 export type MirroredKind = 'Namespace' | 'LimitRange';
 
@@ -47,7 +47,9 @@ export type Observation =
   | ['shadowed', suite: string, webhook: string, ref: ObjectRef, results: CheckResult[]]
   | ['rejected', code: string]
   /** The endpoint's connections by kind, as they stood when the batch was sent. */
-  | ['connections', counts: ConnectionCounts];
+  | ['connections', counts: ConnectionCounts]
+  /** A connection limit neared (admission/connection-limits.ts), with its cause. */
+  | ['connections-near', kind: ConnectionKind, cause: string];
 
 export interface ThreadData {
   listen: ListenOptions;
@@ -122,6 +124,8 @@ export interface AdmissionThreadOptions {
   /** Where the thread's lines are written, and its own troubles. */
   log: Logger;
   limits?: Partial<ServingLimits>;
+  /** Told when the thread's endpoint nears a connection limit, with the cause (the operator raises an Event). */
+  connectionsNear?(kind: ConnectionKind, cause: string): void;
   /** The API server's addresses (apiserver/apiserver-addresses.ts), copied as they change: the endpoint's limits size their connections by the suites served. */
   apiServers?: { subscribe(listener: (addresses: string[]) => void): () => void };
   /**
@@ -480,6 +484,10 @@ export class AdmissionThread {
       }
       if (observation[0] === 'connections') {
         recordConnections(metrics, observation[1]);
+        continue;
+      }
+      if (observation[0] === 'connections-near') {
+        this.options.connectionsNear?.(observation[1], observation[2]);
         continue;
       }
       const [kind, suite, webhook] = observation;
