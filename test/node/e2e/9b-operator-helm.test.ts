@@ -1,5 +1,6 @@
 /**
- * The chart as users install it (issue 14): `helm install` of charts/portcullis on the real node,
+ * The chart as users install it (issues 14 and 51): `helm package` of charts/portcullis, then
+ * `helm install` of the packaged .tgz (what a release publishes) on the real node,
  * with the operator's own image, gives two Ready replicas and a leader; a suite applied then
  * denies through the API server; the suite deleted, `helm uninstall` leaves nothing of Portcullis
  * behind but the operator CA's Secret, which goes with the namespace. Runs after deploy/'s
@@ -7,6 +8,8 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { eventually } from '../../support/wait.ts';
 import { ensureHelm } from '../../../src/local/binaries.ts';
@@ -18,7 +21,7 @@ const NS = 'helm-guarded';
 const SUITE = 'helm-guard';
 const MESSAGE = 'helm-guard: ConfigMaps named forbidden-* are refused';
 
-describe('the operator installed with helm install charts/portcullis', function () {
+describe('the operator installed with helm install of the packaged chart', function () {
   this.timeout(5 * 60_000);
   let helmBinary: string;
   let dropNamespace: (() => Promise<void>) | undefined;
@@ -39,8 +42,13 @@ describe('the operator installed with helm install charts/portcullis', function 
   });
 
   it('installs, denies through the chart-installed operator, and uninstalls leaving nothing', async function () {
+    // Packaged as a release packages it: the archive named for the project's one version.
+    const version = (JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
+    const packaged = await helm(['package', path.join(REPO, 'charts/portcullis'), '--destination', fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-chart-'))]);
+    const archive = /saved it to: (\S+\.tgz)/.exec(packaged)?.[1];
+    expect(archive, packaged).to.match(new RegExp(`/portcullis-${version.replaceAll('.', '\\.')}\\.tgz$`));
     const t0 = performance.now();
-    await helm(['install', 'portcullis', path.join(REPO, 'charts/portcullis'), '--namespace', OPERATOR_NS, '--create-namespace', '--wait', '--timeout', '180s']);
+    await helm(['install', 'portcullis', archive!, '--namespace', OPERATOR_NS, '--create-namespace', '--wait', '--timeout', '180s']);
     await settledReplicas();
     await leader();
     process.stderr.write(`      helm install: 2 Ready replicas and a leader after ${seconds(performance.now() - t0)}\n`);
