@@ -5,7 +5,8 @@
  * files/crd*.yaml are crds/'s CRDs byte for byte (the OpenReports and wgpolicyk8s.io report CRDs
  * too: those are upstream's files as published, with a comment on top naming the release);
  * docs/reference/ is the API reference of our two CRDs (tools/crd-reference.ts); docs/cli.md the
- * command-line reference, from the two --help texts (tools/cli-reference.ts). `npm run
+ * command-line reference, from the two --help texts (tools/cli-reference.ts); the chart's README
+ * with its values table (tools/chart-readme.ts). `npm run
  * manifests` writes them; test/e2e/manifests-drift.test.ts fails when a rendered copy drifts.
  * Never edits a source.
  */
@@ -17,6 +18,7 @@ import { isDeepStrictEqual } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { ensureBinaries } from '../src/local/binaries.ts';
 import { helpOf, renderCliReference } from './cli-reference.ts';
+import { renderChartReadme } from './chart-readme.ts';
 import { renderCrdReference, renderReferenceIndex, type ReferenceOptions } from './crd-reference.ts';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -60,6 +62,8 @@ const COPIES: [file: string, source: string][] = [
 export const REFERENCE_DIR = 'docs/reference';
 /** The command-line reference: `portcullis --help` and the operator's `--help`, as a page. */
 export const CLI_REFERENCE = 'docs/cli.md';
+/** The chart's page, with its values table from values.yaml's comments. */
+export const CHART_README = 'charts/portcullis/README.md';
 const REFERENCE_PAGES: [file: string, source: string][] = [
   [`${REFERENCE_DIR}/admissionsuite.md`, CRD_SOURCE],
   [`${REFERENCE_DIR}/admissionpolicy.md`, POLICY_CRD_SOURCE],
@@ -106,6 +110,8 @@ export async function renderManifests(): Promise<Map<string, string>> {
   rendered.set(`${REFERENCE_DIR}/README.md`, renderReferenceIndex(pages, { file: `${REFERENCE_DIR}/README.md`, regenerate: REGENERATE, upstream }));
   const [cliHelp, operatorHelp] = await Promise.all([helpOf(ROOT, 'src/cli/main.ts'), helpOf(ROOT, 'src/main.ts')]);
   rendered.set(CLI_REFERENCE, renderCliReference(cliHelp, operatorHelp, { file: CLI_REFERENCE, regenerate: REGENERATE }));
+  const chartFile = (name: string) => fs.readFileSync(path.join(ROOT, 'charts/portcullis', name), 'utf8');
+  rendered.set(CHART_README, renderChartReadme(chartFile('values.yaml'), chartFile('Chart.yaml'), { file: CHART_README, regenerate: REGENERATE }));
   return rendered;
 }
 
