@@ -12,6 +12,7 @@ import { githubSlug } from '../../tools/markdown-links.ts';
 const pages = [
   { text: 'Overview', link: '/' },
   { text: 'Getting started', link: '/getting-started' },
+  { text: 'Install on your cluster', link: '/install' },
   { text: 'Concepts', link: '/concepts' },
   { text: 'Operating it', link: '/operating' },
   { text: 'Conditions and reasons', link: '/conditions' },
