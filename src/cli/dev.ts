@@ -117,9 +117,12 @@ export async function startDev(options: DevOptions): Promise<DevLoop> {
   say(`serving ${source}; watching ${root} for changes`);
   let timer: NodeJS.Timeout | undefined;
   let restarting: Promise<void> = Promise.resolve();
-  const watcher = fs.watch(root, { recursive: true }, (_event, name) => {
+  // Not watched at all, not only not acted on: a module's node_modules holds thousands of files, a
+  // watch (kernel inotify, shared by the user's every process) each.
+  const notWatched = /(^|\/)(node_modules|dist|\.git)(\/|$)/;
+  const watcher = fs.watch(root, { recursive: true, ignore: notWatched }, (_event, name) => {
     const changed = String(name ?? '');
-    if (/(^|\/)(node_modules|dist|\.git)(\/|$)/.test(changed)) return;
+    if (notWatched.test(changed)) return;
     clearTimeout(timer);
     timer = setTimeout(() => {
       restarting = restarting.then(async () => {

@@ -1,15 +1,14 @@
 /**
  * `portcullis dev MODULE --suite FILE` through the real API server: the command run as a user runs
  * it (its own process, against the test cluster with --kubeconfig), serving a copy of the
- * unique-ingress-host example from its TypeScript source; the suite applied by it denies a
+ * unique-ingress-host example (outside the repository, `portcullis` installed from the packed
+ * tarball) from its TypeScript source; the suite applied by it denies a
  * duplicate host; after the source is edited and saved, the operator is started again and the
  * next denial is in the edited words. Scoped to this file's namespaces (hmod-dev-*).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import * as k8s from '@kubernetes/client-node';
@@ -18,8 +17,8 @@ import { deleteSuite } from '../support/suites.ts';
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { deleteIfExists } from '../../src/apiserver/client.ts';
+import { installExample } from '../support/package.ts';
 
-const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const EXAMPLE = path.join(REPO, 'examples', 'unique-ingress-host');
 const NS = { a: 'hmod-dev-a', b: 'hmod-dev-b' };
@@ -52,13 +51,8 @@ describe('portcullis dev: a handler module served from source, reloaded on save'
   let output = '';
 
   before(async function () {
-    // The example's dependencies (portcullis/sdk, linked into this repository), installed as its users install them.
-    const env = { ...process.env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH}` };
-    await run('npm', ['install', '--offline', '--no-audit', '--no-fund'], { cwd: EXAMPLE, env, timeout: 120_000 });
-    work = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-dev-e2e-'));
-    fs.cpSync(path.join(EXAMPLE, 'src'), path.join(work, 'src'), { recursive: true });
-    fs.copyFileSync(path.join(EXAMPLE, 'package.json'), path.join(work, 'package.json'));
-    fs.symlinkSync(path.join(EXAMPLE, 'node_modules'), path.join(work, 'node_modules'));
+    // A copy of the example outside the repository, its dependencies (portcullis/sdk from the packed tarball) installed as its users install them.
+    work = await installExample(EXAMPLE);
     fs.writeFileSync(path.join(work, 'suite.yaml'), suiteYaml);
     await Promise.all(Object.values(NS).map((name) => ensureNamespace(name)));
   });

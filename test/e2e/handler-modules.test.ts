@@ -1,7 +1,8 @@
 /**
  * Handler modules (--handler-modules) through the real API server. The example module
- * (examples/unique-ingress-host, and examples/replicas-quota) is built as its users build it (its own `npm install`, offline:
- * its dependencies are links into this repository, then `npm run build`) and copied into a folder
+ * (examples/unique-ingress-host, and examples/replicas-quota) is built as its users build it (copied
+ * out of the repository, its own `npm install` with `portcullis` from the packed tarball, then
+ * `npm run build`: test/support/package.ts) and copied into a folder
  * with three more modules: one whose handler throws, one whose handler busy-loops past its budget,
  * and one built for another major version of the handler API (refused at start, in one log line).
  * The operator loads the folder; suites name the handlers as they name built-ins; an Ingress with
@@ -12,11 +13,9 @@
  * lays it out (its worker's bundle found beside main.js). Everything is scoped to this file's
  * namespaces (hmod-*).
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
@@ -36,10 +35,10 @@ import { quantile } from '../../bench/stats.ts';
 import { buildApp } from '../../tools/build.ts';
 import { OPERATOR_NODE_FLAGS } from '../../src/admission/v8-tuning.ts';
 import { spawnOperator, type OperatorProcess } from '../support/process.ts';
+import { installExample, npm } from '../support/package.ts';
 import type { Operator } from '../../src/manager/operator.ts';
 import type { HandlerRef, LabelSelector, SuiteSpec, WebhookSpec } from '../../src/api/types.ts';
 
-const run = promisify(execFile);
 const EXAMPLE = fileURLToPath(new URL('../../examples/unique-ingress-host', import.meta.url));
 const QUOTA_EXAMPLE = fileURLToPath(new URL('../../examples/replicas-quota', import.meta.url));
 const NS = { a: 'hmod-a', b: 'hmod-b', quota: 'hmod-quota', faults: 'hmod-faults', other: 'hmod-other' };
@@ -101,11 +100,13 @@ function exampleFolder(...examples: string[]): string {
   return dir;
 }
 
-/** `npm <args>` in `cwd` with this Node (24) first on PATH, as a user's shell would have it. */
-async function npm(cwd: string, ...args: string[]): Promise<string> {
-  const env = { ...process.env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH}` };
-  const { stdout } = await run('npm', args, { cwd, env, timeout: 120_000 });
-  return stdout;
+const built = new Map<string, Promise<string>>();
+
+/** The example as its users build it, outside the repository (once per run): its folder, holding dist/index.js. */
+function builtExample(example: string): Promise<string> {
+  let folder = built.get(example);
+  if (!folder) built.set(example, (folder = installExample(example).then(async (installed) => (await npm(installed, 'run', 'build'), installed))));
+  return folder;
 }
 
 async function timed<T>(call: () => Promise<T>): Promise<{ ms: number; result?: T; refused?: { code?: number; message?: string } }> {
@@ -128,12 +129,8 @@ describe('handler modules through the real API server', function () {
 
   before(async function () {
     this.timeout(240_000);
-    // Built as a user builds it: its own install (offline: its devDependencies link into this repository) and build.
-    for (const example of [EXAMPLE, QUOTA_EXAMPLE]) {
-      await npm(example, 'install', '--offline', '--no-audit', '--no-fund');
-      await npm(example, 'run', 'build');
-    }
-    modules = exampleFolder(EXAMPLE, QUOTA_EXAMPLE);
+    // Built as a user builds it: outside the repository, with the package from its tarball.
+    modules = exampleFolder(await builtExample(EXAMPLE), await builtExample(QUOTA_EXAMPLE));
     fs.writeFileSync(path.join(modules, 'throws.mjs'), faultyModule('e2e.portcullis.dev/Throws', "() => { throw new Error('the config service is down'); }"));
     fs.writeFileSync(path.join(modules, 'allows.mjs'), faultyModule('e2e.portcullis.dev/Allows', '() => ({ allowed: true })'));
     fs.writeFileSync(path.join(modules, 'spins.mjs'), faultyModule('e2e.portcullis.dev/Spins', '() => { const end = Date.now() + 5_000; while (Date.now() < end); return { allowed: true }; }'));
@@ -164,8 +161,8 @@ describe('handler modules through the real API server', function () {
 
   it('passes the examples\' own tests as their users run them: npm test (the handler), npm run test:suite (portcullis test --handler-modules)', async function () {
     this.timeout(120_000);
-    for (const example of [EXAMPLE, QUOTA_EXAMPLE]) expect(await npm(example, 'test')).to.match(/ℹ fail 0/);
-    expect(await npm(EXAMPLE, 'run', 'test:suite')).to.contain('3 of 3 expectations met');
+    for (const example of [EXAMPLE, QUOTA_EXAMPLE]) expect(await npm(await builtExample(example), 'test')).to.match(/ℹ fail 0/);
+    expect(await npm(await builtExample(EXAMPLE), 'run', 'test:suite')).to.contain('3 of 3 expectations met');
   });
 
   it('refuses on apply a suite naming a handler no module serves, or a config the handler refuses, naming the field', async function () {
@@ -271,12 +268,8 @@ describe('handler modules in the image bundle (tools/build.ts), run as the image
   before(async function () {
     app = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-bundle-'));
     await buildApp(app);
-    // The example was built by the describe above (npm run build); built again here when this one runs alone.
-    if (!fs.existsSync(path.join(EXAMPLE, 'dist', 'index.js'))) {
-      await npm(EXAMPLE, 'install', '--offline', '--no-audit', '--no-fund');
-      await npm(EXAMPLE, 'run', 'build');
-    }
-    modules = exampleFolder(EXAMPLE);
+    // The example the describe above built (built here when this one runs alone).
+    modules = exampleFolder(await builtExample(EXAMPLE));
     await Promise.all([BUNDLE_NS.a, BUNDLE_NS.b].map((name) => ensureNamespace(name)));
   });
 
