@@ -4,9 +4,14 @@
  * registration the operator writes, read as the API server reads it: rules for a CREATE,
  * namespaceSelector, objectSelector, matchConditions; a policy's own namespace and exclusions), and
  * its checks, one per validation, each compiled as a webhook of its own so that a result names the
- * validation that failed. An object is judged as the API server would judge a CREATE of it.
- * A check that reads what only a request has (the user, the old object, `authorizer`, dryRun,
- * the options) is a `skip` with that reason, never guessed. Compiles; does no I/O.
+ * validation that failed. An object is judged as the API server would judge a CREATE of it:
+ * every matchCondition, those the API server evaluates (webhook semantics) and those the operator
+ * evaluates (compiled by the admission path's own compileWebhook, with the webhook's
+ * failurePolicy), decides whether it is judged at all; `oldObject` is null, as on a create; an
+ * evaluation error counts as the webhook's failurePolicy answers it (Fail: `error`, failing;
+ * Ignore: admitted, a `skip` saying so). A check that reads what only a request has (the user,
+ * `authorizer`, dryRun, the options) is a `skip` with that reason, never guessed. Compiles; does
+ * no I/O.
  */
 import type { AdmissionPolicy, AdmissionSuite, FailurePolicy, MatchCondition, RuleWithOperations, WebhookSpec } from '../api/types.ts';
 import { outcomeOf, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
@@ -17,6 +22,9 @@ import { findHandler } from '../handlers/registry.ts';
 import { compileWebhook, type CompileContext } from '../registry/compile.ts';
 import { compileMatchConditions, notCalledBecause, ruleMatches, type RegisteredWebhook } from '../registry/match.ts';
 import { compile, type ResultType } from '../policy/engine/environment.ts';
+import { planMatchConditions } from '../policy/engine/match-conditions.ts';
+import type { RulesOptions } from '../policy/engine/rules.ts';
+import { POLICY_FAILURE_POLICY } from '../registry/policies.ts';
 import { ActivationReads } from '../policy/values/reads.ts';
 import type { Program } from '../policy/celjs/program.ts';
 import type { PolicyLimits } from '../api/validate.ts';
@@ -67,7 +75,7 @@ export interface AuditTarget {
 }
 
 /** The fields of `request` an object's CREATE has whatever the requester: everything else is the request's own. */
-const OBJECT_REQUEST_FIELDS = new Set(['kind', 'resource', 'name', 'namespace', 'operation', 'requestKind', 'requestResource', 'subResource', 'requestSubResource']);
+const OBJECT_REQUEST_FIELDS = new Set(['kind', 'resource', 'name', 'namespace', 'operation', 'requestKind', 'requestResource', 'subResource', 'requestSubResource', 'oldObject']);
 
 /**
  * Why expressions cannot be judged on a stored object, or undefined when they can: what they
@@ -75,7 +83,6 @@ const OBJECT_REQUEST_FIELDS = new Set(['kind', 'resource', 'name', 'namespace', 
  */
 export function requestOnlyReads(programs: (Program | undefined)[]): string | undefined {
   const reads = new ActivationReads(programs);
-  if (reads.uses('oldObject')) return 'reads oldObject, which only an update or a delete has';
   if (reads.uses('authorizer')) return "asks authorizer, which answers for the requesting user";
   if (!reads.uses('request')) return undefined;
   const request = reads.of('request');
@@ -94,6 +101,9 @@ function programOf(expression: string | undefined, expect: ResultType[], params:
   }
 }
 
+/** How a policy is compiled (registry/policies.ts): its cost budget, every matchCondition the operator's. */
+const policyOptions = (limits: PolicyLimits): RulesOptions => ({ costBudget: limits.costBudget, allMatchConditions: true, strictCost: true });
+
 /** The CREATE rules of `rules` (a stored object is judged as its CREATE). */
 function createRules(rules: RuleWithOperations[]): RuleWithOperations[] {
   return rules.filter((r) => (r.operations ?? []).some((o) => o === '*' || o === 'CREATE'));
@@ -105,10 +115,18 @@ interface Check {
   admit?: (request: AdmissionRequest) => Decision | Promise<Decision>;
 }
 
-/** A decision of one check as a result; `warnOnly`: its failures only warn (validationActions [Warn]). */
-function resultOf(rule: string, decision: Decision, warnOnly: boolean): CheckResult {
+/** What a create that errored is, under `failurePolicy`: Fail rejects it (failing), Ignore admits it (a skip that says why). */
+function erroredResult(rule: string, message: string, failurePolicy: FailurePolicy): CheckResult {
+  return failurePolicy === 'Ignore' ? { rule, result: 'skip', message: `errored, which failurePolicy Ignore admits: ${message}` } : { rule, result: 'error', message };
+}
+
+/**
+ * A decision of one check as a result; `warnOnly`: its failures only warn (validationActions
+ * [Warn]). Checks are compiled under Fail so that an error shows; `failurePolicy` says what it is.
+ */
+function resultOf(rule: string, decision: Decision, warnOnly: boolean, failurePolicy: FailurePolicy): CheckResult {
   const outcome = outcomeOf(decision);
-  if (outcome === 'error') return { rule, result: 'error', message: decision.message ?? 'the evaluation failed' };
+  if (outcome === 'error') return erroredResult(rule, decision.message ?? 'the evaluation failed', failurePolicy);
   if (!decision.allowed) return { rule, result: warnOnly ? 'warn' : 'fail', message: decision.message ?? '' };
   if (decision.warnings?.length) return { rule, result: 'warn', message: decision.warnings.join('; ') };
   return { rule, result: 'pass' };
@@ -129,7 +147,7 @@ function celChecks(owner: string, spec: WebhookSpec, path: string, context: Comp
     const skip = requestOnlyReads(reads);
     if (skip) return { rule, skip };
     const alone: WebhookSpec = { ...spec, matchConditions: [], validations: [validation], auditAnnotations: [], validationActions: ['Deny'], failurePolicy: 'Fail' };
-    const options = policyLimits ? { costBudget: policyLimits.costBudget, allMatchConditions: true, strictCost: true } : undefined;
+    const options = policyLimits && policyOptions(policyLimits);
     const compiled = compileWebhook(owner, alone, `${path}.${rule}`, 'Fail', { ...context, observers: undefined }, options);
     if ('errors' in compiled) return { rule, skip: `does not compile: ${compiled.errors.map((e) => e.message).join('; ')}` };
     return { rule, admit: (request) => compiled.admit(request) };
@@ -151,22 +169,71 @@ function conditionsSkip(conditions: MatchCondition[], params: boolean): string |
   return why && `matchConditions ${why}`;
 }
 
-/** Judges with `checks` once `called` says the API server would send the request. */
+/** A target's matchConditions on a request: it is judged (true), left out and not reported (false), or this one result (an error, by failurePolicy). */
+type Matched = boolean | CheckResult;
+type Matcher = (request: AdmissionRequest) => Promise<Matched>;
+
+const MATCHED: Matcher = async () => true;
+
+/**
+ * The matchConditions a suite's registration hands the API server, as it evaluates a webhook's:
+ * a false one leaves the request out; an error is the webhook's failurePolicy's.
+ */
+function registeredConditions(owner: string, rules: RuleWithOperations[], conditions: MatchCondition[], failurePolicy: FailurePolicy, operatorNamespace: string): Matcher {
+  const unmatched = compileMatchConditions(owner, rules, conditions, failurePolicy, operatorNamespace);
+  return async (request) => {
+    const why = await unmatched(request);
+    if (why === undefined) return true;
+    return why.startsWith('matchConditions errored') ? erroredResult('matchConditions', why, failurePolicy) : false;
+  };
+}
+
+/**
+ * The matchConditions the operator evaluates itself (planMatchConditions: a suite's that the API
+ * server could not decide alike, every one of a policy's), by the admission path's own compiled
+ * webhook: `spec` with its conditions, params and failurePolicy and one validation that always
+ * fails, so that a denial says they matched, an allow that they left the request out (a false
+ * one, or an error under Ignore, which VAP skips), an error the failurePolicy's answer.
+ */
+function evaluatedConditions(owner: string, spec: WebhookSpec, path: string, failurePolicy: FailurePolicy, context: CompileContext, options: RulesOptions | undefined): Matcher | string {
+  let evaluated: number;
+  try {
+    evaluated = planMatchConditions(spec, path, failurePolicy, options?.allMatchConditions).evaluated.length;
+  } catch (err) {
+    return `matchConditions do not compile: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  if (evaluated === 0) return MATCHED;
+  const probe: WebhookSpec = { ...spec, variables: [], validations: [{ expression: 'false', message: 'matched' }], auditAnnotations: [], validationActions: ['Deny'], failurePolicy };
+  const compiled = compileWebhook(owner, probe, path, failurePolicy, { ...context, observers: undefined }, options);
+  if ('errors' in compiled) return `matchConditions do not compile: ${compiled.errors.map((e) => e.message).join('; ')}`;
+  return async (request) => {
+    const decision = await compiled.admit(request);
+    if (outcomeOf(decision) === 'error') return erroredResult('matchConditions', decision.message ?? 'the evaluation failed', failurePolicy);
+    return !decision.allowed;
+  };
+}
+
+/** Judges with `checks` once `called` says the API server would send the request and every matcher, in order, that it is matched. */
 function judgeWith(
   checks: Check[],
   warnOnly: boolean,
+  failurePolicy: FailurePolicy,
   called: (request: AdmissionRequest, labels: Record<string, string> | undefined) => boolean,
-  conditions: { skip?: string; unmatched: (request: AdmissionRequest) => Promise<string | undefined> },
+  conditions: { skip?: string; matchers: Matcher[] },
 ): AuditTarget['judge'] {
   return async (request, labels) => {
     if (!called(request, labels)) return undefined;
     if (conditions.skip) return checks.map((c) => ({ rule: c.rule, result: 'skip' as const, message: conditions.skip }));
-    const unmatched = await conditions.unmatched(request);
-    if (unmatched !== undefined) return unmatched.startsWith('matchConditions errored') ? [{ rule: 'matchConditions', result: 'error', message: unmatched }] : undefined;
+    for (const matcher of conditions.matchers) {
+      const matched = await matcher(request);
+      // Left out: the API server never sends it, or the operator skips it, as it would a create of it.
+      if (matched === false) return undefined;
+      if (matched !== true) return [matched];
+    }
     const results: CheckResult[] = [];
     for (const check of checks) {
       if (check.skip) results.push({ rule: check.rule, result: 'skip', message: check.skip });
-      else results.push(resultOf(check.rule, await check.admit!(request), warnOnly));
+      else results.push(resultOf(check.rule, await check.admit!(request), warnOnly, failurePolicy));
     }
     return results;
   };
@@ -190,8 +257,10 @@ export function suiteTargets(suite: AdmissionSuite, config: OperatorConfig, cont
     const entry = registered.find((w) => w.name === webhookFullName(name, spec.name));
     if (!entry) return;
     const failurePolicy: FailurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
-    const conditions = entry.matchConditions ?? [];
+    const params = spec.params !== undefined;
     const { action, warnOnly } = actionOf(spec);
+    // What the API server evaluates (the registration's conditions), then what the operator does (the rest of the suite's).
+    const evaluated = spec.handler ? MATCHED : evaluatedConditions(name, spec, path, failurePolicy, context, undefined);
     targets.push({
       key: `suite/${name}/${spec.name}`,
       policy: `${name}/${spec.name}`,
@@ -200,9 +269,12 @@ export function suiteTargets(suite: AdmissionSuite, config: OperatorConfig, cont
       // A suite's status is cluster-wide, read by its author; each namespace's Report, by those who read the namespace.
       reader: { user: recordedAuthor(suite.metadata), scope: 'count' },
       rules: createRules(entry.rules ?? []),
-      judge: judgeWith(checks, warnOnly, (request, labels) => notCalledBecause(entry, request, labels) === undefined, {
-        skip: conditionsSkip(conditions, spec.params !== undefined),
-        unmatched: compileMatchConditions(name, spec.rules, conditions, failurePolicy, context.operatorNamespace ?? config.namespace),
+      judge: judgeWith(checks, warnOnly, failurePolicy, (request, labels) => notCalledBecause(entry, request, labels) === undefined, {
+        skip: conditionsSkip([...(entry.matchConditions ?? []), ...(spec.handler ? [] : (spec.matchConditions ?? []))], params) ?? (typeof evaluated === 'string' ? evaluated : undefined),
+        matchers: [
+          registeredConditions(name, spec.rules, entry.matchConditions ?? [], failurePolicy, context.operatorNamespace ?? config.namespace),
+          ...(typeof evaluated === 'string' ? [] : [evaluated]),
+        ],
       }),
     });
   });
@@ -217,7 +289,8 @@ export function policyTarget(policy: AdmissionPolicy, limits: PolicyLimits, conf
   const checks = celChecks(namespace, spec, 'spec', context, limits);
   if (!checks.length) return undefined;
   const { action, warnOnly } = actionOf(spec);
-  const conditions = spec.matchConditions ?? [];
+  // Every condition of a policy is the operator's (registry/policies.ts), under the policies' failurePolicy.
+  const evaluated = evaluatedConditions(namespace, spec, 'spec', POLICY_FAILURE_POLICY, context, policyOptions(limits));
   const selected = (request: AdmissionRequest) =>
     request.namespace === namespace &&
     notCalledBecause({ name, rules: spec.rules, ...(spec.objectSelector ? { objectSelector: spec.objectSelector } : {}) }, request, undefined) === undefined &&
@@ -230,9 +303,9 @@ export function policyTarget(policy: AdmissionPolicy, limits: PolicyLimits, conf
     reader: { user: recordedAuthor(policy.metadata), scope: 'judge' },
     rules: createRules(spec.rules),
     namespace,
-    judge: judgeWith(checks, warnOnly, selected, {
-      skip: conditionsSkip(conditions, spec.params !== undefined),
-      unmatched: compileMatchConditions('admissionpolicies', spec.rules, conditions, 'Fail', context.operatorNamespace ?? config.namespace),
+    judge: judgeWith(checks, warnOnly, POLICY_FAILURE_POLICY, selected, {
+      skip: conditionsSkip(spec.matchConditions ?? [], spec.params !== undefined) ?? (typeof evaluated === 'string' ? evaluated : undefined),
+      matchers: typeof evaluated === 'string' ? [] : [evaluated],
     }),
   };
 }

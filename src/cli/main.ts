@@ -87,8 +87,9 @@ Offline, \`authorizer\` checks are evaluation errors (no API server answers them
 namespaces and LimitRanges are the objects given (the suite files' other objects, --objects).
 A request's resource is the built-in kind's or a given CRD's plural (else guessed from the kind),
 and its options the operation's CreateOptions, UpdateOptions or DeleteOptions, as the API server's.
-An audited object is judged as a create of it; a check that reads what only a request has (the
-user, the old object, authorizer) is skipped. Secrets are never audited.
+An audited object is judged as a create of it (oldObject null, matchConditions and failurePolicy
+as the webhook's); a check that reads what only a request has (the user, authorizer) is skipped.
+Secrets are never audited.
 Exit status: 0 all well, 1 a suite or policy refused, a test failed, a replayed request answered
 otherwise or an audited object would be denied, 2 a usage or input error (for audit, also a kind
 it could not list: its findings are incomplete).

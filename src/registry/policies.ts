@@ -40,7 +40,7 @@ export interface PolicyContext extends Omit<CompileContext, 'observers'> {
 }
 
 /** Policies expressions fail as ValidatingAdmissionPolicy's default (and as a suite's): the request is denied. */
-const POLICY_FAILURE_POLICY = 'Fail';
+export const POLICY_FAILURE_POLICY = 'Fail';
 
 export function compilePolicy(policy: AdmissionPolicy, context: PolicyContext): CompiledPolicy {
   const { namespace, name } = policy.metadata;
