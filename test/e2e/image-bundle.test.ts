@@ -17,7 +17,7 @@ import { OPERATOR_NODE_FLAGS } from '../../src/admission/v8-tuning.ts';
 import { LARGE_BODY } from '../../src/admission/threads/offload.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { spawnOperator, type OperatorProcess } from '../support/process.ts';
-import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
+import { createForbiddenNamesSuite, deleteSuite } from '../support/suites.ts';
 import { createConfigMap, ensureNamespace, refusal } from '../support/objects.ts';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
@@ -61,19 +61,7 @@ describe('the image bundle (tools/build.ts) run as the image runs it', function 
       metricsPort: await freePort(),
       extra: ['--lease-duration=4s', '--renew-deadline=3s', '--retry-period=500ms'],
     });
-    await createSuite(SUITE, {
-      webhooks: [
-        {
-          name: 'no-forbidden',
-          type: 'Validating',
-          failurePolicy: 'Fail',
-          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': NS } },
-          validations: [{ expression: "!object.metadata.name.startsWith('forbidden')", message: 'forbidden names are forbidden' }],
-        },
-      ],
-    });
-    await waitForCondition(SUITE, 'Ready', 'True');
+    await createForbiddenNamesSuite(SUITE, NS, 'forbidden names are forbidden');
 
     // Failure policy Fail: a worker that could not start would refuse the allowed ones too.
     expect(await refusal(() => createConfigMap(NS, 'allowed-small', { a: 'b' }))).to.equal(undefined);

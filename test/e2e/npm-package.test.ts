@@ -2,17 +2,25 @@
  * The npm package as an outsider installs it: the tarball `npm pack` makes (test/support/package.ts),
  * `npm install`ed in an empty folder outside the repository, and used there: `portcullis validate`
  * and `portcullis test` on the samples it ships, a broken suite refused, `portcullis/sdk` imported by
- * Node and type-checked by tsc, and nothing in it that Node would have to strip types from (it
- * strips none under node_modules). Needs no cluster. Owns its temporary folders only; must not
- * write into the repository.
+ * Node and type-checked by tsc, nothing in it that Node would have to strip types from (it
+ * strips none under node_modules), and the operator it ships (what `portcullis dev` runs: its
+ * dist/main.js, the worker threads' files found beside the modules that start them) serving a suite
+ * through the test control plane. Owns its temporary folders, the suite and namespace named below;
+ * must not write into the repository.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { installPackage, runIn } from '../support/package.ts';
+import { spawnOperator, type OperatorProcess } from '../support/process.ts';
+import { createForbiddenNamesSuite, deleteSuite } from '../support/suites.ts';
+import { createConfigMap, ensureNamespace, refusal } from '../support/objects.ts';
+import { freePort } from '../../src/local/ports.ts';
 
 const TSC = fileURLToPath(new URL('../../node_modules/typescript/bin/tsc', import.meta.url));
+const SUITE = 'npm-package';
+const NS = 'npm-package-e2e';
 
 const BROKEN_SUITE = `apiVersion: admission.portcullis.dev/v1alpha1
 kind: AdmissionSuite
@@ -47,13 +55,16 @@ describe('the npm package, installed from its tarball in an empty folder outside
   this.timeout(300_000);
   let folder: string;
   let installed: string;
+  let operator: OperatorProcess | undefined;
 
   before(async function () {
     folder = await installPackage();
     installed = path.join(folder, 'node_modules', 'portcullis');
   });
 
-  after(function () {
+  after(async function () {
+    await deleteSuite(SUITE);
+    await operator?.kill('SIGTERM');
     if (folder) fs.rmSync(folder, { recursive: true, force: true });
   });
 
@@ -96,10 +107,21 @@ describe('the npm package, installed from its tarball in an empty folder outside
     expect(wrong.stdout).to.contain("error TS2322: Type 'string' is not assignable to type 'number'");
   });
 
-  it('ships JavaScript with types and the samples, and no TypeScript source', function () {
+  it('ships JavaScript with types, the samples, and no TypeScript source', function () {
     const files = filesUnder(installed);
     expect(files.filter((file) => /\.[cm]?tsx?$/.test(file) && !/\.d\.[cm]?ts$/.test(file)), 'TypeScript sources').to.deep.equal([]);
     expect(files).to.include.members([path.join('dist', 'cli', 'main.js'), path.join('dist', 'sdk', 'index.js'), path.join('dist', 'sdk', 'index.d.ts'), path.join('config', 'samples', 'replica-limit.yaml')]);
-    expect(files.filter((file) => /^(test|bench|tools|docs|examples|src)\//.test(file)), 'files of the repository only').to.deep.equal([]);
+    // Of test/, only the Go module `portcullis dev` builds its local control plane from (with no cluster given).
+    const repositoryOnly = files.filter((file) => /^(test|bench|tools|docs|examples|src)\//.test(file) && !file.startsWith(path.join('test', 'controlplane') + path.sep));
+    expect(repositoryOnly, 'files of the repository only').to.deep.equal([]);
+  });
+
+  it('runs the operator it ships (what portcullis dev starts) against the API server: a suite denies through it', async function () {
+    await ensureNamespace(NS);
+    operator = await spawnOperator({ main: path.join(installed, 'dist', 'main.js'), servingPort: await freePort(), metricsPort: await freePort() });
+    await createForbiddenNamesSuite(SUITE, NS, 'refused by the packaged operator');
+    // Failure policy Fail: were the admission thread's file not found, the allowed one would be refused too.
+    expect(await refusal(() => createConfigMap(NS, 'allowed', { a: 'b' }))).to.equal(undefined);
+    expect((await refusal(() => createConfigMap(NS, 'forbidden', { a: 'b' })))?.message).to.contain('refused by the packaged operator');
   });
 });

@@ -87,3 +87,25 @@ export async function waitForCondition(name: string, type: string, status: 'True
     { timeoutMs, what: `suite ${name} ${type}=${status}` },
   );
 }
+
+/**
+ * A suite, Ready, whose one webhook (failurePolicy Fail) refuses ConfigMaps named `forbidden...` in
+ * `namespace` with `message`: for the tests of an operator as it is built (the image's bundle, the
+ * npm package's JavaScript), where with Fail a worker thread that could not start refuses the
+ * allowed ConfigMaps too.
+ */
+export async function createForbiddenNamesSuite(name: string, namespace: string, message: string): Promise<void> {
+  await createSuite(name, {
+    webhooks: [
+      {
+        name: 'no-forbidden',
+        type: 'Validating',
+        failurePolicy: 'Fail',
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
+        validations: [{ expression: "!object.metadata.name.startsWith('forbidden')", message }],
+      },
+    ],
+  });
+  await waitForCondition(name, 'Ready', 'True');
+}
