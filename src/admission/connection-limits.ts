@@ -58,7 +58,7 @@ export interface ConnectionSizing {
 export const CONNECTIONS_PER_SUITE = 4;
 
 /** The share of a limit at which its warning is logged. */
-const WARN_AT = 0.8;
+export const WARN_AT = 0.8;
 /** How often what the limits did is summed up in one log line. */
 const LOG_MS = 10_000;
 
