@@ -159,9 +159,12 @@ describe('handler modules through the real API server', function () {
     expect(customHandlerNames()).to.have.members([UNIQUE, 'example.portcullis.dev/ReplicasQuota', 'e2e.portcullis.dev/Throws', 'e2e.portcullis.dev/Spins', 'e2e.portcullis.dev/Allows']);
   });
 
-  it('passes the examples\' own tests as their users run them: npm test (the handler), npm run test:suite (portcullis test --handler-modules)', async function () {
+  it('passes the examples\' own checks as their users run them: npm run typecheck (against the package\'s .d.ts), npm test (the handler), npm run test:suite (portcullis test --handler-modules)', async function () {
     this.timeout(120_000);
-    for (const example of [EXAMPLE, QUOTA_EXAMPLE]) expect(await npm(await builtExample(example), 'test')).to.match(/ℹ fail 0/);
+    for (const example of [EXAMPLE, QUOTA_EXAMPLE]) {
+      await npm(await builtExample(example), 'run', 'typecheck'); // a type error throws, with tsc's words
+      expect(await npm(await builtExample(example), 'test')).to.match(/ℹ fail 0/);
+    }
     expect(await npm(await builtExample(EXAMPLE), 'run', 'test:suite')).to.contain('3 of 3 expectations met');
   });
 
