@@ -24,6 +24,7 @@ import { cluster, kubectl, serviceAccountKubeConfig } from '../support/cluster.t
 import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
 import { deleteSuite } from '../support/suites.ts';
 import { createConfigMap, ensureNamespace, refusal } from '../support/objects.ts';
+import { recordAuthors } from '../support/authors.ts';
 import { eventually } from '../support/wait.ts';
 import { auditEvents, auditLogBytes } from '../support/audit-log.ts';
 import { runCli } from '../support/cli.ts';
@@ -132,6 +133,8 @@ describe('portcullis audit: the background audit, from the command line', functi
     await createConfigMap(NS, 'owned', {}, { owner: 'team-a' });
     await createConfigMap(OTHER, 'elsewhere', {}, { owner: 'team-b' });
     await cluster().kube.core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'cli-audit-secret' }, stringData: { password: 'hunter2' } } }).catch(() => undefined);
+    // The background audit judges a suite or policy only for an author it may ask about: the install's guards record them.
+    await recordAuthors();
     operator = await startTestOperator({ audit: true });
     await waitForSuiteValidation(operator);
     const applied = await eventually(
