@@ -29,6 +29,94 @@ export function readDocuments(file: string): KubeObject[] {
   }
 }
 
+/** A document of a file with where its parts are: `line(path)` is the 1-based line of the field (or list item) at `path`, else of the nearest enclosing one. */
+export interface LocatedDocument {
+  object: KubeObject;
+  /** 1-based, among the file's documents that are not empty (as `readDocuments` returns them). */
+  index: number;
+  line(path: (string | number)[]): number;
+}
+
+/** `readDocuments` with each document's lines, for errors that say where. */
+export function readLocatedDocuments(file: string): LocatedDocument[] {
+  const objects = readDocuments(file);
+  const text = fs.readFileSync(file, 'utf8');
+  const offsets = fieldOffsets(text);
+  return objects.map((object, i) => {
+    const fields = offsets[i] ?? new Map<string, number>();
+    return {
+      object,
+      index: i + 1,
+      line(path) {
+        for (let n = path.length; n >= 0; n--) {
+          const offset = fields.get(JSON.stringify(path.slice(0, n)));
+          if (offset !== undefined) return lineOf(text, offset);
+        }
+        return 1;
+      },
+    };
+  });
+}
+
+function lineOf(text: string, offset: number): number {
+  let line = 1;
+  for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) line++;
+  return line;
+}
+
+/**
+ * For each document that is not empty, the source offset of each path (JSON of its segments): a
+ * mapping's key where it is written, a list item's start. Read from js-yaml's event stream, which
+ * keeps offsets that the loaded values do not.
+ */
+function fieldOffsets(text: string): Map<string, number>[] {
+  const documents: Map<string, number>[] = [];
+  // One frame per open collection: its path, and for a mapping the key awaiting its value (keys are scalars).
+  type Frame = { path: (string | number)[]; mapping: boolean; next: number; key?: string };
+  let stack: Frame[] = [];
+  let fields = new Map<string, number>();
+  let empty = true;
+  const place = (start: number): (string | number)[] | undefined => {
+    const top = stack[stack.length - 1];
+    if (!top) return [];
+    if (top.mapping) {
+      if (top.key === undefined) return undefined;
+      const path = [...top.path, top.key];
+      top.key = undefined;
+      return path;
+    }
+    const path = [...top.path, top.next++];
+    fields.set(JSON.stringify(path), start);
+    return path;
+  };
+  for (const event of yaml.parseEvents(text, {})) {
+    if (event.type === yaml.EVENT_ID.DOCUMENT) {
+      stack = [];
+      fields = new Map();
+      empty = true;
+    } else if (event.type === yaml.EVENT_ID.MAPPING || event.type === yaml.EVENT_ID.SEQUENCE) {
+      empty = false;
+      const path = place(event.start) ?? [];
+      if (stack.length === 0) fields.set('[]', event.start);
+      stack.push({ path, mapping: event.type === yaml.EVENT_ID.MAPPING, next: 0 });
+    } else if (event.type === yaml.EVENT_ID.SCALAR || event.type === yaml.EVENT_ID.ALIAS) {
+      const top = stack[stack.length - 1];
+      if (event.type === yaml.EVENT_ID.SCALAR && top?.mapping && top.key === undefined) {
+        top.key = yaml.getScalarValue(text, event);
+        fields.set(JSON.stringify([...top.path, top.key]), event.valueStart);
+      } else {
+        // A document of one scalar other than null fails to load; one that is null is skipped, as readDocuments skips it.
+        if (stack.length === 0 && event.type === yaml.EVENT_ID.SCALAR && !/^(~|null|Null|NULL|)$/.test(yaml.getScalarValue(text, event))) empty = false;
+        place(event.type === yaml.EVENT_ID.SCALAR ? event.valueStart : event.anchorStart);
+      }
+    } else if (event.type === yaml.EVENT_ID.POP) {
+      if (stack.length) stack.pop();
+      else if (!empty) documents.push(fields);
+    }
+  }
+  return documents;
+}
+
 /**
  * The files `target` names: itself, or every YAML and JSON file under a directory (in name order),
  * test files (`*portcullis-test.yaml`, which are not objects) left out.

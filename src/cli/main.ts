@@ -3,8 +3,9 @@
  * The `portcullis` command: AdmissionSuites and AdmissionPolicies checked and run offline, with no
  * cluster, by the code that serves one (see evaluate.ts). `validate FILE...`, `test DIR|FILE...`,
  * `test --replay LOG FILE...` (replay.ts), `eval --suite FILE --object FILE ...`, `audit FILE...`
- * (audit.ts), `compile FILE...` (compile.ts); `--help`, `--version`. Flags parsed with node:util parseArgs. Other objects in the
- * files (RBAC, ConfigMaps, CRDs) are read, not refused: `validate` lists them as skipped, `test`
+ * (audit.ts), `compile FILE...` (compile.ts); `--help`, `--version`. Flags parsed with node:util parseArgs. `validate`
+ * judges our kinds first as the API server does (crd-schema.ts), then as the operator's webhooks.
+ * Other objects in the files (RBAC, ConfigMaps, CRDs) are read, not refused: `validate` lists them as skipped, `test`
  * and `eval` give them to the suites (params, Namespaces, the CRDs that name their kinds'
  * resources). Exit 0 when all is well, 1 when a suite or policy is refused, a test fails, a
  * replayed request is answered otherwise or an audited object would be denied, 2 for a usage or
@@ -19,7 +20,8 @@ import { DEFAULTS } from '../config.ts';
 import { logger } from '../log.ts';
 import { VERSION } from '../version.ts';
 import { OfflineCluster } from './evaluate.ts';
-import { isPolicy, isSuite, objectFiles, objectName, readDocuments, readObject, splitSuites } from './files.ts';
+import { isPolicy, isSuite, objectFiles, objectName, readDocuments, readLocatedDocuments, readObject, splitSuites } from './files.ts';
+import { crdErrors, ofOurGroup } from './crd-schema.ts';
 import { compare, describeRequest, parseAuditLog, replayable, skippedSummary, type Difference } from './replay.ts';
 import { report, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
 import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource } from '../registry/typecheck.ts';
@@ -32,9 +34,13 @@ const QUIET = { error: () => undefined, warn: () => undefined, info: () => undef
 const USAGE = `portcullis ${VERSION}: AdmissionSuites and AdmissionPolicies checked and run offline, by the code that serves them in a cluster.
 
 Usage:
-  portcullis validate FILE...      compile and check every AdmissionSuite and AdmissionPolicy in the files
-                                   (YAML or JSON); refused with the same messages and field paths as
-                                   kubectl apply; other objects are listed as skipped
+  portcullis validate FILE...      check every AdmissionSuite and AdmissionPolicy in the files (YAML or
+                                   JSON) as kubectl apply is checked: the CRDs' schema (unknown fields,
+                                   types, enums, bounds, required, list types), their rules, then the
+                                   operator's checks (CEL that compiles, handlers); every error, as
+                                   FILE:LINE: document N: ..., in the API server's words and field paths;
+                                   an unknown kind or version of admission.portcullis.dev and a file
+                                   with no object are refused; other objects are listed as skipped
                   [--strict [--kubeconfig FILE]]
                                    also type-check each against the OpenAPI schemas of the cluster of
                                    FILE (else KUBECONFIG, ~/.kube/config): print the type errors applying
@@ -281,28 +287,55 @@ async function typeErrors(suites: AdmissionSuite[], policies: AdmissionPolicy[],
   }
 }
 
+/**
+ * Each file's documents judged as applying them would be: those of our API group first as the API
+ * server judges a create (crd-schema.ts: kind and version, unknown fields, the CRD's schema and
+ * rules), then those it would store as the operator's validation webhooks do. Every error is
+ * printed, each where it is (file:line: document N); a file with no document is refused, as
+ * kubectl refuses it.
+ */
 async function validate(files: string[], operatorNamespace: string, namespace: string, schemas?: SchemaSource): Promise<number> {
   if (files.length === 0) throw new UsageError('validate needs at least one FILE');
   let refused = 0;
   for (const file of files) {
-    const documents = readDocuments(file);
-    const { suites, policies } = splitSuites(documents, namespace);
+    const located = readLocatedDocuments(file);
+    if (located.length === 0) {
+      process.stdout.write(`${file}: no objects passed to apply\n`);
+      refused++;
+      continue;
+    }
+    const schemaErrors = new Map(located.filter((d) => ofOurGroup(d.object)).map((d) => [d, crdErrors(d.object)] as const));
+    // Only what the API server would store reaches the operator's webhook.
+    const stored = located.filter((d) => !schemaErrors.get(d)?.length).map((d) => d.object);
+    const { suites, policies } = splitSuites(stored, namespace);
     const refusals = new Map((await new OfflineCluster(suites, [], operatorNamespace, policies).refusals()).map((r) => [`${r.kind} ${r.suite}`, r.message]));
     if (schemas) await typeErrors(suites, policies, schemas, refusals, file);
     // In the file's order: each suite and policy valid or refused, each other object skipped.
-    for (const document of documents) {
+    for (const at of located) {
+      const { object: document, index } = at;
       const metadata = (document.metadata ?? {}) as { name?: string; namespace?: string };
+      const where = (path: (string | number)[] | undefined) => `${file}:${at.line(path ?? [])}: document ${index}`;
+      const errors = schemaErrors.get(at);
+      if (errors?.length) {
+        refused++;
+        for (const e of errors) process.stdout.write(`${where(e.path)}: ${String(document.kind)} ${JSON.stringify(metadata.name ?? '')} is invalid: ${e.text}\n`);
+        continue;
+      }
       if (!isSuite(document) && !isPolicy(document)) {
         process.stdout.write(`${file}: ${objectName(document)} skipped: not an AdmissionSuite or AdmissionPolicy\n`);
         continue;
       }
       const policyNamespace = metadata.namespace ?? namespace;
       const message = refusals.get(isSuite(document) ? `${document.kind} ${metadata.name}` : `${document.kind} ${policyNamespace}/${metadata.name}`);
-      if (message !== undefined) refused++;
+      if (message !== undefined) {
+        refused++;
+        process.stdout.write(`${where([])}: ${message}\n`);
+        continue;
+      }
       const valid = isSuite(document) ? `AdmissionSuite "${metadata.name}" is valid` : `AdmissionPolicy "${metadata.name}" in namespace ${policyNamespace} is valid`;
-      process.stdout.write(`${file}: ${message ?? valid}\n`);
+      process.stdout.write(`${file}: ${valid}\n`);
     }
-    if (suites.length + policies.length === 0) process.stdout.write(`${file}: no AdmissionSuite or AdmissionPolicy\n`);
+    if (schemaErrors.size === 0) process.stdout.write(`${file}: no AdmissionSuite or AdmissionPolicy\n`);
   }
   return refused ? 1 : 0;
 }

@@ -73,7 +73,7 @@ spec:
     );
     const result = await runCli(['validate', file]);
     expect(result.code).to.equal(1);
-    expect(result.stdout).to.match(/broken\.yaml: AdmissionSuite "broken" is invalid: spec\.webhooks\[0\]\.validations\[0\]\.expression: /);
+    expect(result.stdout).to.match(/broken\.yaml:1: document 1: AdmissionSuite "broken" is invalid: spec\.webhooks\[0\]\.validations\[0\]\.expression: /);
   });
 
   it('eval prints each webhook\'s AdmissionReview response and the patched object as JSON', async function () {
