@@ -61,6 +61,7 @@ const CASES: [string, Layer, Doc][] = [
   ['a variable without expression', 'schema', suite('d-variable', { webhooks: [hook({ variables: [{ name: 'x' }] })] })],
   ['an AdmissionPolicy with an admin-only field', 'schema', policy('d-policy-field', validatingPolicy({ failurePolicy: 'Fail' }))],
   ['an AdmissionPolicy of type validating', 'schema', policy('d-policy-type', validatingPolicy({ type: 'validating' }))],
+  ['an AdmissionPolicy without rules', 'schema', policy('d-policy-rules', { type: 'Validating', validations: [{ expression: 'true' }] })],
   // the kind and version
   ['apiVersion v1', 'kind', { ...suite('d-v1', { webhooks: [hook()] }), apiVersion: `${GROUP}/v1` }],
   ['a misspelled kind', 'kind', { ...suite('d-kind', { webhooks: [hook()] }), kind: 'AdmissionSuit' }],
