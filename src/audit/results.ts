@@ -71,6 +71,11 @@ export class AuditResults {
     return true;
   }
 
+  /** `target`'s results for the object `ref` names, if it judged it. */
+  resultsOf(ref: ObjectRef, target: string): CheckResult[] | undefined {
+    return this.byNamespace.get(ref.namespace ?? '')?.get(ref.uid)?.byTarget.get(target)?.results;
+  }
+
   /** Whether `target` judged the object `ref` names (its uid, in its namespace). */
   judges(ref: ObjectRef, target: string): boolean {
     return this.byNamespace.get(ref.namespace ?? '')?.get(ref.uid)?.byTarget.has(target) === true;

@@ -297,12 +297,28 @@ export class AuditScanner {
     for (const entry of entries) this.matches(entry, ref, now);
   }
 
-  /** Keeps `entry` as the live result of the object the watch saw (`ref`), when it names it and its target judges it. */
+  /**
+   * Keeps `entry` as the live result of the object the watch saw (`ref`), when it names it, its
+   * target judges it, and the stored object fails the same way (or the scan cannot judge the rule).
+   * Anyone can POST a request naming a real object's uid within seconds of its write, with content
+   * of their making: a failure it reports is kept only where the stored object gives the same
+   * words, so none of theirs reaches a report (but for rules that read the request itself).
+   */
   private matches(entry: WaitingLive, ref: ObjectRef, now: number): boolean {
     if (now - entry.at > this.options.liveWaitMs || entry.ref.name !== ref.name || (entry.ref.namespace ?? '') !== (ref.namespace ?? '') || entry.ref.kind !== ref.kind) return false;
     // The target selects the stored object (rules, namespace and object selectors, conditions) and may show it.
-    if (!this.results.judges(ref, entry.key)) return false;
-    return this.results.set(ref, liveKey(entry.key), entry.results, now, false);
+    const stored = this.results.resultsOf(ref, entry.key);
+    if (!stored) return false;
+    // Each failure the request reported is kept where the stored object fails with the same words
+    // (in the same validation, where the request named it; a warning does not), or where the scan
+    // cannot judge the stored object (skip: the rule reads the request, such as who sent it, which
+    // only the live result can tell). Any other is a request's own words: not kept.
+    const same = (r: CheckResult, f: CheckResult) => r.rule === 'warning' || f.rule === r.rule;
+    const confirmed = entry.results.filter((r) =>
+      stored.some((f) => same(r, f) && (f.result === 'skip' || (f.result !== 'pass' && f.message === r.message))),
+    );
+    if (confirmed.length === 0) return false;
+    return this.results.set(ref, liveKey(entry.key), confirmed, now, false);
   }
 
   /**

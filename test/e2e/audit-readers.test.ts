@@ -246,4 +246,26 @@ describe('background audit: an author sees only what it may list, and reports ho
     const everywhere = [...(await resultsOf(NS)), ...(await resultsOf(UNSELECTED))];
     expect(everywhere.filter((r) => r.resources[0]?.name?.startsWith('forged-')).map((r) => r.resources[0])).to.deep.equal([]);
   });
+
+  it("keeps no word of a request that names a real object's uid right after its write: a live result says what the stored object says", async function () {
+    const { kube } = cluster();
+    await createConfigMap(NS, 'real-two', { word: 'stored-word' });
+    const stored = await kube.core.readNamespacedConfigMap({ name: 'real-two', namespace: NS });
+    // Within the seconds the watch's sighting of the write matches a live result: the same object, the client's content.
+    const request = forgedCreate(NS, 'real-two');
+    request.object = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'real-two', namespace: NS, uid: stored.metadata!.uid }, data: { word: 'forged-word' } };
+    const answer = await postReview(operator.servingPort, `${defaultServiceName(SUITE)}.${OPERATOR_NAMESPACE}.svc`, admitPath(SUITE, 'shown'), request);
+    expect(answer.response?.warnings?.join(' ')).to.contain('it holds forged-word');
+    // A later real create's live result comes after the forged one's (the admission thread sends them in order).
+    await createConfigMap(NS, 'real-three', { word: 'later-word' });
+    await eventually(
+      async () => {
+        const found = (await resultsOf(NS)).find((r) => r.policy === `${SUITE}/shown` && r.resources[0]?.name === 'real-three' && r.properties?.origin === 'admission');
+        if (!found) throw new Error('no live result for the later create yet');
+      },
+      { what: "the later create's live result" },
+    );
+    const ofRealTwo = (await resultsOf(NS)).filter((r) => r.resources[0]?.name === 'real-two');
+    expect(ofRealTwo.map((r) => r.message).join(' | ')).to.contain('it holds stored-word').and.not.contain('forged-word');
+  });
 });
