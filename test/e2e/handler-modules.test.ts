@@ -165,7 +165,7 @@ describe('handler modules through the real API server', function () {
       await npm(await builtExample(example), 'run', 'typecheck'); // a type error throws, with tsc's words
       expect(await npm(await builtExample(example), 'test')).to.match(/ℹ fail 0/);
     }
-    expect(await npm(await builtExample(EXAMPLE), 'run', 'test:suite')).to.contain('3 of 3 expectations met');
+    for (const example of [EXAMPLE, QUOTA_EXAMPLE]) expect(await npm(await builtExample(example), 'run', 'test:suite'), example).to.contain('3 of 3 expectations met');
   });
 
   it('refuses on apply a suite naming a handler no module serves, or a config the handler refuses, naming the field', async function () {
