@@ -1,7 +1,8 @@
 /**
  * `npm start` with no cluster configured: the operator starts a control plane of its own, runs
  * against it, and takes it down with it however it stops: killed outright, or cleanly on Ctrl-C
- * or SIGTERM.
+ * or SIGTERM. Its audit judges what is already stored there, as in a cluster with deploy/ applied
+ * (the author-recording guards installed with the CRDs).
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
@@ -12,6 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { ensureBinaries } from '../../src/local/binaries.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { eventually } from '../support/wait.ts';
+import * as k8s from '@kubernetes/client-node';
+import { GROUP, PLURAL, VERSION, type AdmissionSuite } from '../../src/api/types.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 /** Ceilings, not expectations: the run is waited for until these, and fails with its output after them. */
@@ -73,13 +76,32 @@ describe('npm start with no cluster configured', function () {
     fs.rmSync(scratch, { recursive: true, force: true });
   });
 
-  it('starts a control plane of its own, and the control plane dies with the operator even when it is killed outright', async function () {
+  it('starts a control plane of its own, audits what is stored there, and the control plane dies with the operator even when it is killed outright', async function () {
     const run = await startLocalRun(scratch);
     dataDir = run.dataDir;
     try {
-      expect(run.output).to.include(`Local control plane: kubectl --kubeconfig ${path.join(run.dataDir, 'kubeconfig')}`);
+      const kubeconfig = path.join(run.dataDir, 'kubeconfig');
+      expect(run.output).to.include(`Local control plane: kubectl --kubeconfig ${kubeconfig}`);
       const controlPlane = processesUsing(run.dataDir);
       expect(controlPlane.length, 'etcd, kube-apiserver and kube-controller-manager running').to.be.at.least(3);
+
+      // A suite written by the local cluster's admin judges the ConfigMap stored before it: its author is recorded.
+      const config = new k8s.KubeConfig();
+      config.loadFromFile(kubeconfig);
+      const core = config.makeApiClient(k8s.CoreV1Api);
+      const custom = config.makeApiClient(k8s.CustomObjectsApi);
+      await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'unowned' }, data: { a: 'b' } } });
+      const rules = [{ operations: ['CREATE', 'UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];
+      const validations = [{ expression: "has(object.data) && 'owner' in object.data", message: 'a configmap names its owner' }];
+      const webhooks = [{ name: 'owners', type: 'Validating', rules, validationActions: ['Audit'], validations }];
+      await custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionSuite', metadata: { name: 'owners' }, spec: { webhooks } } });
+      await eventually(
+        async () => {
+          const audit = ((await custom.getClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, name: 'owners' })) as AdmissionSuite).status?.audit;
+          expect(audit?.failing, `the suite's audit: ${JSON.stringify(audit)}`).to.be.at.least(1);
+        },
+        { what: 'the audit to judge the stored ConfigMap', timeoutMs: 120_000 },
+      );
 
       run.child.kill('SIGKILL'); // no exit handler runs
       await eventually(
