@@ -28,6 +28,7 @@ const reference = [
   { text: 'API reference', link: '/reference/README' },
   { text: 'AdmissionSuite', link: '/reference/admissionsuite' },
   { text: 'AdmissionPolicy', link: '/reference/admissionpolicy' },
+  { text: 'AdmissionException', link: '/reference/admissionexception' },
   { text: 'The contract (design)', link: '/design/contract' },
 ];
 

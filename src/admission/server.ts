@@ -19,7 +19,8 @@ import { LARGE_BODY, LargeBody, REVIEW_WORKERS, ReviewOffload } from './threads/
 import { AdmissionChain, type Reply, type Router } from './chain.ts';
 import { readJsonBody, type LargeBodies } from './body.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
-import { policyValidationWebhook, suiteValidationWebhook, type ParamsAccessCheck, type TypeChecking } from './suite-validation.ts';
+import { EXCEPTIONS } from '../api/exceptions.ts';
+import { exceptionValidationWebhook, policyValidationWebhook, suiteValidationWebhook, type ParamsAccessCheck, type TypeChecking } from './suite-validation.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
 import { namespacedWebhook } from '../registry/namespaced.ts';
 import { TenantPool, type TenantPoolOptions } from './threads/tenants.ts';
@@ -256,7 +257,13 @@ export class AdmissionServer {
       const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas, observed(SUITE_VALIDATION.webhook));
       // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
       this.routes.set(SUITE_VALIDATION.path, { router: { find: () => validation, offload: false }, suite: validation.suite, name: validation.name });
-    } else forwarded(SUITE_VALIDATION.path);
+      // AdmissionExceptions need only the suites and Namespaces, which every copy holds.
+      const exceptions = exceptionValidationWebhook(registry, observed(EXCEPTIONS.validationWebhook));
+      this.routes.set(EXCEPTIONS.validationPath, { router: { find: () => exceptions, offload: false }, suite: '', name: exceptions.name });
+    } else {
+      forwarded(SUITE_VALIDATION.path);
+      forwarded(EXCEPTIONS.validationPath);
+    }
     const policies = forward ? options.validates?.policies : options.policies;
     if (policies) {
       const policyValidation = policyValidationWebhook(policies, paramsAccess, options.schemas, observed(NAMESPACED.validationWebhook));

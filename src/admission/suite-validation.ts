@@ -11,6 +11,8 @@ import { allowed, denied, type AdmissionRequest, type Decision } from '../api/ad
 import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, NamedRuleWithOperations, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
+import { EXCEPTIONS, validateException, type AdmissionException } from '../api/exceptions.ts';
+import { protectedNamespaces, SYSTEM_NAMESPACES } from '../api/protected-namespaces.ts';
 import { csrLockOutWarnings } from '../api/self-protection.ts';
 import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
@@ -108,4 +110,36 @@ export async function validateSuiteRequest(request: AdmissionRequest, registry: 
   if (errors.length === 0) return withLockOutWarnings(withTypeWarnings(allowed(), checked?.warnings), suite.spec);
   const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   return denied(`AdmissionSuite "${suite?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
+}
+
+/**
+ * The twin for AdmissionExceptions: refused when it stands in a protected namespace, names a suite
+ * that takes no exception from there (one that does not opt in is protected), a webhook or
+ * validation the suite does not have, or lacks its reason or expiry. Judged against the suites as
+ * this replica holds them.
+ */
+export function exceptionValidationWebhook(registry: Pick<SuiteRegistry, 'source' | 'context'>, observer: WebhookObserver = NO_OBSERVER): ServedWebhook {
+  return {
+    suite: '',
+    name: EXCEPTIONS.validationWebhook,
+    failurePolicy: 'Ignore',
+    admit: (request) => validateExceptionRequest(request, registry),
+    observer,
+  };
+}
+
+export function validateExceptionRequest(request: AdmissionRequest, registry: Pick<SuiteRegistry, 'source' | 'context'>): Decision {
+  const exception = request.object as unknown as AdmissionException;
+  // The API server fills in the namespace of the request, not always the object's.
+  const namespace = exception?.metadata?.namespace ?? request.namespace ?? '';
+  const named = { ...exception, metadata: { ...exception?.metadata, namespace } };
+  const { operatorNamespace, view } = registry.context;
+  const errors = validateException(named, {
+    protectedNamespaces: operatorNamespace === undefined ? SYSTEM_NAMESPACES : protectedNamespaces(operatorNamespace),
+    suite: typeof exception?.spec?.suite === 'string' ? registry.source(exception.spec.suite) : undefined,
+    namespaceLabels: (view.namespace(namespace)?.metadata?.labels ?? undefined) as Record<string, string> | undefined,
+  });
+  if (errors.length === 0) return allowed();
+  const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+  return denied(`AdmissionException "${exception?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
 }

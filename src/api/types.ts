@@ -143,7 +143,16 @@ export interface SuiteSpec {
   namespaceSelector?: LabelSelector;
   /** The default of the webhooks' `enforcement` (Webhook when unset). */
   enforcement?: Enforcement;
+  /** Whether AdmissionExceptions apply to its CEL validations (api/exceptions.ts); absent, none does. */
+  exceptions?: SuiteExceptions;
   webhooks: WebhookSpec[];
+}
+
+/** A suite's opt-in to AdmissionExceptions: absent (or `allowed: false`), no exception applies to it. */
+export interface SuiteExceptions {
+  allowed: boolean;
+  /** The namespaces whose exceptions it accepts; unset, every one but the protected ones. */
+  namespaces?: LabelSelector;
 }
 
 /** A webhook as registered: its full name, its type, where it is enforced, and why not natively when asked. */

@@ -71,6 +71,7 @@ export function validateSpec(spec: SuiteSpec | undefined, operatorNamespace?: st
     if (before === undefined) err('spec.certificate.renewBefore', `"${cert.renewBefore}" is not a duration such as 720h`);
     else if (duration !== undefined && before >= duration) err('spec.certificate.renewBefore', 'must be shorter than duration');
   }
+  if (spec.exceptions?.namespaces !== undefined) errors.push(...labelSelectorProblems(spec.exceptions.namespaces, 'spec.exceptions.namespaces'));
   if (!Array.isArray(spec.webhooks) || spec.webhooks.length === 0) {
     err('spec.webhooks', 'must list at least one webhook');
     return errors;

@@ -1,11 +1,12 @@
 /**
  * manager: the cluster state every replica reads to judge requests, and nothing it writes: the
  * Namespaces and LimitRanges (copied into the admission thread as they change), the handlers'
- * shared lookup caches, the params collections, the handler modules' workers, and the clients that
+ * shared lookup caches, the params collections, the AdmissionExceptions (a store the suites'
+ * webhooks ask per request, copied into the admission thread as the suites are), the handler modules' workers, and the clients that
  * answer CEL's `authorizer` and a kind's resource. The ClusterView handlers read is made of them.
  * Makes no reconciler and serves nothing (serving.ts, reconcilers.ts).
  */
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { Authorizer } from '../api/authorization.ts';
 import type { Kube } from '../apiserver/client.ts';
 import { CachingAuthorizer, SubjectAccessReviewer } from '../apiserver/authorizer.ts';
@@ -18,6 +19,9 @@ import { startHandlerModules, type HandlerModules } from '../custom/serve.ts';
 import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
 import type { Metrics } from '../health/metrics.ts';
 import { componentLogger, type Logger } from '../log.ts';
+import { EXCEPTION_PLURAL, type AdmissionException } from '../api/exceptions.ts';
+import { GROUP, VERSION } from '../api/types.ts';
+import { ExceptionStore } from '../registry/exceptions.ts';
 
 /** Where the Namespace and LimitRange caches copy their changes (the admission thread, once it is made). */
 export interface Mirror {
@@ -29,6 +33,8 @@ export interface ClusterState {
   limitRanges: WatchedCache<KubernetesObject>;
   lookups: LookupCaches;
   params: ObjectWatches;
+  /** The AdmissionExceptions of every namespace, as watched. */
+  exceptions: ExceptionStore;
   view: ClusterView;
   authorizer: Authorizer;
   mapper: DiscoveryMapper;
@@ -70,11 +76,19 @@ export async function watchClusterState(kubeConfig: KubeConfig, kube: Kube, conf
     whenReady: async (kinds, timeoutMs) => (await Promise.all(kinds.map((kind) => lookups.whenSynced(kind, timeoutMs)))).every(Boolean),
   };
   const params = new ObjectWatches(kube, log, config.namespace);
+  const exceptions = new ExceptionStore();
+  const exceptionWatch = watchCache<AdmissionException>(kubeConfig, {
+    path: `/apis/${GROUP}/${VERSION}/${EXCEPTION_PLURAL}`,
+    list: () => kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: EXCEPTION_PLURAL }) as Promise<KubernetesListObject<AdmissionException>>,
+    log,
+    onChange: (exception, deleted) => (deleted ? exceptions.remove(exception.metadata.namespace, exception.metadata.name) : exceptions.set(exception)),
+  });
   return {
     namespaces,
     limitRanges,
     lookups,
     params,
+    exceptions,
     view,
     authorizer: authorizer ?? new CachingAuthorizer(new SubjectAccessReviewer(kubeConfig)),
     // What an ownerReference's kind is served as (OwnerReferencesPermissionEnforcement), from API discovery.
@@ -82,7 +96,7 @@ export async function watchClusterState(kubeConfig: KubeConfig, kube: Kube, conf
     ...(handlerModules ? { handlerModules } : {}),
     mirrorTo: (to) => (mirror = to),
     stop: async () => {
-      await Promise.all([namespaces, limitRanges, params, lookups].map((w) => w.stop()));
+      await Promise.all([namespaces, limitRanges, params, lookups, exceptionWatch].map((w) => w.stop()));
       await handlerModules?.close();
     },
   };

@@ -42,7 +42,7 @@ export function makeRegistries(config: OperatorConfig, kube: Kube, state: Cluste
   };
   // Before any suite is compiled or thread started: the threads inherit the list (handlers/backends.ts).
   setHandlerBackends(config.handlerBackends);
-  const registry = new SuiteRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, nativeEnforcement: config.nativeEnforcement, observers });
+  const registry = new SuiteRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, nativeEnforcement: config.nativeEnforcement, observers, exceptions: state.exceptions });
   // A webhook's series go with it (a suite deleted, or a webhook removed from one).
   registry.subscribe((change) =>
     'removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name))),

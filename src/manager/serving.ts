@@ -101,6 +101,7 @@ export async function startServing(
         metrics,
         mirrors: { Namespace: state.namespaces, LimitRange: state.limitRanges },
         params: state.params,
+        exceptions: state.exceptions,
         lookups: state.lookups,
         log: componentLogger('admission'),
         limits,

@@ -5,6 +5,7 @@
  */
 import { validateSpec, validateSuiteName, type FieldError } from '../api/validate.ts';
 import type { AdmissionSuite, FailurePolicy, ParamsRef, WebhookSpec, WebhookType } from '../api/types.ts';
+import type { AdmissionException } from '../api/exceptions.ts';
 import { webhookFullName } from '../api/names.ts';
 import { allowed, errored, markFailed, type AdmissionRequest, type Decision, type Outcome } from '../api/admission-review.ts';
 import type { ObjectRef } from '../apiserver/params-watches.ts';
@@ -20,6 +21,9 @@ import { planMatchConditions } from '../policy/engine/match-conditions.ts';
 import type { Authorizer } from '../api/authorization.ts';
 import type { KindMapper } from '../api/discovery.ts';
 import { evaluateAuthorizing, type Answerers } from '../policy/engine/authorization.ts';
+import { EXCEPTION_AUDIT_KEY, exceptionRef, exceptionWarning } from '../api/exceptions.ts';
+import { protectedNamespaces, SYSTEM_NAMESPACES } from '../api/protected-namespaces.ts';
+import type { Excuse, ExceptionStore } from './exceptions.ts';
 
 export interface CompiledWebhook {
   suite: string;
@@ -92,6 +96,10 @@ export interface CompileContext {
   nativeEnforcement?: boolean;
   /** The recorder of each webhook's answers and evaluations (the operator's Metrics); none by default. */
   observers?: { webhook(suite: string, webhook: string): WebhookObserver };
+  /** The AdmissionExceptions held here, asked per request by the CEL validations of suites that accept them; none by default. */
+  exceptions?: ExceptionStore;
+  /** Now, in ms (the expiry of exceptions is compared with it); Date.now by default. */
+  clock?: () => number;
 }
 
 export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}): CompiledSuite {
@@ -103,7 +111,7 @@ export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}
   if (errors.length === 0) {
     suite.spec.webhooks.forEach((spec, i) => {
       const failurePolicy = spec.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail';
-      const compiled = compileWebhook(name, spec, `spec.webhooks[${i}]`, failurePolicy, context);
+      const compiled = compileWebhook(name, spec, `spec.webhooks[${i}]`, failurePolicy, context, undefined, suite.spec.exceptions?.allowed === true ? suite : undefined);
       if ('errors' in compiled) errors.push(...compiled.errors);
       else webhooks.set(spec.name, compiled);
     });
@@ -115,6 +123,8 @@ export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}
  * One webhook's spec (at `path`) compiled into what answers its requests, or the field errors
  * that keep it from working. Shared by the suites and the AdmissionPolicies (registry/policies.ts),
  * whose `options` say how a policy differs (RulesOptions: its cost budget, its matchConditions).
+ * `excepted`: the suite, when it accepts AdmissionExceptions (its spec.exceptions): a Validating
+ * webhook's CEL validations then ask context.exceptions per request.
  */
 export function compileWebhook(
   owner: string,
@@ -123,13 +133,15 @@ export function compileWebhook(
   failurePolicy: FailurePolicy,
   context: CompileContext,
   options?: RulesOptions,
+  excepted?: Pick<AdmissionSuite, 'spec' | 'metadata'>,
 ): CompiledWebhook | { errors: FieldError[] } {
   const { view = EMPTY_VIEW, params = NO_PARAMS, authorizer, mapper, observers, operatorNamespace } = context;
   try {
     const observer = observers?.webhook(owner, spec.name) ?? NO_OBSERVER;
+    const excusing = excepted && context.exceptions && spec.type === 'Validating' ? exceptionsOf(excepted, spec.name, context.exceptions, view, operatorNamespace, context.clock) : undefined;
     const admit = spec.handler
       ? compileHandler(spec, path, view, failurePolicy, { authorizer, mapper }, operatorNamespace)
-      : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params), observer);
+      : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params, excusing), observer);
     return {
       suite: owner,
       name: spec.name,
@@ -192,15 +204,58 @@ function measured(admit: (request: AdmissionRequest, allowance?: Allowance) => D
  * Binds `params` and `namespaceObject` for each request, as VAP does: the rules run once per
  * selected params object (each-params.ts); none selected answers by `notFoundAction`; a reference
  * that cannot select for this request (a namespaced kind, no namespace, a cluster-scoped request)
- * is a configuration error, answered by failurePolicy as the API server answers a binding's.
+ * is a configuration error, answered by failurePolicy as the API server answers a binding's;
+ * and, where AdmissionExceptions may apply (`excusing`), the ones that cover the request, whose
+ * use the answer then says (excused).
  */
-function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource) {
+function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource, excusing?: Excusing) {
+  if (!excusing) return bound(rules, spec, failurePolicy, view, params);
+  const judged = bound(rules, spec, failurePolicy, view, params);
+  return (request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision> => {
+    const excuse = excusing(request);
+    if (!excuse) return judged(request, allowance);
+    const decision = judged(request, allowance, excuse);
+    return decision instanceof Promise ? decision.then((d) => excused(d, excuse.used)) : excused(decision, excuse.used);
+  };
+}
+
+/** Finds, per request, the AdmissionExceptions that cover it; undefined, at the cost of one Map lookup, while none names the webhook. */
+type Excusing = (request: AdmissionRequest) => Excuse | undefined;
+
+function exceptionsOf(suite: Pick<AdmissionSuite, 'spec' | 'metadata'>, webhook: string, exceptions: ExceptionStore, view: ClusterView, operatorNamespace: string | undefined, clock: () => number = Date.now): Excusing {
+  // Never sent to a webhook of ours anyway (controller/desired.ts): said again here, so no exception can matter there.
+  const guarded = operatorNamespace === undefined ? SYSTEM_NAMESPACES : protectedNamespaces(operatorNamespace);
+  const context = {
+    now: 0,
+    namespaceLabels: (namespace: string) => (view.namespace(namespace)?.metadata?.labels ?? undefined) as Record<string, string> | undefined,
+    protectedNamespaces: guarded,
+  };
+  return (request) => {
+    if (!exceptions.names(suite.metadata.name, webhook)) return undefined;
+    // The clock at this request: an exception ends at its `expires`, to the second, with no reconcile.
+    context.now = clock();
+    return exceptions.excuse(suite, webhook, request, context);
+  };
+}
+
+/** A decision some exception let through: the warning (kubectl prints it) and the audit annotation (the API server's audit log) name each exception used. */
+function excused(decision: Decision, used: readonly AdmissionException[]): Decision {
+  if (!decision.allowed || used.length === 0) return decision;
+  return {
+    ...decision,
+    warnings: [...(decision.warnings ?? []), ...used.map(exceptionWarning)],
+    auditAnnotations: { ...decision.auditAnnotations, [EXCEPTION_AUDIT_KEY]: used.map(exceptionRef).join(', ') },
+  };
+}
+
+/** The rules with `params` and `namespaceObject` bound, as withContext says. */
+function bound(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource) {
   const ref = spec.params;
   if (ref) params.watch(ref);
   const { readsNamespaceObject } = rules;
-  return (request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision> => {
+  return (request: AdmissionRequest, allowance?: Allowance, excuse?: Excuse): Decision | Promise<Decision> => {
     const namespaceObject = readsNamespaceObject && request.namespace ? view.namespace(request.namespace) : undefined;
-    if (!ref) return rules(request, { namespaceObject, allowance });
+    if (!ref) return rules(request, { namespaceObject, allowance, excuse });
     const found = params.select(ref, request.namespace || undefined);
     if (found.state === 'pending') return errored(`params of webhook ${spec.name} are not available: ${found.reason}`, failurePolicy, 'Invalid');
     if (found.state === 'misconfigured') return errored(`failed to configure binding: ${found.reason}`, failurePolicy, 'Invalid');
@@ -209,7 +264,7 @@ function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePol
       return errored(`failed to configure binding: ${PARAMS_ERRORS.notFoundDeny}`, failurePolicy, 'Invalid');
     }
     // (an AdmissionPolicy's allowance is shared by its evaluations for every params object)
-    return evaluateEach(spec.type, request, found.objects, (req, object) => rules(req, { params: object, namespaceObject, allowance }));
+    return evaluateEach(spec.type, request, found.objects, (req, object) => rules(req, { params: object, namespaceObject, allowance, excuse }));
   };
 }
 

@@ -57,6 +57,11 @@ export class SuiteRegistry {
     return () => this.listeners.splice(this.listeners.indexOf(listener), 1);
   }
 
+  /** The suite as last synced (compiled or not), by name. */
+  source(name: string): AdmissionSuite | undefined {
+    return this.sources.get(name);
+  }
+
   get(name: string): CompiledSuite | undefined {
     return this.suites.get(name);
   }

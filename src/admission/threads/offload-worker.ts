@@ -11,6 +11,7 @@ import { followedFailurePolicy } from '../../api/admission-review.ts';
 import { LookupNotReady, type ClusterView } from '../../handlers/handler.ts';
 import type { ParamsSource } from '../../registry/compile.ts';
 import { SuiteRegistry } from '../../registry/registry.ts';
+import { ExceptionStore } from '../../registry/exceptions.ts';
 import { tuneHeapForAdmission } from '../v8-tuning.ts';
 import { REVIEW_ERRORS, ReviewError } from '../errors.ts';
 import { decode } from '../chain.ts';
@@ -46,7 +47,9 @@ const authorizer = asksAuthorizer ? questions.authorizer : undefined;
 const mapper = asksMapper ? questions.mapper : undefined;
 
 tuneHeapForAdmission();
-const registry = new SuiteRegistry({ view, params, authorizer, mapper });
+/** The AdmissionExceptions, as the thread that offloads holds them. */
+const exceptions = new ExceptionStore();
+const registry = new SuiteRegistry({ view, params, authorizer, mapper, exceptions });
 let waitingContext: ((context: ReviewContext) => void) | undefined;
 const queue: Extract<ToWorker, { type: 'review' }>[] = [];
 let busy = false;
@@ -73,6 +76,9 @@ port.on('message', (message: ToWorker) => {
     }
     case 'removed':
       registry.remove(message.name);
+      return;
+    case 'exception':
+      exceptions.apply(message.change);
       return;
     case 'review':
       queue.push(message);

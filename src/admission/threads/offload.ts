@@ -26,6 +26,7 @@ import { LookupNotReady, type ClusterView, type LookupKind } from '../../handler
 import { LOOKUP_READY_WAIT_MS } from '../../registry/compile.ts';
 import type { LogWriter } from '../../log.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
+import type { ExceptionChange } from '../../registry/exceptions.ts';
 import { REVIEW_ERRORS, ReviewError, type ReviewErrorKey } from '../errors.ts';
 import { PoolRestarts, Quarantine, type BackoffOptions, type WorkerWatcher } from '../../worker-restarts.ts';
 
@@ -68,6 +69,7 @@ export interface ReviewContext {
 export type ToWorker =
   | { type: 'suite'; suite: AdmissionSuite }
   | { type: 'removed'; name: string }
+  | { type: 'exception'; change: ExceptionChange }
   | { type: 'review'; id: number; suite: string; webhook: string; body: Uint8Array }
   | { type: 'context'; id: number; context: ReviewContext }
   | QuestionAnswer;
@@ -158,6 +160,10 @@ export class ReviewOffload {
       }
       for (const { worker } of this.pool) worker.postMessage(this.suiteMessage(change));
     });
+    // The AdmissionExceptions the registry's webhooks ask, copied as they change (a new worker gets them all in start()).
+    registry.context.exceptions?.subscribe((change) => {
+      for (const { worker } of this.pool) worker.postMessage({ type: 'exception', change } satisfies ToWorker);
+    });
   }
 
   /** Tells `watcher` of each worker's death and each suite quarantined. */
@@ -240,6 +246,7 @@ export class ReviewOffload {
     worker.unref();
     const slot: ReviewWorker = { worker, judging: undefined };
     for (const suite of this.suites.values()) worker.postMessage(this.suiteMessage({ suite }));
+    for (const exception of this.registry.context.exceptions?.held() ?? []) worker.postMessage({ type: 'exception', change: { exception } } satisfies ToWorker);
     this.restarts.started();
     worker.on('message', (message: FromWorker) => this.onMessage(slot, message));
     worker.on('error', (err) => this.lost(slot, err));

@@ -19,6 +19,7 @@ import { collectionKey, selectParams } from '../../api/params.ts';
 import type { ParamsChange } from '../../apiserver/params-watches.ts';
 import type { CachedKind, LookupChange } from '../../apiserver/lookups.ts';
 import { SuiteRegistry } from '../../registry/registry.ts';
+import { ExceptionStore } from '../../registry/exceptions.ts';
 import { PolicyRegistry } from '../../registry/policies.ts';
 import { AdmissionServer, type Answered } from '../server.ts';
 import type { ConnectionCounts } from '../connection-limits.ts';
@@ -131,7 +132,10 @@ const observers = {
 };
 
 const questions = new MainQuestions(send);
+/** The AdmissionExceptions, as the main thread's store holds them (thread.ts sends every change). */
+const exceptions = new ExceptionStore();
 const registry = new SuiteRegistry({
+  exceptions,
   view,
   params,
   authorizer: data.authorizer ? questions.authorizer : undefined,
@@ -255,6 +259,9 @@ function received(message: ToThread): void {
       return;
     case 'params':
       copyParams(message.change);
+      return;
+    case 'exception':
+      exceptions.apply(message.change);
       return;
     case 'lookup':
       copyLookup(message.change);

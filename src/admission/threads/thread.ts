@@ -29,6 +29,7 @@ import { LOG_LEVELS, type Logger, type LogLevel } from '../../log.ts';
 import { Backoff, Quarantine, type BackoffOptions } from '../../worker-restarts.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
 import type { ParamsChange } from '../../apiserver/params-watches.ts';
+import type { ExceptionChange } from '../../registry/exceptions.ts';
 import type { CachedKind, LookupChange } from '../../apiserver/lookups.ts';
 import type { SchemaChange } from '../../apiserver/openapi-state.ts';
 import type { PolicyContext, PolicyRegistry } from '../../registry/policies.ts';
@@ -79,6 +80,7 @@ export type ToThread =
   | { type: 'certificate'; key: string; pems?: { certPem: string; keyPem: string } }
   | { type: 'mirror'; kind: MirroredKind; object: Record<string, any>; deleted: boolean }
   | { type: 'params'; change: ParamsChange }
+  | { type: 'exception'; change: ExceptionChange }
   | { type: 'lookup'; change: LookupChange }
   | { type: 'schemas'; change: SchemaChange }
   | { type: 'forwarded'; id: number; answer?: Answered; error?: string }
@@ -117,6 +119,8 @@ export interface AdmissionThreadOptions {
   mirrors: Record<MirroredKind, { list(): { metadata?: unknown }[] }>;
   /** The params collections the main thread watches, copied as they sync and change; without it, every webhook with params is answered by the main thread. */
   params?: { subscribe(listener: (change: ParamsChange) => void): () => void };
+  /** The AdmissionExceptions (registry.context.exceptions), copied as they change: the suites' webhooks answered there ask them per request. */
+  exceptions?: { subscribe(listener: (change: ExceptionChange) => void): () => void };
   /** The handlers' lookup caches; the kinds in COPIED_LOOKUPS are copied, reviews that read the others are answered by the main thread. */
   lookups?: { subscribe(listener: (change: LookupChange) => void): () => void };
   /** The folder of handler modules (--handler-modules): loaded in the thread too, for their names and config checks; their requests are answered by the main thread. */
@@ -353,6 +357,7 @@ export class AdmissionThread {
       }),
       certificates.subscribe((key, pems) => worker.postMessage({ type: 'certificate', key, pems } satisfies ToThread)),
       ...(this.options.params ? [this.options.params.subscribe((change) => worker.postMessage({ type: 'params', change } satisfies ToThread))] : []),
+      ...(this.options.exceptions ? [this.options.exceptions.subscribe((change) => worker.postMessage({ type: 'exception', change } satisfies ToThread))] : []),
       ...(this.options.lookups
         ? [this.options.lookups.subscribe((change) => COPIED_LOOKUPS.has(change.kind) && worker.postMessage({ type: 'lookup', change } satisfies ToThread))]
         : []),

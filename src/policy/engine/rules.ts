@@ -80,6 +80,11 @@ export interface RulesContext {
    * and audit annotations share one, within its namespace's (cost/meter.ts).
    */
   allowance?: Allowance;
+  /**
+   * The validations an AdmissionException lets fail for this request (registry/exceptions.ts): a
+   * failure of one it covers is not a denial (Warn and Audit still see it). Suites' webhooks only.
+   */
+  excuse?: { covers(index: number): boolean };
 }
 
 /** Whether any expression (a variable's, a matchCondition's) reads `namespaceObject`: a caller binds it only then, since finding it costs a lookup per request. */
@@ -299,7 +304,7 @@ function validate(request: AdmissionRequest, compiled: CompiledValidations, cont
         break;
       }
     }
-    const verdict = new Verdict(compiled);
+    const verdict = new Verdict(compiled, context.excuse);
     failures.forEach((failure, index) => verdict.add(failure, index));
 
     // audit annotations get a budget of their own, as in the API server; a team's policy goes on with the one it has
@@ -347,14 +352,17 @@ class Verdict {
   readonly audited: AuditedFailure[] = [];
   readonly annotations: Record<string, string> = {};
   private readonly compiled: CompiledValidations;
-  constructor(compiled: CompiledValidations) {
+  private readonly excuse: RulesContext['excuse'];
+  constructor(compiled: CompiledValidations, excuse?: RulesContext['excuse']) {
     this.compiled = compiled;
+    this.excuse = excuse;
   }
 
   add(failure: Failure | undefined, index: number): void {
     if (!failure) return;
     const { actions } = this.compiled;
-    if (actions.includes('Deny')) this.denials.push(failure);
+    // Asked only of a failure that would deny: an exception that is not needed is not recorded as used.
+    if (actions.includes('Deny') && !this.excuse?.covers(index)) this.denials.push(failure);
     if (actions.includes('Warn')) this.warnings.push(failure.message);
     if (actions.includes('Audit')) this.audited.push({ message: failure.message, policy: this.compiled.suite, binding: this.compiled.webhook, expressionIndex: index, validationActions: actions });
   }

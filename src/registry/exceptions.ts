@@ -1,0 +1,131 @@
+/**
+ * registry: the AdmissionExceptions every replica holds, indexed by the suite webhook they name,
+ * so that a request to a webhook no exception names costs one Map lookup and nothing else; and
+ * the question the request path asks of them: which exceptions cover this request now. The store
+ * is filled by a watch (manager/cluster-state.ts) and copied to the admission thread as the
+ * suites are (subscribe). Applying an exception to a decision is compile.ts's and
+ * policy/engine/rules.ts's; whether one is well-formed and allowed is api/exceptions.ts's. No I/O.
+ */
+import type { AdmissionRequest } from '../api/admission-review.ts';
+import { exceptionRef, expiryOf, matchesRequest, suiteRefusal, type AdmissionException } from '../api/exceptions.ts';
+import type { AdmissionSuite } from '../api/types.ts';
+
+/** What changed: an exception written (or rewritten), or one deleted. */
+export type ExceptionChange = { exception: AdmissionException } | { removed: { namespace: string; name: string } };
+
+interface Entry {
+  exception: AdmissionException;
+  /** When it stops applying, in ms since the epoch: compared with the clock at each request. */
+  expiresAt: number;
+  /** The validation indexes it excuses; undefined: every one. */
+  validations?: ReadonlySet<number>;
+}
+
+/** What a request's evaluation asks while it decides (RulesContext.excuse), and what it used. */
+export interface Excuse {
+  /** Whether a failure of the validation at `index` is let through (then recorded as used). */
+  covers(index: number): boolean;
+  /** The exceptions that let a failure through, in the order first used. */
+  readonly used: AdmissionException[];
+}
+
+const webhookKey = (suite: string, webhook: string) => `${suite}\n${webhook}`;
+
+export class ExceptionStore {
+  /** suite\nwebhook -> namespace/name -> entry. */
+  private readonly byWebhook = new Map<string, Map<string, Entry>>();
+  /** namespace/name -> the webhook key it is filed under. */
+  private readonly filed = new Map<string, string>();
+  private readonly sources = new Map<string, AdmissionException>();
+  private readonly listeners: ((change: ExceptionChange) => void)[] = [];
+
+  /** Files `exception` under the webhook it names (again, if it named another before). One with no readable expiry is not filed: it applies nowhere. */
+  set(exception: AdmissionException): void {
+    const ref = exceptionRef(exception);
+    this.unfile(ref);
+    this.sources.set(ref, exception);
+    const expiresAt = expiryOf(exception.spec?.expires);
+    if (expiresAt !== undefined && typeof exception.spec.suite === 'string' && typeof exception.spec.webhook === 'string') {
+      const key = webhookKey(exception.spec.suite, exception.spec.webhook);
+      const validations = Array.isArray(exception.spec.validations) ? new Set(exception.spec.validations) : undefined;
+      let entries = this.byWebhook.get(key);
+      if (!entries) this.byWebhook.set(key, (entries = new Map()));
+      entries.set(ref, { exception, expiresAt, ...(validations ? { validations } : {}) });
+      this.filed.set(ref, key);
+    }
+    for (const listener of this.listeners) listener({ exception });
+  }
+
+  remove(namespace: string, name: string): void {
+    const ref = `${namespace}/${name}`;
+    this.unfile(ref);
+    this.sources.delete(ref);
+    for (const listener of this.listeners) listener({ removed: { namespace, name } });
+  }
+
+  /** Applies a change made elsewhere (the main thread's store, in a copy). */
+  apply(change: ExceptionChange): void {
+    if ('exception' in change) this.set(change.exception);
+    else this.remove(change.removed.namespace, change.removed.name);
+  }
+
+  /** Called with every exception held, then on every change (the admission thread's copy); the returned function stops it. */
+  subscribe(listener: (change: ExceptionChange) => void): () => void {
+    for (const exception of this.sources.values()) listener({ exception });
+    this.listeners.push(listener);
+    return () => this.listeners.splice(this.listeners.indexOf(listener), 1);
+  }
+
+  /** Every exception held (a copy started after they came: a new review worker). */
+  held(): AdmissionException[] {
+    return [...this.sources.values()];
+  }
+
+  /** Whether any exception names this webhook: false costs the request path nothing more. */
+  names(suite: string, webhook: string): boolean {
+    return this.byWebhook.has(webhookKey(suite, webhook));
+  }
+
+  /**
+   * The excuse for `request` to webhook `webhook` of `suite`, from the exceptions that cover it at
+   * `now`: unexpired, in the request's namespace (never a protected one), taken by the suite from
+   * that namespace, matching the request. Undefined when none does.
+   */
+  excuse(
+    suite: Pick<AdmissionSuite, 'spec' | 'metadata'>,
+    webhook: string,
+    request: AdmissionRequest,
+    context: { now: number; namespaceLabels(namespace: string): Record<string, string> | undefined; protectedNamespaces: readonly string[] },
+  ): Excuse | undefined {
+    const entries = this.byWebhook.get(webhookKey(suite.metadata.name, webhook));
+    const namespace = request.namespace;
+    if (!entries || !namespace || context.protectedNamespaces.includes(namespace)) return undefined;
+    let covering: Entry[] | undefined;
+    for (const entry of entries.values()) {
+      if (entry.exception.metadata.namespace !== namespace || context.now >= entry.expiresAt) continue;
+      if (!matchesRequest(entry.exception.spec.match, request)) continue;
+      (covering ??= []).push(entry);
+    }
+    if (!covering || suiteRefusal(suite, context.namespaceLabels(namespace)) !== undefined) return undefined;
+    const found = covering;
+    const used: AdmissionException[] = [];
+    return {
+      used,
+      covers: (index) => {
+        const entry = found.find((e) => !e.validations || e.validations.has(index));
+        if (!entry) return false;
+        if (!used.includes(entry.exception)) used.push(entry.exception);
+        return true;
+      },
+    };
+  }
+
+  private unfile(ref: string): void {
+    const key = this.filed.get(ref);
+    if (key === undefined) return;
+    this.filed.delete(ref);
+    const entries = this.byWebhook.get(key)!;
+    entries.delete(ref);
+    if (entries.size === 0) this.byWebhook.delete(key);
+  }
+}
