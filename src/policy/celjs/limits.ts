@@ -42,9 +42,10 @@ export class CelLimitError extends Error {
   }
 }
 
-type Token = { kind: string; start: number; end: number };
+export type Token = { kind: string; start: number; end: number };
 
-class Syntax extends Error {}
+/** What the lexer below cannot follow: a syntax error, for cel-js to report. */
+export class Syntax extends Error {}
 
 const PUNCTUATION = ['==', '!=', '<=', '>=', '&&', '||', '<', '>', '[', ']', '{', '}', '(', ')', '.', ',', '-', '!', '?', ':', '+', '*', '/', '%'];
 const RELATIONS = new Set(['<', '<=', '>=', '>', '==', '!=', 'in']);
@@ -54,8 +55,8 @@ const isHex = (c: string | undefined) => c !== undefined && /[0-9a-fA-F]/.test(c
 const isIdentStart = (c: string | undefined) => c !== undefined && /[A-Za-z_]/.test(c);
 const isIdentPart = (c: string | undefined) => c !== undefined && /[A-Za-z0-9_]/.test(c);
 
-/** CEL.g4's lexer, as far as finding each token's kind and end takes: iterative, linear. */
-function tokenize(s: string): Token[] {
+/** CEL.g4's lexer, as far as finding each token's kind and end takes: iterative, linear (also rewrite.ts'). */
+export function tokenize(s: string): Token[] {
   const tokens: Token[] = [];
   let i = 0;
   const n = s.length;

@@ -9,6 +9,8 @@
  * the API server accepts would be refused. The macro's evaluation already runs any operand (the
  * last of `macroHasProps`); only its type check is narrower, and that is what is replaced here.
  *
+ * What cel-go parses that cel-js does not is rewritten first into what it does (rewrite.ts).
+ *
  * Also bounds what is parsed as the API server bounds it (limits.ts: refused in its words before
  * cel-js sees it), and shapes cel-js's tree as cel-go's is: a chain of `&&` or `||` balanced (cel-js
  * nests one node per term, 20,000 deep in an expression the API server takes, deeper than any
@@ -18,6 +20,7 @@
 import type { Environment, ParseResult } from '@marcbachmann/cel-js';
 import { forEachNode, type RawNode } from './walk.ts';
 import { AST_DEPTH_LIMIT, CelLimitError, astDepth, checkCelGoLimits } from './limits.ts';
+import { restoreQuotedFields, rewriteForCelJs } from './rewrite.ts';
 
 interface Checker {
   check(node: unknown, ctx: unknown): unknown;
@@ -65,7 +68,11 @@ function typeName(type: unknown): unknown {
  * server's limits, and cel-js's parse errors.
  */
 export function parseExpression(env: Environment, source: string): ParseResult {
-  const program = env.parse(checkCelGoLimits(source));
+  // What cel-go parses and cel-js does not (quoted field names, optional entries, raw bytes, ...)
+  // rewritten into what it does: rewrite.ts
+  const { source: rewritten, quoted } = rewriteForCelJs(checkCelGoLimits(source));
+  const program = env.parse(rewritten);
+  restoreQuotedFields(program.ast, quoted);
   const logic: LogicNode[] = [];
   forEachNode(program.ast, (node) => {
     if (node.op === '&&' || node.op === '||') logic.push(node as LogicNode);

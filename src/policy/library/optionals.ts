@@ -2,11 +2,13 @@
  * The parts of CEL's optional types (enabled in Kubernetes since 1.28) that cel-js lacks:
  * optional.ofNonZeroValue(), the optMap / optFlatMap macros, and equality of optionals. The rest
  * (`.?`, `[?`, optional.of/none, hasValue, value, or, orValue) is cel-js's own. Optional list and
- * map entries (`[?x]`, `{?'k': v}`) need cel-js's parser and are not available.
+ * map entries (`[?x]`, `{?'k': v}`), which cel-js does not parse, are rewritten before it parses
+ * (celjs/rewrite.ts) into calls of the two entry functions registered here.
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { forEachNode, type RawNode } from '../celjs/walk.ts';
 import { celEquals, celError, Duration, Optional, UnsignedInt } from '../celjs/values.ts';
+import { OPTIONAL_LIST_ENTRY, OPTIONAL_MAP_ENTRY } from '../celjs/rewrite.ts';
 
 /** cel-go's IsZeroValue: false, 0, 0u, 0.0, '', b'', [], {}, null, a zero duration, the epoch. */
 function isZeroValue(v: unknown): boolean {
@@ -91,6 +93,23 @@ export function registerOptionals(env: Environment): void {
   env.registerFunction('optional.optMap(ast, ast): optional<dyn>', optionalMapMacro('optMap', false) as never);
   env.registerFunction('optional.optFlatMap(ast, ast): optional<dyn>', optionalMapMacro('optFlatMap', true) as never);
   env.registerOperator('optional == optional', (a: Optional, b: Optional) => celEquals(a, b));
+  // `[a, ?b]` is `[a] + entry(b)`; `{?k: v}` is `entry({}, k, v)` (celjs/rewrite.ts)
+  env.registerFunction(`${OPTIONAL_LIST_ENTRY}(optional<T>): list<T>`, (o: unknown) => (presentValue(o) ? [(o as Optional).value()] : []));
+  env.registerFunction(`${OPTIONAL_MAP_ENTRY}(map<K, V>, K, optional<V>): map<K, V>`, (map: unknown, key: unknown, o: unknown) => {
+    if (!presentValue(o)) return map;
+    if (map instanceof Map) return new Map(map).set(key, (o as Optional).value());
+    const out: Record<string, unknown> = { ...(map as Record<string, unknown>) };
+    const name = String(key);
+    // as cel-js builds a map literal: never a key that would reach the prototype
+    if (name !== '__proto__' && name !== 'constructor' && name !== 'prototype') out[name] = (o as Optional).value();
+    return out;
+  });
+}
+
+/** Whether an optional entry's value is there; as cel-go, an entry that is not an optional is an error. */
+function presentValue(o: unknown): boolean {
+  if (!(o instanceof Optional)) throw celError(`found no matching overload for '_?_' applied to '(${typeof o})'`);
+  return o.hasValue();
 }
 
 /**

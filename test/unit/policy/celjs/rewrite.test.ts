@@ -1,0 +1,46 @@
+/**
+ * The CEL front end's rewrite (src/policy/celjs/rewrite.ts): what cel-go parses and cel-js does not
+ * (backtick-quoted field names, optional list and map entries, raw and non-ASCII bytes literals, a
+ * double without a leading digit) compiles and answers as cel-go does, through a suite's compile.
+ * Owns these unit checks only; the cel-spec cases are cel-conformance.test.ts', the limits limits.test.ts'.
+ */
+import { expect } from 'chai';
+import { compileError, evaluate, evaluationError } from '../library/evaluate.ts';
+
+describe('policy: the CEL front end (what cel-js does not parse)', function () {
+  it('selects backtick-quoted field names, with .? and has(), as cel-go 0.28+ does', function () {
+    const data = { 'content-type': 'json', 'foo.txt': 'x', 'a/b': 1 };
+    expect(evaluate("object.data.`content-type` == 'json'", { data })).to.equal(true);
+    expect(evaluate('has(object.data.`foo.txt`) && !has(object.data.`bar.txt`)', { data })).to.equal(true);
+    expect(evaluate('object.data.?`a/b`.orValue(0) == 1 && object.data.?`b-c`.orValue(0) == 0', { data })).to.equal(true);
+    // the missing key is named by its own name, never by what stood in for it
+    expect(evaluationError('object.data.`x-y` == 1', { data })).to.contain('x-y');
+  });
+
+  it('refuses a quoted name anywhere but a field selection, and the names the rewrite introduces', function () {
+    expect(compileError('`content-type` == 1')).to.match(/^Syntax error: a quoted name \(`content-type`\) may only name a field/);
+    expect(compileError('object.`size`() == 1')).to.match(/^Syntax error: /);
+    expect(compileError('__portcullis_optional_list_entry__(optional.none()) == []')).to.equal("undeclared reference to '__portcullis_optional_list_entry__' (in container '')");
+  });
+
+  it('keeps only the present optional entries of list and map literals', function () {
+    expect(evaluate('[?object.?a, 1, ?object.?b, ?optional.of(3)] == [2, 1, 3]', { a: 2 })).to.equal(true);
+    expect(evaluate('[?object.?b].size() == 0', { a: 2 })).to.equal(true);
+    expect(evaluate("{?'a': object.?a, 'k': 0, ?'b': object.?b} == {'a': 2, 'k': 0}", { a: 2 })).to.equal(true);
+    expect(evaluate("has({?'b': object.?b}.b)", { a: 2 })).to.equal(false);
+    // nested, and a ternary in a key
+    expect(evaluate('[[?object.?a], [?object.?c]] == [[2], []]', { a: 2 })).to.equal(true);
+    expect(evaluate("{?(true ? 'x' : 'y'): optional.of([?optional.none()])} == {'x': []}")).to.equal(true);
+    // `a[?i]` stays an optional index
+    expect(evaluate('[1, 2][?5].orValue(0) == 0')).to.equal(true);
+  });
+
+  it('reads raw bytes literals and non-ASCII characters in bytes as cel-go does', function () {
+    expect(evaluate("br'\\x00' == b'\\\\x00' && Rb\"\\n\" == b'\\\\n' && bR'''a\\''' == b'a\\\\'")).to.equal(true);
+    expect(evaluate("b'ÿ' == b'\\303\\277' && b'ÿ'.size() == 2 && string(b'ÿ') == 'ÿ'")).to.equal(true);
+  });
+
+  it('reads a double without digits before its point', function () {
+    expect(evaluate('.99 < 1.0 && -.5 == -0.5 && [.25][0] == 0.25')).to.equal(true);
+  });
+});
