@@ -16,7 +16,7 @@
  *   literal of `\xHH` escapes, which cel-js reads byte for byte;
  * - a double without digits before its point (`.99`): `0.99`;
  * - optional entries of list and map literals (`[a, ?b]`, `{?'k': v}`): the list as a
- *   concatenation of the present elements' lists (`[a] + @entry(b)`), the map as the literal of its
+ *   concatenation of the present elements' lists (`@list([a] + @entry(b))`), the map as the literal of its
  *   other entries with each optional one put in when present. The functions' names cannot be
  *   written by a policy: any source naming them is refused as cel-go refuses an unknown name.
  * Positions in cel-js's errors may shift after a rewritten form; the messages compile reports
@@ -25,6 +25,8 @@
 import { Syntax, tokenize, type Token } from './limits.ts';
 import { forEachNode } from './walk.ts';
 
+/** `list<T> (list<T>)`: marks a list literal with optional entries, rewritten (for library/homogeneous.ts). */
+export const OPTIONAL_LIST = '__portcullis_optional_list__';
 /** `list<T> (optional<T>)`: the list of the optional's value, empty when it has none. */
 export const OPTIONAL_LIST_ENTRY = '__portcullis_optional_list_entry__';
 /** `map<K, V> (map<K, V>, K, optional<V>)`: the map with the entry put in when the value is present. */
@@ -160,7 +162,7 @@ export function rewriteForCelJs(source: string): Rewritten {
         parts.push(`${OPTIONAL_LIST_ENTRY}(${render(s + 1, e)})`);
       }
       if (plain.length) parts.push(`[${plain.join(', ')}]`);
-      return `(${parts.join(' + ')})`;
+      return `${OPTIONAL_LIST}(${parts.join(' + ')})`;
     }
     const plain: string[] = [];
     const optional: [string, string][] = [];

@@ -12,6 +12,7 @@
  */
 import { celError } from '../celjs/values.ts';
 import { forEachNode, type RawNode } from '../celjs/walk.ts';
+import { OPTIONAL_LIST, OPTIONAL_LIST_ENTRY, OPTIONAL_MAP_ENTRY } from '../celjs/rewrite.ts';
 
 /** A type as cel-go's FormatCELType prints it in this validator's message. */
 function goType(type: string): string {
@@ -55,11 +56,60 @@ export function validateHomogeneousLiterals(root: unknown): void {
   });
   forEachNode(root, (node) => {
     if (exempt.has(node) || !Array.isArray(node.args)) return;
-    if (node.op === 'list') check((node.args as unknown[]).map(typeOf));
+    const rewritten = rewrittenLiteral(node, exempt);
+    if (rewritten) {
+      check(rewritten[0]);
+      if (rewritten[1]) check(rewritten[1]);
+    } else if (node.op === 'list') check((node.args as unknown[]).map(typeOf));
     else if (node.op === 'map') {
       const entries = node.args as unknown[][];
       check(entries.map((e) => typeOf(e[0])));
       check(entries.map((e) => typeOf(e[1])));
     }
   });
+}
+
+/** The value type an optional entry contributes: T of optional<T> (cel-go checks an entry by it). */
+const entryType = (n: unknown) => /^optional<(.*)>$/.exec(typeOf(n))?.[1] ?? 'dyn';
+
+const callOf = (node: RawNode, name: string): RawNode[] | undefined =>
+  node.op === 'call' && Array.isArray(node.args) && node.args[0] === name ? (node.args[1] as RawNode[]) : undefined;
+
+/**
+ * A list or map literal with optional entries, as celjs/rewrite.ts wrote it (a concatenation, a
+ * chain of puts): the types of its elements (or keys and values) as the literal's, its pieces
+ * added to `done` (each piece alone is part of the whole); undefined for any other node.
+ */
+function rewrittenLiteral(node: RawNode, done: Set<unknown>): [string[], string[]?] | undefined {
+  const list = callOf(node, OPTIONAL_LIST);
+  if (list) {
+    const types: string[] = [];
+    const pieces: RawNode[] = [list[0]!];
+    while (pieces.length) {
+      const piece = pieces.pop()!;
+      done.add(piece);
+      const entry = callOf(piece, OPTIONAL_LIST_ENTRY);
+      if (piece.op === '+') pieces.push(...(piece.args as RawNode[]).toReversed());
+      else if (entry) types.push(entryType(entry[0]));
+      else if (piece.op === 'list') types.push(...(piece.args as unknown[]).map(typeOf));
+    }
+    return [types];
+  }
+  let put = callOf(node, OPTIONAL_MAP_ENTRY);
+  if (!put) return undefined;
+  const keys: string[] = [];
+  const values: string[] = [];
+  while (put) {
+    keys.unshift(typeOf(put[1]));
+    values.unshift(entryType(put[2]));
+    const base = put[0]!;
+    done.add(base);
+    put = callOf(base as RawNode, OPTIONAL_MAP_ENTRY);
+    if (!put && (base as RawNode).op === 'map') {
+      const entries = (base as RawNode).args as unknown[][];
+      keys.unshift(...entries.map((e) => typeOf(e[0])));
+      values.unshift(...entries.map((e) => typeOf(e[1])));
+    }
+  }
+  return [keys, values];
 }

@@ -8,7 +8,7 @@
 import type { Environment } from '@marcbachmann/cel-js';
 import { forEachNode, type RawNode } from '../celjs/walk.ts';
 import { celEquals, celError, Duration, Optional, UnsignedInt } from '../celjs/values.ts';
-import { OPTIONAL_LIST_ENTRY, OPTIONAL_MAP_ENTRY } from '../celjs/rewrite.ts';
+import { OPTIONAL_LIST, OPTIONAL_LIST_ENTRY, OPTIONAL_MAP_ENTRY } from '../celjs/rewrite.ts';
 
 /** cel-go's IsZeroValue: false, 0, 0u, 0.0, '', b'', [], {}, null, a zero duration, the epoch. */
 function isZeroValue(v: unknown): boolean {
@@ -93,7 +93,8 @@ export function registerOptionals(env: Environment): void {
   env.registerFunction('optional.optMap(ast, ast): optional<dyn>', optionalMapMacro('optMap', false) as never);
   env.registerFunction('optional.optFlatMap(ast, ast): optional<dyn>', optionalMapMacro('optFlatMap', true) as never);
   env.registerOperator('optional == optional', (a: Optional, b: Optional) => celEquals(a, b));
-  // `[a, ?b]` is `[a] + entry(b)`; `{?k: v}` is `entry({}, k, v)` (celjs/rewrite.ts)
+  // `[a, ?b]` is `list([a] + entry(b))`; `{?k: v}` is `entry({}, k, v)` (celjs/rewrite.ts)
+  env.registerFunction(`${OPTIONAL_LIST}(list<T>): list<T>`, (list: unknown) => list);
   env.registerFunction(`${OPTIONAL_LIST_ENTRY}(optional<T>): list<T>`, (o: unknown) => (presentValue(o) ? [(o as Optional).value()] : []));
   env.registerFunction(`${OPTIONAL_MAP_ENTRY}(map<K, V>, K, optional<V>): map<K, V>`, (map: unknown, key: unknown, o: unknown) => {
     if (!presentValue(o)) return map;

@@ -24,13 +24,17 @@ describe('policy: the CEL front end (what cel-js does not parse)', function () {
   });
 
   it('keeps only the present optional entries of list and map literals', function () {
-    expect(evaluate('[?object.?a, 1, ?object.?b, ?optional.of(3)] == [2, 1, 3]', { a: 2 })).to.equal(true);
+    expect(evaluate('[?object.?a, dyn(1), ?object.?b, ?optional.of(dyn(3))] == [2, 1, 3]', { a: 2 })).to.equal(true);
     expect(evaluate('[?object.?b].size() == 0', { a: 2 })).to.equal(true);
-    expect(evaluate("{?'a': object.?a, 'k': 0, ?'b': object.?b} == {'a': 2, 'k': 0}", { a: 2 })).to.equal(true);
+    expect(evaluate("{?'a': object.?a, 'k': dyn(0), ?'b': object.?b} == {'a': 2, 'k': 0}", { a: 2 })).to.equal(true);
     expect(evaluate("has({?'b': object.?b}.b)", { a: 2 })).to.equal(false);
     // nested, and a ternary in a key
     expect(evaluate('[[?object.?a], [?object.?c]] == [[2], []]', { a: 2 })).to.equal(true);
     expect(evaluate("{?(true ? 'x' : 'y'): optional.of([?optional.none()])} == {'x': []}")).to.equal(true);
+    // still literals to cel-go's homogeneous check, an optional entry counted by its value's type
+    expect(compileError('[?object.?a, 1] == [1]')).to.equal("expected type 'dyn' but found 'int'");
+    expect(compileError("{?'a': optional.of('y'), ?1: optional.of('z')} == {}")).to.equal("expected type 'string' but found 'int'");
+    expect(evaluate('[?optional.of(2), 1] == [2, 1]')).to.equal(true);
     // `a[?i]` stays an optional index
     expect(evaluate('[1, 2][?5].orValue(0) == 0')).to.equal(true);
   });
