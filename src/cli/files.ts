@@ -13,12 +13,19 @@ type KubeObject = Record<string, unknown>;
 
 /** Every document of a YAML (or JSON) file; empty documents are skipped. */
 export function readDocuments(file: string): KubeObject[] {
-  let text: string;
+  return parseDocuments(readText(file), file);
+}
+
+function readText(file: string): string {
   try {
-    text = fs.readFileSync(file, 'utf8');
+    return fs.readFileSync(file, 'utf8');
   } catch (err) {
     throw new Error(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`);
   }
+}
+
+/** Every document of `text` (YAML or JSON), read from `file` (the name errors give); empty documents are skipped. */
+function parseDocuments(text: string, file: string): KubeObject[] {
   try {
     return (yaml.loadAll(text) as unknown[]).filter((d): d is KubeObject => d !== null && d !== undefined).map((d) => {
       if (typeof d !== 'object' || Array.isArray(d)) throw new Error('a document is not an object');
@@ -39,8 +46,12 @@ export interface LocatedDocument {
 
 /** `readDocuments` with each document's lines, for errors that say where. */
 export function readLocatedDocuments(file: string): LocatedDocument[] {
-  const objects = readDocuments(file);
-  const text = fs.readFileSync(file, 'utf8');
+  return locateDocuments(readText(file), file);
+}
+
+/** `readLocatedDocuments` of text read elsewhere (standard input): `file` is the name errors give. */
+export function locateDocuments(text: string, file: string): LocatedDocument[] {
+  const objects = parseDocuments(text, file);
   const offsets = fieldOffsets(text);
   return objects.map((object, i) => {
     const fields = offsets[i] ?? new Map<string, number>();

@@ -8,8 +8,9 @@
  * Other objects in the files (RBAC, ConfigMaps, CRDs) are read, not refused: `validate` lists them as skipped, `test`
  * and `eval` give them to the suites (params, Namespaces, the CRDs that name their kinds'
  * resources). Exit 0 when all is well, 1 when a suite or policy is refused, a test fails, a
- * replayed request is answered otherwise or an audited object would be denied, 2 for a usage or
- * input error (and an audit that could not read all it should).
+ * replayed request is answered otherwise or an audited object would be denied (or a scanned one,
+ * `scan FILE|DIR|-...`, scan.ts), 2 for a usage or input error (and an audit that could not read
+ * all it should).
  * Writes results to stdout and errors to stderr; makes no network call, but for `validate --strict`,
  * which reads the OpenAPI schemas of the cluster its kubeconfig names to type-check against them,
  * and `audit`, which reads (GET only, never writes) that cluster's objects.
@@ -23,7 +24,7 @@ import { OfflineCluster } from './evaluate.ts';
 import { isPolicy, isSuite, objectFiles, objectName, readDocuments, readLocatedDocuments, readObject, splitSuites } from './files.ts';
 import { crdErrors, ofOurGroup } from './crd-schema.ts';
 import { compare, describeRequest, parseAuditLog, replayable, skippedSummary, type Difference } from './replay.ts';
-import { report, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
+import { report, reportJson, reportJunit, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
 import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource } from '../registry/typecheck.ts';
 import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -59,6 +60,16 @@ Usage:
                                    ask the suites and AdmissionPolicies of the files again each write
                                    request an API server's audit log recorded at RequestResponse level,
                                    and print every one answered otherwise than recorded (exit 1 on any)
+  portcullis scan --suites FILE|DIR... TARGET... [--old FILE|DIR]... [-o table|json|junit|sarif]
+                  [--namespace NS] [--namespace-labels KEY=VALUE]...
+                                   judge every object of the TARGETs (files, folders of .yaml, .yml and
+                                   .json files, - for standard input: helm template ... | portcullis scan
+                                   --suites FILE -) with the AdmissionSuites and AdmissionPolicies of the
+                                   --suites files, as the API server would judge creating each (updating
+                                   it, where an --old object has its apiVersion, kind, namespace and
+                                   name); print per object and webhook called the answer, its warnings
+                                   and audit annotations (exit 1 on a denial); a namespaceSelector reads
+                                   the Namespaces of the files, else --namespace-labels
   portcullis eval --suite FILE --object FILE [--old-object FILE] [--operation CREATE|UPDATE|DELETE|CONNECT]
                   [--objects FILE]... [--namespace NS] [--resource PLURAL] [--user NAME]
                                    print the AdmissionReview response of each webhook called, the patched
@@ -80,8 +91,12 @@ Flags:
   --namespace NS                   the namespace of AdmissionPolicies that name none, as kubectl apply -n
                                    (default: default; for eval, the request's namespace); for audit,
                                    also the one namespace whose objects are judged (else all, and the
-                                   cluster-scoped ones)
+                                   cluster-scoped ones); for scan, also the namespace of namespaced
+                                   objects that name none
+  --namespace-labels KEY=VALUE     for scan, a label of every namespace no Namespace of the files gives
   -o, --output text|json           how test --replay and audit print their findings (default text);
+                                   for test, text (default), json or junit (JUnit XML); for scan, table
+                                   (default), json, junit or sarif (SARIF 2.1.0);
                                    for compile, yaml (default) or json
   --objects FILE                   objects the suites may read (Namespaces, LimitRanges, params) and CRDs,
                                    whose spec.names.plural is their kind's resource (test and eval)
@@ -97,7 +112,7 @@ An audited object is judged as a create of it (oldObject null, matchConditions a
 as the webhook's); a check that reads what only a request has (the user, authorizer) is skipped.
 Secrets are never audited.
 Exit status: 0 all well, 1 a suite or policy refused, a test failed, a replayed request answered
-otherwise or an audited object would be denied, 2 a usage or input error (for audit, also a kind
+otherwise or an audited or scanned object would be denied, 2 a usage or input error (for audit, also a kind
 it could not list: its findings are incomplete).
 `;
 
@@ -116,6 +131,8 @@ async function main(argv: string[]): Promise<number> {
       return validate(rest, operatorNamespace, values.namespace ?? 'default', values.strict ? await clusterSchemas(values.kubeconfig) : undefined);
     case 'test':
       return values.replay !== undefined ? replay(values.replay, rest, values, operatorNamespace) : test(rest, values);
+    case 'scan':
+      return scanCommand(rest, values, operatorNamespace);
     case 'eval':
       return evaluate(rest, values, operatorNamespace);
     case 'audit':
@@ -144,6 +161,9 @@ function parse(argv: string[]) {
         version: { type: 'boolean' },
         'operator-namespace': { type: 'string' },
         suite: { type: 'string', multiple: true },
+        suites: { type: 'string', multiple: true },
+        old: { type: 'string', multiple: true },
+        'namespace-labels': { type: 'string', multiple: true },
         object: { type: 'string' },
         'old-object': { type: 'string' },
         operation: { type: 'string' },
@@ -342,6 +362,8 @@ async function validate(files: string[], operatorNamespace: string, namespace: s
 
 async function test(targets: string[], values: Values): Promise<number> {
   if (targets.length === 0) throw new UsageError('test needs a DIR or FILE');
+  const output = values.output ?? 'text';
+  if (output !== 'text' && output !== 'json' && output !== 'junit') throw new UsageError(`-o must be text, json or junit for test, not ${output}`);
   // A FILE of Kubernetes objects (a CRD, params) rather than a test file: given to every test file, as --objects.
   const isObjects = (target: string) => !target.endsWith(TEST_FILE_SUFFIX) && fs.statSync(target, { throwIfNoEntry: false })?.isFile() && readDocuments(target).every((d) => typeof d.kind === 'string' && !('cases' in d));
   const objects = [...targets.filter(isObjects), ...(values.objects ?? [])].flatMap(readDocuments);
@@ -356,8 +378,35 @@ async function test(targets: string[], values: Values): Promise<number> {
   } finally {
     await modules?.close();
   }
-  process.stdout.write(report(rows));
+  process.stdout.write(output === 'junit' ? reportJunit(rows) : output === 'json' ? reportJson(rows) : report(rows));
   return rows.every((r) => r.pass) ? 0 : 1;
+}
+
+/** `portcullis scan` (scan.ts, printed by scan-report.ts): exit 1 when an object would be denied. */
+async function scanCommand(targets: string[], values: Values, operatorNamespace: string): Promise<number> {
+  const { SCAN_OUTPUTS, scanReport } = await import('./scan-report.ts');
+  const output = (values.output ?? 'table') as (typeof SCAN_OUTPUTS)[number];
+  if (!SCAN_OUTPUTS.includes(output)) throw new UsageError(`-o must be ${SCAN_OUTPUTS.join(', ')} for scan, not ${output}`);
+  if (!values.suites?.length) throw new UsageError('scan needs --suites FILE|DIR (the AdmissionSuites and AdmissionPolicies to judge with)');
+  if (targets.length === 0) throw new UsageError('scan needs a FILE, DIR or - (standard input) of objects to judge');
+  const namespaceLabels: Record<string, string> = {};
+  for (const label of values['namespace-labels'] ?? []) {
+    const [key, ...value] = label.split('=');
+    if (!key || value.length === 0) throw new UsageError(`--namespace-labels takes KEY=VALUE, not ${label}`);
+    namespaceLabels[key] = value.join('=');
+  }
+  const { scan } = await import('./scan.ts');
+  const result = await scan({
+    suites: values.suites,
+    targets,
+    old: values.old ?? [],
+    ...(values.namespace ? { namespace: values.namespace } : {}),
+    namespaceLabels,
+    operatorNamespace,
+    stdin: () => fs.readFileSync(0, 'utf8'),
+  });
+  process.stdout.write(scanReport(result, output));
+  return result.objects.every((o) => o.allowed) ? 0 : 1;
 }
 
 /** `portcullis dev` (dev.ts): runs until SIGINT or SIGTERM. */

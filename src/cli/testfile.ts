@@ -2,7 +2,8 @@
  * `portcullis test`: test files (`*.portcullis-test.yaml`) naming suites and AdmissionPolicies, the
  * objects they may read, and cases (an object, an old object, operation, namespace, user, options) with the result expected
  * per webhook and for the request; each case is run by evaluate.ts and compared field by field.
- * Owns the file format, the comparison, the results table and the diff; reads files only.
+ * Owns the file format, the comparison, the results table and the diff, and the results as JSON
+ * and JUnit XML (junit.ts writes the XML); reads files only.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 import { OfflineCluster, type Evaluation, type Scenario, type WebhookRun } from './evaluate.ts';
 import { readDocuments, readObject, splitSuites } from './files.ts';
+import { junitXml, type JunitSuite } from './junit.ts';
 
 export const TEST_FILE_SUFFIX = 'portcullis-test.yaml';
 
@@ -196,6 +198,29 @@ export function report(rows: Row[], relativeTo = process.cwd()): string {
   // (not the 'N passed, N failed' line of test runners: CI would take it for its own)
   out.push('', `${rows.length - failed.length} of ${rows.length} expectations met`);
   return `${out.join('\n')}\n`;
+}
+
+/** The rows as JSON, for a script: each with its file relative to `relativeTo`, and the counts. */
+export function reportJson(rows: Row[], relativeTo = process.cwd()): string {
+  const shown = rows.map((r) => ({ ...r, file: path.relative(relativeTo, r.file) }));
+  return `${JSON.stringify({ results: shown, met: rows.filter((r) => r.pass).length, total: rows.length }, null, 2)}\n`;
+}
+
+/** The rows as JUnit XML, for a CI's test report: a testsuite per test file, a testcase per expectation, a failure with its diff. */
+export function reportJunit(rows: Row[], relativeTo = process.cwd()): string {
+  const suites = new Map<string, JunitSuite>();
+  for (const r of rows) {
+    const file = path.relative(relativeTo, r.file);
+    const suite = suites.get(file) ?? { name: file, file, cases: [] };
+    suites.set(file, suite);
+    suite.cases.push({
+      name: `${r.case} › ${r.target}`,
+      classname: file,
+      file,
+      ...(r.pass ? {} : { failure: { message: `expected ${r.expected}, got ${r.got}`, type: 'ExpectationFailed', text: r.diff.join('\n') } }),
+    });
+  }
+  return junitXml('portcullis test', [...suites.values()]);
 }
 
 function clip(text: string): string {

@@ -11,9 +11,11 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(args: string[], cwd = REPO): Promise<CliResult> {
+/** `input`, when given, is the command's standard input (as `helm template ... | portcullis scan -` gives it). */
+export function runCli(args: string[], cwd = REPO, input?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stdin.end(input ?? '');
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
