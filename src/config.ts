@@ -76,6 +76,13 @@ export interface OperatorConfig {
    * sends no write of a policy to a policy or webhook), so the admin opts in knowingly.
    */
   nativeEnforcement: boolean;
+  /**
+   * `operator`: the serving operator (admission, suites, certificates). `native`: only the writer
+   * of natively enforced webhooks' ValidatingAdmissionPolicies and bindings (and the keeper of the
+   * token guard's), a process of its own identity with no admission port (src/manager/native.ts):
+   * the serving pods, which face the network, then hold no grant that writes admission policies.
+   */
+  role: 'operator' | 'native';
   /** A folder of handler modules (src/custom) loaded at start; unset, none. */
   handlerModules?: string;
   /** How long a module's handler may take on one request before it is answered by the webhook's failurePolicy. */
@@ -118,6 +125,7 @@ export const DEFAULTS: OperatorConfig = {
   auditIntervalMs: 10 * 60_000,
   policyReports: false,
   nativeEnforcement: false,
+  role: 'operator',
   handlerBudgetMs: DEFAULT_HANDLER_BUDGET_MS,
   handlerBackends: [],
   logLevel: 'info',
@@ -212,9 +220,16 @@ const FLAGS: Record<string, { help: string; /** true/false: may be given bare, m
   audit: { help: 'whether the leader audits stored objects against the suites and policies, writing OpenReports Reports (true)', boolean: true, set: (c, v) => (c.audit = bool(v, 'audit')) },
   'audit-interval': { help: 'a full audit scan every this often; changes of audited objects are judged as they come (10m)', set: (c, v) => (c.auditIntervalMs = duration(v, 'audit-interval')) },
   'native-enforcement': {
-    help: "let suites' webhooks be enforced natively (enforcement: Native or Auto) as ValidatingAdmissionPolicies the operator writes; needs the grants of deploy/optional/native-enforcement.yaml (false)",
+    help: "let suites' webhooks be enforced natively (enforcement: Native or Auto) as ValidatingAdmissionPolicies, which the portcullis-native Deployment of deploy/optional/native-enforcement.yaml writes (false)",
     boolean: true,
     set: (c, v) => (c.nativeEnforcement = bool(v, 'native-enforcement')),
+  },
+  role: {
+    help: 'operator (serves admission and reconciles suites) or native (only writes the ValidatingAdmissionPolicies and bindings of webhooks the serving operator enforces natively, and puts back the token guard if it is deleted; no admission port) (operator)',
+    set: (c, v) => {
+      if (v !== 'operator' && v !== 'native') throw new Error(`--role must be operator or native, not ${v}`);
+      c.role = v;
+    },
   },
   'policy-reports': { help: 'also write audit results as wgpolicyk8s.io/v1alpha2 PolicyReports, whose CRDs must be installed (false)', boolean: true, set: (c, v) => (c.policyReports = bool(v, 'policy-reports')) },
   'namespaced-policy-author-recheck': {

@@ -9,6 +9,7 @@ import { parseCommandLine } from './config.ts';
 import { clusterConfigured, loadKubeConfig } from './apiserver/client.ts';
 import { configureLogging, logger } from './log.ts';
 import { startOperator } from './manager/operator.ts';
+import { startNativeEnforcement } from './manager/native.ts';
 import { tuneHeapForAdmission } from './admission/v8-tuning.ts';
 import { errorMessage } from './error-message.ts';
 
@@ -18,6 +19,7 @@ async function main(): Promise<void> {
   if ('version' in command) return void process.stdout.write(`${command.version}\n`);
   const { config } = command;
   configureLogging({ level: config.logLevel, format: config.logFormat });
+  if (config.role === 'native') return runNative(config);
   tuneHeapForAdmission();
   const stops: (() => Promise<void>)[] = [];
 
@@ -55,6 +57,24 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   // A closed terminal: stop the local control plane too rather than leave it running.
   process.on('SIGHUP', () => void shutdown('SIGHUP'));
+}
+
+/**
+ * --role=native: only the writer of native policies (src/manager/native.ts), against the cluster
+ * it runs in; no admission endpoint, no local control plane.
+ */
+async function runNative(config: Parameters<typeof startNativeEnforcement>[0]): Promise<void> {
+  const native = await startNativeEnforcement(config, loadKubeConfig(config.kubeconfig));
+  process.stdout.write('Portcullis native enforcement is running (no admission endpoint)\n');
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('stopping', { signal });
+    await native.stop().catch((err) => logger.error('stop failed', { error: errorMessage(err) }));
+    process.exit(0);
+  };
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
 }
 
 main().catch((err) => {

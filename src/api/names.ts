@@ -2,6 +2,19 @@
 import { GROUP } from './types.ts';
 
 export const OPERATOR_NAME = 'portcullis-operator';
+/**
+ * Native enforcement's own identity (--role=native): its Deployment, ServiceAccount and leader
+ * Lease; the only writer of admission policies (deploy/optional/native-enforcement.yaml).
+ */
+export const NATIVE_NAME = 'portcullis-native';
+/** deploy/04-token-guard.yaml's policy and binding: the native process puts them back if deleted. */
+export const TOKEN_GUARD = 'portcullis-operator-token-guard';
+/**
+ * The one ValidatingAdmissionPolicy the serving operator may patch (RBAC resourceNames), and only
+ * as a dry run: the API server's word on a native policy on apply. Made by the native process,
+ * never bound, so it enforces nothing whatever it is patched to.
+ */
+export const NATIVE_DRY_RUN = 'portcullis-native-dry-run';
 export const POD_LABELS = { 'app.kubernetes.io/name': 'portcullis' } as const;
 export const MANAGED_BY_LABELS = { 'app.kubernetes.io/managed-by': 'portcullis' } as const;
 export const SUITE_LABEL = `${GROUP}/suite`;

@@ -15,7 +15,7 @@ const EVENT_NAMESPACE = 'default';
 /** At most one endpoint warning per key in this long: a condition that holds is said again, not once per connection. */
 export const ENDPOINT_WARNING_EVERY_MS = 5 * 60_000;
 
-interface Regarding {
+export interface Regarding {
   apiVersion: string;
   kind: string;
   name: string;
@@ -51,6 +51,11 @@ export class EventRecorder {
     this.endpointWarned.set(key, now);
     const regarding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', name: SUITE_VALIDATION.configuration };
     await this.create(regarding, 'Serve', 'Warning', reason, message, false);
+  }
+
+  /** A Warning on a cluster-scoped object of the install (the token guard's policy, say); the leader's. */
+  async warnOn(regarding: Regarding, reason: string, message: string): Promise<void> {
+    await this.create(regarding, 'Reconcile', 'Warning', reason, message, true);
   }
 
   /** `leaderOnly`: through the leader gate, as every write of the reconcilers. */

@@ -1,20 +1,24 @@
 /**
  * The hand-over between a suite webhook and its native policy (src/native), for the suite
- * reconciler: which webhooks stay registered while their native policy comes into force, which
- * native policies stay while their webhook comes into force, and the applying and removing of the
- * native objects. The API server takes a moment to enforce what was just written (a new
- * ValidatingAdmissionPolicy measured 350-470 ms after its apply returned, a webhook configuration
- * less), so each form is kept until the other has been in place for HANDOVER_MS: at no moment does
- * neither enforce. Level-based: what is in place is read from the caches; only when each form was
- * first seen in place is remembered, and a new leader, remembering nothing, waits the full period
- * again (both forms for a few seconds more, never neither). Decides no enforcement itself
- * (native/compile.ts does) and registers no webhook (reconciler.ts does).
+ * reconciler of the serving operator, which decides and registers but never writes a native
+ * policy: the native process (--role=native, src/manager/native.ts), a separate identity the
+ * serving pods do not have, writes the policies and bindings of the webhooks this reconciler's
+ * status says are enforced natively, and removes the others. Here: which webhooks stay registered
+ * while their native policy comes into force. The API server takes a moment to enforce what was
+ * just written (a new ValidatingAdmissionPolicy measured 350-470 ms after its apply returned, a
+ * webhook configuration less), so a webhook stays registered until its policy and binding have
+ * been in place (in our read-only caches) for HANDOVER_MS; the native process likewise keeps a
+ * policy until its webhook has been registered that long: at no moment does neither enforce.
+ * Level-based: what is in place is read from the caches; only when each form was first seen in
+ * place is remembered. Decides no enforcement itself (native/compile.ts does) and registers no
+ * webhook (reconciler.ts does).
  */
 import type { AdmissionSuite, WebhookSpec } from '../api/types.ts';
 import { configurationName, webhookFullName } from '../api/names.ts';
-import { applyOwnedExactly, deleteIfExists, describeError, statusCode, type CacheLookup, type Kube, type KubeObject } from '../apiserver/client.ts';
+import { assertOurs, getObject, isOurs, type CacheLookup, type Kube } from '../apiserver/client.ts';
 import { plannedEnforcement, requestedEnforcement, type EnforcementPlan } from '../api/enforcement.ts';
-import { nativeName, nativeObjects } from '../native/compile.ts';
+import { nativeObjects } from '../native/compile.ts';
+import { nativeRefusal } from '../native/dry-run.ts';
 import type { OperatorConfig } from '../config.ts';
 import { CONFIGURATION_KINDS } from './desired.ts';
 
@@ -25,8 +29,8 @@ export interface NativeDeps {
   kube: Kube;
   config: OperatorConfig;
   cached: CacheLookup;
-  /** The native objects (policies and bindings) our caches hold for a suite, by its label. */
-  nativeOwned(suite: string): KubeObject[];
+  /** The API server's refusal of a webhook's native policy (a dry run: native/dry-run.ts), or undefined. */
+  refusal?(suite: AdmissionSuite, webhook: WebhookSpec): Promise<string | undefined>;
   now(): number;
 }
 
@@ -37,23 +41,26 @@ export interface WebhookPlan extends EnforcementPlan {
   refused?: string;
   /** Registered as a webhook in this reconcile (its own enforcement, or until its native policy holds). */
   register: boolean;
+  /** Planned Native, and its policy and binding are not written yet (by the native process). */
+  awaitingNative?: boolean;
 }
 
 export class NativeHandover {
   private readonly deps: NativeDeps;
   /** `${suite uid}/${webhook}/${form}` -> when that form was first seen in place. */
   private readonly since = new Map<string, number>();
+  /** `${suite uid}/${generation}/${webhook}` -> the API server's refusal of its policy (undefined: taken). */
+  private readonly refusals = new Map<string, string | undefined>();
 
   constructor(deps: NativeDeps) {
     this.deps = deps;
   }
 
   /**
-   * Applies the native policies of the webhooks planned Native, and says which webhooks must be
-   * registered: those enforced by webhook, and a native one's until its policy has held for
-   * HANDOVER_MS (only when it is registered now: a webhook never registered needs no hand-over).
-   * A policy the API server refuses (an expression it does not take, say) leaves its webhook
-   * registered and is reported.
+   * Says which webhooks must be registered: those enforced by webhook, and a native one's until
+   * its policy and binding have been in place for HANDOVER_MS (only when it is registered now: a
+   * webhook never registered needs no hand-over). A policy the API server refuses (asked as a dry
+   * run, once per generation) leaves its webhook served by webhook, and is reported.
    */
   async applyNative(suite: AdmissionSuite): Promise<{ plans: WebhookPlan[]; requeueAfterMs?: number }> {
     const plans: WebhookPlan[] = [];
@@ -62,64 +69,39 @@ export class NativeHandover {
       let plan: EnforcementPlan = plannedEnforcement(suite, webhook, this.deps.config.nativeEnforcement);
       let refused: string | undefined;
       if (plan.enforcement === 'Native') {
-        try {
-          for (const object of nativeObjects(suite, webhook, this.deps.config)) await applyOwnedExactly(this.deps.kube, object, this.deps.cached);
-        } catch (err) {
-          const code = statusCode(err);
-          if (code !== 422 && code !== 400) throw err;
-          refused = describeError(err).replace(/^\d+: /, '');
+        refused = await this.refusal(suite, webhook);
+        if (refused !== undefined) {
           const how = requestedEnforcement(suite, webhook) === 'Auto' ? 'served by the webhook' : 'served by the webhook until it is fixed';
           plan = { enforcement: 'Webhook', reason: `the API server refused its ValidatingAdmissionPolicy (${how}): ${refused}` };
         }
       }
       const key = this.key(suite, webhook.name, 'native');
       let register = plan.enforcement === 'Webhook';
+      let awaitingNative = false;
       if (plan.enforcement === 'Native') {
-        const held = this.held(key);
-        if (held < HANDOVER_MS && this.isRegistered(suite, webhook)) {
-          register = true;
-          requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, HANDOVER_MS - held);
+        if (!(await this.inPlace(suite, webhook))) {
+          // Not written yet: its policy's watch event wakes the suite again.
+          this.since.delete(key);
+          awaitingNative = true;
+          register = this.isRegistered(suite, webhook);
+        } else {
+          const held = this.held(key);
+          if (held < HANDOVER_MS && this.isRegistered(suite, webhook)) {
+            register = true;
+            requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, HANDOVER_MS - held);
+          }
         }
       } else this.since.delete(key);
-      plans.push({ ...plan, webhook, register, ...(refused ? { refused } : {}) });
+      plans.push({ ...plan, webhook, register, ...(refused ? { refused } : {}), ...(awaitingNative ? { awaitingNative } : {}) });
     }
     return { plans, ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}) };
-  }
-
-  /**
-   * Once the configurations are applied: removes the native objects no webhook is planned Native
-   * for, each only after its webhook has been registered for HANDOVER_MS (a webhook gone from the
-   * spec has none to wait for). Returns when to look again, if something is still waiting.
-   */
-  async removeStale(suite: AdmissionSuite, plans: WebhookPlan[]): Promise<number | undefined> {
-    const nativeNow = new Set(plans.filter((p) => p.enforcement === 'Native').map((p) => nativeName(suite.metadata.name, p.webhook.name)));
-    const byName = new Map(plans.map((p) => [nativeName(suite.metadata.name, p.webhook.name), p]));
-    for (const plan of plans) {
-      const key = this.key(suite, plan.webhook.name, 'webhook');
-      if (plan.register) this.held(key);
-      else this.since.delete(key);
-    }
-    let requeueAfterMs: number | undefined;
-    for (const object of this.deps.nativeOwned(suite.metadata.name)) {
-      const name = object.metadata?.name ?? '';
-      if (nativeNow.has(name)) continue;
-      const plan = byName.get(name);
-      if (plan) {
-        const held = this.held(this.key(suite, plan.webhook.name, 'webhook'));
-        if (held < HANDOVER_MS) {
-          requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, HANDOVER_MS - held);
-          continue;
-        }
-      }
-      await deleteIfExists(this.deps.kube, { apiVersion: object.apiVersion!, kind: object.kind!, metadata: { name } });
-    }
-    return requeueAfterMs;
   }
 
   /** A deleted suite: its objects go by garbage collection; what was remembered of it goes now. */
   forget(uid: string | undefined): void {
     if (!uid) return;
     for (const key of this.since.keys()) if (key.startsWith(`${uid}/`)) this.since.delete(key);
+    for (const key of this.refusals.keys()) if (key.startsWith(`${uid}/`)) this.refusals.delete(key);
   }
 
   /** How long the form under `key` has been in place, counting from now when first asked. */
@@ -135,6 +117,36 @@ export class NativeHandover {
 
   private key(suite: AdmissionSuite, webhook: string, form: 'native' | 'webhook'): string {
     return `${suite.metadata.uid}/${webhook}/${form}`;
+  }
+
+  /** The dry run's answer, asked once per suite generation and webhook. */
+  private async refusal(suite: AdmissionSuite, webhook: WebhookSpec): Promise<string | undefined> {
+    const key = `${suite.metadata.uid}/${suite.metadata.generation ?? 0}/${webhook.name}`;
+    if (this.refusals.has(key)) return this.refusals.get(key);
+    const ask = this.deps.refusal ?? ((s: AdmissionSuite, w: WebhookSpec) => nativeRefusal(this.deps.kube, this.deps.config, s, w));
+    const refused = await ask(suite, webhook);
+    for (const old of this.refusals.keys()) if (old.startsWith(`${suite.metadata.uid}/`) && old.endsWith(`/${webhook.name}`)) this.refusals.delete(old);
+    this.refusals.set(key, refused);
+    return refused;
+  }
+
+  /**
+   * Whether the webhook's native policy and binding are in our (read-only) caches, as this suite's.
+   * A name someone else holds is never taken over (the native process leaves it): read once to
+   * say whose it is, a Conflict (ForeignObjectError), as when the operator wrote them itself.
+   */
+  private async inPlace(suite: AdmissionSuite, webhook: WebhookSpec): Promise<boolean> {
+    let all = true;
+    for (const desired of nativeObjects(suite, webhook, this.deps.config)) {
+      const known = this.deps.cached(desired);
+      if (known && isOurs(known, desired)) continue;
+      all = false;
+      if (this.deps.cached.free?.(desired) === false) {
+        const name = desired.metadata?.name ?? '';
+        assertOurs(await getObject(this.deps.kube, { apiVersion: desired.apiVersion!, kind: desired.kind!, metadata: { name } }), desired);
+      }
+    }
+    return all;
   }
 
   /** Whether the suite's configuration in our cache registers this webhook now. */

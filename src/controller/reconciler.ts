@@ -121,8 +121,8 @@ export class SuiteReconciler {
     const compiled = this.deps.registry.sync(suite);
     if (compiled.errors.length > 0) {
       // A suite that cannot work registers nothing: remove what an earlier generation registered.
+      // (Its native policies go too: the native process removes those this status no longer lists.)
       await this.removeConfigurations(suite, new Set());
-      await this.deps.native.removeStale(suite, []);
       const message = compiled.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
       await this.writeStatus(
         suite,
@@ -194,7 +194,6 @@ export class SuiteReconciler {
     const configurations = webhookConfigurations(suite, this.deps.config, ca.bundle, (w) => registering.has(w.name));
     for (const configuration of configurations.values()) await applyOwned(this.deps.kube, configuration, this.deps.cached);
     await this.removeConfigurations(suite, new Set(configurations.keys()));
-    const releasing = await this.deps.native.removeStale(suite, plans);
 
     const webhooks: WebhookStatus[] = plans.map((p) => ({
       name: webhookFullName(suite.metadata.name, p.webhook.name),
@@ -212,8 +211,12 @@ export class SuiteReconciler {
     // Asked for Native and served by webhook (native enforcement off, or a policy the API server refused): enforced, but not as asked.
     const notNative = plans.filter((p) => p.enforcement === 'Webhook' && requestedEnforcement(suite, p.webhook) === 'Native');
     const quarantined = this.deps.quarantined?.(suite);
+    // Planned Native, and the native process has not written its policy yet (or does not run).
+    const awaiting = plans.filter((p) => p.awaitingNative).map((p) => p.webhook.name);
     const ready: ConditionInput = quarantined
       ? { type: 'Ready', status: 'False', reason: 'Quarantined', message: `quarantined, its webhooks answered by their failurePolicy: ${quarantined}` }
+      : awaiting.length > 0
+        ? { type: 'Ready', status: 'False', reason: 'WaitingForNativePolicy', message: `the native enforcement process (the portcullis-native Deployment) has not written the ValidatingAdmissionPolicy and binding of webhook(s) ${awaiting.join(', ')} yet` }
       : notNative.length > 0
         ? { type: 'Ready', status: 'False', reason: 'NotEnforcedNatively', message: `served by webhook instead: ${notNative.map((p) => `webhook ${p.webhook.name}: ${p.reason}`).join('; ')}` }
         : unreadable.length > 0
@@ -225,8 +228,7 @@ export class SuiteReconciler {
       [certificateReady, { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: registered }, ready],
       { certificate: certificateStatus, webhooks, webhookCount: webhooks.length, ...typeChecking },
     );
-    const waiting = Math.min(handover ?? Infinity, releasing ?? Infinity);
-    if (waiting !== Infinity) return { requeueAfterMs: waiting };
+    if (handover !== undefined) return { requeueAfterMs: handover };
     if (params.some(({ readiness }) => readiness.state !== 'ready')) return { requeueAfterMs: PARAMS_RETRY_MS };
     const renewal = Math.max(1000, serving.renewalTime.getTime() - this.now().getTime());
     // The author is asked again when its answer grows old: one who loses the access loses the suite.
@@ -247,7 +249,6 @@ export class SuiteReconciler {
       return { requeueAfterMs: PARAMS_RETRY_MS };
     }
     await this.removeConfigurations(suite, new Set());
-    await this.deps.native.removeStale(suite, []);
     await this.writeStatus(
       suite,
       [

@@ -77,7 +77,7 @@ export function configurationWakes(configuration: KubernetesObject, state: Watch
   ];
 }
 
-/** A native policy or binding we made changed (Owns): one deleted or edited by hand is put back by its suite. */
+/** A native policy or binding changed (written by the native process): its suite's hand-over looks again. */
 export function nativeWakes(object: KubernetesObject, state: WatchState): Wake[] {
   return ownerWake(object, state);
 }

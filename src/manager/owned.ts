@@ -39,7 +39,7 @@ export interface Owned {
   policiesSynced(): boolean;
   secrets: WatchedCache<SecretObject>;
   configurations: WatchedCache<ConfigurationObject>[];
-  /** What the operator makes for suites, by kind: swept when orphaned. */
+  /** What the operator makes for suites, by kind: swept when orphaned (not the native policies, which the native process writes). */
   made: { apiVersion: string; kind: string; cache: WatchedCache<KubernetesObject> }[];
   cached: CacheLookup;
   /** The native policies and bindings our caches hold for a suite. */
@@ -70,7 +70,8 @@ export function watchOwned(kubeConfig: KubeConfig, kube: Kube, config: OperatorC
   // edited by hand is put back, read from these caches before the API server, and swept when
   // orphaned; and every name of the kind where the operator makes it, anyone's. The native
   // policies and bindings (native/compile.ts) only where native enforcement is on
-  // (--native-enforcement): elsewhere the operator has no rights on those kinds.
+  // (--native-enforcement), and only read: the native process writes them (src/manager/native.ts),
+  // and sweeps their orphans; the serving operator's grant on them is get, list and watch.
   const ns = config.namespace;
   const registration = '/apis/admissionregistration.k8s.io/v1';
   const listed = <T extends KubernetesObject>(list: Promise<unknown>) => list as Promise<KubernetesListObject<T>>;
@@ -86,8 +87,10 @@ export function watchOwned(kubeConfig: KubeConfig, kube: Kube, config: OperatorC
         ]
       : []),
   ];
-  const made = kinds.map(({ apiVersion, kind, path, list, onChange }) => ({ apiVersion, kind, cache: watchCache<KubernetesObject>(kubeConfig, { path, labelSelector: managedSelector, list, log, onChange }) }));
-  const byKind = new Map(made.map(({ kind, cache }) => [kind, cache]));
+  const watched = kinds.map(({ apiVersion, kind, path, list, onChange }) => ({ apiVersion, kind, cache: watchCache<KubernetesObject>(kubeConfig, { path, labelSelector: managedSelector, list, log, onChange }) }));
+  const nativeKinds: readonly string[] = Object.values(NATIVE_KINDS);
+  const made = watched.filter(({ kind }) => !nativeKinds.includes(kind));
+  const byKind = new Map(watched.map(({ kind, cache }) => [kind, cache]));
   const secrets = byKind.get('Secret') as WatchedCache<SecretObject>;
   const configurations = [byKind.get('MutatingWebhookConfiguration'), byKind.get('ValidatingWebhookConfiguration')] as WatchedCache<ConfigurationObject>[];
   const nativeCaches = [NATIVE_KINDS.policy, NATIVE_KINDS.binding].flatMap((kind) => byKind.get(kind) ?? []);
@@ -113,7 +116,7 @@ export function watchOwned(kubeConfig: KubeConfig, kube: Kube, config: OperatorC
     cached,
     nativeOwned: (suite) => nativeCaches.flatMap((cache) => cache.list().filter((o) => o.metadata?.labels?.[SUITE_LABEL] === suite)).map((o) => o as KubeObject),
     stop: async () => {
-      await Promise.all([suites, policies, ...made.map((m) => m.cache), ...[...takenNames.values()].map((t) => t.names)].map((w) => w.stop()));
+      await Promise.all([suites, policies, ...watched.map((m) => m.cache), ...[...takenNames.values()].map((t) => t.names)].map((w) => w.stop()));
     },
   };
 }

@@ -88,7 +88,7 @@ export function makeReconcilers(parts: Parts): Reconcilers & { ca: CaReconciler;
       params: state.params,
       schemas: serving.schemas,
       serve,
-      native: new NativeHandover({ kube, config, cached, nativeOwned: (suite) => owned.nativeOwned(suite), now: () => Date.now() }),
+      native: new NativeHandover({ kube, config, cached, now: () => Date.now() }),
       servesGeneration: thread && ((name, uid, generation) => thread.whenServing(name, uid, generation)),
       // What kept stopping a worker: this generation in the admission thread or the review workers, or a handler module's handler with the config it is given.
       quarantined: (suite) => {

@@ -1,14 +1,25 @@
-/** An operator process of our own, in local mode, against the test control plane. */
+/**
+ * An operator process of our own, in local mode, against the test control plane; with
+ * `nativeEnforcement`, the native process beside it (src/manager/native.ts, in-process, as
+ * `nativeKubeConfig`: its own ServiceAccount where a test asks), stopped with it.
+ * Owns starting test operators; touches no cluster object itself.
+ */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULTS, type OperatorConfig } from '../../src/config.ts';
 import { startOperator, type Operator, type StartOptions } from '../../src/manager/operator.ts';
+import { startNativeEnforcement } from '../../src/manager/native.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { cluster, OPERATOR_NAMESPACE } from './cluster.ts';
 import { eventually } from './wait.ts';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
 
-/** `kubeConfig`: who the operator is (the test's admin by default; operatorKubeConfig() for its ServiceAccount). */
-export async function startTestOperator(overrides: Partial<OperatorConfig> = {}, options: StartOptions = {}, kubeConfig: KubeConfig = cluster().kubeConfig): Promise<Operator> {
+/** `kubeConfig`: who the operator is (the test's admin by default; operatorKubeConfig() for its ServiceAccount); `nativeKubeConfig`, who the native process is. */
+export async function startTestOperator(
+  overrides: Partial<OperatorConfig> = {},
+  options: StartOptions = {},
+  kubeConfig: KubeConfig = cluster().kubeConfig,
+  nativeKubeConfig: KubeConfig = kubeConfig,
+): Promise<Operator> {
   const config: OperatorConfig = {
     ...DEFAULTS,
     namespace: OPERATOR_NAMESPACE,
@@ -24,7 +35,16 @@ export async function startTestOperator(overrides: Partial<OperatorConfig> = {},
     audit: false,
     ...overrides,
   };
-  return startOperator(config, kubeConfig, options);
+  const operator = await startOperator(config, kubeConfig, options);
+  if (!config.nativeEnforcement) return operator;
+  const native = await startNativeEnforcement({ ...config, role: 'native', metricsPort: await freePort() }, nativeKubeConfig);
+  return {
+    ...operator,
+    stop: async () => {
+      await operator.stop();
+      await native.stop();
+    },
+  };
 }
 
 /** Waits until the suite-validation webhook is registered for `operator` (each test operator serves on a port of its own). */
