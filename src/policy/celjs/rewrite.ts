@@ -11,7 +11,7 @@
  *   identifier cel-js parses, given its real name back in the tree (`restoreQuotedFields`), so
  *   selection, `.?` and has() are cel-js's own. Only after `.` or `.?` and not called, as CEL.g4's
  *   `escapeIdent` stands only there;
- * - raw bytes literals (`br'\x00'`, any order and case of the prefix, triple-quoted too) and bytes
+ * - raw bytes literals (`br'\x00'`, `bR`, `Br`, `BR`, triple-quoted too; `rb` is not CEL) and bytes
  *   literals with characters outside ASCII (`b'ÿ'` is C3 BF, its UTF-8): written as a bytes
  *   literal of `\xHH` escapes, which cel-js reads byte for byte;
  * - a double without digits before its point (`.99`): `0.99`;
@@ -202,8 +202,10 @@ function entryColon(tokens: Token[], match: Map<number, number>, from: number, t
  * and for one with an escape cel-go refuses (cel-js refuses it too, in its words).
  */
 function bytesLiteral(literal: string): Uint8Array | undefined {
-  const prefix = /^[rRbB]{1,2}/.exec(literal)?.[0] ?? '';
-  if (!/[bB]/.test(prefix)) return undefined;
+  // CEL.g4's BYTES is `b` then a STRING, whose raw prefix follows: `br'...'`; `rb'...'` is an
+  // identifier and a string to cel-go (a syntax error), and to cel-js, which refuses it as such
+  const prefix = /^[bB][rR]?(?=['"])/.exec(literal)?.[0];
+  if (!prefix) return undefined;
   const raw = /[rR]/.test(prefix);
   const body = literal.slice(prefix.length);
   const quote = body.startsWith(body[0]!.repeat(3)) && body.length >= 6 ? 3 : 1;

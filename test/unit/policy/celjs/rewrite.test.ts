@@ -40,7 +40,9 @@ describe('policy: the CEL front end (what cel-js does not parse)', function () {
   });
 
   it('reads raw bytes literals and non-ASCII characters in bytes as cel-go does', function () {
-    expect(evaluate("br'\\x00' == b'\\\\x00' && Rb\"\\n\" == b'\\\\n' && bR'''a\\''' == b'a\\\\'")).to.equal(true);
+    expect(evaluate("br'\\x00' == b'\\\\x00' && BR\"\\n\" == b'\\\\n' && bR'''a\\''' == b'a\\\\'")).to.equal(true);
+    // the prefix is b then r: `rb'...'` is an identifier and a string to cel-go too
+    expect(compileError("rb'x' == b'x'")).to.not.equal('');
     expect(evaluate("b'ÿ' == b'\\303\\277' && b'ÿ'.size() == 2 && string(b'ÿ') == 'ÿ'")).to.equal(true);
   });
 
