@@ -3,7 +3,7 @@
  * The `portcullis` command: AdmissionSuites and AdmissionPolicies checked and run offline, with no
  * cluster, by the code that serves one (see evaluate.ts). `validate FILE...`, `test DIR|FILE...`,
  * `test --replay LOG FILE...` (replay.ts), `eval --suite FILE --object FILE ...`, `audit FILE...`
- * (audit.ts), `compile FILE...` (compile.ts); `--help`, `--version`. Flags parsed with node:util parseArgs. `validate`
+ * (audit.ts), `compile FILE...` (compile.ts), `import FILE...` (import.ts); `--help`, `--version`. Flags parsed with node:util parseArgs. `validate`
  * judges our kinds first as the API server does (crd-schema.ts), then as the operator's webhooks.
  * Other objects in the files (RBAC, ConfigMaps, CRDs) are read, not refused: `validate` lists them as skipped, `test`
  * and `eval` give them to the suites (params, Namespaces, the CRDs that name their kinds'
@@ -86,6 +86,11 @@ Usage:
                                    with enforcement Native or Auto become (those that stay webhooks are
                                    named on stderr, with why), without the operator's ownership, to commit
                                    instead of the suite
+  portcullis import FILE|DIR... [-o yaml|json]
+                                   print the ValidatingAdmissionPolicies of the files, with their bindings,
+                                   as AdmissionSuites that answer as the API server does for them (a
+                                   webhook per binding), and Kyverno ValidatingPolicies likewise; what
+                                   cannot be carried over is named on stderr, with why (exit 1)
 
 Flags:
   --namespace NS                   the namespace of AdmissionPolicies that name none, as kubectl apply -n
@@ -97,7 +102,7 @@ Flags:
   -o, --output text|json           how test --replay and audit print their findings (default text);
                                    for test, text (default), json or junit (JUnit XML); for scan, table
                                    (default), json, junit or sarif (SARIF 2.1.0);
-                                   for compile, yaml (default) or json
+                                   for compile and import, yaml (default) or json
   --objects FILE                   objects the suites may read (Namespaces, LimitRanges, params) and CRDs,
                                    whose spec.names.plural is their kind's resource (test and eval)
   --operator-namespace NS          the operator's namespace, which bounds what a suite may name (${DEFAULTS.namespace})
@@ -139,6 +144,8 @@ async function main(argv: string[]): Promise<number> {
       return audit(rest, values, operatorNamespace);
     case 'compile':
       return compile(rest, values, operatorNamespace);
+    case 'import':
+      return importCommand(rest, values, operatorNamespace);
     case 'dev':
       return dev(rest, values);
     case undefined:
@@ -231,6 +238,18 @@ async function compile(targets: string[], values: Values, operatorNamespace: str
   process.stdout.write(compiledText(compiled, output));
   for (const line of compiled.webhooks) process.stderr.write(`portcullis: ${line}\n`);
   return 0;
+}
+
+async function importCommand(targets: string[], values: Values, operatorNamespace: string): Promise<number> {
+  const output = values.output ?? 'yaml';
+  if (output !== 'yaml' && output !== 'json') throw new UsageError(`-o must be yaml or json for import, not ${output}`);
+  if (targets.length === 0) throw new UsageError('import needs at least one FILE or DIR of ValidatingAdmissionPolicies and bindings');
+  const { importFiles, importedText } = await import('./import.ts');
+  const imported = await importFiles(targets, operatorNamespace);
+  if (imported.found === 0) throw new UsageError(`${targets.join(', ')}: no ValidatingAdmissionPolicy, binding or Kyverno ValidatingPolicy`);
+  process.stdout.write(importedText(imported.suites, output));
+  for (const note of imported.notes) process.stderr.write(`portcullis: ${note}\n`);
+  return imported.notes.length ? 1 : 0;
 }
 
 async function audit(targets: string[], values: Values, operatorNamespace: string): Promise<number> {
