@@ -1,0 +1,158 @@
+/**
+ * AdmissionExceptions through the real API server (issue 55): a suite denies ConfigMaps without a
+ * team label in two namespaces; an exception in one, granted by someone holding the exception
+ * role there and expiring in about 20 s, admits there with a warning naming it and not in the
+ * other, and once expired the same create is denied again, with nothing reconciled. As
+ * less-trusted users (ServiceAccount tokens): a namespace admin cannot create an exception, and
+ * one naming a protected suite or namespace, or without a reason, is refused on apply. Owns its
+ * namespaces (exc-a, exc-b), suites (exc-*) and the RoleBindings it makes; touches nothing else.
+ */
+import { expect } from 'chai';
+import { cluster, kubectl, serviceAccountKubeConfig } from '../support/cluster.ts';
+import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
+import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
+import { ensureNamespace, refusal } from '../support/objects.ts';
+import { eventually } from '../support/wait.ts';
+import { connect, deleteIfExists, type Kube } from '../../src/apiserver/client.ts';
+import { GROUP, VERSION, type SuiteSpec } from '../../src/api/types.ts';
+import { EXCEPTION_PLURAL, type ExceptionSpec } from '../../src/api/exceptions.ts';
+import type { Operator } from '../../src/manager/operator.ts';
+
+const A = 'exc-a';
+const B = 'exc-b';
+const LABEL = { 'exceptions-e2e': 'true' };
+const GRANTER = 'granter';
+const OWNER = 'owner';
+const SUITE = 'exc-team-labels';
+const PROTECTED = 'exc-protected';
+const DENIAL = 'ConfigMaps need a team label';
+
+const suiteSpec = (exceptions: SuiteSpec['exceptions'], namespaceLabels: Record<string, string>): SuiteSpec => ({
+  ...(exceptions ? { exceptions } : {}),
+  // Only this file's namespaces: no other test's ConfigMaps are judged.
+  namespaceSelector: { matchLabels: namespaceLabels },
+  webhooks: [
+    {
+      name: 'team-label',
+      type: 'Validating',
+      rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+      validations: [{ expression: "has(object.metadata.labels) && 'team' in object.metadata.labels", message: DENIAL }],
+    },
+  ],
+});
+
+const exceptionBody = (name: string, spec: Partial<ExceptionSpec>) => ({
+  apiVersion: `${GROUP}/${VERSION}`,
+  kind: 'AdmissionException',
+  metadata: { name },
+  spec: { suite: SUITE, webhook: 'team-label', reason: 'legacy config, labelled by the migration', expires: rfc3339(Date.now() + 3600_000), ...spec },
+});
+
+/** RFC 3339 to the second, as a person writes it. */
+const rfc3339 = (ms: number) => new Date(Math.ceil(ms / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+const createAs = (kube: Kube, namespace: string, name: string, spec: Partial<ExceptionSpec>) =>
+  kube.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: EXCEPTION_PLURAL, namespace, body: exceptionBody(name, spec) });
+
+/** A ConfigMap without a team label, created as a dry run by the test's admin: kubectl's exit code and what it printed (warnings on stderr). */
+const createUnlabelled = (namespace: string) => kubectl(['create', 'configmap', 'unlabelled', '-n', namespace, '--from-literal=a=b', '--dry-run=server']);
+
+describe('AdmissionExceptions: granted, expiring, in their own namespace only', function () {
+  let operator: Operator;
+  let granter: Kube;
+  let owner: Kube;
+
+  before(async function () {
+    for (const file of ['deploy/00-namespace.yaml', 'deploy/02-rbac.yaml']) {
+      const result = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', file]);
+      expect(result.code, result.stderr).to.equal(0);
+    }
+    const { kube } = cluster();
+    for (const namespace of [A, B]) await ensureNamespace(namespace, LABEL);
+    for (const name of [GRANTER, OWNER]) await kube.core.createNamespacedServiceAccount({ namespace: A, body: { metadata: { name } } }).catch(() => undefined);
+    const binding = (namespace: string, name: string, role: string, subject: string) => ({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ kind: 'ServiceAccount', name: subject, namespace: A }],
+    });
+    // The exception role bound where the granter may grant: its own namespace, and kube-system (to show a protected namespace is refused whatever RBAC says).
+    for (const object of [binding(A, 'exc-granter', 'portcullis-exception-author', GRANTER), binding('kube-system', 'exc-granter', 'portcullis-exception-author', GRANTER), binding(A, 'exc-owner', 'admin', OWNER)]) {
+      await kube.objects.create(object).catch(() => undefined);
+    }
+    operator = await startTestOperator();
+    await waitForSuiteValidation(operator);
+    await createSuite(SUITE, suiteSpec({ allowed: true }, LABEL));
+    // Judges nothing (no namespace has the label): it is here to be named by an exception it does not accept.
+    await createSuite(PROTECTED, suiteSpec(undefined, { 'exceptions-e2e': 'protected' }));
+    for (const name of [SUITE, PROTECTED]) await waitForCondition(name, 'Ready', 'True');
+    granter = connect(await serviceAccountKubeConfig(A, GRANTER));
+    owner = connect(await serviceAccountKubeConfig(A, OWNER));
+  });
+
+  after(async function () {
+    const { kube } = cluster();
+    for (const [namespace, name] of [[A, 'legacy-config'], [A, 'past-protected'], ['kube-system', 'in-kube-system'], [A, 'no-reason'], [A, 'by-admin']] as const) {
+      await deleteIfExists(kube, { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionException', metadata: { name, namespace } });
+    }
+    await deleteIfExists(kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'exc-granter', namespace: 'kube-system' } });
+    for (const name of [SUITE, PROTECTED]) await deleteSuite(name);
+    await operator?.stop();
+  });
+
+  it('admits in its namespace with a warning naming it, never in another, and denies again once expired', async function () {
+    const expiresAt = Math.ceil((Date.now() + 20_000) / 1000) * 1000;
+    const expires = rfc3339(expiresAt);
+    await createAs(granter, A, 'legacy-config', { expires });
+    // The exception reaches the operator through its watch.
+    const admitted = await eventually(
+      async () => {
+        const result = await createUnlabelled(A);
+        if (result.code !== 0) throw new Error(result.stderr);
+        return result;
+      },
+      { what: `the exception to admit an unlabelled ConfigMap in ${A}` },
+    );
+    expect(admitted.stderr).to.contain(`Warning: admitted by exception ${A}/legacy-config (expires ${expires}): legacy config, labelled by the migration`);
+    const elsewhere = await createUnlabelled(B);
+    expect(elsewhere.code, 'the same create in the other namespace').to.not.equal(0);
+    expect(elsewhere.stderr).to.contain(DENIAL).and.not.contain('admitted by exception');
+
+    // From `expires` on it applies no more: the same create is denied again, with nothing changed but the clock.
+    const denied = await eventually(
+      async () => {
+        const result = await createUnlabelled(A);
+        if (result.code === 0) throw new Error(`still admitted: ${result.stderr}`);
+        return { result, at: Date.now() };
+      },
+      { what: 'the expired exception to admit no more', timeoutMs: Math.max(0, expiresAt - Date.now()) + 60_000 },
+    );
+    expect(denied.result.stderr).to.contain(DENIAL);
+    expect(denied.at, 'denied only once it expired').to.be.at.least(expiresAt);
+  });
+
+  it('cannot be created by a namespace admin who was not given the exception role', async function () {
+    // The admin binding is in force: the aggregated view of exceptions reaches it.
+    await eventually(async () => {
+      await owner.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, plural: EXCEPTION_PLURAL, namespace: A });
+    }, { what: 'the admin role to read exceptions' });
+    const refused = await refusal(() => createAs(owner, A, 'by-admin', {}));
+    expect(refused?.code, refused?.message).to.equal(403);
+    expect(refused?.message).to.contain('cannot create resource "admissionexceptions"');
+  });
+
+  it('is refused on apply when it names a protected suite or namespace, or gives no reason', async function () {
+    const protectedSuite = await refusal(() => createAs(granter, A, 'past-protected', { suite: PROTECTED }));
+    expect(protectedSuite?.message).to.contain(`spec.suite: AdmissionSuite ${PROTECTED} accepts no exceptions`).and.contain('it is protected');
+    const protectedNamespace = await refusal(() => createAs(granter, 'kube-system', 'in-kube-system', {}));
+    expect(protectedNamespace?.message).to.contain('metadata.namespace: kube-system is protected');
+    const noReason = await refusal(() => createAs(granter, A, 'no-reason', { reason: undefined as unknown as string }));
+    expect(noReason?.message).to.contain('spec.reason: Required value');
+    // Nothing of them stored.
+    const { kube } = cluster();
+    for (const [namespace, name] of [[A, 'past-protected'], ['kube-system', 'in-kube-system'], [A, 'no-reason']] as const) {
+      expect(await refusal(() => kube.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: EXCEPTION_PLURAL, namespace, name }))).to.deep.include({ code: 404 });
+    }
+  });
+});
