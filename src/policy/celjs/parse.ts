@@ -9,7 +9,8 @@
  * the API server accepts would be refused. The macro's evaluation already runs any operand (the
  * last of `macroHasProps`); only its type check is narrower, and that is what is replaced here.
  *
- * What cel-go parses that cel-js does not is rewritten first into what it does (rewrite.ts).
+ * What cel-go parses that cel-js does not is rewritten first into what it does (rewrite.ts); what
+ * cel-js parses and Kubernetes' environment does not declare (`cel.bind`) is refused in cel-go's words.
  *
  * Also bounds what is parsed as the API server bounds it (limits.ts: refused in its words before
  * cel-js sees it), and shapes cel-js's tree as cel-go's is: a chain of `&&` or `||` balanced (cel-js
@@ -59,6 +60,11 @@ function typeCheckHas(checker: Checker, macro: HasMacro, ctx: unknown): unknown 
   return checker.getType('bool');
 }
 
+/** The identifier `cel`, cel-js's namespace of cel.bind. */
+function isCelNamespace(node: unknown): boolean {
+  return typeof node === 'object' && node !== null && (node as SelectNode).op === 'id' && (node as SelectNode).args === ('cel' as unknown);
+}
+
 function typeName(type: unknown): unknown {
   return typeof type === 'object' && type !== null && 'name' in type ? (type as { name: unknown }).name : type;
 }
@@ -77,6 +83,10 @@ export function parseExpression(env: Environment, source: string): ParseResult {
   forEachNode(program.ast, (node) => {
     if (node.op === '&&' || node.op === '||') logic.push(node as LogicNode);
     const args = node.args as unknown[];
+    if (node.op === 'rcall' && Array.isArray(args) && args[0] === 'bind' && isCelNamespace(args[1])) {
+      // cel-js's own macro; Kubernetes enables no ext.Bindings, and cel-go's checker finds no `cel`
+      throw new Error("undeclared reference to 'cel' (in container '')");
+    }
     if (node.op !== 'call' || !Array.isArray(args) || args[0] !== 'has') return;
     const macro = (node as unknown as { meta?: { macro?: HasMacro } }).meta?.macro;
     if (macro && typeof macro.typeCheck === 'function') macro.typeCheck = typeCheckHas;

@@ -1,7 +1,8 @@
 /**
  * The CEL front end's rewrite (src/policy/celjs/rewrite.ts): what cel-go parses and cel-js does not
  * (backtick-quoted field names, optional list and map entries, raw and non-ASCII bytes literals, a
- * double without a leading digit) compiles and answers as cel-go does, through a suite's compile.
+ * double without a leading digit) compiles and answers as cel-go does, through a suite's compile;
+ * and what cel-js parses that Kubernetes does not declare (cel.bind) is refused in cel-go's words.
  * Owns these unit checks only; the cel-spec cases are cel-conformance.test.ts', the limits limits.test.ts'.
  */
 import { expect } from 'chai';
@@ -21,6 +22,13 @@ describe('policy: the CEL front end (what cel-js does not parse)', function () {
     expect(compileError('`content-type` == 1')).to.match(/^Syntax error: a quoted name \(`content-type`\) may only name a field/);
     expect(compileError('object.`size`() == 1')).to.match(/^Syntax error: /);
     expect(compileError('__portcullis_optional_list_entry__(optional.none()) == []')).to.equal("undeclared reference to '__portcullis_optional_list_entry__' (in container '')");
+  });
+
+  it('refuses cel.bind as the API server does (Kubernetes enables no ext.Bindings), though cel-js has it', function () {
+    expect(compileError('cel.bind(x, object.spec, x.replicas > 1)')).to.equal("undeclared reference to 'cel' (in container '')");
+    expect(compileError('[1].exists(e, cel.bind(y, e, y > 0))')).to.equal("undeclared reference to 'cel' (in container '')");
+    // a variable of that name is only a name
+    expect(evaluate('[1].all(cel, cel > 0)')).to.equal(true);
   });
 
   it('keeps only the present optional entries of list and map literals', function () {

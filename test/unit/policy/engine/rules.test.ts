@@ -127,14 +127,13 @@ describe('policy: validations', function () {
     expect(failing(request()).message).to.equal(`expression 'variables.gone == 1' resulted in error: composited variable "gone" fails to evaluate: no such key: nope`);
   });
 
-  it('binds every variable an expression names, wherever it names it (macros, has(), optionals, bind)', function () {
+  it('binds every variable an expression names, wherever it names it (macros, has(), optionals)', function () {
     const expressions = [
       'has(object.spec.replicas)',
       '[1].all(x, has(object.spec.replicas))',
       'object.?spec.?replicas.hasValue()',
       "[1].exists(x, request.operation == 'CREATE')",
       '[object].all(o, o.spec.replicas > 0)',
-      'cel.bind(x, object.spec.replicas, x > 0)',
       '[1].transformList(i, v, object.spec.replicas)[0] > 0',
       'variables.r > 0',
     ];

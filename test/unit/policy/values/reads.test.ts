@@ -56,13 +56,13 @@ describe('policy: what expressions read of the activation', function () {
     expect(plain(readsOf('object.spec.containers.filter(c, c.name == "a").size() == 1').of('object'))).to.deep.equal({ spec: { containers: true } });
     expect(plain(readsOf('object.spec.containers.map(c, c.ports).size() > 0').of('object'))).to.deep.equal({ spec: { containers: { '[*]': { ports: true } } } });
     expect(plain(readsOf('object.spec.containers.all(c, [1].all(c, c > 0))').of('object'))).to.deep.equal({ spec: { containers: true } });
-    expect(plain(readsOf('object.spec.containers.all(c, cel.bind(c, 1, c > 0))').of('object'))).to.deep.equal({ spec: { containers: true } });
+    expect(plain(readsOf('object.spec.containers.all(c, [1].exists(c, c > 0))').of('object'))).to.deep.equal({ spec: { containers: true } });
   });
 
   it('reads the whole object when it is used other than by selecting a field', function () {
     expect(readsOf('object == oldObject').of('object')).to.equal(true);
-    expect(readsOf('cel.bind(o, object, o.spec.replicas > 1)').of('object')).to.equal(true);
-    expect(plain(readsOf('cel.bind(s, object.spec, s.replicas > 1)').of('object'))).to.deep.equal({ spec: true });
+    expect(readsOf('[object].all(o, o.spec.replicas > 1)').of('object')).to.equal(true);
+    expect(plain(readsOf('[object.spec].all(s, s.replicas > 1)').of('object'))).to.deep.equal({ spec: true });
     expect(plain(readsOf('object.spec.replicas > 1', 'object.spec == oldObject.spec').of('object'))).to.deep.equal({ spec: true });
   });
 
@@ -70,7 +70,7 @@ describe('policy: what expressions read of the activation', function () {
     const expressions = [
       'type(object.spec.replicas) == int && object.spec.replicas / 2 == 1',
       'object.spec.template.spec.containers.all(c, c.ports.all(p, type(p.containerPort) == int))',
-      'cel.bind(s, object.spec.strategy, type(s.rollingUpdate.maxSurge) == int)',
+      '[object.spec.strategy].all(s, type(s.rollingUpdate.maxSurge) == int)',
       'has(object.status.readyReplicas)',
       'object.spec.template.spec.containers.map(c, c.ports.map(p, p.containerPort)) == [[80]]',
       'object.metadata.labels.all(k, v, type(v) == int)',
