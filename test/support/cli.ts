@@ -15,6 +15,8 @@ export interface CliResult {
 export function runCli(args: string[], cwd = REPO, input?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    // A command that exits before reading its input (a usage error) closes the pipe: its exit code and stderr say so, not EPIPE.
+    child.stdin.on('error', () => undefined);
     child.stdin.end(input ?? '');
     let stdout = '';
     let stderr = '';
