@@ -178,6 +178,8 @@ try {
 
   const operator = await startOperatorBundle(APP, controlPlane.kubeconfigPath, [`--serving-port=${SERVING_PORT}`, '--metrics-port=19580', '--native-enforcement', ...OPERATOR_ARGS]);
   children.push(operator);
+  // Native enforcement's writer: a process of its own (--role=native), as deploy/optional runs it.
+  children.push(await startOperatorBundle(APP, controlPlane.kubeconfigPath, ['--role=native', '--metrics-port=19581']));
   const suite = e2eSuite(selector('portcullis'));
   await kubeConfig.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: suite });
   const nativeSuite = e2eSuite(selector('native'));

@@ -65,7 +65,7 @@ async function main(): Promise<void> {
  */
 async function runNative(config: Parameters<typeof startNativeEnforcement>[0]): Promise<void> {
   const native = await startNativeEnforcement(config, loadKubeConfig(config.kubeconfig));
-  process.stdout.write('Portcullis native enforcement is running (no admission endpoint)\n');
+  process.stdout.write('Portcullis is ready: native enforcement only, no admission endpoint (role native)\n');
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;

@@ -4,16 +4,21 @@
  * ServiceAccount, from the API server's TokenRequest API) can neither remove nor edit the token
  * guard, nor write any admission policy, so the guard still refuses a webhook sent outside the
  * cluster; the native identity (ServiceAccount portcullis-native, the native process run
- * in-process as it) writes a suite's native policy, which the API server enforces, and puts the
- * guard back when an admin deletes it, with a Warning Event. Owns the native-e2e-identity
- * namespace and its suite; deletes the optional file's Deployment and NetworkPolicy it applied
+ * in-process as it) writes a suite's native policy, which the API server enforces, leaves a name
+ * someone else holds (the serving operator reports the Conflict), and puts the guard back when an
+ * admin deletes it, with a Warning Event; `node src/main.ts --role=native` runs that process alone,
+ * with no admission port. Owns the native-e2e-identity
+ * namespace and its suites (and the held policy); deletes the optional file's Deployment and NetworkPolicy it applied
  * (no node runs them here), leaves its RBAC, which other files' checks do not depend on.
  */
 import { expect } from 'chai';
 import * as k8s from '@kubernetes/client-node';
 import { cluster, kubectl, operatorKubeConfig, serviceAccountKubeConfig, OPERATOR_NAMESPACE } from '../support/cluster.ts';
 import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
-import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
+import { spawnOperator } from '../support/process.ts';
+import { freePort } from '../../src/local/ports.ts';
+import net from 'node:net';
+import { createSuite, deleteSuite, getSuite, waitForCondition } from '../support/suites.ts';
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { connect, getObject, type Kube, type KubeObject } from '../../src/apiserver/client.ts';
@@ -24,6 +29,8 @@ import type { Operator } from '../../src/manager/operator.ts';
 
 const NS = 'native-e2e-identity';
 const SUITE = 'native-identity';
+/** A suite whose native policy's name someone else already holds. */
+const HELD = 'native-identity-held';
 const MESSAGE = 'a ConfigMap here may not say forbidden';
 const OURS = { 'app.kubernetes.io/managed-by': 'portcullis' };
 const header = (kind: 'ValidatingAdmissionPolicy' | 'ValidatingAdmissionPolicyBinding', name: string) => ({ apiVersion: 'admissionregistration.k8s.io/v1', kind, metadata: { name } });
@@ -74,7 +81,9 @@ describe("native enforcement's writes are not the serving pods' (issue 49, attac
 
   after(async function () {
     await deleteSuite(SUITE);
+    await deleteSuite(HELD);
     await operator?.stop();
+    await admin().objects.delete(header('ValidatingAdmissionPolicy', webhookFullName(HELD, 'deny'))).catch(() => undefined);
     await admin().admissionregistration.deleteValidatingWebhookConfiguration({ name: 'portcullis-steal' }).catch(() => undefined);
   });
 
@@ -130,6 +139,21 @@ describe("native enforcement's writes are not the serving pods' (issue 49, attac
     const refused = await eventually(async () => nativeRefusal(asOperator, { namespace: OPERATOR_NAMESPACE }, suite, bound), { what: 'the dry-run policy to be made' });
     expect(refused).to.match(/ValidatingAdmissionPolicy.admissionregistration.k8s.io "deny\.native-identity\.admission\.portcullis\.dev" is invalid: .*undeclared reference to 'cel'/);
     expect(await nativeRefusal(asOperator, { namespace: OPERATOR_NAMESPACE }, suite, webhook)).to.equal(undefined);
+
+    // A name someone else holds: never taken over by the native process, reported by the serving operator.
+    const held = webhookFullName(HELD, 'deny');
+    await admin().objects.create({ ...header('ValidatingAdmissionPolicy', held), spec: { matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: ['theirs.example.com'], apiVersions: ['v1'], resources: ['gadgets'] }] }, validations: [{ expression: 'true' }] } });
+    await createSuite(HELD, { failurePolicy: 'Fail', webhooks: [webhook] });
+    const conflict = await eventually(
+      async () => {
+        const ready = (await getSuite(HELD))?.status?.conditions?.find((c) => c.type === 'Ready');
+        if (ready?.reason !== 'Conflict') throw new Error(`Ready is ${ready?.status} (${ready?.reason}: ${ready?.message})`);
+        return ready;
+      },
+      { what: `suite ${HELD} to report the Conflict over the held name` },
+    );
+    expect(conflict.message).to.contain(`ValidatingAdmissionPolicy ${held} exists and is not managed by Portcullis`);
+    expect((await getObject<KubeObject & { metadata: { labels?: Record<string, string> } }>(admin(), header('ValidatingAdmissionPolicy', held)))?.metadata.labels).to.equal(undefined);
   });
 
   it('the native process puts the token guard back when it is deleted, with a Warning Event', async function () {
@@ -162,5 +186,21 @@ describe("native enforcement's writes are not the serving pods' (issue 49, attac
       },
       { what: 'the restored guard to refuse a webhook sent outside the cluster' },
     );
+  });
+
+  it('the image\'s entry point with --role=native runs only that: ready on its health port, nothing on the admission port', async function () {
+    const servingPort = await freePort();
+    const native = await spawnOperator({ servingPort, metricsPort: await freePort(), extra: ['--role=native'] });
+    try {
+      expect(native.output()).to.contain('Portcullis is ready: native enforcement only, no admission endpoint');
+      await eventually(async () => expect((await fetch(`http://127.0.0.1:${native.metricsPort}/readyz`)).status).to.equal(200), { what: 'the native process to be ready' });
+      const connected = await new Promise<boolean>((resolve) => {
+        const socket = net.connect(servingPort, '127.0.0.1', () => (socket.destroy(), resolve(true)));
+        socket.on('error', () => resolve(false));
+      });
+      expect(connected, 'something listens on the admission port').to.equal(false);
+    } finally {
+      await native.kill();
+    }
   });
 });
