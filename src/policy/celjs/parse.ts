@@ -60,6 +60,20 @@ function typeCheckHas(checker: Checker, macro: HasMacro, ctx: unknown): unknown 
   return checker.getType('bool');
 }
 
+const QUANTIFIERS = new Set(['all', 'exists', 'exists_one']);
+
+/**
+ * `[].all(e, e > 0)`: cel-go binds the empty literal's element type as the body needs it, cel-js
+ * finds `>` on its unbound type parameter ambiguous and refuses it. As the range of a quantifier
+ * (a bool, whatever the element), the empty literal is typed list<dyn>: the same answer, and the
+ * same tree and cost (a `dyn([])` would add a call).
+ */
+function typeEmptyRangeDyn(range: unknown): void {
+  const node = range as { op?: string; args?: unknown; setMeta?: (key: string, value: unknown) => unknown };
+  if (node?.op !== 'list' || !Array.isArray(node.args) || node.args.length || typeof node.setMeta !== 'function') return;
+  node.setMeta('check', (checker: Checker) => checker.getType('list<dyn>'));
+}
+
 /** The identifier `cel`, cel-js's namespace of cel.bind. */
 function isCelNamespace(node: unknown): boolean {
   return typeof node === 'object' && node !== null && (node as SelectNode).op === 'id' && (node as SelectNode).args === ('cel' as unknown);
@@ -87,6 +101,7 @@ export function parseExpression(env: Environment, source: string): ParseResult {
       // cel-js's own macro; Kubernetes enables no ext.Bindings, and cel-go's checker finds no `cel`
       throw new Error("undeclared reference to 'cel' (in container '')");
     }
+    if (node.op === 'rcall' && Array.isArray(args) && QUANTIFIERS.has(args[0] as string)) typeEmptyRangeDyn(args[1]);
     if (node.op !== 'call' || !Array.isArray(args) || args[0] !== 'has') return;
     const macro = (node as unknown as { meta?: { macro?: HasMacro } }).meta?.macro;
     if (macro && typeof macro.typeCheck === 'function') macro.typeCheck = typeCheckHas;

@@ -54,6 +54,10 @@ describe('policy: the CEL front end (what cel-js does not parse)', function () {
     expect(evaluate("b'ÿ' == b'\\303\\277' && b'ÿ'.size() == 2 && string(b'ÿ') == 'ÿ'")).to.equal(true);
   });
 
+  it('ranges a quantifier over the empty list literal as cel-go does', function () {
+    expect(evaluate('[].all(e, e > 0) && ![].exists(e, e > 0) && ![].exists_one(e, e < 0)')).to.equal(true);
+  });
+
   it('reads a double without digits before its point', function () {
     expect(evaluate('.99 < 1.0 && -.5 == -0.5 && [.25][0] == 0.25')).to.equal(true);
   });
