@@ -18,7 +18,7 @@ import { configurationName, webhookFullName } from '../api/names.ts';
 import { assertOurs, getObject, isOurs, type CacheLookup, type Kube } from '../apiserver/client.ts';
 import { plannedEnforcement, requestedEnforcement, type EnforcementPlan } from '../api/enforcement.ts';
 import { nativeObjects } from '../native/compile.ts';
-import { nativeRefusal } from '../native/dry-run.ts';
+import { DryRunUnavailable, nativeRefusal } from '../native/dry-run.ts';
 import type { OperatorConfig } from '../config.ts';
 import { CONFIGURATION_KINDS } from './desired.ts';
 
@@ -124,7 +124,14 @@ export class NativeHandover {
     const key = `${suite.metadata.uid}/${suite.metadata.generation ?? 0}/${webhook.name}`;
     if (this.refusals.has(key)) return this.refusals.get(key);
     const ask = this.deps.refusal ?? ((s: AdmissionSuite, w: WebhookSpec) => nativeRefusal(this.deps.kube, this.deps.config, s, w));
-    const refused = await ask(suite, webhook);
+    let refused: string | undefined;
+    try {
+      refused = await ask(suite, webhook);
+    } catch (err) {
+      // Not asked (the native process has not run yet): nothing is written before it runs either; asked again next time.
+      if (err instanceof DryRunUnavailable) return undefined;
+      throw err;
+    }
     for (const old of this.refusals.keys()) if (old.startsWith(`${suite.metadata.uid}/`) && old.endsWith(`/${webhook.name}`)) this.refusals.delete(old);
     this.refusals.set(key, refused);
     return refused;

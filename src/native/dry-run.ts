@@ -8,7 +8,9 @@
  * The serving operator holds no grant to write admission policies (the native process writes
  * them, src/manager/native.ts): its dry run patches the one policy it may patch, NATIVE_DRY_RUN,
  * which the native process makes and never binds, and the API server's words are given back under
- * the webhook's own policy name.
+ * the webhook's own policy name. Until the native process has made it, nothing is asked (a patch of
+ * a policy that is not there would be a create, which the serving operator may not do):
+ * DryRunUnavailable, and on apply the suite is let through, to be judged at reconcile.
  */
 import * as k8s from '@kubernetes/client-node';
 import { changedNativeWebhooks } from '../api/enforcement.ts';
@@ -16,14 +18,22 @@ import { NATIVE_DRY_RUN } from '../api/names.ts';
 import type { AdmissionSuite, WebhookSpec } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import type { OperatorConfig } from '../config.ts';
-import { describeError, FIELD_MANAGER, statusCode, type Kube, type KubeObject } from '../apiserver/client.ts';
-import { nativeObjects } from './compile.ts';
+import { describeError, FIELD_MANAGER, getObject, statusCode, type Kube, type KubeObject } from '../apiserver/client.ts';
+import { NATIVE_API_VERSION, NATIVE_KINDS, nativeObjects } from './compile.ts';
+
+/** The policy the dry runs patch is not there yet (the native process makes it). */
+export class DryRunUnavailable extends Error {
+  constructor() {
+    super(`the native enforcement process (portcullis-native) has not made ${NATIVE_DRY_RUN} yet`);
+  }
+}
 
 /** The API server's refusal of `webhook`'s native policy, in its words, or undefined when it takes it. */
 export async function nativeRefusal(kube: Kube, config: Pick<OperatorConfig, 'namespace'>, suite: AdmissionSuite, webhook: WebhookSpec): Promise<string | undefined> {
   // The policy only: a binding is refused for nothing a suite can say.
   const [policy] = nativeObjects(suite, webhook, config) as [KubeObject & { metadata: { name: string } }];
   const probe = { ...policy, metadata: { name: NATIVE_DRY_RUN } };
+  if (!(await getObject(kube, { apiVersion: NATIVE_API_VERSION, kind: NATIVE_KINDS.policy, metadata: { name: NATIVE_DRY_RUN } }))) throw new DryRunUnavailable();
   try {
     // A dry run writes nothing: any replica may ask it (no leader gate).
     await kube.objects.patch(probe as k8s.KubernetesObject, undefined, 'All', FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply);
@@ -38,7 +48,13 @@ export async function nativeRefusal(kube: Kube, config: Pick<OperatorConfig, 'na
 export async function nativeRefusals(kube: Kube, config: Pick<OperatorConfig, 'namespace'>, suite: AdmissionSuite, old?: AdmissionSuite): Promise<FieldError[]> {
   const errors: FieldError[] = [];
   for (const { index, webhook } of changedNativeWebhooks(suite, old)) {
-    const message = await nativeRefusal(kube, config, suite, webhook);
+    let message: string | undefined;
+    try {
+      message = await nativeRefusal(kube, config, suite, webhook);
+    } catch (err) {
+      if (err instanceof DryRunUnavailable) continue;
+      throw err;
+    }
     if (message !== undefined) errors.push({ field: `spec.webhooks[${index}]`, message: `the API server refuses it as a ValidatingAdmissionPolicy (enforcement: Native): ${message}` });
   }
   return errors;

@@ -7,9 +7,9 @@
  * in-process as it) writes a suite's native policy, which the API server enforces, leaves a name
  * someone else holds (the serving operator reports the Conflict), and puts the guard back when an
  * admin deletes it, with a Warning Event; `node src/main.ts --role=native` runs that process alone,
- * with no admission port. Owns the native-e2e-identity
- * namespace and its suites (and the held policy); deletes the optional file's Deployment and NetworkPolicy it applied
- * (no node runs them here), leaves its RBAC, which other files' checks do not depend on.
+ * with no admission port. Owns the native-e2e-identity namespace and its suites (and the held
+ * policy); deletes the optional file's Deployment and NetworkPolicy it applied (no node runs them
+ * here), leaves its RBAC, which other files' checks do not depend on.
  */
 import { expect } from 'chai';
 import * as k8s from '@kubernetes/client-node';
