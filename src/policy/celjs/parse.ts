@@ -74,6 +74,43 @@ function typeEmptyRangeDyn(range: unknown): void {
   node.setMeta('check', (checker: Checker) => checker.getType('list<dyn>'));
 }
 
+const SELECTIONS = new Set(['.', '.?', '[]', '[?]']);
+const OPTIONAL_MACROS = new Set(['optMap', 'optFlatMap']);
+
+interface TypeLike {
+  kind?: string;
+  valueType?: TypeLike;
+}
+interface Checkable {
+  op?: string;
+  meta?: { check?: (checker: Checker, node: unknown, ctx: unknown) => unknown; macro?: { typeCheck: (checker: Checker, macro: unknown, ctx: unknown) => unknown } };
+  setMeta?: (key: string, value: unknown) => unknown;
+}
+
+/**
+ * `optional.none().?x`, `{}.?k.missing`: cel-go binds the type parameter of an optional whose value
+ * type is unbound (the empty map's, optional.none()'s) as what is selected of it needs, and answers
+ * optional.none(); cel-js refuses to select of it (Cannot index type 'undefined'). Where such an
+ * optional is selected of, indexed or mapped, it is typed optional<dyn>: the same answers.
+ */
+function typeUnboundOptionalDyn(operand: unknown): void {
+  const node = operand as Checkable;
+  const meta = node?.meta;
+  if (!meta || typeof node.setMeta !== 'function') return;
+  const widen = (checker: Checker, type: unknown): unknown => {
+    const t = type as TypeLike;
+    return t?.kind === 'optional' && t.valueType?.kind === 'param' ? checker.getType('optional<dyn>') : type;
+  };
+  if (meta.macro) {
+    const macro = meta.macro;
+    const typeCheck = macro.typeCheck;
+    macro.typeCheck = (checker, m, ctx) => widen(checker, typeCheck.call(macro, checker, m, ctx));
+  } else if (meta.check) {
+    const check = meta.check;
+    node.setMeta('check', (checker: Checker, n: unknown, ctx: unknown) => widen(checker, check(checker, n, ctx)));
+  }
+}
+
 /** The identifier `cel`, cel-js's namespace of cel.bind. */
 function isCelNamespace(node: unknown): boolean {
   return typeof node === 'object' && node !== null && (node as SelectNode).op === 'id' && (node as SelectNode).args === ('cel' as unknown);
@@ -102,6 +139,8 @@ export function parseExpression(env: Environment, source: string): ParseResult {
       throw new Error("undeclared reference to 'cel' (in container '')");
     }
     if (node.op === 'rcall' && Array.isArray(args) && QUANTIFIERS.has(args[0] as string)) typeEmptyRangeDyn(args[1]);
+    if (SELECTIONS.has(node.op) && Array.isArray(args)) typeUnboundOptionalDyn(args[0]);
+    if (node.op === 'rcall' && Array.isArray(args) && OPTIONAL_MACROS.has(args[0] as string)) typeUnboundOptionalDyn(args[1]);
     if (node.op !== 'call' || !Array.isArray(args) || args[0] !== 'has') return;
     const macro = (node as unknown as { meta?: { macro?: HasMacro } }).meta?.macro;
     if (macro && typeof macro.typeCheck === 'function') macro.typeCheck = typeCheckHas;

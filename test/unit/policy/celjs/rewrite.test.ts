@@ -58,6 +58,11 @@ describe('policy: the CEL front end (what cel-js does not parse)', function () {
     expect(evaluate('[].all(e, e > 0) && ![].exists(e, e > 0) && ![].exists_one(e, e < 0)')).to.equal(true);
   });
 
+  it('selects of an optional whose value type is unbound (optional.none(), the empty map) as cel-go does', function () {
+    expect(evaluate("!optional.none().?spec.hasValue() && !optional.none()[?0].hasValue() && !{}.?k.missing.hasValue()")).to.equal(true);
+    expect(evaluate("{}.?k.optFlatMap(k, k.?sub).orValue('none') == 'none'")).to.equal(true);
+  });
+
   it('reads a double without digits before its point', function () {
     expect(evaluate('.99 < 1.0 && -.5 == -0.5 && [.25][0] == 0.25')).to.equal(true);
   });
