@@ -30,6 +30,8 @@ import type { Program } from '../policy/celjs/program.ts';
 import type { PolicyLimits } from '../api/validate.ts';
 import type { TargetReader } from './access.ts';
 import { recordedAuthor } from '../api/authorization.ts';
+import { exceptionWarning } from '../api/exceptions.ts';
+import { protectedNamespaces, SYSTEM_NAMESPACES } from '../api/protected-namespaces.ts';
 
 /** OpenReports' results. */
 export type ResultKind = 'pass' | 'fail' | 'warn' | 'error' | 'skip';
@@ -269,16 +271,39 @@ export function suiteTargets(suite: AdmissionSuite, config: OperatorConfig, cont
       // A suite's status is cluster-wide, read by its author; each namespace's Report, by those who read the namespace.
       reader: { user: recordedAuthor(suite.metadata), scope: 'count' },
       rules: createRules(entry.rules ?? []),
-      judge: judgeWith(checks, warnOnly, failurePolicy, (request, labels) => notCalledBecause(entry, request, labels) === undefined, {
+      judge: excepted(suite, spec, context, judgeWith(checks, warnOnly, failurePolicy, (request, labels) => notCalledBecause(entry, request, labels) === undefined, {
         skip: conditionsSkip([...(entry.matchConditions ?? []), ...(spec.handler ? [] : (spec.matchConditions ?? []))], params) ?? (typeof evaluated === 'string' ? evaluated : undefined),
         matchers: [
           registeredConditions(name, spec.rules, entry.matchConditions ?? [], failurePolicy, context.operatorNamespace ?? config.namespace),
           ...(typeof evaluated === 'string' ? [] : [evaluated]),
         ],
-      }),
+      })),
     });
   });
   return targets;
+}
+
+/**
+ * A suite webhook's judgement with the AdmissionExceptions that cover a create of the object now
+ * (as the request path asks them, registry/exceptions.ts): a failing validation one lets through
+ * is a `skip` naming it, as its create would be admitted. A webhook no exception names, or a
+ * suite that takes none, is judged as it is.
+ */
+function excepted(suite: AdmissionSuite, spec: WebhookSpec, context: CompileContext, judge: AuditTarget['judge']): AuditTarget['judge'] {
+  const { exceptions } = context;
+  if (!exceptions || suite.spec.exceptions?.allowed !== true || spec.handler) return judge;
+  const guarded = context.operatorNamespace === undefined ? SYSTEM_NAMESPACES : protectedNamespaces(context.operatorNamespace);
+  return async (request, namespaceLabels) => {
+    const results = await judge(request, namespaceLabels);
+    if (!results || !exceptions.names(suite.metadata.name, spec.name)) return results;
+    const excuse = exceptions.excuse(suite, spec.name, request, { now: Date.now(), namespaceLabels: () => namespaceLabels, protectedNamespaces: guarded });
+    if (!excuse) return results;
+    return results.map((result) => {
+      const index = /^validations\[(\d+)\]$/.exec(result.rule)?.[1];
+      const by = result.result === 'fail' && index !== undefined ? excuse.coveredBy(Number(index)) : undefined;
+      return by ? { rule: result.rule, result: 'skip' as const, message: exceptionWarning(by) } : result;
+    });
+  };
 }
 
 /** The target of a validating AdmissionPolicy, judging the objects of its namespace. */

@@ -65,7 +65,7 @@ export function makeRegistries(config: OperatorConfig, kube: Kube, state: Cluste
         kube,
         log: componentLogger('audit'),
         config,
-        context: { view, params, mapper, operatorNamespace: config.namespace },
+        context: { view, params, mapper, operatorNamespace: config.namespace, exceptions: state.exceptions },
         limits: policyLimits,
         namespaceLabels: (name) => (state.namespaces.get(name)?.metadata?.labels ?? undefined) as Record<string, string> | undefined,
         statusChanged: (target) => wake('suite' in target ? { suite: target.suite } : { policies: true }),

@@ -25,6 +25,8 @@ interface Entry {
 export interface Excuse {
   /** Whether a failure of the validation at `index` is let through (then recorded as used). */
   covers(index: number): boolean;
+  /** The exception that lets a failure of the validation at `index` through (recorded as used), if one does. */
+  coveredBy(index: number): AdmissionException | undefined;
   /** The exceptions that let a failure through, in the order first used. */
   readonly used: AdmissionException[];
 }
@@ -109,15 +111,12 @@ export class ExceptionStore {
     if (!covering || suiteRefusal(suite, context.namespaceLabels(namespace)) !== undefined) return undefined;
     const found = covering;
     const used: AdmissionException[] = [];
-    return {
-      used,
-      covers: (index) => {
-        const entry = found.find((e) => !e.validations || e.validations.has(index));
-        if (!entry) return false;
-        if (!used.includes(entry.exception)) used.push(entry.exception);
-        return true;
-      },
+    const coveredBy = (index: number) => {
+      const entry = found.find((e) => !e.validations || e.validations.has(index));
+      if (entry && !used.includes(entry.exception)) used.push(entry.exception);
+      return entry?.exception;
     };
+    return { used, coveredBy, covers: (index) => coveredBy(index) !== undefined };
   }
 
   private unfile(ref: string): void {

@@ -2,7 +2,8 @@
  * AdmissionExceptions through the real API server (issue 55): a suite denies ConfigMaps without a
  * team label in two namespaces; an exception in one, granted by someone holding the exception
  * role there and expiring in about 20 s, admits there with a warning naming it and not in the
- * other, and once expired the same create is denied again, with nothing reconciled. As
+ * other, and once expired the same create is denied again, with nothing reconciled; the
+ * background audit reports a stored object one covers as `skip` naming it. As
  * less-trusted users (ServiceAccount tokens): a namespace admin cannot create an exception, and
  * one naming a protected suite or namespace, or without a reason, is refused on apply. Owns its
  * namespaces (exc-a, exc-b), suites (exc-*) and the RoleBindings it makes; touches nothing else.
@@ -13,6 +14,8 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
+import { recordAuthors } from '../support/authors.ts';
+import { reportResults } from '../support/reports.ts';
 import { connect, deleteIfExists, type Kube } from '../../src/apiserver/client.ts';
 import { GROUP, VERSION, type SuiteSpec } from '../../src/api/types.ts';
 import { EXCEPTION_PLURAL, type ExceptionSpec } from '../../src/api/exceptions.ts';
@@ -26,6 +29,8 @@ const OWNER = 'owner';
 const SUITE = 'exc-team-labels';
 const PROTECTED = 'exc-protected';
 const DENIAL = 'ConfigMaps need a team label';
+/** Stored in both namespaces before the suite, unlabelled: what the background audit judges. */
+const STORED = 'stored-legacy';
 
 const suiteSpec = (exceptions: SuiteSpec['exceptions'], namespaceLabels: Record<string, string>): SuiteSpec => ({
   ...(exceptions ? { exceptions } : {}),
@@ -68,7 +73,12 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
       expect(result.code, result.stderr).to.equal(0);
     }
     const { kube } = cluster();
+    await recordAuthors();
     for (const namespace of [A, B]) await ensureNamespace(namespace, LABEL);
+    for (const namespace of [A, B]) {
+      await deleteIfExists(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: STORED, namespace } });
+      await kube.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: STORED }, data: { a: 'b' } } });
+    }
     for (const name of [GRANTER, OWNER]) await kube.core.createNamespacedServiceAccount({ namespace: A, body: { metadata: { name } } }).catch(() => undefined);
     const binding = (namespace: string, name: string, role: string, subject: string) => ({
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -81,7 +91,8 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
     for (const object of [binding(A, 'exc-granter', 'portcullis-exception-author', GRANTER), binding('kube-system', 'exc-granter', 'portcullis-exception-author', GRANTER), binding(A, 'exc-owner', 'admin', OWNER)]) {
       await kube.objects.create(object).catch(() => undefined);
     }
-    operator = await startTestOperator();
+    // The audit on, scanning every few seconds: an exception changes no audited object, so only a scan judges its objects again.
+    operator = await startTestOperator({ audit: true, auditIntervalMs: 5_000 });
     await waitForSuiteValidation(operator);
     await createSuite(SUITE, suiteSpec({ allowed: true }, LABEL));
     // Judges nothing (no namespace has the label): it is here to be named by an exception it does not accept.
@@ -93,7 +104,8 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
 
   after(async function () {
     const { kube } = cluster();
-    for (const [namespace, name] of [[A, 'legacy-config'], [A, 'past-protected'], ['kube-system', 'in-kube-system'], [A, 'no-reason'], [A, 'by-admin']] as const) {
+    for (const namespace of [A, B]) await deleteIfExists(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: STORED, namespace } });
+    for (const [namespace, name] of [[A, 'legacy-config'], [A, 'audit-legacy'], [A, 'past-protected'], ['kube-system', 'in-kube-system'], [A, 'no-reason'], [A, 'by-admin']] as const) {
       await deleteIfExists(kube, { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionException', metadata: { name, namespace } });
     }
     await deleteIfExists(kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'exc-granter', namespace: 'kube-system' } });
@@ -130,6 +142,31 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
     );
     expect(denied.result.stderr).to.contain(DENIAL);
     expect(denied.at, 'denied only once it expired').to.be.at.least(expiresAt);
+  });
+
+  it('shows in the background audit: a stored object it covers is a skip naming it, the same object elsewhere fails', async function () {
+    await createAs(granter, A, 'audit-legacy', { match: { names: [STORED] }, reason: 'stored before the rule' });
+    const stored = (results: Awaited<ReturnType<typeof reportResults>>) => results.filter((r) => r.resources[0]?.name === STORED && r.policy === `${SUITE}/team-label`);
+    const covered = await eventually(
+      async () => {
+        const found = stored(await reportResults(A));
+        // (The first test's exception, expired, may still be named until the next scan.)
+        if (!found.some((r) => r.result === 'skip' && r.message?.includes('audit-legacy'))) throw new Error(`not a skip naming audit-legacy yet: ${JSON.stringify(found)}`);
+        return found;
+      },
+      { what: `the Report of ${A} to show ${STORED} as a skip` },
+    );
+    expect(covered.map((r) => [r.rule, r.result])).to.deep.equal([['validations[0]', 'skip']]);
+    expect(covered[0]!.message).to.contain(`admitted by exception ${A}/audit-legacy`).and.contain('stored before the rule');
+    const elsewhere = await eventually(
+      async () => {
+        const found = stored(await reportResults(B));
+        if (found.length === 0) throw new Error(`${STORED} not reported in ${B} yet`);
+        return found;
+      },
+      { what: `the Report of ${B}` },
+    );
+    expect(elsewhere.map((r) => [r.rule, r.result, r.message])).to.deep.equal([['validations[0]', 'fail', DENIAL]]);
   });
 
   it('cannot be created by a namespace admin who was not given the exception role', async function () {
