@@ -172,7 +172,7 @@ const FLAGS: Record<string, { help: string; /** true/false: may be given bare, m
     set: (c, v) => (c.admissionThread = bool(v, 'admission-thread')),
   },
   'max-connections-per-address': {
-    help: "connections the admission endpoint keeps from one source address other than the API server's, of the 1000 they share; beyond, they are refused (250). The API server's addresses hold this and 4 more per suite served",
+    help: "connections the admission endpoint keeps from one source address other than the API server's, of the 1000 they share; beyond, they are refused (250). The API server's addresses hold this and 4 more per webhook served",
     set: (c, v) => (c.maxConnectionsPerAddress = wholeNumber(v, 'max-connections-per-address', 1, 1000)),
   },
   'review-workers': {

@@ -2,13 +2,14 @@
  * admission: the connections of one AdmissionServer, by source address and kind, and the limits
  * that keep one client from holding the endpoint without ever turning the API server away.
  *
- * The API server keeps a client, with its own connections, per webhook configuration (each suite is
- * its own Service and host name): its connections grow with suites x API server endpoints x
- * concurrent requests. A fixed cap per address refused it (issue 50: 1,000 suites, 249 answered a
- * create). So connections are of two kinds:
+ * The API server keeps a client, with its own connections, per webhook it calls (its client cache
+ * is keyed by the webhook's name, and each client dials its own transport): its connections grow
+ * with webhooks x API server endpoints x concurrent requests. A fixed cap per address refused it
+ * (issue 50: 1,000 suites, 249 answered a create), and so did an allowance per suite (three suites
+ * of 128 webhooks: 123 of 384 webhooks refused). So connections are of two kinds:
  *  - `apiserver`, from an address of the API server's (the `kubernetes` EndpointSlices; loopback
- *    in local mode): each such address may hold an allowance that grows with the suites served
- *    (CONNECTIONS_PER_SUITE each, beyond the per-address share others have). At it, the oldest
+ *    in local mode): each such address may hold an allowance that grows with the webhooks served
+ *    (CONNECTIONS_PER_WEBHOOK each, beyond the per-address share others have). At it, the oldest
  *    connection of that address that has completed no request is closed to make room; only when
  *    every one of them has served requests is the newcomer refused. They never count against the
  *    others' cap, so nothing from elsewhere can shed them.
@@ -40,8 +41,8 @@ export interface ConnectionCounts {
 
 /** What sizes the API server's allowance. */
 export interface ConnectionSizing {
-  /** Suites served (each is a webhook configuration of its own: a client of its own in the API server). */
-  suites(): number;
+  /** Webhooks served (the API server keeps a client of its own for each). */
+  webhooks(): number;
   /** Whether a (normalized: no `::ffff:` prefix) source address is one of the API server's. */
   isApiServer(address: string): boolean;
   /** How many addresses the API server has (the total its kind may hold is its allowance times this). */
@@ -49,13 +50,12 @@ export interface ConnectionSizing {
 }
 
 /**
- * Connections per suite each API server address may hold beyond the others' per-address share: one
- * multiplexed HTTP/2 connection per suite, or, over HTTP/1.1, the connections of a burst of
- * concurrent requests to it (client-go keeps idle ones per host). Sized so the API server never
- * meets it; an attacker from its address holds at most this many sockets (60 KiB each) until the
- * timeouts reap them.
+ * Connections per webhook each API server address may hold beyond the others' per-address share:
+ * over HTTP/1.1, the connections of a burst of concurrent requests to it (client-go keeps idle
+ * ones per client, for 90 s). Sized so the API server never meets it; an attacker from its address
+ * holds at most this many sockets (60 KiB each) until the timeouts reap them.
  */
-export const CONNECTIONS_PER_SUITE = 4;
+export const CONNECTIONS_PER_WEBHOOK = 4;
 
 /** The share of a limit at which its warning is logged. */
 export const WARN_AT = 0.8;
@@ -125,9 +125,9 @@ export class ConnectionLimits {
     this.perAddress = Math.min(limits.maxConnectionsPerAddress, limits.maxConnections);
   }
 
-  /** What one API server address may hold: the others' share, and CONNECTIONS_PER_SUITE per suite served. */
+  /** What one API server address may hold: the others' share, and CONNECTIONS_PER_WEBHOOK per webhook served. */
   apiServerAllowance(): number {
-    return this.perAddress + CONNECTIONS_PER_SUITE * this.sizing.suites();
+    return this.perAddress + CONNECTIONS_PER_WEBHOOK * this.sizing.webhooks();
   }
 
   counts(): ConnectionCounts {
@@ -150,9 +150,9 @@ export class ConnectionLimits {
     if (kind === 'apiserver') {
       const allowance = this.apiServerAllowance();
       if (holding >= allowance && !this.shedFrom(held!)) {
-        return this.refuse(socket, kind, `the API server's address ${address} holds ${holding} connections, all of which have served requests: its allowance is ${allowance} (${CONNECTIONS_PER_SUITE} per suite served, and ${this.perAddress})`);
+        return this.refuse(socket, kind, `the API server's address ${address} holds ${holding} connections, all of which have served requests: its allowance is ${allowance} (${CONNECTIONS_PER_WEBHOOK} per webhook served, and ${this.perAddress})`);
       }
-      this.nearing.apiserver = holding + 1 >= WARN_AT * allowance ? `the API server's address ${address} holds ${holding + 1} of its allowance of ${allowance} connections (${CONNECTIONS_PER_SUITE} per suite served, and ${this.perAddress}); beyond it, connections from there that have served no request are closed, then new ones refused` : this.nearing.apiserver;
+      this.nearing.apiserver = holding + 1 >= WARN_AT * allowance ? `the API server's address ${address} holds ${holding + 1} of its allowance of ${allowance} connections (${CONNECTIONS_PER_WEBHOOK} per webhook served, and ${this.perAddress}); beyond it, connections from there that have served no request are closed, then new ones refused` : this.nearing.apiserver;
     } else {
       if (holding >= this.perAddress) return this.refuse(socket, kind, `${address} holds ${holding} connections, its share of ${this.perAddress} (--max-connections-per-address)`);
       if (this.count.other >= this.max && !this.makeRoom(holding + 1)) {

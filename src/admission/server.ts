@@ -124,7 +124,7 @@ export interface AdmissionServerOptions {
   metrics: { countRejected(code: string): void; webhook?(suite: string, webhook: string): WebhookObserver; connections?(counts: ConnectionCounts): void; connectionsNear?(kind: ConnectionKind, cause: string): void };
   /**
    * The API server's source addresses (the `kubernetes` EndpointSlices; loopback in local mode),
-   * normalized (no `::ffff:`): their connections are sized by the suites served, never refused for
+   * normalized (no `::ffff:`): their connections are sized by the webhooks served, never refused for
    * being many (connection-limits.ts). A Set kept current by its owner does; none without it.
    */
   apiServers?: { has(address: string): boolean; readonly size: number };
@@ -236,7 +236,7 @@ export class AdmissionServer {
     const apiServers = options.apiServers ?? new Set<string>();
     this.connections = new ConnectionLimits(
       limits,
-      { suites: () => registry.size, isApiServer: (address) => apiServers.has(address), apiServerAddresses: () => apiServers.size },
+      { webhooks: () => registry.webhookCount, isApiServer: (address) => apiServers.has(address), apiServerAddresses: () => apiServers.size },
       log,
       metrics.connections?.bind(metrics),
       metrics.connectionsNear?.bind(metrics),

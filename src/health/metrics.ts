@@ -384,7 +384,7 @@ export type ConnectionKindLabel = 'apiserver' | 'other';
 /**
  * The connections gauges of one Metrics (issue 50), kept beside it rather than in its constructor:
  * `portcullis_admission_connections{kind}` held now and `portcullis_admission_connections_limit{kind}`,
- * what the limits allow that kind in all (the API server's grows with the suites served), so that an
+ * what the limits allow that kind in all (the API server's grows with the webhooks served), so that an
  * alert fires at a share of it before anything is refused.
  */
 const connectionGauges = new WeakMap<Metrics, { held: client.Gauge; limit: client.Gauge }>();
@@ -397,7 +397,7 @@ export function recordConnections(metrics: Metrics, counts: { apiserver: number;
       held: new client.Gauge({ name: 'portcullis_admission_connections', help: "Connections the admission endpoint holds, by kind: apiserver (from the API server's addresses) and other.", labelNames: ['kind'], registers: [metrics.registry] }),
       limit: new client.Gauge({
         name: 'portcullis_admission_connections_limit',
-        help: "Connections the admission endpoint's limits allow each kind in all: apiserver (its allowance per address, which grows with the suites served, times its addresses), other (--max-connections).",
+        help: "Connections the admission endpoint's limits allow each kind in all: apiserver (its allowance per address, which grows with the webhooks served, times its addresses), other (--max-connections).",
         labelNames: ['kind'],
         registers: [metrics.registry],
       }),

@@ -75,7 +75,7 @@ export async function startServing(
   const schemas = new OpenApiSchemas(kubeConfig);
   // The endpoint's limits the flags set: connections in the server that listens, review workers in the one that judges large reviews (either may be both).
   const limits = { maxConnectionsPerAddress: config.maxConnectionsPerAddress, reviewWorkers: config.reviewWorkers };
-  // Where the API server calls from: its connections are sized by the suites served, never refused for being many.
+  // Where the API server calls from: its connections are sized by the webhooks served, never refused for being many.
   const apiServers = config.mode === 'local' ? fixedApiServerAddresses(LOOPBACK) : watchApiServerAddresses(kubeConfig, componentLogger('admission'));
   // With the admission thread, this server does not listen: it answers what the thread forwards.
   const admission = new AdmissionServer({

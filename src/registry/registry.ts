@@ -16,6 +16,8 @@ export class SuiteRegistry {
   private readonly listeners: ((change: RegistryChange) => void)[] = [];
   /** Each suite as last synced, for a copy that starts after it was. */
   private readonly sources = new Map<string, AdmissionSuite>();
+  /** The compiled suites' webhooks, in all (kept as they change: the endpoint asks on every new connection). */
+  private webhooks = 0;
   /** What every suite is compiled against (see CompileContext), and what a copy elsewhere (the review worker) needs to answer alike. */
   readonly context: CompileContext & { view: ClusterView; params: ParamsSource };
 
@@ -28,6 +30,7 @@ export class SuiteRegistry {
     const current = this.suites.get(suite.metadata.name);
     if (current && current.generation === (suite.metadata.generation ?? 0)) return current;
     const compiled = compileSuite(suite, this.context);
+    this.webhooks += compiled.webhooks.size - (current?.webhooks.size ?? 0);
     this.suites.set(compiled.name, compiled);
     this.sources.set(compiled.name, suite);
     for (const listener of this.listeners) listener({ suite });
@@ -45,6 +48,7 @@ export class SuiteRegistry {
   }
 
   remove(name: string): void {
+    this.webhooks -= this.suites.get(name)?.webhooks.size ?? 0;
     this.suites.delete(name);
     this.sources.delete(name);
     for (const listener of this.listeners) listener({ removed: name });
@@ -66,9 +70,14 @@ export class SuiteRegistry {
     return this.suites.get(name);
   }
 
-  /** How many suites are served (the endpoint sizes the API server's connection allowance by it). */
+  /** How many suites are served. */
   get size(): number {
     return this.suites.size;
+  }
+
+  /** How many webhooks the served suites have (the endpoint sizes the API server's connection allowance by it). */
+  get webhookCount(): number {
+    return this.webhooks;
   }
 
   /** The params a webhook names, as its suite says. */

@@ -18,7 +18,7 @@ import { createConfigMap, ensureNamespace, errorStatus } from '../support/object
 import { eventually, pool } from '../support/wait.ts';
 import { sampleValue, scrape, scrapeApiServer, type Family } from '../support/prometheus.ts';
 import { SERVING_LIMITS } from '../../src/admission/server.ts';
-import { CONNECTIONS_PER_SUITE, WARN_AT } from '../../src/admission/connection-limits.ts';
+import { CONNECTIONS_PER_WEBHOOK, WARN_AT } from '../../src/admission/connection-limits.ts';
 import type { Operator } from '../../src/manager/operator.ts';
 import { freePort } from '../../src/local/ports.ts';
 import type { SuiteSpec } from '../../src/api/types.ts';
@@ -168,8 +168,8 @@ describe(`the API server is never the client refused: ${SUITES} suites each answ
       expect(closed).to.be.above(0);
       // Said before anything from the API server was refused: a Warning Event on the operator's endpoint,
       // naming the cause, once the held sockets alone reach WARN_AT of the address's allowance (with the
-      // default 300 suites they do; with E2E_CONNECTION_SUITES=1000 the allowance is far above them).
-      const nearing = HELD >= WARN_AT * (SERVING_LIMITS.maxConnectionsPerAddress + CONNECTIONS_PER_SUITE * SUITES);
+      // default 300 suites of one webhook they do; with E2E_CONNECTION_SUITES=1000 the allowance is far above them).
+      const nearing = HELD >= WARN_AT * (SERVING_LIMITS.maxConnectionsPerAddress + CONNECTIONS_PER_WEBHOOK * SUITES);
       const warnings = async () => {
         const events = await cluster().kubeConfig.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace: 'default', fieldSelector: 'reason=ConnectionsNearLimit' });
         return events.items.filter((e) => e.regarding?.kind === 'ValidatingWebhookConfiguration' && e.regarding.name === 'portcullis-admissionsuites' && e.type === 'Warning');

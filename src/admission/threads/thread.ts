@@ -130,7 +130,7 @@ export interface AdmissionThreadOptions {
   limits?: Partial<ServingLimits>;
   /** Told when the thread's endpoint nears a connection limit, with the cause (the operator raises an Event). */
   connectionsNear?(kind: ConnectionKind, cause: string): void;
-  /** The API server's addresses (apiserver/apiserver-addresses.ts), copied as they change: the endpoint's limits size their connections by the suites served. */
+  /** The API server's addresses (apiserver/apiserver-addresses.ts), copied as they change: the endpoint's limits size their connections by the webhooks served. */
   apiServers?: { subscribe(listener: (addresses: string[]) => void): () => void };
   /**
    * What the thread needs to answer the suite- and policy-validation webhooks itself, as `server`
