@@ -53,6 +53,7 @@ export function readLocatedDocuments(file: string): LocatedDocument[] {
 export function locateDocuments(text: string, file: string): LocatedDocument[] {
   const objects = parseDocuments(text, file);
   const offsets = fieldOffsets(text);
+  const lineOf = lineFinder(text);
   return objects.map((object, i) => {
     const fields = offsets[i] ?? new Map<string, number>();
     return {
@@ -61,7 +62,7 @@ export function locateDocuments(text: string, file: string): LocatedDocument[] {
       line(path) {
         for (let n = path.length; n >= 0; n--) {
           const offset = fields.get(JSON.stringify(path.slice(0, n)));
-          if (offset !== undefined) return lineOf(text, offset);
+          if (offset !== undefined) return lineOf(offset);
         }
         return 1;
       },
@@ -69,10 +70,20 @@ export function locateDocuments(text: string, file: string): LocatedDocument[] {
   });
 }
 
-function lineOf(text: string, offset: number): number {
-  let line = 1;
-  for (let i = text.indexOf('\n'); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) line++;
-  return line;
+/** The 1-based line of an offset in `text`, by binary search of where its lines start: `scan` asks for one per object, and a rendered chart or kustomization has thousands. */
+function lineFinder(text: string): (offset: number) => number {
+  const starts = [0];
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) starts.push(i + 1);
+  return (offset) => {
+    let low = 0;
+    let high = starts.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if (starts[middle]! <= offset) low = middle;
+      else high = middle - 1;
+    }
+    return low + 1;
+  };
 }
 
 /**
