@@ -7,8 +7,9 @@
  * policy's own part of the message and of each warning (each side's wrapper stripped), and the
  * audit annotations in the API server's audit log. The same suites are served a third time with
  * `enforcement: Native` (scoped to diff-native): compiled by the operator into policies of its
- * own, they must answer as the hand-written ones. The native VAP is the oracle: no expected
- * outcome is typed by hand.
+ * own, they must answer as the hand-written ones. And a fourth time (scoped to diff-import) as
+ * `portcullis import` makes suites of the native policies and bindings themselves: the same answers
+ * again. The native VAP is the oracle: no expected outcome is typed by hand.
  */
 import { expect } from 'chai';
 import { cluster, KUBE_VERSION } from '../support/cluster.ts';
@@ -17,6 +18,10 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { rawRequest, type RawResponse } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { auditEvents } from '../support/audit-log.ts';
+import { runCli } from '../support/cli.ts';
+import { tempFolder } from '../support/temp-files.ts';
+import * as yaml from 'js-yaml';
+import path from 'node:path';
 import { apply, deleteIfExists, type KubeObject } from '../../src/apiserver/client.ts';
 import { webhookFullName } from '../../src/api/names.ts';
 import { API_VERSION, GROUP, PLURAL, VERSION } from '../../src/api/types.ts';
@@ -30,6 +35,9 @@ const HOOK_NS = 'diff-hook';
 /** Where the same suites, with `enforcement: Native`, are enforced by the API server as policies the operator wrote. */
 const NATIVE_NS = 'diff-native';
 const NATIVE_SUITE = 'diff-native';
+/** Where the suites `portcullis import` makes of the native policies and bindings are served. */
+const IMPORT_NS = 'diff-import';
+const IMPORT_SUITE = 'diff-import';
 const PARAMS_NS = 'diff-params';
 const ROW_LABEL = 'diff-row';
 const PARAMS_PER_WRITE = 4;
@@ -69,7 +77,7 @@ function paramsReference(row: PolicyRow) {
 function paramsObjects(row: PolicyRow): KubeObject[] {
   const params = row.params;
   if (!params || (!params.data && !params.selected)) return [];
-  const namespaces = params.inRequestNamespace ? [VAP_NS, HOOK_NS, NATIVE_NS] : [PARAMS_NS];
+  const namespaces = params.inRequestNamespace ? [VAP_NS, HOOK_NS, NATIVE_NS, IMPORT_NS] : [PARAMS_NS];
   return namespaces.flatMap((namespace) =>
     params.selected
       ? params.selected.map((data, i) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${row.name}-p${i}`, namespace, labels: { [PARAMS_OF_LABEL]: row.name } }, data }))
@@ -77,7 +85,7 @@ function paramsObjects(row: PolicyRow): KubeObject[] {
   );
 }
 
-function nativePolicy(row: PolicyRow): KubeObject[] {
+function nativePolicy(row: PolicyRow, namespace = VAP_NS): KubeObject[] {
   const policy = {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingAdmissionPolicy',
@@ -100,7 +108,7 @@ function nativePolicy(row: PolicyRow): KubeObject[] {
       policyName: policyName(row),
       validationActions: row.validationActions ?? ['Deny'],
       ...(row.params ? { paramRef: { ...paramsReference(row), parameterNotFoundAction: row.params.notFoundAction ?? 'Deny' } } : {}),
-      matchResources: { namespaceSelector: onlyNamespace(VAP_NS), objectSelector: { matchLabels: { [ROW_LABEL]: row.name } } },
+      matchResources: { namespaceSelector: onlyNamespace(namespace), objectSelector: { matchLabels: { [ROW_LABEL]: row.name } } },
     },
   };
   return [policy, binding];
@@ -235,16 +243,19 @@ const NEWER_AUDIT_ANNOTATIONS = ['action-deny-audit'];
 describe('Differential: AdmissionSuite validations against the API server’s own ValidatingAdmissionPolicy', function () {
   this.timeout(180_000);
   let operator: Operator;
-  const outcomes = new Map<string, { vap: Outcome[]; hook: Outcome[]; native: Outcome[] }>();
+  const outcomes = new Map<string, { vap: Outcome[]; hook: Outcome[]; native: Outcome[]; imported: Outcome[] }>();
   const refusedOnWrite = new Map<string, { vap?: WriteRefusal; suite?: WriteRefusal }>();
   /** The suites the table is served by, and which one serves each row. */
   const suites: { name: string; probe: PolicyRow; namespace: string }[] = [];
   const suiteOf = new Map<string, string>();
   const nativeSuiteOf = new Map<string, string>();
+  const importSuiteOf = new Map<string, string>();
+  /** Each accepted row's webhook as `portcullis import` made it from the row's native policy and binding (scoped to IMPORT_NS). */
+  const imported = new Map<string, WebhookSpec>();
 
   before(async function () {
     const { kube } = cluster();
-    for (const ns of [VAP_NS, HOOK_NS, NATIVE_NS, PARAMS_NS]) await apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { team: 'differential' } } });
+    for (const ns of [VAP_NS, HOOK_NS, NATIVE_NS, IMPORT_NS, PARAMS_NS]) await apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { team: 'differential' } } });
     for (const row of POLICIES) {
       for (const object of paramsObjects(row)) await apply(kube, object);
     }
@@ -257,7 +268,7 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
       subjects: [subject],
     });
-    for (const ns of [VAP_NS, HOOK_NS, NATIVE_NS]) {
+    for (const ns of [VAP_NS, HOOK_NS, NATIVE_NS, IMPORT_NS]) {
       await apply(kube, role(ns, 'diff-writer', ['create', 'update', 'get']));
       await apply(kube, binding(ns, 'diff-writer', { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: AUTHZ_USER }));
     }
@@ -283,7 +294,19 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     // A suite holds at most 128 webhooks (the CRD's bound): the table is spread over suites of
     // WEBHOOKS_PER_SUITE, each ending with a probe of its own. The same suites again, enforced
     // natively, in NATIVE_NS (without the row of a reason VAP refuses on write).
-    const serve = async (rows: PolicyRow[], prefix: string, namespace: string, enforcement: 'Webhook' | 'Native', servedBy: Map<string, string>) => {
+    // The native policies and bindings of the accepted rows, as a user would import them: one file, the command.
+    const sources = tempFolder('diff-import-', { 'policies.yaml': accepted.flatMap((row) => nativePolicy(row, IMPORT_NS)).map((o) => yaml.dump(o)).join('---\n') });
+    const importedRun = await runCli(['import', path.join(sources, 'policies.yaml')]);
+    expect(importedRun.stderr, 'what import could not carry over').to.equal('');
+    expect(importedRun.code, 'import exit code').to.equal(0);
+    for (const suite of yaml.loadAll(importedRun.stdout) as { metadata: { name: string }; spec: { webhooks: WebhookSpec[] } }[]) {
+      const row = accepted.find((r) => policyName(r) === suite.metadata.name);
+      expect(row, `a suite named after a row's policy: ${suite.metadata.name}`).to.not.equal(undefined);
+      expect(suite.spec.webhooks, `${suite.metadata.name}: a webhook per binding`).to.have.length(1);
+      imported.set(row!.name, { ...suite.spec.webhooks[0]!, name: row!.name });
+    }
+    expect([...imported.keys()].sort(), 'every accepted row imported').to.deep.equal(accepted.map((r) => r.name).sort());
+    const serve = async (rows: PolicyRow[], prefix: string, namespace: string, enforcement: 'Webhook' | 'Native', servedBy: Map<string, string>, webhookOf = (row: PolicyRow) => suiteWebhook(row, namespace)) => {
       for (let start = 0, n = 1; start < rows.length; start += WEBHOOKS_PER_SUITE, n++) {
         const name = n === 1 ? prefix : `${prefix}-${n}`;
         const probe = n === 1 ? PROBE : { ...PROBE, name: `probe-${n}` };
@@ -292,7 +315,7 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
         for (const row of chunk) servedBy.set(row.name, name);
         // The params guard (deploy/06-suite-params-guard.yaml, installed by other tests of the same
         // control plane) lets one write introduce at most 4 ConfigMap params: the suite grows in steps.
-        const webhooks = chunk.map((row) => suiteWebhook(row, namespace));
+        const webhooks = chunk.map(webhookOf);
         const withParams = webhooks.filter((w) => w.params);
         for (let introduced = 0; introduced === 0 || introduced < withParams.length; introduced += PARAMS_PER_WRITE) {
           const present = new Set(withParams.slice(0, introduced + PARAMS_PER_WRITE));
@@ -304,6 +327,7 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     };
     await serve([...accepted, UNAUTHORIZED_ROW], SUITE, HOOK_NS, 'Webhook', suiteOf);
     await serve(accepted, NATIVE_SUITE, NATIVE_NS, 'Native', nativeSuiteOf);
+    await serve(accepted, IMPORT_SUITE, IMPORT_NS, 'Webhook', importSuiteOf, (row) => imported.get(row.name) ?? suiteWebhook(row, IMPORT_NS));
     for (const { name, namespace } of suites) {
       const ready = await waitForCondition(name, 'Ready', 'True', 60_000);
       // Not one of them fell back to the webhook: each is the API server's own policy.
@@ -362,18 +386,22 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
       const vap: Outcome[] = [];
       const hook: Outcome[] = [];
       const native: Outcome[] = [];
+      const fromImport: Outcome[] = [];
       for (const step of row.steps) {
         vap.push(await run(row, step, VAP_NS));
         hook.push(await run(row, step, HOOK_NS));
         native.push(await run(row, step, NATIVE_NS));
+        fromImport.push(await run(row, step, IMPORT_NS));
       }
-      outcomes.set(row.name, { vap, hook, native });
+      outcomes.set(row.name, { vap, hook, native, imported: fromImport });
       // PORTCULLIS_DIFF_VERBOSE=1 prints what the oracle answered, to read a row's behaviour.
       if (process.env.PORTCULLIS_DIFF_VERBOSE) console.log(`      ${row.name}: ${JSON.stringify(vap)}`);
       const label = row.steps.map((s, i) => `${i}:${s.op}${s.dryRun ? '(dry-run)' : ''}`).join(' ');
       expect(native, `steps ${label}, enforced natively`).to.deep.equal(vap);
       if (newer) expect(hook, `steps ${label}: this API server's own policy answers otherwise, as documented: ${newer[1]}`).to.not.deep.equal(vap);
       else expect(hook, `steps ${label}`).to.deep.equal(vap);
+      // Imported from the native policy itself, it answers as the hand-written suite (so as the oracle, where the oracle is the newest).
+      expect(fromImport, `steps ${label}, as portcullis import made it`).to.deep.equal(hook);
     });
   }
 
@@ -459,10 +487,12 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
           const vap = auditAnnotations(events, row, VAP_NS, policyName(row));
           const hook = auditAnnotations(events, row, HOOK_NS, webhookFullName(suiteOf.get(row.name)!, row.name));
           const native = auditAnnotations(events, row, NATIVE_NS, webhookFullName(nativeSuiteOf.get(row.name)!, row.name));
+          const fromImport = auditAnnotations(events, row, IMPORT_NS, webhookFullName(importSuiteOf.get(row.name)!, row.name));
           expect(vap.length, `${row.name}: requests audited`).to.equal(row.steps.length);
           expect(vap.some((a) => Object.keys(a).length > 0), `${row.name}: the oracle annotated`).to.equal(true);
           expect(hook, `${row.name}: audit annotations ${JSON.stringify({ hook, vap })}`).to.deep.equal(vap);
           expect(native, `${row.name}: audit annotations, enforced natively ${JSON.stringify({ native, vap })}`).to.deep.equal(vap);
+          expect(fromImport, `${row.name}: audit annotations, imported ${JSON.stringify({ fromImport, vap })}`).to.deep.equal(vap);
         }
       },
       { what: 'the audit log to hold the same annotations for both', timeoutMs: 60_000 },
