@@ -313,6 +313,18 @@ export class Metrics {
     this.rejected.inc({ code });
   }
 
+  private readonly exceptionUses = new client.Counter({
+    name: 'portcullis_exception_uses_total',
+    help: 'Requests an AdmissionException let through a suite webhook\'s validations, by the exception (namespace, exception), suite and webhook.',
+    labelNames: ['namespace', 'exception', 'suite', 'webhook'],
+    registers: [this.registry],
+  });
+
+  /** A request the AdmissionException `namespace`/`name` let through webhook `webhook` of `suite`. */
+  exceptionUsed(suite: string, webhook: string, namespace: string, name: string): void {
+    this.exceptionUses.inc({ namespace, exception: name, suite, webhook });
+  }
+
   rotated(kind: 'serving' | 'ca'): void {
     this.rotations.inc({ kind });
   }

@@ -37,6 +37,7 @@ export function makeRegistries(config: OperatorConfig, kube: Kube, state: Cluste
           const live = auditor && liveResults(request, decision);
           if (live) auditor!.live(suite, webhook, live.ref, live.results);
         },
+        excepted: (namespace, name) => metrics.exceptionUsed(suite, webhook, namespace, name),
       };
     },
   };

@@ -54,6 +54,8 @@ export interface WebhookObserver {
   evaluated(seconds: number, cost: number): void;
   /** A request it allowed with Warn or Audit failures (audit/live.ts): where the background audit keeps them. */
   shadowed?(request: AdmissionRequest, decision: Decision): void;
+  /** A request an AdmissionException (`namespace`/`name`) let through (the uses per exception). */
+  excepted?(namespace: string, name: string): void;
 }
 
 export const NO_OBSERVER: WebhookObserver = { answered: () => undefined, evaluated: () => undefined };
@@ -141,7 +143,7 @@ export function compileWebhook(
     const excusing = excepted && context.exceptions && spec.type === 'Validating' ? exceptionsOf(excepted, spec.name, context.exceptions, view, operatorNamespace, context.clock) : undefined;
     const admit = spec.handler
       ? compileHandler(spec, path, view, failurePolicy, { authorizer, mapper }, operatorNamespace)
-      : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params, excusing), observer);
+      : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params, excusing && { excusing, observer }), observer);
     return {
       suite: owner,
       name: spec.name,
@@ -208,14 +210,15 @@ function measured(admit: (request: AdmissionRequest, allowance?: Allowance) => D
  * and, where AdmissionExceptions may apply (`excusing`), the ones that cover the request, whose
  * use the answer then says (excused).
  */
-function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource, excusing?: Excusing) {
-  if (!excusing) return bound(rules, spec, failurePolicy, view, params);
+function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource, exceptions?: { excusing: Excusing; observer: WebhookObserver }) {
+  if (!exceptions) return bound(rules, spec, failurePolicy, view, params);
+  const { excusing, observer } = exceptions;
   const judged = bound(rules, spec, failurePolicy, view, params);
   return (request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision> => {
     const excuse = excusing(request);
     if (!excuse) return judged(request, allowance);
     const decision = judged(request, allowance, excuse);
-    return decision instanceof Promise ? decision.then((d) => excused(d, excuse.used)) : excused(decision, excuse.used);
+    return decision instanceof Promise ? decision.then((d) => excused(d, excuse.used, observer)) : excused(decision, excuse.used, observer);
   };
 }
 
@@ -238,9 +241,10 @@ function exceptionsOf(suite: Pick<AdmissionSuite, 'spec' | 'metadata'>, webhook:
   };
 }
 
-/** A decision some exception let through: the warning (kubectl prints it) and the audit annotation (the API server's audit log) name each exception used. */
-function excused(decision: Decision, used: readonly AdmissionException[]): Decision {
+/** A decision some exception let through: the warning (kubectl prints it) and the audit annotation (the API server's audit log) name each exception used, and each use is counted. */
+function excused(decision: Decision, used: readonly AdmissionException[], observer: WebhookObserver): Decision {
   if (!decision.allowed || used.length === 0) return decision;
+  for (const exception of used) observer.excepted?.(exception.metadata.namespace, exception.metadata.name);
   return {
     ...decision,
     warnings: [...(decision.warnings ?? []), ...used.map(exceptionWarning)],

@@ -3,7 +3,8 @@
  * team label in two namespaces; an exception in one, granted by someone holding the exception
  * role there and expiring in about 20 s, admits there with a warning naming it and not in the
  * other, and once expired the same create is denied again, with nothing reconciled; the
- * background audit reports a stored object one covers as `skip` naming it. As
+ * background audit reports a stored object one covers as `skip` naming it, and /metrics counts
+ * its uses. As
  * less-trusted users (ServiceAccount tokens): a namespace admin cannot create an exception, and
  * one naming a protected suite or namespace, or without a reason, is refused on apply. Owns its
  * namespaces (exc-a, exc-b), suites (exc-*) and the RoleBindings it makes; touches nothing else.
@@ -16,6 +17,8 @@ import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { recordAuthors } from '../support/authors.ts';
 import { reportResults } from '../support/reports.ts';
+import { sampleValue, scrape } from '../support/prometheus.ts';
+import { freePort } from '../../src/local/ports.ts';
 import { connect, deleteIfExists, type Kube } from '../../src/apiserver/client.ts';
 import { GROUP, VERSION, type SuiteSpec } from '../../src/api/types.ts';
 import { EXCEPTION_PLURAL, type ExceptionSpec } from '../../src/api/exceptions.ts';
@@ -64,6 +67,7 @@ const createUnlabelled = (namespace: string) => kubectl(['create', 'configmap', 
 
 describe('AdmissionExceptions: granted, expiring, in their own namespace only', function () {
   let operator: Operator;
+  let metricsPort: number;
   let granter: Kube;
   let owner: Kube;
 
@@ -92,7 +96,8 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
       await kube.objects.create(object).catch(() => undefined);
     }
     // The audit on, scanning every few seconds: an exception changes no audited object, so only a scan judges its objects again.
-    operator = await startTestOperator({ audit: true, auditIntervalMs: 5_000 });
+    metricsPort = await freePort();
+    operator = await startTestOperator({ audit: true, auditIntervalMs: 5_000, metricsPort });
     await waitForSuiteValidation(operator);
     await createSuite(SUITE, suiteSpec({ allowed: true }, LABEL));
     // Judges nothing (no namespace has the label): it is here to be named by an exception it does not accept.
@@ -127,6 +132,9 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
       { what: `the exception to admit an unlabelled ConfigMap in ${A}` },
     );
     expect(admitted.stderr).to.contain(`Warning: admitted by exception ${A}/legacy-config (expires ${expires}): legacy config, labelled by the migration`);
+    // Each use counted, by exception.
+    const uses = sampleValue(await scrape(metricsPort), 'portcullis_exception_uses_total', { namespace: A, exception: 'legacy-config', suite: SUITE, webhook: 'team-label' });
+    expect(uses, 'portcullis_exception_uses_total of the exception').to.be.at.least(1);
     const elsewhere = await createUnlabelled(B);
     expect(elsewhere.code, 'the same create in the other namespace').to.not.equal(0);
     expect(elsewhere.stderr).to.contain(DENIAL).and.not.contain('admitted by exception');

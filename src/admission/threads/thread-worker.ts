@@ -128,6 +128,7 @@ const observers = {
       const live = liveResults(request, decision);
       if (live) observe(['shadowed', suite, webhook, live.ref, live.results]);
     },
+    excepted: (namespace, name) => observe(['excepted', suite, webhook, namespace, name]),
   }),
 };
 

@@ -47,6 +47,7 @@ export type Observation =
   | ['evaluated', suite: string, webhook: string, seconds: number, cost: number]
   | ['shadowed', suite: string, webhook: string, ref: ObjectRef, results: CheckResult[]]
   | ['rejected', code: string]
+  | ['excepted', suite: string, webhook: string, namespace: string, name: string]
   /** The endpoint's connections by kind, as they stood when the batch was sent. */
   | ['connections', counts: ConnectionCounts]
   /** A connection limit neared (admission/connection-limits.ts), with its cause. */
@@ -493,6 +494,10 @@ export class AdmissionThread {
       }
       if (observation[0] === 'connections-near') {
         this.options.connectionsNear?.(observation[1], observation[2]);
+        continue;
+      }
+      if (observation[0] === 'excepted') {
+        metrics.exceptionUsed(observation[1], observation[2], observation[3], observation[4]);
         continue;
       }
       const [kind, suite, webhook] = observation;
