@@ -1,12 +1,13 @@
 /**
  * The CEL front end through the real API server (issue 53): validations written with what cel-js
  * does not parse itself (a backtick-quoted field name, optional list and map entries, raw and
- * non-ASCII bytes literals; src/policy/celjs/rewrite.ts) are served by a suite's webhooks and
- * admit or deny each ConfigMap exactly as the API server's own ValidatingAdmissionPolicy with the
- * same expression: the same HTTP code and the same words, the wrappers taken off. The VAP is the
+ * non-ASCII bytes literals; src/policy/celjs/rewrite.ts) are served by a suite's webhooks (the
+ * admission thread) and by a team's AdmissionPolicies (the tenant workers), and each admits or
+ * denies each ConfigMap exactly as the API server's own ValidatingAdmissionPolicy with the same
+ * expression: the same HTTP code and the same words, the wrappers taken off. The VAP is the
  * oracle; no outcome is typed by hand. Newest Kubernetes only (backticks need cel-go 0.28: the
- * 1.35 API server refuses them; the file is not in test/oldest). Owns its two namespaces, its
- * policies and bindings (cel-front-*) and its suite; must not touch the differential's.
+ * 1.35 API server refuses them; the file is not in test/oldest). Owns its three namespaces, its
+ * policies and bindings (cel-front-*), its suite and AdmissionPolicies; must not touch the differential's.
  */
 import { expect } from 'chai';
 import { cluster } from '../support/cluster.ts';
@@ -16,11 +17,13 @@ import { ensureNamespace } from '../support/objects.ts';
 import { rawRequest } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { apply, deleteIfExists } from '../../src/apiserver/client.ts';
-import type { WebhookSpec } from '../../src/api/types.ts';
+import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type WebhookSpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/manager/operator.ts';
 
 const VAP_NS = 'cel-front-vap';
 const HOOK_NS = 'cel-front-hook';
+/** Where the same rows are a team's AdmissionPolicies, one each. */
+const TEAM_NS = 'cel-front-team';
 const SUITE = 'cel-front';
 const ROW_LABEL = 'cel-front-row';
 const configmaps = { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'] };
@@ -48,7 +51,8 @@ const CASES: Record<string, string>[] = [
 const onlyNamespace = (ns: string) => ({ matchLabels: { 'kubernetes.io/metadata.name': ns } });
 const policyName = (row: string) => `cel-front-${row}`;
 
-const WRAPPERS = [/^(?:\S+ "[^"]*" is forbidden: )?ValidatingAdmissionPolicy '[^']*' with binding '[^']*' denied request: /, /^admission webhook "[^"]*" denied the request: /];
+/** Each side's wrapper: the VAP's, the webhook's, and the name of the AdmissionPolicy that denied. */
+const WRAPPERS = [/^(?:\S+ "[^"]*" is forbidden: )?ValidatingAdmissionPolicy '[^']*' with binding '[^']*' denied request: /, /^admission webhook "[^"]*" denied the request: /, /^AdmissionPolicy [a-z0-9-]+: /];
 
 /** A dry-run create of a ConfigMap of `data` for `row` in `namespace`: its code and the policy's own words. */
 async function create(row: string, data: Record<string, string>, namespace: string): Promise<{ status: number; message: string }> {
@@ -93,9 +97,23 @@ describe('CEL front end: what cel-js does not parse, answered as the API serverâ
     }));
     await createSuite(SUITE, { webhooks });
     await waitForCondition(SUITE, 'Ready', 'True');
+    await ensureNamespace(TEAM_NS);
+    const policies = { group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: TEAM_NS };
+    for (const row of ROWS) {
+      const spec = { type: 'Validating', rules: [configmaps], objectSelector: { matchLabels: { [ROW_LABEL]: row.name } }, validations: [{ expression: row.expression, message: row.message }] };
+      await deleteIfExists(kube, { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionPolicy', metadata: { name: row.name, namespace: TEAM_NS } });
+      await kube.custom.createNamespacedCustomObject({ ...policies, body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionPolicy', metadata: { name: row.name }, spec } });
+      await eventually(
+        async () => {
+          const policy = (await kube.custom.getNamespacedCustomObject({ ...policies, name: row.name })) as AdmissionPolicy;
+          expect(policy.status?.conditions?.find((c) => c.type === 'Ready')?.status, JSON.stringify(policy.status)).to.equal('True');
+        },
+        { what: `AdmissionPolicy ${row.name} Ready` },
+      );
+    }
     // both sides enforce each row once each refuses the case every row refuses
     for (const row of ROWS) {
-      for (const ns of [VAP_NS, HOOK_NS]) {
+      for (const ns of [VAP_NS, HOOK_NS, TEAM_NS]) {
         await eventually(async () => expect((await create(row.name, { a: '1', b: '2', c: '1', v: '\\x00' }, ns)).status).to.be.at.least(400), { what: `${row.name} enforced in ${ns}` });
       }
     }
@@ -103,6 +121,7 @@ describe('CEL front end: what cel-js does not parse, answered as the API serverâ
 
   after(async function () {
     await deleteSuite(SUITE);
+    for (const row of ROWS) await deleteIfExists(cluster().kube, { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionPolicy', metadata: { name: row.name, namespace: TEAM_NS } });
     await operator?.stop();
     for (const row of ROWS) {
       for (const kind of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy']) {
@@ -112,14 +131,17 @@ describe('CEL front end: what cel-js does not parse, answered as the API serverâ
   });
 
   for (const row of ROWS) {
-    it(`${row.name}: each ConfigMap admitted or denied as the native policy does, in its words`, async function () {
+    it(`${row.name}: each ConfigMap admitted or denied as the native policy does, in its words, by a suite and by an AdmissionPolicy`, async function () {
       const vap: { status: number; message: string }[] = [];
       const hook: { status: number; message: string }[] = [];
+      const team: { status: number; message: string }[] = [];
       for (const data of CASES) {
         vap.push(await create(row.name, data, VAP_NS));
         hook.push(await create(row.name, data, HOOK_NS));
+        team.push(await create(row.name, data, TEAM_NS));
       }
-      expect(hook).to.deep.equal(vap);
+      expect(hook, 'the suite').to.deep.equal(vap);
+      expect(team, 'the AdmissionPolicy').to.deep.equal(vap);
       // the row is a real differential: both answers occur
       expect(vap.some((o) => o.status < 300) && vap.some((o) => o.status >= 400), JSON.stringify(vap)).to.equal(true);
     });
