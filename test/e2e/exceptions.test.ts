@@ -114,6 +114,7 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
       await deleteIfExists(kube, { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionException', metadata: { name, namespace } });
     }
     await deleteIfExists(kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'exc-granter', namespace: 'kube-system' } });
+    await deleteIfExists(kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'exc-editor', namespace: A } });
     for (const name of [SUITE, PROTECTED]) await deleteSuite(name);
     await operator?.stop();
   });
@@ -185,6 +186,20 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
     const refused = await refusal(() => createAs(owner, A, 'by-admin', {}));
     expect(refused?.code, refused?.message).to.equal(403);
     expect(refused?.message).to.contain('cannot create resource "admissionexceptions"');
+  });
+
+  it("is read by the operator's ServiceAccount as deploy/ grants it, and written by neither it nor `edit`", async function () {
+    const canI = async (who: string, verb: string, namespace: string) => (await kubectl(['auth', 'can-i', verb, `${EXCEPTION_PLURAL}.${GROUP}`, '-n', namespace, '--as', who])).stdout.trim();
+    const operatorAccount = 'system:serviceaccount:portcullis-system:portcullis-operator';
+    for (const verb of ['list', 'watch']) expect(await canI(operatorAccount, verb, A), `operator ${verb}`).to.equal('yes');
+    for (const verb of ['create', 'update', 'delete']) expect(await canI(operatorAccount, verb, A), `operator ${verb}`).to.equal('no');
+    // A user bound to `edit` in the namespace: it reads exceptions (aggregated to view and edit), never creates one.
+    const { kube } = cluster();
+    await kube.objects
+      .create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'exc-editor', namespace: A }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' }, subjects: [{ kind: 'User', name: 'exc-editor', apiGroup: 'rbac.authorization.k8s.io' }] } as never)
+      .catch(() => undefined);
+    await eventually(async () => expect(await canI('exc-editor', 'list', A)).to.equal('yes'), { what: 'edit to read exceptions' });
+    expect(await canI('exc-editor', 'create', A)).to.equal('no');
   });
 
   it('is refused on apply when it names a protected suite or namespace, or gives no reason', async function () {
