@@ -63,6 +63,12 @@ describe('policy: the CEL front end (what cel-js does not parse)', function () {
     expect(evaluate("{}.?k.optFlatMap(k, k.?sub).orValue('none') == 'none'")).to.equal(true);
   });
 
+  it('fails selecting of an optional whose value is there but no map, as cel-go does', function () {
+    expect(evaluationError('object.?spec.x.y.hasValue()', { spec: { x: null } })).to.match(/^no such key: y$/i);
+    expect(evaluate('object.?spec.x.y.hasValue()', { spec: { x: {} } })).to.equal(false);
+    expect(evaluate('object.?spec.?x.hasValue()', { spec: { x: null } })).to.equal(true);
+  });
+
   it('reads a double without digits before its point', function () {
     expect(evaluate('.99 < 1.0 && -.5 == -0.5 && [.25][0] == 0.25')).to.equal(true);
   });
