@@ -19,6 +19,8 @@ import { recordAuthors } from '../support/authors.ts';
 import { reportResults } from '../support/reports.ts';
 import { sampleValue, scrape } from '../support/prometheus.ts';
 import { freePort } from '../../src/local/ports.ts';
+import { auditEvents } from '../support/audit-log.ts';
+import { webhookFullName } from '../../src/api/names.ts';
 import { connect, deleteIfExists, type Kube } from '../../src/apiserver/client.ts';
 import { GROUP, VERSION, type SuiteSpec } from '../../src/api/types.ts';
 import { EXCEPTION_PLURAL, type ExceptionSpec } from '../../src/api/exceptions.ts';
@@ -136,6 +138,16 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
     // Each use counted, by exception.
     const uses = sampleValue(await scrape(metricsPort), 'portcullis_exception_uses_total', { namespace: A, exception: 'legacy-config', suite: SUITE, webhook: 'team-label' });
     expect(uses, 'portcullis_exception_uses_total of the exception').to.be.at.least(1);
+    // And the API server's audit log names it on the request it let through.
+    const annotation = `${webhookFullName(SUITE, 'team-label')}/exception`;
+    await eventually(
+      async () => {
+        const events = auditEvents<{ stage: string; verb: string; objectRef?: { namespace?: string; resource?: string; name?: string }; annotations?: Record<string, string> }>(cluster().controlPlane.auditLogPath);
+        const named = events.filter((e) => e.stage === 'ResponseComplete' && e.verb === 'create' && e.objectRef?.namespace === A && e.objectRef?.resource === 'configmaps' && e.annotations?.[annotation] !== undefined);
+        expect(named.map((e) => e.annotations![annotation])).to.include(`${A}/legacy-config`);
+      },
+      { what: `the audit log to record ${annotation}` },
+    );
     const elsewhere = await createUnlabelled(B);
     expect(elsewhere.code, 'the same create in the other namespace').to.not.equal(0);
     expect(elsewhere.stderr).to.contain(DENIAL).and.not.contain('admitted by exception');
