@@ -13,8 +13,7 @@
  * What cel-go parses that cel-js does not is rewritten first into what it does (rewrite.ts); what
  * cel-js parses and Kubernetes' environment does not declare (`cel.bind`) is refused in cel-go's words.
  * Where cel-js's checker types less than cel-go's (an empty list as a quantifier's range, an optional
- * of unbound value type selected of) the node is typed dyn; and a selection of an optional whose
- * value is there but no map fails, as in cel-go (each function below says what and why).
+ * of unbound value type selected of) the node is typed dyn (each function below says why).
  *
  * Also bounds what is parsed as the API server bounds it (limits.ts: refused in its words before
  * cel-js sees it), and shapes cel-js's tree as cel-go's is: a chain of `&&` or `||` balanced (cel-js
@@ -26,7 +25,6 @@ import type { Environment, ParseResult } from '@marcbachmann/cel-js';
 import { forEachNode, type RawNode } from './walk.ts';
 import { AST_DEPTH_LIMIT, CelLimitError, astDepth, checkCelGoLimits } from './limits.ts';
 import { restoreQuotedFields, rewriteForCelJs } from './rewrite.ts';
-import { Optional } from './values.ts';
 
 interface Checker {
   check(node: unknown, ctx: unknown): unknown;
@@ -116,35 +114,6 @@ function typeUnboundOptionalDyn(operand: unknown): void {
   }
 }
 
-type Handle = (left: unknown, right: unknown, node: unknown, ev: { createError(code: string, message: string, node: unknown): Error }) => unknown;
-
-/**
- * `{'k': dyn(null)}.?k.invalid`, `object.?spec.x.y` with spec.x null: in cel-go, selecting of an
- * optional whose value is there but is no map (null, a number, a string, a bool) fails (no such
- * key); cel-js answers optional.none(). Only a selection whose operand is statically an optional
- * is wrapped (a `.?` chain's), not the dyn selections of the hot path.
- */
-function selectOfPresentScalarFails(node: Checkable): void {
-  const check = node.meta?.check;
-  if (!check || node.meta?.macro || typeof node.setMeta !== 'function') return;
-  node.setMeta('check', (checker: Checker, n: unknown, ctx: unknown) => {
-    const type = check(checker, n, ctx);
-    const access = n as { left?: { checkedType?: TypeLike }; handle?: Handle };
-    const handle = access.handle;
-    if (access.left?.checkedType?.kind === 'optional' && typeof handle === 'function') {
-      access.handle = (left, right, at, ev) => {
-        if (left instanceof Optional && left.hasValue() && isScalar(left.value())) throw ev.createError('no_such_key', `No such key: ${String(right)}`, at);
-        return handle(left, right, at, ev);
-      };
-    }
-    return type;
-  });
-}
-
-function isScalar(value: unknown): boolean {
-  return value === null || typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean' || typeof value === 'string';
-}
-
 /** The identifier `cel`, cel-js's namespace of cel.bind. */
 function isCelNamespace(node: unknown): boolean {
   return typeof node === 'object' && node !== null && (node as SelectNode).op === 'id' && (node as SelectNode).args === ('cel' as unknown);
@@ -174,7 +143,6 @@ export function parseExpression(env: Environment, source: string): ParseResult {
     }
     if (node.op === 'rcall' && Array.isArray(args) && QUANTIFIERS.has(args[0] as string)) typeEmptyRangeDyn(args[1]);
     if (SELECTIONS.has(node.op) && Array.isArray(args)) typeUnboundOptionalDyn(args[0]);
-    if ((node.op === '.' || node.op === '[]') && Array.isArray(args)) selectOfPresentScalarFails(node as Checkable);
     if (node.op === 'rcall' && Array.isArray(args) && OPTIONAL_MACROS.has(args[0] as string)) typeUnboundOptionalDyn(args[1]);
     if (node.op !== 'call' || !Array.isArray(args) || args[0] !== 'has') return;
     const macro = (node as unknown as { meta?: { macro?: HasMacro } }).meta?.macro;
