@@ -16,6 +16,7 @@ import type { Environment } from '@marcbachmann/cel-js';
 import { celEquals, celError, compareNumbers, isNumber, UnsignedInt, type Num } from '../celjs/values.ts';
 import { replaceOperators } from '../celjs/overloads.ts';
 import { firstLine } from '../celjs/program.ts';
+import { OPTIONAL_LIST_ENTRY, OPTIONAL_MAP_ENTRY } from '../celjs/rewrite.ts';
 
 function isList(v: unknown): v is unknown[] | Set<unknown> {
   return Array.isArray(v) || v instanceof Set;
@@ -172,7 +173,13 @@ export function celGoCheckMessage(err: unknown): string {
       if (namespace) return `found no matching overload for '${namespace.toLowerCase()}.${name}' applied to '(${args})'`;
       return `found no matching overload for '${name}' applied to '${goType(type)}.(${args})'`;
     }
-    if (node.op === 'call') return `found no matching overload for '${(node.args as [string])[0]}' applied to '(${args})'`;
+    if (node.op === 'call') {
+      const name = (node.args as [string])[0];
+      // an optional entry (`[?x]`, `{?k: x}`; celjs/rewrite.ts) that is not an optional, in cel-go's words
+      const entry = name === OPTIONAL_LIST_ENTRY ? node.argTypes[0] : name === OPTIONAL_MAP_ENTRY ? node.argTypes[2] : undefined;
+      if (entry) return `expected type 'optional_type(${goType(entry.name)})' but found '${goType(entry.name)}'`;
+      return `found no matching overload for '${name}' applied to '(${args})'`;
+    }
   }
   return celGoOverloadMessage(message);
 }

@@ -43,6 +43,9 @@ describe('policy: the CEL front end (what cel-js does not parse)', function () {
     expect(compileError('[?object.?a, 1] == [1]')).to.equal("expected type 'dyn' but found 'int'");
     expect(compileError("{?'a': optional.of('y'), ?1: optional.of('z')} == {}")).to.equal("expected type 'string' but found 'int'");
     expect(evaluate('[?optional.of(2), 1] == [2, 1]')).to.equal(true);
+    // an entry that is not an optional, in cel-go's words (tried on kube-apiserver 1.37)
+    expect(compileError('[?optional.of(1), ?1] == []')).to.equal("expected type 'optional_type(int)' but found 'int'");
+    expect(compileError("{?'a': 'x'} == {}")).to.equal("expected type 'optional_type(string)' but found 'string'");
     // `a[?i]` stays an optional index
     expect(evaluate('[1, 2][?5].orValue(0) == 0')).to.equal(true);
   });
