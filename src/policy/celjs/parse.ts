@@ -11,7 +11,8 @@
  * last of `macroHasProps`); only its type check is narrower, and that is what is replaced here.
  *
  * What cel-go parses that cel-js does not is rewritten first into what it does (rewrite.ts); what
- * cel-js parses and Kubernetes' environment does not declare (`cel.bind`) is refused in cel-go's words.
+ * cel-js parses and Kubernetes' environment does not declare (`cel.bind`), or cel-go cannot plan (an
+ * index by the literal null), is refused in cel-go's words.
  * Where cel-js's checker types less than cel-go's (an empty list as a quantifier's range, an optional
  * of unbound value type selected of) the node is typed dyn (each function below says why).
  *
@@ -114,6 +115,10 @@ function typeUnboundOptionalDyn(operand: unknown): void {
   }
 }
 
+function isNullLiteral(node: unknown): boolean {
+  return typeof node === 'object' && node !== null && (node as SelectNode).op === 'value' && (node as SelectNode).args === null;
+}
+
 /** The identifier `cel`, cel-js's namespace of cel.bind. */
 function isCelNamespace(node: unknown): boolean {
   return typeof node === 'object' && node !== null && (node as SelectNode).op === 'id' && (node as SelectNode).args === ('cel' as unknown);
@@ -143,6 +148,11 @@ export function parseExpression(env: Environment, source: string): ParseResult {
     }
     if (node.op === 'rcall' && Array.isArray(args) && QUANTIFIERS.has(args[0] as string)) typeEmptyRangeDyn(args[1]);
     if (SELECTIONS.has(node.op) && Array.isArray(args)) typeUnboundOptionalDyn(args[0]);
+    if ((node.op === '[]' || node.op === '[?]') && Array.isArray(args) && isNullLiteral(args[1])) {
+      // cel-go plans a constant index as a qualifier, and has none for null: the API server
+      // refuses it on apply in these words (tried on kube-apiserver 1.37: `{null: false}[null]`)
+      throw new Error('program instantiation failed: invalid qualifier type: types.Null');
+    }
     if (node.op === 'rcall' && Array.isArray(args) && OPTIONAL_MACROS.has(args[0] as string)) typeUnboundOptionalDyn(args[1]);
     if (node.op !== 'call' || !Array.isArray(args) || args[0] !== 'has') return;
     const macro = (node as unknown as { meta?: { macro?: HasMacro } }).meta?.macro;

@@ -31,6 +31,11 @@ describe('policy: the CEL front end (what cel-js does not parse)', function () {
     expect(evaluate('[1].all(cel, cel > 0)')).to.equal(true);
   });
 
+  it('refuses an index by the literal null as the API server does (cel-go plans no such qualifier)', function () {
+    expect(compileError('{null: false}[null] == false')).to.equal('program instantiation failed: invalid qualifier type: types.Null');
+    expect(evaluate("{'a': 1, 'a': 2}['a'] == 2")).to.equal(true); // a repeated key: the last entry, as in kube-apiserver 1.37
+  });
+
   it('keeps only the present optional entries of list and map literals', function () {
     expect(evaluate('[?object.?a, dyn(1), ?object.?b, ?optional.of(dyn(3))] == [2, 1, 3]', { a: 2 })).to.equal(true);
     expect(evaluate('[?object.?b].size() == 0', { a: 2 })).to.equal(true);
