@@ -1,12 +1,14 @@
 /**
  * `portcullis import`: the ValidatingAdmissionPolicies and bindings (and Kyverno ValidatingPolicies)
- * of files or folders as AdmissionSuites (native/import.ts makes them), each then checked as `validate` checks a suite
+ * of files or folders as AdmissionSuites (native/import.ts makes them; Gatekeeper's ConstraintTemplates
+ * and Constraints, import-gatekeeper.ts), each then checked as `validate` checks a suite
  * (the CRD's schema, then the operator's webhook) so that what is printed applies as it stands.
  * What is not carried over (a policy with no binding, a binding one webhook cannot say, a suite the
  * operator would refuse) is said on stderr with its reason. Reads files only; no network call.
  */
 import * as yaml from 'js-yaml';
 import { importPolicies, isImportable } from '../native/import.ts';
+import { importGatekeeper, isGatekeeper } from './import-gatekeeper.ts';
 import { crdErrors } from './crd-schema.ts';
 import { OfflineCluster } from './evaluate.ts';
 import { objectFiles, readDocuments } from './files.ts';
@@ -22,8 +24,11 @@ export interface ImportResult {
 
 export async function importFiles(targets: string[], operatorNamespace: string): Promise<ImportResult> {
   const documents = targets.flatMap(objectFiles).flatMap(readDocuments);
-  const found = documents.filter(isImportable).length;
-  const { suites, notes } = importPolicies(documents);
+  const found = documents.filter((d) => isImportable(d) || isGatekeeper(d)).length;
+  const native = importPolicies(documents);
+  const gatekeeper = importGatekeeper(documents);
+  const suites = [...native.suites, ...gatekeeper.suites];
+  const notes = [...native.notes, ...gatekeeper.notes];
   const kept: AdmissionSuite[] = [];
   for (const { suite, source } of suites) {
     const schema = crdErrors(suite as unknown as Record<string, unknown>);

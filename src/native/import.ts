@@ -246,7 +246,7 @@ export function intersectRules(a: NamedRuleWithOperations, b: NamedRuleWithOpera
 }
 
 /** A binding's name as a webhook's (a DNS label, 63 at most), unique in its suite. */
-function uniqueName(binding: string, taken: Set<string>): string {
+export function uniqueName(binding: string, taken: Set<string>): string {
   const base = binding.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63).replace(/-+$/, '') || 'binding';
   let name = base;
   for (let n = 2; taken.has(name); n++) name = `${base.slice(0, 63 - String(n).length - 1).replace(/-+$/, '')}-${n}`;
