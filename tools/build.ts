@@ -12,6 +12,11 @@
  * `node --enable-source-maps`. Types are stripped by esbuild: src/ uses only erasable syntax
  * (tsconfig's erasableSyntaxOnly), so it is the same code Node's own stripper runs in the tests.
  *
+ * Beside the bundles, `sbom.cdx.json`: the image's software bill of materials (CycloneDX 1.5), read
+ * from what esbuild put in them (its metafile's inputs under node_modules, each package's own
+ * package.json for name, version and license) and the Node runtime that runs them. A scanner of the
+ * image sees no package.json of a bundled dependency, so this is where they are listed.
+ *
  * Run by the Dockerfile's build stage, and (`buildApp`) by the benches and the bundle's test; it must
  * not touch anything but the directory it is given.
  */
@@ -31,10 +36,12 @@ const WORKER_ENTRY = /workerEntry\(\s*'([\w-]+)'\s*,\s*import\.meta\.url\s*\)/g;
 const REQUIRE_BANNER = "import { createRequire as __portcullisCreateRequire } from 'node:module';\nconst require = __portcullisCreateRequire(import.meta.url);";
 
 /**
- * Packages a dependency asks for only inside a try (ws' optional native speed-ups): absent from the
- * image, ws uses its JavaScript. Anything else not bundled fails the build.
+ * Packages a dependency asks for only inside a try (ws' optional native speed-ups; debug's
+ * supports-color, which is not a production dependency: it is installed where the image is built
+ * only as a test tool's): absent from the image, the asker does without. Left out, the image holds
+ * only what production needs (its SBOM says so). Anything else not bundled fails the build.
  */
-const OPTIONAL_AT_RUN_TIME = new Set(['bufferutil', 'utf-8-validate']);
+const OPTIONAL_AT_RUN_TIME = new Set(['bufferutil', 'utf-8-validate', 'supports-color']);
 
 /** Entry name (the output file's, without .js) to its source. */
 export function entries(): Record<string, string> {
@@ -63,6 +70,44 @@ export interface Built {
   warnings: string[];
 }
 
+/** The SBOM's file name in OUT. */
+export const SBOM_FILE = 'sbom.cdx.json';
+
+/** `node_modules/@scope/name/lib/x.js` or `.../node_modules/a/node_modules/b/x.js`: the innermost package's directory. */
+function packageDirOf(input: string): string | undefined {
+  const parts = input.split('/');
+  const at = parts.lastIndexOf('node_modules');
+  if (at < 0 || at + 1 >= parts.length) return undefined;
+  const nameParts = parts[at + 1]!.startsWith('@') ? 2 : 1;
+  return parts.slice(0, at + 1 + nameParts).join('/');
+}
+
+/** The CycloneDX 1.5 document of what the bundles hold: each npm package esbuild took code from, and Node itself. */
+export function sbomOf(inputs: string[]): Record<string, unknown> {
+  const app = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { name: string; version: string; license?: string };
+  const packages = new Map<string, { name: string; version: string; license?: string }>();
+  for (const dir of new Set(inputs.map(packageDirOf).filter((d): d is string => d !== undefined))) {
+    const manifest = JSON.parse(fs.readFileSync(path.resolve(REPO, dir, 'package.json'), 'utf8')) as { name: string; version: string; license?: string };
+    packages.set(`${manifest.name}@${manifest.version}`, manifest);
+  }
+  const purl = (name: string, version: string) => `pkg:npm/${name.replace('@', '%40')}@${version}`;
+  const licenses = (license?: string) => (typeof license === 'string' && license ? { licenses: [{ expression: license }] } : {});
+  const components = [...packages.values()]
+    .sort((a, b) => (a.name === b.name ? a.version.localeCompare(b.version) : a.name.localeCompare(b.name)))
+    .map((p) => ({ type: 'library', 'bom-ref': purl(p.name, p.version), name: p.name, version: p.version, purl: purl(p.name, p.version), ...licenses(p.license) }));
+  const node = process.version.slice(1);
+  return {
+    bomFormat: 'CycloneDX',
+    specVersion: '1.5',
+    version: 1,
+    metadata: {
+      component: { type: 'application', 'bom-ref': purl(app.name, app.version), name: app.name, version: app.version, purl: purl(app.name, app.version), ...licenses(app.license) },
+      tools: { components: [{ type: 'application', name: 'tools/build.ts (esbuild metafile)' }] },
+    },
+    components: [{ type: 'platform', 'bom-ref': `pkg:generic/node@${node}`, name: 'node', version: node, purl: `pkg:generic/node@${node}` }, ...components],
+  };
+}
+
 export async function build(out: string): Promise<Built> {
   fs.rmSync(out, { recursive: true, force: true });
   const result = await esbuild.build({
@@ -79,6 +124,7 @@ export async function build(out: string): Promise<Built> {
     sourcemap: 'linked',
     sourcesContent: false,
     metafile: true,
+    external: [...OPTIONAL_AT_RUN_TIME],
     logLevel: 'silent',
   });
   // Whatever the bundles still import at run time must be Node's own: the image has no node_modules.
@@ -87,6 +133,7 @@ export async function build(out: string): Promise<Built> {
     const foreign = output.imports.filter((i) => i.external && !builtins.has(i.path) && !OPTIONAL_AT_RUN_TIME.has(i.path)).map((i) => i.path);
     if (foreign.length) throw new Error(`${file} imports ${foreign.join(', ')} at run time; the image has no node_modules`);
   }
+  fs.writeFileSync(path.join(out, SBOM_FILE), `${JSON.stringify(sbomOf(Object.keys(result.metafile.inputs)), null, 2)}\n`);
   const files: Record<string, number> = {};
   for (const file of fs.readdirSync(out)) files[file] = fs.statSync(path.join(out, file)).size;
   const warnings = await esbuild.formatMessages(result.warnings, { kind: 'warning', color: false });

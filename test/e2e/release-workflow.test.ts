@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as yaml from 'js-yaml';
+import { SBOM_FILE } from '../../tools/build.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const WORKFLOWS = path.join(ROOT, '.github/workflows');
@@ -72,8 +73,10 @@ describe('the release workflow', function () {
     const build = steps('image').find((s) => s.uses?.startsWith('docker/build-push-action@'))!;
     expect(build.with).to.deep.include({ platforms: 'linux/amd64,linux/arm64', push: true, sbom: true, provenance: 'mode=max' });
     expect(runs('image')).to.match(/cosign sign --yes "\$IMAGE@\$DIGEST"/);
-    expect(runs('image')).to.match(/cosign attest --yes --type spdxjson --predicate sbom\.spdx\.json/);
-    expect(uses('image')).to.include.members(['sigstore/cosign-installer', 'anchore/sbom-action', 'actions/attest-build-provenance']);
+    expect(runs('image')).to.match(/cosign attest --yes --type cyclonedx --predicate sbom\.cdx\.json/);
+    // The SBOM attested is the one the build wrote into the image (tools/build.ts' SBOM_FILE, in dist/).
+    expect(runs('image')).to.contain(`/app/dist/${SBOM_FILE}`);
+    expect(uses('image')).to.include.members(['sigstore/cosign-installer', 'actions/attest-build-provenance']);
     expect(workflow.jobs.image!.permissions).to.deep.include({ 'id-token': 'write', packages: 'write' });
 
     // The chart, packaged as the node test installs it, pushed as an OCI artifact; the npm package with provenance.
