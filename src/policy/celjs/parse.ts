@@ -26,6 +26,7 @@ import type { Environment, ParseResult } from '@marcbachmann/cel-js';
 import { forEachNode, type RawNode } from './walk.ts';
 import { AST_DEPTH_LIMIT, CelLimitError, astDepth, checkCelGoLimits } from './limits.ts';
 import { restoreQuotedFields, rewriteForCelJs } from './rewrite.ts';
+import { celError, Optional } from './values.ts';
 
 interface Checker {
   check(node: unknown, ctx: unknown): unknown;
@@ -42,6 +43,25 @@ interface HasMacro {
   args: SelectNode[];
   macroHasProps?: SelectNode[];
   typeCheck: (checker: Checker, macro: HasMacro, ctx: unknown) => unknown;
+  evaluate?: (ev: { run(node: unknown, ctx: unknown): unknown }, macro: HasMacro, ctx: unknown) => unknown;
+}
+
+/**
+ * `has(optional.of({'c': 1}).c)` is true, `has({'k': optional.none()}.k.c)` false in cel-go (tried
+ * on kube-apiserver 1.37): the field is looked for in the optional's value, none has no field.
+ */
+function evaluateHasOfOptional(ev: { run(node: unknown, ctx: unknown): unknown }, macro: HasMacro, ctx: unknown): unknown {
+  const select = macro.args[0]!;
+  let value = ev.run(select.args[0], ctx);
+  if (value instanceof Promise) throw celError('has() of an optional: no asynchronous operand');
+  if (value instanceof Optional) {
+    if (!value.hasValue()) return false;
+    value = value.value();
+  }
+  const field = String(select.args[1]);
+  if (value instanceof Map) return value.has(field);
+  if (typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Set)) return Object.hasOwn(value, field);
+  throw celError(`invalid type for field selection: ${field}`);
 }
 
 /** cel-js's has() type check with cel-go's rule: the argument is a selection, of any operand. */
@@ -56,8 +76,9 @@ function typeCheckHas(checker: Checker, macro: HasMacro, ctx: unknown): unknown 
     }
     if (node.op === 'id') checker.check(node, ctx);
     // Another operand is typed up to the tested field: a selection on an optional value that no
-    // `.?` step made is refused, as it was before (cel-js would answer it otherwise than cel-go).
-    else if (String(typeName(checker.check(macro.args[0]!.args[0], ctx))).startsWith('optional') && !props.some((p) => p.op === '.?')) throw checker.createError('invalid_macro_argument', 'has() invalid argument', macro.args[0]);
+    // `.?` step made is tested as cel-go tests it (cel-js's own walk would find every field of
+    // an optional present): on the optional's value, false when it has none.
+    else if (String(typeName(checker.check(macro.args[0]!.args[0], ctx))).startsWith('optional') && !props.some((p) => p.op === '.?')) macro.evaluate = evaluateHasOfOptional;
     props.push(node);
     macro.macroHasProps = props;
   }

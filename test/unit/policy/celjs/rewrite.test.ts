@@ -77,6 +77,12 @@ describe('policy: the CEL front end (what cel-js does not parse)', function () {
     expect(evaluate('object.?data.a.b.hasValue()', { data: { a: '1' } })).to.equal(false);
   });
 
+  it('tests has() on the value of an optional no .? step made, as cel-go does', function () {
+    // tried on kube-apiserver 1.37: true, true (refused on apply here before)
+    expect(evaluate("has(optional.of({'c': 1}).c) && !has(optional.of({'c': {}}).c.missing)")).to.equal(true);
+    expect(evaluate("has({'foo': optional.none()}.foo.bar)")).to.equal(false);
+  });
+
   it('reads a double without digits before its point', function () {
     expect(evaluate('.99 < 1.0 && -.5 == -0.5 && [.25][0] == 0.25')).to.equal(true);
   });
