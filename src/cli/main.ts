@@ -89,8 +89,9 @@ Usage:
   portcullis import FILE|DIR... [-o yaml|json]
                                    print the ValidatingAdmissionPolicies of the files, with their bindings,
                                    as AdmissionSuites that answer as the API server does for them (a
-                                   webhook per binding), and Kyverno ValidatingPolicies likewise; what
-                                   cannot be carried over is named on stderr, with why (exit 1)
+                                   webhook per binding), Kyverno ValidatingPolicies likewise, and Gatekeeper
+                                   ConstraintTemplates with K8sNativeValidation (a webhook per Constraint);
+                                   what cannot be carried over is named on stderr, with why (exit 1)
 
 Flags:
   --namespace NS                   the namespace of AdmissionPolicies that name none, as kubectl apply -n
