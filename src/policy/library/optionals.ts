@@ -93,6 +93,12 @@ export function registerOptionals(env: Environment): void {
   env.registerFunction('optional.optMap(ast, ast): optional<dyn>', optionalMapMacro('optMap', false) as never);
   env.registerFunction('optional.optFlatMap(ast, ast): optional<dyn>', optionalMapMacro('optFlatMap', true) as never);
   env.registerOperator('optional == optional', (a: Optional, b: Optional) => celEquals(a, b));
+  // type(optional.none()) == optional_type, as cel-go names an optional's type; cel-js's type
+  // values are of one class, taken from one of them
+  const TypeValue = (env.evaluate('type(1)') as object).constructor as new (name: string) => unknown;
+  const optionalType = new TypeValue('optional_type');
+  env.registerFunction('type(optional<T>): type', () => optionalType);
+  env.registerConstant('optional_type', 'type', optionalType);
   // `[a, ?b]` is `list([a] + entry(b))`; `{?k: v}` is `entry({}, k, v)` (celjs/rewrite.ts)
   env.registerFunction(`${OPTIONAL_LIST}(list<T>): list<T>`, (list: unknown) => list);
   env.registerFunction(`${OPTIONAL_LIST_ENTRY}(optional<T>): list<T>`, (o: unknown) => (presentValue(o) ? [(o as Optional).value()] : []));
