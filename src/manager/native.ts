@@ -13,9 +13,9 @@
  */
 import os from 'node:os';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
-import { MANAGED_BY_LABELS, NATIVE_DRY_RUN, NATIVE_NAME, SUITE_LABEL } from '../api/names.ts';
+import { MANAGED_BY_LABELS, NATIVE_DRY_RUN, NATIVE_NAME, SUITE_LABEL, SUITE_VALIDATION } from '../api/names.ts';
 import { GROUP, PLURAL, VERSION, type AdmissionSuite } from '../api/types.ts';
-import { apply, connect, describeError, type CacheLookup, type KubeObject } from '../apiserver/client.ts';
+import { apply, connect, describeError, getObject, type CacheLookup, type Kube, type KubeObject } from '../apiserver/client.ts';
 import { shareConnections } from '../apiserver/connections.ts';
 import { watchCache, type WatchedCache } from '../apiserver/watch.ts';
 import type { OperatorConfig } from '../config.ts';
@@ -40,8 +40,18 @@ export interface NativeProcess {
 const ours = (object: KubernetesObject) => object.metadata?.labels?.['app.kubernetes.io/managed-by'] === MANAGED_BY_LABELS['app.kubernetes.io/managed-by'];
 const managedSelector = Object.entries(MANAGED_BY_LABELS).map(([k, v]) => `${k}=${v}`).join(',');
 
-/** The policy the serving operator's dry runs patch: never bound, so it enforces nothing. */
-const dryRunPolicy = {
+/**
+ * The policy the serving operator's dry runs patch: never bound, so it enforces nothing. Owned by
+ * the AdmissionSuite CRD, so that uninstalling (which removes the CRDs) removes it too.
+ */
+async function dryRunPolicy(kube: Kube): Promise<KubeObject> {
+  const crd = await getObject<KubeObject & { metadata: { uid: string } }>(kube, { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: SUITE_VALIDATION.crd } });
+  if (!crd) throw new Error(`the CustomResourceDefinition ${SUITE_VALIDATION.crd} is not installed`);
+  const owner = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: SUITE_VALIDATION.crd, uid: crd.metadata.uid };
+  return { ...DRY_RUN_POLICY, metadata: { ...DRY_RUN_POLICY.metadata, ownerReferences: [owner] } };
+}
+
+const DRY_RUN_POLICY = {
   apiVersion: NATIVE_API_VERSION,
   kind: NATIVE_KINDS.policy,
   metadata: { name: NATIVE_DRY_RUN, labels: { 'app.kubernetes.io/name': NATIVE_NAME } },
@@ -132,7 +142,7 @@ export async function startNativeEnforcement(config: OperatorConfig, kubeConfig:
       if (key === TOKEN_GUARD_KEY) return guard!.reconcile();
       if (key === ORPHANS_KEY) return sweeper.reconcile();
       if (key === DRY_RUN_KEY) {
-        if (!natives.policy.get(NATIVE_DRY_RUN)) await apply(kube, dryRunPolicy);
+        if (!natives.policy.get(NATIVE_DRY_RUN)) await apply(kube, await dryRunPolicy(kube));
         return;
       }
       return writer.reconcile(key);
