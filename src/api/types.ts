@@ -64,10 +64,18 @@ export interface JsonPatchOperation {
   from?: string;
 }
 
+/**
+ * One mutation: Portcullis' own form (`patch` or `patchExpression`, with `condition`), or a
+ * MutatingAdmissionPolicy `spec.mutations` entry pasted unchanged (`patchType` and its field).
+ */
 export interface Mutation {
   condition?: string;
   patch?: JsonPatchOperation[];
   patchExpression?: string;
+  /** MAP's form: JSONPatch (`jsonPatch.expression`, a list of `JSONPatch{...}`) or ApplyConfiguration (not served yet). */
+  patchType?: 'JSONPatch' | 'ApplyConfiguration';
+  jsonPatch?: { expression: string };
+  applyConfiguration?: { expression: string };
 }
 
 /** As ValidatingAdmissionPolicy's auditAnnotations: recorded by the API server as `<webhook name>/<key>`. */

@@ -9,7 +9,7 @@ import { mutationReachErrors } from './tenancy.ts';
 import { parseDuration } from '../kubernetes/duration.ts';
 import { DNS1123_LABEL, isCelIdentifier, isQualifiedName, LABEL_KEY } from '../kubernetes/validation.ts';
 import { labelSelectorProblems } from '../kubernetes/selectors.ts';
-import { DEFAULT_CERTIFICATE_DURATION_MS, type AdmissionPolicy, type NamedRuleWithOperations, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
+import { DEFAULT_CERTIFICATE_DURATION_MS, type AdmissionPolicy, type NamedRuleWithOperations, type Mutation, type ParamsRef, type SuiteSpec, type WebhookSpec } from './types.ts';
 import { needsResourceCondition, RESOURCE_MATCH_CONDITION } from './resource-match.ts';
 import { reachesProtected, SELF_PROTECTION_CONDITION } from './self-protection.ts';
 
@@ -173,6 +173,31 @@ export function validatePolicy(policy: AdmissionPolicy, limits: PolicyLimits, pr
   return errors;
 }
 
+/**
+ * A mutation is one form: Portcullis' (`patch` or `patchExpression`) or a MutatingAdmissionPolicy
+ * entry (`patchType` with its field, in MAP's words). ApplyConfiguration is refused until it is
+ * served: accepted and then ignored, it would let through what its author meant to change.
+ */
+function validateMutationForm(m: Mutation, path: string): FieldError[] {
+  const errors: FieldError[] = [];
+  const forms = [m.patch !== undefined, m.patchExpression !== undefined, m.patchType !== undefined].filter(Boolean).length;
+  if (forms !== 1) errors.push({ field: path, message: 'exactly one of patch, patchExpression and patchType must be set' });
+  if (m.patchType === undefined) {
+    if (m.jsonPatch !== undefined || m.applyConfiguration !== undefined) errors.push({ field: path, message: 'jsonPatch and applyConfiguration need patchType' });
+    return errors;
+  }
+  if (m.condition !== undefined) errors.push({ field: `${path}.condition`, message: 'a MutatingAdmissionPolicy mutation has no condition: use the webhook\'s matchConditions' });
+  if (m.patchType === 'JSONPatch') {
+    if (typeof m.jsonPatch?.expression !== 'string' || m.jsonPatch.expression.trim() === '') errors.push({ field: `${path}.jsonPatch`, message: 'must be specified when patchType is JSONPatch' });
+    if (m.applyConfiguration !== undefined) errors.push({ field: `${path}.applyConfiguration`, message: 'must not be specified when patchType is JSONPatch' });
+  } else if (m.patchType === 'ApplyConfiguration') {
+    errors.push({ field: `${path}.patchType`, message: 'ApplyConfiguration is not supported yet: write the mutation as patchType JSONPatch' });
+  } else {
+    errors.push({ field: `${path}.patchType`, message: 'Unsupported value: must be JSONPatch or ApplyConfiguration' });
+  }
+  return errors;
+}
+
 /** A webhook's checks but its name (a policy's name is its object's, checked by the API server). */
 function validateRules(webhook: WebhookSpec, path: string): FieldError[] {
   const errors: FieldError[] = [];
@@ -201,6 +226,7 @@ function validateRules(webhook: WebhookSpec, path: string): FieldError[] {
   });
   errors.push(...validateMatchConditions(webhook, path));
   errors.push(...validateVariables(webhook, path));
+  webhook.mutations?.forEach((m, i) => errors.push(...validateMutationForm(m, `${path}.mutations[${i}]`)));
   webhook.validations?.forEach((v, i) => {
     // VAP's check of a static message: one line once trimmed (CEL's newline characters).
     if (typeof v.message === 'string' && v.message.length > 0 && v.message.trim() === '') err(`.validations[${i}].message`, 'must be non-empty if specified');

@@ -17,7 +17,10 @@
  * - a double without digits before its point (`.99`): `0.99`;
  * - optional entries of list and map literals (`[a, ?b]`, `{?'k': v}`): the list as a
  *   concatenation of the present elements' lists (`@list([a] + @entry(b))`), the map as the literal of its
- *   other entries with each optional one put in when present. The functions' names cannot be
+ *   other entries with each optional one put in when present;
+ * - MutatingAdmissionPolicy's `JSONPatch{op: ..., path: ...}` (message construction) and
+ *   `jsonpatch.escapeKey(k)`: calls of functions library/jsonpatch.ts declares, the message's
+ *   fields a map literal (a field JSONPatch does not have refused as cel-go refuses it). The functions' names cannot be
  *   written by a policy: any source naming them is refused as cel-go refuses an unknown name.
  * Positions in cel-js's errors may shift after a rewritten form; the messages compile reports
  * carry none.
@@ -31,6 +34,12 @@ export const OPTIONAL_LIST = '__portcullis_optional_list__';
 export const OPTIONAL_LIST_ENTRY = '__portcullis_optional_list_entry__';
 /** `map<K, V> (map<K, V>, K, optional<V>)`: the map with the entry put in when the value is present. */
 export const OPTIONAL_MAP_ENTRY = '__portcullis_optional_map_entry__';
+/** `map<string, dyn> (map<string, dyn>)`: a `JSONPatch{op: ..., path: ...}` value (library/jsonpatch.ts). */
+export const JSONPATCH_VALUE = '__portcullis_jsonpatch__';
+/** `string (string)`: `jsonpatch.escapeKey(k)`, the key as one JSON pointer step. */
+export const JSONPATCH_ESCAPE_KEY = '__portcullis_jsonpatch_escape_key__';
+/** The fields a JSONPatch value has, as MutatingAdmissionPolicy declares the type. */
+const JSONPATCH_FIELDS = new Set(['op', 'path', 'from', 'value']);
 /** What every name this front end introduces starts with; a policy's source may not. */
 const RESERVED_PREFIX = '__portcullis_';
 const QUOTED_PREFIX = `${RESERVED_PREFIX}field_`;
@@ -46,7 +55,7 @@ export interface Rewritten {
 export class FrontEndError extends Error {}
 
 /** A backtick, an entry's `?`, a bytes prefix, a point before a digit that no operand ends, a reserved name. */
-const MAYBE_REWRITTEN = /`|[[{,]\s*\?|(^|[^A-Za-z0-9_])[bBrR]{1,2}['"]|(^|[^A-Za-z0-9_)\]}])\.[0-9]|__portcullis_/;
+const MAYBE_REWRITTEN = /JSONPatch\s*\{|jsonpatch\s*\.|`|[[{,]\s*\?|(^|[^A-Za-z0-9_])[bBrR]{1,2}['"]|(^|[^A-Za-z0-9_)\]}])\.[0-9]|__portcullis_/;
 const OPERAND_ENDS = new Set(['ident', 'literal', ')', ']', '}']);
 
 /**
@@ -120,7 +129,11 @@ export function rewriteForCelJs(source: string): Rewritten {
     let out = '';
     for (let k = from; k < to; ) {
       if (k > from) out += source.slice(tokens[k - 1]!.end, tokens[k]!.start);
-      if (isAggregate(k)) {
+      const message = messageAt(k);
+      if (message) {
+        out += message.text;
+        k = message.next;
+      } else if (isAggregate(k)) {
         const close = match.get(k)!;
         out += aggregate(k, close);
         k = close + 1;
@@ -130,6 +143,36 @@ export function rewriteForCelJs(source: string): Rewritten {
       }
     }
     return out;
+  };
+
+  // MutatingAdmissionPolicy's JSONPatch message and jsonpatch.escapeKey (cel-js parses no message
+  // construction and no namespaced function): written as calls of functions it knows.
+  const messageAt = (k: number): { text: string; next: number } | undefined => {
+    if (tokens[k]!.kind !== 'ident' || tokens[k - 1]?.kind === '.') return undefined;
+    const name = text(k);
+    if (name === 'jsonpatch' && tokens[k + 1]?.kind === '.' && tokens[k + 2]?.kind === 'ident' && text(k + 2) === 'escapeKey' && tokens[k + 3]?.kind === '(') {
+      return { text: JSONPATCH_ESCAPE_KEY, next: k + 3 };
+    }
+    if (name !== 'JSONPatch' || tokens[k + 1]?.kind !== '{') return undefined;
+    const openAt = k + 1;
+    const close = match.get(openAt)!;
+    const fields: string[] = [];
+    let start = openAt + 1;
+    const entry = (s: number, e: number) => {
+      if (tokens[s]!.kind !== 'ident' || tokens[s + 1]?.kind !== ':' || s + 2 >= e) throw new FrontEndError('Syntax error: a JSONPatch field is written name: value');
+      const field = text(s);
+      if (!JSONPATCH_FIELDS.has(field)) throw new FrontEndError(`undefined field '${field}'`);
+      fields.push(`'${field}': ${render(s + 2, e)}`);
+    };
+    for (let j = openAt + 1; j < close; j++) {
+      if (match.has(j)) j = match.get(j)!;
+      else if (tokens[j]!.kind === ',') {
+        entry(start, j);
+        start = j + 1;
+      }
+    }
+    if (start < close) entry(start, close);
+    return { text: `${JSONPATCH_VALUE}({${fields.join(', ')}})`, next: close + 1 };
   };
 
   const aggregate = (openAt: number, close: number): string => {

@@ -21,6 +21,7 @@ import { registerQuantity } from '../library/quantity.ts';
 import { registerSemver } from '../library/semver.ts';
 import { registerSets, validateSetsCall } from '../library/sets.ts';
 import { registerOptionals, validateOrValueNullComparisons } from '../library/optionals.ts';
+import { registerJsonPatch } from '../library/jsonpatch.ts';
 import { registerComprehensions } from '../library/comprehensions.ts';
 import { celGoCheckMessage, replaceNumericComparisons } from '../library/numeric.ts';
 import { replaceDoubleBuiltins } from '../library/doubles.ts';
@@ -78,6 +79,7 @@ export function newEnvironment(
   registerSemver(env);
   registerSets(env);
   registerOptionals(env);
+  registerJsonPatch(env);
   registerComprehensions(env);
   registerConversions(env);
   registerBytes(env);

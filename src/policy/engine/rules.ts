@@ -10,6 +10,8 @@ import { CompileError, firstLine, type Program } from '../celjs/program.ts';
 import { celErrorText, celTypeName } from './errors.ts';
 import { buildActivation, type Activation, type CompiledVariable } from './activation.ts';
 import { CopyOnWritePatcher } from './patch.ts';
+import { applyMapJsonPatch, type MapPatchOperation } from './json-patch.ts';
+import { isJsonPatchValue } from '../library/jsonpatch.ts';
 import { fromCel, IntsInPlace } from '../values/convert.ts';
 import { closeBudget, CostBudgetError, evaluationTotals, openBudget, PER_CALL_LIMIT, remainingBudget, RUNTIME_CEL_COST_BUDGET, type Allowance } from '../cost/meter.ts';
 import type { Authorizer } from '../../api/authorization.ts';
@@ -68,6 +70,8 @@ interface CompiledMutation {
   condition?: Program;
   patch?: JsonPatchOperation[];
   patchProgram?: Program;
+  /** A MutatingAdmissionPolicy entry's `jsonPatch.expression` (patchType JSONPatch). */
+  jsonPatchProgram?: Program;
   field: string;
 }
 
@@ -172,7 +176,13 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
   if (webhook.type === 'Mutating') {
     const mutations: CompiledMutation[] = (webhook.mutations ?? []).map((m, i) => {
       const field = `${path}.mutations[${i}]`;
-      if (!m.patch === !m.patchExpression) throw new CompileError(field, 'exactly one of patch and patchExpression must be set');
+      if ([m.patch, m.patchExpression, m.patchType].filter((f) => f !== undefined).length !== 1) throw new CompileError(field, 'exactly one of patch, patchExpression and patchType must be set');
+      if (m.patchType !== undefined) {
+        // Refused rather than ignored: an ignored mutation would let through what its author meant to change.
+        if (m.patchType !== 'JSONPatch') throw new CompileError(`${field}.patchType`, `${m.patchType} is not supported yet: write the mutation as patchType JSONPatch`);
+        if (typeof m.jsonPatch?.expression !== 'string') throw new CompileError(`${field}.jsonPatch`, 'must be specified when patchType is JSONPatch');
+        return { field, jsonPatchProgram: compile(m.jsonPatch.expression, `${field}.jsonPatch.expression`, ['list'], { ...scope, mixedLiterals: true }) };
+      }
       return {
         field,
         condition: m.condition ? compile(m.condition, `${field}.condition`, ['bool'], { ...scope, mixedLiterals: true }) : undefined,
@@ -180,7 +190,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
         patchProgram: m.patchExpression ? compile(m.patchExpression, `${field}.patchExpression`, ['list'], { ...scope, mixedLiterals: true }) : undefined,
       };
     });
-    const reads = new ActivationReads([...variables.map((v) => v.program), ...mutations.flatMap((m) => [m.condition, m.patchProgram])]);
+    const reads = new ActivationReads([...variables.map((v) => v.program), ...mutations.flatMap((m) => [m.condition, m.patchProgram, m.jsonPatchProgram])]);
     const authorizing = reads.uses('authorizer') || matchConditions.reads.uses('authorizer');
     const admit = (request: AdmissionRequest, context: EvaluationContext = {}) => {
       const match = evaluateMatchConditions(matchConditions.conditions, matchConditions.reads, request, context, failurePolicy);
@@ -444,6 +454,10 @@ function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variab
   const patcher = new CopyOnWritePatcher();
   let working = original;
   for (const mutation of mutations) {
+    if (mutation.jsonPatchProgram) {
+      working = mapJsonPatch(mutation.jsonPatchProgram, request, working, variables, context, reads);
+      continue;
+    }
     let ops: JsonPatchOperation[];
     // The patch is applied to (and compared with) JSON, so the numbers go back before it is.
     const ints = new IntsInPlace();
@@ -462,4 +476,36 @@ function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variab
     }
   }
   return working === original ? allowed() : patched(jsonpatch.compare(original, working) as JsonPatchOperation[]);
+}
+
+/**
+ * A MutatingAdmissionPolicy JSONPatch mutation on `working`, as the API server's JSONPatch
+ * mutator: the expression's list of JSONPatch values applied with its library's semantics
+ * (json-patch.ts); a failed test leaves the object as it was; anything else that does not apply
+ * throws in its words. Returns the new object, or `working` itself when nothing changed.
+ */
+function mapJsonPatch(program: Program, request: AdmissionRequest, working: NonNullable<AdmissionRequest['object']>, variables: CompiledVariable[], context: EvaluationContext, reads: ActivationReads): NonNullable<AdmissionRequest['object']> {
+  const ints = new IntsInPlace();
+  const ops: MapPatchOperation[] = [];
+  try {
+    const activation = buildActivation(request, working, variables, context, ints, reads);
+    const result = program(activation);
+    if (!Array.isArray(result)) throw new Error('type mismatch: JSONPatchType.expression should evaluate to array');
+    for (const value of result) {
+      if (!isJsonPatchValue(value)) throw new Error(`type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of ${celTypeName(value)}`);
+      const fields = fromCel(value) as Record<string, unknown>;
+      ops.push({
+        op: typeof fields.op === 'string' ? fields.op : '',
+        path: typeof fields.path === 'string' ? fields.path : '',
+        from: typeof fields.from === 'string' && fields.from !== '' ? fields.from : undefined,
+        value: fields.value,
+        hasValue: Object.hasOwn(fields, 'value'),
+      });
+    }
+  } finally {
+    ints.restore();
+  }
+  if (!ops.length) return working;
+  const patched = applyMapJsonPatch(working, ops) as NonNullable<AdmissionRequest['object']> | undefined;
+  return patched === undefined ? working : patched;
 }

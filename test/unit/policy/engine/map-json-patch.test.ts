@@ -1,0 +1,48 @@
+/**
+ * MutatingAdmissionPolicy's `patchType: JSONPatch` mutations in a suite webhook (rules.ts with
+ * json-patch.ts, library/jsonpatch.ts and the `JSONPatch{...}` rewrite): the answer a user gets,
+ * patch or refusal in the API server's words. Owns these unit checks only; the comparison with the
+ * API server's own MAP is test/e2e/map-differential.test.ts's.
+ */
+import { expect } from 'chai';
+import { compileRules } from '../../../../src/policy/engine/rules.ts';
+import type { FailurePolicy, WebhookSpec } from '../../../../src/api/types.ts';
+import type { AdmissionRequest } from '../../../../src/api/admission-review.ts';
+
+function webhook(expression: string): WebhookSpec {
+  return { name: 'w', type: 'Mutating', rules: [], mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression } }] } as unknown as WebhookSpec;
+}
+const request = () =>
+  ({ uid: 'u', operation: 'CREATE', object: { metadata: { name: 'a', labels: { x: '1' } }, data: { k: 'v' }, list: [1, 2] } }) as unknown as AdmissionRequest;
+const admit = (expression: string, failurePolicy: FailurePolicy = 'Fail') => compileRules('s', webhook(expression), 'spec.webhooks[0]', failurePolicy)(request());
+
+describe('policy: MutatingAdmissionPolicy JSONPatch mutations', function () {
+  it('adds a label with a JSONPatch value', function () {
+    expect(admit("[JSONPatch{op: 'add', path: '/metadata/labels/team', value: 'a'}]")).to.deep.include({ allowed: true, patch: [{ op: 'add', path: '/metadata/labels/team', value: 'a' }] });
+  });
+  it('escapes a key with jsonpatch.escapeKey', function () {
+    const decision = admit("[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('a.io/b~c'), value: 'x'}]");
+    expect(decision).to.deep.include({ allowed: true, patch: [{ op: 'add', path: '/metadata/labels/a.io~1b~0c', value: 'x' }] });
+  });
+  it('leaves the object as it was when a test operation fails, with no error', function () {
+    expect(admit("[JSONPatch{op: 'test', path: '/data/k', value: 'no'}, JSONPatch{op: 'add', path: '/data/z', value: 'z'}]")).to.deep.equal({ allowed: true });
+  });
+  it('refuses a patch that does not apply in the API server\'s words under Fail, and admits unchanged under Ignore', function () {
+    expect(admit("[JSONPatch{op: 'add', path: '/spec/x', value: 1}]")).to.deep.include({ allowed: false, message: 'JSONPath: add operation does not apply: doc is missing path: "/spec/x": missing value' });
+    expect(admit("[JSONPatch{op: 'remove', path: '/data/nope'}]")).to.deep.include({ allowed: false, message: "JSONPath: error in remove for path: '/data/nope': Unable to remove nonexistent key: nope: missing value" });
+    expect(admit("[JSONPatch{op: 'add', path: '/spec/x', value: 1}]", 'Ignore')).to.deep.include({ allowed: true });
+  });
+  it('replaces a missing key of an object, as the API server\'s library does', function () {
+    expect(admit("[JSONPatch{op: 'replace', path: '/data/new', value: 'n'}]")).to.deep.include({ allowed: true, patch: [{ op: 'add', path: '/data/new', value: 'n' }] });
+  });
+  it('refuses a field JSONPatch does not have, on compile', function () {
+    expect(() => admit("[JSONPatch{opp: 'add', path: '/x'}]")).to.throw("spec.webhooks[0].mutations[0].jsonPatch.expression: compilation failed: undefined field 'opp'");
+  });
+  it('refuses ApplyConfiguration on compile as not supported yet, never ignoring it', function () {
+    const spec = { name: 'w', type: 'Mutating', rules: [], mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{}' } }] } as unknown as WebhookSpec;
+    expect(() => compileRules('s', spec, 'spec.webhooks[0]', 'Fail')).to.throw('spec.webhooks[0].mutations[0].patchType: ApplyConfiguration is not supported yet');
+  });
+  it('refuses a list of anything but JSONPatch values', function () {
+    expect(admit("[{'op': 'add', 'path': '/x', 'value': 1}]")).to.deep.include({ allowed: false, message: 'type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of map' });
+  });
+});
