@@ -46,6 +46,12 @@ describe('portcullis import of Gatekeeper', function () {
     fs.writeFileSync(file, objects.map((o) => yaml.dump(o)).join('---\n'));
     return file;
   };
+  /** `portcullis eval` of a create of `object` against the suites of `suite`: the answer and every webhook's warnings. */
+  const evaluate = async (suite: string, object: unknown) => {
+    const run = await runCli(['eval', '--suite', suite, '--object', write([object])]);
+    const result = JSON.parse(run.stdout) as { allowed: boolean; message?: string; webhooks: { review?: { response: { warnings?: string[] } } }[] };
+    return { allowed: result.allowed, message: result.message, warnings: result.webhooks.flatMap((w) => w.review?.response.warnings ?? []) };
+  };
 
   it('makes a webhook per Constraint that answers as Gatekeeper: parameters, namespace globs, warn', async function () {
     const source = write([
@@ -69,17 +75,35 @@ describe('portcullis import of Gatekeeper', function () {
     const validated = await runCli(['validate', suite]);
     expect(validated.code, validated.stdout + validated.stderr).to.equal(0);
 
-    const evaluate = async (object: unknown) => {
-      const run = await runCli(['eval', '--suite', suite, '--object', write([object])]);
-      const result = JSON.parse(run.stdout) as { allowed: boolean; message?: string; webhooks: { review?: { response: { warnings?: string[] } } }[] };
-      return { allowed: result.allowed, message: result.message, warnings: result.webhooks.flatMap((w) => w.review?.response.warnings ?? []) };
-    };
     const denied = 'admission webhook "prod-owner.teamlabels.admission.portcullis.dev" denied the request: ';
-    expect(await evaluate(configMap('prod-a', { team: 'a', owner: 'b' })), 'both labels in prod-*').to.deep.equal({ allowed: true, message: undefined, warnings: [] });
-    expect(await evaluate(configMap('prod-a', { team: 'a' })), 'prod-* needs owner too; excluded from the warning').to.deep.equal({ allowed: false, message: `${denied}missing labels: owner`, warnings: [] });
-    expect(await evaluate(configMap('dev')), 'outside prod-*: only the warning').to.deep.equal({ allowed: true, message: undefined, warnings: ['missing labels: team'] });
-    expect(await evaluate(namespace('kube-tools')), 'a Namespace is excluded by its own name').to.deep.equal({ allowed: true, message: undefined, warnings: [] });
-    expect(await evaluate(namespace('dev')), 'any group: a Namespace matches the kinds').to.deep.equal({ allowed: true, message: undefined, warnings: ['missing labels: team'] });
+    expect(await evaluate(suite, configMap('prod-a', { team: 'a', owner: 'b' })), 'both labels in prod-*').to.deep.equal({ allowed: true, message: undefined, warnings: [] });
+    expect(await evaluate(suite, configMap('prod-a', { team: 'a' })), 'prod-* needs owner too; excluded from the warning').to.deep.equal({ allowed: false, message: `${denied}missing labels: owner`, warnings: [] });
+    expect(await evaluate(suite, configMap('dev')), 'outside prod-*: only the warning').to.deep.equal({ allowed: true, message: undefined, warnings: ['missing labels: team'] });
+    expect(await evaluate(suite, namespace('kube-tools')), 'a Namespace is excluded by its own name').to.deep.equal({ allowed: true, message: undefined, warnings: [] });
+    expect(await evaluate(suite, namespace('dev')), 'any group: a Namespace matches the kinds').to.deep.equal({ allowed: true, message: undefined, warnings: ['missing labels: team'] });
+  });
+
+  it('matches by name or generateName glob and scope; takes the scoped action at the webhook, naming the other points', async function () {
+    const source = write([
+      REQUIRED_LABELS,
+      constraint('TeamLabels', 'legacy', {
+        enforcementAction: 'scoped',
+        scopedEnforcementActions: [{ action: 'warn', enforcementPoints: [{ name: 'validation.gatekeeper.sh' }, { name: 'audit.gatekeeper.sh' }] }],
+        match: { name: 'legacy-*', scope: 'Namespaced' },
+        parameters: { labels: ['team'] },
+      }),
+    ]);
+    const imported = await runCli(['import', source]);
+    expect(imported.code).to.equal(1);
+    expect(imported.stderr).to.equal('portcullis: TeamLabels/legacy: its scoped enforcement at audit.gatekeeper.sh is not carried over (a suite is the admission webhook only)\n');
+    const suite = path.join(dir, 'scoped.yaml');
+    fs.writeFileSync(suite, imported.stdout);
+    const warned = { allowed: true, message: undefined, warnings: ['missing labels: team'] };
+    const quiet = { allowed: true, message: undefined, warnings: [] };
+    expect(await evaluate(suite, configMap('dev')), 'another name').to.deep.equal(quiet);
+    expect(await evaluate(suite, { ...configMap('dev'), metadata: { name: 'legacy-a', namespace: 'dev' } }), 'a name the glob matches').to.deep.equal(warned);
+    expect(await evaluate(suite, { ...configMap('dev'), metadata: { generateName: 'legacy-', namespace: 'dev' } }), 'a generateName the glob matches').to.deep.equal(warned);
+    expect(await evaluate(suite, namespace('legacy-ns')), 'a Namespace is not in Namespaced scope').to.deep.equal(quiet);
   });
 
   it('names a Rego-only template as not imported, and a Constraint without its template; exits 1', async function () {
