@@ -15,7 +15,7 @@
  * - test: a value that differs leaves the whole patch unapplied, without an error (the API
  *   server's JSONPatch mutator checks for that error and returns the object unchanged); a missing
  *   parent is an error;
- * - every error is prefixed "JSONPath: ", as the mutator wraps it.
+ * - every error is prefixed "JSON Patch: ", as the mutator wraps it (kube-apiserver 1.37, tried).
  */
 
 /** The sentinel of a test that failed: the patch is not applied. */
@@ -47,7 +47,7 @@ export function applyMapJsonPatch(document: unknown, ops: readonly MapPatchOpera
       root = applyOne(root, op);
     } catch (err) {
       if (err instanceof JsonPatchTestFailed) return undefined;
-      throw new Error(`JSONPath: ${(err as Error).message}`);
+      throw new Error(`JSON Patch: ${(err as Error).message}`);
     }
   }
   return root;

@@ -72,6 +72,8 @@ interface CompiledMutation {
   patchProgram?: Program;
   /** A MutatingAdmissionPolicy entry's `jsonPatch.expression` (patchType JSONPatch). */
   jsonPatchProgram?: Program;
+  /** The jsonPatch expression, for the API server's words when it fails. */
+  expression?: string;
   field: string;
 }
 
@@ -181,7 +183,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
         // Refused rather than ignored: an ignored mutation would let through what its author meant to change.
         if (m.patchType !== 'JSONPatch') throw new CompileError(`${field}.patchType`, `${m.patchType} is not supported yet: write the mutation as patchType JSONPatch`);
         if (typeof m.jsonPatch?.expression !== 'string') throw new CompileError(`${field}.jsonPatch`, 'must be specified when patchType is JSONPatch');
-        return { field, jsonPatchProgram: compile(m.jsonPatch.expression, `${field}.jsonPatch.expression`, ['list'], { ...scope, mixedLiterals: true }) };
+        return { field, expression: m.jsonPatch.expression, jsonPatchProgram: compile(m.jsonPatch.expression, `${field}.jsonPatch.expression`, ['list'], { ...scope, mixedLiterals: true }) };
       }
       return {
         field,
@@ -198,9 +200,10 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       if (!match.matches) return allowed();
       const budget = openBudget(costBudget, context.allowance);
       try {
-        return mutate(request, mutations, variables, context, reads);
+        return mutate(request, mutations, variables, context, reads, failurePolicy);
       } catch (err) {
-        return errored(firstLine(err), failurePolicy, 'Invalid');
+        // A MAP mutation's error is the API server's admission error (403 Forbidden), not an invalid object.
+        return errored(firstLine(err), failurePolicy, err instanceof MapMutationError ? 'Forbidden' : 'Invalid');
       } finally {
         closeBudget(budget);
       }
@@ -447,7 +450,7 @@ function failureMessage(validation: CompiledValidation, activation: object): str
   return message || `failed expression: ${validation.expression.trim()}`;
 }
 
-function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: EvaluationContext, reads: ActivationReads): Decision {
+function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variables: CompiledVariable[], context: EvaluationContext, reads: ActivationReads, failurePolicy: FailurePolicy): Decision {
   const original = request.object;
   if (!original) return allowed();
   // Copied where a patch applies and nowhere else: most of a large object never changes.
@@ -455,7 +458,13 @@ function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variab
   let working = original;
   for (const mutation of mutations) {
     if (mutation.jsonPatchProgram) {
-      working = mapJsonPatch(mutation.jsonPatchProgram, request, working, variables, context, reads);
+      try {
+        working = mapJsonPatch(mutation, request, working, variables, context, reads);
+      } catch (err) {
+        // As the API server's MAP dispatcher: a failed mutation is skipped and the next one runs on
+        // the object as it is; under Ignore the others' changes stand, under Fail the request is refused.
+        if (!(err instanceof MapMutationError) || failurePolicy === 'Fail') throw err;
+      }
       continue;
     }
     let ops: JsonPatchOperation[];
@@ -484,15 +493,21 @@ function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variab
  * (json-patch.ts); a failed test leaves the object as it was; anything else that does not apply
  * throws in its words. Returns the new object, or `working` itself when nothing changed.
  */
-function mapJsonPatch(program: Program, request: AdmissionRequest, working: NonNullable<AdmissionRequest['object']>, variables: CompiledVariable[], context: EvaluationContext, reads: ActivationReads): NonNullable<AdmissionRequest['object']> {
+function mapJsonPatch(mutation: CompiledMutation, request: AdmissionRequest, working: NonNullable<AdmissionRequest['object']>, variables: CompiledVariable[], context: EvaluationContext, reads: ActivationReads): NonNullable<AdmissionRequest['object']> {
   const ints = new IntsInPlace();
   const ops: MapPatchOperation[] = [];
   try {
     const activation = buildActivation(request, working, variables, context, ints, reads);
-    const result = program(activation);
-    if (!Array.isArray(result)) throw new Error('type mismatch: JSONPatchType.expression should evaluate to array');
+    let result: unknown;
+    try {
+      result = mutation.jsonPatchProgram!(activation);
+    } catch (err) {
+      if (err instanceof CostBudgetError) throw err;
+      throw new MapMutationError(`expression '${mutation.expression}' resulted in error: ${celErrorText(err)}`);
+    }
+    if (!Array.isArray(result)) throw new MapMutationError('type mismatch: JSONPatchType.expression should evaluate to array');
     for (const value of result) {
-      if (!isJsonPatchValue(value)) throw new Error(`type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of ${celTypeName(value)}`);
+      if (!isJsonPatchValue(value)) throw new MapMutationError(`type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of ${celTypeName(value)}`);
       const fields = fromCel(value) as Record<string, unknown>;
       ops.push({
         op: typeof fields.op === 'string' ? fields.op : '',
@@ -506,6 +521,14 @@ function mapJsonPatch(program: Program, request: AdmissionRequest, working: NonN
     ints.restore();
   }
   if (!ops.length) return working;
-  const patched = applyMapJsonPatch(working, ops) as NonNullable<AdmissionRequest['object']> | undefined;
+  let patched: NonNullable<AdmissionRequest['object']> | undefined;
+  try {
+    patched = applyMapJsonPatch(working, ops) as NonNullable<AdmissionRequest['object']> | undefined;
+  } catch (err) {
+    throw new MapMutationError(firstLine(err));
+  }
   return patched === undefined ? working : patched;
 }
+
+/** A MAP-form mutation that failed, in the API server's words (answered 403, and skipped under Ignore). */
+class MapMutationError extends Error {}

@@ -28,8 +28,8 @@ describe('policy: MutatingAdmissionPolicy JSONPatch mutations', function () {
     expect(admit("[JSONPatch{op: 'test', path: '/data/k', value: 'no'}, JSONPatch{op: 'add', path: '/data/z', value: 'z'}]")).to.deep.equal({ allowed: true });
   });
   it('refuses a patch that does not apply in the API server\'s words under Fail, and admits unchanged under Ignore', function () {
-    expect(admit("[JSONPatch{op: 'add', path: '/spec/x', value: 1}]")).to.deep.include({ allowed: false, message: 'JSONPath: add operation does not apply: doc is missing path: "/spec/x": missing value' });
-    expect(admit("[JSONPatch{op: 'remove', path: '/data/nope'}]")).to.deep.include({ allowed: false, message: "JSONPath: error in remove for path: '/data/nope': Unable to remove nonexistent key: nope: missing value" });
+    expect(admit("[JSONPatch{op: 'add', path: '/spec/x', value: 1}]")).to.deep.include({ allowed: false, message: 'JSON Patch: add operation does not apply: doc is missing path: "/spec/x": missing value' });
+    expect(admit("[JSONPatch{op: 'remove', path: '/data/nope'}]")).to.deep.include({ allowed: false, message: "JSON Patch: error in remove for path: '/data/nope': Unable to remove nonexistent key: nope: missing value" });
     expect(admit("[JSONPatch{op: 'add', path: '/spec/x', value: 1}]", 'Ignore')).to.deep.include({ allowed: true });
   });
   it('replaces a missing key of an object, as the API server\'s library does', function () {

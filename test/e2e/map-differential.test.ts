@@ -1,0 +1,272 @@
+/**
+ * The MutatingAdmissionPolicy differential (issue 53): each row's mutations, written as a MAP
+ * writes them (`patchType: JSONPatch`, `jsonPatch.expression` of `JSONPatch{...}` values), are
+ * installed twice: as the API server's own MutatingAdmissionPolicy + binding scoped to namespace
+ * map-diff-native, and, pasted unchanged, as a Mutating webhook of the suite `map-diff` scoped to
+ * map-diff-hook (both by the row's object label too). The same dry-run creates of ConfigMaps go
+ * to both; the objects the API server returns must be the same field for field (but name,
+ * namespace, uid, resourceVersion, creationTimestamp and managedFields), and a refusal the same
+ * code and the policy's own words (each side's wrapper taken off). The native MAP is the oracle:
+ * no expected object is typed by hand. On an API server that serves no MAP v1 (1.35), the suite's
+ * side is checked alone: it still mutates (the row's first case changed, no refusal where the
+ * row has none). Owns its namespaces, its MAPs and bindings (map-diff-*), its suite and params;
+ * must not touch the VAP differential's.
+ */
+import { expect } from 'chai';
+import { cluster } from '../support/cluster.ts';
+import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
+import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
+import { ensureNamespace } from '../support/objects.ts';
+import { rawRequest } from '../support/raw.ts';
+import { eventually } from '../support/wait.ts';
+import { apply, deleteIfExists } from '../../src/apiserver/client.ts';
+import type { FailurePolicy, MatchCondition, Mutation, Variable, WebhookSpec } from '../../src/api/types.ts';
+import type { Operator } from '../../src/manager/operator.ts';
+
+const NATIVE_NS = 'map-diff-native';
+const HOOK_NS = 'map-diff-hook';
+const PARAMS_NS = 'map-diff-params';
+const SUITE = 'map-diff';
+const ROW_LABEL = 'map-diff-row';
+const MAP_API = 'admissionregistration.k8s.io/v1';
+
+/** A ConfigMap of a case: its data, and metadata besides the name and the row's label. */
+interface Case {
+  data?: Record<string, string>;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+}
+
+interface Row {
+  name: string;
+  mutations: Mutation[];
+  matchConditions?: MatchCondition[];
+  variables?: Variable[];
+  /** The data of the ConfigMap the row's params are, in PARAMS_NS. */
+  params?: Record<string, string>;
+  failurePolicy?: FailurePolicy;
+  cases: Case[];
+}
+
+const jsonPatch = (expression: string): Mutation => ({ patchType: 'JSONPatch', jsonPatch: { expression } });
+
+const ROWS: Row[] = [
+  { name: 'add-label', mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/team', value: 'blue'}]")], cases: [{}, { labels: { team: 'red' } }] },
+  {
+    name: 'add-labels-map',
+    mutations: [jsonPatch("has(object.metadata.annotations) ? [] : [JSONPatch{op: 'add', path: '/metadata/annotations', value: {'made-by': 'map'}}]")],
+    cases: [{}, { annotations: { kept: 'yes' } }],
+  },
+  { name: 'replace-value', mutations: [jsonPatch("[JSONPatch{op: 'replace', path: '/data/k', value: object.data.k + '-x'}]")], cases: [{ data: { k: 'v' } }, { data: {} }] },
+  // the API server's library sets a missing key of an object on replace
+  { name: 'replace-missing-key', mutations: [jsonPatch("[JSONPatch{op: 'replace', path: '/data/absent', value: 'set'}]")], cases: [{ data: { k: 'v' } }, { data: { absent: 'was' } }] },
+  { name: 'remove-fail', mutations: [jsonPatch("[JSONPatch{op: 'remove', path: '/data/drop'}]")], cases: [{ data: { drop: '1', keep: '2' } }, { data: { keep: '2' } }] },
+  { name: 'remove-ignore', failurePolicy: 'Ignore', mutations: [jsonPatch("[JSONPatch{op: 'remove', path: '/data/drop'}]")], cases: [{ data: { drop: '1', keep: '2' } }, { data: { keep: '2' } }] },
+  {
+    // under Ignore the mutation that fails is skipped and the others' changes stand
+    name: 'partial-ignore',
+    failurePolicy: 'Ignore',
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/data/before', value: 'b'}]"), jsonPatch("[JSONPatch{op: 'remove', path: '/data/drop'}]"), jsonPatch("[JSONPatch{op: 'add', path: '/data/after', value: 'a'}]")],
+    cases: [{ data: { keep: '1' } }, { data: { drop: '1' } }],
+  },
+  { name: 'add-missing-parent', mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/spec/replicas', value: 1}]")], cases: [{ data: { a: '1' } }] },
+  {
+    name: 'test-gates',
+    mutations: [jsonPatch("[JSONPatch{op: 'test', path: '/data/mode', value: 'on'}, JSONPatch{op: 'add', path: '/data/enabled', value: 'true'}]")],
+    cases: [{ data: { mode: 'on' } }, { data: { mode: 'off' } }, { data: {} }],
+  },
+  { name: 'copy', mutations: [jsonPatch("[JSONPatch{op: 'copy', from: '/data/src', path: '/data/dst'}]")], cases: [{ data: { src: 's' } }, { data: { src: 's', dst: 'd' } }, { data: {} }] },
+  { name: 'move', mutations: [jsonPatch("[JSONPatch{op: 'move', from: '/data/old', path: '/data/new'}]")], cases: [{ data: { old: 'o' } }, { data: {} }] },
+  {
+    name: 'escaped-key',
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/annotations', value: {}}, JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('example.com/owner'), value: 'team-a'}]")],
+    cases: [{}, { annotations: { 'example.com/owner': 'other' } }],
+  },
+  {
+    name: 'list-append',
+    mutations: [jsonPatch("has(object.metadata.finalizers) ? [JSONPatch{op: 'add', path: '/metadata/finalizers/-', value: 'b.io/last'}] : [JSONPatch{op: 'add', path: '/metadata/finalizers', value: ['a.io/only']}]")],
+    cases: [{}, { finalizers: ['x.io/one'] }],
+  },
+  {
+    name: 'list-index',
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/finalizers/1', value: 'b.io/second'}, JSONPatch{op: 'remove', path: '/metadata/finalizers/0'}]")],
+    cases: [{ finalizers: ['x.io/one', 'x.io/two'] }, { finalizers: ['x.io/one'] }, {}],
+  },
+  { name: 'list-index-past-end', mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/finalizers/5', value: 'c.io/x'}]")], cases: [{ finalizers: ['x.io/one'] }] },
+  {
+    name: 'match-conditions',
+    matchConditions: [{ name: 'tiered', expression: "has(object.data) && 'tier' in object.data" }],
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/tier', value: object.data.tier}]")],
+    cases: [{ data: { tier: 'gold' } }, { data: { other: 'x' } }],
+  },
+  {
+    name: 'variables',
+    variables: [{ name: 'team', expression: "has(object.data) ? object.data.?team.orValue('none') : 'none'" }],
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/team', value: variables.team}]")],
+    cases: [{ data: { team: 'green' } }, {}],
+  },
+  {
+    name: 'params',
+    params: { owner: 'platform' },
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/owner', value: params.data.owner}]")],
+    cases: [{}, { labels: { owner: 'me' } }],
+  },
+  {
+    name: 'map-over-data',
+    mutations: [
+      // not an empty map: the API server's typed object drops it before the next mutation (omitempty)
+      jsonPatch("has(object.metadata.annotations) ? [] : [JSONPatch{op: 'add', path: '/metadata/annotations', value: {'made-by': 'map'}}]"),
+      jsonPatch("object.data.map(k, JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('seen.io/' + k), value: object.data[k]})"),
+    ],
+    cases: [{ data: { a: '1', b: '2' } }, { data: { a: '1' }, annotations: { x: 'y' } }],
+  },
+  {
+    name: 'mutations-in-order',
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/data/first', value: 'one'}]"), jsonPatch("[JSONPatch{op: 'add', path: '/data/second', value: object.data.first + '-two'}]")],
+    cases: [{ data: {} }],
+  },
+  { name: 'unknown-op', mutations: [jsonPatch("[JSONPatch{op: 'bogus', path: '/data/x', value: 'y'}]")], cases: [{ data: {} }] },
+];
+
+const onlyNamespace = (ns: string) => ({ matchLabels: { 'kubernetes.io/metadata.name': ns } });
+const policyName = (row: Row) => `map-diff-${row.name}`;
+const paramsName = (row: Row) => `${row.name}-params`;
+const configmaps = { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] };
+
+function nativePolicy(row: Row) {
+  return [
+    {
+      apiVersion: MAP_API,
+      kind: 'MutatingAdmissionPolicy',
+      metadata: { name: policyName(row) },
+      spec: {
+        failurePolicy: row.failurePolicy ?? 'Fail',
+        reinvocationPolicy: 'Never',
+        ...(row.params ? { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' } } : {}),
+        matchConstraints: { resourceRules: [configmaps] },
+        ...(row.matchConditions ? { matchConditions: row.matchConditions } : {}),
+        ...(row.variables ? { variables: row.variables } : {}),
+        mutations: row.mutations,
+      },
+    },
+    {
+      apiVersion: MAP_API,
+      kind: 'MutatingAdmissionPolicyBinding',
+      metadata: { name: policyName(row) },
+      spec: {
+        policyName: policyName(row),
+        ...(row.params ? { paramRef: { name: paramsName(row), namespace: PARAMS_NS, parameterNotFoundAction: 'Deny' } } : {}),
+        matchResources: { namespaceSelector: onlyNamespace(NATIVE_NS), objectSelector: { matchLabels: { [ROW_LABEL]: row.name } } },
+      },
+    },
+  ];
+}
+
+function suiteWebhook(row: Row): WebhookSpec {
+  return {
+    name: row.name,
+    type: 'Mutating',
+    rules: [configmaps as WebhookSpec['rules'][number]],
+    failurePolicy: row.failurePolicy ?? 'Fail',
+    namespaceSelector: onlyNamespace(HOOK_NS),
+    objectSelector: { matchLabels: { [ROW_LABEL]: row.name } },
+    ...(row.matchConditions ? { matchConditions: row.matchConditions } : {}),
+    ...(row.params ? { params: { apiVersion: 'v1', kind: 'ConfigMap', namespace: PARAMS_NS, name: paramsName(row), notFoundAction: 'Deny' } } : {}),
+    ...(row.variables ? { variables: row.variables } : {}),
+    // MAP's entries, unchanged
+    mutations: row.mutations,
+  } as WebhookSpec;
+}
+
+/** Each side's wrapper: the MAP's (whatever names its policy and binding) and the webhook's. */
+const WRAPPERS = [/^(?:\S+ "[^"]*" is (?:forbidden|invalid): )?(?:MutatingAdmissionPolicy|policy) '[^']*' with binding '[^']*' denied request: /, /^admission webhook "[^"]*" denied the request: /];
+
+interface Outcome {
+  status: number;
+  /** The returned object without what differs by namespace and by request; the policy's own words when refused. */
+  result: unknown;
+}
+
+async function create(row: Row, c: Case, namespace: string): Promise<Outcome> {
+  const metadata = { name: row.name, labels: { [ROW_LABEL]: row.name, ...c.labels }, ...(c.annotations ? { annotations: c.annotations } : {}), ...(c.finalizers ? { finalizers: c.finalizers } : {}) };
+  const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata, ...(c.data ? { data: c.data } : {}) };
+  const response = await rawRequest('POST', `/api/v1/namespaces/${namespace}/configmaps?dryRun=All`, body);
+  if (response.status >= 300) return { status: response.status, result: WRAPPERS.reduce((m, w) => m.replace(w, ''), response.body.message ?? '') };
+  const { name: _n, namespace: _ns, uid: _u, resourceVersion: _rv, creationTimestamp: _ct, managedFields: _mf, ...rest } = response.body.metadata as Record<string, unknown>;
+  return { status: response.status, result: { ...response.body, metadata: rest } };
+}
+
+/** Whether this API server serves MutatingAdmissionPolicy v1 (GA since 1.36; the oldest supported, 1.35, does not). */
+async function servesMapV1(): Promise<boolean> {
+  const response = await rawRequest('GET', '/apis/admissionregistration.k8s.io/v1');
+  return ((response.body.resources as { name: string }[] | undefined) ?? []).some((r) => r.name === 'mutatingadmissionpolicies');
+}
+
+describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite answer as the API server’s own MAP', function () {
+  this.timeout(300_000);
+  let operator: Operator;
+  let native = false;
+
+  before(async function () {
+    const { kube } = cluster();
+    native = await servesMapV1();
+    for (const ns of [NATIVE_NS, HOOK_NS, PARAMS_NS]) await ensureNamespace(ns);
+    for (const row of ROWS) {
+      if (row.params) await apply(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace: PARAMS_NS }, data: row.params });
+      if (native) for (const object of nativePolicy(row)) await apply(kube, object);
+    }
+    operator = await startTestOperator();
+    await waitForSuiteValidation(operator);
+    await createSuite(SUITE, { webhooks: ROWS.map(suiteWebhook) });
+    await waitForCondition(SUITE, 'Ready', 'True');
+    // each side enforces each row once a create there comes back changed or refused
+    for (const row of ROWS) {
+      for (const ns of native ? [NATIVE_NS, HOOK_NS] : [HOOK_NS]) {
+        await eventually(
+          async () => {
+            const outcomes = await Promise.all(row.cases.map((c) => create(row, c, ns)));
+            const plain = await Promise.all(row.cases.map((c) => create({ ...row, name: `${row.name}-off` }, c, ns)));
+            const changed = outcomes.some((o, i) => o.status >= 300 || JSON.stringify(withoutRowLabel(o.result)) !== JSON.stringify(withoutRowLabel(plain[i]!.result)));
+            expect(changed, `${row.name} in ${ns}: ${JSON.stringify(outcomes)}`).to.equal(true);
+          },
+          { what: `${row.name} enforced in ${ns}` },
+        );
+      }
+    }
+  });
+
+  after(async function () {
+    await deleteSuite(SUITE);
+    await operator?.stop();
+    const { kube } = cluster();
+    for (const row of ROWS) {
+      if (native) for (const kind of ['MutatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy']) await deleteIfExists(kube, { apiVersion: MAP_API, kind, metadata: { name: policyName(row) } });
+      if (row.params) await deleteIfExists(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace: PARAMS_NS } });
+    }
+  });
+
+  for (const row of ROWS) {
+    it(`${row.name}: each create's object, or refusal, as the native MAP's`, async function () {
+      const hook: Outcome[] = [];
+      for (const c of row.cases) hook.push(await create(row, c, HOOK_NS));
+      if (!native) {
+        // no oracle on this API server: the suite still mutates or refuses where the row does
+        const plain = await Promise.all(row.cases.map((c) => create({ ...row, name: `${row.name}-off` }, c, HOOK_NS)));
+        expect(hook.some((o, i) => o.status >= 300 || JSON.stringify(withoutRowLabel(o.result)) !== JSON.stringify(withoutRowLabel(plain[i]!.result)))).to.equal(true);
+        return;
+      }
+      const map: Outcome[] = [];
+      for (const c of row.cases) map.push(await create(row, c, NATIVE_NS));
+      expect(hook, JSON.stringify(map)).to.deep.equal(map);
+    });
+  }
+});
+
+/** An object's result without the row label, to compare with the same create no row selects. */
+function withoutRowLabel(result: unknown): unknown {
+  if (typeof result !== 'object' || result === null) return result;
+  const copy = structuredClone(result) as { metadata?: { labels?: Record<string, string> } };
+  delete copy.metadata?.labels?.[ROW_LABEL];
+  return copy;
+}
