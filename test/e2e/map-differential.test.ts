@@ -13,7 +13,7 @@
  * must not touch the VAP differential's.
  */
 import { expect } from 'chai';
-import { cluster } from '../support/cluster.ts';
+import { cluster, KUBE_VERSION } from '../support/cluster.ts';
 import { startTestOperator, waitForSuiteValidation } from '../support/operator.ts';
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { ensureNamespace } from '../support/objects.ts';
@@ -211,6 +211,8 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
   before(async function () {
     const { kube } = cluster();
     native = await servesMapV1();
+    // the oracle is never lost quietly: the newest (and any 1.36+) serves MAP v1, 1.35 does not
+    expect(native, `MutatingAdmissionPolicy v1 served by ${KUBE_VERSION ?? 'the newest'}`).to.equal(KUBE_VERSION === undefined || Number(KUBE_VERSION.split('.')[1]) >= 36);
     for (const ns of [NATIVE_NS, HOOK_NS, PARAMS_NS]) await ensureNamespace(ns);
     for (const row of ROWS) {
       if (row.params) await apply(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace: PARAMS_NS }, data: row.params });
