@@ -27,6 +27,8 @@ import { compare, describeRequest, parseAuditLog, replayable, skippedSummary, ty
 import { report, reportJson, reportJunit, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
 import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource } from '../registry/typecheck.ts';
 import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
+import { EXCEPTION_KIND, validateException, type AdmissionException } from '../api/exceptions.ts';
+import { protectedNamespaces } from '../api/protected-namespaces.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { errorMessage } from '../error-message.ts';
 
@@ -334,6 +336,24 @@ async function typeErrors(suites: AdmissionSuite[], policies: AdmissionPolicy[],
  * printed, each where it is (file:line: document N); a file with no document is refused, as
  * kubectl refuses it.
  */
+const isException = (document: Record<string, unknown>) => ofOurGroup(document) && document.kind === EXCEPTION_KIND;
+
+/**
+ * An AdmissionException as the operator's exception webhook judges it: against its suite when the
+ * file holds it, else its own shape and namespace only (its suite is the cluster's, judged on apply).
+ */
+function exceptionProblem(exception: AdmissionException, suites: AdmissionSuite[], namespace: string, operatorNamespace: string): { refused: boolean; text: string } {
+  const name = JSON.stringify(exception.metadata?.name ?? '');
+  const suite = suites.find((s) => s.metadata.name === exception.spec?.suite);
+  const errors = validateException(
+    { ...exception, metadata: { ...exception.metadata, namespace } },
+    { protectedNamespaces: protectedNamespaces(operatorNamespace), suite, namespaceLabels: { 'kubernetes.io/metadata.name': namespace } },
+  ).filter((e) => suite || e.field !== 'spec.suite');
+  if (errors.length) return { refused: true, text: `AdmissionException ${name} is invalid: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}` };
+  const unchecked = suite ? '' : ` (its suite ${exception.spec.suite} is not in this file: its webhook and validations are checked on apply)`;
+  return { refused: false, text: `AdmissionException ${name} in namespace ${namespace} is valid${unchecked}` };
+}
+
 async function validate(files: string[], operatorNamespace: string, namespace: string, schemas?: SchemaSource): Promise<number> {
   if (files.length === 0) throw new UsageError('validate needs at least one FILE');
   let refused = 0;
@@ -359,6 +379,12 @@ async function validate(files: string[], operatorNamespace: string, namespace: s
       if (errors?.length) {
         refused++;
         for (const e of errors) process.stdout.write(`${where(e.path)}: ${String(document.kind)} ${JSON.stringify(metadata.name ?? '')} is invalid: ${e.text}\n`);
+        continue;
+      }
+      if (isException(document)) {
+        const problem = exceptionProblem(document as unknown as AdmissionException, suites, metadata.namespace ?? namespace, operatorNamespace);
+        if (problem.refused) refused++;
+        process.stdout.write(problem.refused ? `${where([])}: ${problem.text}\n` : `${file}: ${problem.text}\n`);
         continue;
       }
       if (!isSuite(document) && !isPolicy(document)) {
