@@ -29,11 +29,24 @@ export interface ExceptionMatch {
   groups?: string[];
 }
 
+/** What an exception lets through a PodSecurity handler's webhook: some controls, optionally only for some images. */
+export interface PodSecurityExceptionSpec {
+  /** The controls whose failures it lets through (POD_SECURITY_CONTROLS); every other check of the level still applies. */
+  controls: string[];
+  /**
+   * Exact image references, or prefixes ending in `*`: a control is let through only when every
+   * container its failure names runs one of them (never for a failure of the pod's own fields).
+   */
+  images?: string[];
+}
+
 export interface ExceptionSpec {
   suite: string;
   webhook: string;
   /** Indexes in the webhook's validations; unset, all of them. */
   validations?: number[];
+  /** For a webhook whose handler is PodSecurity (and only for one): the controls it lets through. */
+  podSecurity?: PodSecurityExceptionSpec;
   match?: ExceptionMatch;
   reason: string;
   /** RFC 3339. */
@@ -45,6 +58,39 @@ export interface AdmissionException {
   kind: typeof EXCEPTION_KIND;
   metadata: ObjectMeta & { namespace: string };
   spec: ExceptionSpec;
+}
+
+/** The built-in handler whose checks an exception names by control (spec.podSecurity). */
+export const POD_SECURITY_HANDLER = 'PodSecurity';
+
+/**
+ * The Pod Security controls an exception may name: the handler's check IDs without their level
+ * suffix (handlers/pod-security/checks.ts controlOf; handlers/pod-security.ts refuses to load if a
+ * check's control is not here). Listed here, below the handlers, so that an exception is judged on
+ * apply where the handlers are not imported.
+ */
+export const POD_SECURITY_CONTROLS: readonly string[] = [
+  'allowPrivilegeEscalation',
+  'appArmorProfile',
+  'capabilities',
+  'hostNamespaces',
+  'hostPathVolumes',
+  'hostPorts',
+  'hostProbesAndHostLifecycle',
+  'privileged',
+  'procMount',
+  'restrictedVolumes',
+  'runAsNonRoot',
+  'runAsUser',
+  'seLinuxOptions',
+  'seccompProfile',
+  'sysctls',
+  'windowsHostProcess',
+];
+
+/** Whether `image` is one of `patterns`: equal to one, or starting with one that ends in `*` (without it). */
+export function imageListed(patterns: readonly string[], image: string): boolean {
+  return patterns.some((p) => (p.endsWith('*') ? image.startsWith(p.slice(0, -1)) : image === p));
 }
 
 /** The annotation key the API server records as `<webhook name>/exception` in the audit log. */
@@ -79,7 +125,8 @@ export function suiteRefusal(suite: Pick<AdmissionSuite, 'spec' | 'metadata'> | 
 /**
  * What is wrong with `exception` where it stands: its own shape (reason, expires, the selector),
  * a protected namespace, a suite that does not take it, a webhook it does not have or that has no
- * CEL validations, an index past them. Every problem with its field path.
+ * CEL validations, an index past them; for a PodSecurity webhook, no controls or unknown ones, and
+ * podSecurity on any other webhook. Every problem with its field path.
  */
 export function validateException(
   exception: AdmissionException,
@@ -102,12 +149,41 @@ export function validateException(
     return errors;
   }
   const webhook = context.suite!.spec.webhooks.find((w) => w.name === spec.webhook);
+  const podSecurity = webhook?.type === 'Validating' && webhook.handler?.name === POD_SECURITY_HANDLER;
   if (!webhook) err('spec.webhook', `AdmissionSuite ${spec.suite} has no webhook named ${JSON.stringify(spec.webhook)}`);
-  else if (webhook.type !== 'Validating' || webhook.handler || !webhook.validations?.length) err('spec.webhook', `webhook ${spec.webhook} has no CEL validations: exceptions apply to a Validating webhook's validations only`);
+  else if (podSecurity) errors.push(...podSecurityProblems(spec));
+  else if (spec.podSecurity !== undefined) err('spec.podSecurity', `webhook ${spec.webhook}'s handler is not ${POD_SECURITY_HANDLER}: podSecurity applies to a PodSecurity webhook only`);
+  else if (webhook.type !== 'Validating' || webhook.handler || !webhook.validations?.length) err('spec.webhook', `webhook ${spec.webhook} has no CEL validations: exceptions apply to a Validating webhook's validations, or to a PodSecurity webhook's controls, only`);
   else {
     (spec.validations ?? []).forEach((index, i) => {
       if (!Number.isInteger(index) || index < 0 || index >= webhook.validations!.length) err(`spec.validations[${i}]`, `webhook ${spec.webhook} has ${webhook.validations!.length} validations (indexes 0 to ${webhook.validations!.length - 1})`);
     });
+  }
+  return errors;
+}
+
+/** An exception for a PodSecurity webhook: the controls it names, known ones, and its images' patterns. */
+function podSecurityProblems(spec: ExceptionSpec): FieldError[] {
+  const errors: FieldError[] = [];
+  const podSecurity = spec.podSecurity;
+  if (podSecurity === undefined || podSecurity === null) {
+    return [{ field: 'spec.podSecurity', message: `Required value: webhook ${spec.webhook} is a ${POD_SECURITY_HANDLER} webhook: name the controls it lets through (spec.podSecurity.controls)` }];
+  }
+  if (spec.validations !== undefined) errors.push({ field: 'spec.validations', message: `webhook ${spec.webhook} has no CEL validations: name PodSecurity controls in spec.podSecurity.controls` });
+  if (!Array.isArray(podSecurity.controls) || podSecurity.controls.length === 0) errors.push({ field: 'spec.podSecurity.controls', message: `Required value: one or more of ${POD_SECURITY_CONTROLS.join(', ')}` });
+  else {
+    podSecurity.controls.forEach((control, i) => {
+      if (!POD_SECURITY_CONTROLS.includes(control)) errors.push({ field: `spec.podSecurity.controls[${i}]`, message: `Unsupported value: ${JSON.stringify(control)}: supported values: ${POD_SECURITY_CONTROLS.join(', ')}` });
+    });
+  }
+  if (podSecurity.images !== undefined) {
+    if (!Array.isArray(podSecurity.images) || podSecurity.images.length === 0) errors.push({ field: 'spec.podSecurity.images', message: 'must list one or more images (unset: any image)' });
+    else {
+      podSecurity.images.forEach((image, i) => {
+        if (typeof image !== 'string' || image === '' || image === '*') errors.push({ field: `spec.podSecurity.images[${i}]`, message: 'must be an image reference, or a prefix of one ending in * (unset images: any image)' });
+        else if (image.indexOf('*') !== image.length - 1 && image.includes('*')) errors.push({ field: `spec.podSecurity.images[${i}]`, message: `${JSON.stringify(image)}: a * may only end a prefix` });
+      });
+    }
   }
   return errors;
 }

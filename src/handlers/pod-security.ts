@@ -13,6 +13,9 @@
  * - Namespaces: unparsable labels refused; an enforce change that tightens answered with a
  *   warning listing the namespace's existing pods that would violate it (the Pod lookup cache).
  * - Exempt users, namespaces and runtime classes pass with the `exempt` audit annotation.
+ * - An AdmissionException's controls (validatePodSecurity's `excuse`, from registry/compile.ts):
+ *   the failures of those controls, for the images it lists, are let through in every mode; the
+ *   other checks of the level still apply. The warning and annotation naming it are the registry's.
  *
  * Messages are upstream's after its own prefix (the API server puts the webhook's in front); audit
  * annotations carry upstream's keys without the `pod-security.kubernetes.io/` prefix, since the
@@ -23,7 +26,8 @@ import type { ClusterView, Handler } from './handler.ts';
 import { isPlainObject } from './config.ts';
 import { at, podSpecPath } from './pods.ts';
 import { goQuote } from '../policy/go/strconv.ts';
-import { Evaluator, forbiddenDetail, forbiddenReason, type AggregateResult, type Meta, type Spec } from './pod-security/checks.ts';
+import { Evaluator, forbiddenDetail, forbiddenReason, visitContainers, nameOf, type AggregateResult, type ExcusesControl, type Meta, type Spec } from './pod-security/checks.ts';
+import { POD_SECURITY_CONTROLS } from '../api/exceptions.ts';
 import { PRIVILEGE_CHECKS } from './pod-security/privileges.ts';
 import { HOST_CHECKS } from './pod-security/host.ts';
 import { PROFILE_CHECKS } from './pod-security/profiles.ts';
@@ -48,6 +52,30 @@ import {
 } from './pod-security/levels.ts';
 
 export const EVALUATOR = new Evaluator([...PRIVILEGE_CHECKS, ...HOST_CHECKS, ...PROFILE_CHECKS, ...USER_CHECKS, ...VOLUME_CHECKS]);
+// The controls an exception may name are checked on apply from the api's list: a check whose control is not there could never be excepted.
+for (const control of EVALUATOR.controls) if (!POD_SECURITY_CONTROLS.includes(control)) throw new Error(`PodSecurity control ${control} is missing from api/exceptions.ts POD_SECURITY_CONTROLS`);
+
+/**
+ * What an AdmissionException lets through this request (registry/exceptions.ts Excuse): whether a
+ * failure of `control` is, given the images of the containers it names (undefined: the pod's own
+ * fields are at fault). Each yes is recorded as a use by the registry.
+ */
+export interface PodSecurityExcuse {
+  coversControl(control: string, images: readonly string[] | undefined): boolean;
+}
+
+/** The excuse as the evaluator asks it: container names turned into their images. */
+function excusesOf(excuse: PodSecurityExcuse, spec: Spec): ExcusesControl {
+  let images: Map<string, string> | undefined;
+  return (control, containers) => {
+    if (!containers) return excuse.coversControl(control, undefined);
+    if (!images) {
+      images = new Map();
+      visitContainers(spec, (c) => images!.set(nameOf(c), typeof c.image === 'string' ? c.image : ''));
+    }
+    return excuse.coversControl(control, containers.map((name) => images!.get(name) ?? ''));
+  };
+}
 
 /** Pod subresources that cannot change what the policy judges. */
 const IGNORED_POD_SUBRESOURCES = new Set(['exec', 'attach', 'binding', 'eviction', 'log', 'portforward', 'proxy', 'status']);
@@ -96,15 +124,16 @@ function exemptRuntimeClass(config: PodSecurityConfig, spec: Spec): boolean {
 }
 
 /** EvaluatePod: enforce (for Pods only), audit and warn, each level and version evaluated once. */
-function evaluatePod(config: PodSecurityConfig, policy: Policy, errors: LabelError[], meta: Meta, spec: Spec, enforce: boolean): Decision {
+function evaluatePod(config: PodSecurityConfig, policy: Policy, errors: LabelError[], meta: Meta, spec: Spec, enforce: boolean, excuse?: PodSecurityExcuse): Decision {
   if (exemptRuntimeClass(config, spec)) return exempt('runtimeClass');
   const annotations: Record<string, string> = {};
   if (errors.length) annotations.error = `Failed to parse policy: ${aggregate(errors)}`;
   const cache: { lv: LevelVersion; result: AggregateResult }[] = [];
+  const excuses = excuse && excusesOf(excuse, spec);
   const evaluate = (lv: LevelVersion) => {
     const cached = cache.find((c) => sameLevelVersion(c.lv, lv));
     if (cached) return cached.result;
-    const result = EVALUATOR.aggregate(lv, meta, spec);
+    const result = EVALUATOR.aggregate(lv, meta, spec, excuses);
     cache.push({ lv, result });
     return result;
   };
@@ -145,7 +174,7 @@ function significantPodUpdate(spec: Spec, oldSpec: Spec): boolean {
   });
 }
 
-function validatePod(request: AdmissionRequest, config: PodSecurityConfig, view: ClusterView): Decision {
+function validatePod(request: AdmissionRequest, config: PodSecurityConfig, view: ClusterView, excuse?: PodSecurityExcuse): Decision {
   if (request.subResource && IGNORED_POD_SUBRESOURCES.has(request.subResource)) return allowed();
   const namespace = request.namespace ?? '';
   if (namespace && config.exemptions.namespaces.includes(namespace)) return exempt('namespace');
@@ -156,7 +185,7 @@ function validatePod(request: AdmissionRequest, config: PodSecurityConfig, view:
   const pod = asObject(request.object);
   const spec = asObject(pod.spec);
   if (request.operation === 'UPDATE' && !significantPodUpdate(spec, asObject(asObject(request.oldObject).spec))) return allowed();
-  return evaluatePod(config, policy, errors, asObject(pod.metadata), spec, true);
+  return evaluatePod(config, policy, errors, asObject(pod.metadata), spec, true, excuse);
 }
 
 /** Where a workload keeps its pod template (metadata and spec). */
@@ -165,7 +194,7 @@ function templatePath(resource: { group: string; resource: string }): string[] |
   return podSpecPath(resource)?.slice(0, -1);
 }
 
-function validateWorkload(request: AdmissionRequest, config: PodSecurityConfig, view: ClusterView): Decision {
+function validateWorkload(request: AdmissionRequest, config: PodSecurityConfig, view: ClusterView, excuse?: PodSecurityExcuse): Decision {
   if (request.subResource) return allowed();
   const namespace = request.namespace ?? '';
   if (namespace && config.exemptions.namespaces.includes(namespace)) return exempt('namespace');
@@ -179,7 +208,7 @@ function validateWorkload(request: AdmissionRequest, config: PodSecurityConfig, 
   // Only a ReplicationController's template may be absent (a pointer upstream); the others are structs, judged even when empty.
   if (template === undefined && request.resource.resource === 'replicationcontrollers') return allowed();
   const t = asObject(template);
-  return evaluatePod(config, policy, errors, asObject(t.metadata), asObject(t.spec), false);
+  return evaluatePod(config, policy, errors, asObject(t.metadata), asObject(t.spec), false, excuse);
 }
 
 // Namespaces ------------------------------------------------------------------------------------
@@ -278,15 +307,18 @@ export const podSecurity: Handler<PodSecurityConfig> = {
   resources: [{ group: '', resource: 'pods' }, { group: '', resource: 'namespaces' }, ...WORKLOADS],
   lookups: ['Pod'],
   parseConfig: parsePodSecurityConfig,
-  validate(request, config, view) {
-    // The in-tree plugin judges creates and updates only.
-    if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') return allowed();
-    if (isResource(request, '', 'pods')) return validatePod(request, config, view);
-    if (isResource(request, '', 'namespaces')) return validateNamespace(request, config, view);
-    if (WORKLOADS.some((w) => isResource(request, w.group, w.resource))) return validateWorkload(request, config, view);
-    return allowed();
-  },
+  validate: (request, config, view) => validatePodSecurity(request, config, view),
 };
+
+/** The handler's validate side, with what an AdmissionException lets through this request (registry/compile.ts asks only when one names the webhook). */
+export function validatePodSecurity(request: AdmissionRequest, config: PodSecurityConfig, view: ClusterView, excuse?: PodSecurityExcuse): Decision {
+  // The in-tree plugin judges creates and updates only.
+  if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') return allowed();
+  if (isResource(request, '', 'pods')) return validatePod(request, config, view, excuse);
+  if (isResource(request, '', 'namespaces')) return validateNamespace(request, config, view);
+  if (WORKLOADS.some((w) => isResource(request, w.group, w.resource))) return validateWorkload(request, config, view, excuse);
+  return allowed();
+}
 
 /**
  * Why a team's mutation of a Pod must be refused under Pod Security, or undefined: the mutated Pod

@@ -24,6 +24,8 @@ import { evaluateAuthorizing, type Answerers } from '../policy/engine/authorizat
 import { EXCEPTION_AUDIT_KEY, exceptionRef, exceptionWarning } from '../api/exceptions.ts';
 import { protectedNamespaces, SYSTEM_NAMESPACES } from '../api/protected-namespaces.ts';
 import type { Excuse, ExceptionStore } from './exceptions.ts';
+import { podSecurity, validatePodSecurity } from '../handlers/pod-security.ts';
+import type { PodSecurityConfig } from '../handlers/pod-security/config.ts';
 
 export interface CompiledWebhook {
   suite: string;
@@ -126,7 +128,8 @@ export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}
  * that keep it from working. Shared by the suites and the AdmissionPolicies (registry/policies.ts),
  * whose `options` say how a policy differs (RulesOptions: its cost budget, its matchConditions).
  * `excepted`: the suite, when it accepts AdmissionExceptions (its spec.exceptions): a Validating
- * webhook's CEL validations then ask context.exceptions per request.
+ * webhook's CEL validations, or its PodSecurity handler's checks, then ask context.exceptions per
+ * request.
  */
 export function compileWebhook(
   owner: string,
@@ -142,7 +145,7 @@ export function compileWebhook(
     const observer = observers?.webhook(owner, spec.name) ?? NO_OBSERVER;
     const excusing = excepted && context.exceptions && spec.type === 'Validating' ? exceptionsOf(excepted, spec.name, context.exceptions, view, operatorNamespace, context.clock) : undefined;
     const admit = spec.handler
-      ? compileHandler(spec, path, view, failurePolicy, { authorizer, mapper }, operatorNamespace)
+      ? compileHandler(spec, path, view, failurePolicy, { authorizer, mapper }, operatorNamespace, excusing && { excusing, observer })
       : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params, excusing && { excusing, observer }), observer);
     return {
       suite: owner,
@@ -241,6 +244,20 @@ function exceptionsOf(suite: Pick<AdmissionSuite, 'spec' | 'metadata'>, webhook:
   };
 }
 
+/**
+ * PodSecurity where AdmissionExceptions may name its controls: the checks they cover are let
+ * through where the handler decides (validatePodSecurity), and the answer says so as a CEL
+ * webhook's does. While none names the webhook, one Map lookup more than the handler alone.
+ */
+function excusedPodSecurity(config: PodSecurityConfig, view: ClusterView, exceptions: { excusing: Excusing; observer: WebhookObserver }) {
+  const { excusing, observer } = exceptions;
+  return (request: AdmissionRequest): Decision => {
+    const excuse = excusing(request);
+    if (!excuse) return validatePodSecurity(request, config, view);
+    return excused(validatePodSecurity(request, config, view, excuse), excuse.used, observer);
+  };
+}
+
 /** A decision some exception let through: the warning (kubectl prints it) and the audit annotation (the API server's audit log) name each exception used, and each use is counted. */
 function excused(decision: Decision, used: readonly AdmissionException[], observer: WebhookObserver): Decision {
   if (!decision.allowed || used.length === 0) return decision;
@@ -294,6 +311,7 @@ function compileHandler(
   failurePolicy: FailurePolicy,
   answerers: Answerers,
   operatorNamespace: string | undefined,
+  exceptions?: { excusing: Excusing; observer: WebhookObserver },
 ): (request: AdmissionRequest) => Decision | Promise<Decision> {
   const ref = spec.handler!;
   // Its matchConditions all go to the API server: compiled here only to be refused on apply if they cannot work there.
@@ -329,7 +347,9 @@ function compileHandler(
         evaluateAuthorizing(answerers, (session) =>
           side.call(handler, request, parsed.config, { ...view, authorize: (checks) => session.decideAll(checks), restMappings: (kinds) => session.restMappings(kinds) }),
         )
-    : (request: AdmissionRequest) => side.call(handler, request, parsed.config, view);
+    : exceptions && handler === podSecurity
+      ? excusedPodSecurity(parsed.config as PodSecurityConfig, view, exceptions)
+      : (request: AdmissionRequest) => side.call(handler, request, parsed.config, view);
   // Before its caches have synced a handler is not run on a partial list: the request waits for
   // them a little, then is refused as the in-tree plugins refuse it, by failurePolicy.
   const notReady = (request: AdmissionRequest) => errored(forbiddenMessage(request, NOT_READY), failurePolicy);

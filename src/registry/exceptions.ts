@@ -7,7 +7,7 @@
  * policy/engine/rules.ts's; whether one is well-formed and allowed is api/exceptions.ts's. No I/O.
  */
 import type { AdmissionRequest } from '../api/admission-review.ts';
-import { exceptionRef, expiryOf, matchesRequest, suiteRefusal, type AdmissionException } from '../api/exceptions.ts';
+import { exceptionRef, expiryOf, imageListed, matchesRequest, suiteRefusal, type AdmissionException } from '../api/exceptions.ts';
 import type { AdmissionSuite } from '../api/types.ts';
 
 /** What changed: an exception written (or rewritten), or one deleted. */
@@ -19,6 +19,8 @@ interface Entry {
   expiresAt: number;
   /** The validation indexes it excuses; undefined: every one. */
   validations?: ReadonlySet<number>;
+  /** For a PodSecurity webhook: the controls it lets through, and the images it is limited to. Set, it excuses no CEL validation. */
+  podSecurity?: { controls: ReadonlySet<string>; images?: readonly string[] };
 }
 
 /** What a request's evaluation asks while it decides (RulesContext.excuse), and what it used. */
@@ -27,11 +29,27 @@ export interface Excuse {
   covers(index: number): boolean;
   /** The exception that lets a failure of the validation at `index` through (recorded as used), if one does. */
   coveredBy(index: number): AdmissionException | undefined;
+  /**
+   * Whether a failure of the PodSecurity control `control` is let through (then recorded as used);
+   * `images`: those of the containers the failure names, undefined when it names the pod's own
+   * fields (then only an exception without images lets it through).
+   */
+  coversControl(control: string, images: readonly string[] | undefined): boolean;
   /** The exceptions that let a failure through, in the order first used. */
   readonly used: AdmissionException[];
 }
 
 const webhookKey = (suite: string, webhook: string) => `${suite}\n${webhook}`;
+
+/** What a stored exception lets through a PodSecurity webhook, read defensively (one written past a stopped operator is not trusted to be well-formed). */
+function podSecurityOf(exception: AdmissionException): Entry['podSecurity'] {
+  const podSecurity = exception.spec.podSecurity as unknown;
+  if (!podSecurity || typeof podSecurity !== 'object') return undefined;
+  const { controls, images } = podSecurity as { controls?: unknown; images?: unknown };
+  const strings = (value: unknown) => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []);
+  // Images set but none readable: it lets nothing through, rather than every image.
+  return { controls: new Set(strings(controls)), ...(images !== undefined ? { images: strings(images) } : {}) };
+}
 
 export class ExceptionStore {
   /** suite\nwebhook -> namespace/name -> entry. */
@@ -50,9 +68,10 @@ export class ExceptionStore {
     if (expiresAt !== undefined && typeof exception.spec.suite === 'string' && typeof exception.spec.webhook === 'string') {
       const key = webhookKey(exception.spec.suite, exception.spec.webhook);
       const validations = Array.isArray(exception.spec.validations) ? new Set(exception.spec.validations) : undefined;
+      const podSecurity = podSecurityOf(exception);
       let entries = this.byWebhook.get(key);
       if (!entries) this.byWebhook.set(key, (entries = new Map()));
-      entries.set(ref, { exception, expiresAt, ...(validations ? { validations } : {}) });
+      entries.set(ref, { exception, expiresAt, ...(validations ? { validations } : {}), ...(podSecurity ? { podSecurity } : {}) });
       this.filed.set(ref, key);
     }
     for (const listener of this.listeners) listener({ exception });
@@ -111,12 +130,15 @@ export class ExceptionStore {
     if (!covering || suiteRefusal(suite, context.namespaceLabels(namespace)) !== undefined) return undefined;
     const found = covering;
     const used: AdmissionException[] = [];
-    const coveredBy = (index: number) => {
-      const entry = found.find((e) => !e.validations || e.validations.has(index));
+    const use = (entry: Entry | undefined) => {
       if (entry && !used.includes(entry.exception)) used.push(entry.exception);
       return entry?.exception;
     };
-    return { used, coveredBy, covers: (index) => coveredBy(index) !== undefined };
+    // An exception written for PodSecurity's controls excuses no CEL validation (it is refused on apply for such a webhook anyway).
+    const coveredBy = (index: number) => use(found.find((e) => !e.podSecurity && (!e.validations || e.validations.has(index))));
+    const coversControl = (control: string, images: readonly string[] | undefined) =>
+      use(found.find((e) => e.podSecurity?.controls.has(control) && (!e.podSecurity.images || (images !== undefined && images.length > 0 && images.every((image) => imageListed(e.podSecurity!.images!, image)))))) !== undefined;
+    return { used, coveredBy, covers: (index) => coveredBy(index) !== undefined, coversControl };
   }
 
   private unfile(ref: string): void {

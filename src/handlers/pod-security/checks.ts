@@ -17,6 +17,12 @@ export interface CheckResult {
   allowed: boolean;
   forbiddenReason?: string;
   forbiddenDetail?: string;
+  /**
+   * The containers (by name) a failure is about, when it is about containers only; unset when the
+   * pod itself is at fault (its securityContext, volumes, annotations, host namespaces). An
+   * AdmissionException limited to images lets a failure through only when it can say which.
+   */
+  containers?: string[];
 }
 export type CheckPod = (meta: Meta, spec: Spec) => CheckResult;
 
@@ -34,7 +40,18 @@ export interface Check {
 }
 
 export const ALLOWED: CheckResult = { allowed: true };
-export const forbidden = (forbiddenReason: string, forbiddenDetail: string): CheckResult => ({ allowed: false, forbiddenReason, forbiddenDetail });
+export const forbidden = (forbiddenReason: string, forbiddenDetail: string, containers?: string[]): CheckResult =>
+  containers ? { allowed: false, forbiddenReason, forbiddenDetail, containers } : { allowed: false, forbiddenReason, forbiddenDetail };
+
+/**
+ * The control a check belongs to, as an AdmissionException names it (spec.podSecurity.controls):
+ * its ID without the level suffix, so `capabilities` is baseline's check and the restricted one
+ * that replaces it.
+ */
+export const controlOf = (checkId: string) => checkId.replace(/_(baseline|restricted)$/, '');
+
+/** Whether a failure of `control` about `containers` (unset: the pod's own) is let through (an AdmissionException). */
+export type ExcusesControl = (control: string, containers: string[] | undefined) => boolean;
 
 // helpers.go -------------------------------------------------------------------------------------
 
@@ -95,11 +112,17 @@ export class Evaluator {
   readonly maxMinor: number;
   private readonly baseline = new Map<number, CheckPod[]>();
   private readonly restricted = new Map<number, CheckPod[]>();
+  /** The control of each check, in the same order as the lists above (asked only under an exception). */
+  private readonly baselineControls = new Map<number, string[]>();
+  private readonly restrictedControls = new Map<number, string[]>();
+  /** Every control of the checks, once each. */
+  readonly controls: ReadonlySet<string>;
 
   constructor(checks: Check[]) {
     this.maxMinor = Math.max(...checks.map((c) => c.versions[c.versions.length - 1]!.minimumVersion));
     const ordered = [...checks.filter((c) => c.level === 'baseline').map((c) => c.id).sort(byBytes), ...checks.filter((c) => c.level === 'restricted').map((c) => c.id).sort(byBytes)];
     const byId = new Map(checks.map((c) => [c.id, c]));
+    this.controls = new Set(checks.map((c) => controlOf(c.id)));
     for (let minor = 0; minor <= this.maxMinor; minor++) {
       const active = new Map<string, VersionedCheck>();
       for (const check of checks) {
@@ -107,20 +130,35 @@ export class Evaluator {
         if (revision) active.set(check.id, revision);
       }
       const overridden = new Set([...active].filter(([id]) => byId.get(id)!.level === 'restricted').flatMap(([, v]) => v.overrideCheckIDs ?? []));
-      const pick = (keep: (id: string) => boolean) => ordered.filter((id) => active.has(id) && keep(id)).map((id) => active.get(id)!.checkPod);
-      this.baseline.set(minor, pick((id) => byId.get(id)!.level === 'baseline'));
-      this.restricted.set(minor, pick((id) => byId.get(id)!.level === 'restricted' || !overridden.has(id)));
+      const pick = (keep: (id: string) => boolean) => ordered.filter((id) => active.has(id) && keep(id));
+      const baseline = pick((id) => byId.get(id)!.level === 'baseline');
+      const restricted = pick((id) => byId.get(id)!.level === 'restricted' || !overridden.has(id));
+      this.baseline.set(minor, baseline.map((id) => active.get(id)!.checkPod));
+      this.restricted.set(minor, restricted.map((id) => active.get(id)!.checkPod));
+      this.baselineControls.set(minor, baseline.map(controlOf));
+      this.restrictedControls.set(minor, restricted.map(controlOf));
     }
   }
 
   evaluate(lv: LevelVersion, meta: Meta, spec: Spec): CheckResult[] {
     if (lv.level === 'privileged') return [];
-    const minor = lv.version.latest ? this.maxMinor : Math.min(lv.version.minor, this.maxMinor);
-    const checks = (lv.level === 'baseline' ? this.baseline : this.restricted).get(minor) ?? [];
+    const checks = (lv.level === 'baseline' ? this.baseline : this.restricted).get(this.minorOf(lv)) ?? [];
     return checks.map((check) => check(meta, spec));
   }
 
-  aggregate(lv: LevelVersion, meta: Meta, spec: Spec): AggregateResult {
-    return aggregateResults(this.evaluate(lv, meta, spec));
+  /**
+   * The failures of the level, but those `excuses` lets through (an AdmissionException's
+   * controls). `excuses` is asked only of a failing check, and only when an exception covers the
+   * request: without one, this is the upstream aggregation and nothing more.
+   */
+  aggregate(lv: LevelVersion, meta: Meta, spec: Spec, excuses?: ExcusesControl): AggregateResult {
+    const results = this.evaluate(lv, meta, spec);
+    if (!excuses || lv.level === 'privileged') return aggregateResults(results);
+    const controls = (lv.level === 'baseline' ? this.baselineControls : this.restrictedControls).get(this.minorOf(lv)) ?? [];
+    return aggregateResults(results.filter((r, i) => r.allowed || !excuses(controls[i]!, r.containers)));
+  }
+
+  private minorOf(lv: LevelVersion): number {
+    return lv.version.latest ? this.maxMinor : Math.min(lv.version.minor, this.maxMinor);
   }
 }

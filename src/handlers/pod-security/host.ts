@@ -34,6 +34,7 @@ const hostPorts1_0: CheckPod = (_meta, spec) => {
   return forbidden(
     'hostPort',
     `${containersNamed(bad)} ${pluralize('uses', 'use', bad.length)} ${pluralize('hostPort', 'hostPorts', distinct.length)} ${distinct.join(', ')}`,
+    bad,
   );
 };
 
@@ -59,6 +60,7 @@ const hostProbesAndHostLifecycle1_34: CheckPod = (_meta, spec) => {
   return forbidden(
     'probe or lifecycle host',
     `${containersNamed(containers)} ${pluralize('uses', 'use', containers.length)} ${pluralize('probe or lifecycle host', 'probe or lifecycle hosts', distinct.length)} ${joinQuote(distinct)}`,
+    containers,
   );
 };
 
@@ -67,8 +69,9 @@ const windowsHostProcess1_0: CheckPod = (_meta, spec) => {
   visitContainers(spec, (c) => {
     if (c.securityContext?.windowsOptions?.hostProcess === true) bad.push(nameOf(c));
   });
-  const setters = [...(spec.securityContext?.windowsOptions?.hostProcess === true ? ['pod'] : []), ...(bad.length ? [containersNamed(bad)] : [])];
-  return setters.length ? forbidden('hostProcess', `${setters.join(' and ')} must not set securityContext.windowsOptions.hostProcess=true`) : ALLOWED;
+  const pod = spec.securityContext?.windowsOptions?.hostProcess === true;
+  const setters = [...(pod ? ['pod'] : []), ...(bad.length ? [containersNamed(bad)] : [])];
+  return setters.length ? forbidden('hostProcess', `${setters.join(' and ')} must not set securityContext.windowsOptions.hostProcess=true`, pod ? undefined : bad) : ALLOWED;
 };
 
 const SYSCTLS_1_0 = ['kernel.shm_rmid_forced', 'net.ipv4.ip_local_port_range', 'net.ipv4.tcp_syncookies', 'net.ipv4.ping_group_range', 'net.ipv4.ip_unprivileged_port_start'];

@@ -11,7 +11,7 @@ const privileged1_0: CheckPod = (_meta, spec) => {
   visitContainers(spec, (c) => {
     if (c.securityContext?.privileged === true) bad.push(nameOf(c));
   });
-  return bad.length ? forbidden('privileged', `${containersNamed(bad)} must not set securityContext.privileged=true`) : ALLOWED;
+  return bad.length ? forbidden('privileged', `${containersNamed(bad)} must not set securityContext.privileged=true`, bad) : ALLOWED;
 };
 
 const allowPrivilegeEscalation1_8: CheckPod = (_meta, spec) => {
@@ -19,7 +19,7 @@ const allowPrivilegeEscalation1_8: CheckPod = (_meta, spec) => {
   visitContainers(spec, (c) => {
     if (c.securityContext?.allowPrivilegeEscalation !== false) bad.push(nameOf(c));
   });
-  return bad.length ? forbidden('allowPrivilegeEscalation != false', `${containersNamed(bad)} must set securityContext.allowPrivilegeEscalation=false`) : ALLOWED;
+  return bad.length ? forbidden('allowPrivilegeEscalation != false', `${containersNamed(bad)} must set securityContext.allowPrivilegeEscalation=false`, bad) : ALLOWED;
 };
 const allowPrivilegeEscalation1_25: CheckPod = (meta, spec) => (isWindows(spec) ? ALLOWED : allowPrivilegeEscalation1_8(meta, spec));
 
@@ -39,7 +39,7 @@ const capabilitiesBaseline1_0: CheckPod = (_meta, spec) => {
     }
   });
   return bad.length
-    ? forbidden('non-default capabilities', `${containersNamed(bad)} must not include ${joinQuote(sortedSet(nonDefault))} in securityContext.capabilities.add`)
+    ? forbidden('non-default capabilities', `${containersNamed(bad)} must not include ${joinQuote(sortedSet(nonDefault))} in securityContext.capabilities.add`, bad)
     : ALLOWED;
 };
 
@@ -63,7 +63,7 @@ const capabilitiesRestricted1_22: CheckPod = (_meta, spec) => {
   const details: string[] = [];
   if (missingDropAll.length) details.push(`${containersNamed(missingDropAll)} must set securityContext.capabilities.drop=["ALL"]`);
   if (addingForbidden.length) details.push(`${containersNamed(addingForbidden)} must not include ${joinQuote(sortedSet(forbiddenCapabilities))} in securityContext.capabilities.add`);
-  return details.length ? forbidden('unrestricted capabilities', details.join('; ')) : ALLOWED;
+  return details.length ? forbidden('unrestricted capabilities', details.join('; '), [...missingDropAll, ...addingForbidden]) : ALLOWED;
 };
 const capabilitiesRestricted1_25: CheckPod = (meta, spec) => (isWindows(spec) ? ALLOWED : capabilitiesRestricted1_22(meta, spec));
 

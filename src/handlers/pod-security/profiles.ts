@@ -35,6 +35,8 @@ const appArmorProfile1_0: CheckPod = (meta, spec) => {
     }
   });
   if (bad.length) setters.push(containersNamed(bad));
+  // Only the containers' own fields at fault name containers alone.
+  const containersOnly = setters.length === 1 && bad.length > 0;
   const annotations = annotationsOf(meta)
     .filter(([k, v]) => k.startsWith(APPARMOR_ANNOTATION_PREFIX) && !allowedAppArmorAnnotation(v))
     .map(([k, v]) => `${k}=${goQuote(v)}`)
@@ -45,6 +47,7 @@ const appArmorProfile1_0: CheckPod = (meta, spec) => {
   return forbidden(
     pluralize('forbidden AppArmor profile', 'forbidden AppArmor profiles', values.length),
     `${setters.join(' and ')} must not set AppArmor profile type to ${joinQuote(values)}`,
+    containersOnly && !annotations.length ? bad : undefined,
   );
 };
 
@@ -93,18 +96,19 @@ function seccompSetters(spec: Record<string, any>) {
     } else if (!podSet) implicit.push(nameOf(c));
   });
   if (bad.length) setters.push(containersNamed(bad));
-  return { setters, badValues: sortedSet(badValues), implicit };
+  // The pod's own profile at fault: no container to name.
+  return { setters, badValues: sortedSet(badValues), implicit, containers: setters[0] === 'pod' ? undefined : bad };
 }
 
 const seccompProfileBaseline1_19: CheckPod = (_meta, spec) => {
-  const { setters, badValues } = seccompSetters(spec);
-  return setters.length ? forbidden('seccompProfile', `${setters.join(' and ')} must not set securityContext.seccompProfile.type to ${joinQuote(badValues)}`) : ALLOWED;
+  const { setters, badValues, containers } = seccompSetters(spec);
+  return setters.length ? forbidden('seccompProfile', `${setters.join(' and ')} must not set securityContext.seccompProfile.type to ${joinQuote(badValues)}`, containers) : ALLOWED;
 };
 
 const seccompProfileRestricted1_19: CheckPod = (_meta, spec) => {
-  const { setters, badValues, implicit } = seccompSetters(spec);
-  if (setters.length) return forbidden('seccompProfile', `${setters.join(' and ')} must not set securityContext.seccompProfile.type to ${joinQuote(badValues)}`);
-  if (implicit.length) return forbidden('seccompProfile', `pod or ${containersNamed(implicit)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"`);
+  const { setters, badValues, implicit, containers } = seccompSetters(spec);
+  if (setters.length) return forbidden('seccompProfile', `${setters.join(' and ')} must not set securityContext.seccompProfile.type to ${joinQuote(badValues)}`, containers);
+  if (implicit.length) return forbidden('seccompProfile', `pod or ${containersNamed(implicit)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"`, implicit);
   return ALLOWED;
 };
 const seccompProfileRestricted1_25: CheckPod = (meta, spec) => (isWindows(spec) ? ALLOWED : seccompProfileRestricted1_19(meta, spec));
@@ -152,7 +156,7 @@ function seLinuxOptions(allowedTypes: string[]): CheckPod {
     if (types.length) data.push(`${pluralize('type', 'types', types.length)} ${joinQuote(types)}`);
     if (setUser) data.push('user may not be set');
     if (setRole) data.push('role may not be set');
-    return forbidden('seLinuxOptions', `${setters.join(' and ')} set forbidden securityContext.seLinuxOptions: ${data.join('; ')}`);
+    return forbidden('seLinuxOptions', `${setters.join(' and ')} set forbidden securityContext.seLinuxOptions: ${data.join('; ')}`, setters[0] === 'pod' ? undefined : bad);
   };
 }
 
@@ -167,7 +171,7 @@ const procMount1_0: CheckPod = (_meta, spec) => {
     bad.push(nameOf(c));
     types.push(String(procMount));
   });
-  return bad.length ? forbidden('procMount', `${containersNamed(bad)} must not set securityContext.procMount to ${joinQuote(sortedSet(types))}`) : ALLOWED;
+  return bad.length ? forbidden('procMount', `${containersNamed(bad)} must not set securityContext.procMount to ${joinQuote(sortedSet(types))}`, bad) : ALLOWED;
 };
 const procMount1_35Baseline: CheckPod = (meta, spec) => (inUserNamespace(spec) ? ALLOWED : procMount1_0(meta, spec));
 

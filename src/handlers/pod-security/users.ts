@@ -22,8 +22,9 @@ const runAsNonRoot1_0: CheckPod = (_meta, spec) => {
     } else if (!podNonRoot) implicit.push(nameOf(c));
   });
   if (explicit.length) setters.push(containersNamed(explicit));
-  if (setters.length) return forbidden('runAsNonRoot != true', `${setters.join(' and ')} must not set securityContext.runAsNonRoot=false`);
-  if (implicit.length) return forbidden('runAsNonRoot != true', `pod or ${containersNamed(implicit)} must set securityContext.runAsNonRoot=true`);
+  // The pod's own setting at fault: no container to name.
+  if (setters.length) return forbidden('runAsNonRoot != true', `${setters.join(' and ')} must not set securityContext.runAsNonRoot=false`, podValue === false ? undefined : explicit);
+  if (implicit.length) return forbidden('runAsNonRoot != true', `pod or ${containersNamed(implicit)} must set securityContext.runAsNonRoot=true`, implicit);
   return ALLOWED;
 };
 const runAsNonRoot1_35: CheckPod = (meta, spec) => (inUserNamespace(spec) ? ALLOWED : runAsNonRoot1_0(meta, spec));
@@ -36,7 +37,7 @@ const runAsUser1_23: CheckPod = (_meta, spec) => {
     if (c.securityContext?.runAsUser === 0) bad.push(nameOf(c));
   });
   if (bad.length) setters.push(containersNamed(bad));
-  return setters.length ? forbidden('runAsUser=0', `${setters.join(' and ')} must not set runAsUser=0`) : ALLOWED;
+  return setters.length ? forbidden('runAsUser=0', `${setters.join(' and ')} must not set runAsUser=0`, setters[0] === 'pod' ? undefined : bad) : ALLOWED;
 };
 const runAsUser1_35: CheckPod = (meta, spec) => (inUserNamespace(spec) ? ALLOWED : runAsUser1_23(meta, spec));
 
