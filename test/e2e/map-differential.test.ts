@@ -3,8 +3,9 @@
  * writes them (`patchType: JSONPatch`, `jsonPatch.expression` of `JSONPatch{...}` values), are
  * installed twice: as the API server's own MutatingAdmissionPolicy + binding scoped to namespace
  * map-diff-native, and, pasted unchanged, as a Mutating webhook of the suite `map-diff` scoped to
- * map-diff-hook (both by the row's object label too). The same dry-run creates of ConfigMaps go
- * to both; the objects the API server returns must be the same field for field (but name,
+ * map-diff-hook (both by the row's object label too), and, for the rows a team may write (no
+ * params, failurePolicy Fail), as a team's AdmissionPolicy in map-diff-team (the tenant workers).
+ * The same dry-run creates of ConfigMaps go to each; the objects the API server returns must be the same field for field (but name,
  * namespace, uid, resourceVersion, creationTimestamp and managedFields), and a refusal the same
  * code and the policy's own words (each side's wrapper taken off). The native MAP is the oracle:
  * no expected object is typed by hand. On an API server that serves no MAP v1 (1.35), the suite's
@@ -20,12 +21,16 @@ import { ensureNamespace } from '../support/objects.ts';
 import { rawRequest } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
 import { apply, deleteIfExists } from '../../src/apiserver/client.ts';
+import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy } from '../../src/api/types.ts';
 import type { FailurePolicy, MatchCondition, Mutation, Variable, WebhookSpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/manager/operator.ts';
+import { NAMESPACED } from '../../src/api/names.ts';
 
 const NATIVE_NS = 'map-diff-native';
 const HOOK_NS = 'map-diff-hook';
 const PARAMS_NS = 'map-diff-params';
+/** Where the rows a team may write are its AdmissionPolicies, one each. */
+const TEAM_NS = 'map-diff-team';
 const SUITE = 'map-diff';
 const ROW_LABEL = 'map-diff-row';
 const MAP_API = 'admissionregistration.k8s.io/v1';
@@ -179,8 +184,34 @@ function suiteWebhook(row: Row): WebhookSpec {
   } as WebhookSpec;
 }
 
-/** Each side's wrapper: the MAP's (whatever names its policy and binding) and the webhook's. */
-const WRAPPERS = [/^(?:\S+ "[^"]*" is (?:forbidden|invalid): )?(?:MutatingAdmissionPolicy|policy) '[^']*' with binding '[^']*' denied request: /, /^admission webhook "[^"]*" denied the request: /];
+/** A team's AdmissionPolicy has neither params (its author's rights to read them are another test's) nor a failurePolicy (a cluster admin's). */
+const teamRow = (row: Row) => !row.params && row.failurePolicy === undefined;
+const policies = { group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: TEAM_NS };
+
+/**
+ * The writer, named as the policy's author: the install's guard records it itself where the API
+ * server serves MAP v1, and on an older one (1.35) holds the writer to name themself.
+ */
+async function writer(): Promise<Record<string, string>> {
+  const review = await rawRequest('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+  const { username, groups } = (review.body.status as { userInfo: { username: string; groups?: string[] } }).userInfo;
+  return { [NAMESPACED.authorAnnotation]: username, [NAMESPACED.authorGroupsAnnotation]: (groups ?? []).join(',') };
+}
+
+function teamPolicy(row: Row, author: Record<string, string> = {}) {
+  const spec = {
+    type: 'Mutating',
+    rules: [configmaps],
+    objectSelector: { matchLabels: { [ROW_LABEL]: row.name } },
+    ...(row.matchConditions ? { matchConditions: row.matchConditions } : {}),
+    ...(row.variables ? { variables: row.variables } : {}),
+    mutations: row.mutations,
+  };
+  return { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionPolicy', metadata: { name: row.name, namespace: TEAM_NS, annotations: author }, spec };
+}
+
+/** Each side's wrapper, in the order they are taken off: the MAP's (whatever names its policy and binding), the webhook's, then the name of the AdmissionPolicy that refused. */
+const WRAPPERS = [/^(?:\S+ "[^"]*" is (?:forbidden|invalid): )?(?:MutatingAdmissionPolicy|policy) '[^']*' with binding '[^']*' denied request: /, /^admission webhook "[^"]*" denied the request: /, /^AdmissionPolicy [a-z0-9-]+: /];
 
 interface Outcome {
   status: number;
@@ -213,7 +244,7 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
     native = await servesMapV1();
     // the oracle is never lost quietly: the newest (and any 1.36+) serves MAP v1, 1.35 does not
     expect(native, `MutatingAdmissionPolicy v1 served by ${KUBE_VERSION ?? 'the newest'}`).to.equal(KUBE_VERSION === undefined || Number(KUBE_VERSION.split('.')[1]) >= 36);
-    for (const ns of [NATIVE_NS, HOOK_NS, PARAMS_NS]) await ensureNamespace(ns);
+    for (const ns of [NATIVE_NS, HOOK_NS, PARAMS_NS, TEAM_NS]) await ensureNamespace(ns);
     for (const row of ROWS) {
       if (row.params) await apply(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace: PARAMS_NS }, data: row.params });
       if (native) for (const object of nativePolicy(row)) await apply(kube, object);
@@ -222,9 +253,22 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
     await waitForSuiteValidation(operator);
     await createSuite(SUITE, { webhooks: ROWS.map(suiteWebhook) });
     await waitForCondition(SUITE, 'Ready', 'True');
+    const author = await writer();
+    for (const row of ROWS.filter(teamRow)) {
+      const body = teamPolicy(row, author);
+      await deleteIfExists(kube, body);
+      await kube.custom.createNamespacedCustomObject({ ...policies, body });
+      await eventually(
+        async () => {
+          const policy = (await kube.custom.getNamespacedCustomObject({ ...policies, name: row.name })) as AdmissionPolicy;
+          expect(policy.status?.conditions?.find((c) => c.type === 'Ready')?.status, JSON.stringify(policy.status)).to.equal('True');
+        },
+        { what: `AdmissionPolicy ${row.name} Ready` },
+      );
+    }
     // each side enforces each row once a create there comes back changed or refused
     for (const row of ROWS) {
-      for (const ns of native ? [NATIVE_NS, HOOK_NS] : [HOOK_NS]) {
+      for (const ns of [...(native ? [NATIVE_NS] : []), HOOK_NS, ...(teamRow(row) ? [TEAM_NS] : [])]) {
         await eventually(
           async () => {
             const outcomes = await Promise.all(row.cases.map((c) => create(row, c, ns)));
@@ -239,9 +283,10 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
   });
 
   after(async function () {
-    await deleteSuite(SUITE);
-    await operator?.stop();
     const { kube } = cluster();
+    await deleteSuite(SUITE);
+    for (const row of ROWS.filter(teamRow)) await deleteIfExists(kube, teamPolicy(row));
+    await operator?.stop();
     for (const row of ROWS) {
       if (native) for (const kind of ['MutatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy']) await deleteIfExists(kube, { apiVersion: MAP_API, kind, metadata: { name: policyName(row) } });
       if (row.params) await deleteIfExists(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace: PARAMS_NS } });
@@ -249,18 +294,22 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
   });
 
   for (const row of ROWS) {
-    it(`${row.name}: each create's object, or refusal, as the native MAP's`, async function () {
+    it(`${row.name}: each create's object, or refusal, as the native MAP's, by a suite${teamRow(row) ? ' and by an AdmissionPolicy' : ''}`, async function () {
       const hook: Outcome[] = [];
       for (const c of row.cases) hook.push(await create(row, c, HOOK_NS));
+      const team: Outcome[] = [];
+      if (teamRow(row)) for (const c of row.cases) team.push(await create(row, c, TEAM_NS));
       if (!native) {
         // no oracle on this API server: the suite still mutates or refuses where the row does
         const plain = await Promise.all(row.cases.map((c) => create({ ...row, name: `${row.name}-off` }, c, HOOK_NS)));
         expect(hook.some((o, i) => o.status >= 300 || JSON.stringify(withoutRowLabel(o.result)) !== JSON.stringify(withoutRowLabel(plain[i]!.result)))).to.equal(true);
+        if (teamRow(row)) expect(team, 'the AdmissionPolicy').to.deep.equal(hook);
         return;
       }
       const map: Outcome[] = [];
       for (const c of row.cases) map.push(await create(row, c, NATIVE_NS));
-      expect(hook, JSON.stringify(map)).to.deep.equal(map);
+      expect(hook, `the suite; the MAP: ${JSON.stringify(map)}`).to.deep.equal(map);
+      if (teamRow(row)) expect(team, `the AdmissionPolicy; the MAP: ${JSON.stringify(map)}`).to.deep.equal(map);
     });
   }
 });
