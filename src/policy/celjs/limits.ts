@@ -44,23 +44,73 @@ export class CelLimitError extends Error {
 
 export type Token = { kind: string; start: number; end: number };
 
-/** What the lexer below cannot follow: a syntax error, for cel-js to report. */
-export class Syntax extends Error {}
+/**
+ * What the lexer or recognizer below cannot follow: a syntax error. `at` is the offending token's
+ * index and `want` what the grammar wanted there (an operand, an identifier, `eof` or a closing
+ * token), which syntax-errors.ts words as ANTLR does.
+ */
+export class Syntax extends Error {
+  readonly at: number;
+  readonly want: string;
+  constructor(at = -1, want = '') {
+    super('syntax error');
+    this.at = at;
+    this.want = want;
+  }
+}
+
+/**
+ * A character sequence CEL.g4's lexer has no token for, as ANTLR's lexer reports it: `start` of
+ * the failed token, `end` past the character it failed at (included in the reported text); lexing
+ * resumes at `end`.
+ */
+export interface LexError {
+  start: number;
+  end: number;
+}
 
 const PUNCTUATION = ['==', '!=', '<=', '>=', '&&', '||', '<', '>', '[', ']', '{', '}', '(', ')', '.', ',', '-', '!', '?', ':', '+', '*', '/', '%'];
 const RELATIONS = new Set(['<', '<=', '>=', '>', '==', '!=', 'in']);
 const LITERAL_WORDS = new Set(['true', 'false', 'null']);
+/** The token kinds an operand may begin with. */
+export const STARTS_OPERAND: ReadonlySet<string> = new Set(['literal', 'ident', '[', '{', '(', '.', '-', '!']);
 const isDigit = (c: string | undefined) => c !== undefined && c >= '0' && c <= '9';
 const isHex = (c: string | undefined) => c !== undefined && /[0-9a-fA-F]/.test(c);
 const isIdentStart = (c: string | undefined) => c !== undefined && /[A-Za-z_]/.test(c);
 const isIdentPart = (c: string | undefined) => c !== undefined && /[A-Za-z0-9_]/.test(c);
 
-/** CEL.g4's lexer, as far as finding each token's kind and end takes: iterative, linear (also rewrite.ts'). */
-export function tokenize(s: string): Token[] {
+/** Where an escape sequence at `j` (a backslash) fails CEL.g4's ESC_SEQ: the failing offset, or -1 when it is whole. */
+function badEscape(s: string, j: number): number {
+  const c = s[j + 1];
+  if (c === undefined) return -1; // the string is unterminated: reported as such
+  if ('abfnrtv"\'\\?`'.includes(c)) return -1;
+  const run = (from: number, count: number, ok: (ch: string | undefined) => boolean): number => {
+    for (let k = from; k < from + count; k++) if (!ok(s[k])) return s[k] === undefined ? -1 : k;
+    return -1;
+  };
+  if (c === 'x' || c === 'X') return run(j + 2, 2, isHex);
+  if (c === 'u') return run(j + 2, 4, isHex);
+  if (c === 'U') return run(j + 2, 8, isHex);
+  if (c >= '0' && c <= '3') return run(j + 2, 2, (ch) => ch !== undefined && ch >= '0' && ch <= '7');
+  return j + 1;
+}
+
+/**
+ * CEL.g4's lexer, as far as finding each token's kind and end takes: iterative, linear (also
+ * rewrite.ts'). Throws Syntax where it cannot follow, or, given `errors`, records each failure as
+ * ANTLR's lexer does (the text up to the failing character) and resumes past it, as cel-go's does.
+ */
+export function tokenize(s: string, errors?: LexError[]): Token[] {
   const tokens: Token[] = [];
   let i = 0;
   const n = s.length;
-  while (i < n) {
+  const fail = (start: number, at: number): void => {
+    if (!errors) throw new Syntax();
+    const end = Math.min(at + 1, n);
+    errors.push({ start, end });
+    i = end;
+  };
+  scan: while (i < n) {
     const c = s[i]!;
     if (c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f') {
       i++;
@@ -83,13 +133,35 @@ export function tokenize(s: string): Token[] {
       const triple = s[p + 1] === q && s[p + 2] === q;
       let j = p + (triple ? 3 : 1);
       for (;;) {
-        if (j >= n) throw new Syntax();
+        if (j >= n) {
+          if (!errors) throw new Syntax();
+          if (p > i) tokens.push({ kind: 'ident', start, end: p }); // the prefix alone is an identifier
+          // `'''abc`: the longest token ANTLR accepted is the empty string, and lexing goes on after it
+          if (triple) {
+            tokens.push({ kind: 'literal', start: p, end: p + 2 });
+            i = p + 2;
+            continue scan;
+          }
+          fail(p, n);
+          continue scan;
+        }
         if (!raw && s[j] === '\\') {
+          const bad = errors ? badEscape(s, j) : -1;
+          if (bad >= 0) {
+            if (p > i) tokens.push({ kind: 'ident', start, end: p });
+            fail(p, bad);
+            continue scan;
+          }
           j += 2;
           continue;
         }
         if (triple ? s[j] === q && s[j + 1] === q && s[j + 2] === q : s[j] === q) break;
-        if (!triple && (s[j] === '\n' || s[j] === '\r')) throw new Syntax();
+        if (!triple && (s[j] === '\n' || s[j] === '\r')) {
+          if (!errors) throw new Syntax();
+          if (p > i) tokens.push({ kind: 'ident', start, end: p });
+          fail(p, j);
+          continue scan;
+        }
         j++;
       }
       i = j + (triple ? 3 : 1);
@@ -124,13 +196,20 @@ export function tokenize(s: string): Token[] {
     if (c === '`') {
       let j = i + 1;
       while (j < n && /[A-Za-z0-9_.\-/ ]/.test(s[j]!)) j++;
-      if (s[j] !== '`' || j === i + 1) throw new Syntax();
+      if (s[j] !== '`' || j === i + 1) {
+        fail(start, j);
+        continue;
+      }
       i = j + 1;
       tokens.push({ kind: 'ident', start, end: i });
       continue;
     }
     const op = PUNCTUATION.find((o) => s.startsWith(o, i));
-    if (!op) throw new Syntax();
+    if (!op) {
+      // `=`, `&` and `|` start a token of two characters: ANTLR fails at the second
+      fail(start, c === '=' || c === '&' || c === '|' ? i + 1 : i);
+      continue;
+    }
     i += op.length;
     tokens.push({ kind: op, start, end: i });
   }
@@ -164,7 +243,7 @@ class Recognizer {
     return this.tokens[this.i++]!.kind;
   }
   private expect(kind: string): void {
-    if (this.next() !== kind) throw new Syntax();
+    if (this.next() !== kind) throw new Syntax(this.i - 1, kind);
   }
   private check(depth: number): void {
     if (depth > RECURSION_LIMIT) throw new CelLimitError(`expression recursion limit exceeded: ${RECURSION_LIMIT}`);
@@ -173,7 +252,7 @@ class Recognizer {
   /** The whole expression: its visitor depth. */
   start(): number {
     const depth = this.parseExpr();
-    if (this.peek() !== 'eof') throw new Syntax();
+    if (this.peek() !== 'eof') throw new Syntax(this.i, 'eof');
     return depth;
   }
 
@@ -272,7 +351,7 @@ class Recognizer {
           this.next();
           optional = true;
         }
-        if (this.next() !== 'ident') throw new Syntax();
+        if (this.next() !== 'ident') throw new Syntax(this.i - 1, optional ? 'ident?' : 'ident');
         if (!optional && this.peek() === '(') steps.push(this.parseArgs(')'));
         else steps.push(0);
       } else if (this.peek() === '[') {
@@ -300,7 +379,7 @@ class Recognizer {
     if (kind === '[') return this.parseAggregate(']', false);
     if (kind === '{') return this.parseAggregate('}', true);
     if (kind === '.' || kind === 'ident') {
-      if (kind === '.' && this.next() !== 'ident') throw new Syntax();
+      if (kind === '.' && this.next() !== 'ident') throw new Syntax(this.i - 1, 'ident');
       if (this.peek() === '(') {
         this.next();
         return this.parseArgs(')', true);
@@ -314,7 +393,7 @@ class Recognizer {
       }
       return 0;
     }
-    throw new Syntax();
+    throw new Syntax(this.i - 1, 'operand');
   }
 
   private parseArgs(close: string, opened = false): number {
@@ -335,6 +414,8 @@ class Recognizer {
     let depth = 0;
     while (this.peek() !== close) {
       if (this.peek() === '?') this.next();
+      // after a trailing comma ANTLR wants the close alone
+      else if (this.i > 0 && this.tokens[this.i - 1]!.kind === ',' && !STARTS_OPERAND.has(this.peek())) throw new Syntax(this.i, `${close}!`);
       depth = Math.max(depth, this.parseExpr());
       if (entries) {
         this.expect(':');
@@ -343,7 +424,8 @@ class Recognizer {
       if (this.peek() !== ',') break;
       this.next();
     }
-    this.expect(close);
+    // ANTLR expects either the close or another element here
+    if (this.next() !== close) throw new Syntax(this.i - 1, `${close},`);
     return depth;
   }
 
@@ -351,15 +433,23 @@ class Recognizer {
     let depth = 0;
     while (this.peek() !== '}') {
       if (this.peek() === '?') this.next();
-      if (this.next() !== 'ident') throw new Syntax();
+      if (this.next() !== 'ident') throw new Syntax(this.i - 1, 'ident');
       this.expect(':');
       depth = Math.max(depth, this.parseExpr());
       if (this.peek() !== ',') break;
       this.next();
     }
-    this.expect('}');
+    if (this.next() !== '}') throw new Syntax(this.i - 1, '},');
     return depth;
   }
+}
+
+/**
+ * Follows `tokens` (tokenize's) as CEL.g4 does: throws Syntax at the first token it cannot take,
+ * CelLimitError past the API server's bounds (syntax-errors.ts' way in).
+ */
+export function recognize(tokens: Token[]): void {
+  new Recognizer(tokens).start();
 }
 
 /** A left-associative chain's counted depth: its operands' depths, the first two under every step. */

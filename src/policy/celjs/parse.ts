@@ -26,6 +26,7 @@ import type { Environment, ParseResult } from '@marcbachmann/cel-js';
 import { forEachNode, type RawNode } from './walk.ts';
 import { AST_DEPTH_LIMIT, CelLimitError, astDepth, checkCelGoLimits } from './limits.ts';
 import { restoreQuotedFields, rewriteForCelJs } from './rewrite.ts';
+import { celGoSyntaxError } from './syntax-errors.ts';
 import { celError, Optional } from './values.ts';
 
 interface Checker {
@@ -157,7 +158,13 @@ export function parseExpression(env: Environment, source: string): ParseResult {
   // What cel-go parses and cel-js does not (quoted field names, optional entries, raw bytes, ...)
   // rewritten into what it does: rewrite.ts
   const { source: rewritten, quoted } = rewriteForCelJs(checkCelGoLimits(source));
-  const program = env.parse(rewritten);
+  let program: ParseResult;
+  try {
+    program = env.parse(rewritten);
+  } catch (err) {
+    // cel-js words a syntax error its own way, at no place: said as cel-go says it, where it is
+    throw celGoSyntaxError(source) ?? err;
+  }
   restoreQuotedFields(program.ast, quoted);
   const logic: LogicNode[] = [];
   forEachNode(program.ast, (node) => {

@@ -35,6 +35,7 @@ import { shortcutFor, type Body } from '../fast/shortcut.ts';
 import { useCelGoLogic } from '../celjs/logic.ts';
 import { useCelGoEquality } from '../celjs/equality.ts';
 import { parseExpression } from '../celjs/parse.ts';
+import { CelSyntaxError } from '../celjs/syntax-errors.ts';
 import { CODE_POINT_LIMIT } from '../celjs/limits.ts';
 
 /**
@@ -171,7 +172,8 @@ function compileExpression(
   try {
     program = parseExpression(environment, expression);
   } catch (err) {
-    throw new CompileError(field, `compilation failed: ${firstLine(err)}`);
+    // a syntax error keeps its caret lines, as the API server's does
+    throw new CompileError(field, `compilation failed: ${err instanceof CelSyntaxError ? err.message : firstLine(err)}`);
   }
   const checked = program.check();
   if (!checked.valid) throw new CompileError(field, `compilation failed: ${celGoCheckMessage(checked.error)}`);
