@@ -1,0 +1,50 @@
+/**
+ * `portcullis eval` offline with a mutation written as a MutatingAdmissionPolicy writes it (issue
+ * 53): the JSONPatch form patches the object as the operator would, and ApplyConfiguration is
+ * refused, not ignored. Owns these checks only; the engine's own are
+ * test/unit/policy/engine/map-json-patch.test.ts, the API server's comparison the MAP differential.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { runCli } from '../../support/cli.ts';
+
+const suite = (patchType: string, field: string) => `apiVersion: admission.portcullis.dev/v1alpha1
+kind: AdmissionSuite
+metadata: { name: map-form }
+spec:
+  webhooks:
+    - name: team-label
+      type: Mutating
+      rules: [{ operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps] }]
+      mutations:
+        - patchType: ${patchType}
+          ${field}:
+            expression: "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('example.com/team'), value: 'blue'}]"
+`;
+const configMap = 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: a, namespace: default, labels: { x: "1" } }\ndata: { k: v }\n';
+
+describe('portcullis eval: MutatingAdmissionPolicy mutations', function () {
+  this.timeout(30_000);
+  let dir: string;
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-map-'));
+    fs.writeFileSync(path.join(dir, 'cm.yaml'), configMap);
+    fs.writeFileSync(path.join(dir, 'json-patch.yaml'), suite('JSONPatch', 'jsonPatch'));
+    fs.writeFileSync(path.join(dir, 'apply-configuration.yaml'), suite('ApplyConfiguration', 'applyConfiguration'));
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('patches the object with a JSONPatch mutation', async function () {
+    const result = await runCli(['eval', '--suite', path.join(dir, 'json-patch.yaml'), '--object', path.join(dir, 'cm.yaml')]);
+    expect(result.code, result.stderr).to.equal(0);
+    expect(JSON.parse(result.stdout).patchedObject.metadata.labels).to.deep.equal({ x: '1', 'example.com/team': 'blue' });
+  });
+
+  it('refuses an ApplyConfiguration mutation as not supported yet', async function () {
+    const result = await runCli(['eval', '--suite', path.join(dir, 'apply-configuration.yaml'), '--object', path.join(dir, 'cm.yaml')]);
+    expect(result.code).to.equal(1);
+    expect(result.stderr).to.contain('spec.webhooks[0].mutations[0].patchType: ApplyConfiguration is not supported yet');
+  });
+});
