@@ -42,6 +42,12 @@ describe('policy: MutatingAdmissionPolicy JSONPatch mutations', function () {
     const spec = { name: 'w', type: 'Mutating', rules: [], mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{}' } }] } as unknown as WebhookSpec;
     expect(() => compileRules('s', spec, 'spec.webhooks[0]', 'Fail')).to.throw('spec.webhooks[0].mutations[0].patchType: ApplyConfiguration is not supported yet');
   });
+  it('charges the expression to the policy\'s cost budget, as a team\'s validations are charged', function () {
+    const spec = webhook("object.items.map(i, JSONPatch{op: 'add', path: '/data/k' + string(i), value: 'x'})");
+    const many = { uid: 'u', operation: 'CREATE', object: { metadata: { name: 'a' }, data: {}, items: Array.from({ length: 1000 }, (_, i) => i) } } as unknown as AdmissionRequest;
+    expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 1000, strictCost: true })(many)).to.deep.include({ allowed: false, message: 'validation failed due to running out of cost budget, no further validation rules will be run' });
+    expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 10_000_000, strictCost: true })(many)).to.have.property('allowed', true);
+  });
   it('refuses a list of anything but JSONPatch values', function () {
     expect(admit("[{'op': 'add', 'path': '/x', 'value': 1}]")).to.deep.include({ allowed: false, message: 'type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of map' });
   });
