@@ -27,7 +27,7 @@ import { loadKubeConfig } from '../src/apiserver/client.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type AdmissionSuite } from '../src/api/types.ts';
 import { admitPath, tlsSecretName } from '../src/api/names.ts';
 import { DEFAULTS } from '../src/config.ts';
-import { servingNames } from '../src/controller/desired.ts';
+import { servingNames } from '../src/desired/objects.ts';
 import { OPERATOR_NODE_FLAGS } from '../src/admission/v8-tuning.ts';
 import { requestFor } from '../test/fixtures/reviews.ts';
 import { pool } from '../test/support/wait.ts';

@@ -1,7 +1,7 @@
 /**
  * api: where a suite's webhook is enforced (`enforcement`: Webhook, Native or Auto), and what
  * keeps a webhook from being enforced natively by the API server, each obstacle naming its field.
- * Pure data on the spec: validate.ts refuses a Native webhook with obstacles, native/compile.ts
+ * Pure data on the spec: validate.ts refuses a Native webhook with obstacles, desired/native.ts
  * compiles the others, and neither repeats these rules.
  */
 import type { AdmissionSuite, Enforcement, WebhookSpec } from './types.ts';

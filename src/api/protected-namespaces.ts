@@ -1,7 +1,7 @@
 /**
  * The namespaces no webhook of the operator's is ever called for, so that the cluster can always
  * be repaired: its own, kube-system and kube-node-lease. Said once here, as data: the
- * configurations leave them out of every namespaceSelector (controller/desired.ts), an
+ * configurations leave them out of every namespaceSelector (desired/objects.ts), an
  * AdmissionPolicy there is refused (api/validate.ts), and so is a NamespaceProtection config that
  * names one (handlers/namespace-protection.ts), which would protect nothing there. Pure.
  */

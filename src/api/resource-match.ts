@@ -6,7 +6,7 @@
  * without names, and a matchCondition the operator writes, which says the rest in CEL on `request`
  * and provably never errors (each optional field guarded by has()), so the API server decides
  * exactly as VAP would and a request it excludes never reaches Portcullis. Pure: a spec in, the
- * registered rules and the condition out; the configuration itself is controller/desired.ts's.
+ * registered rules and the condition out; the configuration itself is desired/objects.ts's.
  */
 import type { MatchCondition, NamedRuleWithOperations, RuleWithOperations, WebhookSpec } from './types.ts';
 

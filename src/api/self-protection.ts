@@ -3,7 +3,7 @@
  * cluster out of healing itself: Nodes, Leases, CertificateSigningRequests, token and access
  * reviews, and AdmissionSuites. Said once here, as data; the matchCondition the operator writes and
  * the question "could these rules reach one of them" both come from it. The configurations
- * themselves are controller/desired.ts's; the count of the API server's 64 conditions is
+ * themselves are desired/objects.ts's; the count of the API server's 64 conditions is
  * api/validate.ts's. One exception, opted into by name: a webhook whose handler is one of the
  * certificate plugins (CSR_HANDLERS) is sent CertificateSigningRequests, and its suite is warned
  * on apply of what that risks (csrLockOutWarnings).

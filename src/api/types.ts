@@ -39,7 +39,7 @@ export interface RuleWithOperations {
  * A rule with an optional list of object names, as ValidatingAdmissionPolicy's
  * NamedRuleWithOperations: with `resourceNames`, only requests on objects of those names match.
  * The API server's webhook rules have no names: the operator registers the rule without them and
- * checks the names in a matchCondition of its own (controller/desired.ts).
+ * checks the names in a matchCondition of its own (desired/objects.ts).
  */
 export interface NamedRuleWithOperations extends RuleWithOperations {
   resourceNames?: string[];

@@ -16,7 +16,7 @@
 import type { AdmissionPolicy, AdmissionSuite, FailurePolicy, MatchCondition, RuleWithOperations, WebhookSpec } from '../api/types.ts';
 import { outcomeOf, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { OperatorConfig } from '../config.ts';
-import { webhookConfigurations } from '../controller/desired.ts';
+import { webhookConfigurations } from '../desired/objects.ts';
 import { webhookFullName } from '../api/names.ts';
 import { findHandler } from '../handlers/registry.ts';
 import { compileWebhook, type CompileContext } from '../registry/compile.ts';

@@ -5,7 +5,7 @@
  */
 import { createHash, createPrivateKey, generateKeyPair, randomBytes, sign, X509Certificate as NodeX509, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import { parseAddr } from '../policy/go/netip.ts';
+import { parseAddr } from '../go/netip.ts';
 import * as der from './der.ts';
 
 export type KeyAlgorithm = 'ECDSA' | 'RSA';

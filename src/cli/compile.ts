@@ -1,7 +1,7 @@
 /**
  * `portcullis compile`: the native objects (ValidatingAdmissionPolicies and bindings) a suite's
  * webhooks become where they are enforced natively (enforcement: Native or Auto), for GitOps users
- * who commit those rather than the suite. The same compiler as the operator (native/compile.ts);
+ * who commit those rather than the suite. The same compiler as the operator (desired/native.ts);
  * what stays a webhook is said with its reason. Printed without the operator's ownership (no owner
  * reference, no managed-by label): an operator never takes such an object over (it reports a
  * Conflict), so committing them and also applying the suite natively is seen, not silently merged.
@@ -11,7 +11,7 @@ import { DEFAULTS } from '../config.ts';
 import { MANAGED_BY_LABELS } from '../api/names.ts';
 import { plannedEnforcement, requestedEnforcement } from '../api/enforcement.ts';
 import type { AdmissionSuite } from '../api/types.ts';
-import { nativeObjects } from '../native/compile.ts';
+import { nativeObjects } from '../desired/native.ts';
 import type { KubeObject } from '../apiserver/client.ts';
 
 export interface Compiled {

@@ -4,7 +4,7 @@
  * deciding are the registries' (src/registry: a suite's webhooks, and the one webhook of each type
  * that serves every AdmissionPolicy, registry/namespaced.ts), the answer is encoded by
  * src/admission/review-codec.ts, and which webhooks are called is read from the configurations the
- * operator registers (src/controller/desired.ts). What the API server does around the webhooks is
+ * operator registers (src/desired/objects.ts). What the API server does around the webhooks is
  * done here as it does it: configurations in name order (the policies' `portcullis--namespaced`
  * first), mutating webhooks each on the object the one before patched, then every validating
  * webhook on the result; the first denial rejects the request. No I/O: the caller reads files.
@@ -16,7 +16,7 @@ import { configurationName, NAMESPACED } from '../api/names.ts';
 import { outcomeOf, type AdmissionRequest, type AdmissionReview, type Decision, type Outcome } from '../api/admission-review.ts';
 import { encodeReview } from '../admission/review-codec.ts';
 import { validatePolicyRequest, validateSuiteRequest } from '../admission/suite-validation.ts';
-import { namespacedConfiguration, protectedNamespaces, webhookConfigurations, NAMESPACE_NAME_LABEL } from '../controller/desired.ts';
+import { namespacedConfiguration, protectedNamespaces, webhookConfigurations, NAMESPACE_NAME_LABEL } from '../desired/objects.ts';
 import { DEFAULTS } from '../config.ts';
 import type { ClusterView } from '../handlers/handler.ts';
 import type { ParamsSource } from '../registry/compile.ts';

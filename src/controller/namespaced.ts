@@ -26,7 +26,7 @@ import type { FieldError } from '../api/validate.ts';
 import { typeCheckPolicy, TypeCheckMemo, type SchemaSource } from '../registry/typecheck.ts';
 import type { CaReconciler } from './ca.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
-import { CONFIGURATION_KINDS, namespacedConfiguration, type ObjectMetadata } from './desired.ts';
+import { CONFIGURATION_KINDS, namespacedConfiguration, type ObjectMetadata } from '../desired/objects.ts';
 import type { ReconcileResult } from './queue.ts';
 import { probeEndpointSoon, probeTarget } from './serving.ts';
 import { SELF_CERTIFICATE, selfServerName, selfServiceRef } from './self.ts';

@@ -18,8 +18,8 @@ import { applyOwnedExactly, deleteIfExists, describeError, ForeignObjectError, s
 import type { WatchedCache } from '../apiserver/watch.ts';
 import type { OperatorConfig } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { nativeObjects } from '../native/compile.ts';
-import { CONFIGURATION_KINDS } from './desired.ts';
+import { nativeObjects } from '../desired/native.ts';
+import { CONFIGURATION_KINDS } from '../desired/objects.ts';
 import type { EventRecorder } from './events.ts';
 import { HANDOVER_MS } from './native.ts';
 import type { ReconcileResult } from './queue.ts';

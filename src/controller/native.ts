@@ -10,17 +10,17 @@
  * been in place (in our read-only caches) for HANDOVER_MS; the native process likewise keeps a
  * policy until its webhook has been registered that long: at no moment does neither enforce.
  * Level-based: what is in place is read from the caches; only when each form was first seen in
- * place is remembered. Decides no enforcement itself (native/compile.ts does) and registers no
+ * place is remembered. Decides no enforcement itself (desired/native.ts does) and registers no
  * webhook (reconciler.ts does).
  */
 import type { AdmissionSuite, WebhookSpec } from '../api/types.ts';
 import { configurationName, webhookFullName } from '../api/names.ts';
 import { assertOurs, getObject, isOurs, type CacheLookup, type Kube } from '../apiserver/client.ts';
 import { plannedEnforcement, requestedEnforcement, type EnforcementPlan } from '../api/enforcement.ts';
-import { nativeObjects } from '../native/compile.ts';
+import { nativeObjects } from '../desired/native.ts';
 import { DryRunUnavailable, nativeRefusal } from '../native/dry-run.ts';
 import type { OperatorConfig } from '../config.ts';
-import { CONFIGURATION_KINDS } from './desired.ts';
+import { CONFIGURATION_KINDS } from '../desired/objects.ts';
 
 /** How long a new form must have been in place before the old one goes. */
 export const HANDOVER_MS = 5_000;

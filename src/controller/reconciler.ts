@@ -19,7 +19,7 @@ import type { Logger } from '../log.ts';
 import type { SuiteRegistry } from '../registry/registry.ts';
 import { typeCheckSuite, TypeCheckMemo, type SchemaSource } from '../registry/typecheck.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
-import { CONFIGURATION_KINDS, metadataFor, serviceRef, servingNames, service, webhookConfigurations } from './desired.ts';
+import { CONFIGURATION_KINDS, metadataFor, serviceRef, servingNames, service, webhookConfigurations } from '../desired/objects.ts';
 import { ensureLeaf, probeEndpointSoon, probeTarget, type ServeCertificate } from './serving.ts';
 import type { EventRecorder } from './events.ts';
 import type { Clearance } from './suite-author.ts';

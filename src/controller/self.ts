@@ -11,7 +11,7 @@ import type { OperatorConfig } from '../config.ts';
 import { applyOwned, getObject, type CacheLookup, type Kube, type KubeObject } from '../apiserver/client.ts';
 import type { Logger } from '../log.ts';
 import type { CaReconciler } from './ca.ts';
-import { operatorService, serviceClientConfig, type ObjectMetadata, type OwnerReference, type ServiceRef } from './desired.ts';
+import { operatorService, serviceClientConfig, type ObjectMetadata, type OwnerReference, type ServiceRef } from '../desired/objects.ts';
 import type { ReconcileResult } from './queue.ts';
 import { ensureLeaf, probeEndpointSoon, probeTarget, type ServeCertificate } from './serving.ts';
 

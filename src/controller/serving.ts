@@ -9,7 +9,7 @@ import type { CaMaterial } from '../certs/authority.ts';
 import { issueLeaf, isSignedBy, readCertificate, type KeyAlgorithm } from '../certs/x509.ts';
 import { renewalTime } from '../certs/renewal.ts';
 import { apply, applyNew, assertOurs, readOurs, type CacheLookup, type Kube, type KubeObject } from '../apiserver/client.ts';
-import { tlsSecret, type ObjectMetadata } from './desired.ts';
+import { tlsSecret, type ObjectMetadata } from '../desired/objects.ts';
 import type { OperatorConfig } from '../config.ts';
 
 const PROBE_TIMEOUT_MS = 2000;

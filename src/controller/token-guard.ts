@@ -13,7 +13,7 @@ import { isConflict, write, type Kube, type KubeObject } from '../apiserver/clie
 import type { WatchedCache } from '../apiserver/watch.ts';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
-import { NATIVE_API_VERSION, NATIVE_KINDS } from '../native/compile.ts';
+import { NATIVE_API_VERSION, NATIVE_KINDS } from '../desired/native.ts';
 import type { EventRecorder } from './events.ts';
 import type { ReconcileResult } from './queue.ts';
 

@@ -6,7 +6,7 @@
  */
 import { HeldElsewhere, type Handler } from '../handlers/handler.ts';
 import { configChecks, loadHandlerModules } from './modules.ts';
-import { registerCustomHandlers } from './registered.ts';
+import { registerCustomHandlers } from '../handlers/module-handlers.ts';
 
 /** The admission thread's: the modules' handlers known by name and config, each request forwarded to the main thread. */
 export async function forwardHandlerModules(dir: string): Promise<void> {

@@ -63,13 +63,6 @@ export type FromHandlerWorker =
 export type FailureReason = 'error' | 'timeout' | 'lost' | 'quarantined';
 
 /**
- * The time budget of a handler's run when none is set (--handler-budget): a fifth of the API
- * server's default webhook timeout (10 s), so a handler past it is answered by failurePolicy long
- * before the API server gives up on the webhook and applies the policy itself.
- */
-export const DEFAULT_HANDLER_BUDGET_MS = 2_000;
-
-/**
  * The old generation a module's worker may grow to: a handler that leaks (or a copy of a kind
  * larger than this) stops its own worker (its requests answered by failurePolicy), not the
  * operator, whose shipped memory limit is 1Gi.

@@ -7,7 +7,7 @@ import client from 'prom-client';
 import type { AdmissionSuite } from '../api/types.ts';
 import type { LogWriter } from '../log.ts';
 import { loadHandlerModules } from './modules.ts';
-import { registerCustomHandlers } from './registered.ts';
+import { registerCustomHandlers } from '../handlers/module-handlers.ts';
 import { HandlerRunner, type FailureReason, type RunnerOptions } from './runner.ts';
 
 export interface HandlerModules {

@@ -25,7 +25,7 @@ import { allowed, denied, type AdmissionRequest, type Decision } from '../api/ad
 import type { ClusterView, Handler } from './handler.ts';
 import { isPlainObject } from './config.ts';
 import { at, podSpecPath } from './pods.ts';
-import { goQuote } from '../policy/go/strconv.ts';
+import { goQuote } from '../go/strconv.ts';
 import { Evaluator, forbiddenDetail, forbiddenReason, visitContainers, nameOf, type AggregateResult, type ExcusesControl, type Meta, type Spec } from './pod-security/checks.ts';
 import { POD_SECURITY_CONTROLS } from '../api/exceptions.ts';
 import { PRIVILEGE_CHECKS } from './pod-security/privileges.ts';

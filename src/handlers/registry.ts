@@ -19,7 +19,7 @@ import { certificateSigning } from './certificate-signing.ts';
 import { certificateSubjectRestriction } from './certificate-subject-restriction.ts';
 import { imagePolicyWebhook } from './image-policy-webhook.ts';
 import type { Handler } from './handler.ts';
-import { customHandler } from '../custom/registered.ts';
+import { customHandler } from './module-handlers.ts';
 import { imageRegistryAllowlist } from './image-registry-allowlist.ts';
 import { namespaceProtection } from './namespace-protection.ts';
 import { ownerReferencesPermissionEnforcement } from './owner-references-permission-enforcement.ts';
@@ -61,7 +61,7 @@ const HANDLERS: Handler<any>[] = [
 
 const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));
 
-/** A built-in, else a handler module's (src/custom/registered.ts: domain-qualified names, empty unless --handler-modules). */
+/** A built-in, else a handler module's (src/handlers/module-handlers.ts: domain-qualified names, empty unless --handler-modules). */
 export function findHandler(name: string): Handler<any> | undefined {
   return byName.get(name) ?? customHandler(name);
 }

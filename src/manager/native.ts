@@ -27,7 +27,7 @@ import { WorkQueue } from '../controller/queue.ts';
 import { TOKEN_GUARD_KEY, TokenGuardKeeper } from '../controller/token-guard.ts';
 import { createHealthServer } from '../health/server.ts';
 import { componentLogger } from '../log.ts';
-import { NATIVE_API_VERSION, NATIVE_KINDS } from '../native/compile.ts';
+import { NATIVE_API_VERSION, NATIVE_KINDS } from '../desired/native.ts';
 
 /** The work-queue key of the dry-run policy; not a DNS label, so no suite can have it. */
 const DRY_RUN_KEY = '#native-dry-run';

@@ -16,7 +16,7 @@ import type { OperatorConfig } from '../config.ts';
 import type { ConfigurationObject } from '../controller/ca.ts';
 import type { SecretObject, Watches } from '../controller/watches.ts';
 import type { Logger } from '../log.ts';
-import { NATIVE_API_VERSION, NATIVE_KINDS } from '../native/compile.ts';
+import { NATIVE_API_VERSION, NATIVE_KINDS } from '../desired/native.ts';
 
 /** A kind the operator makes: where it lives, how it is listed, and what its events wake. */
 interface MadeKind {
@@ -69,7 +69,7 @@ export function watchOwned(kubeConfig: KubeConfig, kube: Kube, config: OperatorC
   // What the operator makes, one row a kind: watched (labelled as ours) so that one deleted or
   // edited by hand is put back, read from these caches before the API server, and swept when
   // orphaned; and every name of the kind where the operator makes it, anyone's. The native
-  // policies and bindings (native/compile.ts) only where native enforcement is on
+  // policies and bindings (desired/native.ts) only where native enforcement is on
   // (--native-enforcement), and only read: the native process writes them (src/manager/native.ts),
   // and sweeps their orphans; the serving operator's grant on them is get, list and watch.
   const ns = config.namespace;

@@ -8,7 +8,7 @@ import type { Kube } from '../apiserver/client.ts';
 import { Auditor } from '../audit/auditor.ts';
 import { liveResults } from '../audit/live.ts';
 import type { OperatorConfig } from '../config.ts';
-import { protectedNamespaces } from '../controller/desired.ts';
+import { protectedNamespaces } from '../desired/objects.ts';
 import type { Metrics } from '../health/metrics.ts';
 import { componentLogger } from '../log.ts';
 import { setHandlerBackends } from '../handlers/backends.ts';

@@ -19,7 +19,7 @@ import type { AdmissionSuite, WebhookSpec } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import type { OperatorConfig } from '../config.ts';
 import { describeError, FIELD_MANAGER, getObject, statusCode, type Kube, type KubeObject } from '../apiserver/client.ts';
-import { NATIVE_API_VERSION, NATIVE_KINDS, nativeObjects } from './compile.ts';
+import { NATIVE_API_VERSION, NATIVE_KINDS, nativeObjects } from '../desired/native.ts';
 
 /** The policy the dry runs patch is not there yet (the native process makes it). */
 export class DryRunUnavailable extends Error {

@@ -12,7 +12,7 @@ import type { ObjectRef } from '../apiserver/params-watches.ts';
 import { PARAMS_ERRORS, type ParamsSelection } from '../api/params.ts';
 import { evaluateEach } from './each-params.ts';
 import { findHandler } from '../handlers/registry.ts';
-import { customHandler } from '../custom/registered.ts';
+import { customHandler } from '../handlers/module-handlers.ts';
 import { EMPTY_VIEW, HeldElsewhere, LookupNotReady, type ClusterView, type LookupKind } from '../handlers/handler.ts';
 import { forbiddenMessage, NOT_READY } from '../handlers/errors.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';

@@ -1,6 +1,6 @@
 /**
  * Which registered webhooks the API server would call for a request: the rules, namespaceSelector
- * and objectSelector of the webhook configuration the operator registers (src/controller/desired.ts,
+ * and objectSelector of the webhook configuration the operator registers (src/desired/objects.ts,
  * the self-protection exclusions included), evaluated as the API server evaluates them. Used
  * offline by the `portcullis` command (src/cli/evaluate.ts), and on the request path for
  * AdmissionPolicies, which share one registered webhook and are told apart here

@@ -24,7 +24,7 @@ import { freePort } from '../../src/local/ports.ts';
 import type { SuiteSpec } from '../../src/api/types.ts';
 import { tlsSecretName } from '../../src/api/names.ts';
 import { DEFAULTS } from '../../src/config.ts';
-import { servingNames } from '../../src/controller/desired.ts';
+import { servingNames } from '../../src/desired/objects.ts';
 import { watchApiServerAddresses } from '../../src/apiserver/apiserver-addresses.ts';
 import { logger } from '../../src/log.ts';
 

@@ -30,7 +30,7 @@ import { sampleValue, scrape } from '../support/prometheus.ts';
 import { deleteIfExists } from '../../src/apiserver/client.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { logger } from '../../src/log.ts';
-import { customHandlerNames } from '../../src/custom/registered.ts';
+import { customHandlerNames } from '../../src/handlers/module-handlers.ts';
 import { quantile } from '../../bench/stats.ts';
 import { buildApp } from '../../tools/build.ts';
 import { OPERATOR_NODE_FLAGS } from '../../src/admission/v8-tuning.ts';

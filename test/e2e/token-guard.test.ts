@@ -11,7 +11,7 @@ import { cluster, kubectl, operatorKubeConfig, OPERATOR_NAMESPACE } from '../sup
 import { errorStatus } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { apply, connect, deleteIfExists, type Kube, type KubeObject } from '../../src/apiserver/client.ts';
-import { service, webhookConfigurations } from '../../src/controller/desired.ts';
+import { service, webhookConfigurations } from '../../src/desired/objects.ts';
 import { DEFAULTS, type OperatorConfig } from '../../src/config.ts';
 import type { AdmissionSuite } from '../../src/api/types.ts';
 

@@ -1,7 +1,8 @@
 /**
  * The shape of src/ as its imports draw it: no import cycle anywhere (type-only imports count: a
- * cycle of types is a cycle of concepts), and src/policy's sub-folders importing only downward,
- * in the order docs/layout.md's table gives. Imports are read with the TypeScript compiler's
+ * cycle of types is a cycle of concepts); src/'s rooms (its folders and top-level files) on the
+ * floors docs/layout.md states, each importing only rooms on floors below its own; and src/policy's
+ * sub-folders importing only downward, in the order docs/layout.md's table gives. Imports are read with the TypeScript compiler's
  * own pre-processor (every `import`, `export ... from` and `import()`), not by running anything.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -14,7 +15,43 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SRC = path.join(ROOT, 'src');
 
 /** src/policy's floors, top first: a file may import its own floor's files and those of floors below it. */
-const POLICY_FLOORS = [['typecheck'], ['engine'], ['fast'], ['library'], ['cost'], ['values', 'go', 'celjs']];
+const POLICY_FLOORS = [['typecheck'], ['engine'], ['fast'], ['library'], ['cost'], ['values', 'celjs']];
+
+/**
+ * src/'s floors, top first (as docs/layout.md lists them): a room (a folder of src/, or a file at
+ * its top) imports its own files and rooms on floors below its own, never its floor's others or above.
+ */
+const SRC_FLOORS = [
+  ['main.ts'],
+  ['cli', 'manager'],
+  ['admission', 'controller'],
+  ['native', 'audit'],
+  ['desired', 'custom'],
+  ['registry', 'sdk', 'local', 'config.ts'],
+  ['policy', 'handlers', 'apiserver', 'health'],
+  ['api', 'certs', 'version.ts'],
+  ['go', 'kubernetes', 'worker-restarts.ts', 'app-files.ts', 'error-message.ts', 'log.ts'],
+];
+/** At most this many floors (issue 54): a new floor is a sign a room is in the wrong place. */
+const MOST_FLOORS = 10;
+
+/** The room of a file of src/ (its top folder, or itself at the top), or undefined outside src/. */
+const roomOf = (file: string): string | undefined => {
+  const parts = file.split(path.sep);
+  return parts[0] === 'src' && parts.length >= 2 ? parts[1] : undefined;
+};
+const floorOf = (room: string) => SRC_FLOORS.findIndex((rooms) => rooms.includes(room));
+
+/** Imports from one room to another that do not go to a lower floor. */
+function upward(graph: Map<string, string[]>, floors: string[][]): string[] {
+  const floor = (room: string) => floors.findIndex((rooms) => rooms.includes(room));
+  return [...graph].flatMap(([file, targets]) =>
+    targets.flatMap((target) => {
+      const [from, to] = [roomOf(file)!, roomOf(target)];
+      return to !== undefined && from !== to && floor(to) <= floor(from) ? [`${file} (${from}) imports ${target} (${to})`] : [];
+    }),
+  );
+}
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -82,7 +119,23 @@ describe('imports of src/', () => {
     expect(cycles(looped)).to.deep.equal(['src/a.ts -> src/b.ts -> src/a.ts']);
   });
 
-  it('has src/policy in floors that import only downward (typecheck, engine, fast, library, cost, then values/go/celjs)', () => {
+  it(`has src/ on at most ${MOST_FLOORS} floors, as docs/layout.md lists them, each room importing only rooms on floors below`, () => {
+    expect(SRC_FLOORS.length).to.be.at.most(MOST_FLOORS);
+    const rooms = new Set([...graph.keys()].map((f) => roomOf(f)!));
+    expect([...rooms].filter((room) => floorOf(room) < 0).sort(), 'rooms on no floor (add them to SRC_FLOORS and docs/layout.md)').to.deep.equal([]);
+    expect(upward(graph, SRC_FLOORS), 'imports that do not go down a floor').to.deep.equal([]);
+    // The page states the same floors, top first, one numbered line each.
+    const page = readFileSync(path.join(ROOT, 'docs', 'layout.md'), 'utf8');
+    const stated = [...page.matchAll(/^(\d+)\. floor: (.+)$/gm)].map((m) => [...m[2]!.matchAll(/`([^`]+)`/g)].map((r) => r[1]!.replace(/^src\//, '').replace(/\/$/, '')));
+    expect(stated, "docs/layout.md's floors").to.deep.equal(SRC_FLOORS);
+  });
+
+  it('finds an import that goes up a floor (the check can fail)', () => {
+    const raised = new Map([...graph, ['src/api/x.ts', ['src/controller/reconciler.ts']]]);
+    expect(upward(raised, SRC_FLOORS)).to.deep.equal(['src/api/x.ts (api) imports src/controller/reconciler.ts (controller)']);
+  });
+
+  it('has src/policy in floors that import only downward (typecheck, engine, fast, library, cost, then values/celjs)', () => {
     const files = [...graph.keys()].filter((f) => policyFloor(f) !== undefined);
     const unplaced = files.filter((f) => policyFloor(f) === -1);
     expect(unplaced, 'files of src/policy outside a known floor (add the folder to POLICY_FLOORS and docs/layout.md)').to.deep.equal([]);
@@ -93,7 +146,7 @@ describe('imports of src/', () => {
       }).map((t) => `${file} imports ${t}`),
     );
     expect(upward, 'imports that go up a floor').to.deep.equal([]);
-    const outside = [...graph].flatMap(([file, targets]) => (policyFloor(file) === undefined ? [] : targets.filter((t) => t.startsWith('src/') && !t.startsWith('src/policy/') && !/^src\/(api|kubernetes)\//.test(t)).map((t) => `${file} imports ${t}`)));
-    expect(outside, 'src/policy imports only src/api and src/kubernetes beside itself').to.deep.equal([]);
+    const outside = [...graph].flatMap(([file, targets]) => (policyFloor(file) === undefined ? [] : targets.filter((t) => t.startsWith('src/') && !t.startsWith('src/policy/') && !/^src\/(api|kubernetes|go)\//.test(t)).map((t) => `${file} imports ${t}`)));
+    expect(outside, 'src/policy imports only src/api, src/kubernetes and src/go beside itself').to.deep.equal([]);
   });
 });

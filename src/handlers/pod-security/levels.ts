@@ -4,7 +4,7 @@
  * words and fallbacks, comparison, and `PolicyToEvaluate`. Pure; knows nothing of the checks
  * (checks.ts) or of requests (the handler).
  */
-import { goQuote } from '../../policy/go/strconv.ts';
+import { goQuote } from '../../go/strconv.ts';
 
 export type Level = 'privileged' | 'baseline' | 'restricted';
 export const LEVELS: Level[] = ['privileged', 'baseline', 'restricted'];

@@ -5,7 +5,7 @@
  * /proc mount types, in fields and in the older annotations, each revision with the version it
  * applies from. Pure; the frame is checks.ts'.
  */
-import { goQuote } from '../../policy/go/strconv.ts';
+import { goQuote } from '../../go/strconv.ts';
 import { ALLOWED, byBytes, containersNamed, forbidden, inUserNamespace, isWindows, joinQuote, nameOf, pluralize, sortedSet, visitContainers, type Check, type CheckPod, type Meta } from './checks.ts';
 
 const annotationsOf = (meta: Meta): [string, string][] =>

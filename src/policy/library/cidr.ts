@@ -6,8 +6,8 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celError } from '../celjs/values.ts';
-import { goQuote } from '../go/strconv.ts';
-import * as net from '../go/netip.ts';
+import { goQuote } from '../../go/strconv.ts';
+import * as net from '../../go/netip.ts';
 import { IPValue, parseIP } from './ip.ts';
 
 /** A CEL `net.CIDR` value. */

@@ -4,7 +4,7 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { replaceBuiltin } from '../celjs/overloads.ts';
-import { formatDouble } from '../go/strconv.ts';
+import { formatDouble } from '../../go/strconv.ts';
 
 export function replaceDoubleBuiltins(env: Environment): void {
   replaceBuiltin(env, 'string(1.5)', 'string(double): string', formatDouble);

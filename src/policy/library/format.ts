@@ -6,7 +6,7 @@
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { Optional } from '../celjs/values.ts';
-import { parseRequestURI } from '../go/url.ts';
+import { parseRequestURI } from '../../go/url.ts';
 import { byteLength, isDNS1035Label, isDNS1123Label, isDNS1123Subdomain, isLabelValue, isQualifiedName, maskTrailingDash, maxLenChars } from '../../kubernetes/validation.ts';
 
 /** A CEL `kubernetes.NamedFormat` value. */

@@ -24,7 +24,7 @@ import { strictSortCost } from '../cost/calls.ts';
 import { celCompare, celEquals, celError, goTypeName, isComparable, Optional, typeName } from '../celjs/values.ts';
 import { celGoType, concrete, elementType, SORTABLE } from '../celjs/static-types.ts';
 import type { CallNode } from '../celjs/walk.ts';
-import { goSortSlice } from '../go/sort.ts';
+import { goSortSlice } from '../../go/sort.ts';
 import type { Checker, Evaluator, Node, Scope, TypeDecl } from '../celjs/types.ts';
 
 

@@ -6,8 +6,8 @@
  * are deliberately absent, so they fail to compile as in the API server.
  */
 import type { Environment } from '@marcbachmann/cel-js';
-import { hasSurrogates, runes } from '../go/utf8.ts';
-import { exponential, fixed, formatDouble, goQuote } from '../go/strconv.ts';
+import { hasSurrogates, runes } from '../../go/utf8.ts';
+import { exponential, fixed, formatDouble, goQuote } from '../../go/strconv.ts';
 import { celError, compareStrings, Duration, typeName, UnsignedInt } from '../celjs/values.ts';
 import { replaceBuiltin } from '../celjs/overloads.ts';
 

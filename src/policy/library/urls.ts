@@ -7,8 +7,8 @@
 import type { Environment } from '@marcbachmann/cel-js';
 import { celError } from '../celjs/values.ts';
 import { COST_SIZE } from '../cost/calls.ts';
-import { fromBytes } from '../go/bytes.ts';
-import { parseRequestURI, parseURL, urlEscapedPath, urlHostname, urlPort, urlQuery, type GoURL } from '../go/url.ts';
+import { fromBytes } from '../../go/bytes.ts';
+import { parseRequestURI, parseURL, urlEscapedPath, urlHostname, urlPort, urlQuery, type GoURL } from '../../go/url.ts';
 
 /** A CEL `kubernetes.URL` value. */
 export class URLValue {

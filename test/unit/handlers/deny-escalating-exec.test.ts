@@ -12,7 +12,7 @@ import type { AdmissionRequest } from '../../../src/api/admission-review.ts';
 import type { AdmissionSuite, WebhookSpec } from '../../../src/api/types.ts';
 import { compileSuite } from '../../../src/registry/compile.ts';
 import { ruleMatches } from '../../../src/registry/match.ts';
-import { webhookConfigurations } from '../../../src/controller/desired.ts';
+import { webhookConfigurations } from '../../../src/desired/objects.ts';
 import { suiteErrors } from '../../fixtures/patch.ts';
 import { viewOf } from '../../fixtures/views.ts';
 import type { OperatorConfig } from '../../../src/config.ts';

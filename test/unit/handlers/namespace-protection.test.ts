@@ -10,7 +10,7 @@ import { requestFor } from '../../fixtures/reviews.ts';
 import { suiteErrors } from '../../fixtures/patch.ts';
 import { namespace, viewOf } from '../../fixtures/views.ts';
 import { compileSuite } from '../../../src/registry/compile.ts';
-import { protectedNamespaces } from '../../../src/controller/desired.ts';
+import { protectedNamespaces } from '../../../src/desired/objects.ts';
 import type { AdmissionSuite } from '../../../src/api/types.ts';
 
 const config = (c: Record<string, unknown> = {}) => {

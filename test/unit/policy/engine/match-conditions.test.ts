@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { passedThroughConditions, planMatchConditions } from '../../../../src/policy/engine/match-conditions.ts';
-import { webhookConfigurations } from '../../../../src/controller/desired.ts';
+import { webhookConfigurations } from '../../../../src/desired/objects.ts';
 import { SELF_PROTECTION_CONDITION } from '../../../../src/api/self-protection.ts';
 import { validateSpec } from '../../../../src/api/validate.ts';
 import type { AdmissionSuite, FailurePolicy, WebhookSpec } from '../../../../src/api/types.ts';

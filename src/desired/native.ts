@@ -1,5 +1,5 @@
 /**
- * native: a suite's webhook as the API server's own policy. Compiles a webhook planned Native
+ * desired/native: a suite's webhook as the API server's own policy. Compiles a webhook planned Native
  * (api/enforcement.ts decides which) into a ValidatingAdmissionPolicy and its binding, named after the
  * webhook (`<webhook>.<suite>.admission.portcullis.dev`, as its webhook would be registered) and
  * owned by the suite. Pure: the reconciler applies what this returns; nothing here talks to the
@@ -11,7 +11,7 @@ import { selfProtection } from '../api/self-protection.ts';
 import { plannedEnforcement } from '../api/enforcement.ts';
 import type { AdmissionSuite, NamedRuleWithOperations, WebhookSpec } from '../api/types.ts';
 import type { OperatorConfig } from '../config.ts';
-import { metadataFor, suiteNamespaceSelector } from '../controller/desired.ts';
+import { metadataFor, suiteNamespaceSelector } from './objects.ts';
 import type { KubeObject } from '../apiserver/client.ts';
 
 export const NATIVE_API_VERSION = 'admissionregistration.k8s.io/v1';

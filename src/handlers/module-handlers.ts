@@ -5,7 +5,7 @@
  * with handlers that forward to the main thread); empty otherwise, so nothing is asked of it
  * per request. Owns the map only: it must not load, run or judge anything.
  */
-import type { Handler } from '../handlers/handler.ts';
+import type { Handler } from './handler.ts';
 
 const custom = new Map<string, Handler<any, any>>();
 

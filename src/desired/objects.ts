@@ -3,7 +3,8 @@
  * the certificates: the serving Secret, the Service, and the webhook configurations (the Service
  * and clientConfig shapes shared with the operator's own suite-validation webhook, self.ts), and
  * the operator-owned configurations that serve every AdmissionPolicy (namespaced.ts). The
- * reconcilers apply them; nothing here talks to the API server.
+ * reconcilers apply them, the audit and the CLI read them to know what is registered; nothing here
+ * talks to the API server, and nothing here may import the rooms that use it (controller, audit, cli).
  */
 import { API_VERSION, KIND, type AdmissionSuite, type RuleWithOperations, type WebhookSpec, type WebhookType } from '../api/types.ts';
 import {

@@ -1,12 +1,12 @@
 /**
- * The objects a suite should have (src/controller/desired.ts): what the API server is told, so
+ * The objects a suite should have (src/desired/objects.ts): what the API server is told, so
  * what it does with no operator running (the protected namespaces and requests never sent), and
  * where it calls (a Service in the cluster, localhost in local mode, or the suite's own URL).
  */
 import { expect } from 'chai';
 import { API_VERSION, KIND, type AdmissionSuite, type WebhookSpec } from '../../../src/api/types.ts';
 import { DEFAULTS, type OperatorConfig } from '../../../src/config.ts';
-import { NAMESPACE_NAME_LABEL, namespacedConfiguration, service, servingNames, webhookConfigurations } from '../../../src/controller/desired.ts';
+import { NAMESPACE_NAME_LABEL, namespacedConfiguration, service, servingNames, webhookConfigurations } from '../../../src/desired/objects.ts';
 import { SELF_PROTECTION_CONDITION } from '../../../src/api/self-protection.ts';
 import { NAMESPACED } from '../../../src/api/names.ts';
 
@@ -28,7 +28,7 @@ function entries(s: AdmissionSuite, config: OperatorConfig, type: 'Validating' |
   return (webhookConfigurations(s, config, 'BUNDLE').get(type)!.webhooks as Record<string, any>[]);
 }
 
-describe('controller/desired', function () {
+describe('desired/objects', function () {
   describe('namespaceSelector', function () {
     it("never sends the operator's namespace, kube-system or kube-node-lease, whatever selector the suite gives", function () {
       const [entry] = entries(suite({ namespaceSelector: { matchLabels: { team: 'a' }, matchExpressions: [{ key: 'env', operator: 'In', values: ['prod'] }] } }), cluster);
