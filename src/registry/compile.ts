@@ -229,7 +229,7 @@ function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePol
 type Excusing = (request: AdmissionRequest) => Excuse | undefined;
 
 function exceptionsOf(suite: Pick<AdmissionSuite, 'spec' | 'metadata'>, webhook: string, exceptions: ExceptionStore, view: ClusterView, operatorNamespace: string | undefined, clock: () => number = Date.now): Excusing {
-  // Never sent to a webhook of ours anyway (controller/desired.ts): said again here, so no exception can matter there.
+  // Never sent to a webhook of ours anyway (desired/objects.ts): said again here, so no exception can matter there.
   const guarded = operatorNamespace === undefined ? SYSTEM_NAMESPACES : protectedNamespaces(operatorNamespace);
   const context = {
     now: 0,
