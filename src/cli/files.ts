@@ -185,3 +185,9 @@ export function objectName(object: KubeObject): string {
   const metadata = (object.metadata ?? {}) as { name?: string; namespace?: string };
   return `${String(object.kind ?? '(no kind)')}/${metadata.name ?? '(no name)'}`;
 }
+
+/** The path of the first field a refusal names (`spec.webhooks[0].validations[1].expression: ...`), for its line (validate's and scan's). */
+export function fieldOf(message: string): (string | number)[] {
+  const field = /\bis invalid: ((?:[A-Za-z0-9_-]+(?:\[\d+\])*\.)*[A-Za-z0-9_-]+(?:\[\d+\])*):/.exec(message)?.[1];
+  return field ? [...field.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((m) => (m[2] !== undefined ? Number(m[2]) : m[1]!)) : [];
+}

@@ -21,7 +21,7 @@ import { DEFAULTS } from '../config.ts';
 import { logger } from '../log.ts';
 import { VERSION } from '../version.ts';
 import { OfflineCluster } from './evaluate.ts';
-import { isPolicy, isSuite, objectFiles, objectName, readDocuments, readLocatedDocuments, readObject, splitSuites } from './files.ts';
+import { fieldOf, isPolicy, isSuite, objectFiles, objectName, readDocuments, readLocatedDocuments, readObject, splitSuites } from './files.ts';
 import { crdErrors, ofOurGroup } from './crd-schema.ts';
 import { compare, describeRequest, parseAuditLog, replayable, skippedSummary, type Difference } from './replay.ts';
 import { report, reportJson, reportJunit, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
@@ -395,7 +395,8 @@ async function validate(files: string[], operatorNamespace: string, namespace: s
       const message = refusals.get(isSuite(document) ? `${document.kind} ${metadata.name}` : `${document.kind} ${policyNamespace}/${metadata.name}`);
       if (message !== undefined) {
         refused++;
-        process.stdout.write(`${where([])}: ${message}\n`);
+        // at the line of the field it names: a CEL error's own line:column is within that field
+        process.stdout.write(`${where(fieldOf(message))}: ${message}\n`);
         continue;
       }
       const valid = isSuite(document) ? `AdmissionSuite "${metadata.name}" is valid` : `AdmissionPolicy "${metadata.name}" in namespace ${policyNamespace} is valid`;

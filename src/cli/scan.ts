@@ -11,7 +11,7 @@ import type { WebhookType } from '../api/types.ts';
 import { errorMessage } from '../error-message.ts';
 import { crdErrors, ofOurGroup } from './crd-schema.ts';
 import { OfflineCluster } from './evaluate.ts';
-import { isPolicy, isSuite, locateDocuments, objectFiles, readDocuments, readLocatedDocuments, splitSuites, type LocatedDocument } from './files.ts';
+import { fieldOf, isPolicy, isSuite, locateDocuments, objectFiles, readDocuments, readLocatedDocuments, splitSuites, type LocatedDocument } from './files.ts';
 import { Resources } from './resources.ts';
 
 type KubeObject = Record<string, any>;
@@ -192,12 +192,6 @@ async function refuseInvalid(documents: Located[], namespace: string, operatorNa
     errors.push(`${at ? where(at, fieldOf(refusal.message)) : refusal.suite}: ${refusal.message}`);
   }
   if (errors.length) throw new Error(`a suite or policy is refused:\n${errors.join('\n')}`);
-}
-
-/** The path of the first field a refusal names (`spec.webhooks[0].validations[1].expression: ...`), for its line. */
-function fieldOf(message: string): (string | number)[] {
-  const field = /\bis invalid: ((?:[A-Za-z0-9_-]+(?:\[\d+\])*\.)*[A-Za-z0-9_-]+(?:\[\d+\])*):/.exec(message)?.[1];
-  return field ? [...field.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((m) => (m[2] !== undefined ? Number(m[2]) : m[1]!)) : [];
 }
 
 /** Every object of the targets, a List's items each one, with where it is. */

@@ -78,7 +78,8 @@ describe('portcullis (the command) against the API server', function () {
       fs.writeFileSync(file, yaml.dump(suite));
       const offline = await runCli(['validate', file]);
       expect(offline.code, `${name}: ${offline.stdout}${offline.stderr}`).to.equal(1);
-      const message = offline.stdout.trim().slice(`${file}:1: document 1: `.length);
+      // said at the line of the field refused
+      const message = offline.stdout.trim().slice(file.length).replace(/^:\d+: document 1: /, '');
       expect(message, name).to.match(new RegExp(`^AdmissionSuite "${name}" is invalid: spec\\.`));
 
       const applied = await eventually(
@@ -100,7 +101,8 @@ describe('portcullis (the command) against the API server', function () {
     const strict = await runCli(['validate', '--strict', '--kubeconfig', kubeconfig, file]);
     expect(strict.code, strict.stdout + strict.stderr).to.equal(1);
     expect(strict.stdout).to.contain(`${file}: warning: AdmissionSuite "cli-typo": spec.webhooks[0].validations[0].expression: apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'`);
-    const message = strict.stdout.split('\n').find((l) => l.startsWith(`${file}:1: document 1: AdmissionSuite`))!.slice(`${file}:1: document 1: `.length);
+    // at the line of the expression refused
+    const message = strict.stdout.split('\n').find((l) => l.startsWith(`${file}:`) && l.includes(': document 1: AdmissionSuite'))!.slice(file.length).replace(/^:\d+: document 1: /, '');
 
     const applied = await eventually(
       async () =>

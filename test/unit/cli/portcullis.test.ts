@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { REPO, runCli } from '../../support/cli.ts';
+import { SYNTAX_ERRORS } from '../../fixtures/cel-syntax-errors.ts';
 
 describe('portcullis (the command)', function () {
   this.timeout(30_000);
@@ -73,7 +74,31 @@ spec:
     );
     const result = await runCli(['validate', file]);
     expect(result.code).to.equal(1);
-    expect(result.stdout).to.match(/broken\.yaml:1: document 1: AdmissionSuite "broken" is invalid: spec\.webhooks\[0\]\.validations\[0\]\.expression: /);
+    // at the line of the field refused
+    expect(result.stdout).to.match(/broken\.yaml:9: document 1: AdmissionSuite "broken" is invalid: spec\.webhooks\[0\]\.validations\[0\]\.expression: /);
+  });
+
+  it('validate says a CEL syntax error at the expression field\'s line, with the API server\'s line, column and caret within the expression', async function () {
+    const row = SYNTAX_ERRORS.find((r) => r.name === 'line-2')!;
+    const file = path.join(dir, 'syntax.yaml');
+    fs.writeFileSync(
+      file,
+      `apiVersion: admission.portcullis.dev/v1alpha1
+kind: AdmissionSuite
+metadata: { name: syntax }
+spec:
+  webhooks:
+    - name: w
+      type: Validating
+      rules: [{ operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps] }]
+      validations:
+        - message: replicas in range
+          expression: ${JSON.stringify(row.expression)}
+`,
+    );
+    const result = await runCli(['validate', file]);
+    expect(result.code).to.equal(1);
+    expect(result.stdout).to.equal(`${file}:11: document 1: AdmissionSuite "syntax" is invalid: spec.webhooks[0].validations[0].expression: compilation failed: ${row.apiServer}\n`);
   });
 
   it('eval prints each webhook\'s AdmissionReview response and the patched object as JSON', async function () {
