@@ -203,7 +203,10 @@ async function loadKubeConfig(kubeconfig: string | undefined, needs: string): Pr
   } catch (err) {
     throw new UsageError(`${needs}: ${errorMessage(err)}`);
   }
-  if (!config.getCurrentCluster()) throw new UsageError(`${needs}: no kubeconfig (--kubeconfig, KUBECONFIG or ~/.kube/config)`);
+  // With nothing configured, client-node falls back to http://localhost:8080, which it then refuses in words about TLS.
+  const cluster = config.getCurrentCluster();
+  const fallback = !kubeconfig && !process.env.KUBECONFIG && cluster?.name === 'cluster' && cluster.server === 'http://localhost:8080';
+  if (!cluster || fallback) throw new UsageError(`${needs}: no cluster configured: give --kubeconfig FILE (or set KUBECONFIG, or write ~/.kube/config)`);
   return config;
 }
 

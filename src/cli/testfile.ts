@@ -91,7 +91,13 @@ export async function runTestFile(file: string, options: TestOptions = {}): Prom
   if (refused.length) throw new Error(`${file}: ${refused.map((r) => r.message).join('; ')}`);
 
   const rows: Row[] = [];
-  for (const testCase of spec.cases) {
+  for (const [index, testCase] of spec.cases.entries()) {
+    // A malformed case is said with its file and case, never as a JavaScript error.
+    if (!testCase || typeof testCase !== 'object' || Array.isArray(testCase)) throw new Error(`${file}: case ${index + 1} is not a mapping (name:, object:, expect:)`);
+    if (typeof testCase.name !== 'string' || testCase.name === '') throw new Error(`${file}: case ${index + 1} needs a name:`);
+    if (!testCase.expect || typeof testCase.expect !== 'object' || Array.isArray(testCase.expect)) {
+      throw new Error(`${file}: case ${JSON.stringify(testCase.name)} needs expect: (what the request gets, such as allowed: false and message:, or per webhook under webhooks:)`);
+    }
     const load = (value: Record<string, unknown> | string | undefined) => (typeof value === 'string' ? readObject(path.resolve(dir, value)) : value);
     const { name, expect, object, oldObject, ...scenario } = testCase;
     const evaluation = await cluster.evaluate({ ...scenario, object: load(object), oldObject: load(oldObject) });
