@@ -7,15 +7,20 @@
  * operator registers (src/desired/objects.ts). What the API server does around the webhooks is
  * done here as it does it: configurations in name order (the policies' `portcullis--namespaced`
  * first), mutating webhooks each on the object the one before patched, then every validating
- * webhook on the result; the first denial rejects the request. No I/O: the caller reads files.
+ * webhook on the result; the first denial rejects the request. AdmissionExceptions among the
+ * objects are held in the store the operator's admission thread holds (registry/exceptions.ts)
+ * and consulted by the same compiled webhooks, at the clock of the evaluation (`now`, else the
+ * wall clock). No I/O: the caller reads files.
  */
 import { randomUUID } from 'node:crypto';
 import jsonpatch from 'fast-json-patch';
-import { KIND, type AdmissionPolicy, type AdmissionSuite, type RuleWithOperations, type WebhookType } from '../api/types.ts';
+import { GROUP, KIND, type AdmissionPolicy, type AdmissionSuite, type RuleWithOperations, type WebhookType } from '../api/types.ts';
 import { configurationName, NAMESPACED } from '../api/names.ts';
 import { outcomeOf, type AdmissionRequest, type AdmissionReview, type Decision, type Outcome } from '../api/admission-review.ts';
 import { encodeReview } from '../admission/review-codec.ts';
-import { validatePolicyRequest, validateSuiteRequest } from '../admission/suite-validation.ts';
+import { validateExceptionRequest, validatePolicyRequest, validateSuiteRequest } from '../admission/suite-validation.ts';
+import { EXCEPTION_KIND, type AdmissionException } from '../api/exceptions.ts';
+import { ExceptionStore } from '../registry/exceptions.ts';
 import { namespacedConfiguration, protectedNamespaces, webhookConfigurations, NAMESPACE_NAME_LABEL } from '../desired/objects.ts';
 import { DEFAULTS } from '../config.ts';
 import type { ClusterView } from '../handlers/handler.ts';
@@ -47,6 +52,8 @@ export interface Scenario {
   dryRun?: boolean;
   /** request.options (default: the operation's CreateOptions, UpdateOptions or DeleteOptions, as the API server fills it). */
   options?: KubeObject | null;
+  /** The instant the request is made, in ms since the epoch (AdmissionExceptions expire at it); default: the cluster's `now`, else the wall clock. */
+  now?: number;
 }
 
 export interface WebhookRun {
@@ -135,7 +142,23 @@ export function objectsContext(objects: KubeObject[], namespaced?: (apiVersion: 
   return { view, params };
 }
 
-/** Suites and AdmissionPolicies offline: the objects they may read (Namespaces, LimitRanges, params, CRDs) given with them. */
+const isException = (o: KubeObject) => o.kind === EXCEPTION_KIND && String(o.apiVersion ?? '').startsWith(`${GROUP}/`);
+
+/**
+ * An exception as kubectl sends it: YAML reads an unquoted `expires: 2026-12-31T00:00:00Z` as a
+ * timestamp, which kubectl sends as the string (the webhook, the warning and the expiry read a string).
+ */
+function asSent(exception: KubeObject): AdmissionException {
+  const expires = exception.spec?.expires;
+  if (!(expires instanceof Date)) return exception as AdmissionException;
+  return { ...exception, spec: { ...exception.spec, expires: expires.toISOString().replace('.000Z', 'Z') } } as AdmissionException;
+}
+
+/**
+ * Suites and AdmissionPolicies offline: the objects they may read (Namespaces, LimitRanges, params,
+ * CRDs) given with them, and the AdmissionExceptions among those objects, applied as the operator
+ * applies them.
+ */
 export class OfflineCluster {
   readonly suites: AdmissionSuite[];
   readonly policies: AdmissionPolicy[];
@@ -144,16 +167,28 @@ export class OfflineCluster {
   private readonly registry: SuiteRegistry;
   private readonly policyRegistry: PolicyRegistry;
   private readonly resources: Resources;
+  private readonly exceptions: AdmissionException[];
+  /** The instant of the evaluation under way, which the compiled webhooks' clock reads. */
+  private instant: number | undefined;
+  private readonly now: number | undefined;
 
-  /** `policies` each carry their namespace (files.ts' splitSuites gives one to those without). */
-  constructor(suites: AdmissionSuite[], objects: KubeObject[] = [], operatorNamespace = DEFAULTS.namespace, policies: AdmissionPolicy[] = []) {
+  /**
+   * `policies` each carry their namespace (files.ts' splitSuites gives one to those without);
+   * `now`: the instant every request is made at (ms since the epoch), unless a scenario says its own.
+   */
+  constructor(suites: AdmissionSuite[], objects: KubeObject[] = [], operatorNamespace = DEFAULTS.namespace, policies: AdmissionPolicy[] = [], options: { now?: number } = {}) {
+    this.now = options.now;
     this.suites = [...suites].sort((a, b) => byteOrder(configurationName(a.metadata.name), configurationName(b.metadata.name)));
     this.policies = policies;
     this.objects = objects;
     this.namespace = operatorNamespace;
     this.resources = new Resources(objects);
     const { view, params } = objectsContext(objects);
-    this.registry = new SuiteRegistry({ view, params, operatorNamespace });
+    this.exceptions = objects.filter(isException).map(asSent);
+    const store = new ExceptionStore();
+    for (const exception of this.exceptions) store.set(exception);
+    // The operator's context (manager/registries.ts) with its store of exceptions; the clock is the evaluation's.
+    this.registry = new SuiteRegistry({ view, params, operatorNamespace, exceptions: store, clock: () => this.instant ?? Date.now() });
     this.policyRegistry = new PolicyRegistry({
       view,
       params,
@@ -179,6 +214,20 @@ export class OfflineCluster {
       const request = { uid: randomUUID(), operation: 'CREATE', namespace, object: policy, userInfo: {} } as unknown as AdmissionRequest;
       const decision = await validatePolicyRequest(request, this.policyRegistry);
       if (!decision.allowed) refused.push({ kind: policy.kind, suite: `${namespace}/${policy.metadata.name}`, message: decision.message ?? '' });
+    }
+    // Exceptions as the operator's exception webhook judges them on apply: against the suites given (synced for it to read).
+    if (this.exceptions.length) for (const suite of this.suites) this.registry.sync({ ...suite, metadata: { generation: 1, ...suite.metadata } });
+    for (const exception of this.exceptions) {
+      const namespace = exception.metadata?.namespace;
+      const name = `${namespace ?? ''}/${exception.metadata?.name ?? ''}`;
+      // Never guessed: the namespace is what decides which requests it may cover.
+      if (!namespace) {
+        refused.push({ kind: EXCEPTION_KIND, suite: name, message: `AdmissionException "${exception.metadata?.name ?? ''}" needs metadata.namespace: it covers requests in its own namespace only` });
+        continue;
+      }
+      const request = { uid: randomUUID(), operation: 'CREATE', namespace, object: exception, userInfo: {} } as unknown as AdmissionRequest;
+      const decision = validateExceptionRequest(request, this.registry);
+      if (!decision.allowed) refused.push({ kind: EXCEPTION_KIND, suite: name, message: decision.message ?? '' });
     }
     return refused;
   }
@@ -218,6 +267,7 @@ export class OfflineCluster {
 
   async evaluate(scenario: Scenario, apiVersion = 'admission.k8s.io/v1'): Promise<Evaluation> {
     const request = requestOf(scenario, this.resources);
+    this.instant = scenario.now ?? this.now;
     const runs: WebhookRun[] = [];
     let object = request.object ?? undefined;
     let patched = false;

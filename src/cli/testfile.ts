@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
+import { expiryOf } from '../api/exceptions.ts';
 import { OfflineCluster, type Evaluation, type Scenario, type WebhookRun } from './evaluate.ts';
 import { readDocuments, readObject, splitSuites } from './files.ts';
 import { junitXml, type JunitSuite } from './junit.ts';
@@ -27,8 +28,10 @@ export interface Expectation {
   auditAnnotations?: Record<string, string>;
 }
 
-interface TestCase extends Omit<Scenario, 'object' | 'oldObject'> {
+interface TestCase extends Omit<Scenario, 'object' | 'oldObject' | 'now'> {
   name: string;
+  /** The instant the request is made (RFC 3339), where it is not the file's `now:`. */
+  now?: string;
   object?: Record<string, unknown> | string;
   oldObject?: Record<string, unknown> | string;
   expect: Expectation & { webhooks?: Record<string, Expectation> };
@@ -43,6 +46,8 @@ interface TestFile {
   operatorNamespace?: string;
   /** The namespace of the AdmissionPolicies that name none (default: the command's --namespace, else `default`). */
   namespace?: string;
+  /** The instant the requests are made (RFC 3339), which AdmissionExceptions' `expires` is compared with; default: the wall clock. */
+  now?: string;
   cases: TestCase[];
 }
 
@@ -86,7 +91,8 @@ export async function runTestFile(file: string, options: TestOptions = {}): Prom
     objects.push(...split.objects);
   }
   for (const entry of spec.objects ?? []) objects.push(...(typeof entry === 'string' ? readDocuments(path.resolve(dir, entry)) : [entry]));
-  const cluster = new OfflineCluster(suites, objects, spec.operatorNamespace, policies);
+  const now = instantOf(spec.now, `${file}: now:`);
+  const cluster = new OfflineCluster(suites, objects, spec.operatorNamespace, policies, now !== undefined ? { now } : {});
   const refused = await cluster.refusals();
   if (refused.length) throw new Error(`${file}: ${refused.map((r) => r.message).join('; ')}`);
 
@@ -99,8 +105,9 @@ export async function runTestFile(file: string, options: TestOptions = {}): Prom
       throw new Error(`${file}: case ${JSON.stringify(testCase.name)} needs expect: (what the request gets, such as allowed: false and message:, or per webhook under webhooks:)`);
     }
     const load = (value: Record<string, unknown> | string | undefined) => (typeof value === 'string' ? readObject(path.resolve(dir, value)) : value);
-    const { name, expect, object, oldObject, ...scenario } = testCase;
-    const evaluation = await cluster.evaluate({ ...scenario, object: load(object), oldObject: load(oldObject) });
+    const { name, expect, object, oldObject, now: caseNow, ...scenario } = testCase;
+    const at = instantOf(caseNow, `${file}: case ${JSON.stringify(name)}: now:`);
+    const evaluation = await cluster.evaluate({ ...scenario, object: load(object), oldObject: load(oldObject), ...(at !== undefined ? { now: at } : {}) });
     const row = (target: string, expected: Expectation, got: Expectation): Row => {
       const diff = differences(expected, got);
       return { file, case: name, target, expected: summary(expected), got: summary(got), pass: diff.length === 0, diff };
@@ -113,6 +120,14 @@ export async function runTestFile(file: string, options: TestOptions = {}): Prom
     if (Object.keys(overall).length) rows.push(row('(request)', overall, requestResult(evaluation)));
   }
   return rows;
+}
+
+/** A `now:` as ms since the epoch; RFC 3339 with a zone, as an exception's `expires` is written (YAML may have read it as a Date). */
+function instantOf(value: unknown, where: string): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = value instanceof Date ? value.getTime() : expiryOf(value);
+  if (ms === undefined || Number.isNaN(ms)) throw new Error(`${where} must be an RFC 3339 time such as 2026-12-31T00:00:00Z, not ${JSON.stringify(value)}`);
+  return ms;
 }
 
 /** `webhook` or `suite/webhook`. */
