@@ -52,10 +52,13 @@ function podSecurityOf(exception: AdmissionException): Entry['podSecurity'] {
 }
 
 export class ExceptionStore {
-  /** suite\nwebhook -> namespace/name -> entry. */
-  private readonly byWebhook = new Map<string, Map<string, Entry>>();
-  /** namespace/name -> the webhook key it is filed under. */
-  private readonly filed = new Map<string, string>();
+  /**
+   * suite\nwebhook -> namespace -> namespace/name -> entry. By namespace, so that a request reads
+   * only its own namespace's exceptions: one namespace's many cost no other namespace anything.
+   */
+  private readonly byWebhook = new Map<string, Map<string, Map<string, Entry>>>();
+  /** namespace/name -> the webhook key and namespace it is filed under. */
+  private readonly filed = new Map<string, { key: string; namespace: string }>();
   private readonly sources = new Map<string, AdmissionException>();
   private readonly listeners: ((change: ExceptionChange) => void)[] = [];
 
@@ -69,10 +72,13 @@ export class ExceptionStore {
       const key = webhookKey(exception.spec.suite, exception.spec.webhook);
       const validations = Array.isArray(exception.spec.validations) ? new Set(exception.spec.validations) : undefined;
       const podSecurity = podSecurityOf(exception);
-      let entries = this.byWebhook.get(key);
-      if (!entries) this.byWebhook.set(key, (entries = new Map()));
+      const namespace = exception.metadata.namespace;
+      let namespaces = this.byWebhook.get(key);
+      if (!namespaces) this.byWebhook.set(key, (namespaces = new Map()));
+      let entries = namespaces.get(namespace);
+      if (!entries) namespaces.set(namespace, (entries = new Map()));
       entries.set(ref, { exception, expiresAt, ...(validations ? { validations } : {}), ...(podSecurity ? { podSecurity } : {}) });
-      this.filed.set(ref, key);
+      this.filed.set(ref, { key, namespace });
     }
     for (const listener of this.listeners) listener({ exception });
   }
@@ -118,12 +124,12 @@ export class ExceptionStore {
     request: AdmissionRequest,
     context: { now: number; namespaceLabels(namespace: string): Record<string, string> | undefined; protectedNamespaces: readonly string[] },
   ): Excuse | undefined {
-    const entries = this.byWebhook.get(webhookKey(suite.metadata.name, webhook));
     const namespace = request.namespace;
+    const entries = namespace ? this.byWebhook.get(webhookKey(suite.metadata.name, webhook))?.get(namespace) : undefined;
     if (!entries || !namespace || context.protectedNamespaces.includes(namespace)) return undefined;
     let covering: Entry[] | undefined;
     for (const entry of entries.values()) {
-      if (entry.exception.metadata.namespace !== namespace || context.now >= entry.expiresAt) continue;
+      if (context.now >= entry.expiresAt) continue;
       if (!matchesRequest(entry.exception.spec.match, request)) continue;
       (covering ??= []).push(entry);
     }
@@ -142,11 +148,13 @@ export class ExceptionStore {
   }
 
   private unfile(ref: string): void {
-    const key = this.filed.get(ref);
-    if (key === undefined) return;
+    const filed = this.filed.get(ref);
+    if (filed === undefined) return;
     this.filed.delete(ref);
-    const entries = this.byWebhook.get(key)!;
+    const namespaces = this.byWebhook.get(filed.key)!;
+    const entries = namespaces.get(filed.namespace)!;
     entries.delete(ref);
-    if (entries.size === 0) this.byWebhook.delete(key);
+    if (entries.size === 0) namespaces.delete(filed.namespace);
+    if (namespaces.size === 0) this.byWebhook.delete(filed.key);
   }
 }
