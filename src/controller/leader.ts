@@ -18,8 +18,6 @@ export interface LeaderElectionSettings {
   retryPeriodMs: number;
 }
 
-export const DEFAULT_ELECTION = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
-
 /** Each wait is retryPeriod plus up to a fifth more, so replicas do not retry in step. */
 const JITTER = 0.2;
 

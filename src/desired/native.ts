@@ -8,7 +8,6 @@
  */
 import { webhookFullName } from '../api/names.ts';
 import { selfProtection } from '../api/self-protection.ts';
-import { plannedEnforcement } from '../api/enforcement.ts';
 import type { AdmissionSuite, NamedRuleWithOperations, WebhookSpec } from '../api/types.ts';
 import type { OperatorConfig } from '../config.ts';
 import { metadataFor, suiteNamespaceSelector } from './objects.ts';
@@ -80,9 +79,4 @@ export function nativeObjects(suite: AdmissionSuite, webhook: WebhookSpec, confi
     },
   };
   return [policy, binding];
-}
-
-/** Every native object a suite should have: those of its webhooks planned Native. */
-export function suiteNativeObjects(suite: AdmissionSuite, config: Pick<OperatorConfig, 'namespace' | 'nativeEnforcement'>): KubeObject[] {
-  return suite.spec.webhooks.filter((w) => plannedEnforcement(suite, w, config.nativeEnforcement).enforcement === 'Native').flatMap((w) => nativeObjects(suite, w, config));
 }

@@ -215,12 +215,14 @@ function order2(d: LessSwap, a: number, b: number, swaps: { n: number }): [numbe
   return [a, b];
 }
 
+/* eslint-disable no-useless-assignment -- line for line Go's median, whose last assignments to c and a are unused there too */
 function median(d: LessSwap, a: number, b: number, c: number, swaps: { n: number }): number {
   [a, b] = order2(d, a, b, swaps);
   [b, c] = order2(d, b, c, swaps);
   [a, b] = order2(d, a, b, swaps);
   return b;
 }
+/* eslint-enable no-useless-assignment */
 
 function medianAdjacent(d: LessSwap, a: number, swaps: { n: number }): number {
   return median(d, a - 1, a, a + 1, swaps);

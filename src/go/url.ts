@@ -176,7 +176,7 @@ function parseAuthority(scheme: string, authority: string): string {
 }
 
 function parse(raw: string, viaRequest: boolean): GoURL {
-  // eslint-disable-next-line no-control-regex
+  // eslint-disable-next-line no-control-regex -- Go's net/url refuses these control characters, by this range
   if (/[\x00-\x1f\x7f]/.test(raw)) throw new UrlError('net/url: invalid control character in URL');
   if (raw === '' && viaRequest) throw new UrlError('empty url');
   const url: GoURL = { scheme: '', opaque: '', host: '', path: '', rawPath: '', rawQuery: '', fragment: '' };

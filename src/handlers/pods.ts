@@ -15,7 +15,6 @@ export function pointer(...segments: (string | number)[]): string {
 // Pods and their specs ----------------------------------------------------------------------
 
 export const CONTAINER_LISTS = ['initContainers', 'containers', 'ephemeralContainers'] as const;
-export type ContainerList = (typeof CONTAINER_LISTS)[number];
 
 export type ResourceList = Record<string, string>;
 

@@ -65,7 +65,3 @@ const byName = new Map(HANDLERS.map((handler) => [handler.name, handler]));
 export function findHandler(name: string): Handler<any> | undefined {
   return byName.get(name) ?? customHandler(name);
 }
-
-export function handlerNames(): string[] {
-  return [...byName.keys()];
-}

@@ -390,9 +390,6 @@ function everyWorkerKind(counter: client.Counter<'worker'>): client.Counter<'wor
   return counter;
 }
 
-/** The admission endpoint's connections by kind (admission/connection-limits.ts): the API server's, and everyone else's. */
-export type ConnectionKindLabel = 'apiserver' | 'other';
-
 /**
  * The connections gauges of one Metrics (issue 50), kept beside it rather than in its constructor:
  * `portcullis_admission_connections{kind}` held now and `portcullis_admission_connections_limit{kind}`,

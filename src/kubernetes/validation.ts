@@ -138,12 +138,6 @@ export function parseLabelSet(text: string): { labels: Record<string, string>; e
   return { labels };
 }
 
-export function formatLabels(labels: Record<string, string>): string {
-  return Object.entries(labels)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
-}
-
 /** CEL's reserved words (cel-spec's RESERVED), which no CEL identifier may be. */
 export const CEL_RESERVED = new Set(['true', 'false', 'null', 'in', 'as', 'break', 'const', 'continue', 'else', 'for', 'function', 'if', 'import', 'let', 'loop', 'package', 'namespace', 'return', 'var', 'void', 'while']);
 

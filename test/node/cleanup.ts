@@ -111,7 +111,7 @@ function ourProcesses(dir: string): string[] {
   for (const pid of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(pid) || skip.has(pid)) continue;
     const argv = readProc(pid, 'cmdline').split('\0');
-    let exe = '';
+    let exe: string;
     try {
       exe = path.basename(fs.readlinkSync(`/proc/${pid}/exe`));
     } catch {

@@ -36,12 +36,6 @@ export const versionLabel = (mode: Mode) => `${LABEL_PREFIX}${mode}-version`;
 export const versionString = (v: Version) => (v.latest ? 'latest' : `v1.${v.minor}`);
 export const levelVersionString = (lv: LevelVersion) => `${lv.level}:${versionString(lv.version)}`;
 
-/** v is older than other (latest is never older; everything else is older than latest). */
-export function older(v: Version, other: Version): boolean {
-  if (v.latest) return false;
-  if (other.latest) return true;
-  return v.minor < other.minor;
-}
 export const sameVersion = (a: Version, b: Version) => a.latest === b.latest && (a.latest || a.minor === b.minor);
 export const sameLevelVersion = (a: LevelVersion, b: LevelVersion) => a.level === b.level && sameVersion(a.version, b.version);
 /** Both privileged, or level and version equal (api.LevelVersion.Equivalent). */

@@ -254,6 +254,7 @@ function bytesLiteral(literal: string): Uint8Array | undefined {
   const quote = body.startsWith(body[0]!.repeat(3)) && body.length >= 6 ? 3 : 1;
   const content = body.slice(quote, body.length - quote);
   if (raw) return new TextEncoder().encode(content);
+  // eslint-disable-next-line no-control-regex -- the ASCII range, NUL included, on purpose
   if (!/[^\x00-\x7f]/.test(content)) return undefined;
   const out: number[] = [];
   const encoder = new TextEncoder();

@@ -23,7 +23,7 @@ import { evaluateMatchConditions, planMatchConditions, type CompiledMatchConditi
 import { allHoldCheck, type AllHold } from '../fast/all-hold.ts';
 
 /** (for src/registry/compile.ts, which reads the policy engine through this module and celjs/program.ts only) */
-export { Allowance, evaluationTotals, RUNTIME_CEL_COST_BUDGET } from '../cost/meter.ts';
+export { Allowance, evaluationTotals } from '../cost/meter.ts';
 
 interface CompiledValidation {
   expression: string;

@@ -50,6 +50,7 @@ describe('policy library: quantity', function () {
     expect(evaluate("quantity('0.1n').asApproximateFloat()")).to.equal(1e-9);
     expect(evaluate("quantity('-0.1n').asApproximateFloat()")).to.equal(-1e-9);
     expect(evaluate("quantity('1.23456789012345678901').asApproximateFloat()")).to.equal(1.234567891);
+    // eslint-disable-next-line no-loss-of-precision -- Go's MaxInt64, where the quantity saturates, as the float64 it becomes (2^63)
     expect(evaluate("quantity('20Ei').asApproximateFloat()")).to.equal(9223372036854775807);
   });
 
