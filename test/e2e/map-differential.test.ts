@@ -51,6 +51,13 @@ interface Row {
   /** The data of the ConfigMap the row's params are, in PARAMS_NS. */
   params?: Record<string, string>;
   failurePolicy?: FailurePolicy;
+  reinvocationPolicy?: 'Never' | 'IfNeeded';
+  /**
+   * The mutations of a second policy, the row's `-then`: a MAP of its own beside the row's, and the
+   * suite's next webhook (after the row's). MAPs run in no order the API server promises, so such a
+   * row's outcome must not depend on theirs.
+   */
+  then?: Mutation[];
   cases: Case[];
 }
 
@@ -120,7 +127,7 @@ const ROWS: Row[] = [
   {
     name: 'map-over-data',
     mutations: [
-      // not an empty map: the API server's typed object drops it before the next mutation (omitempty)
+      // not an empty map, which the API server's typed round trip drops before the next mutation (empty-map-dropped)
       jsonPatch("has(object.metadata.annotations) ? [] : [JSONPatch{op: 'add', path: '/metadata/annotations', value: {'made-by': 'map'}}]"),
       jsonPatch("object.data.map(k, JSONPatch{op: 'add', path: '/metadata/annotations/' + jsonpatch.escapeKey('seen.io/' + k), value: object.data[k]})"),
     ],
@@ -132,6 +139,96 @@ const ROWS: Row[] = [
     cases: [{ data: {} }],
   },
   { name: 'unknown-op', mutations: [jsonPatch("[JSONPatch{op: 'bogus', path: '/data/x', value: 'y'}]")], cases: [{ data: {} }] },
+  {
+    // IfNeeded: the row's policy runs again once the `-then` one has added data.b, whichever ran first
+    name: 'reinvocation-if-needed',
+    reinvocationPolicy: 'IfNeeded',
+    mutations: [jsonPatch("has(object.data) && 'b' in object.data && !('seen' in object.data) ? [JSONPatch{op: 'add', path: '/data/seen', value: object.data.b}] : []")],
+    then: [jsonPatch("has(object.data) && 'b' in object.data ? [] : [JSONPatch{op: 'add', path: '/data/b', value: 'from-then'}]")],
+    cases: [{ data: { a: '1' } }, { data: { b: 'mine' } }],
+  },
+  {
+    // the empty map the first mutation adds is gone before the second: a ConfigMap is a typed object (omitempty)
+    name: 'empty-map-dropped',
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/annotations', value: {}}]"), jsonPatch("[JSONPatch{op: 'add', path: '/metadata/annotations/a', value: 'x'}]")],
+    cases: [{}, { annotations: { kept: 'yes' } }],
+  },
+  {
+    name: 'empty-map-dropped-ignore',
+    failurePolicy: 'Ignore',
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/data', value: {}}]"), jsonPatch("[JSONPatch{op: 'add', path: '/data/a', value: 'x'}]"), jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/after', value: 'yes'}]")],
+    cases: [{ data: { k: 'v' } }],
+  },
+  { name: 'remove-label', mutations: [jsonPatch("[JSONPatch{op: 'remove', path: '/metadata/labels/drop'}]")], cases: [{ labels: { drop: 'x', keep: 'y' } }, { labels: { keep: 'y' } }] },
+  { name: 'remove-whole-map', mutations: [jsonPatch("[JSONPatch{op: 'remove', path: '/data'}]")], cases: [{ data: { a: '1' } }, {}] },
+  {
+    name: 'remove-list-negative-index',
+    mutations: [jsonPatch("[JSONPatch{op: 'remove', path: '/metadata/finalizers/-1'}]")],
+    cases: [{ finalizers: ['x.io/one', 'x.io/two'] }, { finalizers: ['x.io/one'] }, {}],
+  },
+  {
+    name: 'test-null-absent',
+    mutations: [jsonPatch("[JSONPatch{op: 'test', path: '/data/mode', value: null}, JSONPatch{op: 'add', path: '/data/defaulted', value: 'yes'}]")],
+    cases: [{ data: { other: '1' } }, { data: { mode: 'x' } }, {}],
+  },
+  {
+    name: 'test-map-value',
+    mutations: [jsonPatch("[JSONPatch{op: 'test', path: '/data', value: {'a': '1'}}, JSONPatch{op: 'add', path: '/data/exact', value: 'yes'}]")],
+    cases: [{ data: { a: '1' } }, { data: { a: '2' } }, { data: { a: '1', b: '2' } }],
+  },
+  {
+    name: 'escaped-remove',
+    mutations: [jsonPatch("[JSONPatch{op: 'remove', path: '/metadata/annotations/' + jsonpatch.escapeKey('example.com/team')}, JSONPatch{op: 'add', path: '/metadata/annotations/example.com~1moved', value: 'yes'}]")],
+    cases: [{ annotations: { 'example.com/team': 'a', other: 'b' } }, { annotations: { other: 'b' } }],
+  },
+  {
+    // a key with `~` escaped as ~0: the API server's own validation refuses the key on both sides
+    name: 'escaped-tilde',
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/data/' + jsonpatch.escapeKey('a~b'), value: 'x'}]")],
+    cases: [{ data: { k: 'v' } }],
+  },
+  {
+    name: 'variables-chain',
+    variables: [
+      { name: 'tier', expression: "has(object.data) && 'tier' in object.data ? object.data.tier : 'bronze'" },
+      { name: 'label', expression: "'tier-' + variables.tier" },
+    ],
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/tier', value: variables.label}]")],
+    cases: [{ data: { tier: 'gold' } }, {}],
+  },
+  {
+    name: 'match-condition-error',
+    matchConditions: [{ name: 'reads-missing', expression: "object.data.missing == 'x'" }],
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/matched', value: 'yes'}]")],
+    cases: [{ data: { missing: 'x' } }, { data: { other: '1' } }],
+  },
+  {
+    name: 'match-condition-error-ignore',
+    failurePolicy: 'Ignore',
+    matchConditions: [{ name: 'reads-missing', expression: "object.data.missing == 'x'" }],
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/matched', value: 'yes'}]")],
+    cases: [{ data: { missing: 'x' } }, { data: { other: '1' } }],
+  },
+  { name: 'eval-error', mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/v', value: object.data.missing}]")], cases: [{ data: { other: '1' } }, { data: { missing: 'm' } }] },
+  {
+    name: 'params-missing-key-ignore',
+    failurePolicy: 'Ignore',
+    params: { owner: 'platform' },
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/team', value: params.data.team}]"), jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/owner', value: params.data.owner}]")],
+    cases: [{}],
+  },
+  {
+    name: 'params-missing-key',
+    params: { owner: 'platform' },
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/labels/team', value: params.data.team}]")],
+    cases: [{}],
+  },
+  {
+    name: 'add-list-negative-index',
+    mutations: [jsonPatch("[JSONPatch{op: 'add', path: '/metadata/finalizers/-1', value: 'n.io/neg'}]")],
+    cases: [{ finalizers: ['x.io/one', 'x.io/two'] }, { finalizers: ['x.io/one'] }],
+  },
+  { name: 'copy-whole-map', mutations: [jsonPatch("[JSONPatch{op: 'copy', from: '/data', path: '/metadata/annotations'}]")], cases: [{ data: { a: '1' } }, { data: { a: '1' }, annotations: { x: 'y' } }] },
 ];
 
 const onlyNamespace = (ns: string) => ({ matchLabels: { 'kubernetes.io/metadata.name': ns } });
@@ -139,33 +236,40 @@ const policyName = (row: Row) => `map-diff-${row.name}`;
 const paramsName = (row: Row) => `${row.name}-params`;
 const configmaps = { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['configmaps'] };
 
-function nativePolicy(row: Row) {
-  return [
+/** The row's MAP and binding, and its `-then` MAP and binding, selecting the same objects. */
+function nativePolicy(row: Row): { apiVersion: string; kind: string; metadata: { name: string } }[] {
+  const objects = (name: string, mutations: Mutation[], reinvocationPolicy: Row['reinvocationPolicy']) => [
     {
       apiVersion: MAP_API,
       kind: 'MutatingAdmissionPolicy',
-      metadata: { name: policyName(row) },
+      metadata: { name },
       spec: {
         failurePolicy: row.failurePolicy ?? 'Fail',
-        reinvocationPolicy: 'Never',
+        reinvocationPolicy: reinvocationPolicy ?? 'Never',
         ...(row.params ? { paramKind: { apiVersion: 'v1', kind: 'ConfigMap' } } : {}),
         matchConstraints: { resourceRules: [configmaps] },
         ...(row.matchConditions ? { matchConditions: row.matchConditions } : {}),
         ...(row.variables ? { variables: row.variables } : {}),
-        mutations: row.mutations,
+        mutations,
       },
     },
     {
       apiVersion: MAP_API,
       kind: 'MutatingAdmissionPolicyBinding',
-      metadata: { name: policyName(row) },
+      metadata: { name },
       spec: {
-        policyName: policyName(row),
+        policyName: name,
         ...(row.params ? { paramRef: { name: paramsName(row), namespace: PARAMS_NS, parameterNotFoundAction: 'Deny' } } : {}),
         matchResources: { namespaceSelector: onlyNamespace(NATIVE_NS), objectSelector: { matchLabels: { [ROW_LABEL]: row.name } } },
       },
     },
   ];
+  return [...objects(policyName(row), row.mutations, row.reinvocationPolicy), ...(row.then ? objects(`${policyName(row)}-then`, row.then, 'Never') : [])];
+}
+
+/** The row's webhook, and its `-then` webhook right after it (a suite's webhooks are called in order). */
+function suiteWebhooks(row: Row): WebhookSpec[] {
+  return [suiteWebhook(row), ...(row.then ? [{ ...suiteWebhook({ ...row, mutations: row.then, reinvocationPolicy: undefined }), name: `${row.name}-then` }] : [])];
 }
 
 function suiteWebhook(row: Row): WebhookSpec {
@@ -174,6 +278,7 @@ function suiteWebhook(row: Row): WebhookSpec {
     type: 'Mutating',
     rules: [configmaps as WebhookSpec['rules'][number]],
     failurePolicy: row.failurePolicy ?? 'Fail',
+    ...(row.reinvocationPolicy ? { reinvocationPolicy: row.reinvocationPolicy } : {}),
     namespaceSelector: onlyNamespace(HOOK_NS),
     objectSelector: { matchLabels: { [ROW_LABEL]: row.name } },
     ...(row.matchConditions ? { matchConditions: row.matchConditions } : {}),
@@ -185,7 +290,8 @@ function suiteWebhook(row: Row): WebhookSpec {
 }
 
 /** A team's AdmissionPolicy has neither params (its author's rights to read them are another test's) nor a failurePolicy (a cluster admin's). */
-const teamRow = (row: Row) => !row.params && row.failurePolicy === undefined;
+/** Nor a reinvocationPolicy (its webhook is shared) or a second policy. */
+const teamRow = (row: Row) => !row.params && row.failurePolicy === undefined && !row.reinvocationPolicy && !row.then;
 const policies = { group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: TEAM_NS };
 
 /**
@@ -251,7 +357,7 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
     }
     operator = await startTestOperator();
     await waitForSuiteValidation(operator);
-    await createSuite(SUITE, { webhooks: ROWS.map(suiteWebhook) });
+    await createSuite(SUITE, { webhooks: ROWS.flatMap(suiteWebhooks) });
     await waitForCondition(SUITE, 'Ready', 'True');
     const author = await writer();
     for (const row of ROWS.filter(teamRow)) {
@@ -288,7 +394,7 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
     for (const row of ROWS.filter(teamRow)) await deleteIfExists(kube, teamPolicy(row));
     await operator?.stop();
     for (const row of ROWS) {
-      if (native) for (const kind of ['MutatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy']) await deleteIfExists(kube, { apiVersion: MAP_API, kind, metadata: { name: policyName(row) } });
+      if (native) for (const object of nativePolicy(row)) await deleteIfExists(kube, object);
       if (row.params) await deleteIfExists(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace: PARAMS_NS } });
     }
   });

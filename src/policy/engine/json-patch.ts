@@ -13,8 +13,8 @@
  * - array indexes: `-` appends (add only), negative indexes count from the end, an index past the
  *   end is "invalid index referenced";
  * - test: a value that differs leaves the whole patch unapplied, without an error (the API
- *   server's JSONPatch mutator checks for that error and returns the object unchanged); a missing
- *   parent is an error;
+ *   server's JSONPatch mutator checks for that error and returns the object unchanged), and so
+ *   does `value: null` against a missing key; a missing parent is an error;
  * - every error is prefixed "JSON Patch: ", as the mutator wraps it (kube-apiserver 1.37, tried).
  */
 
@@ -189,7 +189,9 @@ function applyOne(root: unknown, op: MapPatchOperation): unknown {
       } catch (err) {
         throw new Error(`error in test for path: '${op.path}': ${(err as Error).message}`);
       }
-      if ((current === undefined || current === null) && (!op.hasValue || op.value === null)) return root;
+      // The library compares its nodes: a missing key matches only an op without value (a value
+      // of null is a node, kube-apiserver 1.37 tried: test-null-absent), and a present null only a null
+      if (current === undefined && !op.hasValue) return root;
       if (current === undefined || !op.hasValue || !jsonEqual(current, op.value)) throw new JsonPatchTestFailed(`testing value ${op.path} failed`);
       return root;
     }
@@ -206,4 +208,50 @@ function jsonEqual(a: unknown, b: unknown): boolean {
   const ka = Object.keys(a);
   const kb = Object.keys(b);
   return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}
+
+/**
+ * The object as the next mutation of a MutatingAdmissionPolicy sees it, after the API server's
+ * dispatcher decoded the patched JSON into the kind's Go type and encodes it again for the next
+ * patch (mutating/patch/json_patch.go: runtime.Encode of the typed object): for a built-in kind,
+ * a Go map or slice field tagged `omitempty` that is empty or null is no longer there, so an empty
+ * map one mutation added is not a parent the next can add into ("doc is missing path"). A custom
+ * resource stays unstructured and keeps it. Only the fields every built-in kind has (ObjectMeta's)
+ * and ConfigMap's and Secret's top-level maps are known here: which field deeper in a kind is a Go
+ * map (dropped when empty) rather than a struct (kept as `{}`) takes the kind's schema, which the
+ * request path does not hold. Returns `object` itself when nothing is dropped.
+ */
+export function asTypedRoundTrip(object: Record<string, unknown>, kind: { group: string; kind: string } | undefined): Record<string, unknown> {
+  if (!kind || !isBuiltInGroup(kind.group)) return object;
+  const topLevel = kind.group === '' ? OMITEMPTY_TOP_LEVEL[kind.kind] : undefined;
+  const metadata = object.metadata;
+  const dropMeta = isObject(metadata) ? OMITEMPTY_METADATA.filter((f) => Object.hasOwn(metadata, f) && isEmpty(metadata[f])) : [];
+  const dropTop = (topLevel ?? []).filter((f) => Object.hasOwn(object, f) && isEmpty(object[f]));
+  if (!dropMeta.length && !dropTop.length) return object;
+  const copy: Record<string, unknown> = { ...object };
+  for (const f of dropTop) delete copy[f];
+  if (dropMeta.length) {
+    const meta = { ...(metadata as Record<string, unknown>) };
+    for (const f of dropMeta) delete meta[f];
+    copy.metadata = meta;
+  }
+  return copy;
+}
+
+/** ObjectMeta's Go maps and slices, all `omitempty`. */
+const OMITEMPTY_METADATA = ['labels', 'annotations', 'finalizers', 'ownerReferences', 'managedFields'];
+/** The top-level Go maps of the core kinds that have them, all `omitempty`. */
+const OMITEMPTY_TOP_LEVEL: Readonly<Record<string, readonly string[]>> = { ConfigMap: ['data', 'binaryData'], Secret: ['data', 'stringData'] };
+
+/** A group the API server serves from Go types: the core and the unqualified groups, and *.k8s.io (a CRD may not take one unapproved). */
+function isBuiltInGroup(group: string): boolean {
+  return !group.includes('.') || group.endsWith('.k8s.io');
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isEmpty(value: unknown): boolean {
+  return value === null || (Array.isArray(value) ? value.length === 0 : isObject(value) && Object.keys(value).length === 0);
 }
