@@ -163,6 +163,11 @@ export function validatePolicy(policy: AdmissionPolicy, limits: PolicyLimits, pr
   }
   if (spec.typeCheckErrors !== undefined && !TYPE_CHECK_ERRORS.includes(spec.typeCheckErrors)) err('spec.typeCheckErrors', 'must be Warn or Deny');
   if (spec.type === 'Mutating') errors.push(...mutationReachErrors(spec.rules));
+  // A team's policy is evaluated in a tenant worker, which holds no kind's schema to merge by: refused
+  // rather than merged otherwise than the API server would merge it.
+  (Array.isArray(spec.mutations) ? spec.mutations : []).forEach((m, i) => {
+    if (m?.patchType === 'ApplyConfiguration') err(`spec.mutations[${i}].patchType`, 'ApplyConfiguration is not supported in an AdmissionPolicy yet: write the mutation as patchType JSONPatch');
+  });
   const bytes = limits.maxBytes === undefined ? 0 : JSON.stringify(spec).length;
   if (limits.maxBytes !== undefined && bytes > limits.maxBytes) {
     errors.push({ field: 'spec', message: `is ${bytes} bytes, more than the ${limits.maxBytes} the cluster's administrator allows a policy (the operator's --namespaced-policy-max-bytes)`, limit: true });
@@ -175,8 +180,7 @@ export function validatePolicy(policy: AdmissionPolicy, limits: PolicyLimits, pr
 
 /**
  * A mutation is one form: Portcullis' (`patch` or `patchExpression`) or a MutatingAdmissionPolicy
- * entry (`patchType` with its field, in MAP's words). ApplyConfiguration is refused until it is
- * served: accepted and then ignored, it would let through what its author meant to change.
+ * entry (`patchType` with its field, in MAP's words).
  */
 function validateMutationForm(m: Mutation, path: string): FieldError[] {
   const errors: FieldError[] = [];
@@ -191,7 +195,8 @@ function validateMutationForm(m: Mutation, path: string): FieldError[] {
     if (typeof m.jsonPatch?.expression !== 'string' || m.jsonPatch.expression.trim() === '') errors.push({ field: `${path}.jsonPatch`, message: 'must be specified when patchType is JSONPatch' });
     if (m.applyConfiguration !== undefined) errors.push({ field: `${path}.applyConfiguration`, message: 'must not be specified when patchType is JSONPatch' });
   } else if (m.patchType === 'ApplyConfiguration') {
-    errors.push({ field: `${path}.patchType`, message: 'ApplyConfiguration is not supported yet: write the mutation as patchType JSONPatch' });
+    if (typeof m.applyConfiguration?.expression !== 'string' || m.applyConfiguration.expression.trim() === '') errors.push({ field: `${path}.applyConfiguration`, message: 'must be specified when patchType is ApplyConfiguration' });
+    if (m.jsonPatch !== undefined) errors.push({ field: `${path}.jsonPatch`, message: 'must not be specified when patchType is ApplyConfiguration' });
   } else {
     errors.push({ field: `${path}.patchType`, message: 'Unsupported value: must be JSONPatch or ApplyConfiguration' });
   }

@@ -24,7 +24,7 @@ import { ExceptionStore } from '../registry/exceptions.ts';
 import { namespacedConfiguration, protectedNamespaces, webhookConfigurations, NAMESPACE_NAME_LABEL } from '../desired/objects.ts';
 import { DEFAULTS } from '../config.ts';
 import type { ClusterView } from '../handlers/handler.ts';
-import type { ParamsSource } from '../registry/compile.ts';
+import { OFFLINE_SCHEMAS, type ParamsSource } from '../registry/compile.ts';
 import { selectParams } from '../api/params.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
 import { PolicyRegistry } from '../registry/policies.ts';
@@ -188,7 +188,8 @@ export class OfflineCluster {
     const store = new ExceptionStore();
     for (const exception of this.exceptions) store.set(exception);
     // The operator's context (manager/registries.ts) with its store of exceptions; the clock is the evaluation's.
-    this.registry = new SuiteRegistry({ view, params, operatorNamespace, exceptions: store, clock: () => this.instant ?? Date.now() });
+    // Offline no kind's schema is read: ApplyConfiguration mutations merge lists whole, and say so in a warning.
+    this.registry = new SuiteRegistry({ view, params, operatorNamespace, exceptions: store, clock: () => this.instant ?? Date.now(), mergeSchemas: OFFLINE_SCHEMAS });
     this.policyRegistry = new PolicyRegistry({
       view,
       params,

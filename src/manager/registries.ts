@@ -15,12 +15,15 @@ import { setHandlerBackends } from '../handlers/backends.ts';
 import type { WebhookObserver } from '../registry/compile.ts';
 import { PolicyRegistry } from '../registry/policies.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
+import { OpenApiSchemas } from '../apiserver/openapi.ts';
 import type { ClusterState } from './cluster-state.ts';
 
 export interface Registries {
   registry: SuiteRegistry;
   policyRegistry: PolicyRegistry;
   auditor?: Auditor;
+  /** The API server's OpenAPI v3 schemas: type checking's, and the kinds ApplyConfiguration mutations merge into. */
+  schemas: OpenApiSchemas;
 }
 
 /** `wake`: the work-queue key of a suite, or of the AdmissionPolicies, whose audit status changed. */
@@ -43,7 +46,19 @@ export function makeRegistries(config: OperatorConfig, kube: Kube, state: Cluste
   };
   // Before any suite is compiled or thread started: the threads inherit the list (handlers/backends.ts).
   setHandlerBackends(config.handlerBackends);
-  const registry = new SuiteRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, nativeEnforcement: config.nativeEnforcement, observers, exceptions: state.exceptions });
+  // Read at apply and reconcile time (type checking), and by ApplyConfiguration mutations, cached by the documents' hashes.
+  const schemas = new OpenApiSchemas(kube.config);
+  const registry = new SuiteRegistry({
+    view,
+    params,
+    authorizer,
+    mapper,
+    operatorNamespace: config.namespace,
+    nativeEnforcement: config.nativeEnforcement,
+    observers,
+    exceptions: state.exceptions,
+    mergeSchemas: { schema: (kind) => schemas.schema(kind) },
+  });
   // A webhook's series go with it (a suite deleted, or a webhook removed from one).
   registry.subscribe((change) =>
     'removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name))),
@@ -88,5 +103,5 @@ export function makeRegistries(config: OperatorConfig, kube: Kube, state: Cluste
       else for (const p of policyRegistry.all()) auditPolicy(p.namespace, p.name);
     });
   }
-  return { registry, policyRegistry, auditor };
+  return { registry, policyRegistry, auditor, schemas };
 }

@@ -12,7 +12,7 @@ import type { ConnectionKind } from '../admission/connection-limits.ts';
 import type { ParamsAccessCheck } from '../admission/suite-validation.ts';
 import { AdmissionThread } from '../admission/threads/thread.ts';
 import type { Kube } from '../apiserver/client.ts';
-import { OpenApiSchemas } from '../apiserver/openapi.ts';
+import type { OpenApiSchemas } from '../apiserver/openapi.ts';
 import { SubjectAccessReviewer } from '../apiserver/authorizer.ts';
 import { ParamsAccess } from '../apiserver/params-access.ts';
 import { PolicyAuthorRights } from '../apiserver/policy-author.ts';
@@ -71,8 +71,8 @@ export async function startServing(
   let draining = false;
   const nearListeners: ((kind: ConnectionKind, cause: string) => void)[] = [];
   const connectionsNear = (kind: ConnectionKind, cause: string) => nearListeners.forEach((listener) => listener(kind, cause));
-  // Read at apply and reconcile time only (type checking), cached by the documents' hashes.
-  const schemas = new OpenApiSchemas(kubeConfig);
+  // One reader of the schemas with the registries (registries.ts): type checking's and the ApplyConfiguration mutations'.
+  const { schemas } = parts.registries;
   // The endpoint's limits the flags set: connections in the server that listens, review workers in the one that judges large reviews (either may be both).
   const limits = { maxConnectionsPerAddress: config.maxConnectionsPerAddress, reviewWorkers: config.reviewWorkers };
   // Where the API server calls from: its connections are sized by the webhooks served, never refused for being many.

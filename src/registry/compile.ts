@@ -17,6 +17,7 @@ import { EMPTY_VIEW, HeldElsewhere, LookupNotReady, type ClusterView, type Looku
 import { forbiddenMessage, NOT_READY } from '../handlers/errors.ts';
 import { CompileError, firstLine } from '../policy/celjs/program.ts';
 import { compileRules, evaluationTotals, type Allowance, type AuthorizingRulesAdmit, type RulesOptions } from '../policy/engine/rules.ts';
+import type { MergeSchema } from '../policy/engine/apply-configuration.ts';
 import { planMatchConditions } from '../policy/engine/match-conditions.ts';
 import type { Authorizer } from '../api/authorization.ts';
 import type { KindMapper } from '../api/discovery.ts';
@@ -104,7 +105,21 @@ export interface CompileContext {
   exceptions?: ExceptionStore;
   /** Now, in ms (the expiry of exceptions is compared with it); Date.now by default. */
   clock?: () => number;
+  /**
+   * The schemas of the kinds ApplyConfiguration mutations merge into (the operator's
+   * OpenApiSchemas; OFFLINE_SCHEMAS where none can be read). Without it, such a mutation's request
+   * is HeldElsewhere: answered where it is set (the main thread). Read per request.
+   */
+  mergeSchemas?: MergeSchemaSource;
 }
+
+/** Where a kind's schema comes from for ApplyConfiguration mutations; undefined: none known (lists merged whole, with a warning). */
+export interface MergeSchemaSource {
+  schema(kind: { group: string; version: string; kind: string }): MergeSchema | undefined | Promise<MergeSchema | undefined>;
+}
+
+/** No schema anywhere (`portcullis eval` and `test` without a cluster). */
+export const OFFLINE_SCHEMAS: MergeSchemaSource = { schema: () => undefined };
 
 export function compileSuite(suite: AdmissionSuite, context: CompileContext = {}): CompiledSuite {
   const { operatorNamespace } = context;
@@ -146,7 +161,7 @@ export function compileWebhook(
     const excusing = excepted && context.exceptions && spec.type === 'Validating' ? exceptionsOf(excepted, spec.name, context.exceptions, view, operatorNamespace, context.clock) : undefined;
     const admit = spec.handler
       ? compileHandler(spec, path, view, failurePolicy, { authorizer, mapper }, operatorNamespace, excusing && { excusing, observer })
-      : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params, excusing && { excusing, observer }), observer);
+      : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params, excusing && { excusing, observer }, context), observer);
     return {
       suite: owner,
       name: spec.name,
@@ -213,10 +228,10 @@ function measured(admit: (request: AdmissionRequest, allowance?: Allowance) => D
  * and, where AdmissionExceptions may apply (`excusing`), the ones that cover the request, whose
  * use the answer then says (excused).
  */
-function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource, exceptions?: { excusing: Excusing; observer: WebhookObserver }) {
-  if (!exceptions) return bound(rules, spec, failurePolicy, view, params);
+function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource, exceptions: { excusing: Excusing; observer: WebhookObserver } | undefined, context: CompileContext) {
+  if (!exceptions) return withSchema(bound(rules, spec, failurePolicy, view, params), spec, failurePolicy, context);
   const { excusing, observer } = exceptions;
-  const judged = bound(rules, spec, failurePolicy, view, params);
+  const judged = withSchema(bound(rules, spec, failurePolicy, view, params), spec, failurePolicy, context);
   return (request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision> => {
     const excuse = excusing(request);
     if (!excuse) return judged(request, allowance);
@@ -269,14 +284,41 @@ function excused(decision: Decision, used: readonly AdmissionException[], observ
   };
 }
 
+type Bound = (request: AdmissionRequest, allowance?: Allowance, excuse?: Excuse, mergeSchema?: MergeSchema) => Decision | Promise<Decision>;
+
+/**
+ * A webhook with ApplyConfiguration mutations given the schema of each request's kind
+ * (context.mergeSchemas, read per request); HeldElsewhere where none is set here. Any other
+ * webhook as it is.
+ */
+function withSchema(judged: Bound, spec: WebhookSpec, failurePolicy: FailurePolicy, context: CompileContext): Bound {
+  if (spec.type !== 'Mutating' || !spec.mutations?.some((m) => m.patchType === 'ApplyConfiguration')) return judged;
+  return (request, allowance, excuse) => {
+    const source = context.mergeSchemas;
+    const kind = request.kind;
+    if (!source) throw new HeldElsewhere(`the schema of ${kind?.kind ?? 'the kind'}`);
+    let schema: MergeSchema | undefined | Promise<MergeSchema | undefined>;
+    try {
+      schema = kind ? source.schema(kind) : undefined;
+    } catch (err) {
+      return errored(`the schema of ${kind?.kind} could not be read: ${firstLine(err)}`, failurePolicy, 'Invalid');
+    }
+    if (!(schema instanceof Promise)) return judged(request, allowance, excuse, schema);
+    return schema.then(
+      (read) => judged(request, allowance, excuse, read),
+      (err: unknown) => errored(`the schema of ${kind?.kind} could not be read: ${firstLine(err)}`, failurePolicy, 'Invalid'),
+    );
+  };
+}
+
 /** The rules with `params` and `namespaceObject` bound, as withContext says. */
-function bound(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource) {
+function bound(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource): Bound {
   const ref = spec.params;
   if (ref) params.watch(ref);
   const { readsNamespaceObject } = rules;
-  return (request: AdmissionRequest, allowance?: Allowance, excuse?: Excuse): Decision | Promise<Decision> => {
+  return (request: AdmissionRequest, allowance?: Allowance, excuse?: Excuse, mergeSchema?: MergeSchema): Decision | Promise<Decision> => {
     const namespaceObject = readsNamespaceObject && request.namespace ? view.namespace(request.namespace) : undefined;
-    if (!ref) return rules(request, { namespaceObject, allowance, excuse });
+    if (!ref) return rules(request, { namespaceObject, allowance, excuse, mergeSchema });
     const found = params.select(ref, request.namespace || undefined);
     if (found.state === 'pending') return errored(`params of webhook ${spec.name} are not available: ${found.reason}`, failurePolicy, 'Invalid');
     if (found.state === 'misconfigured') return errored(`failed to configure binding: ${found.reason}`, failurePolicy, 'Invalid');
@@ -285,7 +327,7 @@ function bound(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: F
       return errored(`failed to configure binding: ${PARAMS_ERRORS.notFoundDeny}`, failurePolicy, 'Invalid');
     }
     // (an AdmissionPolicy's allowance is shared by its evaluations for every params object)
-    return evaluateEach(spec.type, request, found.objects, (req, object) => rules(req, { params: object, namespaceObject, allowance, excuse }));
+    return evaluateEach(spec.type, request, found.objects, (req, object) => rules(req, { params: object, namespaceObject, allowance, excuse, mergeSchema }));
   };
 }
 

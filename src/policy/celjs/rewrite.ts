@@ -20,7 +20,10 @@
  *   other entries with each optional one put in when present;
  * - MutatingAdmissionPolicy's `JSONPatch{op: ..., path: ...}` (message construction) and
  *   `jsonpatch.escapeKey(k)`: calls of functions library/jsonpatch.ts declares, the message's
- *   fields a map literal (a field JSONPatch does not have refused as cel-go refuses it). The functions' names cannot be
+ *   fields a map literal (a field JSONPatch does not have refused as cel-go refuses it);
+ * - its apply configurations' `Object{...}` and `Object.spec.x{...}` (message construction of
+ *   types named by their path): a call of library/apply-configuration.ts' function with the type
+ *   name and the fields as a map literal. The functions' names cannot be
  *   written by a policy: any source naming them is refused as cel-go refuses an unknown name.
  * Positions in cel-js's errors may shift after a rewritten form; the messages compile reports
  * carry none.
@@ -38,6 +41,8 @@ export const OPTIONAL_MAP_ENTRY = '__portcullis_optional_map_entry__';
 export const JSONPATCH_VALUE = '__portcullis_jsonpatch__';
 /** `string (string)`: `jsonpatch.escapeKey(k)`, the key as one JSON pointer step. */
 export const JSONPATCH_ESCAPE_KEY = '__portcullis_jsonpatch_escape_key__';
+/** `map<string, dyn> (string, dyn)`: an `Object{...}` or `Object.spec.x{...}` value of an apply configuration (library/apply-configuration.ts): its type name, its fields. */
+export const OBJECT_VALUE = '__portcullis_object__';
 /** The fields a JSONPatch value has, as MutatingAdmissionPolicy declares the type. */
 const JSONPATCH_FIELDS = new Set(['op', 'path', 'from', 'value']);
 /** What every name this front end introduces starts with; a policy's source may not. */
@@ -55,7 +60,7 @@ export interface Rewritten {
 export class FrontEndError extends Error {}
 
 /** A backtick, an entry's `?`, a bytes prefix, a point before a digit that no operand ends, a reserved name. */
-const MAYBE_REWRITTEN = /JSONPatch\s*\{|jsonpatch\s*\.|`|[[{,]\s*\?|(^|[^A-Za-z0-9_])[bBrR]{1,2}['"]|(^|[^A-Za-z0-9_)\]}])\.[0-9]|__portcullis_/;
+const MAYBE_REWRITTEN = /JSONPatch\s*\{|Object\s*[.{]|jsonpatch\s*\.|`|[[{,]\s*\?|(^|[^A-Za-z0-9_])[bBrR]{1,2}['"]|(^|[^A-Za-z0-9_)\]}])\.[0-9]|__portcullis_/;
 const OPERAND_ENDS = new Set(['ident', 'literal', ')', ']', '}']);
 
 /**
@@ -153,6 +158,7 @@ export function rewriteForCelJs(source: string): Rewritten {
     if (name === 'jsonpatch' && tokens[k + 1]?.kind === '.' && tokens[k + 2]?.kind === 'ident' && text(k + 2) === 'escapeKey' && tokens[k + 3]?.kind === '(') {
       return { text: JSONPATCH_ESCAPE_KEY, next: k + 3 };
     }
+    if (name === 'Object') return objectAt(k);
     if (name !== 'JSONPatch' || tokens[k + 1]?.kind !== '{') return undefined;
     const openAt = k + 1;
     const close = match.get(openAt)!;
@@ -173,6 +179,37 @@ export function rewriteForCelJs(source: string): Rewritten {
     }
     if (start < close) entry(start, close);
     return { text: `${JSONPATCH_VALUE}({${fields.join(', ')}})`, next: close + 1 };
+  };
+
+  // MutatingAdmissionPolicy's apply configurations: `Object{f: v}` and `Object.spec.x{...}`,
+  // messages of a type named by their path (cel-go's dynamic object types), written as a call
+  // that keeps the type's name for the check the API server makes of it (type names that do not
+  // match their fields' path are refused then, not here, as there).
+  const objectAt = (k: number): { text: string; next: number } | undefined => {
+    let j = k + 1;
+    const names = ['Object'];
+    while (tokens[j]?.kind === '.' && tokens[j + 1]?.kind === 'ident' && !text(j + 1).startsWith('`')) {
+      names.push(text(j + 1));
+      j += 2;
+    }
+    if (tokens[j]?.kind !== '{') return undefined;
+    const close = match.get(j)!;
+    const fields: string[] = [];
+    let start = j + 1;
+    const entry = (s: number, e: number) => {
+      if (tokens[s]!.kind !== 'ident' || tokens[s + 1]?.kind !== ':' || s + 2 >= e) throw new FrontEndError(`Syntax error: a field of ${names.join('.')} is written name: value`);
+      const field = text(s);
+      fields.push(`${JSON.stringify(field.startsWith('`') ? field.slice(1, -1) : field)}: ${render(s + 2, e)}`);
+    };
+    for (let i = j + 1; i < close; i++) {
+      if (match.has(i)) i = match.get(i)!;
+      else if (tokens[i]!.kind === ',') {
+        entry(start, i);
+        start = i + 1;
+      }
+    }
+    if (start < close) entry(start, close);
+    return { text: `${OBJECT_VALUE}(${JSON.stringify(names.join('.'))}, {${fields.join(', ')}})`, next: close + 1 };
   };
 
   const aggregate = (openAt: number, close: number): string => {

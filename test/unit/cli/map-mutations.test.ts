@@ -1,8 +1,10 @@
 /**
  * `portcullis eval` offline with a mutation written as a MutatingAdmissionPolicy writes it (issue
- * 53): the JSONPatch form patches the object as the operator would, and ApplyConfiguration is
- * refused, not ignored. Owns these checks only; the engine's own are
- * test/unit/policy/engine/map-json-patch.test.ts, the API server's comparison the MAP differential.
+ * 53): the JSONPatch form patches the object as the operator would, and so does the
+ * ApplyConfiguration form, merged with no schema (none is read offline: lists whole), which the
+ * answer warns of. Owns these checks only; the engine's own are
+ * test/unit/policy/engine/map-json-patch.test.ts and map-apply-configuration.test.ts, the API
+ * server's comparison the MAP differentials.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,7 +12,9 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { runCli } from '../../support/cli.ts';
 
-const suite = (patchType: string, field: string) => `apiVersion: admission.portcullis.dev/v1alpha1
+const JSON_PATCH = "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('example.com/team'), value: 'blue'}]";
+const APPLY = "Object{metadata: Object.metadata{labels: {'example.com/team': 'blue'}}, data: {'added': 'yes'}}";
+const suite = (patchType: string, field: string, expression: string) => `apiVersion: admission.portcullis.dev/v1alpha1
 kind: AdmissionSuite
 metadata: { name: map-form }
 spec:
@@ -21,7 +25,7 @@ spec:
       mutations:
         - patchType: ${patchType}
           ${field}:
-            expression: "[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('example.com/team'), value: 'blue'}]"
+            expression: ${JSON.stringify(expression)}
 `;
 const configMap = 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: a, namespace: default, labels: { x: "1" } }\ndata: { k: v }\n';
 
@@ -31,8 +35,8 @@ describe('portcullis eval: MutatingAdmissionPolicy mutations', function () {
   before(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-map-'));
     fs.writeFileSync(path.join(dir, 'cm.yaml'), configMap);
-    fs.writeFileSync(path.join(dir, 'json-patch.yaml'), suite('JSONPatch', 'jsonPatch'));
-    fs.writeFileSync(path.join(dir, 'apply-configuration.yaml'), suite('ApplyConfiguration', 'applyConfiguration'));
+    fs.writeFileSync(path.join(dir, 'json-patch.yaml'), suite('JSONPatch', 'jsonPatch', JSON_PATCH));
+    fs.writeFileSync(path.join(dir, 'apply-configuration.yaml'), suite('ApplyConfiguration', 'applyConfiguration', APPLY));
   });
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -42,9 +46,12 @@ describe('portcullis eval: MutatingAdmissionPolicy mutations', function () {
     expect(JSON.parse(result.stdout).patchedObject.metadata.labels).to.deep.equal({ x: '1', 'example.com/team': 'blue' });
   });
 
-  it('refuses an ApplyConfiguration mutation as not supported yet', async function () {
+  it('merges an ApplyConfiguration mutation into the object, warning that no schema was known', async function () {
     const result = await runCli(['eval', '--suite', path.join(dir, 'apply-configuration.yaml'), '--object', path.join(dir, 'cm.yaml')]);
-    expect(result.code).to.equal(1);
-    expect(result.stderr).to.contain('spec.webhooks[0].mutations[0].patchType: ApplyConfiguration is not supported yet');
+    expect(result.code, result.stderr).to.equal(0);
+    const answer = JSON.parse(result.stdout);
+    expect(answer.patchedObject.metadata.labels).to.deep.equal({ x: '1', 'example.com/team': 'blue' });
+    expect(answer.patchedObject.data).to.deep.equal({ k: 'v', added: 'yes' });
+    expect(JSON.stringify(answer)).to.contain('no schema of ConfigMap is known here');
   });
 });

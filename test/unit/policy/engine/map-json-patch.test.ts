@@ -46,9 +46,9 @@ describe('policy: MutatingAdmissionPolicy JSONPatch mutations', function () {
   it('refuses a field JSONPatch does not have, on compile', function () {
     expect(() => admit("[JSONPatch{opp: 'add', path: '/x'}]")).to.throw("spec.webhooks[0].mutations[0].jsonPatch.expression: compilation failed: undefined field 'opp'");
   });
-  it('refuses ApplyConfiguration on compile as not supported yet, never ignoring it', function () {
-    const spec = { name: 'w', type: 'Mutating', rules: [], mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{}' } }] } as unknown as WebhookSpec;
-    expect(() => compileRules('s', spec, 'spec.webhooks[0]', 'Fail')).to.throw('spec.webhooks[0].mutations[0].patchType: ApplyConfiguration is not supported yet');
+  it('refuses a patchType MAP does not have on compile, never ignoring it', function () {
+    const spec = { name: 'w', type: 'Mutating', rules: [], mutations: [{ patchType: 'StrategicMerge', applyConfiguration: { expression: 'Object{}' } }] } as unknown as WebhookSpec;
+    expect(() => compileRules('s', spec, 'spec.webhooks[0]', 'Fail')).to.throw('spec.webhooks[0].mutations[0].patchType: Unsupported value: must be JSONPatch or ApplyConfiguration');
   });
   it('charges the expression to the policy\'s cost budget, as a team\'s validations are charged', function () {
     const spec = webhook("object.items.map(i, JSONPatch{op: 'add', path: '/data/k' + string(i), value: 'x'})");
