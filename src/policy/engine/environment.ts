@@ -21,8 +21,7 @@ import { registerQuantity } from '../library/quantity.ts';
 import { registerSemver } from '../library/semver.ts';
 import { registerSets, validateSetsCall } from '../library/sets.ts';
 import { registerOptionals, validateOrValueNullComparisons } from '../library/optionals.ts';
-import { registerJsonPatch } from '../library/jsonpatch.ts';
-import { registerApplyConfiguration } from '../library/apply-configuration.ts';
+import { celGoType, policyNames, registerJsonPatch, validatePatchTypes } from '../library/jsonpatch.ts';
 import { registerComprehensions } from '../library/comprehensions.ts';
 import { celGoCheckMessage, replaceNumericComparisons } from '../library/numeric.ts';
 import { replaceDoubleBuiltins } from '../library/doubles.ts';
@@ -82,7 +81,6 @@ export function newEnvironment(
   registerSets(env);
   registerOptionals(env);
   registerJsonPatch(env);
-  registerApplyConfiguration(env);
   registerComprehensions(env);
   registerConversions(env);
   registerBytes(env);
@@ -134,7 +132,8 @@ function vapEnvironment(params: boolean, authorizer: boolean, withVariables = tr
 vapEnvironment(true, true);
 vapEnvironment(false, true);
 
-export type ResultType = 'bool' | 'string' | 'list' | 'null';
+/** `list(JSONPatch)`: a MAP jsonPatch expression's, exactly (dyn refused), as the API server's. */
+export type ResultType = 'bool' | 'string' | 'list' | 'null' | 'list(JSONPatch)';
 
 /**
  * Parses and type-checks `expression`; `expect` lists the types it may yield (any when empty);
@@ -161,6 +160,8 @@ export interface CompileOptions {
   requestVariables?: ReadonlySet<string>;
   /** Charged as a team's AdmissionPolicy is: by real sizes whatever the static types, with the namespace's deadline (cost/instrument.ts). */
   strictCost?: boolean;
+  /** A MAP mutation's expression: MAP's JSONPatch type and jsonpatch library are declared (library/jsonpatch.ts); anywhere else they are not. */
+  patchTypes?: boolean;
 }
 
 function compileExpression(
@@ -178,23 +179,24 @@ function compileExpression(
     throw new CompileError(field, `compilation failed: ${err instanceof CelSyntaxError ? err.message : firstLine(err)}`);
   }
   const checked = program.check();
-  if (!checked.valid) throw new CompileError(field, `compilation failed: ${celGoCheckMessage(checked.error)}`);
+  if (!checked.valid) throw new CompileError(field, `compilation failed: ${policyNames(celGoCheckMessage(checked.error))}`);
   try {
     // Not in validateProgram: the cel-spec suite mixes types in literals; and mutations (no VAP
     // counterpart) build JSON-patch maps whose values are of every type.
     if (!options.mixedLiterals) validateHomogeneousLiterals(program.ast);
     validateProgram(program);
+    validatePatchTypes(program.ast, options.patchTypes === true);
   } catch (err) {
     throw new CompileError(field, `compilation failed: ${firstLine(err)}`);
   }
   const type = checked.type ?? 'dyn';
   // As the API server: a validation, message or audit value must be of its exact type (dyn is
   // refused); a patchExpression may be any list, typed or not.
-  const fits = (want: string) => (want === 'list' ? type === 'dyn' || type.startsWith('list') : type === want);
+  const fits = (want: string) => (want === 'list' ? type === 'dyn' || type.startsWith('list') : want === 'list(JSONPatch)' ? type === 'list<JSONPatch>' : type === want);
   if (expect.length && !expect.some(fits)) {
     const names = expect.map(celGoTypeName);
     const wanted = names.length === 1 ? names[0] : `one of [${names.join(' ')}]`;
-    throw new CompileError(field, `must evaluate to ${wanted} but got ${celGoTypeName(type)}`);
+    throw new CompileError(field, `must evaluate to ${wanted} but got ${expect.includes('list(JSONPatch)') ? celGoType(type) : celGoTypeName(type)}`);
   }
   useCelGoLogic(program.ast);
   useCelGoEquality(program.ast, options.requestVariables);
