@@ -22,6 +22,7 @@ import { registerSemver } from '../library/semver.ts';
 import { registerSets, validateSetsCall } from '../library/sets.ts';
 import { registerOptionals, validateOrValueNullComparisons } from '../library/optionals.ts';
 import { celGoType, policyNames, registerJsonPatch, validatePatchTypes } from '../library/jsonpatch.ts';
+import { registerApplyConfiguration } from '../library/apply-configuration.ts';
 import { registerComprehensions } from '../library/comprehensions.ts';
 import { celGoCheckMessage, replaceNumericComparisons } from '../library/numeric.ts';
 import { replaceDoubleBuiltins } from '../library/doubles.ts';
@@ -81,6 +82,7 @@ export function newEnvironment(
   registerSets(env);
   registerOptionals(env);
   registerJsonPatch(env);
+  registerApplyConfiguration(env);
   registerComprehensions(env);
   registerConversions(env);
   registerBytes(env);

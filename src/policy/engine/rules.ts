@@ -12,6 +12,8 @@ import { buildActivation, type Activation, type CompiledVariable } from './activ
 import { CopyOnWritePatcher } from './patch.ts';
 import { applyMapJsonPatch, asTypedRoundTrip, type MapPatchOperation } from './json-patch.ts';
 import { isJsonPatchValue } from '../library/jsonpatch.ts';
+import { applyConfiguration, type MergeSchema } from './apply-configuration.ts';
+import { applyConfigurationJson, objectTypeName } from '../library/apply-configuration.ts';
 import { fromCel, IntsInPlace } from '../values/convert.ts';
 import { closeBudget, CostBudgetError, evaluationTotals, openBudget, PER_CALL_LIMIT, remainingBudget, RUNTIME_CEL_COST_BUDGET, type Allowance } from '../cost/meter.ts';
 import type { Authorizer } from '../../api/authorization.ts';
@@ -72,7 +74,9 @@ interface CompiledMutation {
   patchProgram?: Program;
   /** A MutatingAdmissionPolicy entry's `jsonPatch.expression` (patchType JSONPatch). */
   jsonPatchProgram?: Program;
-  /** The jsonPatch expression, for the API server's words when it fails. */
+  /** A MutatingAdmissionPolicy entry's `applyConfiguration.expression` (patchType ApplyConfiguration). */
+  applyProgram?: Program;
+  /** The jsonPatch or applyConfiguration expression, for the API server's words when it fails. */
   expression?: string;
   field: string;
 }
@@ -91,6 +95,11 @@ export interface RulesContext {
    * failure of one it covers is not a denial (Warn and Audit still see it). Suites' webhooks only.
    */
   excuse?: { covers(index: number): boolean };
+  /**
+   * The schema of the request's kind, for ApplyConfiguration mutations (apply-configuration.ts);
+   * absent where none is known (offline): lists are then replaced whole, and the answer warns.
+   */
+  mergeSchema?: MergeSchema;
 }
 
 /** Whether any expression (a variable's, a matchCondition's) reads `namespaceObject`: a caller binds it only then, since finding it costs a lookup per request. */
@@ -180,8 +189,12 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       const field = `${path}.mutations[${i}]`;
       if ([m.patch, m.patchExpression, m.patchType].filter((f) => f !== undefined).length !== 1) throw new CompileError(field, 'exactly one of patch, patchExpression and patchType must be set');
       if (m.patchType !== undefined) {
+        if (m.patchType === 'ApplyConfiguration') {
+          if (typeof m.applyConfiguration?.expression !== 'string') throw new CompileError(`${field}.applyConfiguration`, 'must be specified when patchType is ApplyConfiguration');
+          return { field, expression: m.applyConfiguration.expression, applyProgram: compile(m.applyConfiguration.expression, `${field}.applyConfiguration.expression`, [], { ...scope, mixedLiterals: true, patchTypes: true }) };
+        }
         // Refused rather than ignored: an ignored mutation would let through what its author meant to change.
-        if (m.patchType !== 'JSONPatch') throw new CompileError(`${field}.patchType`, `${m.patchType} is not supported yet: write the mutation as patchType JSONPatch`);
+        if (m.patchType !== 'JSONPatch') throw new CompileError(`${field}.patchType`, 'Unsupported value: must be JSONPatch or ApplyConfiguration');
         if (typeof m.jsonPatch?.expression !== 'string') throw new CompileError(`${field}.jsonPatch`, 'must be specified when patchType is JSONPatch');
         return { field, expression: m.jsonPatch.expression, jsonPatchProgram: compile(m.jsonPatch.expression, `${field}.jsonPatch.expression`, ['list(JSONPatch)'], { ...scope, mixedLiterals: true, patchTypes: true }) };
       }
@@ -192,9 +205,9 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
         patchProgram: m.patchExpression ? compile(m.patchExpression, `${field}.patchExpression`, ['list'], { ...scope, mixedLiterals: true }) : undefined,
       };
     });
-    const reads = new ActivationReads([...variables.map((v) => v.program), ...mutations.flatMap((m) => [m.condition, m.patchProgram, m.jsonPatchProgram])]);
+    const reads = new ActivationReads([...variables.map((v) => v.program), ...mutations.flatMap((m) => [m.condition, m.patchProgram, m.jsonPatchProgram, m.applyProgram])]);
     const authorizing = reads.uses('authorizer') || matchConditions.reads.uses('authorizer');
-    const mapForm = mutations.some((m) => m.jsonPatchProgram);
+    const mapForm = mutations.some((m) => m.jsonPatchProgram || m.applyProgram);
     const admit = (request: AdmissionRequest, context: EvaluationContext = {}) => {
       const match = evaluateMatchConditions(matchConditions.conditions, matchConditions.reads, request, context, failurePolicy);
       // A MAP's failed matchCondition is its admission error too: 403 (reason Invalid), kube-apiserver 1.37 tried
@@ -458,10 +471,12 @@ function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variab
   // Copied where a patch applies and nowhere else: most of a large object never changes.
   const patcher = new CopyOnWritePatcher();
   let working = original;
+  let unschemed: string | undefined;
   for (const mutation of mutations) {
-    if (mutation.jsonPatchProgram) {
+    if (mutation.jsonPatchProgram || mutation.applyProgram) {
       try {
-        const next = mapJsonPatch(mutation, request, working, variables, context, reads);
+        const next = mutation.applyProgram ? mapApplyConfiguration(mutation, request, working, variables, context, reads) : mapJsonPatch(mutation, request, working, variables, context, reads);
+        if (mutation.applyProgram && !context.mergeSchema && next !== working) unschemed = mutation.field;
         // the next mutation reads the object as the API server's typed round trip leaves it
         working = next === working ? working : (asTypedRoundTrip(next, request.kind) as typeof working);
       } catch (err) {
@@ -488,7 +503,48 @@ function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variab
       throw new Error(`${mutation.field}: patch failed: ${firstLine(err)}`);
     }
   }
-  return working === original ? allowed() : patched(jsonpatch.compare(original, working) as JsonPatchOperation[]);
+  if (working === original) return allowed();
+  const decision = patched(jsonpatch.compare(original, working) as JsonPatchOperation[]);
+  if (unschemed) decision.warnings = [`${unschemed}: no schema of ${request.kind?.kind ?? 'the kind'} is known here: its apply configuration was merged with every list replaced whole and no field checked, as the API server would not`];
+  return decision;
+}
+
+/**
+ * A MutatingAdmissionPolicy ApplyConfiguration mutation on `working`, as the API server's
+ * apply-configuration patcher: the expression's `Object{...}` value, its type names checked
+ * against their path, merged into the object with structured-merge semantics by the kind's
+ * schema (apply-configuration.ts). Returns the new object, or `working` itself when nothing changed.
+ */
+function mapApplyConfiguration(mutation: CompiledMutation, request: AdmissionRequest, working: NonNullable<AdmissionRequest['object']>, variables: CompiledVariable[], context: EvaluationContext, reads: ActivationReads): NonNullable<AdmissionRequest['object']> {
+  const ints = new IntsInPlace();
+  let patch: Record<string, unknown>;
+  try {
+    const activation = buildActivation(request, working, variables, context, ints, reads);
+    let result: unknown;
+    try {
+      result = mutation.applyProgram!(activation);
+    } catch (err) {
+      if (err instanceof CostBudgetError) throw err;
+      throw new MapMutationError(`expression '${mutation.expression}' resulted in error: ${celErrorText(err)}`);
+    }
+    if (objectTypeName(result) === undefined) throw new MapMutationError(`unsupported return type from ApplyConfiguration expression: ${celTypeName(result)}`);
+    const { json, mismatches } = applyConfigurationJson(result);
+    if (mismatches.length) throw new MapMutationError(`type mismatch: ${mismatches.join('\n')}`);
+    patch = json;
+  } finally {
+    ints.restore();
+  }
+  let merged: Record<string, unknown>;
+  try {
+    merged = applyConfiguration(working as Record<string, unknown>, patch, context.mergeSchema);
+  } catch (err) {
+    throw new MapMutationError((err as Error).message);
+  }
+  return (jsonEqual(merged, working) ? working : merged) as NonNullable<AdmissionRequest['object']>;
+}
+
+function jsonEqual(a: unknown, b: unknown): boolean {
+  return jsonpatch.compare(a as object, b as object).length === 0;
 }
 
 /**
