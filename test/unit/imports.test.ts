@@ -2,10 +2,10 @@
  * The shape of src/ as its imports draw it: no import cycle anywhere (type-only imports count: a
  * cycle of types is a cycle of concepts); src/'s rooms (its folders and top-level files) on the
  * floors docs/layout.md states, each importing only rooms on floors below its own; and src/policy's
- * sub-folders importing only downward, in the order docs/layout.md's table gives. Imports are read with the TypeScript compiler's
+ * sub-folders importing only downward, in the order docs/layout.md's table gives; and that table true (the folders it names exist, every folder of src/ is named). Imports are read with the TypeScript compiler's
  * own pre-processor (every `import`, `export ... from` and `import()`), not by running anything.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
@@ -94,6 +94,39 @@ function cycles(graph: Map<string, string[]>): string[] {
   return found;
 }
 
+/** Every folder under dir, relative to the repository. */
+function folders(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    return entry.isDirectory() ? [path.relative(ROOT, full), ...folders(full)] : [];
+  });
+}
+
+/**
+ * What docs/layout.md's table says untruly: a folder its first column names that does not exist,
+ * and a folder of src/ it does not name, as a row or, for a sub-folder, as `name/` in the row of
+ * the nearest folder above it that has one (src/handlers' row names `pod-security/`).
+ */
+function layoutProblems(page: string, srcFolders: string[], exists: (folder: string) => boolean): string[] {
+  const rows = new Map<string, string>();
+  for (const line of page.split('\n')) {
+    const cells = /^\| ([^|]+) \|(.*)$/.exec(line);
+    if (!cells || !cells[1]!.startsWith('`')) continue;
+    for (const name of cells[1]!.matchAll(/`([^`]+)`/g)) rows.set(name[1]!.replace(/\/$/, ''), cells[2]!);
+  }
+  const missing = [...rows.keys()].filter((folder) => !exists(folder)).map((folder) => `${folder} is named but does not exist`);
+  const unnamed = srcFolders.filter((folder) => {
+    if (rows.has(folder)) return false;
+    const parts = folder.split('/');
+    for (let up = parts.length - 1; up >= 2; up--) {
+      const row = rows.get(parts.slice(0, up).join('/'));
+      if (row !== undefined) return !row.includes(`\`${parts.slice(up).join('/')}/\``);
+    }
+    return true;
+  });
+  return [...missing, ...unnamed.map((folder) => `${folder} is not named`)];
+}
+
 function policyFloor(file: string): number | undefined {
   const parts = file.split(path.sep);
   if (parts[0] !== 'src' || parts[1] !== 'policy' || parts.length < 4) return undefined;
@@ -128,6 +161,18 @@ describe('imports of src/', () => {
     const page = readFileSync(path.join(ROOT, 'docs', 'layout.md'), 'utf8');
     const stated = [...page.matchAll(/^(\d+)\. floor: (.+)$/gm)].map((m) => [...m[2]!.matchAll(/`([^`]+)`/g)].map((r) => r[1]!.replace(/^src\//, '').replace(/\/$/, '')));
     expect(stated, "docs/layout.md's floors").to.deep.equal(SRC_FLOORS);
+  });
+
+  it("has docs/layout.md's table true: every folder it names exists, and every folder of src/ is named", () => {
+    const page = readFileSync(path.join(ROOT, 'docs', 'layout.md'), 'utf8');
+    const srcFolders = folders(SRC).map((f) => f.split(path.sep).join('/'));
+    expect(layoutProblems(page, srcFolders, (folder) => existsSync(path.join(ROOT, folder)))).to.deep.equal([]);
+  });
+
+  it('finds a folder the table names that is gone, and a folder of src/ it does not name (the check can fail)', () => {
+    const page = ['| folder | owns |', '| --- | --- |', '| `src/api` | types |', '| `src/kube` | gone |', '| `src/handlers` | handlers; (`pod-security/`) |'].join('\n');
+    const srcFolders = ['src/api', 'src/handlers', 'src/handlers/pod-security', 'src/handlers/extra', 'src/new'];
+    expect(layoutProblems(page, srcFolders, (folder) => folder !== 'src/kube')).to.deep.equal(['src/kube is named but does not exist', 'src/handlers/extra is not named', 'src/new is not named']);
   });
 
   it('finds an import that goes up a floor (the check can fail)', () => {
