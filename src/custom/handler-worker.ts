@@ -16,9 +16,11 @@ import type { CustomHandler } from '../sdk/index.ts';
 import type { LookupChange } from '../apiserver/lookups.ts';
 import type { FromHandlerWorker, HandlerContext, ToHandlerWorker } from './runner.ts';
 import { errorMessage } from '../error-message.ts';
+import { signals } from '../workers/kit.ts';
 
 const port = parentPort!;
 const send = (message: FromHandlerWorker) => port.postMessage(message);
+const kit = signals(send);
 const { module } = workerData as { module: string };
 
 const exported = (await import(pathToFileURL(module).href)) as { handlers?: CustomHandler<any>[] };
@@ -62,13 +64,14 @@ async function run(message: Extract<ToHandlerWorker, { type: 'run' }>): Promise<
     let config = configs.get(sent.id);
     if (config === undefined) configs.set(sent.id, (config = handler.parseConfig(sent.raw, sent.context).config));
     // Said first: if the handler stops this worker (process.exit, its heap outgrown), the main thread knows which run did.
-    send({ type: 'running', id });
+    kit.suspect(String(id));
     const decision = await run.call(handler, message.request, config, viewOf(message.context));
     if (!isDecision(decision)) throw new Error(`it answered ${JSON.stringify(decision)?.slice(0, 100)}, not a decision ({allowed: boolean, ...})`);
     send({ type: 'answer', id, decision });
   } catch (err) {
     send({ type: 'error', id, message: (errorMessage(err)).split('\n')[0]! });
   }
+  kit.cleared(String(id));
 }
 
 port.on('message', (message: ToHandlerWorker) => {

@@ -12,7 +12,7 @@
  * or a worker lost is a rejection naming the handler, which the registry answers by the webhook's
  * failurePolicy (registry/compile.ts), and is counted by handler and reason. A worker still busy
  * a moment after a budget ran out (it does not answer a ping) is stopped. A worker that dies or is
- * stopped is started again, always, with backoff (src/worker-restarts.ts; a request while it waits
+ * stopped is started again, always, with backoff (src/workers/kit.ts; a request while it waits
  * is answered by failurePolicy); the run it died in (the one it said it was running, else every
  * run in it) counts against its handler and config, and after QUARANTINE_AFTER deaths that handler
  * with that config is quarantined: its requests are answered by failurePolicy without reaching the
@@ -20,14 +20,14 @@
  * say so (Ready=False, Quarantined) until the config changes. Owns the workers and their messages;
  * what a suite may name is the registry's.
  */
-import { Worker } from 'node:worker_threads';
 import { workerEntry } from '../app-files.ts';
 import type { AdmissionRequest, Decision } from '../api/admission-review.ts';
 import type { ClusterView, ConfigContext, Handler, LookupKind } from '../handlers/handler.ts';
 import type { LogWriter } from '../log.ts';
 import type { LookupChange } from '../apiserver/lookups.ts';
 import { configChecks, type LoadedHandler } from './modules.ts';
-import { Backoff, Quarantine, type BackoffOptions } from '../worker-restarts.ts';
+import { Quarantine, type BackoffOptions } from '../worker-restarts.ts';
+import { CallTimeout, Restarting, WorkerThread, type Death, type KitSignal } from '../workers/kit.ts';
 
 /** What a handler reads of the cluster, sent with each request. */
 export interface HandlerContext {
@@ -53,8 +53,8 @@ export type FromHandlerWorker =
   | { type: 'answer'; id: number; decision: Decision }
   | { type: 'error'; id: number; message: string }
   | { type: 'pong'; id: number }
-  /** About to run the request's side: if the worker dies before it answers, this run is the suspect. */
-  | { type: 'running'; id: number };
+  /** About to run the request's side (its id as the key): if the worker dies before it answers, this run is the suspect. */
+  | KitSignal;
 
 /**
  * Why a request was answered by failurePolicy: the handler threw or rejected, ran past its budget,
@@ -101,16 +101,6 @@ export interface ServedConfig {
 
 /** A handler's run that failed, in words naming the handler (the denial the user reads: "internal error: handler ... "). */
 export class HandlerFailure extends Error {}
-
-interface Pending {
-  handler: string;
-  /** The handler with the config it runs with: what a death in this run counts against (quarantineKey). */
-  key: string;
-  budgetMs: number;
-  resolve(decision: Decision): void;
-  reject(err: Error): void;
-  timer: NodeJS.Timeout;
-}
 
 export class HandlerRunner {
   private readonly options: RunnerOptions;
@@ -203,33 +193,35 @@ function contextOf(lookups: LookupKind[], copied: ReadonlySet<LookupKind>, reque
   return context;
 }
 
+/** A run in a module's worker: what a death in it counts against. */
+interface Run {
+  handler: string;
+  /** The handler with the config it runs with (quarantineKey). */
+  key: string;
+}
+
+type ModuleThread = WorkerThread<ToHandlerWorker, FromHandlerWorker, Run>;
+
 /**
- * One module's worker: started on first use; when it dies or is stopped, started again at once,
- * then with backoff while it keeps dying; the run it died in counts against its handler and config.
+ * One module's worker (src/workers/kit.ts): started on first use; when it dies or is stopped,
+ * started again at once, then with backoff while it keeps dying; the run it died in counts
+ * against its handler and config.
  */
 class ModuleWorker {
   private readonly module: string;
   private readonly options: RunnerOptions;
   private readonly quarantine: Quarantine;
-  private readonly backoff: Backoff;
-  private worker: Worker | undefined;
-  private readonly pending = new Map<number, Pending>();
-  private next = 1;
-  private probe: { id: number; timer: NodeJS.Timeout } | undefined;
-  /** The run the worker said it is running, until it answers it (a worker's last messages arrive before its exit). */
-  private running: number | undefined;
-  /** While a worker that died waits to be started again: when it will be, and the timer that will. */
-  private restart: { at: number; timer: NodeJS.Timeout } | undefined;
-  private stopped = false;
-  /** The lookup kinds its worker keeps a copy of, and the subscription that keeps it. */
+  private readonly restarts: Restarting<ModuleThread>;
+  /** A ping is in flight to a worker whose run ran past its budget (one at a time). */
+  private probing = false;
+  /** The lookup kinds its worker keeps a copy of. */
   private readonly kinds = new Set<LookupKind>();
-  private unsubscribe: (() => void) | undefined;
 
   constructor(module: string, options: RunnerOptions, quarantine: Quarantine) {
     this.module = module;
     this.options = options;
     this.quarantine = quarantine;
-    this.backoff = new Backoff(options.restart);
+    this.restarts = new Restarting(options.restart, () => this.start());
   }
 
   /** Adds kinds its worker copies (before it starts: the proxies are made first). */
@@ -238,151 +230,98 @@ class ModuleWorker {
   }
 
   /** The worker, started if there is none; undefined while one that died waits to be started again. */
-  ensure(): Worker | undefined {
-    if (this.worker) return this.worker;
-    if (this.restart) return undefined;
-    this.stopped = false;
-    const worker = new Worker(WORKER, { workerData: { module: this.module }, resourceLimits: { maxOldGenerationSizeMb: this.options.maxHeapMb ?? MODULE_HEAP_MB } });
-    this.worker = worker;
-    this.backoff.started();
-    // Every synced kind now, then each change, in the order the requests that read them are sent.
-    if (this.kinds.size) {
-      this.unsubscribe = this.options.lookups?.subscribe((change) => {
-        if (this.kinds.has(change.kind)) worker.postMessage({ type: 'lookup', change } satisfies ToHandlerWorker);
-      });
-    }
-    worker.unref();
-    worker.on('message', (message: FromHandlerWorker) => this.received(message));
-    worker.on('error', (err) => {
-      this.options.log.error('handler module worker failed', { module: this.module, error: err.message });
-      this.lost(worker, `its worker failed: ${err.message}`);
+  ensure(): ModuleThread | undefined {
+    return this.restarts.ensure();
+  }
+
+  private start(): ModuleThread {
+    return new WorkerThread<ToHandlerWorker, FromHandlerWorker, Run>({
+      entry: WORKER,
+      workerData: { module: this.module },
+      resourceLimits: { maxOldGenerationSizeMb: this.options.maxHeapMb ?? MODULE_HEAP_MB },
+      // Every synced kind now, then each change, in the order the requests that read them are sent.
+      started: (post) =>
+        this.kinds.size
+          ? this.options.lookups?.subscribe((change) => {
+              if (this.kinds.has(change.kind)) post({ type: 'lookup', change });
+            })
+          : undefined,
+      replies: ['answer', 'error', 'pong'],
+      receive: () => undefined,
+      describe: (cause) => ('error' in cause ? `its worker failed: ${cause.error.message}` : 'exitCode' in cause ? `its worker stopped (exit code ${cause.exitCode})` : cause.stopped),
+      died: (death) => this.lost(death),
     });
-    worker.on('exit', (code) => this.lost(worker, `its worker stopped (exit code ${code})`));
-    return worker;
   }
 
   run(handler: string, key: string, side: 'validate' | 'mutate', request: AdmissionRequest, config: SentConfig, context: HandlerContext, budgetMs: number): Promise<Decision> {
     const held = this.quarantine.why(key);
-    if (held) return this.refuse(handler, 'quarantined', `handler ${handler} is quarantined with this config: ${held}`);
-    const worker = this.ensure();
-    if (!worker) return this.refuse(handler, 'lost', `handler ${handler} was not answered: its module's worker stopped and is started again in ${Math.max(0, this.restart!.at - Date.now())} ms`);
-    const id = this.next++;
+    if (held) return Promise.reject(this.fail(handler, 'quarantined', `handler ${handler} is quarantined with this config: ${held}`));
+    const thread = this.ensure();
+    if (!thread) return Promise.reject(this.fail(handler, 'lost', `handler ${handler} was not answered: its module's worker stopped and is started again in ${this.restarts.restartInMs ?? 0} ms`));
     // Throws here (DataCloneError) when what is sent cannot cross threads: answered by failurePolicy like a throw.
-    worker.postMessage({ type: 'run', id, handler, side, request, config, context } satisfies ToHandlerWorker);
-    return new Promise<Decision>((resolve, reject) => {
-      const timer = setTimeout(() => this.expired(id), budgetMs);
-      this.pending.set(id, { handler, key, budgetMs, resolve, reject, timer });
-    });
+    const run: Run = { handler, key };
+    const { reply } = thread.call({ type: 'run', handler, side, request, config, context }, { timeoutMs: budgetMs, tag: run });
+    return reply.then(
+      (message) => {
+        if (message.type === 'answer') return message.decision;
+        throw this.fail(handler, 'error', `handler ${handler} failed: ${(message as { message: string }).message}`);
+      },
+      (err: Error) => {
+        if (!(err instanceof CallTimeout)) throw this.fail(handler, 'lost', `handler ${handler} was not answered: ${err.message}`);
+        const failure = this.fail(handler, 'timeout', `handler ${handler} did not answer within its budget of ${budgetMs} ms`);
+        this.probe(thread, run);
+        throw failure;
+      },
+    );
   }
 
   async stop(why: string): Promise<void> {
-    this.stopped = true;
-    if (this.restart) clearTimeout(this.restart.timer);
-    this.restart = undefined;
-    const worker = this.worker;
-    if (!worker) return;
-    this.lost(worker, why);
-    await worker.terminate();
+    this.restarts.close();
+    await this.restarts.alive?.stop(why);
   }
 
-  private refuse(handler: string, reason: FailureReason, message: string): Promise<Decision> {
-    return new Promise((resolve, reject) => this.fail({ handler, key: '', budgetMs: 0, resolve, reject, timer: undefined as unknown as NodeJS.Timeout }, reason, message));
-  }
-
-  private received(message: FromHandlerWorker): void {
-    if (message.type === 'running') {
-      this.running = message.id;
-      return;
-    }
-    if (message.type === 'pong') {
-      if (this.probe?.id === message.id) {
-        clearTimeout(this.probe.timer);
-        this.probe = undefined;
-      }
-      return;
-    }
-    if (this.running === message.id) this.running = undefined;
-    const waiting = this.settle(message.id);
-    if (!waiting) return;
-    if (message.type === 'answer') return waiting.resolve(message.decision);
-    this.fail(waiting, 'error', `handler ${waiting.handler} failed: ${message.message}`);
-  }
-
-  private settle(id: number): Pending | undefined {
-    const waiting = this.pending.get(id);
-    if (!waiting) return undefined;
-    this.pending.delete(id);
-    clearTimeout(waiting.timer);
-    return waiting;
-  }
-
-  /** A run past its budget: answered now; and the worker is asked whether it still answers at all. */
-  private expired(id: number): void {
-    const waiting = this.settle(id);
-    if (!waiting) return;
-    this.fail(waiting, 'timeout', `handler ${waiting.handler} did not answer within its budget of ${waiting.budgetMs} ms`);
-    const worker = this.worker;
-    if (!worker || this.probe) return;
-    const probe = this.next++;
-    this.probe = {
-      id: probe,
-      timer: setTimeout(() => {
-        this.probe = undefined;
-        this.options.log.warn('handler module worker stopped: a handler blocked it past its budget; started again', { module: this.module, handler: waiting.handler });
-        // The run that blocked it is the one that ran past its budget (answered already): the death counts against it.
-        this.lost(worker, `handler ${waiting.handler} blocked its module's worker`, [waiting]);
-        void worker.terminate();
-      }, PROBE_MS),
-    };
-    worker.postMessage({ type: 'ping', id: probe } satisfies ToHandlerWorker);
+  /** A run past its budget (answered already): is the worker still answering at all? If not, it is stopped, blaming that run. */
+  private probe(thread: ModuleThread, run: Run): void {
+    if (!thread.alive || this.probing) return;
+    this.probing = true;
+    thread.call({ type: 'ping' }, { timeoutMs: PROBE_MS }).reply.then(
+      () => (this.probing = false),
+      (err: Error) => {
+        this.probing = false;
+        if (!(err instanceof CallTimeout)) return;
+        this.options.log.warn('handler module worker stopped: a handler blocked it past its budget; started again', { module: this.module, handler: run.handler });
+        void thread.stop(`handler ${run.handler} blocked its module's worker`, [run]);
+      },
+    );
   }
 
   /**
-   * A request answered by failurePolicy (by the registry, from this rejection): counted and logged
-   * by handler, since with failurePolicy Ignore the answer itself names nothing.
+   * A request answered by failurePolicy (by the registry, from the rejection returned): counted and
+   * logged by handler, since with failurePolicy Ignore the answer itself names nothing.
    */
-  private fail(waiting: Pending, reason: FailureReason, message: string): void {
-    this.options.failed?.(waiting.handler, reason);
-    this.options.log.info('handler module answered by failurePolicy', { handler: waiting.handler, module: this.module, reason, error: message });
-    waiting.reject(new HandlerFailure(message));
+  private fail(handler: string, reason: FailureReason, message: string): HandlerFailure {
+    this.options.failed?.(handler, reason);
+    this.options.log.info('handler module answered by failurePolicy', { handler, module: this.module, reason, error: message });
+    return new HandlerFailure(message);
   }
 
   /**
-   * The worker is gone (stopped, failed, exited): what waited on it is answered by failurePolicy,
-   * the run it died in (`culprits`, else the one it said it was running, else every run in it)
-   * counts against its handler and config, and, unless the runner stops, it is started again.
+   * The worker is gone (stopped, failed, exited; what waited on it was rejected by the kit): the run
+   * it died in (the one stopped for blocking it, else the one it said it was running, else every
+   * run in it) counts against its handler and config, and, unless the runner stops, it is started again.
    */
-  private lost(worker: Worker, why: string, culprits?: Pending[]): void {
-    if (this.worker !== worker) return;
-    this.worker = undefined;
-    this.unsubscribe?.();
-    this.unsubscribe = undefined;
-    if (this.probe) clearTimeout(this.probe.timer);
-    this.probe = undefined;
-    const running = this.running === undefined ? undefined : this.pending.get(this.running);
-    this.running = undefined;
-    const suspects = culprits ?? (running ? [running] : [...this.pending.values()]);
-    for (const id of [...this.pending.keys()]) {
-      const waiting = this.settle(id)!;
-      this.fail(waiting, 'lost', `handler ${waiting.handler} was not answered: ${why}`);
-    }
-    if (this.stopped) return;
+  private lost(death: Death<Run>): void {
+    if ('error' in death.cause) this.options.log.error('handler module worker failed', { module: this.module, error: death.cause.error.message });
+    if (this.restarts.isClosed) return void this.restarts.died();
+    const running = death.calls.find((call) => String(call.id) === death.suspect);
+    const suspects = death.blamed ?? (running ? [running.tag] : death.calls.map((call) => call.tag));
     for (const key of new Set(suspects.map((s) => s.key))) {
       const handler = suspects.find((s) => s.key === key)!.handler;
-      if (!this.quarantine.died(key, `handler ${handler}: ${why}`)) continue;
-      this.options.log.error('handler quarantined with this config: it stopped its module\'s worker again and again; its requests are answered by failurePolicy until the config changes', { handler, module: this.module });
+      if (!this.quarantine.died(key, `handler ${handler}: ${death.why}`)) continue;
+      this.options.log.error("handler quarantined with this config: it stopped its module's worker again and again; its requests are answered by failurePolicy until the config changes", { handler, module: this.module });
       this.options.quarantined?.(handler);
     }
-    const wait = this.backoff.died();
-    if (wait === 0) return void this.ensure();
-    this.options.log.warn('handler module worker stopped again; starting it again after a wait', { module: this.module, inMs: wait, deathsInARow: this.backoff.deaths });
-    this.restart = {
-      at: Date.now() + wait,
-      timer: setTimeout(() => {
-        this.restart = undefined;
-        this.ensure();
-      }, wait),
-    };
-    this.restart.timer.unref();
+    const wait = this.restarts.died();
+    if (wait > 0) this.options.log.warn('handler module worker stopped again; starting it again after a wait', { module: this.module, inMs: wait, deathsInARow: this.restarts.deaths });
   }
 }
