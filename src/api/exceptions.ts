@@ -6,7 +6,7 @@
  * no store (registry/exceptions.ts) and no decision (registry/compile.ts applies it). Pure.
  */
 import type { AdmissionRequest } from './admission-review.ts';
-import { GROUP, type API_VERSION, type AdmissionSuite, type ObjectMeta } from './types.ts';
+import { GROUP, type API_VERSION, type AdmissionSuite, type Condition, type ObjectMeta } from './types.ts';
 import type { FieldError } from './validate.ts';
 import { labelSelectorProblems, selects, type LabelSelector } from '../kubernetes/selectors.ts';
 
@@ -53,11 +53,25 @@ export interface ExceptionSpec {
   expires: string;
 }
 
+/**
+ * What the operator writes of an exception (controller/exception-status.ts): how often and when
+ * it last let a request through (every replica's uses, added together), and its `Expired`
+ * condition, turned True at `expires`.
+ */
+export interface ExceptionStatus {
+  /** Requests it let through, every replica's added together. */
+  uses?: number;
+  /** RFC 3339, to the second: the latest request it let through, on any replica. */
+  lastUsed?: string;
+  conditions?: Condition[];
+}
+
 export interface AdmissionException {
   apiVersion: typeof API_VERSION;
   kind: typeof EXCEPTION_KIND;
   metadata: ObjectMeta & { namespace: string };
   spec: ExceptionSpec;
+  status?: ExceptionStatus;
 }
 
 /** The built-in handler whose checks an exception names by control (spec.podSecurity). */

@@ -320,9 +320,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly exceptionUseListeners: ((namespace: string, name: string) => void)[] = [];
+
   /** A request the AdmissionException `namespace`/`name` let through webhook `webhook` of `suite`. */
   exceptionUsed(suite: string, webhook: string, namespace: string, name: string): void {
     this.exceptionUses.inc({ namespace, exception: name, suite, webhook });
+    for (const listener of this.exceptionUseListeners) listener(namespace, name);
+  }
+
+  /**
+   * Called with every use counted: the exception's status counts them too. Here because every
+   * use, from whichever thread judged it, is reported to this one place.
+   */
+  onExceptionUsed(listener: (namespace: string, name: string) => void): void {
+    this.exceptionUseListeners.push(listener);
   }
 
   rotated(kind: 'serving' | 'ca'): void {

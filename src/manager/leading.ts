@@ -97,7 +97,7 @@ export function lead(
   kube: Kube,
   identity: string,
   driven: Pick<Leading, 'queue' | 'watches' | 'following'>,
-  parts: { owned: Owned; registries: Registries; serving: Serving; metrics: Metrics; log: Logger },
+  parts: { owned: Owned; registries: Registries; serving: Serving; metrics: Metrics; log: Logger; exceptionStatus?: { leading(leading: boolean): void } },
 ): Leading {
   const { queue, watches, following } = driven;
   const { owned, serving, metrics, log } = parts;
@@ -119,6 +119,7 @@ export function lead(
       queue.setActive(leading);
       following.setActive(!leading);
       auditor?.leading(leading);
+      parts.exceptionStatus?.leading(leading);
     },
   );
   kube.mayWrite = () => elector.isLeader();

@@ -16,6 +16,7 @@ import { shareConnections } from '../apiserver/connections.ts';
 import { CertificateStore } from '../certs/store.ts';
 import type { OperatorConfig } from '../config.ts';
 import { EventRecorder } from '../controller/events.ts';
+import { ExceptionStatusWriter } from '../controller/exception-status.ts';
 import { NAMESPACED_KEY } from '../controller/namespaced.ts';
 import { SELF_CERTIFICATE } from '../controller/self.ts';
 import type { Watches } from '../controller/watches.ts';
@@ -73,6 +74,9 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   // The audit's status changes are keys of the queue made below (it reports only while leading, once the queue runs).
   let queue: { add(key: string): void } | undefined;
   const registries = makeRegistries(config, kube, state, metrics, (target) => queue?.add('suite' in target ? target.suite : NAMESPACED_KEY));
+  // The exceptions' uses and Expired condition: uses written by every replica that counted them (its own client: not behind the leader gate), Expired by the leader.
+  const exceptionStatus = new ExceptionStatusWriter({ kube: connect(kubeConfig), exceptions: state.exceptions, log: componentLogger('exception-status') });
+  metrics.onExceptionUsed((namespace, name) => exceptionStatus.used(namespace, name));
   const serving = await startServing(config, kubeConfig, kube, { state, registries, certificates, metrics }, options.serve === false);
   const effective: OperatorConfig = { ...config, servingPort: serving.port };
 
@@ -82,7 +86,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   const reconcilers = makeReconcilers({ kube, config: effective, state, registries, serving, owned, certificates, metrics, events });
   const driven = driveReconcilers(config, reconcilers, { owned, registries, serving, certificates, metrics, events, log });
   ({ watches, queue } = driven);
-  const leading = lead(config, kube, identity, driven, { owned, registries, serving, metrics, log });
+  const leading = lead(config, kube, identity, driven, { owned, registries, serving, metrics, log, exceptionStatus });
 
   let synced = false;
   // Ready only once the AdmissionPolicies are listed too: a replica that answered their webhook before would admit what they deny.
@@ -123,6 +127,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
       await leading.elector.stop();
     },
     stop: async () => {
+      exceptionStatus.stop();
       await leading.stop();
       await owned.stop();
       await new Promise((resolve) => health.close(resolve));

@@ -103,6 +103,11 @@ export class ExceptionStore {
     return () => this.listeners.splice(this.listeners.indexOf(listener), 1);
   }
 
+  /** The exception `namespace`/`name` as last watched (its status too), if held. */
+  get(namespace: string, name: string): AdmissionException | undefined {
+    return this.sources.get(`${namespace}/${name}`);
+  }
+
   /** Every exception held (a copy started after they came: a new review worker). */
   held(): AdmissionException[] {
     return [...this.sources.values()];
