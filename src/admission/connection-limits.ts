@@ -53,7 +53,7 @@ export interface ConnectionSizing {
  * Connections per webhook each API server address may hold beyond the others' per-address share:
  * over HTTP/1.1, the connections of a burst of concurrent requests to it (client-go keeps idle
  * ones per client, for 90 s). Sized so the API server never meets it; an attacker from its address
- * holds at most this many sockets (60 KiB each) until the timeouts reap them.
+ * holds at most this many sockets until the timeouts reap them (docs/adr/0021-connection-caps.md).
  */
 export const CONNECTIONS_PER_WEBHOOK = 4;
 

@@ -46,9 +46,8 @@ export function encodeReview(apiVersion: string, uid: string, decision: Decision
 }
 
 /**
- * The JSON text of encodeReview's review. A plain allow, the answer to most requests, is written
- * from a template: the same text (uid and apiVersion escaped by JSON.stringify) for a quarter of
- * the time of building the objects and serializing them (measured: 76 vs 279 ns).
+ * The JSON text of encodeReview's review; a plain allow, the answer to most requests, from a template.
+ * Why: docs/adr/0007-plain-allow-from-a-template.md
  */
 export function encodeReviewText(apiVersion: string, uid: string, decision: Decision): string {
   if (decision.allowed && !decision.code && !decision.patch?.length && !decision.warnings?.length && !decision.auditAnnotations) {

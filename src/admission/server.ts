@@ -35,8 +35,7 @@ import { ConnectionLimits, type ConnectionCounts, type ConnectionKind } from './
 export const BODY_LIMIT = 7 * 1024 * 1024;
 
 /**
- * Bounds on what one client can hold (measured: a half-open TLS socket costs about 60 KiB, so the
- * cap keeps the others' sockets under 60 MiB). Connections are counted by source address and kind
+ * Bounds on what one client can hold (why: docs/adr/0021-connection-caps.md). Connections are counted by source address and kind
  * (connection-limits.ts): the API server's addresses hold an allowance that grows with the suites
  * served; any other address at most maxConnectionsPerAddress, and the others together
  * maxConnections, where a newcomer takes the place of a connection that served no request of the
@@ -175,9 +174,7 @@ interface Route {
 const ADMIT_PREFIX = '/admit/';
 
 /**
- * The endpoint on node:https itself. It was a fastify app; for a handful of POST routes that all
- * take JSON and answer JSON, fastify's routing, hooks and reply added about 4 us per review beyond
- * a bare Node server (bench/run.ts), a tenth of the whole hot path, and nothing it offered was used.
+ * The endpoint on node:https itself, no web framework. Why: docs/adr/0006-admission-endpoint-on-node-https.md
  */
 export class AdmissionServer {
   /** The server on the first address listened on (the only one unless `localhost` resolves to several). */

@@ -1,12 +1,7 @@
 /**
- * One connection pool per API server for the whole process. client-node builds a new undici
- * Agent for every request it sends (config.js `createDispatcher`), so every API call opened a new
- * TLS connection with a full handshake (a client certificate included), and the pools it left
- * behind held their sockets and native TLS state until collected: measured with 300 suites
- * applied at once, the operator's RSS grew by 450 MB that the JavaScript heap (24 MB) did not
- * account for, and each call cost the API server a handshake. Here the Agent is made once per
- * set of TLS settings; new settings (a rotated client certificate or CA read from its file) get
- * a new one. Owns nothing else of the client.
+ * One connection pool per API server for the whole process (client-node makes an undici Agent per
+ * request): one Agent per set of TLS settings. Owns nothing else of the client.
+ * Why: docs/adr/0010-one-connection-pool-per-api-server.md
  */
 import { createHash } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';

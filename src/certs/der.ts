@@ -1,9 +1,7 @@
 /**
  * certs: the few DER (ASN.1) shapes an X.509 certificate of ours is made of, written and read.
  * Owns the byte encoding only: which fields a certificate has, and what they mean, is x509.ts'.
- * Written here rather than through an ASN.1 library because issuing a leaf through
- * @peculiar/x509 cost about 4 ms of CPU, nearly all of it its JavaScript ASN.1 layer; a burst of
- * new suites is CPU-bound, and this encoding is a few concatenations.
+ * Why not an ASN.1 library: docs/adr/0009-der-written-by-hand.md
  */
 
 const TAG = {

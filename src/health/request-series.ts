@@ -1,11 +1,7 @@
 /**
- * The admission request path's counters and histograms, exposed through a prom-client Registry
- * like any of its metrics. Why not prom-client's own: its `inc` and `observe`, even on a child
- * whose labels were resolved once, check the labels and build their hash string on every call;
- * with a counter and three histograms per answer that was about 3 us of a review's 45 us of CPU
- * (bench/run.ts: 45.6 -> 42.4 us once the histograms were these). Here a series is a few numbers:
- * recording adds, and the exposition (cumulative buckets, `_sum`, `_count`) is built only when
- * scraped. Owns nothing but its series; what they mean is metrics.ts's.
+ * The admission request path's counters and histograms as a few numbers each, exposed through a
+ * prom-client Registry; owns nothing but its series (what they mean is metrics.ts's).
+ * Why not prom-client's own: docs/adr/0008-request-metrics-own-series.md
  */
 import type client from 'prom-client';
 
