@@ -17,9 +17,11 @@ import { REVIEW_ERRORS, ReviewError } from '../errors.ts';
 import { decode } from '../chain.ts';
 import { utf8 } from '../body.ts';
 import type { FromWorker, ReviewContext, ToWorker } from './offload.ts';
+import { signals } from '../../workers/kit.ts';
 
 const port = parentPort!;
 const send = (message: FromWorker) => port.postMessage(message);
+const kit = signals(send);
 
 /** The context of the review being judged; the view and params read it. */
 let current: { namespace?: string; context: ReviewContext } = { context: { limitRanges: [] } };
@@ -59,7 +61,7 @@ port.on('message', (message: ToWorker) => {
     case 'suite': {
       const { name } = message.suite.metadata;
       // Said first: if compiling it kills the worker, the main thread knows which suite did.
-      send({ type: 'compiling', name });
+      kit.suspect(name);
       try {
         registry.sync(message.suite);
       } catch (err) {
@@ -67,11 +69,12 @@ port.on('message', (message: ToWorker) => {
         try {
           registry.remove(name);
         } finally {
+          kit.cleared(name);
           send({ type: 'compile-failed', name, message: String((err as Error)?.message ?? err).split('\n')[0]! });
         }
         return;
       }
-      send({ type: 'compiled', name });
+      kit.cleared(name);
       return;
     }
     case 'removed':

@@ -10,13 +10,12 @@
  * judging one review at a time; reviews beyond them wait here, at most `waiting`, and a review
  * beyond those is refused at once (BUSY, 429), so what large reviews hold is bounded rather than
  * queued without end. A worker that dies is started again, always, with backoff
- * (worker-restarts.ts); the suite generation it was compiling when it died is the suspect, and one
+ * (src/workers/kit.ts, worker-restarts.ts); the suite generation it was compiling when it died is the suspect, and one
  * that killed a worker QUARANTINE_AFTER times (or whose compiling threw there) is quarantined: no longer sent to a worker, its large reviews answered by their
  * webhook's failurePolicy, until it changes; `quarantined` says so to the suite's status. Owns the
  * workers and their messages; what a Decision is, and how it is sent, belong to the registry and the server.
  */
 import os from 'node:os';
-import { Worker } from 'node:worker_threads';
 import { workerEntry } from '../../app-files.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
 import { markFailed, type AdmissionRequest, type Decision } from '../../api/admission-review.ts';
@@ -29,6 +28,7 @@ import type { SuiteRegistry } from '../../registry/registry.ts';
 import type { ExceptionChange } from '../../registry/exceptions.ts';
 import { REVIEW_ERRORS, ReviewError, type ReviewErrorKey } from '../errors.ts';
 import { PoolRestarts, Quarantine, type BackoffOptions, type WorkerWatcher } from '../../worker-restarts.ts';
+import { StateLog, WorkerThread, type Death, type KitSignal } from '../../workers/kit.ts';
 
 /** Bodies of at least this many bytes are judged in the worker: far above any typical object. */
 export const LARGE_BODY = 256 * 1024;
@@ -75,9 +75,8 @@ export type ToWorker =
   | QuestionAnswer;
 
 export type FromWorker =
-  /** About to compile the suite: if the worker dies before it says compiled, the suite is the suspect. */
-  | { type: 'compiling'; name: string }
-  | { type: 'compiled'; name: string }
+  /** About to compile the suite (its name as the key): if the worker dies before it says compiled, the suite is the suspect. */
+  | KitSignal
   /** Compiling the suite threw in the worker: it is quarantined (it would throw again). */
   | { type: 'compile-failed'; name: string; message: string }
   | { type: 'needs'; id: number; namespace?: string; params?: ParamsRef; lookups?: LookupKind[] }
@@ -106,7 +105,6 @@ export interface OffloadAnswer {
 
 /** A review given to the offload: in a worker, or waiting for one. */
 interface Review {
-  id: number;
   suite: string;
   /** The suite generation it was sent to be judged by (its quarantine key). */
   key: string;
@@ -116,12 +114,12 @@ interface Review {
   reject(err: Error): void;
 }
 
+type ReviewThread = WorkerThread<ToWorker, FromWorker>;
+
 /** A started worker and the review it judges (none while idle). */
 interface ReviewWorker {
-  worker: Worker;
+  worker: ReviewThread;
   judging: Review | undefined;
-  /** The suite it said it is compiling, until it says it compiled it (a worker's last messages arrive before its exit). */
-  compiling?: string;
 }
 
 const WORKER = workerEntry('offload-worker', import.meta.url);
@@ -134,7 +132,8 @@ export class ReviewOffload {
   private readonly pool: ReviewWorker[] = [];
   /** Reviews waiting for a worker, oldest first; at most limits.waiting. */
   private readonly waiting: Review[] = [];
-  private nextId = 1;
+  /** What every worker holds (the suites, as sendSuite says them), replayed to each as it starts. */
+  private readonly state = new StateLog<ToWorker>();
   private closed = false;
   private readonly entry: URL;
   private readonly quarantine = new Quarantine();
@@ -154,16 +153,15 @@ export class ReviewOffload {
         const key = suiteKey(change.suite);
         // Older generations (and another suite once under the name) are not coming back.
         this.quarantine.forget((k) => k.startsWith(`${name}\n`) && k !== key);
+        this.sendSuite(change.suite);
       } else {
         this.suites.delete(change.removed);
         this.quarantine.forget((k) => k.startsWith(`${change.removed}\n`));
+        this.state.drop(change.removed, { type: 'removed', name: change.removed });
       }
-      for (const { worker } of this.pool) worker.postMessage(this.suiteMessage(change));
     });
-    // The AdmissionExceptions the registry's webhooks ask, copied as they change (a new worker gets them all in start()).
-    registry.context.exceptions?.subscribe((change) => {
-      for (const { worker } of this.pool) worker.postMessage({ type: 'exception', change } satisfies ToWorker);
-    });
+    // The AdmissionExceptions the registry's webhooks ask, copied as they change (a new worker gets them all as it starts).
+    registry.context.exceptions?.subscribe((change) => this.state.send({ type: 'exception', change }));
   }
 
   /** Tells `watcher` of each worker's death and each suite quarantined. */
@@ -176,10 +174,11 @@ export class ReviewOffload {
     return this.quarantine.why(suiteKey({ metadata: { name, uid, generation } }));
   }
 
-  /** What a worker is told of a suite: a quarantined generation is not sent (nor an earlier one kept: it is removed there). */
-  private suiteMessage(change: { suite: AdmissionSuite } | { removed: string }): ToWorker {
-    if ('removed' in change) return { type: 'removed', name: change.removed };
-    return this.quarantine.why(suiteKey(change.suite)) ? { type: 'removed', name: change.suite.metadata.name } : { type: 'suite', suite: change.suite };
+  /** What the workers are told of a suite: a quarantined generation is not sent (nor an earlier one kept: it is removed there). */
+  private sendSuite(suite: AdmissionSuite): void {
+    const { name } = suite.metadata;
+    if (this.quarantine.why(suiteKey(suite))) this.state.drop(name, { type: 'removed', name });
+    else this.state.put(name, { type: 'suite', suite });
   }
 
   /**
@@ -192,7 +191,7 @@ export class ReviewOffload {
       const key = current ? suiteKey(current) : `${suite}\n`;
       const held = this.quarantine.why(key);
       if (held) return reject(new SuiteQuarantinedError(`suite ${suite} is quarantined from the review workers: ${held}`));
-      const review: Review = { id: this.nextId++, suite, key, body, webhook, resolve, reject };
+      const review: Review = { suite, key, body, webhook, resolve, reject };
       const free = this.free();
       if (free) return this.judge(free, review);
       if (this.waiting.length >= this.limits.waiting) {
@@ -225,32 +224,44 @@ export class ReviewOffload {
 
   private judge(slot: ReviewWorker, review: Review): void {
     slot.judging = review;
-    const { id, suite, webhook, body } = review;
+    const { suite, webhook, body } = review;
     // Copied, not transferred: if the worker is lost, the server decodes the body to answer it.
-    slot.worker.postMessage({ type: 'review', id, suite, webhook, body } satisfies ToWorker);
+    slot.worker.call({ type: 'review', suite, webhook, body }).reply.then(
+      (message) => {
+        this.finished(slot, review);
+        if (message.type === 'answer') {
+          // (the mark of an answer by failurePolicy is not sent with the object: it is set again here)
+          const { apiVersion, uid, operation, decision, failed } = message;
+          review.resolve({ apiVersion, uid, operation, decision: failed ? markFailed(decision) : decision });
+        } else if (message.type === 'failed') review.reject(ReviewError.sent(message.key, message.message));
+      },
+      (err: Error) => review.reject(new WorkerLostError(`the review worker stopped: ${err.message}`)),
+    );
   }
 
   /** The worker answered its review: the oldest waiting one is next. */
-  private finished(slot: ReviewWorker, id: number): Review | undefined {
-    const review = slot.judging;
-    if (review?.id !== id) return undefined;
+  private finished(slot: ReviewWorker, review: Review): void {
+    if (slot.judging !== review) return;
     slot.judging = undefined;
     const next = this.waiting.shift();
     if (next) this.judge(slot, next);
-    return review;
   }
 
   private start(): ReviewWorker {
-    const worker = new Worker(this.entry, { workerData: { authorizer: this.registry.context.authorizer !== undefined, mapper: this.registry.context.mapper !== undefined } });
-    // The worker does not keep the process alive; the server's sockets do.
-    worker.unref();
-    const slot: ReviewWorker = { worker, judging: undefined };
-    for (const suite of this.suites.values()) worker.postMessage(this.suiteMessage({ suite }));
-    for (const exception of this.registry.context.exceptions?.held() ?? []) worker.postMessage({ type: 'exception', change: { exception } } satisfies ToWorker);
+    const slot = { judging: undefined } as ReviewWorker;
+    slot.worker = new WorkerThread<ToWorker, FromWorker>({
+      entry: this.entry,
+      workerData: { authorizer: this.registry.context.authorizer !== undefined, mapper: this.registry.context.mapper !== undefined },
+      state: this.state,
+      started: (post) => {
+        for (const exception of this.registry.context.exceptions?.held() ?? []) post({ type: 'exception', change: { exception } });
+      },
+      replies: ['answer', 'failed'],
+      receive: (message) => this.onMessage(slot, message),
+      describe: (cause) => ('error' in cause ? cause.error.message : 'exitCode' in cause ? `the review worker exited (${cause.exitCode})` : cause.stopped),
+      died: (death) => this.lost(slot, death),
+    });
     this.restarts.started();
-    worker.on('message', (message: FromWorker) => this.onMessage(slot, message));
-    worker.on('error', (err) => this.lost(slot, err));
-    worker.on('exit', (code) => this.lost(slot, new Error(`the review worker exited (${code})`)));
     this.pool.push(slot);
     return slot;
   }
@@ -260,23 +271,22 @@ export class ReviewOffload {
    * the suite it was compiling, else the one it was judging, counts a death, and is quarantined at
    * the last; a new worker starts after the backoff's wait (another idle one takes a waiting review now).
    */
-  private lost(slot: ReviewWorker, err: Error): void {
+  private lost(slot: ReviewWorker, death: Death<never>): void {
     const index = this.pool.indexOf(slot);
     if (index === -1) return;
     this.pool.splice(index, 1);
-    const judging = slot.judging;
+    // (its review was rejected by the kit, with WorkerLost: judge() answers it by failurePolicy)
     slot.judging = undefined;
-    judging?.reject(new WorkerLostError(`the review worker stopped: ${err.message}`));
     if (this.closed) return;
     // Only a death while compiling blames the suite: a review that kills its worker is the request's
     // doing, and anyone can POST one to the endpoint (it asks no credential), so blaming its suite
     // would let any client quarantine any suite. Such deaths are logged, counted and backed off.
-    const suspect = slot.compiling !== undefined ? this.suites.get(slot.compiling) : undefined;
+    const suspect = death.suspect !== undefined ? this.suites.get(death.suspect) : undefined;
     const blamed = suspect && suiteKey(suspect);
     const wait = this.restarts.died();
-    this.log.error('a review worker stopped; the large review in it is answered by its failurePolicy', { error: err.message, suite: blamed && suspect?.metadata.name, inMs: wait, deathsInARow: this.restarts.deaths });
+    this.log.error('a review worker stopped; the large review in it is answered by its failurePolicy', { error: death.why, suite: blamed && suspect?.metadata.name, inMs: wait, deathsInARow: this.restarts.deaths });
     for (const watcher of this.watchers) watcher.died?.('review');
-    if (blamed && suspect && this.quarantine.died(blamed, `a review worker stopped (${err.message}) while compiling generation ${suspect.metadata.generation ?? 0}`)) {
+    if (blamed && suspect && this.quarantine.died(blamed, `a review worker stopped (${death.why}) while compiling generation ${suspect.metadata.generation ?? 0}`)) {
       this.putInQuarantine(suspect);
     }
     const free = this.pool.find((s) => !s.judging);
@@ -289,7 +299,7 @@ export class ReviewOffload {
     const name = suite.metadata.name;
     const why = this.quarantine.why(suiteKey(suite))!;
     this.log.error('suite quarantined: it stopped a review worker again and again; its large reviews are answered by their failurePolicy until it changes', { suite: name, generation: suite.metadata.generation, why });
-    for (const { worker } of this.pool) worker.postMessage({ type: 'removed', name } satisfies ToWorker);
+    this.state.drop(name, { type: 'removed', name });
     for (const review of this.waiting.filter((r) => r.suite === name)) {
       this.waiting.splice(this.waiting.indexOf(review), 1);
       review.reject(new SuiteQuarantinedError(`suite ${name} is quarantined from the review workers: ${why}`));
@@ -297,17 +307,10 @@ export class ReviewOffload {
     for (const watcher of this.watchers) watcher.quarantined?.('review', name);
   }
 
-  private onMessage(slot: ReviewWorker, message: FromWorker): void {
+  private onMessage(slot: ReviewWorker, message: Exclude<FromWorker, KitSignal>): void {
     const { worker } = slot;
     switch (message.type) {
-      case 'compiling':
-        slot.compiling = message.name;
-        return;
-      case 'compiled':
-        slot.compiling = undefined;
-        return;
       case 'compile-failed': {
-        slot.compiling = undefined;
         const suite = this.suites.get(message.name);
         if (!suite || this.quarantine.why(suiteKey(suite))) return;
         this.quarantine.hold(suiteKey(suite), `compiling it threw in a review worker: ${message.message}`);
@@ -323,26 +326,14 @@ export class ReviewOffload {
             params: message.params ? params.select(message.params, message.namespace) : undefined,
             ...(lookups ? { lookups } : {}),
           };
-          worker.postMessage({ type: 'context', id: message.id, context } satisfies ToWorker);
+          worker.post({ type: 'context', id: message.id, context });
         });
         return;
       }
       case 'authorize':
       case 'map':
-        answerQuestion(this.registry.context, message, (answer) => worker.postMessage(answer satisfies ToWorker));
+        answerQuestion(this.registry.context, message, (answer) => worker.post(answer));
         return;
-      case 'answer': {
-        const review = this.finished(slot, message.id);
-        // (the mark of an answer by failurePolicy is not sent with the object: it is set again here)
-        const { apiVersion, uid, operation, decision, failed } = message;
-        review?.resolve({ apiVersion, uid, operation, decision: failed ? markFailed(decision) : decision });
-        return;
-      }
-      case 'failed': {
-        const review = this.finished(slot, message.id);
-        review?.reject(ReviewError.sent(message.key, message.message));
-        return;
-      }
     }
   }
 }

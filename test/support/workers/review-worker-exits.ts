@@ -16,8 +16,8 @@ port.on('message', (message: { type: string; suite?: unknown }) => {
   } else if (message.type === 'review' && exits.get(message.suite as string) === 'judge') process.exit(7);
 });
 const post = port.postMessage.bind(port);
-port.postMessage = (message: { type?: string; name?: string }) => {
+port.postMessage = (message: { type?: string; key?: string }) => {
   post(message);
-  if (message.type === 'compiling' && exits.get(message.name!) === 'compile') process.exit(9);
+  if (message.type === 'kit-suspect' && exits.get(message.key!) === 'compile') process.exit(9);
 };
 await import('../../../src/admission/threads/offload-worker.ts');
