@@ -41,11 +41,7 @@ export interface OperatorConfig {
   shutdownDelayMs: number;
   /** Suites reconciled at once (controller-runtime's MaxConcurrentReconciles); one suite is never reconciled twice at once. */
   maxConcurrentReconciles: number;
-  /**
-   * Whether the admission endpoint is served from a thread of its own (a V8 isolate that holds
-   * nothing else: each review answered about 60 us sooner at the API server's pace) or from the
-   * operator's main thread.
-   */
+  /** Whether the admission endpoint is served from a thread of its own or from the main thread. Why: docs/adr/0011-admission-thread.md */
   admissionThread: boolean;
   /** Connections the admission endpoint keeps from one source address (of its 1,000); unset, the endpoint's default (250). */
   maxConnectionsPerAddress?: number;
@@ -115,8 +111,7 @@ export const DEFAULTS: OperatorConfig = {
   renewDeadlineMs: 10_000,
   retryPeriodMs: 2_000,
   shutdownDelayMs: 5_000,
-  // A reconcile mostly waits on the API server (3 applies, a status write, an Event, reads and a
-  // TLS probe): measured with bench:scale, 1,000 suites were Ready in 30-34 s at 10, 26-29 s at 40.
+  // A reconcile mostly waits on the API server. Why 40: docs/adr/0018-forty-reconciles-at-once.md
   maxConcurrentReconciles: 40,
   admissionThread: true,
   namespacedPolicyMutations: true,

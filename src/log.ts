@@ -42,8 +42,8 @@ export type Logger = winston.Logger;
 
 /**
  * What a component that only writes lines needs of a logger (a winston Logger is one): the
- * admission path takes this, so that its thread can log through the main thread's loggers
- * without winston of its own (about 12 MB of a worker's memory).
+ * admission path takes this, so that its thread can log through the main thread's loggers.
+ * Why: docs/adr/0012-threads-log-through-the-main-thread.md
  */
 export interface LogWriter {
   error(message: string, fields?: object): unknown;

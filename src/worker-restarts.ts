@@ -20,11 +20,7 @@ export interface BackoffOptions {
   stableMs: number;
 }
 
-/**
- * Measured on this machine: a worker thread starts in 40-150 ms; 10 s at most between attempts
- * keeps a worker that dies of something transient back soon, and one that dies at once from
- * costing more than a few percent of a core.
- */
+/** Why these figures: docs/adr/0013-worker-restart-backoff.md */
 export const RESTART_BACKOFF: BackoffOptions = { initialMs: 100, maxMs: 10_000, stableMs: 30_000 };
 
 export class Backoff {

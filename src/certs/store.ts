@@ -12,10 +12,7 @@ interface Entry {
   certPem: string;
   keyPem: string;
   notAfter: Date;
-  /**
-   * Made on the first handshake that asks for it: a secure context holds about 30 KB, and a store
-   * that serves no handshake (the main thread's, when the admission thread serves them) makes none.
-   */
+  /** Made on the first handshake that asks for it. Why: docs/adr/0019-secure-contexts-made-lazily.md */
   context?: tls.SecureContext;
 }
 

@@ -1,17 +1,9 @@
 /**
- * The hand-over between a suite webhook and its native policy (src/native), for the suite
- * reconciler of the serving operator, which decides and registers but never writes a native
- * policy: the native process (--role=native, src/manager/native.ts), a separate identity the
- * serving pods do not have, writes the policies and bindings of the webhooks this reconciler's
- * status says are enforced natively, and removes the others. Here: which webhooks stay registered
- * while their native policy comes into force. The API server takes a moment to enforce what was
- * just written (a new ValidatingAdmissionPolicy measured 350-470 ms after its apply returned, a
- * webhook configuration less), so a webhook stays registered until its policy and binding have
- * been in place (in our read-only caches) for HANDOVER_MS; the native process likewise keeps a
- * policy until its webhook has been registered that long: at no moment does neither enforce.
- * Level-based: what is in place is read from the caches; only when each form was first seen in
- * place is remembered. Decides no enforcement itself (desired/native.ts does) and registers no
- * webhook (reconciler.ts does).
+ * The hand-over between a suite webhook and its native policy, for the serving operator's suite
+ * reconciler (the native process, src/manager/native.ts, writes the policies): which webhooks stay
+ * registered while their native policy comes into force, read from the caches (only when each form
+ * was first seen in place is remembered). Decides no enforcement (desired/native.ts) and registers
+ * no webhook (reconciler.ts). Why HANDOVER_MS: docs/adr/0017-native-hand-over.md
  */
 import type { AdmissionSuite, WebhookSpec } from '../api/types.ts';
 import { configurationName, webhookFullName } from '../api/names.ts';

@@ -26,13 +26,8 @@ import type { PolicyLimits } from '../api/validate.ts';
 /** A namespace's cost budget per request where the admin set none: so many policies' worth. */
 export const NAMESPACE_BUDGET_POLICIES = 5;
 /**
- * How long a namespace's policies may evaluate one request where the admin set no limit: a
- * twentieth of the shared configuration's webhook timeout (10 s), so that a request cut there is
- * answered, in words that say why, long before the API server gives up, even behind other
- * namespaces' requests in the tenant workers (admission/threads/tenants.ts, which stop a worker
- * that runs far past it). About what the
- * namespace's default cost budget (5,000,000 units) takes at 100 ns a unit; one policy's
- * (1,000,000) takes a fifth of it.
+ * How long a namespace's policies may evaluate one request where the admin set no limit (the
+ * tenant workers stop a worker that runs far past it). Why: docs/adr/0015-policy-deadline-and-clock-reads.md
  */
 export const DEFAULT_POLICY_DEADLINE_MS = 500;
 

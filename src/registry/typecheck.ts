@@ -130,11 +130,7 @@ async function paramsTypes(webhook: WebhookSpec, source: SchemaSource): Promise<
   return await typesOf({ group: group!, version: version!, kind }, source);
 }
 
-/**
- * One SchemaTypes per kind and document version, so the checker's environments (a few MB and
- * about 100 ms each for a kind of Deployment's size) are reused; bounded, a cluster's suites
- * rarely match more kinds than this.
- */
+/** One SchemaTypes per kind and document version, reused; bounded. Why: docs/adr/0016-schema-environments-cached.md */
 const converted = new Map<string, SchemaTypes | undefined>();
 const MAX_CONVERTED = 64;
 

@@ -25,13 +25,8 @@ export const CODE_POINT_LIMIT = 100_000;
 /** cel-go's MaxRecursionDepth, which Kubernetes leaves at its default (both counters use it). */
 export const RECURSION_LIMIT = 250;
 /**
- * The deepest cel-js tree compiled. What the API server takes is 250 counted operations deep, and
- * per nested expression adds at most an aggregate or call, one `!` or `-` and a balanced `&&`/`||`:
- * 750 deep for 124 levels of `!(a && b && c && d && !(`, as deep as anything of use. Measured on a
- * 1 MiB stack with a cold JIT (a Worker's resourceLimits.stackSizeMb: 1), compiling and evaluating
- * fails from about 1,600 deep; 1,000 leaves room for the callers' frames. An expression the API
- * server takes but that cel-js nests deeper (hundreds of levels each with a long `&&` chain) is
- * refused in its words for depth: the same verdict on every thread, never a thread's stack.
+ * The deepest cel-js tree compiled; deeper is refused in the API server's words for depth, the same
+ * verdict on every thread, never a thread's stack. Why 1,000: docs/adr/0020-cel-ast-depth-limit.md
  */
 export const AST_DEPTH_LIMIT = 1000;
 

@@ -57,9 +57,9 @@ export function deadlineMessage(timeLimitMs: number): string {
 }
 
 /**
- * Charges (of loops and sized calls) between two reads of the clock, where there is a deadline: a
- * read costs about 40 ns, a loop step 50 ns or more. A large charge counts as several
- * (`tickWeight`), so that the clock is read at least every TICKS * TICK_UNITS units too.
+ * Charges (of loops and sized calls) between two reads of the clock, where there is a deadline; a
+ * large charge counts as several (`tickWeight`), so that the clock is read at least every TICKS *
+ * TICK_UNITS units too. Why: docs/adr/0015-policy-deadline-and-clock-reads.md
  */
 const TICKS = 64;
 const TICK_UNITS = 512;

@@ -72,8 +72,8 @@ function cachedToCel(value: unknown): unknown {
 const NO_VARIABLES: Record<string, unknown> = Object.freeze({});
 
 /**
- * One request's activation, one allocation on the hot path (a closure per part cost about 400
- * bytes per request, measured). `[CONVERT]` converts the JSON still pending (deferred), once;
+ * One request's activation, one allocation on the hot path (docs/adr/0022-one-activation-object.md).
+ * `[CONVERT]` converts the JSON still pending (deferred), once;
  * fields other than the CEL variables are not variables: cel-js reads only declared names.
  */
 export class Activation {

@@ -325,7 +325,7 @@ function evaluate(ev: Evaluator, m: TwoVarMacro, ctx: unknown): unknown {
   const map = new Accumulator();
   let error: Error | undefined;
   let stopped = false;
-  // (a team's policy: a map built key by key is dear in V8 once large, measured 2 us an entry at 20,000)
+  // (a team's policy: a map built key by key is dear in V8 once large; docs/adr/0014-cost-of-calls-as-measured.md)
   const stepCost = p.kind === 'transformList' ? LIST_STEP : (p.kind === 'transformMap' ? MAP_STEP : ENTRY_STEP) + (p.strict ? STRICT_MAP_ENTRY : 0);
   forEachEntry(range, p.keyOf, (first, second) => {
     bind(first, second);
