@@ -44,6 +44,27 @@ export function nativeObstacles(webhook: WebhookSpec): { field: string; reason: 
   return obstacles;
 }
 
+/**
+ * Why this Mutating webhook cannot be written as a MutatingAdmissionPolicy by `portcullis compile`
+ * (empty when it can; the operator itself never makes one, for nativeObstacles' reason). A MAP
+ * holds only MAP's own mutations, on what it can mutate.
+ */
+export function mutatingPolicyObstacles(webhook: WebhookSpec): { field: string; reason: string }[] {
+  const obstacles: { field: string; reason: string }[] = [];
+  if (webhook.handler) obstacles.push({ field: 'handler', reason: `the built-in handler ${webhook.handler.name} runs in the operator; a native policy holds only CEL` });
+  const mutations = webhook.mutations ?? [];
+  if (!webhook.handler && mutations.length === 0) obstacles.push({ field: 'mutations', reason: 'a MutatingAdmissionPolicy needs at least one mutation' });
+  mutations.forEach((m, i) => {
+    // patch and patchExpression are Portcullis' own: applied by fast-json-patch as the webhook's one answer, not by MAP's semantics
+    if (m.patchType === undefined) obstacles.push({ field: `mutations[${i}]`, reason: "patch and patchExpression are Portcullis' own forms; a MutatingAdmissionPolicy takes patchType JSONPatch or ApplyConfiguration" });
+  });
+  webhook.rules.forEach((rule, i) => {
+    // The API server refuses DELETE in a MAP's rules (there is no object to mutate)
+    if (rule.operations?.includes('DELETE')) obstacles.push({ field: `rules[${i}].operations`, reason: 'a MutatingAdmissionPolicy does not match DELETE' });
+  });
+  return obstacles;
+}
+
 /** Why native enforcement is asked of an operator that does not enforce natively. */
 export const NATIVE_ENFORCEMENT_OFF =
   "this operator does not enforce natively (it runs without --native-enforcement, the chart's nativeEnforcement.enabled, which needs the grants of deploy/optional/native-enforcement.yaml)";

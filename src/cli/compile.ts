@@ -1,6 +1,8 @@
 /**
  * `portcullis compile`: the native objects (ValidatingAdmissionPolicies and bindings) a suite's
- * webhooks become where they are enforced natively (enforcement: Native or Auto), for GitOps users
+ * webhooks become where they are enforced natively (enforcement: Native or Auto), and the
+ * MutatingAdmissionPolicies and bindings of its Mutating webhooks set to Auto whose mutations are
+ * MAP's own (the operator keeps those webhooks: api/enforcement.ts), for GitOps users
  * who commit those rather than the suite. The same compiler as the operator (desired/native.ts);
  * what stays a webhook is said with its reason. Printed without the operator's ownership (no owner
  * reference, no managed-by label): an operator never takes such an object over (it reports a
@@ -9,9 +11,9 @@
 import * as yaml from 'js-yaml';
 import { DEFAULTS } from '../config.ts';
 import { MANAGED_BY_LABELS } from '../api/names.ts';
-import { plannedEnforcement, requestedEnforcement } from '../api/enforcement.ts';
+import { mutatingPolicyObstacles, plannedEnforcement, requestedEnforcement } from '../api/enforcement.ts';
 import type { AdmissionSuite } from '../api/types.ts';
-import { nativeObjects } from '../desired/native.ts';
+import { mutatingPolicyObjects, nativeObjects } from '../desired/native.ts';
 import type { KubeObject } from '../apiserver/client.ts';
 
 export interface Compiled {
@@ -27,6 +29,13 @@ export function compileSuites(suites: AdmissionSuite[], operatorNamespace: strin
   for (const suite of suites) {
     for (const webhook of suite.spec.webhooks) {
       if (requestedEnforcement(suite, webhook) === 'Webhook') continue;
+      if (webhook.type === 'Mutating') {
+        // For a user who commits the policy instead of the suite: nothing of the operator's runs to order it after the teams' mutations
+        const obstacles = mutatingPolicyObstacles(webhook);
+        if (obstacles.length) webhooks.push(`${suite.metadata.name}/${webhook.name}: stays a webhook: ${obstacles.map((o) => `${o.field}: ${o.reason}`).join('; ')}`);
+        else objects.push(...mutatingPolicyObjects(suite, webhook, { ...DEFAULTS, namespace: operatorNamespace }).map(unowned));
+        continue;
+      }
       const plan = plannedEnforcement(suite, webhook);
       if (plan.enforcement === 'Webhook') {
         webhooks.push(`${suite.metadata.name}/${webhook.name}: stays a webhook: ${plan.reason}`);

@@ -1,6 +1,7 @@
 /**
  * desired/native: a suite's webhook as the API server's own policy. Compiles a webhook planned Native
- * (api/enforcement.ts decides which) into a ValidatingAdmissionPolicy and its binding, named after the
+ * (api/enforcement.ts decides which) into a ValidatingAdmissionPolicy and its binding (and, for
+ * `portcullis compile`, a Mutating webhook into a MutatingAdmissionPolicy and binding), named after the
  * webhook (`<webhook>.<suite>.admission.portcullis.dev`, as its webhook would be registered) and
  * owned by the suite. Pure: the reconciler applies what this returns; nothing here talks to the
  * API server, and nothing here may approximate: a webhook whose meaning a native policy cannot
@@ -36,25 +37,12 @@ const copyRule = ({ operations, apiGroups, apiVersions, resources, scope, resour
  */
 export function nativeObjects(suite: AdmissionSuite, webhook: WebhookSpec, config: Pick<OperatorConfig, 'namespace'>): KubeObject[] {
   const name = nativeName(suite.metadata.name, webhook.name);
-  const rules = webhook.rules.map(copyRule);
-  const guard = selfProtection(rules);
-  const params = webhook.params;
   const policy = {
     apiVersion: NATIVE_API_VERSION,
     kind: NATIVE_KINDS.policy,
     metadata: metadataFor(suite, name),
     spec: {
-      failurePolicy: webhook.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail',
-      ...(params ? { paramKind: { apiVersion: params.apiVersion, kind: params.kind } } : {}),
-      matchConstraints: {
-        resourceRules: rules,
-        ...(webhook.excludeResourceRules?.length ? { excludeResourceRules: webhook.excludeResourceRules.map(copyRule) } : {}),
-        namespaceSelector: suiteNamespaceSelector(suite, webhook, config),
-        objectSelector: webhook.objectSelector ?? {},
-        matchPolicy: webhook.matchPolicy ?? 'Equivalent',
-      },
-      ...(guard || webhook.matchConditions?.length ? { matchConditions: [...(guard ? [guard] : []), ...(webhook.matchConditions ?? [])] } : {}),
-      ...(webhook.variables?.length ? { variables: webhook.variables } : {}),
+      ...matching(suite, webhook, config),
       ...(webhook.validations?.length ? { validations: webhook.validations } : {}),
       ...(webhook.auditAnnotations?.length ? { auditAnnotations: webhook.auditAnnotations } : {}),
     },
@@ -63,20 +51,60 @@ export function nativeObjects(suite: AdmissionSuite, webhook: WebhookSpec, confi
     apiVersion: NATIVE_API_VERSION,
     kind: NATIVE_KINDS.binding,
     metadata: metadataFor(suite, name),
-    spec: {
-      policyName: name,
-      validationActions: webhook.validationActions ?? ['Deny'],
-      ...(params
-        ? {
-            paramRef: {
-              ...(params.name !== undefined ? { name: params.name } : {}),
-              ...(params.selector !== undefined ? { selector: params.selector } : {}),
-              ...(params.namespace !== undefined ? { namespace: params.namespace } : {}),
-              parameterNotFoundAction: params.notFoundAction ?? 'Deny',
-            },
-          }
-        : {}),
-    },
+    spec: { policyName: name, validationActions: webhook.validationActions ?? ['Deny'], ...paramRef(webhook) },
   };
   return [policy, binding];
+}
+
+/**
+ * The MutatingAdmissionPolicy and binding a Mutating webhook is, for `portcullis compile` (the
+ * operator keeps such a webhook a webhook: api/enforcement.ts says why): matched as the VAP above
+ * is, its mutations (MAP's own entries, api/enforcement.ts' mutatingPolicyObstacles holds the
+ * others back) and reinvocationPolicy as they are.
+ */
+export function mutatingPolicyObjects(suite: AdmissionSuite, webhook: WebhookSpec, config: Pick<OperatorConfig, 'namespace'>): KubeObject[] {
+  const name = nativeName(suite.metadata.name, webhook.name);
+  const policy = {
+    apiVersion: NATIVE_API_VERSION,
+    kind: MUTATING_KINDS.policy,
+    metadata: metadataFor(suite, name),
+    spec: { ...matching(suite, webhook, config), mutations: webhook.mutations ?? [], reinvocationPolicy: webhook.reinvocationPolicy ?? 'Never' },
+  };
+  const binding = { apiVersion: NATIVE_API_VERSION, kind: MUTATING_KINDS.binding, metadata: metadataFor(suite, name), spec: { policyName: name, ...paramRef(webhook) } };
+  return [policy, binding];
+}
+
+const MUTATING_KINDS = { policy: 'MutatingAdmissionPolicy', binding: 'MutatingAdmissionPolicyBinding' } as const;
+
+/** What a policy of either kind says of where it applies, as the webhook's registration and conditions say it. */
+function matching(suite: AdmissionSuite, webhook: WebhookSpec, config: Pick<OperatorConfig, 'namespace'>) {
+  const rules = webhook.rules.map(copyRule);
+  const guard = selfProtection(rules);
+  const params = webhook.params;
+  return {
+    failurePolicy: webhook.failurePolicy ?? suite.spec.failurePolicy ?? 'Fail',
+    ...(params ? { paramKind: { apiVersion: params.apiVersion, kind: params.kind } } : {}),
+    matchConstraints: {
+      resourceRules: rules,
+      ...(webhook.excludeResourceRules?.length ? { excludeResourceRules: webhook.excludeResourceRules.map(copyRule) } : {}),
+      namespaceSelector: suiteNamespaceSelector(suite, webhook, config),
+      objectSelector: webhook.objectSelector ?? {},
+      matchPolicy: webhook.matchPolicy ?? 'Equivalent',
+    },
+    ...(guard || webhook.matchConditions?.length ? { matchConditions: [...(guard ? [guard] : []), ...(webhook.matchConditions ?? [])] } : {}),
+    ...(webhook.variables?.length ? { variables: webhook.variables } : {}),
+  };
+}
+
+/** A binding's paramRef, for a webhook with params. */
+function paramRef({ params }: WebhookSpec) {
+  if (!params) return {};
+  return {
+    paramRef: {
+      ...(params.name !== undefined ? { name: params.name } : {}),
+      ...(params.selector !== undefined ? { selector: params.selector } : {}),
+      ...(params.namespace !== undefined ? { namespace: params.namespace } : {}),
+      parameterNotFoundAction: params.notFoundAction ?? 'Deny',
+    },
+  };
 }

@@ -4,7 +4,9 @@
  * installed twice: as the API server's own MutatingAdmissionPolicy + binding scoped to namespace
  * map-diff-native, and, pasted unchanged, as a Mutating webhook of the suite `map-diff` scoped to
  * map-diff-hook (both by the row's object label too), and, for the rows a team may write (no
- * params, failurePolicy Fail), as a team's AdmissionPolicy in map-diff-team (the tenant workers).
+ * params, failurePolicy Fail), as a team's AdmissionPolicy in map-diff-team (the tenant workers),
+ * and as the MutatingAdmissionPolicies `portcullis compile` writes of the same suite (scoped to
+ * map-diff-compiled), applied with kubectl.
  * The same dry-run creates of ConfigMaps go to each; the objects the API server returns must be the same field for field (but name,
  * namespace, uid, resourceVersion, creationTimestamp and managedFields), and a refusal the same
  * code and the policy's own words (each side's wrapper taken off). The native MAP is the oracle:
@@ -20,7 +22,10 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { ensureNamespace } from '../support/objects.ts';
 import { rawRequest } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
-import { apply, deleteIfExists } from '../../src/apiserver/client.ts';
+import { runCli } from '../support/cli.ts';
+import { kubectl } from '../support/cluster.ts';
+import { tempFolder } from '../support/temp-files.ts';
+import { apply, deleteIfExists, type KubeObject } from '../../src/apiserver/client.ts';
 import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy } from '../../src/api/types.ts';
 import type { FailurePolicy, MatchCondition, Mutation, Variable, WebhookSpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/manager/operator.ts';
@@ -31,6 +36,8 @@ const HOOK_NS = 'map-diff-hook';
 const PARAMS_NS = 'map-diff-params';
 /** Where the rows a team may write are its AdmissionPolicies, one each. */
 const TEAM_NS = 'map-diff-team';
+/** Where the MAPs `portcullis compile` wrote of the suite apply. */
+const COMPILED_NS = 'map-diff-compiled';
 const SUITE = 'map-diff';
 const ROW_LABEL = 'map-diff-row';
 const MAP_API = 'admissionregistration.k8s.io/v1';
@@ -344,13 +351,26 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
   this.timeout(300_000);
   let operator: Operator;
   let native = false;
+  let compiled: KubeObject[] = [];
 
   before(async function () {
     const { kube } = cluster();
     native = await servesMapV1();
     // the oracle is never lost quietly: the newest (and any 1.36+) serves MAP v1, 1.35 does not
     expect(native, `MutatingAdmissionPolicy v1 served by ${KUBE_VERSION ?? 'the newest'}`).to.equal(KUBE_VERSION === undefined || Number(KUBE_VERSION.split('.')[1]) >= 36);
-    for (const ns of [NATIVE_NS, HOOK_NS, PARAMS_NS, TEAM_NS]) await ensureNamespace(ns);
+    for (const ns of [NATIVE_NS, HOOK_NS, PARAMS_NS, TEAM_NS, COMPILED_NS]) await ensureNamespace(ns);
+    if (native) {
+      // The suite's webhooks as `portcullis compile` writes them (Auto: it writes a MAP of each), applied with kubectl
+      const suite = { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionSuite', metadata: { name: `${SUITE}-compiled` }, spec: { enforcement: 'Auto', webhooks: ROWS.flatMap(suiteWebhooks).map((w) => ({ ...w, namespaceSelector: onlyNamespace(COMPILED_NS) })) } };
+      const folder = tempFolder('map-diff-compile-', { 'suite.json': JSON.stringify(suite) });
+      const result = await runCli(['compile', '-o', 'json', `${folder}/suite.json`]);
+      expect(result.code, result.stderr).to.equal(0);
+      expect(result.stderr, 'every webhook of the table written as a MAP').to.equal('');
+      compiled = (JSON.parse(result.stdout) as { items: KubeObject[] }).items;
+      expect(compiled.length).to.equal(2 * ROWS.flatMap(suiteWebhooks).length);
+      const applied = await kubectl(['apply', '-f', '-'], result.stdout);
+      expect(applied.code, applied.stderr).to.equal(0);
+    }
     for (const row of ROWS) {
       if (row.params) await apply(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace: PARAMS_NS }, data: row.params });
       if (native) for (const object of nativePolicy(row)) await apply(kube, object);
@@ -374,7 +394,7 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
     }
     // each side enforces each row once a create there comes back changed or refused
     for (const row of ROWS) {
-      for (const ns of [...(native ? [NATIVE_NS] : []), HOOK_NS, ...(teamRow(row) ? [TEAM_NS] : [])]) {
+      for (const ns of [...(native ? [NATIVE_NS, COMPILED_NS] : []), HOOK_NS, ...(teamRow(row) ? [TEAM_NS] : [])]) {
         await eventually(
           async () => {
             const outcomes = await Promise.all(row.cases.map((c) => create(row, c, ns)));
@@ -393,6 +413,7 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
     await deleteSuite(SUITE);
     for (const row of ROWS.filter(teamRow)) await deleteIfExists(kube, teamPolicy(row));
     await operator?.stop();
+    for (const object of compiled) await deleteIfExists(kube, object as Parameters<typeof deleteIfExists>[1]);
     for (const row of ROWS) {
       if (native) for (const object of nativePolicy(row)) await deleteIfExists(kube, object);
       if (row.params) await deleteIfExists(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: paramsName(row), namespace: PARAMS_NS } });
@@ -400,7 +421,7 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
   });
 
   for (const row of ROWS) {
-    it(`${row.name}: each create's object, or refusal, as the native MAP's, by a suite${teamRow(row) ? ' and by an AdmissionPolicy' : ''}`, async function () {
+    it(`${row.name}: each create's object, or refusal, as the native MAP's, by a suite${teamRow(row) ? ', by an AdmissionPolicy' : ''} and by the MAP portcullis compile wrote`, async function () {
       const hook: Outcome[] = [];
       for (const c of row.cases) hook.push(await create(row, c, HOOK_NS));
       const team: Outcome[] = [];
@@ -415,6 +436,9 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
       const map: Outcome[] = [];
       for (const c of row.cases) map.push(await create(row, c, NATIVE_NS));
       expect(hook, `the suite; the MAP: ${JSON.stringify(map)}`).to.deep.equal(map);
+      const fromCompile: Outcome[] = [];
+      for (const c of row.cases) fromCompile.push(await create(row, c, COMPILED_NS));
+      expect(fromCompile, `the MAP portcullis compile wrote; the suite: ${JSON.stringify(hook)}`).to.deep.equal(hook);
       if (teamRow(row)) expect(team, `the AdmissionPolicy; the MAP: ${JSON.stringify(map)}`).to.deep.equal(map);
     });
   }
