@@ -1,30 +1,8 @@
 /**
- * admission: the connections of one AdmissionServer, by source address and kind, and the limits
- * that keep one client from holding the endpoint without ever turning the API server away.
- *
- * The API server keeps a client, with its own connections, per webhook it calls (its client cache
- * is keyed by the webhook's name, and each client dials its own transport): its connections grow
- * with webhooks x API server endpoints x concurrent requests. A fixed cap per address refused it
- * (issue 50: 1,000 suites, 249 answered a create), and so did an allowance per suite (three suites
- * of 128 webhooks: 123 of 384 webhooks refused). So connections are of two kinds:
- *  - `apiserver`, from an address of the API server's (the `kubernetes` EndpointSlices; loopback
- *    in local mode): each such address may hold an allowance that grows with the webhooks served
- *    (CONNECTIONS_PER_WEBHOOK each, beyond the per-address share others have). At it, the oldest
- *    connection of that address that has completed no request is closed to make room; only when
- *    every one of them has served requests is the newcomer refused. They never count against the
- *    others' cap, so nothing from elsewhere can shed them.
- *  - `other`: issue 37's rules. One address holds at most maxConnectionsPerAddress; at
- *    maxConnections, a connection that has completed no request, of the address holding the most,
- *    is closed to make room when that address would still hold more than the newcomer's, else the
- *    newcomer is closed.
- * A connection that has served a request is never closed to make room. Sockets held by someone
- * sharing the API server's address (a hostNetwork pod on its node) have completed no request: they
- * are what is closed, and the handshake and headers timeouts reap them anyway. The limits apply
- * from the TCP connection, before its TLS handshake.
- *
- * Said before it happens: a warning line with the cause once a kind reaches WARN_AT of a limit, and
- * one line per LOG_MS summing up what was refused or closed (never one per connection); the counts
- * by kind are reported to the metrics on each change.
+ * admission: the connections of one AdmissionServer by source address and kind (`apiserver`: an allowance
+ * that grows with the webhooks served; `other`: a cap per address and in all), the limits that keep one client
+ * from holding the endpoint without ever turning the API server away, and the warnings before them.
+ * A connection that has served a request is never closed to make room. Why two kinds, and the rules: docs/adr/0023-connections-by-kind.md
  */
 import type { Socket } from 'node:net';
 import type { LogWriter } from '../log.ts';

@@ -22,8 +22,7 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
 
 /**
  * The whole numbers of a request's JSON turned to BigInt where they stand, for the span of one
- * synchronous evaluation, then put back. A copy (toCel) of every object on every request was a
- * third of an evaluation's time; most of an object has no numbers, so this writes almost nothing.
+ * synchronous evaluation, then put back (why not a copy: docs/adr/0024-whole-numbers-converted-in-place.md).
  * Callers must `restore()` before anything else sees the JSON (a finally block).
  */
 export class IntsInPlace {
