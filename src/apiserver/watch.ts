@@ -30,7 +30,22 @@ export interface WatchOptions<T extends k8s.KubernetesObject> {
 /** Restarts of a broken watch or a failed list, growing with consecutive failures until one succeeds. */
 export const WATCH_RESTART: BackoffPolicy = { baseMs: 500, maxMs: 10_000 };
 
+/** A cache made but not yet watching: `start` gives it where its events go, and starts it (once). */
+export interface UnstartedCache<T extends k8s.KubernetesObject> extends WatchedCache<T> {
+  start(onChange: (object: T, deleted: boolean) => void): void;
+}
+
 export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfig, options: WatchOptions<T>): WatchedCache<T> {
+  const cache = makeCache(config, options);
+  cache.start(options.onChange);
+  return cache;
+}
+
+/**
+ * A cache readable at once (empty) that watches only once started: what its events wake may be
+ * made after it (the operator's own kinds, started in its lifecycle, src/manager/lifecycle.ts).
+ */
+export function makeCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfig, options: Omit<WatchOptions<T>, 'onChange'>): UnstartedCache<T> {
   const informer = k8s.makeInformer<T>(config, options.path, options.list, options.labelSelector);
   let stopped = false;
   let failures = 0;
@@ -42,9 +57,6 @@ export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfi
   let markSynced!: () => void;
   const synced = new Promise<void>((resolve) => (markSynced = resolve));
 
-  informer.on('add', (object) => options.onChange(object, false));
-  informer.on('update', (object) => options.onChange(object, false));
-  informer.on('delete', (object) => options.onChange(object, true));
   informer.on('error', (err) => {
     if (stopped) return;
     lastFailedAttempt = attempt;
@@ -53,11 +65,11 @@ export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfi
     const delay = backoffMs(failures, WATCH_RESTART);
     options.log.warn('watch broke; restarting', { path: options.path, error: describeError(err), failures, delayMs: Math.round(delay) });
     setTimeout(() => {
-      if (!stopped) void start();
+      if (!stopped) void run();
     }, delay).unref();
   });
 
-  const start = async () => {
+  const run = async () => {
     const current = ++attempt;
     try {
       await informer.start();
@@ -71,9 +83,17 @@ export function watchCache<T extends k8s.KubernetesObject>(config: k8s.KubeConfi
       markSynced();
     }
   };
-  void start();
+  let started = false;
 
   return {
+    start: (onChange) => {
+      if (started || stopped) return;
+      started = true;
+      informer.on('add', (object) => onChange(object, false));
+      informer.on('update', (object) => onChange(object, false));
+      informer.on('delete', (object) => onChange(object, true));
+      void run();
+    },
     list: (namespace) => [...informer.list(namespace)],
     get: (name, namespace) => informer.get(name, namespace),
     synced,

@@ -1,9 +1,8 @@
 /**
- * manager: what drives the reconcilers: the work queue (the CA's key alone and first), the
- * Watches that turn the caches' events into its keys (controller/watches.ts declares which), and
- * the leader elector that runs the queue, and the audit, on one replica only; the metrics that read
- * them. The elector starts once the suites and Secrets are listed; schema changes (a CRD edited)
- * wake the type checks. Makes no cache and no reconciler (owned.ts, reconcilers.ts).
+ * manager: what drives the reconcilers: the work queue (made first; the CA's key alone and first),
+ * the Watches that turn the caches' events into its keys (controller/watches.ts declares which), the
+ * leader elector, and the schema poll; the metrics that read them. Makes no cache and no reconciler
+ * (owned.ts, reconcilers.ts); when each starts and stops is lifecycle.ts's.
  */
 import { CA_SECRET, NAMESPACED, OPERATOR_NAME } from '../api/names.ts';
 import { NAMESPACED_KEY } from '../controller/namespaced.ts';
@@ -13,42 +12,35 @@ import { caFromSecret } from '../certs/authority.ts';
 import type { CertificateStore } from '../certs/store.ts';
 import { readCertificate } from '../certs/x509.ts';
 import { CA_KEY } from '../controller/ca.ts';
-import { dispatcher, kindOf, type Reconcilers } from '../controller/dispatch.ts';
+import { Dispatch } from '../controller/dispatch.ts';
 import type { EventRecorder } from '../controller/events.ts';
 import { LeaderElector } from '../controller/leader.ts';
-import { WorkQueue, type ReconcileResult } from '../controller/queue.ts';
+import { WorkQueue } from '../controller/queue.ts';
 import { Watches, type SecretObject } from '../controller/watches.ts';
 import type { OperatorConfig } from '../config.ts';
 import type { AuditReading, Metrics } from '../health/metrics.ts';
 import { componentLogger, type Logger } from '../log.ts';
+import type { Runnable } from './lifecycle.ts';
 import type { Owned } from './owned.ts';
+import type { Reconcilers } from './reconcilers.ts';
 import type { Registries } from './registries.ts';
 import type { Serving } from './serving.ts';
 
 /** How often the OpenAPI discovery document is compared with the last one (a CRD changed: type-check again). */
 const SCHEMA_POLL_MS = 5_000;
 
-export interface Leading {
-  queue: WorkQueue;
-  /** The queue of a replica that does not lead: it withholds the AdmissionPolicies the leader withholds (controller/namespaced.ts `follow`). */
-  following: WorkQueue;
-  watches: Watches;
-  elector: LeaderElector;
-  stop(): Promise<void>;
-}
-
-/** The queue and the Watches feeding it; made synchronously right after the caches (owned.ts), whose callbacks reach them. */
-export function driveReconcilers(
-  config: OperatorConfig,
-  reconcilers: Reconcilers & { ca: { rotating(): boolean }; namespaced: { follow(): Promise<ReconcileResult> } },
-  parts: { owned: Owned; registries: Registries; serving: Pick<Serving, 'suiteAuthors' | 'policyAuthors'>; certificates: CertificateStore; metrics: Metrics; events: EventRecorder; log: Logger },
-): Pick<Leading, 'queue' | 'watches' | 'following'> {
-  const { owned, serving, certificates, metrics, events, log } = parts;
+/** The work queue, made before what it runs (inactive until this replica leads): `dispatch.register` gives it the reconcilers. */
+export function makeQueue(config: OperatorConfig, parts: { owned: Owned; metrics: Metrics; events: EventRecorder; log: Logger }): { queue: WorkQueue; dispatch: Dispatch } {
+  const { owned, metrics, events, log } = parts;
+  const dispatch = new Dispatch(
+    (kind, result, seconds) => metrics.reconciled(kind, result, seconds),
+    () => queue.add(CA_KEY),
+  );
   const queue = new WorkQueue(
-    dispatcher(reconcilers, (kind, result, seconds) => metrics.reconciled(kind, result, seconds), () => queue.add(CA_KEY)),
+    dispatch.reconcile,
     {
       onError: (name, err, retryInMs, failures) => {
-        metrics.retried(kindOf(name));
+        metrics.retried(dispatch.kindOf(name));
         log.warn('reconcile failed; will retry', { key: name, error: describeError(err), retryInMs, failures });
       },
       onRecovered: (name, failures, lastError) => {
@@ -57,11 +49,23 @@ export function driveReconcilers(
         if (suite) void events.record(suite, 'Normal', 'Recovered', message);
       },
     },
-    // The CA runs alone, and before anything queued after it: every other reconcile signs with it.
-    { concurrency: config.maxConcurrentReconciles, exclusive: (key) => key === CA_KEY },
+    { concurrency: config.maxConcurrentReconciles, exclusive: dispatch.alone },
   );
   queue.setActive(false);
-  // Active while the other is not: every replica withholds what the leader withholds, judged alike.
+  return { queue, dispatch };
+}
+
+/**
+ * The Watches that turn the caches' events into the queue's keys (and keep what every replica
+ * serves), and the queue of a replica that does not lead: it withholds the AdmissionPolicies the
+ * leader withholds (controller/namespaced.ts `follow`), judged alike.
+ */
+export function makeWatches(
+  queue: WorkQueue,
+  reconcilers: Pick<Reconcilers, 'ca' | 'namespaced'>,
+  parts: { owned: Owned; serving: Pick<Serving, 'suiteAuthors' | 'policyAuthors'>; certificates: CertificateStore; metrics: Metrics; log: Logger },
+): { watches: Watches; following: WorkQueue } {
+  const { owned, serving, certificates, metrics, log } = parts;
   const following = new WorkQueue(() => reconcilers.namespaced.follow(), {
     onError: (name, err, retryInMs) => log.warn('could not judge the AdmissionPolicies; will retry', { key: name, error: describeError(err), retryInMs }),
     onRecovered: () => undefined,
@@ -88,20 +92,11 @@ export function driveReconcilers(
     rotated: (kind) => metrics.rotated(kind),
     log,
   });
-  return { queue, watches, following };
+  return { watches, following };
 }
 
-/** The elector (started once suites and Secrets are listed), the metrics that read it, and the schema poll. */
-export function lead(
-  config: OperatorConfig,
-  kube: Kube,
-  identity: string,
-  driven: Pick<Leading, 'queue' | 'watches' | 'following'>,
-  parts: { owned: Owned; registries: Registries; serving: Serving; metrics: Metrics; log: Logger; exceptionStatus?: { leading(leading: boolean): void } },
-): Leading {
-  const { queue, watches, following } = driven;
-  const { owned, serving, metrics, log } = parts;
-  const { auditor } = parts.registries;
+/** The leader elector (the lifecycle starts it), telling `leading` of each change; the API clients write only while it leads. */
+export function makeElector(config: OperatorConfig, kube: Kube, identity: string, log: Logger, leading: (leading: boolean) => void): LeaderElector {
   const elector = new LeaderElector(
     kube,
     {
@@ -113,16 +108,34 @@ export function lead(
       retryPeriodMs: config.retryPeriodMs,
     },
     componentLogger('leader'),
-    (leading) => {
-      log.info(leading ? 'leading: this replica writes' : 'not leading: this replica serves only', { identity });
-      if (leading) watches.leading();
-      queue.setActive(leading);
-      following.setActive(!leading);
-      auditor?.leading(leading);
-      parts.exceptionStatus?.leading(leading);
+    (isLeader) => {
+      log.info(isLeader ? 'leading: this replica writes' : 'not leading: this replica serves only', { identity });
+      leading(isLeader);
     },
   );
   kube.mayWrite = () => elector.isLeader();
+  return elector;
+}
+
+/** A CRD's schema changed: suites are type-checked again (status.typeChecking). Polled on every replica; the queue runs the keys only on the leader. */
+export function schemaPoll(serving: Pick<Serving, 'schemas'>, watches: Watches): Runnable {
+  let poll: { stop(): void } | undefined;
+  return {
+    name: 'schema poll',
+    start: () => void (poll = serving.schemas.watchChanges(() => watches.schemas(), SCHEMA_POLL_MS)),
+    stop: () => poll?.stop(),
+  };
+}
+
+/** The metrics that read the elector, the queue, the caches and the audit. */
+export function attachMetrics(
+  config: OperatorConfig,
+  elector: Pick<LeaderElector, 'isLeader'>,
+  queue: WorkQueue,
+  parts: { owned: Owned; registries: Registries; serving: Serving; metrics: Metrics },
+): void {
+  const { owned, serving, metrics } = parts;
+  const { auditor } = parts.registries;
   const thread = serving.thread;
   metrics.attach({
     leader: () => elector.isLeader(),
@@ -138,22 +151,6 @@ export function lead(
     }),
   });
   if (auditor) auditor.scanner.onScan = (seconds) => metrics.auditScanned(seconds);
-  void Promise.all([owned.suites.synced, owned.secrets.synced]).then(() => elector.start());
-  // A CRD's schema changed: suites are type-checked again (status.typeChecking).
-  const schemaChanges = serving.schemas.watchChanges(() => watches.schemas(), SCHEMA_POLL_MS);
-  return {
-    queue,
-    watches,
-    following,
-    elector,
-    stop: async () => {
-      schemaChanges.stop();
-      queue.stop();
-      following.stop();
-      await elector.stop();
-      await auditor?.stop();
-    },
-  };
 }
 
 /** The audit's counts by suite and webhook; every AdmissionPolicy together, as the policies' webhook (suite ""). */

@@ -1,12 +1,7 @@
 /**
- * The composition root: one operator process, composed in order from the parts beside it in
- * src/manager, and only composed here. Every replica watches the cluster state and what the
- * reconcilers are for and own (cluster-state.ts, owned.ts), compiles every suite and
- * AdmissionPolicy (registries.ts) and serves admission (serving.ts); the elected leader alone
- * drives the reconcilers (reconcilers.ts, leading.ts), the only writers. Adding a reconciler
- * touches reconcilers.ts and controller/dispatch.ts; what it watches, controller/watches.ts.
- * The caches sync before the elector starts; on stop the writers stop first and the servers
- * close last, since they may still be answering.
+ * The composition root: the parts beside it in src/manager, each made once what it needs exists
+ * (the queue before the reconcilers it runs), then the list of runnables by group that lifecycle.ts
+ * starts and stops. Adding a reconciler is one entry in reconcilers.ts; what wakes it, controller/watches.ts.
  */
 import os from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -19,13 +14,13 @@ import { EventRecorder } from '../controller/events.ts';
 import { ExceptionStatusWriter } from '../controller/exception-status.ts';
 import { NAMESPACED_KEY } from '../controller/namespaced.ts';
 import { SELF_CERTIFICATE } from '../controller/self.ts';
-import type { Watches } from '../controller/watches.ts';
 import { Metrics } from '../health/metrics.ts';
 import { createHealthServer } from '../health/server.ts';
 import { componentLogger } from '../log.ts';
 import { watchClusterState } from './cluster-state.ts';
-import { driveReconcilers, lead } from './leading.ts';
-import { watchOwned } from './owned.ts';
+import { attachMetrics, makeElector, makeQueue, makeWatches, schemaPoll } from './leading.ts';
+import { Lifecycle } from './lifecycle.ts';
+import { ownedCaches } from './owned.ts';
 import { makeReconcilers } from './reconcilers.ts';
 import { makeRegistries } from './registries.ts';
 import { startServing } from './serving.ts';
@@ -69,28 +64,24 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   });
   const events = new EventRecorder(kube, componentLogger('events'), identity);
 
-  // What every replica reads, compiles and serves.
+  // What every replica reads, compiles and serves; the caches of what the reconcilers are for and own, made but not started.
   const state = await watchClusterState(kubeConfig, kube, config, metrics, log, options.authorizer);
-  // The audit's status changes are keys of the queue made below (it reports only while leading, once the queue runs).
-  let queue: { add(key: string): void } | undefined;
-  const registries = makeRegistries(config, kube, state, metrics, (target) => queue?.add('suite' in target ? target.suite : NAMESPACED_KEY));
+  const owned = ownedCaches(kubeConfig, kube, config, log);
+  // The queue first, inactive until this replica leads: the audit's status changes and the workers' quarantines are its keys.
+  const { queue, dispatch } = makeQueue(config, { owned, metrics, events, log });
+  const registries = makeRegistries(config, kube, state, metrics, (target) => queue.add('suite' in target ? target.suite : NAMESPACED_KEY));
   // The exceptions' uses and Expired condition: uses written by every replica that counted them (its own client: not behind the leader gate), Expired by the leader.
   const exceptionStatus = new ExceptionStatusWriter({ kube: connect(kubeConfig), exceptions: state.exceptions, log: componentLogger('exception-status') });
   metrics.onExceptionUsed((namespace, name) => exceptionStatus.used(namespace, name));
+  // Listening as it is made (unless held back): the reconcilers register the port it was given.
   const serving = await startServing(config, kubeConfig, kube, { state, registries, certificates, metrics }, options.serve === false);
   const effective: OperatorConfig = { ...config, servingPort: serving.port };
 
-  // What the leader writes with: the caches' events reach the Watches made right after them.
-  let watches: Watches | undefined;
-  const owned = watchOwned(kubeConfig, kube, config, log, () => watches!);
+  // What the leader writes with, registered with the queue; what wakes it, from the caches' events.
   const reconcilers = makeReconcilers({ kube, config: effective, state, registries, serving, owned, certificates, metrics, events });
-  const driven = driveReconcilers(config, reconcilers, { owned, registries, serving, certificates, metrics, events, log });
-  ({ watches, queue } = driven);
-  const leading = lead(config, kube, identity, driven, { owned, registries, serving, metrics, log, exceptionStatus });
+  dispatch.register(reconcilers.registrations);
+  const { watches, following } = makeWatches(queue, reconcilers, { owned, serving, certificates, metrics, log });
 
-  let synced = false;
-  // Ready only once the AdmissionPolicies are listed too: a replica that answered their webhook before would admit what they deny.
-  void Promise.all([owned.suites.synced, owned.secrets.synced, owned.policies.synced]).then(() => (synced = true));
   // A suite or policy quarantined for stopping a worker is reconciled at once, so its status says so; deaths and quarantines are counted by worker kind.
   serving.thread?.onQuarantined((name) => {
     metrics.workerQuarantined('admission-thread');
@@ -105,13 +96,49 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     for (const suite of owned.suites.list()) if (suite.spec.webhooks.some((w) => w.handler?.name === handler)) queue?.add(suite.metadata.name);
   });
   const health = createHealthServer({
-    ready: () => synced && !serving.draining() && serving.listening(),
+    ready: () => owned.listed() && !serving.draining() && serving.listening(),
     // While the admission thread that served is down, nothing serves admission: the kubelet restarts a replica that stays so.
     live: () => !serving.thread?.cannotServe,
     metrics: () => metrics.render(),
     metricsContentType: metrics.contentType,
   });
-  await new Promise<void>((resolve) => health.listen(config.metricsPort, config.mode === 'local' ? '127.0.0.1' : '::', resolve));
+
+  // The parts with a life, by group: started in this order, stopped in the reverse (lifecycle.ts).
+  const { auditor } = registries;
+  const lifecycle = new Lifecycle(
+    {
+      caches: [
+        { name: 'cluster state', stop: () => state.stop() },
+        { name: 'owned', start: () => owned.start(watches), synced: owned.synced, stop: () => owned.stop() },
+      ],
+      everyReplica: [
+        { name: 'admission endpoint', stop: () => serving.close() },
+        {
+          name: 'health',
+          start: () => new Promise<void>((resolve) => health.listen(config.metricsPort, config.mode === 'local' ? '127.0.0.1' : '::', resolve)),
+          stop: () => new Promise<void>((resolve) => health.close(() => resolve())),
+        },
+        { name: 'following queue', leading: (leading) => following.setActive(!leading), stop: () => following.stop() },
+        schemaPoll(serving, watches),
+        { name: 'exception status', leading: (leading) => exceptionStatus.leading(leading), stop: () => exceptionStatus.stop() },
+      ],
+      leaderOnly: [
+        {
+          name: 'work queue',
+          leading: (leading) => {
+            // Level-based: a new leader looks at everything, the CA first.
+            if (leading) watches.leading();
+            queue.setActive(leading);
+          },
+          stop: () => queue.stop(),
+        },
+        ...(auditor ? [{ name: 'audit', leading: (leading: boolean) => auditor.leading(leading), stop: () => auditor.stop() }] : []),
+      ],
+    },
+    (leading) => makeElector(config, kube, identity, log, leading),
+  );
+  attachMetrics(config, lifecycle.elector, queue, { owned, registries, serving, metrics });
+  await lifecycle.start();
 
   log.info('operator started', { namespace: config.namespace, mode: config.mode, servingPort: serving.port, metricsPort: config.metricsPort, identity });
   return {
@@ -119,20 +146,13 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     certificates,
     kube,
     servingPort: serving.port,
-    isLeader: () => leading.elector.isLeader(),
+    isLeader: () => lifecycle.elector.isLeader(),
     serve: () => serving.listen(),
     drain: async () => {
       serving.drain();
-      leading.queue.stop();
-      await leading.elector.stop();
+      queue.stop();
+      await lifecycle.elector.stop();
     },
-    stop: async () => {
-      exceptionStatus.stop();
-      await leading.stop();
-      await owned.stop();
-      await new Promise((resolve) => health.close(resolve));
-      await serving.close();
-      await state.stop();
-    },
+    stop: () => lifecycle.stop(),
   };
 }
