@@ -252,8 +252,8 @@ async function importCommand(targets: string[], values: Values, operatorNamespac
   if (targets.length === 0) throw new UsageError('import needs at least one FILE or DIR of ValidatingAdmissionPolicies and bindings');
   const { importFiles, importedText } = await import('./import.ts');
   const imported = await importFiles(targets, operatorNamespace);
-  if (imported.found === 0) throw new UsageError(`${targets.join(', ')}: no ValidatingAdmissionPolicy, binding, Kyverno ValidatingPolicy or Gatekeeper ConstraintTemplate`);
-  process.stdout.write(importedText(imported.suites, output));
+  if (imported.found === 0) throw new UsageError(`${targets.join(', ')}: no ValidatingAdmissionPolicy, binding, Kyverno ValidatingPolicy, ClusterPolicy or Policy, or Gatekeeper ConstraintTemplate`);
+  process.stdout.write(importedText([...imported.suites, ...imported.policies], output));
   for (const note of imported.notes) process.stderr.write(`portcullis: ${note}\n`);
   return imported.notes.length ? 1 : 0;
 }

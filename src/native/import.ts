@@ -165,7 +165,8 @@ function webhookOf(policy: PolicySpec, binding: BindingSpec, name: string): { we
   return { webhook };
 }
 
-function paramsOf(policy: PolicySpec, binding: BindingSpec): { params: ParamsRef } | { why: string } | undefined {
+/** A policy's paramKind and a binding's paramRef as a webhook's params (Kyverno's CEL rules hold both). */
+export function paramsOf(policy: Pick<PolicySpec, 'paramKind'>, binding: Pick<BindingSpec, 'paramRef'>): { params: ParamsRef } | { why: string } | undefined {
   const kind = policy.paramKind;
   const ref = binding.paramRef;
   if (!kind) return ref ? { why: 'it gives a paramRef to a policy with no paramKind' } : undefined;

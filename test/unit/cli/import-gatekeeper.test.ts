@@ -7,11 +7,10 @@
  * (import.test.ts).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import * as yaml from 'js-yaml';
-import { runCli } from '../../support/cli.ts';
+import { evalAnswer, runCli, scratchFiles } from '../../support/cli.ts';
 
 const template = (name: string, kind: string, code: unknown[]) => ({
   apiVersion: 'templates.gatekeeper.sh/v1',
@@ -37,21 +36,8 @@ const namespace = (name: string) => ({ apiVersion: 'v1', kind: 'Namespace', meta
 
 describe('portcullis import of Gatekeeper', function () {
   this.timeout(60_000);
-  let dir: string;
-  before(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-import-gatekeeper-'))));
-  after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  let count = 0;
-  const write = (objects: unknown[]) => {
-    const file = path.join(dir, `${++count}.yaml`);
-    fs.writeFileSync(file, objects.map((o) => yaml.dump(o)).join('---\n'));
-    return file;
-  };
-  /** `portcullis eval` of a create of `object` against the suites of `suite`: the answer and every webhook's warnings. */
-  const evaluate = async (suite: string, object: unknown) => {
-    const run = await runCli(['eval', '--suite', suite, '--object', write([object])]);
-    const result = JSON.parse(run.stdout) as { allowed: boolean; message?: string; webhooks: { review?: { response: { warnings?: string[] } } }[] };
-    return { allowed: result.allowed, message: result.message, warnings: result.webhooks.flatMap((w) => w.review?.response.warnings ?? []) };
-  };
+  const { dir: scratch, write } = scratchFiles('portcullis-import-gatekeeper-');
+  const evaluate = (suite: string, object: unknown) => evalAnswer(suite, write([object]));
 
   it('makes a webhook per Constraint that answers as Gatekeeper: parameters, namespace globs, warn', async function () {
     const source = write([
@@ -70,7 +56,7 @@ describe('portcullis import of Gatekeeper', function () {
     expect(suites.map((s) => [s.metadata.name, s.spec.webhooks.map((w) => [w.name, w.validationActions])])).to.deep.equal([
       ['teamlabels', [['prod-owner', ['Deny']], ['team-everywhere', ['Warn']]]],
     ]);
-    const suite = path.join(dir, 'suite.yaml');
+    const suite = path.join(scratch(), 'suite.yaml');
     fs.writeFileSync(suite, imported.stdout);
     const validated = await runCli(['validate', suite]);
     expect(validated.code, validated.stdout + validated.stderr).to.equal(0);
@@ -96,7 +82,7 @@ describe('portcullis import of Gatekeeper', function () {
     const imported = await runCli(['import', source]);
     expect(imported.code).to.equal(1);
     expect(imported.stderr).to.equal('portcullis: TeamLabels/legacy: its scoped enforcement at audit.gatekeeper.sh is not carried over (a suite is the admission webhook only)\n');
-    const suite = path.join(dir, 'scoped.yaml');
+    const suite = path.join(scratch(), 'scoped.yaml');
     fs.writeFileSync(suite, imported.stdout);
     const warned = { allowed: true, message: undefined, warnings: ['missing labels: team'] };
     const quiet = { allowed: true, message: undefined, warnings: [] };

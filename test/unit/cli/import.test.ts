@@ -75,6 +75,6 @@ describe('portcullis import', function () {
     ]);
     const nothing = await runCli(['import', write('none.yaml', [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }])]);
     expect(nothing.code).to.equal(2);
-    expect(nothing.stderr).to.contain('no ValidatingAdmissionPolicy, binding, Kyverno ValidatingPolicy or Gatekeeper ConstraintTemplate');
+    expect(nothing.stderr).to.contain('no ValidatingAdmissionPolicy, binding, Kyverno ValidatingPolicy, ClusterPolicy or Policy, or Gatekeeper ConstraintTemplate');
   });
 });
