@@ -31,6 +31,7 @@ const reference = [
   { text: 'AdmissionPolicy', link: '/reference/admissionpolicy' },
   { text: 'AdmissionException', link: '/reference/admissionexception' },
   { text: 'The contract (design)', link: '/design/contract' },
+  { text: 'Decision records', link: '/adr/README' },
 ];
 
 export default defineConfig({

@@ -349,7 +349,7 @@ export const STRICT_CALL_COSTS: Record<string, StrictCost> = {
   contains: (a) => (a.length === 3 ? strictSetsCost(a, 1) : traverse(actualSize(a[0])) * traverse(actualSize(a[1]))),
   intersects: (a) => strictSetsCost(a, 1),
   equivalent: (a) => strictSetsCost(a, 2),
-  // RE2 in JavaScript (re2js) takes about five times as long per character as Go's
+  // RE2 in JavaScript (re2js) is slower per character than Go's (docs/adr/0014-cost-of-calls-as-measured.md)
   matches: (a) => strictRegexCost(a[0], a[1]),
   find: (a) => strictRegexCost(a[0], a[1]),
   findAll: (a) => strictRegexCost(a[0], a[1]),
