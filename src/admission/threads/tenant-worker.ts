@@ -16,10 +16,12 @@ import type { ParamsSource } from '../../registry/compile.ts';
 import { PolicyRegistry, type PolicyContext } from '../../registry/policies.ts';
 import { namespacedWebhook } from '../../registry/namespaced.ts';
 import { tuneHeapForAdmission } from '../v8-tuning.ts';
+import { signals } from '../../workers/kit.ts';
 import { paramsKey, type FromTenantWorker, type TenantContext, type ToTenantWorker } from './tenants.ts';
 
 const port = parentPort!;
 const send = (message: FromTenantWorker) => port.postMessage(message);
+const kit = signals(send);
 
 /** The request being evaluated and what its policies may read; the view and params read it. */
 let current: { namespace?: string; context: TenantContext } = { context: { params: {} } };
@@ -57,7 +59,7 @@ port.on('message', (message: ToTenantWorker) => {
       const { namespace, name } = message.policy.metadata;
       const policy = `${namespace}/${name}`;
       // Said first: if compiling it kills the worker, the pool knows which policy did.
-      send({ type: 'compiling', policy });
+      kit.suspect(policy);
       try {
         registry.sync(message.policy);
       } catch (err) {
@@ -65,11 +67,12 @@ port.on('message', (message: ToTenantWorker) => {
         try {
           registry.remove(namespace, name);
         } finally {
+          kit.cleared(policy);
           send({ type: 'compile-failed', policy, message: String((err as Error)?.message ?? err).split('\n')[0]! });
         }
         return;
       }
-      send({ type: 'compiled', policy });
+      kit.cleared(policy);
       return;
     }
     case 'removed':

@@ -16,7 +16,7 @@
  *   only an evaluation that escaped the meter) is stopped and started again; its request is
  *   answered by failurePolicy, naming its namespace.
  * - a worker that dies (or is stopped as stuck) is started again, always, with backoff
- *   (worker-restarts.ts), while the others keep evaluating; the policy it was compiling counts a
+ *   (src/workers/kit.ts, worker-restarts.ts), while the others keep evaluating; the policy it was compiling counts a
  *   death (not those a request in it matched: anyone can POST a request to the endpoint, and
  *   blaming its policies would let any client quarantine a team's policy); a policy
  *   generation with QUARANTINE_AFTER of them (or whose compiling threw there) is quarantined: no
@@ -26,7 +26,6 @@
  *
  * Owns the workers, the queues and their messages; what a decision is belongs to the registry.
  */
-import { Worker } from 'node:worker_threads';
 import { workerEntry } from '../../app-files.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
 import { errored, markFailed, type AdmissionRequest, type Decision } from '../../api/admission-review.ts';
@@ -37,6 +36,7 @@ import type { PolicyRegistry } from '../../registry/policies.ts';
 import { policiesFor } from '../../registry/namespaced.ts';
 import type { LogWriter } from '../../log.ts';
 import { PoolRestarts, Quarantine, type BackoffOptions, type WorkerWatcher } from '../../worker-restarts.ts';
+import { StateLog, WorkerThread, type Death, type KitSignal } from '../../workers/kit.ts';
 
 /** What a request's policies read of the cluster, gathered by the main thread when it is dispatched. */
 export interface TenantContext {
@@ -54,9 +54,8 @@ export type ToTenantWorker =
 
 export type FromTenantWorker =
   | Question
-  /** About to compile the policy (namespace/name): if the worker dies before it says compiled, the policy is the suspect. */
-  | { type: 'compiling'; policy: string }
-  | { type: 'compiled'; policy: string }
+  /** About to compile the policy (namespace/name as the key): if the worker dies before it says compiled, the policy is the suspect. */
+  | KitSignal
   /** Compiling the policy threw in the worker: it is quarantined (it would throw again). */
   | { type: 'compile-failed'; policy: string; message: string }
   /** The worker began evaluating: from here its time counts (not while it starts or compiles the policies). */
@@ -95,6 +94,7 @@ const REST_AFTER_MS = 5;
 export const TENANT_POOL_DEFAULTS: TenantPoolOptions = { workers: 2, maxQueued: 64, maxWaitMs: 5_000, stuckAfterMs: 3_000, restFactor: 1 };
 
 interface Item {
+  /** Its call's id in the worker it was sent to (0 until it is sent). */
   id: number;
   webhook: WebhookType;
   request: AdmissionRequest;
@@ -103,13 +103,15 @@ interface Item {
   resolve(decision: Decision): void;
 }
 
+type TenantThread = WorkerThread<ToTenantWorker, FromTenantWorker>;
+
 interface Slot {
-  worker: Worker;
+  worker: TenantThread;
   item?: Item;
-  /** The policy (namespace/name) it said it is compiling, until it says it compiled it. */
-  compiling?: string;
   /** When the worker began evaluating its item (0: not yet). */
   startedAt: number;
+  /** What its death counts as when it is stopped for running past the limit (the quarantine's words). */
+  stuck?: string;
 }
 
 const WORKER = workerEntry('tenant-worker', import.meta.url);
@@ -123,16 +125,17 @@ export class TenantPool {
   private readonly registry: PolicyRegistry;
   private readonly log: LogWriter;
   private readonly options: TenantPoolOptions;
-  /** The policies as last synced, by namespace/name, and what is withheld: replayed to a new worker. */
+  /** The policies as last synced, by namespace/name, and what is withheld (sent to a new worker as it starts). */
   private readonly policies = new Map<string, AdmissionPolicy>();
   private withheld: [string, FieldError][] = [];
+  /** What every worker holds (the policies, as sendPolicy says them), replayed to each as it starts. */
+  private readonly state = new StateLog<ToTenantWorker>();
   private readonly slots: Slot[] = [];
   private readonly queues = new Map<string, Item[]>();
   /** Namespaces with requests waiting and none in a worker, in turn order. */
   private readonly turns: string[] = [];
   /** Namespaces with a request in a worker, or resting after an expensive one: not in `turns`. */
   private readonly running = new Set<string>();
-  private nextId = 1;
   private watchdog: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly quarantine = new Quarantine();
@@ -146,26 +149,28 @@ export class TenantPool {
     this.log = log;
     this.options = { ...TENANT_POOL_DEFAULTS, ...options };
     this.restarts = new PoolRestarts(this.options.restart, () => this.restarted());
-    for (const compiled of registry.all()) this.policies.set(`${compiled.namespace}/${compiled.name}`, compiled.source);
+    for (const compiled of registry.all()) {
+      this.policies.set(`${compiled.namespace}/${compiled.name}`, compiled.source);
+      this.sendPolicy(compiled.source);
+    }
     this.withheld = registry.withheldEntries();
     registry.subscribe((change) => {
-      let message: ToTenantWorker;
       if ('policy' in change) {
         const name = `${change.policy.metadata.namespace}/${change.policy.metadata.name}`;
         this.policies.set(name, change.policy);
         const key = policyKey(change.policy);
         // Older generations (and another policy once under the name) are not coming back.
         this.forget((k) => k.startsWith(`${name}\n`) && k !== key);
-        message = this.policyMessage(change.policy);
+        this.sendPolicy(change.policy);
       } else if ('removed' in change) {
-        this.policies.delete(`${change.removed.namespace}/${change.removed.name}`);
-        this.forget((k) => k.startsWith(`${change.removed.namespace}/${change.removed.name}\n`));
-        message = { type: 'removed', ...change.removed };
+        const name = `${change.removed.namespace}/${change.removed.name}`;
+        this.policies.delete(name);
+        this.forget((k) => k.startsWith(`${name}\n`));
+        this.state.drop(name, { type: 'removed', ...change.removed });
       } else {
         this.withheld = change.withheld;
-        message = { type: 'withheld', withheld: change.withheld };
+        this.state.send({ type: 'withheld', withheld: change.withheld });
       }
-      for (const slot of this.slots) slot.worker.postMessage(message);
     });
   }
 
@@ -179,10 +184,11 @@ export class TenantPool {
     return this.quarantine.why(policyKey(policy));
   }
 
-  /** What a worker is told of a policy: a quarantined generation is not sent (nor an earlier one kept: it is removed there). */
-  private policyMessage(policy: AdmissionPolicy): ToTenantWorker {
+  /** What the workers are told of a policy: a quarantined generation is not sent (nor an earlier one kept: it is removed there). */
+  private sendPolicy(policy: AdmissionPolicy): void {
     const { namespace, name } = policy.metadata;
-    return this.quarantine.why(policyKey(policy)) ? { type: 'removed', namespace, name } : { type: 'policy', policy };
+    if (this.quarantine.why(policyKey(policy))) this.state.drop(`${namespace}/${name}`, { type: 'removed', namespace, name });
+    else this.state.put(`${namespace}/${name}`, { type: 'policy', policy });
   }
 
   private forget(drop: (key: string) => boolean): void {
@@ -213,7 +219,7 @@ export class TenantPool {
       return Promise.resolve(refused(namespace, `${queue.length} of its requests are already waiting (the most one namespace may have); retry`));
     }
     return new Promise((resolve) => {
-      queue.push({ id: this.nextId++, webhook, request, namespace, queuedAt: Date.now(), resolve });
+      queue.push({ id: 0, webhook, request, namespace, queuedAt: Date.now(), resolve });
       if (queue.length === 1) {
         this.queues.set(namespace, queue);
         if (!this.running.has(namespace)) this.turns.push(namespace);
@@ -256,7 +262,18 @@ export class TenantPool {
       this.running.add(namespace);
       slot.item = item;
       slot.startedAt = 0;
-      slot.worker.postMessage({ type: 'review', id: item.id, webhook: item.webhook, request: item.request, context: this.contextFor(item) } satisfies ToTenantWorker);
+      const call = slot.worker.call({ type: 'review', webhook: item.webhook, request: item.request, context: this.contextFor(item) });
+      item.id = call.id;
+      call.reply.then(
+        (message) => {
+          if (slot.item !== item) return;
+          // (the mark of an answer by failurePolicy is not sent with the object: it is set again here)
+          if (message.type === 'answer') this.finish(slot, message.failed ? markFailed(message.decision) : message.decision);
+          else if (message.type === 'error') this.finish(slot, refused(item.namespace, message.message));
+        },
+        // The worker died with it in: lost() answers it, in its words.
+        () => undefined,
+      );
     }
   }
 
@@ -310,35 +327,32 @@ export class TenantPool {
 
   private start(): Slot {
     const { limits, protectedNamespaces, operatorNamespace, authorizer } = this.registry.context;
-    const worker = new Worker(this.options.entry ?? WORKER, { workerData: { limits, protectedNamespaces, operatorNamespace, authorizer: authorizer !== undefined } });
-    // The workers do not keep the process alive; the server's sockets do.
-    worker.unref();
-    for (const policy of this.policies.values()) worker.postMessage(this.policyMessage(policy));
+    const slot = { startedAt: 0 } as Slot;
+    slot.worker = new WorkerThread<ToTenantWorker, FromTenantWorker>({
+      entry: this.options.entry ?? WORKER,
+      workerData: { limits, protectedNamespaces, operatorNamespace, authorizer: authorizer !== undefined },
+      state: this.state,
+      started: (post) => {
+        if (this.withheld.length) post({ type: 'withheld', withheld: this.withheld });
+      },
+      replies: ['answer', 'error'],
+      receive: (message) => this.onMessage(slot, message),
+      describe: (cause) => ('error' in cause ? cause.error.message : 'exitCode' in cause ? `the tenant worker exited (${cause.exitCode})` : cause.stopped),
+      died: (death) => this.lost(slot, death),
+    });
     this.restarts.started();
-    if (this.withheld.length) worker.postMessage({ type: 'withheld', withheld: this.withheld } satisfies ToTenantWorker);
-    const slot: Slot = { worker, startedAt: 0 };
-    worker.on('message', (message: FromTenantWorker) => this.onMessage(slot, message));
-    worker.on('error', (err) => this.lost(slot, err.message));
-    worker.on('exit', (code) => this.lost(slot, `the tenant worker exited (${code})`));
     this.slots.push(slot);
     this.watchdog ??= setInterval(() => this.stopStuck(), Math.min(250, this.options.stuckAfterMs / 4)).unref();
     return slot;
   }
 
-  private onMessage(slot: Slot, message: FromTenantWorker): void {
+  private onMessage(slot: Slot, message: Exclude<FromTenantWorker, KitSignal>): void {
     switch (message.type) {
       case 'authorize':
       case 'map':
-        answerQuestion(this.registry.context, message, (answer) => slot.worker.postMessage(answer satisfies ToTenantWorker));
-        return;
-      case 'compiling':
-        slot.compiling = message.policy;
-        return;
-      case 'compiled':
-        slot.compiling = undefined;
+        answerQuestion(this.registry.context, message, (answer) => slot.worker.post(answer));
         return;
       case 'compile-failed': {
-        slot.compiling = undefined;
         const policy = this.policies.get(message.policy);
         if (!policy || this.quarantine.why(policyKey(policy))) return;
         this.quarantine.hold(policyKey(policy), `compiling it threw in a tenant worker: ${message.message}`);
@@ -347,13 +361,6 @@ export class TenantPool {
       }
       case 'started':
         if (slot.item?.id === message.id) slot.startedAt = Date.now();
-        return;
-      case 'answer':
-        // (the mark of an answer by failurePolicy is not sent with the object: it is set again here)
-        if (slot.item?.id === message.id) this.finish(slot, message.failed ? markFailed(message.decision) : message.decision);
-        return;
-      case 'error':
-        if (slot.item?.id === message.id) this.finish(slot, refused(slot.item.namespace, message.message));
         return;
     }
   }
@@ -365,8 +372,8 @@ export class TenantPool {
       if (!slot.item || slot.startedAt === 0 || now - slot.startedAt < this.options.stuckAfterMs) continue;
       const namespace = slot.item.namespace;
       this.log.warn('a tenant worker ran past its limit and was stopped; its request is answered by failurePolicy', { namespace, ms: now - slot.startedAt });
-      this.lost(slot, `their evaluation ran more than ${this.options.stuckAfterMs} ms and was stopped`, 'it ran past the tenant workers\' limit and was stopped');
-      void slot.worker.terminate();
+      slot.stuck = "it ran past the tenant workers' limit and was stopped";
+      void slot.worker.stop(`their evaluation ran more than ${this.options.stuckAfterMs} ms and was stopped`);
     }
   }
 
@@ -375,7 +382,7 @@ export class TenantPool {
    * those its request matched, count a death (quarantined at the last); a new worker starts after the
    * backoff's wait, the others take the waiting requests meanwhile.
    */
-  private lost(slot: Slot, why: string, death = why): void {
+  private lost(slot: Slot, { why, suspect }: Death<never>): void {
     const index = this.slots.indexOf(slot);
     if (index < 0) return;
     this.slots.splice(index, 1);
@@ -387,13 +394,13 @@ export class TenantPool {
       if (slot.item) this.finish(slot, refused(slot.item.namespace, why));
       return;
     }
-    const compiling = slot.compiling !== undefined ? this.policies.get(slot.compiling) : undefined;
+    const compiling = suspect !== undefined ? this.policies.get(suspect) : undefined;
     // The request's policies are not suspects: a request that kills a worker is its sender's doing.
     const suspects = compiling ? [compiling] : [];
     const wait = this.restarts.died();
     this.log.warn('a tenant worker stopped; starting it again', { error: why, namespace: slot.item?.namespace, inMs: wait, deathsInARow: this.restarts.deaths });
     for (const watcher of this.watchers) watcher.died?.('tenant');
-    for (const policy of suspects) if (this.quarantine.died(policyKey(policy), `${death} while compiling it`)) this.putInQuarantine(policy);
+    for (const policy of suspects) if (this.quarantine.died(policyKey(policy), `${slot.stuck ?? why} while compiling it`)) this.putInQuarantine(policy);
     if (slot.item) this.finish(slot, refused(slot.item.namespace, why));
     else this.dispatch();
   }
@@ -403,7 +410,7 @@ export class TenantPool {
     const { namespace, name } = policy.metadata;
     this.held.add(namespace);
     this.log.error('AdmissionPolicy quarantined: it stopped a tenant worker again and again; the requests it matches are refused by failurePolicy until it changes', { namespace, policy: name, generation: policy.metadata.generation, why: this.quarantine.why(policyKey(policy)) });
-    for (const slot of this.slots) slot.worker.postMessage({ type: 'removed', namespace, name } satisfies ToTenantWorker);
+    this.state.drop(`${namespace}/${name}`, { type: 'removed', namespace, name });
     for (const watcher of this.watchers) watcher.quarantined?.('tenant', `${namespace}/${name}`);
   }
 }

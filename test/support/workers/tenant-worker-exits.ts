@@ -25,8 +25,8 @@ port.on('message', (message: { type: string; policy?: AdmissionPolicy; namespace
   }
 });
 const post = port.postMessage.bind(port);
-port.postMessage = (message: { type?: string; policy?: string }) => {
+port.postMessage = (message: { type?: string; key?: string }) => {
   post(message);
-  if (message.type === 'compiling' && exitOf(exits.get(message.policy!)) === 'compile') process.exit(9);
+  if (message.type === 'kit-suspect' && exitOf(exits.get(message.key!)) === 'compile') process.exit(9);
 };
 await import('../../../src/admission/threads/tenant-worker.ts');
