@@ -5,7 +5,8 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/', '**/node_modules/', 'docs/.vitepress/cache/', 'docs/.vitepress/dist/', '.local/'] },
+  // What .gitignore keeps out (ESLint does not read it).
+  { ignores: ['**/dist/', '**/node_modules/', 'docs/.vitepress/cache/', 'docs/.vitepress/dist/', '.local/', 'bench/out/', '.prof/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
