@@ -87,6 +87,27 @@ function typeCheckHas(checker: Checker, macro: HasMacro, ctx: unknown): unknown 
 }
 
 const QUANTIFIERS = new Set(['all', 'exists', 'exists_one']);
+const ONE_VARIABLE_MACROS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
+
+/**
+ * `{6: 'six', 7: 'seven'}.exists_one(k, k % 5 == 2)`: cel-js builds a map literal as a plain
+ * object, its keys strings, so a one-variable macro over it sees `'6'` where cel-go sees 6 (and
+ * fails: Variable 'k' is not of type 'int'). As the range of such a macro (never anywhere else, so
+ * no other path changes), a map literal is built as a Map whose keys keep their values. Maps of
+ * the request have string keys and never reach this.
+ */
+function keepMapLiteralKeys(range: unknown): void {
+  const node = range as { op?: string; args?: unknown; setMeta?: (key: string, value: unknown) => unknown };
+  if (node?.op !== 'map' || !Array.isArray(node.args) || node.args.length === 0 || typeof node.setMeta !== 'function') return;
+  const entries = node.args as [unknown, unknown][];
+  if (entries.every(([key]) => (key as { op?: string; args?: unknown }).op === 'value' && typeof (key as { args?: unknown }).args === 'string')) return;
+  node.setMeta('evaluate', (ev: { run(node: unknown, ctx: unknown): unknown }, _ast: unknown, ctx: unknown) => {
+    const pairs = entries.map(([key, value]) => [ev.run(key, ctx), ev.run(value, ctx)]);
+    // an entry that awaits an authorizer check is awaited as cel-js awaits its own map's
+    if (pairs.some(([k, v]) => k instanceof Promise || v instanceof Promise)) return Promise.all(pairs.map((pair) => Promise.all(pair))).then((done) => new Map(done as [unknown, unknown][]));
+    return new Map(pairs as [unknown, unknown][]);
+  });
+}
 
 /**
  * `[].all(e, e > 0)`: cel-go binds the empty literal's element type as the body needs it, cel-js
@@ -175,6 +196,7 @@ export function parseExpression(env: Environment, source: string): ParseResult {
       throw new Error("undeclared reference to 'cel' (in container '')");
     }
     if (node.op === 'rcall' && Array.isArray(args) && QUANTIFIERS.has(args[0] as string)) typeEmptyRangeDyn(args[1]);
+    if (node.op === 'rcall' && Array.isArray(args) && ONE_VARIABLE_MACROS.has(args[0] as string) && Array.isArray(args[2]) && args[2].length <= 3) keepMapLiteralKeys(args[1]);
     if (SELECTIONS.has(node.op) && Array.isArray(args)) typeUnboundOptionalDyn(args[0]);
     if ((node.op === '[]' || node.op === '[?]') && Array.isArray(args) && isNullLiteral(args[1])) {
       // cel-go plans a constant index as a qualifier, and has none for null: the API server
