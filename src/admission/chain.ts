@@ -16,6 +16,7 @@
  * Knows no webhook's domain and no transport beyond the reply it writes to.
  */
 import { failureDetail, outcomeOf, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
+import { exceptionsNamed } from '../api/exceptions.ts';
 import type { LogWriter } from '../log.ts';
 import { internalError, type CompiledWebhook } from '../registry/compile.ts';
 import { capped, ECHO_LIMIT, REVIEW_ERRORS, ReviewError } from './errors.ts';
@@ -98,6 +99,8 @@ export class AdmissionChain {
   private async offloaded(webhook: ServedWebhook, body: LargeBody, reply: Reply, started: number): Promise<void> {
     try {
       const judged = await this.offload.admit(webhook.suite, webhook.name, body.bytes);
+      // The review worker counts nothing itself: the exceptions that let it through are named in its answer, and counted here as a request judged here is.
+      for (const { namespace, name } of exceptionsNamed(judged.decision)) webhook.observer.excepted?.(namespace, name);
       this.answer(reply, started, judged.apiVersion, judged, webhook, judged.decision);
     } catch (err) {
       if (!(err instanceof WorkerLostError)) throw err;

@@ -5,7 +5,7 @@
  * stopped operator still lets nothing through), and does it cover a request at an instant. Owns
  * no store (registry/exceptions.ts) and no decision (registry/compile.ts applies it). Pure.
  */
-import type { AdmissionRequest } from './admission-review.ts';
+import type { AdmissionRequest, Decision } from './admission-review.ts';
 import { GROUP, type API_VERSION, type AdmissionSuite, type Condition, type ObjectMeta } from './types.ts';
 import type { FieldError } from './validate.ts';
 import { labelSelectorProblems, selects, type LabelSelector } from '../kubernetes/selectors.ts';
@@ -113,8 +113,27 @@ export const EXCEPTION_AUDIT_KEY = 'exception';
 /** `namespace/name`: how warnings, annotations and logs name an exception. */
 export const exceptionRef = (exception: Pick<AdmissionException, 'metadata'>) => `${exception.metadata.namespace}/${exception.metadata.name}`;
 
+/** The audit annotation's value: the exceptions a request used, `namespace/name, ...`. */
+export const exceptionsAnnotation = (used: readonly Pick<AdmissionException, 'metadata'>[]) => used.map(exceptionRef).join(', ');
+
+/** The exceptions a decision's audit annotation names (none when it has none): how a decision made elsewhere, a review worker's, is counted. */
+export function exceptionsNamed(decision: Pick<Decision, 'auditAnnotations'>): { namespace: string; name: string }[] {
+  const value = decision.auditAnnotations?.[EXCEPTION_AUDIT_KEY];
+  if (!value) return [];
+  // Neither a namespace nor a name holds '/' or ', '.
+  return value.split(', ').flatMap((ref) => {
+    const slash = ref.indexOf('/');
+    return slash > 0 ? [{ namespace: ref.slice(0, slash), name: ref.slice(slash + 1) }] : [];
+  });
+}
+
+const WARNING_PREFIX = 'admitted by exception ';
+
 /** The warning a request it let through carries (kubectl prints it). */
-export const exceptionWarning = (exception: AdmissionException) => `admitted by exception ${exceptionRef(exception)} (expires ${exception.spec.expires}): ${exception.spec.reason}`;
+export const exceptionWarning = (exception: AdmissionException) => `${WARNING_PREFIX}${exceptionRef(exception)} (expires ${exception.spec.expires}): ${exception.spec.reason}`;
+
+/** Whether a decision's warning is one exceptionWarning wrote (the audit reports it as the skip's message). */
+export const isExceptionWarning = (warning: string) => warning.startsWith(WARNING_PREFIX);
 
 /** RFC 3339 with a time zone, as the API server's date-time format; the instant in ms, or undefined. */
 export function expiryOf(expires: unknown): number | undefined {

@@ -30,7 +30,7 @@ import type { Program } from '../policy/celjs/program.ts';
 import type { PolicyLimits } from '../api/validate.ts';
 import type { TargetReader } from './access.ts';
 import { recordedAuthor } from '../api/authorization.ts';
-import { exceptionWarning } from '../api/exceptions.ts';
+import { EXCEPTION_AUDIT_KEY, exceptionWarning, isExceptionWarning } from '../api/exceptions.ts';
 import { protectedNamespaces, SYSTEM_NAMESPACES } from '../api/protected-namespaces.ts';
 
 /** OpenReports' results. */
@@ -115,6 +115,8 @@ interface Check {
   rule: string;
   skip?: string;
   admit?: (request: AdmissionRequest) => Decision | Promise<Decision>;
+  /** Its admit applies AdmissionExceptions itself (a handler's): an answer one let through is a skip naming it. */
+  excepted?: boolean;
 }
 
 /** What a create that errored is, under `failurePolicy`: Fail rejects it (failing), Ignore admits it (a skip that says why). */
@@ -156,13 +158,24 @@ function celChecks(owner: string, spec: WebhookSpec, path: string, context: Comp
   });
 }
 
-/** A built-in handler's check: the whole handler, when it declares it can judge a stored object. */
-function handlerChecks(owner: string, spec: WebhookSpec, path: string, context: CompileContext): Check[] | undefined {
+/**
+ * A built-in handler's check: the whole handler, when it declares it can judge a stored object.
+ * `excepted`: the suite, when it accepts AdmissionExceptions: the handler then asks them as on the
+ * request path (a PodSecurity webhook's controls), and what one lets through is a `skip` naming it.
+ */
+function handlerChecks(owner: string, spec: WebhookSpec, path: string, context: CompileContext, excepted: AdmissionSuite | undefined): Check[] | undefined {
   const handler = spec.handler ? findHandler(spec.handler.name) : undefined;
   if (!handler?.audits || !handler.validate) return undefined;
-  const compiled = compileWebhook(owner, { ...spec, matchConditions: [] }, path, 'Fail', { ...context, observers: undefined });
+  const compiled = compileWebhook(owner, { ...spec, matchConditions: [] }, path, 'Fail', { ...context, observers: undefined }, undefined, excepted);
   if ('errors' in compiled) return undefined;
-  return [{ rule: handler.name, admit: (request) => compiled.admit(request) }];
+  return [{ rule: handler.name, admit: (request) => compiled.admit(request), ...(excepted ? { excepted: true } : {}) }];
+}
+
+/** An admitted decision some exception let through: the skip that names it (its warning), else undefined. */
+function exceptedResult(rule: string, decision: Decision): CheckResult | undefined {
+  if (!decision.allowed || decision.auditAnnotations?.[EXCEPTION_AUDIT_KEY] === undefined) return undefined;
+  const named = (decision.warnings ?? []).filter(isExceptionWarning);
+  return named.length ? { rule, result: 'skip', message: named.join('; ') } : undefined;
 }
 
 /** Whether matchConditions can be judged on a stored object: the reason they cannot, if not. */
@@ -235,7 +248,10 @@ function judgeWith(
     const results: CheckResult[] = [];
     for (const check of checks) {
       if (check.skip) results.push({ rule: check.rule, result: 'skip', message: check.skip });
-      else results.push(resultOf(check.rule, await check.admit!(request), warnOnly, failurePolicy));
+      else {
+        const decision = await check.admit!(request);
+        results.push((check.excepted && exceptedResult(check.rule, decision)) || resultOf(check.rule, decision, warnOnly, failurePolicy));
+      }
     }
     return results;
   };
@@ -254,7 +270,7 @@ export function suiteTargets(suite: AdmissionSuite, config: OperatorConfig, cont
   suite.spec.webhooks.forEach((spec, i) => {
     if (spec.type !== 'Validating') return;
     const path = `spec.webhooks[${i}]`;
-    const checks = spec.handler ? handlerChecks(name, spec, path, context) : celChecks(name, spec, path, context);
+    const checks = spec.handler ? handlerChecks(name, spec, path, context, suite.spec.exceptions?.allowed === true ? suite : undefined) : celChecks(name, spec, path, context);
     if (!checks?.length) return;
     const entry = registered.find((w) => w.name === webhookFullName(name, spec.name));
     if (!entry) return;

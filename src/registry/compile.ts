@@ -22,7 +22,7 @@ import { planMatchConditions } from '../policy/engine/match-conditions.ts';
 import type { Authorizer } from '../api/authorization.ts';
 import type { KindMapper } from '../api/discovery.ts';
 import { evaluateAuthorizing, type Answerers } from '../policy/engine/authorization.ts';
-import { EXCEPTION_AUDIT_KEY, exceptionRef, exceptionWarning } from '../api/exceptions.ts';
+import { EXCEPTION_AUDIT_KEY, exceptionsAnnotation, exceptionWarning } from '../api/exceptions.ts';
 import { protectedNamespaces, SYSTEM_NAMESPACES } from '../api/protected-namespaces.ts';
 import type { Excuse, ExceptionStore } from './exceptions.ts';
 import { podSecurity, validatePodSecurity } from '../handlers/pod-security.ts';
@@ -280,7 +280,7 @@ function excused(decision: Decision, used: readonly AdmissionException[], observ
   return {
     ...decision,
     warnings: [...(decision.warnings ?? []), ...used.map(exceptionWarning)],
-    auditAnnotations: { ...decision.auditAnnotations, [EXCEPTION_AUDIT_KEY]: used.map(exceptionRef).join(', ') },
+    auditAnnotations: { ...decision.auditAnnotations, [EXCEPTION_AUDIT_KEY]: exceptionsAnnotation(used) },
   };
 }
 

@@ -2,7 +2,8 @@
  * AdmissionExceptions for Pod Security per control and per image, through the real API server
  * (issue 55): a namespace where a suite's PodSecurity webhook enforces `restricted`; an exception
  * for the `capabilities` control on one image admits a Pod of that image adding NET_ADMIN, with
- * the warning, the audit annotation and the metric that name it, and still refuses that Pod
+ * the warning, the audit annotation and the metric that name it, the background audit reports such
+ * a Pod stored as a `skip` naming it, and still refuses that Pod
  * running as root (another control) or with another image; and the operator refuses on apply an
  * exception naming an unknown control, one naming a PodSecurity webhook without controls, and
  * podSecurity on a CEL webhook. Owns its namespace (exc-psa), suite (exc-pod-security) and the
@@ -16,6 +17,7 @@ import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
 import { recordAuthors } from '../support/authors.ts';
 import { auditEvents } from '../support/audit-log.ts';
+import { reportResults } from '../support/reports.ts';
 import { sampleValue, scrape } from '../support/prometheus.ts';
 import { freePort } from '../../src/local/ports.ts';
 import { webhookFullName } from '../../src/api/names.ts';
@@ -33,6 +35,8 @@ const OTHER_IMAGE = 'registry.k8s.io/pause:3.10';
 const EXCEPTION = 'net-admin-tool';
 const REASON = 'the network tool needs NET_ADMIN (TICKET-55)';
 const EXCEPTIONS = [EXCEPTION, 'typo-control', 'no-controls', 'cel-with-controls'];
+/** The Pod stored (not a dry run) for the background audit to judge. */
+const STORED = 'net-tool-stored';
 
 /** A Pod `restricted` admits but for the NET_ADMIN it adds; `root`: it runs as root too (runAsNonRoot false). */
 function netAdminPod(image: string, root = false) {
@@ -67,7 +71,8 @@ describe('AdmissionExceptions for PodSecurity: per control and per image', funct
     await recordAuthors();
     await ensureNamespace(NS, { ...LABEL, 'pod-security.kubernetes.io/enforce': 'restricted' });
     metricsPort = await freePort();
-    operator = await startTestOperator({ metricsPort });
+    // The audit on, scanning every few seconds: a stored Pod the exception covers is reported.
+    operator = await startTestOperator({ metricsPort, audit: true, auditIntervalMs: 5_000 });
     await waitForSuiteValidation(operator);
     await createSuite(SUITE, {
       exceptions: { allowed: true },
@@ -133,6 +138,27 @@ describe('AdmissionExceptions for PodSecurity: per control and per image', funct
       },
       { what: `the audit log to record ${annotation}` },
     );
+  });
+
+  it('shows in the background audit: a stored Pod it lets through is a skip naming it, not a fail', async function () {
+    const stored = { ...netAdminPod(EXCEPTED_IMAGE), metadata: { name: STORED, namespace: NS } };
+    await eventually(
+      async () => {
+        const result = await kubectl(['create', '-f', '-'], JSON.stringify(stored));
+        if (result.code !== 0 && !result.stderr.includes('AlreadyExists')) throw new Error(result.stderr);
+      },
+      { what: `the Pod ${STORED} to be stored` },
+    );
+    const found = await eventually(
+      async () => {
+        const results = (await reportResults(NS)).filter((r) => r.resources[0]?.name === STORED && r.policy === `${SUITE}/${WEBHOOK}`);
+        if (results.length === 0) throw new Error(`${STORED} not reported yet`);
+        return results;
+      },
+      { what: `the Report of ${NS} to show ${STORED}` },
+    );
+    expect(found.map((r) => [r.rule, r.result])).to.deep.equal([['PodSecurity', 'skip']]);
+    expect(found[0]!.message).to.equal(`admitted by exception ${NS}/${EXCEPTION} (expires 2099-01-01T00:00:00Z): ${REASON}`);
   });
 
   it('still refuses that Pod running as root: every other control of the level applies', async function () {

@@ -1,6 +1,7 @@
 /**
  * An AdmissionException's status through the real API server (issue 55): once it lets requests
- * through, its status counts them (`uses`) and says when (`lastUsed`), and `kubectl get` shows them
+ * through, its status counts them (`uses`; a large request, judged in a review worker, too, as the
+ * uses metric counts it) and says when (`lastUsed`), and `kubectl get` shows them
  * in its printer columns (the CRD's additionalPrinterColumns, served as the API server's Table);
  * `Expired` is False while it applies and turns True once `expires` passes, with nothing else
  * changed. Owns its namespace (exc-status), its suite (exc-status-labels) and its exception;
@@ -16,12 +17,18 @@ import { deleteIfExists } from '../../src/apiserver/client.ts';
 import { GROUP, VERSION, type SuiteSpec } from '../../src/api/types.ts';
 import { EXCEPTION_PLURAL, type AdmissionException } from '../../src/api/exceptions.ts';
 import type { Operator } from '../../src/manager/operator.ts';
+import { LARGE_BODY } from '../../src/admission/threads/offload.ts';
+import { freePort } from '../../src/local/ports.ts';
+import { sampleValue, scrape } from '../support/prometheus.ts';
 
 const NAMESPACE = 'exc-status';
 const LABEL = { 'exceptions-status-e2e': 'true' };
 const SUITE = 'exc-status-labels';
 const EXCEPTION = 'counted';
-const USES = 3;
+/** Creates through kubectl, each a small request judged where it arrives. */
+const SMALL = 3;
+/** And one ConfigMap large enough to be judged in a review worker: every one a use. */
+const USES = SMALL + 1;
 
 const suiteSpec: SuiteSpec = {
   exceptions: { allowed: true },
@@ -54,10 +61,12 @@ async function columns(wide: boolean): Promise<Record<string, string>> {
 
 describe('AdmissionException status: uses, last use and expiry, in status and in kubectl get', function () {
   let operator: Operator;
+  let metricsPort: number;
 
   before(async function () {
     await ensureNamespace(NAMESPACE, LABEL);
-    operator = await startTestOperator();
+    metricsPort = await freePort();
+    operator = await startTestOperator({ metricsPort });
     await waitForSuiteValidation(operator);
     await createSuite(SUITE, suiteSpec);
     await waitForCondition(SUITE, 'Ready', 'True');
@@ -99,9 +108,15 @@ describe('AdmissionException status: uses, last use and expiry, in status and in
         const result = await kubectl(['create', 'configmap', `unlabelled-${admitted}`, '-n', NAMESPACE, '--from-literal=a=b', '--dry-run=server']);
         if (result.code !== 0) throw new Error(result.stderr);
         expect(result.stderr).to.contain(`admitted by exception ${NAMESPACE}/${EXCEPTION}`);
-        if (++admitted < USES) throw new Error(`admitted ${admitted} of ${USES}`);
+        if (++admitted < SMALL) throw new Error(`admitted ${admitted} of ${SMALL}`);
       },
-      { what: `${USES} creates admitted by the exception` },
+      { what: `${SMALL} creates admitted by the exception` },
+    );
+    // A large request, judged off the admission thread, is let through and counted as well.
+    await cluster().kube.core.createNamespacedConfigMap({ namespace: NAMESPACE, body: { metadata: { name: 'unlabelled-large' }, data: { a: 'x'.repeat(LARGE_BODY) } }, dryRun: 'All' });
+    await eventually(
+      async () => expect(sampleValue(await scrape(metricsPort), 'portcullis_exception_uses_total', { namespace: NAMESPACE, exception: EXCEPTION, suite: SUITE, webhook: 'team-label' }), 'portcullis_exception_uses_total').to.equal(USES),
+      { what: `the uses metric to count ${USES}` },
     );
     expect(Date.now(), 'the creates were made before it expired (else the machine was too slow for this test)').to.be.below(expiresAt);
 
