@@ -34,6 +34,7 @@ export class Lifecycle {
   readonly elector: Elector;
   private readonly groups: Groups;
   private stopped = false;
+  private handedOver?: Promise<void>;
 
   /** `elect` makes the elector, given what it tells of leadership changes (every runnable's `leading`). */
   constructor(groups: Groups, elect: (leading: (leading: boolean) => void) => Elector) {
@@ -53,12 +54,20 @@ export class Lifecycle {
     });
   }
 
-  /** The writers first (the leader-only runnables, then leadership handed over), the servers after, the caches last. */
-  async stop(): Promise<void> {
+  /** The writers stopped and leadership handed over, the servers still answering: the first step of a graceful stop. */
+  handOver(): Promise<void> {
     this.stopped = true;
-    const { caches, everyReplica, leaderOnly } = this.groups;
-    for (const runnable of [...leaderOnly].reverse()) await runnable.stop();
-    await this.elector.stop();
+    this.handedOver ??= (async () => {
+      for (const runnable of [...this.groups.leaderOnly].reverse()) await runnable.stop();
+      await this.elector.stop();
+    })();
+    return this.handedOver;
+  }
+
+  /** The writers first (handOver), the servers after, the caches last. */
+  async stop(): Promise<void> {
+    const { caches, everyReplica } = this.groups;
+    await this.handOver();
     for (const runnable of [...everyReplica].reverse()) await runnable.stop();
     for (const runnable of [...caches].reverse()) await runnable.stop();
   }

@@ -150,8 +150,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
     serve: () => serving.listen(),
     drain: async () => {
       serving.drain();
-      queue.stop();
-      await lifecycle.elector.stop();
+      await lifecycle.handOver();
     },
     stop: () => lifecycle.stop(),
   };

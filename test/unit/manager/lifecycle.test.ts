@@ -68,6 +68,18 @@ describe('manager/lifecycle', function () {
     expect(done).to.deep.equal(['stop audit', 'stop queue', 'stop elector', 'stop following', 'stop endpoint', 'stop owned', 'stop state']);
   });
 
+  it('hands over without stopping the servers (a draining replica still answers), and stops each writer once', async function () {
+    const { lifecycle, done, markSynced } = setup();
+    await lifecycle.start();
+    markSynced();
+    await eventually(async () => expect(done).to.include('start elector'));
+    done.length = 0;
+    await lifecycle.handOver();
+    expect(done).to.deep.equal(['stop audit', 'stop queue', 'stop elector']);
+    await lifecycle.stop();
+    expect(done).to.deep.equal(['stop audit', 'stop queue', 'stop elector', 'stop following', 'stop endpoint', 'stop owned', 'stop state']);
+  });
+
   it('never starts the elector of a replica stopped before its caches listed (it would write after its stop)', async function () {
     const { lifecycle, done, markSynced } = setup();
     await lifecycle.start();
