@@ -85,15 +85,15 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   // A suite or policy quarantined for stopping a worker is reconciled at once, so its status says so; deaths and quarantines are counted by worker kind.
   serving.thread?.onQuarantined((name) => {
     metrics.workerQuarantined('admission-thread');
-    queue?.add(name);
+    queue.add(name);
   });
-  serving.admission.offload.watch({ died: (kind) => metrics.workerDied(kind), quarantined: (kind, suite) => (metrics.workerQuarantined(kind), queue?.add(suite)) });
-  serving.admission.tenants?.watch({ died: (kind) => metrics.workerDied(kind), quarantined: (kind) => (metrics.workerQuarantined(kind), queue?.add(NAMESPACED_KEY)) });
+  serving.admission.offload.watch({ died: (kind) => metrics.workerDied(kind), quarantined: (kind, suite) => (metrics.workerQuarantined(kind), queue.add(suite)) });
+  serving.admission.tenants?.watch({ died: (kind) => metrics.workerDied(kind), quarantined: (kind) => (metrics.workerQuarantined(kind), queue.add(NAMESPACED_KEY)) });
   // Said before any connection is refused: a Warning Event on the operator's endpoint, beside the log line and the alert.
   serving.onConnectionsNear((kind, cause) => void events.endpointWarning(`connections-${kind}`, 'ConnectionsNearLimit', `the admission endpoint nears its connection limits (${kind}): ${cause}`));
   state.handlerModules?.onQuarantined((handler) => {
     metrics.workerQuarantined('handler-module');
-    for (const suite of owned.suites.list()) if (suite.spec.webhooks.some((w) => w.handler?.name === handler)) queue?.add(suite.metadata.name);
+    for (const suite of owned.suites.list()) if (suite.spec.webhooks.some((w) => w.handler?.name === handler)) queue.add(suite.metadata.name);
   });
   const health = createHealthServer({
     ready: () => owned.listed() && !serving.draining() && serving.listening(),
