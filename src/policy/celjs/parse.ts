@@ -27,7 +27,7 @@ import { forEachNode, type RawNode } from './walk.ts';
 import { AST_DEPTH_LIMIT, CelLimitError, astDepth, checkCelGoLimits } from './limits.ts';
 import { restoreQuotedFields, rewriteForCelJs } from './rewrite.ts';
 import { celGoSyntaxError } from './syntax-errors.ts';
-import { celError, Optional } from './values.ts';
+import { celError, Optional, UnsignedInt } from './values.ts';
 
 interface Checker {
   check(node: unknown, ctx: unknown): unknown;
@@ -87,6 +87,31 @@ function typeCheckHas(checker: Checker, macro: HasMacro, ctx: unknown): unknown 
 }
 
 const QUANTIFIERS = new Set(['all', 'exists', 'exists_one']);
+
+/**
+ * `[7, 8, 9][dyn(0u)]`: cel-go indexes a list by a uint it finds at run time, cel-js only by an int
+ * (No such key: 0). A uint reaches an index only from a uint literal or a `uint()` call (request
+ * values are ints or doubles), so only an index that holds one is looked at, and a uint there
+ * indexes a list as the int it equals: no other index, the hot path's among them, changes.
+ */
+function mayBeUint(index: unknown): boolean {
+  let found = false;
+  forEachNode(index, (n) => {
+    if ((n.op === 'value' && n.args instanceof UnsignedInt) || (n.op === 'call' && Array.isArray(n.args) && n.args[0] === 'uint')) found = true;
+  });
+  return found;
+}
+
+function indexListsByUint(node: RawNode): void {
+  type Indexing = { left: unknown; right: unknown; handle(left: unknown, right: unknown, ast: unknown, ev: unknown): unknown };
+  const indexing = node as RawNode & { setMeta?: (key: string, value: unknown) => unknown };
+  if (typeof indexing.setMeta !== 'function') return;
+  indexing.setMeta('evaluate', (ev: { run(node: unknown, ctx: unknown): unknown }, ast: Indexing, ctx: unknown) => {
+    const left = ev.run(ast.left, ctx);
+    const right = ev.run(ast.right, ctx);
+    return ast.handle(left, right instanceof UnsignedInt && Array.isArray(left) ? BigInt(right.valueOf() as bigint) : right, ast, ev);
+  });
+}
 const ONE_VARIABLE_MACROS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
 
 /**
@@ -197,6 +222,7 @@ export function parseExpression(env: Environment, source: string): ParseResult {
     }
     if (node.op === 'rcall' && Array.isArray(args) && QUANTIFIERS.has(args[0] as string)) typeEmptyRangeDyn(args[1]);
     if (node.op === 'rcall' && Array.isArray(args) && ONE_VARIABLE_MACROS.has(args[0] as string) && Array.isArray(args[2]) && args[2].length <= 3) keepMapLiteralKeys(args[1]);
+    if (node.op === '[]' && Array.isArray(args) && mayBeUint(args[1])) indexListsByUint(node);
     if (SELECTIONS.has(node.op) && Array.isArray(args)) typeUnboundOptionalDyn(args[0]);
     if ((node.op === '[]' || node.op === '[?]') && Array.isArray(args) && isNullLiteral(args[1])) {
       // cel-go plans a constant index as a qualifier, and has none for null: the API server
