@@ -78,6 +78,8 @@ export interface ThreadOptions<In, Out, Tag> {
   /** The types of the messages that reply to a call (by its id); every other message goes to `receive`. */
   replies: readonly string[];
   receive(message: Exclude<Out, KitSignal>): void;
+  /** When given, an uncaught error in the worker is told here, and its death is its exit that follows (with the exit code). */
+  failed?(error: Error): void;
   /** The kind's words for a death (the pending calls are rejected with a WorkerLost saying them). */
   describe(cause: DeathCause): string;
   /** Told once, after the pending calls are rejected. */
@@ -114,12 +116,16 @@ export class WorkerThread<In extends { type: string }, Out extends { type: strin
     if (undo) this.detach.push(undo);
     worker.unref();
     worker.on('message', (message: Out | KitSignal) => this.received(message));
-    worker.on('error', (error) => this.ended({ error }));
+    worker.on('error', (error) => (options.failed ? options.failed(error) : this.ended({ error })));
     worker.on('exit', (exitCode) => this.ended({ exitCode }));
   }
 
   get alive(): boolean {
     return !this.dead;
+  }
+
+  get threadId(): number {
+    return this.worker.threadId;
   }
 
   /** Sends a message that is not a call (no reply is matched to it). */
@@ -209,13 +215,16 @@ export function signals(post: (message: KitSignal) => void) {
 export class Restarting<T extends { alive: boolean }> {
   private readonly backoff: Backoff;
   private readonly start: () => T;
+  /** Whether the first restart in a row starts the worker before died() returns (else from a timer, as later ones). */
+  private readonly atOnce: boolean;
   private current: T | undefined;
   private restart: { at: number; timer: NodeJS.Timeout } | undefined;
   private closed = false;
 
-  constructor(options: Partial<BackoffOptions> | undefined, start: () => T) {
+  constructor(options: Partial<BackoffOptions> | undefined, start: () => T, atOnce = true) {
     this.backoff = new Backoff(options);
     this.start = start;
+    this.atOnce = atOnce;
   }
 
   /** The worker, started if there is none; undefined while one that died waits to be started again (or after close). */
@@ -238,7 +247,7 @@ export class Restarting<T extends { alive: boolean }> {
     this.current = undefined;
     if (this.closed) return 0;
     const wait = this.backoff.died();
-    if (wait === 0) {
+    if (wait === 0 && this.atOnce) {
       this.ensure();
       return 0;
     }
@@ -251,6 +260,11 @@ export class Restarting<T extends { alive: boolean }> {
     };
     this.restart.timer.unref();
     return wait;
+  }
+
+  /** Its worker died and is not started again (until ensure() is called). */
+  lost(): void {
+    this.current = undefined;
   }
 
   /** How long until a worker that died is started again; undefined when none waits. */

@@ -25,6 +25,7 @@ import { AdmissionServer, type Answered } from '../server.ts';
 import type { ConnectionCounts } from '../connection-limits.ts';
 import type { ParamsAccessCheck, TypeChecking } from '../suite-validation.ts';
 import { MainQuestions } from './main-questions.ts';
+import { signals } from '../../workers/kit.ts';
 import { SchemaCopy } from './schema-copy.ts';
 import { tuneHeapForAdmission } from '../v8-tuning.ts';
 import { liveResults } from '../../audit/live.ts';
@@ -37,6 +38,7 @@ const data = workerData as ThreadData;
 // Handler modules: known here by name and config checks before any suite is compiled; their requests are forwarded (src/custom/forward.ts).
 if (data.handlerModules) await forwardHandlerModules(data.handlerModules);
 const send = (message: FromThread) => port.postMessage(message);
+const kit = signals(send);
 tuneHeapForAdmission();
 /** Lines the main thread's logger writes (its level and above), sent there (no winston in this isolate). */
 const line = (level: LogLevel) => (message: string, fields?: object) => {
@@ -112,12 +114,12 @@ function observe(observation: Observation): void {
 }
 /** The endpoint's connections by kind as they stand, sent with the next batch when changed (not once per connection). */
 let connections: ConnectionCounts | undefined;
-function sendObservations(flush?: number): void {
+function sendObservations(): void {
   clearTimeout(flushTimer);
   flushTimer = undefined;
   if (connections) observations.push(['connections', connections]);
   connections = undefined;
-  send({ type: 'observed', observations, flush });
+  send({ type: 'observed', observations });
   observations = [];
 }
 const observers = {
@@ -232,7 +234,9 @@ function received(message: ToThread): void {
       const { name, uid } = message.suite.metadata;
       const generation = message.suite.metadata.generation ?? 0;
       // Said first: if compiling it kills the thread, the main thread knows which suite did.
-      send({ type: 'compiling', name, uid, generation });
+      // (as thread.ts's suiteKey: the generation a death blames)
+      const key = `${name}\n${uid ?? ''}\n${generation}`;
+      kit.suspect(key);
       try {
         registry.sync(message.suite);
       } catch (err) {
@@ -240,10 +244,12 @@ function received(message: ToThread): void {
         try {
           registry.remove(name);
         } finally {
+          kit.cleared(key);
           send({ type: 'compile-failed', name, uid, generation, message: String((err as Error)?.message ?? err).split('\n')[0]! });
         }
         return;
       }
+      kit.cleared(key);
       send({ type: 'synced', name, uid, generation });
       return;
     }
@@ -285,7 +291,8 @@ function received(message: ToThread): void {
       for (const address of message.addresses) apiServers.add(address);
       return;
     case 'flush':
-      sendObservations(message.id);
+      sendObservations();
+      send({ type: 'flushed', id: message.id });
       return;
     case 'close':
       void server.close().then(() => {

@@ -11,13 +11,12 @@
  * schemas it asks to be read again, the answers it counted (into the operator's metrics), and its acknowledgements, so that a suite is
  * registered only once the thread serves its generation and a CA is retired only once no
  * certificate it signed is served there. A worker that stops is started again with everything,
- * always, with backoff (worker-restarts.ts); a suite whose generation it was compiling when it died
+ * always, with backoff (src/workers/kit.ts, worker-restarts.ts); a suite whose generation it was compiling when it died
  * QUARANTINE_AFTER times, or whose compilation threw there, is quarantined: no longer sent to it
  * (its webhooks are then not served: the API server answers them by their failurePolicy), said so
  * to the reconciler (Ready=False, Quarantined), until the suite changes. While the thread is down,
  * nothing serves admission: `cannotServe` says so, and the liveness probe fails with it.
  */
-import { Worker } from 'node:worker_threads';
 import { workerEntry } from '../../app-files.ts';
 import type { AdmissionSuite, FailurePolicy } from '../../api/types.ts';
 import type { Outcome } from '../../api/admission-review.ts';
@@ -26,7 +25,8 @@ import type { CheckResult } from '../../audit/targets.ts';
 import type { CertificateStore } from '../../certs/store.ts';
 import { recordConnections, type Metrics } from '../../health/metrics.ts';
 import { LOG_LEVELS, type Logger, type LogLevel } from '../../log.ts';
-import { Backoff, Quarantine, type BackoffOptions } from '../../worker-restarts.ts';
+import { Quarantine, type BackoffOptions } from '../../worker-restarts.ts';
+import { Restarting, WorkerThread, type Death, type KitSignal } from '../../workers/kit.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
 import type { ParamsChange } from '../../apiserver/params-watches.ts';
 import type { ExceptionChange } from '../../registry/exceptions.ts';
@@ -88,6 +88,7 @@ export type ToThread =
   | { type: 'draining' }
   /** The API server's addresses now (AdmissionThreadOptions.apiServers). */
   | { type: 'apiservers'; addresses: string[] }
+  /** Send what was counted now; the reply (flushed) follows it. */
   | { type: 'flush'; id: number }
   | { type: 'close' }
   | QuestionAnswer;
@@ -95,15 +96,16 @@ export type ToThread =
 export type FromThread =
   | { type: 'listening'; port: number }
   | { type: 'listen-failed'; code?: string; message: string }
-  /** About to compile the suite: if the thread dies before it says synced, the suite is the suspect. */
-  | { type: 'compiling'; name: string; uid?: string; generation: number }
+  /** About to compile the suite (suiteKey as the key): if the thread dies before it says synced, the suite is the suspect. */
+  | KitSignal
   | { type: 'synced'; name: string; uid?: string; generation: number }
   /** Compiling the suite threw in the thread: it is not served there (and is quarantined). */
   | { type: 'compile-failed'; name: string; uid?: string; generation: number; message: string }
   | { type: 'served'; key: string; certPem?: string }
   | { type: 'forward'; id: number; url: string; body: string | Uint8Array }
   | { type: 'renew-schemas'; key: string }
-  | { type: 'observed'; observations: Observation[]; flush?: number }
+  | { type: 'observed'; observations: Observation[] }
+  | { type: 'flushed'; id: number }
   | { type: 'log'; level: LogLevel; message: string; fields?: object }
   | { type: 'closed' }
   | Question;
@@ -163,10 +165,11 @@ export const COPIED_LOOKUPS: ReadonlySet<CachedKind> = new Set(['PriorityClass',
 /** How long a reconcile waits for the thread to serve a suite's new generation before it reports waiting and retries. */
 export const SERVING_WAIT_MS = 5_000;
 
+type Thread = WorkerThread<ToThread, FromThread>;
+
 export class AdmissionThread {
   private readonly options: AdmissionThreadOptions;
-  private worker: Worker | undefined;
-  private stopListening: (() => void)[] = [];
+  private readonly restarts: Restarting<Thread>;
   private listenOptions: ListenOptions | undefined;
   private boundPort: number | undefined;
   private isListening = false;
@@ -177,13 +180,9 @@ export class AdmissionThread {
   private readonly syncWaiters = new Map<string, { uid?: string; generation: number; done(served: boolean): void }[]>();
   /** The certificate the thread serves for each key. */
   private readonly servedCertificates = new Map<string, string>();
-  private nextFlush = 1;
-  private readonly flushes = new Map<number, () => void>();
-  /** The suite generation the worker said it is compiling, until it says it is done (a worker's last messages arrive before its exit). */
-  private compiling: SuiteGeneration | undefined;
-  private readonly backoff: Backoff;
   private readonly quarantine = new Quarantine();
-  private restartTimer: NodeJS.Timeout | undefined;
+  /** While close() waits for the thread to end. */
+  private ended: (() => void) | undefined;
   /** Whether the thread ever listened: from then on, while it does not, nothing serves admission. */
   private listenedOnce = false;
   /** The first listen(): settled once a thread listens, or when the first one cannot. */
@@ -192,7 +191,13 @@ export class AdmissionThread {
 
   constructor(options: AdmissionThreadOptions) {
     this.options = options;
-    this.backoff = new Backoff(options.restart);
+    // Started again from a timer even the first time in a row: the thread that died lets go of its port first.
+    this.restarts = new Restarting(options.restart, () => this.start(), false);
+  }
+
+  /** The thread alive now (none between a death and its restart). */
+  private get worker(): Thread | undefined {
+    return this.restarts.alive;
   }
 
   /**
@@ -227,7 +232,7 @@ export class AdmissionThread {
     this.listenOptions = options;
     await new Promise<void>((resolve, reject) => {
       this.firstListen = { resolve, reject };
-      this.start();
+      this.restarts.ensure();
     });
   }
 
@@ -275,38 +280,34 @@ export class AdmissionThread {
   /** Brings the answers the thread counted into the operator's metrics (before a scrape). */
   flushMetrics(): Promise<void> {
     if (!this.worker) return Promise.resolve();
-    const id = this.nextFlush++;
-    return new Promise((resolve) => {
-      this.flushes.set(id, resolve);
-      this.post({ type: 'flush', id });
-    });
+    // Its counts arrive (observed) before the reply; a thread that dies meanwhile has no more to give.
+    return this.worker.call({ type: 'flush' }).reply.then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /** Stops accepting; requests in flight are answered (each closing its connection); then the thread ends. */
   async close(): Promise<void> {
     this.closing = true;
-    clearTimeout(this.restartTimer);
+    this.restarts.close();
     const worker = this.worker;
     if (!worker) return;
     await new Promise<void>((resolve) => {
-      worker.once('exit', () => resolve());
+      this.ended = resolve;
       // Requests in flight are answered within the longest request time; a thread that hangs past it is stopped.
       setTimeout(() => void worker.terminate(), SERVING_LIMITS.requestTimeoutMs + 5_000).unref();
-      worker.on('message', (message: FromThread) => {
-        if (message.type === 'closed') void worker.terminate();
-      });
-      worker.postMessage({ type: 'close' } satisfies ToThread);
+      worker.post({ type: 'close' });
     });
   }
 
   private post(message: ToThread): void {
-    this.worker?.postMessage(message);
+    this.worker?.post(message);
   }
 
   /** Starts a worker with everything; settles the first listen() once it listens (or cannot). */
-  private start(): void {
-    this.restartTimer = undefined;
-    const { registry, certificates, mirrors, log, limits, validation } = this.options;
+  private start(): Thread {
+    const { registry, log, limits, validation } = this.options;
     const listen = { ...this.listenOptions!, ...(this.boundPort !== undefined ? { port: this.boundPort } : {}) };
     sizeNurseryForAdmission();
     const policies = validation?.policies?.context;
@@ -331,17 +332,52 @@ export class AdmissionThread {
         },
       },
     };
-    const worker = new Worker(WORKER, { workerData: data });
-    this.worker = worker;
-    this.backoff.started();
-    if (this.draining) worker.postMessage({ type: 'draining' } satisfies ToThread);
-    // Everything now, then every change (the subscriptions replay what is there, in order).
-    this.stopListening = [
+    let started = false;
+    const thread: Thread = new WorkerThread<ToThread, FromThread>({
+      entry: WORKER,
+      workerData: data,
+      // Everything now, then every change (the subscriptions replay what is there, in order).
+      started: (post) => this.replay(post),
+      replies: ['flushed'],
+      receive: (message) => {
+        if (message.type === 'listening') {
+          started = true;
+          this.boundPort = message.port;
+          this.isListening = true;
+          this.listenedOnce = true;
+          this.firstListen?.resolve();
+          this.firstListen = undefined;
+        } else if (message.type === 'listen-failed') {
+          const err = Object.assign(new Error(message.message), { code: message.code });
+          if (this.firstListen) {
+            this.firstListen.reject(err);
+            this.firstListen = undefined;
+            return;
+          }
+          // Started again and cannot listen (its port held a moment longer): stopped, and started again later.
+          log.error('the admission thread could not listen; starting it again', { error: err.message });
+          void thread.terminate();
+        } else if (message.type === 'closed') {
+          if (this.closing) void thread.terminate();
+        } else this.onMessage(thread, message);
+      },
+      failed: (err) => log.error('the admission thread failed', { error: err.message }),
+      describe: (cause) => ('exitCode' in cause ? `the admission thread exited (${cause.exitCode})` : 'stopped' in cause ? cause.stopped : cause.error.message),
+      died: (death) => this.exited(death, started),
+    });
+    return thread;
+  }
+
+  /** What a new thread is sent: everything now, then every change until it dies (the functions returned stop that). */
+  private replay(post: (message: ToThread) => void): () => void {
+    const { registry, certificates, mirrors, validation } = this.options;
+    if (this.draining) post({ type: 'draining' });
+    const stops = [
       registry.subscribe((change) => {
         if ('removed' in change) {
           this.synced.delete(change.removed);
           this.quarantine.forget((key) => key.startsWith(`${change.removed}\n`));
-          worker.postMessage({ type: 'removed', name: change.removed } satisfies ToThread);
+          post({ type: 'removed', name: change.removed });
           return;
         }
         const { name, uid } = change.suite.metadata;
@@ -351,87 +387,64 @@ export class AdmissionThread {
         this.quarantine.forget((k) => k.startsWith(`${name}\n`) && k !== key);
         if (this.quarantine.why(key)) {
           // Not sent: an earlier generation the worker holds goes too, so nothing of the suite is served.
-          worker.postMessage({ type: 'removed', name } satisfies ToThread);
+          post({ type: 'removed', name });
           return;
         }
-        worker.postMessage({ type: 'suite', suite: change.suite } satisfies ToThread);
+        post({ type: 'suite', suite: change.suite });
       }),
-      certificates.subscribe((key, pems) => worker.postMessage({ type: 'certificate', key, pems } satisfies ToThread)),
-      ...(this.options.params ? [this.options.params.subscribe((change) => worker.postMessage({ type: 'params', change } satisfies ToThread))] : []),
-      ...(this.options.exceptions ? [this.options.exceptions.subscribe((change) => worker.postMessage({ type: 'exception', change } satisfies ToThread))] : []),
-      ...(this.options.lookups
-        ? [this.options.lookups.subscribe((change) => COPIED_LOOKUPS.has(change.kind) && worker.postMessage({ type: 'lookup', change } satisfies ToThread))]
-        : []),
-      ...(validation?.schemas ? [validation.schemas.subscribe((change) => worker.postMessage({ type: 'schemas', change } satisfies ToThread))] : []),
-      ...(this.options.apiServers ? [this.options.apiServers.subscribe((addresses) => worker.postMessage({ type: 'apiservers', addresses } satisfies ToThread))] : []),
+      certificates.subscribe((key, pems) => post({ type: 'certificate', key, pems })),
+      ...(this.options.params ? [this.options.params.subscribe((change) => post({ type: 'params', change }))] : []),
+      ...(this.options.exceptions ? [this.options.exceptions.subscribe((change) => post({ type: 'exception', change }))] : []),
+      ...(this.options.lookups ? [this.options.lookups.subscribe((change) => COPIED_LOOKUPS.has(change.kind) && post({ type: 'lookup', change }))] : []),
+      ...(validation?.schemas ? [validation.schemas.subscribe((change) => post({ type: 'schemas', change }))] : []),
+      ...(this.options.apiServers ? [this.options.apiServers.subscribe((addresses) => post({ type: 'apiservers', addresses }))] : []),
     ];
     for (const kind of ['Namespace', 'LimitRange'] as const) {
-      for (const object of mirrors[kind].list()) worker.postMessage({ type: 'mirror', kind, object: object as Record<string, any>, deleted: false } satisfies ToThread);
+      for (const object of mirrors[kind].list()) post({ type: 'mirror', kind, object: object as Record<string, any>, deleted: false });
     }
-    let started = false;
-    worker.on('message', (message: FromThread) => {
-      if (message.type === 'listening') {
-        started = true;
-        this.boundPort = message.port;
-        this.isListening = true;
-        this.listenedOnce = true;
-        this.firstListen?.resolve();
-        this.firstListen = undefined;
-      } else if (message.type === 'listen-failed') {
-        const err = Object.assign(new Error(message.message), { code: message.code });
-        if (this.firstListen) {
-          this.firstListen.reject(err);
-          this.firstListen = undefined;
-          return;
-        }
-        // Started again and cannot listen (its port held a moment longer): stopped, and started again later.
-        log.error('the admission thread could not listen; starting it again', { error: err.message });
-        void worker.terminate();
-      } else this.onMessage(worker, message);
-    });
-    worker.on('error', (err) => log.error('the admission thread failed', { error: err.message }));
-    worker.on('exit', (code) => {
-      if (this.worker !== worker) return;
-      const suspect = this.compiling;
-      this.lost();
-      if (this.closing) return;
-      // The first thread could not start, and no suite is to blame: the operator does not start (as before any suite).
-      if (!started && this.firstListen && !suspect) {
-        this.firstListen.reject(new Error(`the admission thread exited (${code}) before it listened`));
-        this.firstListen = undefined;
-        return;
-      }
-      if (suspect && this.quarantine.died(suiteKey(suspect), `the admission thread exited (${code}) while compiling generation ${suspect.generation}`)) {
-        log.error('suite quarantined: it stopped the admission thread again and again; its webhooks are answered by their failurePolicy until it changes', { suite: suspect.name, generation: suspect.generation });
-        for (const listener of this.quarantineListeners) listener(suspect.name);
-      }
-      const wait = this.backoff.died();
-      this.options.metrics.workerDied('admission-thread');
-      log.error('the admission thread stopped; starting it again', { code, inMs: wait, deathsInARow: this.backoff.deaths, compiling: suspect?.name });
-      this.restartTimer = setTimeout(() => this.start(), wait);
-    });
+    return () => {
+      for (const stop of stops) stop();
+    };
+  }
+
+  /**
+   * The thread exited: unless the operator stops, or the first thread could not start, it is
+   * started again after the backoff's wait; the suite it said it was compiling counts a death.
+   */
+  private exited(death: Death<never>, started: boolean): void {
+    const { log } = this.options;
+    const suspect = death.suspect === undefined ? undefined : generationOf(death.suspect);
+    this.lost();
+    this.ended?.();
+    if (this.closing) return void this.restarts.lost();
+    // The first thread could not start, and no suite is to blame: the operator does not start (as before any suite).
+    if (!started && this.firstListen && !suspect) {
+      this.restarts.lost();
+      this.firstListen.reject(new Error(`${death.why} before it listened`));
+      this.firstListen = undefined;
+      return;
+    }
+    if (suspect && this.quarantine.died(death.suspect!, `${death.why} while compiling generation ${suspect.generation}`)) {
+      log.error('suite quarantined: it stopped the admission thread again and again; its webhooks are answered by their failurePolicy until it changes', { suite: suspect.name, generation: suspect.generation });
+      for (const listener of this.quarantineListeners) listener(suspect.name);
+    }
+    const wait = this.restarts.died();
+    this.options.metrics.workerDied('admission-thread');
+    const code = 'exitCode' in death.cause ? death.cause.exitCode : undefined;
+    log.error('the admission thread stopped; starting it again', { code, inMs: wait, deathsInARow: this.restarts.deaths, compiling: suspect?.name });
   }
 
   /** The worker is gone: what it served is not served, and whoever waits for it is answered. */
   private lost(): void {
-    this.worker = undefined;
     this.isListening = false;
-    for (const stop of this.stopListening.splice(0)) stop();
-    this.compiling = undefined;
     this.synced.clear();
     this.servedCertificates.clear();
     for (const waiters of [...this.syncWaiters.values()]) for (const waiter of [...waiters]) waiter.done(false);
-    for (const flushed of this.flushes.values()) flushed();
-    this.flushes.clear();
   }
 
-  private onMessage(worker: Worker, message: FromThread): void {
+  private onMessage(worker: Thread, message: Exclude<FromThread, KitSignal>): void {
     switch (message.type) {
-      case 'compiling':
-        this.compiling = { name: message.name, uid: message.uid, generation: message.generation };
-        return;
       case 'compile-failed': {
-        this.compiling = undefined;
         const key = suiteKey(message);
         if (this.quarantine.why(key)) return;
         this.quarantine.hold(key, `compiling it threw in the admission thread: ${message.message}`);
@@ -441,7 +454,6 @@ export class AdmissionThread {
         return;
       }
       case 'synced': {
-        this.compiling = undefined;
         const synced = { uid: message.uid, generation: message.generation };
         this.synced.set(message.name, synced);
         for (const waiter of [...(this.syncWaiters.get(message.name) ?? [])]) if (serves(synced, waiter.uid, waiter.generation)) waiter.done(true);
@@ -453,8 +465,8 @@ export class AdmissionThread {
         return;
       case 'forward':
         this.options.server.answer(message.url, message.body).then(
-          (answer) => worker.postMessage({ type: 'forwarded', id: message.id, answer } satisfies ToThread),
-          (err: Error) => worker.postMessage({ type: 'forwarded', id: message.id, error: err.message } satisfies ToThread),
+          (answer) => worker.post({ type: 'forwarded', id: message.id, answer }),
+          (err: Error) => worker.post({ type: 'forwarded', id: message.id, error: err.message }),
         );
         return;
       case 'renew-schemas':
@@ -462,17 +474,13 @@ export class AdmissionThread {
         return;
       case 'observed':
         this.record(message.observations);
-        if (message.flush !== undefined) {
-          this.flushes.get(message.flush)?.();
-          this.flushes.delete(message.flush);
-        }
         return;
       case 'log':
         this.options.log.log(message.level, message.message, message.fields);
         return;
       case 'authorize':
       case 'map':
-        answerQuestion(this.options.registry.context, message, (answer) => worker.postMessage(answer satisfies ToThread));
+        answerQuestion(this.options.registry.context, message, (answer) => worker.post(answer));
         return;
     }
   }
@@ -520,7 +528,13 @@ interface SuiteGeneration {
   generation: number;
 }
 
-/** A suite generation as a quarantine key: its name first (a suite removed forgets its keys by it). */
+/** A suite generation as a quarantine key (and what the thread says it compiles): its name first (a suite removed forgets its keys by it). */
 function suiteKey({ name, uid, generation }: SuiteGeneration): string {
   return `${name}\n${uid ?? ''}\n${generation}`;
+}
+
+/** The suite generation of a suiteKey. */
+function generationOf(key: string): SuiteGeneration {
+  const [name, uid, generation] = key.split('\n');
+  return { name: name!, uid: uid || undefined, generation: Number(generation) };
 }
