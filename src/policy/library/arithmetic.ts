@@ -4,12 +4,14 @@
  * nanoseconds) through `+` and `-`; timestamps within years 1 to 9999 after adding or taking a
  * duration. Out of range is cel-go's error (`integer overflow`, `timestamp overflow`). Also
  * `duration + timestamp`, which cel-js evaluates right but declares a duration. Conversions are
- * conversions.ts's. Timestamps stay cel-js's Dates (milliseconds).
+ * conversions.ts's. Timestamps stay cel-js's Dates (milliseconds), their nanoseconds below the
+ * millisecond kept beside them (timestamps.ts) and counted here.
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { replaceOperators, retypeOperator } from '../celjs/overloads.ts';
 import { celError, Duration } from '../celjs/values.ts';
 import { durationNanos, fitsDuration } from './conversions.ts';
+import { subMilliNanos, withSubMilliNanos } from './timestamps.ts';
 
 const MIN_INT64 = -(2n ** 63n);
 const NANOS_PER_SECOND = 1_000_000_000n;
@@ -46,10 +48,11 @@ function durationOf(nanos: bigint): Duration {
 function timestampOf(nanos: bigint): Date {
   const seconds = floorDiv(nanos, NANOS_PER_SECOND);
   if (seconds < MIN_UNIX_SECONDS || seconds > MAX_UNIX_SECONDS) throw celError('timestamp overflow');
-  return new Date(Number(floorDiv(nanos, NANOS_PER_MILLI)));
+  const millis = floorDiv(nanos, NANOS_PER_MILLI);
+  return withSubMilliNanos(new Date(Number(millis)), Number(nanos - millis * NANOS_PER_MILLI));
 }
 
-const timestampNanos = (t: Date) => BigInt(t.getTime()) * NANOS_PER_MILLI;
+const timestampNanos = (t: Date) => BigInt(t.getTime()) * NANOS_PER_MILLI + BigInt(subMilliNanos(t));
 
 const D = 'google.protobuf.Duration';
 const T = 'google.protobuf.Timestamp';

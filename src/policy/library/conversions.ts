@@ -15,6 +15,7 @@ import type { CallNode } from '../celjs/walk.ts';
 import { builtinHandler, replaceBuiltin } from '../celjs/overloads.ts';
 import { celError, Duration, UnsignedInt } from '../celjs/values.ts';
 import { formatDuration, formatTimestamp } from './strings.ts';
+import { subMilliNanosOf, withSubMilliNanos } from './timestamps.ts';
 
 const MIN_INT64 = -(2 ** 63);
 const MAX_INT64 = 2 ** 63;
@@ -89,7 +90,11 @@ export function replaceConversionBuiltins(env: Environment): void {
   };
   replaceBuiltin(env, 'duration("1s")', 'duration(string): google.protobuf.Duration', duration);
   literalConversions.set('duration', duration);
-  literalConversions.set('timestamp', builtinHandler(env, 'timestamp("2000-01-01T00:00:00Z")', 'timestamp(string): google.protobuf.Timestamp') as (s: string) => Date);
+  const parseTimestamp = builtinHandler(env, 'timestamp("2000-01-01T00:00:00Z")', 'timestamp(string): google.protobuf.Timestamp') as (s: string) => Date;
+  // cel-js's Date keeps milliseconds; the digits below them are kept beside it (timestamps.ts)
+  const timestamp = (s: string) => withSubMilliNanos(parseTimestamp(s), subMilliNanosOf(s));
+  replaceBuiltin(env, 'timestamp("2000-01-01T00:00:00Z")', 'timestamp(string): google.protobuf.Timestamp', timestamp);
+  literalConversions.set('timestamp', timestamp);
 }
 
 /** `duration('...')` and `timestamp('...')` of a literal that does not convert: cel-go's validator error. */

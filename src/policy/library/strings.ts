@@ -10,6 +10,7 @@ import { hasSurrogates, runes } from '../../go/utf8.ts';
 import { exponential, fixed, formatDouble, goQuote } from '../../go/strconv.ts';
 import { celError, compareStrings, Duration, typeName, UnsignedInt } from '../celjs/values.ts';
 import { replaceBuiltin } from '../celjs/overloads.ts';
+import { subMilliNanos } from './timestamps.ts';
 
 function outOfRange(i: bigint | number): Error {
   return celError(`index out of range: ${i}`);
@@ -164,7 +165,10 @@ export function quote(s: string): string {
 
 /** A timestamp as cel-go prints it (Go's RFC 3339 with nanoseconds, trailing zeros cut): also `string(t)`. */
 export function formatTimestamp(d: Date): string {
-  return d.toISOString().replace(/\.000Z$/, 'Z').replace(/(\.\d*?)0+Z$/, '$1Z');
+  const sub = subMilliNanos(d);
+  // RFC 3339 with up to nine fractional digits, trailing zeros dropped, as Go's RFC3339Nano
+  const iso = sub ? d.toISOString().replace(/Z$/, `${String(sub).padStart(6, '0')}Z`) : d.toISOString();
+  return iso.replace(/\.0+Z$/, 'Z').replace(/(\.\d*?)0+Z$/, '$1Z');
 }
 
 /** A duration as cel-go prints it (seconds, `s`): also `string(d)`. */

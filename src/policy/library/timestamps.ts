@@ -10,6 +10,30 @@ import type { Environment } from '@marcbachmann/cel-js';
 import { replaceBuiltin } from '../celjs/overloads.ts';
 import { celError } from '../celjs/values.ts';
 
+/**
+ * The nanoseconds below the millisecond of the timestamps that have them: cel-js's timestamps are
+ * Dates (milliseconds), cel-go's hold nanoseconds. Kept beside the Date, not in it, so that every
+ * other path reads the Date it always did; set by `timestamp('...')` of a finer string and by
+ * arithmetic, read by arithmetic and `string()` (conversions.ts, arithmetic.ts, strings.ts).
+ */
+const subMillis = new WeakMap<Date, number>();
+
+export function subMilliNanos(t: Date): number {
+  return subMillis.get(t) ?? 0;
+}
+
+/** `t` with `nanos` (0 to 999999) below its millisecond. */
+export function withSubMilliNanos(t: Date, nanos: number): Date {
+  if (nanos) subMillis.set(t, nanos);
+  return t;
+}
+
+/** The nanoseconds below the millisecond an RFC 3339 string gives (its fraction's 4th to 9th digits). */
+export function subMilliNanosOf(text: string): number {
+  const fraction = /T\d\d:\d\d:\d\d\.(\d+)/.exec(text)?.[1];
+  return fraction && fraction.length > 3 ? Number(fraction.slice(3, 9).padEnd(6, '0')) : 0;
+}
+
 const zones = new Map<string, Intl.DateTimeFormat>();
 
 function zoneFormat(name: string): Intl.DateTimeFormat {
