@@ -15,6 +15,8 @@
  * says in a warning.
  */
 
+import { CelLeftover } from '../library/apply-configuration.ts';
+
 /** A kind's schema: its component's name in `components` (as apiserver/openapi-state.ts' KindSchema). */
 export interface MergeSchema {
   ref: string;
@@ -40,11 +42,11 @@ class MergeError extends Error {}
 export function applyConfiguration(object: Json, patch: Json, schema: MergeSchema | undefined): Json {
   // The patch takes the object's apiVersion and kind, as the API server sets them on it.
   const rhs: Json = { ...patch, apiVersion: object.apiVersion, kind: object.kind };
-  if (!schema) return mergeValue(object, rhs, 'deduced', undefined, true) as Json;
-  const root: Json = { $ref: `#/components/schemas/${schema.ref}` };
+  const root: Json | 'deduced' = schema ? { $ref: `#/components/schemas/${schema.ref}` } : 'deduced';
   const errors: string[] = [];
   validate(rhs, root, schema, '', errors);
   if (errors.length) throw new Error(`error applying patch: failed to convert patch object to typed object: ${joined(errors)}`);
+  if (!schema) return mergeValue(object, rhs, 'deduced', undefined, true) as Json;
   const atomics: string[] = [];
   findAtomics(rhs, root, schema, '', atomics);
   if (atomics.length) throw new Error(`error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: ${atomics.join(', ')}`);
@@ -108,7 +110,7 @@ function atomOf(node: Json | 'deduced', schema: MergeSchema | undefined): Atom {
 }
 
 function isMap(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof CelLeftover);
 }
 
 /** Go's %T / %#v of an unstructured value, as structured-merge-diff's errors print it. */
@@ -127,13 +129,25 @@ function goValue(v: unknown): string {
   return JSON.stringify(v);
 }
 
-/** validatingObjectWalker: the patch as ObjectToTyped checks it. */
-function validate(v: unknown, node: Json | 'deduced', schema: MergeSchema, path: string, errors: string[]): void {
+/**
+ * validatingObjectWalker: the patch as ObjectToTyped checks it. Without a schema only what the
+ * API server refuses whatever the schema: a map or list literal nested in another (CelLeftover).
+ */
+function validate(v: unknown, node: Json | 'deduced', schema: MergeSchema | undefined, path: string, errors: string[]): void {
   if (v === null || v === undefined) return;
   const atom = atomOf(node, schema);
   const at = (message: string) => errors.push(path ? `${path}: ${message}` : message);
+  if (v instanceof CelLeftover) {
+    const expected = atom.kind === 'list' ? 'list' : atom.kind === 'map' ? 'map' : atom.kind === 'deduced' ? v.kind : undefined;
+    if (expected) at(`expected ${expected}, got &{${v.text}}`);
+    else at(`expected ${atom.kind === 'scalar' ? atom.scalar : 'scalar'}, got &value.valueUnstructured{Value:${v.text}}`);
+    return;
+  }
   switch (atom.kind) {
     case 'deduced':
+      // a field that keeps unknown fields, or no schema: any value, but literals left as CEL
+      if (Array.isArray(v)) v.forEach((item, i) => validate(item, 'deduced', schema, `${path}[${i}]`, errors));
+      else if (isMap(v)) for (const [key, value] of Object.entries(v)) validate(value, 'deduced', schema, `${path}.${key}`, errors);
       return;
     case 'scalar':
       if (atom.scalar === 'numeric' && typeof v !== 'number') at(`expected numeric (int or float), got ${goType(v)}`);
@@ -176,7 +190,7 @@ function validate(v: unknown, node: Json | 'deduced', schema: MergeSchema, path:
 }
 
 /** findAtomics: the paths of the atomic lists, maps and structs the patch sets. */
-function findAtomics(v: unknown, node: Json | 'deduced', schema: MergeSchema, path: string, out: string[]): void {
+function findAtomics(v: unknown, node: Json | 'deduced', schema: MergeSchema | undefined, path: string, out: string[]): void {
   const atom = atomOf(node, schema);
   if (isMap(v) && (atom.kind === 'map' || atom.kind === 'deduced')) {
     if (atom.kind === 'map' && atom.atomic) out.push(path);

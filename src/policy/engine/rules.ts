@@ -191,7 +191,7 @@ function compileSyncRules(suite: string, webhook: WebhookSpec, path: string, fai
       if (m.patchType !== undefined) {
         if (m.patchType === 'ApplyConfiguration') {
           if (typeof m.applyConfiguration?.expression !== 'string') throw new CompileError(`${field}.applyConfiguration`, 'must be specified when patchType is ApplyConfiguration');
-          return { field, expression: m.applyConfiguration.expression, applyProgram: compile(m.applyConfiguration.expression, `${field}.applyConfiguration.expression`, [], { ...scope, mixedLiterals: true, patchTypes: true }) };
+          return { field, expression: m.applyConfiguration.expression, applyProgram: compile(m.applyConfiguration.expression, `${field}.applyConfiguration.expression`, [], { ...scope, patchTypes: true }) };
         }
         // Refused rather than ignored: an ignored mutation would let through what its author meant to change.
         if (m.patchType !== 'JSONPatch') throw new CompileError(`${field}.patchType`, 'Unsupported value: must be JSONPatch or ApplyConfiguration');
@@ -528,7 +528,7 @@ function mapApplyConfiguration(mutation: CompiledMutation, request: AdmissionReq
       throw new MapMutationError(`expression '${mutation.expression}' resulted in error: ${celErrorText(err)}`);
     }
     if (objectTypeName(result) === undefined) throw new MapMutationError(`unsupported return type from ApplyConfiguration expression: ${celTypeName(result)}`);
-    const { json, mismatches } = applyConfigurationJson(result);
+    const { json, mismatches } = applyConfigurationJson(result, reachableFrom([working, request.oldObject, context.params, context.namespaceObject]));
     if (mismatches.length) throw new MapMutationError(`type mismatch: ${mismatches.join('\n')}`);
     patch = json;
   } finally {
@@ -541,6 +541,24 @@ function mapApplyConfiguration(mutation: CompiledMutation, request: AdmissionReq
     throw new MapMutationError((err as Error).message);
   }
   return (jsonEqual(merged, working) ? working : merged) as NonNullable<AdmissionRequest['object']>;
+}
+
+/** Whether a value is one of `roots`' own (found once, when first asked). */
+function reachableFrom(roots: unknown[]): (v: object) => boolean {
+  let seen: WeakSet<object> | undefined;
+  return (v) => {
+    if (!seen) {
+      seen = new WeakSet();
+      const stack = roots.filter((r): r is object => typeof r === 'object' && r !== null);
+      while (stack.length) {
+        const next = stack.pop()!;
+        if (seen.has(next)) continue;
+        seen.add(next);
+        for (const child of Object.values(next)) if (typeof child === 'object' && child !== null) stack.push(child);
+      }
+    }
+    return seen.has(v);
+  };
 }
 
 function jsonEqual(a: unknown, b: unknown): boolean {

@@ -28,11 +28,52 @@ export function registerApplyConfiguration(env: Environment): void {
 }
 
 /**
- * An apply configuration as JSON, and the type names that do not match the path of fields they
- * stand at (ObjectVal.CheckTypeNamesMatchFieldPathNames: a list's elements and a map's values
- * stand at the list's or map's path), in the API server's words.
+ * A CEL map or list that the API server's conversion of an apply configuration leaves as CEL
+ * values (dynamic.convertField takes `Value()` of a map's values and a list's elements: an
+ * `Object...{}` there becomes JSON, a map or list literal does not), so that its typed conversion
+ * refuses it: "expected map, got &{map[k:v]}". `text` is Go's %v of it.
  */
-export function applyConfigurationJson(value: unknown): { json: Record<string, unknown>; mismatches: string[] } {
+export class CelLeftover {
+  readonly kind: 'map' | 'list';
+  readonly text: string;
+  constructor(kind: 'map' | 'list', text: string) {
+    this.kind = kind;
+    this.text = text;
+  }
+}
+
+/** A CEL map value (cel-js holds map literals as Maps or plain objects). */
+function isCelMap(v: unknown): v is Map<unknown, unknown> | Record<string, unknown> {
+  if (v instanceof Map) return true;
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+function entriesOf(v: Map<unknown, unknown> | Record<string, unknown>): [unknown, unknown][] {
+  return v instanceof Map ? [...v] : Object.entries(v);
+}
+
+/** Go's %v of a CEL value as fmt prints it inside a map (keys sorted). */
+function goFormat(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(goFormat).join(' ')}]`;
+  if (isCelMap(v)) {
+    const parts = entriesOf(v).map(([k, x]) => [goFormat(k), goFormat(x)] as const);
+    parts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `map[${parts.map(([k, x]) => `${k}:${x}`).join(' ')}]`;
+  }
+  if (v === null) return 'NULL_VALUE';
+  return String(fromCel(v));
+}
+
+/**
+ * An apply configuration as JSON, as the API server converts it (an Object's fields JSON, the
+ * values of a map literal and the elements of a list literal by `Value()`: CelLeftover where that
+ * is a map or list literal), and the type names that do not match the path of fields they stand at
+ * (ObjectVal.CheckTypeNamesMatchFieldPathNames: a list's elements and a map's values stand at the
+ * list's or map's path), in the API server's words.
+ */
+export function applyConfigurationJson(value: unknown, fromRequest: (v: object) => boolean = () => false): { json: Record<string, unknown>; mismatches: string[] } {
   const mismatches: string[] = [];
   const walk = (v: unknown, path: string[]): void => {
     if (typeof v !== 'object' || v === null) return;
@@ -44,9 +85,34 @@ export function applyConfigurationJson(value: unknown): { json: Record<string, u
       return;
     }
     if (Array.isArray(v)) for (const e of v) walk(e, path);
-    else if (v instanceof Map) for (const e of v.values()) walk(e, path);
+    else if (isCelMap(v)) for (const [, e] of entriesOf(v)) walk(e, path);
   };
   const root = objectTypes.get(value as object) ?? 'Object';
   walk(value, [root]);
-  return { json: fromCel(value) as Record<string, unknown>, mismatches };
+  /** ObjectVal.ConvertToNative: each field by convertField. */
+  const objectJson = (object: Map<string, unknown>): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const [k, f] of object) out[String(k)] = fieldJson(f);
+    return out;
+  };
+  /**
+   * convertField: an Object as JSON; a map or list of the request's (in cel-go backed by Go
+   * values, not CEL ones) converted whole; a literal's elements and values by valueOf.
+   */
+  const fieldJson = (f: unknown): unknown => {
+    if (objectTypeName(f) !== undefined) return objectJson(f as Map<string, unknown>);
+    if (typeof f === 'object' && f !== null && fromRequest(f)) return fromCel(f);
+    if (Array.isArray(f)) return f.map(valueOf);
+    if (isCelMap(f)) return Object.fromEntries(entriesOf(f).map(([k, v]) => [String(k), valueOf(v)]));
+    return fromCel(f);
+  };
+  /** ref.Val.Value(): an Object's JSON, the request's values and scalars as themselves, a map or list literal left as CEL (CelLeftover). */
+  const valueOf = (v: unknown): unknown => {
+    if (objectTypeName(v) !== undefined) return objectJson(v as Map<string, unknown>);
+    if (typeof v === 'object' && v !== null && fromRequest(v)) return fromCel(v);
+    if (Array.isArray(v)) return new CelLeftover('list', goFormat(v));
+    if (isCelMap(v)) return new CelLeftover('map', goFormat(v));
+    return fromCel(v);
+  };
+  return { json: objectJson(value as Map<string, unknown>), mismatches };
 }

@@ -12,7 +12,7 @@
  */
 import { celError } from '../celjs/values.ts';
 import { forEachNode, type RawNode } from '../celjs/walk.ts';
-import { OPTIONAL_LIST, OPTIONAL_LIST_ENTRY, OPTIONAL_MAP_ENTRY } from '../celjs/rewrite.ts';
+import { OPTIONAL_LIST, OPTIONAL_LIST_ENTRY, OPTIONAL_MAP_ENTRY, OBJECT_VALUE } from '../celjs/rewrite.ts';
 
 /** A type as cel-go's FormatCELType prints it in this validator's message. */
 function goType(type: string): string {
@@ -53,6 +53,9 @@ export function validateHomogeneousLiterals(root: unknown): void {
   forEachNode(root, (node) => {
     const args = node.args;
     if ((node.op === 'rcall' || node.op === 'call') && Array.isArray(args) && args[0] === 'format') forEachNode(args.slice(1), (n) => exempt.add(n));
+    // an apply configuration's `Object{...}` fields, which rewrite.ts wrote as a map literal: a message's fields, of any types
+    const object = callOf(node, OBJECT_VALUE);
+    if (object) exempt.add(object[1]);
   });
   forEachNode(root, (node) => {
     if (exempt.has(node) || !Array.isArray(node.args)) return;

@@ -13,6 +13,8 @@ import type { Decision } from '../../../../src/api/admission-review.ts';
 import type { FailurePolicy, WebhookSpec } from '../../../../src/api/types.ts';
 import type { AdmissionRequest } from '../../../../src/api/admission-review.ts';
 import jsonpatch from 'fast-json-patch';
+import { validatePolicy } from '../../../../src/api/validate.ts';
+import type { AdmissionPolicy } from '../../../../src/api/types.ts';
 
 const ref = (name: string) => ({ allOf: [{ $ref: `#/components/schemas/${name}` }] });
 const str = { type: 'string' };
@@ -52,6 +54,8 @@ const SCHEMA: MergeSchema = {
     Toleration: { type: 'object', properties: { key: str } },
   },
 };
+
+const inPodSelector = "Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{nodeSelector: object.spec.selector.matchLabels}}}}";
 
 function webhook(expression: string): WebhookSpec {
   return { name: 'w', type: 'Mutating', rules: [], mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression } }] } as unknown as WebhookSpec;
@@ -140,6 +144,29 @@ describe('policy: MutatingAdmissionPolicy ApplyConfiguration mutations', functio
     after.metadata.finalizers = ['b.io/two'];
     expect(patchedObject(decision)).to.deep.equal(after);
     expect(decision.warnings?.[0]).to.contain('no schema of Deployment is known here');
+  });
+  it('refuses a map literal in a map literal as the API server converts it (shallowly), and takes the request\'s own maps whole', function () {
+    expect(admit("Object{spec: Object.spec{extra: {'m': {'deep': 'x', 'a': 'y'}}}}", null)).to.deep.include({
+      allowed: false,
+      message: 'error applying patch: failed to convert patch object to typed object: .spec.extra.m: expected map, got &{map[a:y deep:x]}',
+    });
+    const after = deployment();
+    (after.spec.template.spec as Record<string, unknown>).nodeSelector = { app: 'web' };
+    expect(patchedObject(admit(inPodSelector, null))).to.deep.equal(after);
+  });
+  it('charges the expression to the cost budget, as a JSONPatch one is: out of budget refuses under Fail', function () {
+    const spec = webhook("Object{metadata: Object.metadata{labels: object.items.map(i, string(i)).filter(s, s.startsWith('9')).map(s, s).exists(s, s == '999') ? {'seen': 'yes'} : {}}}");
+    const many = { uid: 'u', operation: 'CREATE', kind: { group: '', version: 'v1', kind: 'ConfigMap' }, object: { metadata: { name: 'a' }, items: Array.from({ length: 1000 }, (_, i) => i) } } as unknown as AdmissionRequest;
+    expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 1000, strictCost: true })(many, {})).to.deep.include({ allowed: false, message: 'validation failed due to running out of cost budget, no further validation rules will be run' });
+    expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 10_000_000, strictCost: true })(many, {})).to.have.property('allowed', true);
+  });
+  it("refuses the form in a team's AdmissionPolicy on apply, whose tenant worker holds no schema to merge by", function () {
+    const policy = {
+      metadata: { name: 'p', namespace: 'team' },
+      spec: { type: 'Mutating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{}' } }] },
+    } as unknown as AdmissionPolicy;
+    const errors = validatePolicy(policy, { mutations: true, costBudget: 1000 }, []);
+    expect(errors).to.deep.include({ field: 'spec.mutations[0].patchType', message: 'ApplyConfiguration is not supported in an AdmissionPolicy yet: write the mutation as patchType JSONPatch' });
   });
   it('orders keyed items as structured-merge-diff does: the object\'s order, the patch\'s shared items in its order, new ones after the object\'s that precede them', function () {
     const lhs = { apiVersion: 'apps/v1', kind: 'Deployment', spec: { template: { spec: { containers: [{ name: 'a' }, { name: 'b' }, { name: 'c' }] } } } };
