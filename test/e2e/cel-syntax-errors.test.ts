@@ -1,6 +1,6 @@
 /**
  * CEL syntax errors through the real API server: the API server still answers every row of
- * test/fixtures/cel-syntax-errors.ts as recorded (so the table the unit test holds Portcullis to
+ * test/fixtures/cel-syntax-errors.ts as recorded (those with several errors too) (so the table the unit test holds Portcullis to
  * cannot rot), and a suite with such an expression is refused by the suite-validation webhook, and
  * reported in its status, in the same words: line, column, token and caret. Owns only the suites
  * named cel-syntax-*; must not touch other suites or the table.
@@ -13,12 +13,12 @@ import { eventually } from '../support/wait.ts';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
 import { API_VERSION, GROUP, PLURAL, VERSION, type SuiteSpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/manager/operator.ts';
-import { SYNTAX_ERRORS, type SyntaxErrorRow } from '../fixtures/cel-syntax-errors.ts';
+import { MULTIPLE_SYNTAX_ERRORS, SYNTAX_ERRORS, type SyntaxErrorRow } from '../fixtures/cel-syntax-errors.ts';
 
 const configMaps = [{ operations: ['CREATE' as const], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];
 const FIELD = 'spec.webhooks[0].validations[0].expression';
 const spec = (row: SyntaxErrorRow): SuiteSpec => ({ webhooks: [{ name: 'w', type: 'Validating', rules: configMaps, validations: [{ expression: row.expression }] }] });
-const row = (name: string) => SYNTAX_ERRORS.find((r) => r.name === name)!;
+const row = (name: string) => [...SYNTAX_ERRORS, ...MULTIPLE_SYNTAX_ERRORS].find((r) => r.name === name)!;
 
 /** The API server's words for `expression` as a ValidatingAdmissionPolicy's validation (server-side dry run), after `compilation failed: `. */
 async function apiServerWords(expression: string): Promise<string> {
@@ -52,7 +52,7 @@ describe('CEL syntax errors: the API server’s line, column and caret, from the
 
   it('the API server still answers every row of the table as recorded', async function () {
     const differing: string[] = [];
-    for (const r of SYNTAX_ERRORS) {
+    for (const r of [...SYNTAX_ERRORS, ...MULTIPLE_SYNTAX_ERRORS]) {
       const live = await apiServerWords(r.expression);
       if (live !== r.apiServer) differing.push(`${r.name}: now ${JSON.stringify(live)}`);
     }
@@ -60,7 +60,7 @@ describe('CEL syntax errors: the API server’s line, column and caret, from the
   });
 
   it('the suite-validation webhook refuses a suite with a broken expression in the API server’s words', async function () {
-    for (const name of ['line-2', 'AND', 'bad-escape', 'non-ascii', 'unclosed-paren']) {
+    for (const name of ['line-2', 'AND', 'bad-escape', 'non-ascii', 'unclosed-paren', 'doubled-operators-on-lines', 'close-then-unclosed']) {
       const words = await apiServerWords(row(name).expression);
       const body = { apiVersion: API_VERSION, kind: 'AdmissionSuite', metadata: { name: `cel-syntax-${name.toLowerCase()}` }, spec: spec(row(name)) };
       const response = await rawRequest('POST', `/apis/${GROUP}/${VERSION}/${PLURAL}?dryRun=All`, body);

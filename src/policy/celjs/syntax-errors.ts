@@ -9,9 +9,8 @@
  * at: '=>'`, up to and with the character it failed at) and goes on after it; the parser then
  * reports the first token it cannot take, as ANTLR's default error strategy words it: `extraneous
  * input` where dropping that one token would do, `missing ')' at` where adding one would, `no
- * viable alternative at input` after a `.` with no name, `mismatched input` otherwise. ANTLR's
- * recovery can report more after that; only the first is given here (the one a person fixes
- * first). Columns count code points; cel-go's caret line puts a wide dot under each character of
+ * viable alternative at input` after a `.` with no name, `mismatched input` otherwise; then, as
+ * ANTLR recovers, the errors after it (parserErrors). Columns count code points; cel-go's caret line puts a wide dot under each character of
  * more than one UTF-8 byte, and its source line shows a tab as a space.
  */
 import { recognize, STARTS_OPERAND, Syntax, tokenize, type LexError, type Token } from './limits.ts';
@@ -21,6 +20,8 @@ export class CelSyntaxError extends Error {}
 
 /** What can begin an operand in CEL.g4, as ANTLR lists it. */
 const OPERAND = "{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}";
+/** The same right after a call's `(`, where the argument list may be empty. */
+const OPERAND_OR_CLOSE = "{'[', '{', '(', ')', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}";
 /** What may follow a closed `(...)`: where ANTLR inserts the missing ')' rather than refusing the token. */
 const FOLLOWS_OPERAND = new Set(['eof', ')', ']', '}', ',', ':', '?', '&&', '||', '<', '<=', '>=', '>', '==', '!=', 'in', '+', '-', '*', '/', '%', '.', '[']);
 
@@ -36,16 +37,115 @@ export function celGoSyntaxError(source: string): CelSyntaxError | undefined {
     // the lexer's text is shown as it is, line breaks and all
     message: `Syntax error: token recognition error at: '${source.slice(start, end)}'`,
   }));
-  try {
-    recognize(tokens);
-  } catch (err) {
-    // a bound of the API server's (limits.ts) is checked before and reported there
-    if (!(err instanceof Syntax)) throw err;
-    errors.push(...parserError(source, tokens, err));
-  }
+  errors.push(...parserErrors(source, tokens));
   if (!errors.length) return undefined;
   errors.sort((a, b) => a.offset - b.offset);
   return new CelSyntaxError(errors.map((e) => located(source, e.offset, e.message)).join('\n'));
+}
+
+/** cel-go reports at most this many errors of one expression (parser.errorReportingLimit's default). */
+const ERROR_LIMIT = 100;
+
+/**
+ * Every error ANTLR's default error strategy reports, each after recovering from the one before
+ * as it recovers: an extraneous token is dropped (single-token deletion), a missing one is taken
+ * as there (single-token insertion); where an operand or a name after `.` was wanted, the tokens
+ * up to one that may follow an operand where it stands are skipped (the recovery set: the follow
+ * sets of the rules being parsed) and the operand taken as there; where a close was wanted, the
+ * tokens up to the recovery set (which holds that close) are skipped. `expecting <EOF>` ends the
+ * parse, as ANTLR's recovery consumes everything left; nothing is reported again until a real
+ * token is taken after a recovery (ANTLR's error recovery mode).
+ */
+function parserErrors(source: string, tokens: Token[]): { offset: number; message: string }[] {
+  const errors: { offset: number; message: string }[] = [];
+  let working = tokens;
+  let last = '';
+  // ANTLR reports nothing more until it matches a real token after recovering: the token it resumed at.
+  let resumed: Token | undefined;
+  while (errors.length < ERROR_LIMIT) {
+    try {
+      recognize(working);
+      break;
+    } catch (err) {
+      // a bound of the API server's (limits.ts) is checked before and reported there
+      if (!(err instanceof Syntax)) throw err;
+      const token = working[err.at]!;
+      const reported = parserError(source, working, err);
+      if (token !== resumed) errors.push(...reported, ...macroErrors(source, working, err));
+      // Guard: a recovery that leaves the parse where it was says nothing new.
+      const place = `${token.start}/${err.want}/${working.length}`;
+      if (place === last || reported.length !== 1) break;
+      last = place;
+      const words = reported[0]!.message;
+      const virtual = (kind: string, at: Token): Token => ({ kind, start: at.start, end: at.start });
+      if (words.includes(': extraneous input ')) {
+        if (token.kind === 'eof') break;
+        resumed = working[err.at + 1];
+        working = [...working.slice(0, err.at), ...working.slice(err.at + 1)];
+      } else if (words.includes(': missing ')) {
+        resumed = token;
+        working = [...working.slice(0, err.at), virtual(err.want, token), ...working.slice(err.at)];
+      } else if (err.want === 'operand' || err.want === 'ident') {
+        const resume = resumeAt(working, err.at);
+        resumed = working[resume]!;
+        working = [...working.slice(0, err.at), virtual('ident', resumed), ...working.slice(resume)];
+      } else if ([')', ']', ':', '],', '},'].includes(err.want)) {
+        // The rule that wanted the close skips to the recovery set, which holds the close itself;
+        // stopped short of it (at an operator), the rule ends as if it had been there.
+        const close = err.want[0]!;
+        const resume = resumeAt(working, err.at);
+        resumed = working[resume]!;
+        working = [...working.slice(0, err.at), ...(resumed.kind === close || resumed.kind === ',' ? [] : [virtual(close, resumed)]), ...working.slice(resume)];
+      } else break;
+    }
+  }
+  return errors;
+}
+
+/**
+ * cel-go's has() macro refusing the argument ANTLR recovered to: `has(a.)` leaves `a`, which is no
+ * field selection. Only that shape (a name, then the `.` without one) is known here.
+ */
+function macroErrors(source: string, tokens: Token[], err: Syntax): { offset: number; message: string }[] {
+  if (err.want !== 'ident') return [];
+  const [call, open, name, dot] = tokens.slice(err.at - 4, err.at);
+  if (call?.kind !== 'ident' || source.slice(call.start, call.end) !== 'has' || open?.kind !== '(' || name?.kind !== 'ident' || dot?.kind !== '.') return [];
+  if (tokens[err.at - 5]?.kind === '.') return [];
+  return [{ offset: name.start, message: 'invalid argument to has() macro' }];
+}
+
+/** Binary operators and what follows a member: these may follow an operand anywhere. */
+const AFTER_OPERAND = new Set(['eof', '&&', '||', '?', '<', '<=', '>=', '>', '==', '!=', 'in', '+', '-', '*', '/', '%', '.', '[']);
+const CLOSES: Record<string, string> = { '(': ')', '[': ']', '{': '}' };
+
+/** The brackets `tokens` leave open, outermost first. */
+function openBrackets(tokens: Token[]): string[] {
+  const open: string[] = [];
+  for (const token of tokens) {
+    if (CLOSES[token.kind]) open.push(token.kind);
+    else if (Object.values(CLOSES).includes(token.kind)) open.pop();
+  }
+  return open;
+}
+
+/**
+ * The first token from `at` in ANTLR's recovery set where an operand was wanted: one that may
+ * follow an operand there (an operator; a close, `,` or `:` only inside what it closes or parts).
+ */
+function resumeAt(tokens: Token[], at: number): number {
+  const open = openBrackets(tokens.slice(0, at));
+  let conditionals = 0;
+  for (const token of tokens.slice(0, at)) {
+    if (token.kind === '?') conditionals++;
+    else if (token.kind === ':' && conditionals > 0) conditionals--;
+  }
+  const follows = new Set(AFTER_OPERAND);
+  for (const opened of open) follows.add(CLOSES[opened]!);
+  if (open.length) follows.add(',');
+  if (conditionals > 0 || open.includes('{')) follows.add(':');
+  let resume = at;
+  while (!follows.has(tokens[resume]!.kind)) resume++;
+  return resume;
 }
 
 /**
@@ -62,6 +162,9 @@ function parserError(source: string, tokens: Token[], err: Syntax): { offset: nu
   const syntax = (message: string) => [{ offset, message: `Syntax error: ${message}` }];
   switch (err.want) {
     case 'operand':
+      if (previous?.kind === '(' && tokens[err.at - 2]?.kind === 'ident') {
+        return syntax(`${token.kind !== 'eof' && next && (next.kind === ')' || STARTS_OPERAND.has(next.kind)) ? 'extraneous' : 'mismatched'} input ${shown} expecting ${OPERAND_OR_CLOSE}`);
+      }
       if (token.kind === 'eof' && previous?.kind === '!') return syntax(`extraneous input ${shown} expecting ${OPERAND}`);
       if (token.kind === 'eof' && previous?.kind === '-') return [...syntax(`no viable alternative at input '-'`), ...syntax(`mismatched input ${shown} expecting ${OPERAND}`)];
       if (token.kind !== 'eof' && next && STARTS_OPERAND.has(next.kind)) return syntax(`extraneous input ${shown} expecting ${OPERAND}`);
@@ -82,12 +185,15 @@ function parserError(source: string, tokens: Token[], err: Syntax): { offset: nu
     case ':': {
       if (next?.kind === err.want) return syntax(`extraneous input ${shown} expecting '${err.want}'`);
       const follows = err.want === ':' ? STARTS_OPERAND : FOLLOWS_OPERAND;
-      if (follows.has(token.kind)) return syntax(`missing '${err.want}' at ${shown}`);
+      // ANTLR conjures the close only where the token after it could then be taken: at the end, only when nothing else is open
+      const closesAll = token.kind !== 'eof' || openBrackets(tokens.slice(0, err.at)).length <= 1;
+      if (follows.has(token.kind) && closesAll) return syntax(`missing '${err.want}' at ${shown}`);
       return syntax(`mismatched input ${shown} expecting '${err.want}'`);
     }
     case '],':
     case '},':
-      return syntax(`mismatched input ${shown} expecting {'${err.want[0]}', ','}`);
+      // single-token deletion where the token after it is what was wanted
+      return syntax(`${next?.kind === err.want[0] || next?.kind === ',' ? 'extraneous' : 'mismatched'} input ${shown} expecting {'${err.want[0]}', ','}`);
     default:
       return syntax(`mismatched input ${shown} expecting '${err.want[0]}'`);
   }
