@@ -91,8 +91,10 @@ Usage:
   portcullis import FILE|DIR... [-o yaml|json]
                                    print the ValidatingAdmissionPolicies of the files, with their bindings,
                                    as AdmissionSuites that answer as the API server does for them (a
-                                   webhook per binding), Kyverno ValidatingPolicies likewise, and Gatekeeper
-                                   ConstraintTemplates with K8sNativeValidation (a webhook per Constraint);
+                                   webhook per binding), Kyverno ValidatingPolicies likewise, Kyverno
+                                   ClusterPolicies with CEL rules (a webhook per rule; a namespaced Policy
+                                   as AdmissionPolicies), and Gatekeeper ConstraintTemplates with
+                                   K8sNativeValidation (a webhook per Constraint);
                                    what cannot be carried over is named on stderr, with why (exit 1)
 
 Flags:
