@@ -26,6 +26,7 @@ export const REGENERATE = 'npm run manifests';
 export const CRD_SOURCE = 'crds/admission.portcullis.dev_admissionsuites.yaml';
 export const POLICY_CRD_SOURCE = 'crds/admission.portcullis.dev_admissionpolicies.yaml';
 export const EXCEPTION_CRD_SOURCE = 'crds/admission.portcullis.dev_admissionexceptions.yaml';
+export const CLUSTER_EXCEPTION_CRD_SOURCE = 'crds/admission.portcullis.dev_clusteradmissionexceptions.yaml';
 /** The OpenReports CRDs the background audit writes to, upstream's as published (in deploy/ and, by default, the chart). */
 export const REPORT_CRD_SOURCES = ['crds/openreports.io_reports.yaml', 'crds/openreports.io_clusterreports.yaml'];
 /** The older wgpolicyk8s.io PolicyReport CRDs: in the chart only, with audit.reports.policyReports (not in deploy/). */
@@ -35,7 +36,7 @@ const BASE = 'config/base';
 /** Each deploy/ file and the sources its objects come from, in the order `kubectl apply -f deploy/` applies them. */
 const DEPLOY_FILES: [file: string, source: string | string[]][] = [
   ['deploy/00-namespace.yaml', `${BASE}/namespace.yaml`],
-  ['deploy/01-crd.yaml', [CRD_SOURCE, POLICY_CRD_SOURCE, EXCEPTION_CRD_SOURCE]],
+  ['deploy/01-crd.yaml', [CRD_SOURCE, POLICY_CRD_SOURCE, EXCEPTION_CRD_SOURCE, CLUSTER_EXCEPTION_CRD_SOURCE]],
   ['deploy/02-rbac.yaml', `${BASE}/rbac.yaml`],
   ['deploy/03-deployment.yaml', `${BASE}/deployment.yaml`],
   ['deploy/04-token-guard.yaml', `${BASE}/token-guard.yaml`],
@@ -51,6 +52,7 @@ const COPIES: [file: string, source: string][] = [
   ['charts/portcullis/files/crd.yaml', CRD_SOURCE],
   ['charts/portcullis/files/crd-admissionpolicies.yaml', POLICY_CRD_SOURCE],
   ['charts/portcullis/files/crd-admissionexceptions.yaml', EXCEPTION_CRD_SOURCE],
+  ['charts/portcullis/files/crd-clusteradmissionexceptions.yaml', CLUSTER_EXCEPTION_CRD_SOURCE],
   ['charts/portcullis/files/crd-openreports-reports.yaml', REPORT_CRD_SOURCES[0]!],
   ['charts/portcullis/files/crd-openreports-clusterreports.yaml', REPORT_CRD_SOURCES[1]!],
   ['charts/portcullis/files/crd-wgpolicyk8s-policyreports.yaml', POLICY_REPORT_CRD_SOURCES[0]!],
@@ -70,6 +72,7 @@ const REFERENCE_PAGES: [file: string, source: string][] = [
   [`${REFERENCE_DIR}/admissionsuite.md`, CRD_SOURCE],
   [`${REFERENCE_DIR}/admissionpolicy.md`, POLICY_CRD_SOURCE],
   [`${REFERENCE_DIR}/admissionexception.md`, EXCEPTION_CRD_SOURCE],
+  [`${REFERENCE_DIR}/clusteradmissionexception.md`, CLUSTER_EXCEPTION_CRD_SOURCE],
 ];
 
 const objectKey = (o: k8s.KubernetesObject) => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name}`;

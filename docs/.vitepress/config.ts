@@ -30,6 +30,7 @@ const reference = [
   { text: 'AdmissionSuite', link: '/reference/admissionsuite' },
   { text: 'AdmissionPolicy', link: '/reference/admissionpolicy' },
   { text: 'AdmissionException', link: '/reference/admissionexception' },
+  { text: 'ClusterAdmissionException', link: '/reference/clusteradmissionexception' },
   { text: 'The contract (design)', link: '/design/contract' },
   { text: 'Decision records', link: '/adr/README' },
 ];

@@ -11,7 +11,7 @@ import { allowed, denied, type AdmissionRequest, type Decision } from '../api/ad
 import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, NamedRuleWithOperations, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
-import { EXCEPTIONS, validateException, type AdmissionException } from '../api/exceptions.ts';
+import { CLUSTER_EXCEPTION_KIND, EXCEPTION_KIND, EXCEPTIONS, validateException, type AdmissionException, type ClusterAdmissionException } from '../api/exceptions.ts';
 import { protectedNamespaces, SYSTEM_NAMESPACES } from '../api/protected-namespaces.ts';
 import { csrLockOutWarnings } from '../api/self-protection.ts';
 import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
@@ -129,10 +129,11 @@ export function exceptionValidationWebhook(registry: Pick<SuiteRegistry, 'source
 }
 
 export function validateExceptionRequest(request: AdmissionRequest, registry: Pick<SuiteRegistry, 'source' | 'context'>): Decision {
-  const exception = request.object as unknown as AdmissionException;
-  // The API server fills in the namespace of the request, not always the object's.
-  const namespace = exception?.metadata?.namespace ?? request.namespace ?? '';
-  const named = { ...exception, metadata: { ...exception?.metadata, namespace } };
+  const exception = request.object as unknown as AdmissionException | ClusterAdmissionException;
+  const cluster = request.kind?.kind === CLUSTER_EXCEPTION_KIND;
+  // The API server fills in the namespace of the request, not always the object's; a cluster exception has none.
+  const namespace = cluster ? '' : (exception?.metadata?.namespace ?? request.namespace ?? '');
+  const named = { ...exception, kind: cluster ? CLUSTER_EXCEPTION_KIND : EXCEPTION_KIND, metadata: { ...exception?.metadata, namespace } } as AdmissionException | ClusterAdmissionException;
   const { operatorNamespace, view } = registry.context;
   const errors = validateException(named, {
     protectedNamespaces: operatorNamespace === undefined ? SYSTEM_NAMESPACES : protectedNamespaces(operatorNamespace),
@@ -141,5 +142,5 @@ export function validateExceptionRequest(request: AdmissionRequest, registry: Pi
   });
   if (errors.length === 0) return allowed();
   const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
-  return denied(`AdmissionException "${exception?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
+  return denied(`${cluster ? CLUSTER_EXCEPTION_KIND : EXCEPTION_KIND} "${exception?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
 }

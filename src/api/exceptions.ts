@@ -12,12 +12,16 @@ import { labelSelectorProblems, selects, type LabelSelector } from '../kubernete
 
 export const EXCEPTION_KIND = 'AdmissionException';
 export const EXCEPTION_PLURAL = 'admissionexceptions';
+/** The cluster-scoped form: a grant in every namespace its spec.namespaceSelector selects. */
+export const CLUSTER_EXCEPTION_KIND = 'ClusterAdmissionException';
+export const CLUSTER_EXCEPTION_PLURAL = 'clusteradmissionexceptions';
 
 /** The operator's webhook that refuses AdmissionExceptions on apply (controller/self.ts registers it beside the suites' one). */
 export const EXCEPTIONS = {
   validationWebhook: `admissionexceptions.validation.${GROUP}`,
   validationPath: '/validate/admissionexceptions',
   crd: `admissionexceptions.${GROUP}`,
+  clusterCrd: `clusteradmissionexceptions.${GROUP}`,
 } as const;
 
 
@@ -48,6 +52,8 @@ export interface ExceptionSpec {
   /** For a webhook whose handler is PodSecurity (and only for one): the controls it lets through. */
   podSecurity?: PodSecurityExceptionSpec;
   match?: ExceptionMatch;
+  /** A ClusterAdmissionException's only: the namespaces it applies in (unset: every one the suite takes exceptions from); never a protected one. */
+  namespaceSelector?: LabelSelector;
   reason: string;
   /** RFC 3339. */
   expires: string;
@@ -73,6 +79,25 @@ export interface AdmissionException {
   spec: ExceptionSpec;
   status?: ExceptionStatus;
 }
+
+/**
+ * A ClusterAdmissionException: an AdmissionException without a namespace, applying in the
+ * namespaces its spec.namespaceSelector selects. Held in the same store, under the namespace ''
+ * (metadata.namespace is set to '' when it is read in), and named by its name alone.
+ */
+export interface ClusterAdmissionException {
+  apiVersion: typeof API_VERSION;
+  kind: typeof CLUSTER_EXCEPTION_KIND;
+  metadata: ObjectMeta & { namespace?: '' };
+  spec: ExceptionSpec;
+  status?: ExceptionStatus;
+}
+
+/** Either kind, as the store holds it: a cluster one's namespace is ''. */
+export type AnyException = AdmissionException | (Omit<ClusterAdmissionException, 'metadata'> & { metadata: ObjectMeta & { namespace: '' } });
+
+/** Whether `exception` is the cluster-scoped kind. */
+export const isClusterException = (exception: Pick<AnyException, 'metadata'>) => !exception.metadata.namespace;
 
 /** The built-in handler whose checks an exception names by control (spec.podSecurity). */
 export const POD_SECURITY_HANDLER = 'PodSecurity';
@@ -110,11 +135,11 @@ export function imageListed(patterns: readonly string[], image: string): boolean
 /** The annotation key the API server records as `<webhook name>/exception` in the audit log. */
 export const EXCEPTION_AUDIT_KEY = 'exception';
 
-/** `namespace/name`: how warnings, annotations and logs name an exception. */
-export const exceptionRef = (exception: Pick<AdmissionException, 'metadata'>) => `${exception.metadata.namespace}/${exception.metadata.name}`;
+/** `namespace/name` (a cluster exception: its name alone): how warnings, annotations and logs name an exception. */
+export const exceptionRef = (exception: { metadata: { namespace?: string; name: string } }) => (exception.metadata.namespace ? `${exception.metadata.namespace}/${exception.metadata.name}` : exception.metadata.name);
 
 /** The audit annotation's value: the exceptions a request used, `namespace/name, ...`. */
-export const exceptionsAnnotation = (used: readonly Pick<AdmissionException, 'metadata'>[]) => used.map(exceptionRef).join(', ');
+export const exceptionsAnnotation = (used: readonly { metadata: { namespace?: string; name: string } }[]) => used.map(exceptionRef).join(', ');
 
 /** The exceptions a decision's audit annotation names (none when it has none): how a decision made elsewhere, a review worker's, is counted. */
 export function exceptionsNamed(decision: Pick<Decision, 'auditAnnotations'>): { namespace: string; name: string }[] {
@@ -123,6 +148,8 @@ export function exceptionsNamed(decision: Pick<Decision, 'auditAnnotations'>): {
   // Neither a namespace nor a name holds '/' or ', '.
   return value.split(', ').flatMap((ref) => {
     const slash = ref.indexOf('/');
+    // No namespace: a ClusterAdmissionException's name.
+    if (slash < 0) return ref ? [{ namespace: '', name: ref }] : [];
     return slash > 0 ? [{ namespace: ref.slice(0, slash), name: ref.slice(slash + 1) }] : [];
   });
 }
@@ -130,7 +157,7 @@ export function exceptionsNamed(decision: Pick<Decision, 'auditAnnotations'>): {
 const WARNING_PREFIX = 'admitted by exception ';
 
 /** The warning a request it let through carries (kubectl prints it). */
-export const exceptionWarning = (exception: AdmissionException) => `${WARNING_PREFIX}${exceptionRef(exception)} (expires ${exception.spec.expires}): ${exception.spec.reason}`;
+export const exceptionWarning = (exception: AnyException) => `${WARNING_PREFIX}${exceptionRef(exception)} (expires ${exception.spec.expires}): ${exception.spec.reason}`;
 
 /** Whether a decision's warning is one exceptionWarning wrote (the audit reports it as the skip's message). */
 export const isExceptionWarning = (warning: string) => warning.startsWith(WARNING_PREFIX);
@@ -142,16 +169,19 @@ export function expiryOf(expires: unknown): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
+/** suiteRefusal's namespace when a cluster exception is judged on apply: which namespaces it reaches is judged per request. */
+export const ANY_NAMESPACE = Symbol('any namespace');
+
 /**
  * Why `suite` takes no exception from `namespace` (undefined when it does): it does not accept
  * exceptions, or its selector leaves the namespace out. `namespaceLabels` undefined: not known
  * here (the namespace is not in the cache), which a selector cannot select.
  */
-export function suiteRefusal(suite: Pick<AdmissionSuite, 'spec' | 'metadata'> | undefined, namespaceLabels: Record<string, string> | undefined): string | undefined {
+export function suiteRefusal(suite: Pick<AdmissionSuite, 'spec' | 'metadata'> | undefined, namespaceLabels: Record<string, string> | undefined | typeof ANY_NAMESPACE): string | undefined {
   if (!suite) return 'names no AdmissionSuite';
   const accepts = suite.spec.exceptions;
   if (accepts?.allowed !== true) return `AdmissionSuite ${suite.metadata.name} accepts no exceptions (its spec.exceptions.allowed is not true): it is protected`;
-  if (accepts.namespaces && !selects(accepts.namespaces, namespaceLabels ?? {})) return `AdmissionSuite ${suite.metadata.name} accepts no exceptions from this namespace (spec.exceptions.namespaces)`;
+  if (namespaceLabels !== ANY_NAMESPACE && accepts.namespaces && !selects(accepts.namespaces, namespaceLabels ?? {})) return `AdmissionSuite ${suite.metadata.name} accepts no exceptions from this namespace (spec.exceptions.namespaces)`;
   return undefined;
 }
 
@@ -162,21 +192,25 @@ export function suiteRefusal(suite: Pick<AdmissionSuite, 'spec' | 'metadata'> | 
  * podSecurity on any other webhook. Every problem with its field path.
  */
 export function validateException(
-  exception: AdmissionException,
+  exception: AdmissionException | ClusterAdmissionException,
   context: { protectedNamespaces: readonly string[]; suite: AdmissionSuite | undefined; namespaceLabels: Record<string, string> | undefined },
 ): FieldError[] {
   const errors: FieldError[] = [];
   const err = (field: string, message: string) => errors.push({ field, message });
   const spec = exception?.spec;
+  const cluster = exception?.kind === CLUSTER_EXCEPTION_KIND;
   const namespace = exception?.metadata?.namespace ?? '';
-  if (context.protectedNamespaces.includes(namespace)) {
+  if (!cluster && context.protectedNamespaces.includes(namespace)) {
     err('metadata.namespace', `${namespace} is protected: no exception applies there (the operator's namespace, kube-system and kube-node-lease are never sent to a webhook of ours)`);
   }
   if (!spec) return [...errors, { field: 'spec', message: 'is required' }];
+  if (!cluster && spec.namespaceSelector !== undefined) err('spec.namespaceSelector', `an AdmissionException applies in its own namespace only: for several, a ${CLUSTER_EXCEPTION_KIND}`);
+  if (cluster && spec.namespaceSelector !== undefined) errors.push(...labelSelectorProblems(spec.namespaceSelector, 'spec.namespaceSelector'));
   if (typeof spec.reason !== 'string' || spec.reason.trim() === '') err('spec.reason', 'Required value: say why the exception is granted');
   if (expiryOf(spec.expires) === undefined) err('spec.expires', `Required value: an RFC 3339 time such as 2026-12-31T00:00:00Z${spec.expires === undefined ? '' : `, not ${JSON.stringify(spec.expires)}`}`);
   if (spec.match?.objectSelector !== undefined) errors.push(...labelSelectorProblems(spec.match.objectSelector, 'spec.match.objectSelector'));
-  const refusal = suiteRefusal(context.suite, context.namespaceLabels);
+  // A cluster exception's namespaces are judged per request (the suite's spec.exceptions.namespaces, never a protected one).
+  const refusal = suiteRefusal(context.suite, cluster ? ANY_NAMESPACE : context.namespaceLabels);
   if (refusal) {
     err('spec.suite', refusal);
     return errors;

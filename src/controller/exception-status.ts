@@ -1,5 +1,5 @@
 /**
- * controller: the status of AdmissionExceptions (issue 55): `uses` and `lastUsed`, counted in
+ * controller: the status of AdmissionExceptions and ClusterAdmissionExceptions (issue 55; a cluster one is held under the namespace ''): `uses` and `lastUsed`, counted in
  * memory as requests are let through and written coalesced (never on the request path), and the
  * `Expired` condition, turned True at `expires` by a wake-up set for that instant (the leader's).
  * Owns only these status fields; the exceptions themselves are the watch's (manager/cluster-state.ts)
@@ -16,7 +16,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { describeError, isConflict, isNotFound, type Kube } from '../apiserver/client.ts';
-import { EXCEPTION_PLURAL, expiryOf, type AdmissionException, type ExceptionStatus } from '../api/exceptions.ts';
+import { CLUSTER_EXCEPTION_PLURAL, EXCEPTION_PLURAL, expiryOf, type AnyException, type ExceptionStatus } from '../api/exceptions.ts';
 import { GROUP, VERSION } from '../api/types.ts';
 import type { ExceptionStore } from '../registry/exceptions.ts';
 import type { Logger } from '../log.ts';
@@ -145,17 +145,24 @@ export class ExceptionStatusWriter {
    * cached exception first and, on a conflict, over one read again: `change` is applied to
    * whatever is stored, so no other writer's fields or counts are lost.
    */
-  private async writeStatus(ref: string, change: (status: ExceptionStatus, exception: AdmissionException) => ExceptionStatus | undefined): Promise<void> {
+  private async writeStatus(ref: string, change: (status: ExceptionStatus, exception: AnyException) => ExceptionStatus | undefined): Promise<void> {
     const [namespace, name] = ref.split('/') as [string, string];
     const { kube } = this.deps;
-    const target = { group: GROUP, version: VERSION, plural: EXCEPTION_PLURAL, namespace, name };
+    // A ClusterAdmissionException is held under the namespace ''.
+    const cluster = namespace === '';
+    const target = { group: GROUP, version: VERSION, plural: cluster ? CLUSTER_EXCEPTION_PLURAL : EXCEPTION_PLURAL, namespace, name };
     let base = this.deps.exceptions.get(namespace, name);
     for (let attempt = 0; ; attempt++) {
       if (!base) return;
       const status = change(JSON.parse(JSON.stringify(base.status ?? {})) as ExceptionStatus, base);
       if (status === undefined) return;
       try {
-        await kube.custom.replaceNamespacedCustomObjectStatus({ ...target, body: { ...base, status } });
+        const body = { ...base, status };
+        if (cluster) {
+          const { metadata } = body;
+          const { namespace: _none, ...clusterMetadata } = metadata;
+          await kube.custom.replaceClusterCustomObjectStatus({ ...target, body: { ...body, metadata: clusterMetadata } });
+        } else await kube.custom.replaceNamespacedCustomObjectStatus({ ...target, body });
         return;
       } catch (err) {
         // Deleted meanwhile: nothing left to say it of.
@@ -164,7 +171,8 @@ export class ExceptionStatusWriter {
       }
       // Someone wrote it meanwhile (another replica's uses, a new spec): read it and apply the change to theirs.
       try {
-        base = (await kube.custom.getNamespacedCustomObject(target)) as AdmissionException;
+        const fresh = (await (cluster ? kube.custom.getClusterCustomObject(target) : kube.custom.getNamespacedCustomObject(target))) as AnyException;
+        base = { ...fresh, metadata: { ...fresh.metadata, namespace } } as AnyException;
       } catch (err) {
         if (isNotFound(err)) return;
         throw err;

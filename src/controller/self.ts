@@ -6,7 +6,7 @@
  */
 import { DEFAULT_CERTIFICATE_DURATION_MS, GROUP, PLURAL, POLICY_PLURAL, VERSION } from '../api/types.ts';
 import { MANAGED_BY_LABELS, NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
-import { EXCEPTION_PLURAL, EXCEPTIONS } from '../api/exceptions.ts';
+import { CLUSTER_EXCEPTION_PLURAL, EXCEPTION_PLURAL, EXCEPTIONS } from '../api/exceptions.ts';
 import type { OperatorConfig } from '../config.ts';
 import { applyOwned, getObject, type CacheLookup, type Kube, type KubeObject } from '../apiserver/client.ts';
 import type { Logger } from '../log.ts';
@@ -121,7 +121,10 @@ export class SelfReconciler {
           // Ignore too: an exception written past a stopped operator is judged again at each request (registry/exceptions.ts).
           name: EXCEPTIONS.validationWebhook,
           clientConfig: serviceClientConfig(ref, EXCEPTIONS.validationPath, config, ca.bundle),
-          rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [EXCEPTION_PLURAL], scope: 'Namespaced' }],
+          rules: [
+            { operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [EXCEPTION_PLURAL], scope: 'Namespaced' },
+            { operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [CLUSTER_EXCEPTION_PLURAL], scope: 'Cluster' },
+          ],
           failurePolicy: 'Ignore',
           sideEffects: 'None',
           timeoutSeconds: 5,

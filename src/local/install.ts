@@ -15,6 +15,7 @@ import { GROUP, VERSION } from '../api/types.ts';
 export const CRD_FILE = appFile('crds', 'admission.portcullis.dev_admissionsuites.yaml');
 export const POLICY_CRD_FILE = appFile('crds', 'admission.portcullis.dev_admissionpolicies.yaml');
 export const EXCEPTION_CRD_FILE = appFile('crds', 'admission.portcullis.dev_admissionexceptions.yaml');
+export const CLUSTER_EXCEPTION_CRD_FILE = appFile('crds', 'admission.portcullis.dev_clusteradmissionexceptions.yaml');
 /** The OpenReports Report and ClusterReport, where the background audit writes its results. */
 export const REPORT_CRD_FILES = [appFile('crds', 'openreports.io_reports.yaml'), appFile('crds', 'openreports.io_clusterreports.yaml')];
 /** The install's own author-recording guards, as `kubectl apply -f deploy/` installs them. */
@@ -25,7 +26,7 @@ const POLLS = 300;
 
 export async function installForLocalRun(config: k8s.KubeConfig, namespace: string): Promise<void> {
   const kube = connect(config);
-  const crds = [CRD_FILE, POLICY_CRD_FILE, EXCEPTION_CRD_FILE, ...REPORT_CRD_FILES].map((file) => k8s.loadYaml<k8s.KubernetesObject & Record<string, unknown>>(fs.readFileSync(file, 'utf8')));
+  const crds = [CRD_FILE, POLICY_CRD_FILE, EXCEPTION_CRD_FILE, CLUSTER_EXCEPTION_CRD_FILE, ...REPORT_CRD_FILES].map((file) => k8s.loadYaml<k8s.KubernetesObject & Record<string, unknown>>(fs.readFileSync(file, 'utf8')));
   for (const crd of crds) await apply(kube, crd);
   await apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
   for (const crd of crds) await waitForCrd(kube, crd.metadata!.name!);

@@ -19,7 +19,7 @@ import { startHandlerModules, type HandlerModules } from '../custom/serve.ts';
 import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
 import type { Metrics } from '../health/metrics.ts';
 import { componentLogger, type Logger } from '../log.ts';
-import { EXCEPTION_PLURAL, type AdmissionException } from '../api/exceptions.ts';
+import { CLUSTER_EXCEPTION_PLURAL, EXCEPTION_PLURAL, type AdmissionException, type AnyException, type ClusterAdmissionException } from '../api/exceptions.ts';
 import { GROUP, VERSION } from '../api/types.ts';
 import { ExceptionStore } from '../registry/exceptions.ts';
 
@@ -83,6 +83,13 @@ export async function watchClusterState(kubeConfig: KubeConfig, kube: Kube, conf
     log,
     onChange: (exception, deleted) => (deleted ? exceptions.remove(exception.metadata.namespace, exception.metadata.name) : exceptions.set(exception)),
   });
+  // The cluster-wide grants, in the same store under the namespace ''.
+  const clusterExceptionWatch = watchCache<ClusterAdmissionException>(kubeConfig, {
+    path: `/apis/${GROUP}/${VERSION}/${CLUSTER_EXCEPTION_PLURAL}`,
+    list: () => kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: CLUSTER_EXCEPTION_PLURAL }) as Promise<KubernetesListObject<ClusterAdmissionException>>,
+    log,
+    onChange: (exception, deleted) => (deleted ? exceptions.remove('', exception.metadata.name) : exceptions.set({ ...exception, metadata: { ...exception.metadata, namespace: '' } } as AnyException)),
+  });
   return {
     namespaces,
     limitRanges,
@@ -96,7 +103,7 @@ export async function watchClusterState(kubeConfig: KubeConfig, kube: Kube, conf
     ...(handlerModules ? { handlerModules } : {}),
     mirrorTo: (to) => (mirror = to),
     stop: async () => {
-      await Promise.all([namespaces, limitRanges, params, lookups, exceptionWatch].map((w) => w.stop()));
+      await Promise.all([namespaces, limitRanges, params, lookups, exceptionWatch, clusterExceptionWatch].map((w) => w.stop()));
       await handlerModules?.close();
     },
   };

@@ -5,7 +5,7 @@
  */
 import { validateSpec, validateSuiteName, type FieldError } from '../api/validate.ts';
 import type { AdmissionSuite, FailurePolicy, ParamsRef, WebhookSpec, WebhookType } from '../api/types.ts';
-import type { AdmissionException } from '../api/exceptions.ts';
+import type { AnyException } from '../api/exceptions.ts';
 import { webhookFullName } from '../api/names.ts';
 import { allowed, errored, markFailed, type AdmissionRequest, type Decision, type Outcome } from '../api/admission-review.ts';
 import type { ObjectRef } from '../apiserver/params-watches.ts';
@@ -274,7 +274,7 @@ function excusedPodSecurity(config: PodSecurityConfig, view: ClusterView, except
 }
 
 /** A decision some exception let through: the warning (kubectl prints it) and the audit annotation (the API server's audit log) name each exception used, and each use is counted. */
-function excused(decision: Decision, used: readonly AdmissionException[], observer: WebhookObserver): Decision {
+function excused(decision: Decision, used: readonly AnyException[], observer: WebhookObserver): Decision {
   if (!decision.allowed || used.length === 0) return decision;
   for (const exception of used) observer.excepted?.(exception.metadata.namespace, exception.metadata.name);
   return {
