@@ -13,12 +13,12 @@
  * failurePolicy (registry/compile.ts), and is counted by handler and reason. A worker still busy
  * a moment after a budget ran out (it does not answer a ping) is stopped. A worker that dies or is
  * stopped is started again, always, with backoff (src/workers/kit.ts; a request while it waits
- * is answered by failurePolicy); the run it died in (the one it said it was running, else every
- * run in it) counts against its handler and config, and after QUARANTINE_AFTER deaths that handler
- * with that config is quarantined: its requests are answered by failurePolicy without reaching the
- * worker, so the module's other handlers and configs keep being served, and the suites that use it
- * say so (Ready=False, Quarantined) until the config changes. Owns the workers and their messages;
- * what a suite may name is the registry's.
+ * is answered by failurePolicy), and its death is counted and logged naming the handler it was
+ * running. It blames nothing: a death while running a request is the request's doing as much as
+ * the handler's, and anyone can send one to the admission port (it asks no credential), so
+ * quarantining the handler would let any client switch a check off (failurePolicy Ignore) or on
+ * for every request (Fail) until its suite changed, as review and tenant workers blame nothing for
+ * such deaths either. Owns the workers and their messages; what a suite may name is the registry's.
  */
 import { workerEntry } from '../app-files.ts';
 import type { AdmissionRequest, Decision } from '../api/admission-review.ts';
@@ -26,7 +26,7 @@ import type { ClusterView, ConfigContext, Handler, LookupKind } from '../handler
 import type { LogWriter } from '../log.ts';
 import type { LookupChange } from '../apiserver/lookups.ts';
 import { configChecks, type LoadedHandler } from './modules.ts';
-import { Quarantine, type BackoffOptions } from '../worker-restarts.ts';
+import type { BackoffOptions } from '../worker-restarts.ts';
 import { CallTimeout, Restarting, WorkerThread, type Death, type KitSignal } from '../workers/kit.ts';
 
 /** What a handler reads of the cluster, sent with each request. */
@@ -58,9 +58,9 @@ export type FromHandlerWorker =
 
 /**
  * Why a request was answered by failurePolicy: the handler threw or rejected, ran past its budget,
- * its worker was stopped under it (or is being started again), or the handler with this config is quarantined.
+ * or its worker was stopped under it (or is being started again).
  */
-export type FailureReason = 'error' | 'timeout' | 'lost' | 'quarantined';
+export type FailureReason = 'error' | 'timeout' | 'lost';
 
 /**
  * The old generation a module's worker may grow to: a handler that leaks (or a copy of a kind
@@ -85,8 +85,8 @@ export interface RunnerOptions {
   lookups?: { subscribe(listener: (change: LookupChange) => void): () => void };
   /** When a module's worker that died is started again (RESTART_BACKOFF by default; tests shorten it). */
   restart?: Partial<BackoffOptions>;
-  /** A handler with one of its configs was quarantined (the suites that use it report it). */
-  quarantined?(handler: string): void;
+  /** A module's worker died (or was stopped for blocking): counted by the operator's metrics. */
+  died?(module: string): void;
 }
 
 /** What a module handler's side is handed by the registry: the config as the suite gives it, and the time budget of its webhook. */
@@ -95,8 +95,6 @@ export interface ServedConfig {
   /** Where the suite was compiled, as parseConfig was told on apply: the worker parses the config again with it. */
   context: ConfigContext;
   budgetMs: number;
-  /** quarantineKey(handler, raw): computed once, on apply. */
-  key: string;
 }
 
 /** A handler's run that failed, in words naming the handler (the denial the user reads: "internal error: handler ... "). */
@@ -108,19 +106,9 @@ export class HandlerRunner {
   /** Each config object a suite was compiled with, numbered, so its worker parses it once. */
   private readonly configIds = new WeakMap<object, number>();
   private nextConfig = 1;
-  /** Handlers with a config that kept killing their module's worker (quarantineKey). */
-  private readonly quarantine = new Quarantine();
 
   constructor(options: RunnerOptions) {
     this.options = options;
-  }
-
-  /**
-   * Why the handler `name` with `config` (a suite webhook's handler.config, as the suite gives it)
-   * is quarantined; undefined when it is served.
-   */
-  quarantined(name: string, config: Record<string, unknown> | undefined): string | undefined {
-    return this.quarantine.why(quarantineKey(name, config ?? {}));
   }
 
   /**
@@ -129,16 +117,16 @@ export class HandlerRunner {
    */
   proxy({ handler, module }: LoadedHandler): Handler<ServedConfig, Promise<Decision>> {
     let worker = this.workers.get(module);
-    if (!worker) this.workers.set(module, (worker = new ModuleWorker(module, this.options, this.quarantine)));
+    if (!worker) this.workers.set(module, (worker = new ModuleWorker(module, this.options)));
     const lookups = handler.lookups ?? [];
     // What the worker keeps a copy of is not sent with each request (but read here: a kind not synced throws LookupNotReady).
     const copied = this.options.lookups ? new Set(lookups.filter((kind) => kind !== 'Pod')) : new Set<LookupKind>();
     worker.copy(copied);
     const side = (name: 'validate' | 'mutate') =>
       handler[name] &&
-      ((request: AdmissionRequest, { raw, context, budgetMs, key }: ServedConfig, view: ClusterView) =>
+      ((request: AdmissionRequest, { raw, context, budgetMs }: ServedConfig, view: ClusterView) =>
         // The context is read here, synchronously: a lookup not synced throws LookupNotReady, which the registry waits on.
-        worker.run(handler.name, key, name, request, { id: this.configId(raw), raw, context }, contextOf(lookups, copied, request, view), budgetMs));
+        worker.run(handler.name, name, request, { id: this.configId(raw), raw, context }, contextOf(lookups, copied, request, view), budgetMs));
     return {
       name: handler.name,
       resources: handler.resources,
@@ -149,7 +137,7 @@ export class HandlerRunner {
       parseConfig: (config, context) => {
         const timeout = context?.timeoutSeconds;
         const budgetMs = timeout === undefined ? this.options.budgetMs : Math.min(this.options.budgetMs, (timeout * 1000) / 2);
-        return { config: { raw: config, context: context ?? {}, budgetMs, key: quarantineKey(handler.name, config) }, errors: configChecks(handler)(config, context).errors };
+        return { config: { raw: config, context: context ?? {}, budgetMs }, errors: configChecks(handler)(config, context).errors };
       },
       validate: side('validate'),
       mutate: side('mutate'),
@@ -172,15 +160,6 @@ export class HandlerRunner {
   }
 }
 
-/**
- * What a death counts against: the handler with the config a suite webhook gives it. Not the
- * suite's name (a handler is not told it): two suites giving one handler the same config share it,
- * and are quarantined together, as they would both stop the worker.
- */
-function quarantineKey(handler: string, config: Record<string, unknown>): string {
-  return `${handler}\n${JSON.stringify(config)}`;
-}
-
 function contextOf(lookups: LookupKind[], copied: ReadonlySet<LookupKind>, request: AdmissionRequest, view: ClusterView): HandlerContext {
   const namespace = request.namespace || undefined;
   const context: HandlerContext = { namespace, limitRanges: namespace ? view.limitRanges(namespace) : [], lookups: {} };
@@ -193,34 +172,29 @@ function contextOf(lookups: LookupKind[], copied: ReadonlySet<LookupKind>, reque
   return context;
 }
 
-/** A run in a module's worker: what a death in it counts against. */
+/** A run in a module's worker: what a death in it is logged against. */
 interface Run {
   handler: string;
-  /** The handler with the config it runs with (quarantineKey). */
-  key: string;
 }
 
 type ModuleThread = WorkerThread<ToHandlerWorker, FromHandlerWorker, Run>;
 
 /**
  * One module's worker (src/workers/kit.ts): started on first use; when it dies or is stopped,
- * started again at once, then with backoff while it keeps dying; the run it died in counts
- * against its handler and config.
+ * started again at once, then with backoff while it keeps dying.
  */
 class ModuleWorker {
   private readonly module: string;
   private readonly options: RunnerOptions;
-  private readonly quarantine: Quarantine;
   private readonly restarts: Restarting<ModuleThread>;
   /** A ping is in flight to a worker whose run ran past its budget (one at a time). */
   private probing = false;
   /** The lookup kinds its worker keeps a copy of. */
   private readonly kinds = new Set<LookupKind>();
 
-  constructor(module: string, options: RunnerOptions, quarantine: Quarantine) {
+  constructor(module: string, options: RunnerOptions) {
     this.module = module;
     this.options = options;
-    this.quarantine = quarantine;
     this.restarts = new Restarting(options.restart, () => this.start());
   }
 
@@ -253,13 +227,11 @@ class ModuleWorker {
     });
   }
 
-  run(handler: string, key: string, side: 'validate' | 'mutate', request: AdmissionRequest, config: SentConfig, context: HandlerContext, budgetMs: number): Promise<Decision> {
-    const held = this.quarantine.why(key);
-    if (held) return Promise.reject(this.fail(handler, 'quarantined', `handler ${handler} is quarantined with this config: ${held}`));
+  run(handler: string, side: 'validate' | 'mutate', request: AdmissionRequest, config: SentConfig, context: HandlerContext, budgetMs: number): Promise<Decision> {
     const thread = this.ensure();
     if (!thread) return Promise.reject(this.fail(handler, 'lost', `handler ${handler} was not answered: its module's worker stopped and is started again in ${this.restarts.restartInMs ?? 0} ms`));
     // Throws here (DataCloneError) when what is sent cannot cross threads: answered by failurePolicy like a throw.
-    const run: Run = { handler, key };
+    const run: Run = { handler };
     const { reply } = thread.call({ type: 'run', handler, side, request, config, context }, { timeoutMs: budgetMs, tag: run });
     return reply.then(
       (message) => {
@@ -306,21 +278,17 @@ class ModuleWorker {
   }
 
   /**
-   * The worker is gone (stopped, failed, exited; what waited on it was rejected by the kit): the run
-   * it died in (the one stopped for blocking it, else the one it said it was running, else every
-   * run in it) counts against its handler and config, and, unless the runner stops, it is started again.
+   * The worker is gone (stopped, failed, exited; what waited on it was rejected by the kit): counted,
+   * logged with the handlers it was running (the one stopped for blocking it, else the one it said it
+   * was running, else every run in it), and, unless the runner stops, started again. Nothing is blamed.
    */
   private lost(death: Death<Run>): void {
     if ('error' in death.cause) this.options.log.error('handler module worker failed', { module: this.module, error: death.cause.error.message });
     if (this.restarts.isClosed) return void this.restarts.died();
     const running = death.calls.find((call) => String(call.id) === death.suspect);
     const suspects = death.blamed ?? (running ? [running.tag] : death.calls.map((call) => call.tag));
-    for (const key of new Set(suspects.map((s) => s.key))) {
-      const handler = suspects.find((s) => s.key === key)!.handler;
-      if (!this.quarantine.died(key, `handler ${handler}: ${death.why}`)) continue;
-      this.options.log.error("handler quarantined with this config: it stopped its module's worker again and again; its requests are answered by failurePolicy until the config changes", { handler, module: this.module });
-      this.options.quarantined?.(handler);
-    }
+    this.options.log.warn("handler module worker stopped while running a request; started again, nothing quarantined (a request can be made to stop it)", { module: this.module, handlers: [...new Set(suspects.map((s) => s.handler))], why: death.why });
+    this.options.died?.(this.module);
     const wait = this.restarts.died();
     if (wait > 0) this.options.log.warn('handler module worker stopped again; starting it again after a wait', { module: this.module, inMs: wait, deathsInARow: this.restarts.deaths });
   }

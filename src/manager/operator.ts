@@ -91,10 +91,8 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   serving.admission.tenants?.watch({ died: (kind) => metrics.workerDied(kind), quarantined: (kind) => (metrics.workerQuarantined(kind), queue.add(NAMESPACED_KEY)) });
   // Said before any connection is refused: a Warning Event on the operator's endpoint, beside the log line and the alert.
   serving.onConnectionsNear((kind, cause) => void events.endpointWarning(`connections-${kind}`, 'ConnectionsNearLimit', `the admission endpoint nears its connection limits (${kind}): ${cause}`));
-  state.handlerModules?.onQuarantined((handler) => {
-    metrics.workerQuarantined('handler-module');
-    for (const suite of owned.suites.list()) if (suite.spec.webhooks.some((w) => w.handler?.name === handler)) queue.add(suite.metadata.name);
-  });
+  // A handler module's worker that died blames nothing (custom/runner.ts): counted only.
+  state.handlerModules?.onDied(() => metrics.workerDied('handler-module'));
   const health = createHealthServer({
     ready: () => owned.listed() && !serving.draining() && serving.listening(),
     // While the admission thread that served is down, nothing serves admission: the kubelet restarts a replica that stays so.

@@ -100,7 +100,7 @@ export function makeReconcilers(parts: Parts): Reconcilers {
     // What kept stopping a worker: this generation in the admission thread or the review workers, or a handler module's handler with the config it is given.
     quarantined: (suite) => {
       const { name, uid, generation = 0 } = suite.metadata;
-      const held = [thread?.quarantined(name, uid, generation), serving.admission.offload.quarantined(name, uid, generation), state.handlerModules?.quarantined(suite)];
+      const held = [thread?.quarantined(name, uid, generation), serving.admission.offload.quarantined(name, uid, generation)];
       return held.filter(Boolean).join('; ') || undefined;
     },
     author: serving.suiteAuthors,

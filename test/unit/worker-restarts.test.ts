@@ -188,13 +188,13 @@ describe('worker restarts: the admission thread', function () {
 describe('worker restarts: handler modules’ workers', function () {
   this.timeout(120_000);
   const failures: string[] = [];
-  const quarantined: string[] = [];
+  const deaths: string[] = [];
   let runner: HandlerRunner;
   let exits: ReturnType<HandlerRunner['proxy']>;
   let fine: ReturnType<HandlerRunner['proxy']>;
 
   before(async function () {
-    runner = new HandlerRunner({ budgetMs: 5_000, log: QUIET, restart: FAST, failed: (handler: string, reason: FailureReason) => failures.push(`${handler} ${reason}`), quarantined: (h) => quarantined.push(h) });
+    runner = new HandlerRunner({ budgetMs: 5_000, log: QUIET, restart: FAST, failed: (handler: string, reason: FailureReason) => failures.push(`${handler} ${reason}`), died: (module) => deaths.push(module) });
     const { loaded } = await loadHandlerModules(tempFolder('exiting-module-', { 'exits.mjs': EXITING }));
     [exits, fine] = loaded.map((l) => runner.proxy(l)) as [typeof exits, typeof fine];
   });
@@ -212,30 +212,26 @@ describe('worker restarts: handler modules’ workers', function () {
 
   it('is started again after each of 20 deaths in a row, and answers again', async function () {
     for (let death = 0; death < 20; death++) {
-      // A config of its own each time: no one config kills it three times, so nothing is quarantined.
       await eventually(async () => expect(await run(exits, { exit: true, death })).to.match(/its worker stopped/), { intervalMs: 5 });
       await answersFine();
     }
-    expect(quarantined).to.deep.equal([]);
   });
 
-  it('quarantines a handler with the config that kills its worker: answered by failurePolicy without reaching the worker, while its other configs and handlers answer', async function () {
+  it('blames nothing for a death while running a request: the same request, 20 times, reaches the worker each time, and the handler with that config answers again after it', async function () {
+    // Anyone can send the request that stops the worker (the admission port asks no credential): a
+    // quarantine would let them switch the handler off for everyone until its suite changed.
     failures.length = 0;
+    deaths.length = 0;
     const answers: unknown[] = [];
     for (let i = 0; i < 20; i++) {
+      // While its worker is started again (with backoff) the module's requests are answered `lost`: wait until it runs them again.
+      await eventually(async () => expect(await run(fine, {})).to.deep.equal({ allowed: true, warnings: ['fine'] }), { intervalMs: 5 });
       answers.push(await run(exits, { exit: true }));
-      // While its worker is started again (with backoff after the first death) the module's other requests wait for it; once quarantined, never.
-      if (i < 3) await answersFine();
-      else expect(await run(fine, {})).to.deep.equal({ allowed: true, warnings: ['fine'] });
       await eventually(async () => expect(await run(exits, { exit: false })).to.deep.equal({ allowed: true }), { intervalMs: 5 });
     }
-    const lost = answers.filter((a) => typeof a === 'string' && a.endsWith('its worker stopped (exit code 7)'));
-    expect(lost, 'deaths before it was quarantined').to.have.length(3);
-    expect(answers.slice(3)).to.deep.equal(Array(17).fill('handler acme.dev/Exits is quarantined with this config: it stopped its worker 3 times (last: handler acme.dev/Exits: its worker stopped (exit code 7))'));
-    expect(quarantined).to.deep.equal(['acme.dev/Exits']);
-    expect(runner.quarantined('acme.dev/Exits', { exit: true })).to.match(/^it stopped its worker 3 times/);
-    expect(runner.quarantined('acme.dev/Exits', { exit: false })).to.equal(undefined);
-    expect(failures.filter((f) => f === 'acme.dev/Exits quarantined')).to.have.length(17);
+    expect(answers).to.deep.equal(Array(20).fill('handler acme.dev/Exits was not answered: its worker stopped (exit code 7)'));
+    expect(deaths, 'each death counted').to.have.length(20);
+    expect(failures.filter((f) => !f.endsWith(' lost')), 'every failure was the worker lost under it').to.deep.equal([]);
   });
 });
 
