@@ -95,13 +95,20 @@ export function importKyverno(objects: KubeObject[]): KyvernoImport {
       const made = ruleWebhook(rule, spec);
       const where = `rule ${rule.name}`;
       if ('why' in made) note(`${where}: ${made.why}; not imported`);
-      else webhooks.push({ name: String(rule.name ?? ''), webhook: { ...made.webhook, name: uniqueName(String(rule.name ?? 'rule'), taken) } });
+      else {
+        webhooks.push({ name: String(rule.name ?? ''), webhook: { ...made.webhook, name: uniqueName(String(rule.name ?? 'rule'), taken) } });
+        const messages = (rule.validate?.cel?.expressions ?? []).map((e) => e.message || rule.validate?.message || '');
+        if (messages.some((m) => m.trim().includes('\n'))) note(`${where}: its message's line breaks are said as spaces (a suite's message has none, as a ValidatingAdmissionPolicy's)`);
+      }
     }
     if (webhooks.length === 0) continue;
     const name = String(policy.metadata?.name ?? '');
     if (policy.kind === 'ClusterPolicy') {
+      // A suite's name is part of DNS names: at most 40 characters (api/validate.ts).
+      const suiteName = name.length > 40 ? name.slice(0, 40).replace(/-+$/, '') : name;
+      if (suiteName !== name) note(`its suite is named ${suiteName} (a suite's name is at most 40 characters)`);
       // Like a native policy, a Kyverno policy is never refused for its types: neither is the suite.
-      const suite = { apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec: { typeCheckErrors: 'Warn', webhooks: webhooks.map((w) => w.webhook) } } as unknown as AdmissionSuite;
+      const suite = { apiVersion: API_VERSION, kind: KIND, metadata: { name: suiteName }, spec: { typeCheckErrors: 'Warn', webhooks: webhooks.map((w) => w.webhook) } } as unknown as AdmissionSuite;
       out.suites.push({ suite, source: label });
       continue;
     }
@@ -156,7 +163,7 @@ function ruleWebhook(rule: Rule, spec: KubeObject): { webhook: WebhookSpec } | {
   const params = paramsOf(cel, cel);
   if (params && 'why' in params) return params;
   const validations = (cel.expressions ?? []).map((v) => {
-    const message = v.message || validate.message;
+    const message = (v.message || validate.message)?.replace(/\s*\n\s*/g, ' ').trim();
     return { expression: v.expression ?? '', ...(message ? { message } : {}), ...(v.messageExpression ? { messageExpression: v.messageExpression } : {}), ...(v.reason ? { reason: v.reason } : {}) };
   });
   const webhook: WebhookSpec = {

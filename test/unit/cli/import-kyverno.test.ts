@@ -143,6 +143,17 @@ describe('portcullis import of Kyverno ClusterPolicies and Policies', function (
     expect((await evaluate(run.file, { ...many, spec: { ...many.spec, replicas: 2 } }, ['--objects', limits])).allowed).to.equal(true);
   });
 
+  it('shortens a name too long for a suite and a message with line breaks, saying so', async function () {
+    const long = 'disallow-security-context-constraint-anyuid';
+    const run = await imported([clusterPolicy(long, { validationFailureAction: 'Enforce', rules: [{ ...podRule('cel', HOST_PATH), validate: { message: 'no hostPath\nvolumes here\n', cel: { expressions: [{ expression: HOST_PATH }] } } }] }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' })]);
+    expect(run.code).to.equal(1);
+    expect(run.documents.map((d) => [d.metadata.name, d.spec.webhooks[0].validations[0].message])).to.deep.equal([['disallow-security-context-constraint-any', 'no hostPath volumes here']]);
+    expect(run.stderr.trim().split('\n')).to.deep.equal([
+      `portcullis: ClusterPolicy/${long}: rule cel: its message's line breaks are said as spaces (a suite's message has none, as a ValidatingAdmissionPolicy's)`,
+      `portcullis: ClusterPolicy/${long}: its suite is named disallow-security-context-constraint-any (a suite's name is at most 40 characters)`,
+    ]);
+  });
+
   it('names every rule it cannot carry over and why, keeps the rest, and exits 1', async function () {
     const run = await imported([
       clusterPolicy('mixed', {
