@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { KubeObject } from '../apiserver/client.ts';
 import type { JudgedObject } from './results.ts';
-import type { ResultKind } from './targets.ts';
+import type { ResultKind, Severity } from './targets.ts';
 
 export const REPORT_NAME = 'portcullis';
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'portcullis' } as const;
@@ -36,6 +36,9 @@ export interface TargetInfo {
   webhook?: string;
   /** `admission`: results of requests the webhook allowed with Warn or Audit failures; otherwise the scan's. */
   origin?: 'admission';
+  /** Every result's `severity` and `category` (the suite's or policy's annotations), for people to sort by. */
+  severity?: Severity;
+  category?: string;
 }
 
 interface ResultEntry {
@@ -44,6 +47,8 @@ interface ResultEntry {
   rule: string;
   result: ResultKind;
   message?: string;
+  severity?: Severity;
+  category?: string;
   scored: boolean;
   timestamp: { seconds: number; nanos: number };
   resources: { apiVersion: string; kind: string; name: string; namespace?: string; uid: string }[];
@@ -71,6 +76,8 @@ function entriesOf(judged: JudgedObject, targets: ReadonlyMap<string, TargetInfo
         rule: r.rule,
         result: r.result,
         ...(r.message ? { message: r.message.length > MESSAGE_LIMIT ? `${r.message.slice(0, MESSAGE_LIMIT)}...` : r.message } : {}),
+        ...(info.severity ? { severity: info.severity } : {}),
+        ...(info.category ? { category: info.category } : {}),
         scored: true,
         timestamp: { seconds: Math.floor(since / 1000), nanos: 0 },
         resources: [judged.ref],

@@ -578,7 +578,14 @@ export class AuditScanner {
     if (this.running && !all) return this.scheduleFlush();
     const infos = new Map<string, TargetInfo>();
     for (const t of this.targets.values()) {
-      const info = { policy: t.policy, action: t.action, sourceKind: t.source.kind, ...(t.source.webhook ? { webhook: t.source.webhook } : {}) };
+      const info: TargetInfo = {
+        policy: t.policy,
+        action: t.action,
+        sourceKind: t.source.kind,
+        ...(t.source.webhook ? { webhook: t.source.webhook } : {}),
+        ...(t.severity ? { severity: t.severity } : {}),
+        ...(t.category ? { category: t.category } : {}),
+      };
       infos.set(t.key, info);
       infos.set(liveKey(t.key), { ...info, origin: 'admission' });
     }

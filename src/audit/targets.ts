@@ -62,6 +62,9 @@ export interface AuditTarget {
   source: TargetSource;
   /** What a failure does (validationActions, or the handler's Deny), as OpenReports' `action` property. */
   action: string;
+  /** The report's `severity` and `category` of every result, from the suite's or policy's annotations (sortingOf). */
+  severity?: Severity;
+  category?: string;
   /** The rules that say which resources it can select (their CREATE rules). */
   rules: RuleWithOperations[];
   /** An AdmissionPolicy judges its own namespace only. */
@@ -257,6 +260,28 @@ function judgeWith(
   };
 }
 
+/** A report result's severity, as OpenReports and PolicyReport enumerate them. */
+export type Severity = 'critical' | 'high' | 'medium' | 'low' | 'info';
+const SEVERITIES: readonly string[] = ['critical', 'high', 'medium', 'low', 'info'];
+/** On a suite or an AdmissionPolicy: the severity and category of every result of its rules. */
+export const SEVERITY_ANNOTATION = 'portcullis.dev/severity';
+export const CATEGORY_ANNOTATION = 'portcullis.dev/category';
+/** On a suite, for one webhook (`severity.portcullis.dev/<webhook>`), over the suite's. */
+export const WEBHOOK_SEVERITY_PREFIX = 'severity.portcullis.dev/';
+export const WEBHOOK_CATEGORY_PREFIX = 'category.portcullis.dev/';
+
+/**
+ * The severity and category the results of a suite's webhook (or a policy, `webhook` unset) are
+ * reported with, from its annotations: the webhook's own over the suite's. A severity other than
+ * the reports' five is left out (the report's schema would refuse it), as is an empty category.
+ */
+export function sortingOf(annotations: Record<string, string> | undefined, webhook?: string): { severity?: Severity; category?: string } {
+  const read = (key: string, perWebhook: string) => (webhook !== undefined ? annotations?.[`${perWebhook}${webhook}`] : undefined) ?? annotations?.[key];
+  const severity = read(SEVERITY_ANNOTATION, WEBHOOK_SEVERITY_PREFIX)?.trim().toLowerCase();
+  const category = read(CATEGORY_ANNOTATION, WEBHOOK_CATEGORY_PREFIX)?.trim();
+  return { ...(severity && SEVERITIES.includes(severity) ? { severity: severity as Severity } : {}), ...(category ? { category } : {}) };
+}
+
 function actionOf(spec: Pick<WebhookSpec, 'validationActions' | 'handler'>): { action: string; warnOnly: boolean } {
   const actions = spec.handler ? ['Deny'] : (spec.validationActions ?? ['Deny']);
   return { action: actions.join(','), warnOnly: !actions.includes('Deny') && !actions.includes('Audit') };
@@ -284,6 +309,7 @@ export function suiteTargets(suite: AdmissionSuite, config: OperatorConfig, cont
       policy: `${name}/${spec.name}`,
       source: { kind: 'AdmissionSuite', name, webhook: spec.name, generation: suite.metadata.generation ?? 0 },
       action,
+      ...sortingOf(suite.metadata.annotations, spec.name),
       // A suite's status is cluster-wide, read by its author; each namespace's Report, by those who read the namespace.
       reader: { user: recordedAuthor(suite.metadata), scope: 'count' },
       rules: createRules(entry.rules ?? []),
@@ -341,6 +367,7 @@ export function policyTarget(policy: AdmissionPolicy, limits: PolicyLimits, conf
     policy: `${namespace}/${name}`,
     source: { kind: 'AdmissionPolicy', name, namespace, generation: policy.metadata.generation ?? 0 },
     action,
+    ...sortingOf(policy.metadata.annotations),
     reader: { user: recordedAuthor(policy.metadata), scope: 'judge' },
     rules: createRules(spec.rules),
     namespace,

@@ -27,7 +27,7 @@ import { compare, describeRequest, parseAuditLog, replayable, skippedSummary, ty
 import { report, reportJson, reportJunit, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
 import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource } from '../registry/typecheck.ts';
 import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
-import { EXCEPTION_KIND, validateException, type AdmissionException } from '../api/exceptions.ts';
+import { EXCEPTION_KIND, expiryOf, validateException, type AdmissionException } from '../api/exceptions.ts';
 import { protectedNamespaces } from '../api/protected-namespaces.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { errorMessage } from '../error-message.ts';
@@ -73,10 +73,11 @@ Usage:
                                    and audit annotations (exit 1 on a denial); a namespaceSelector reads
                                    the Namespaces of the files, else --namespace-labels
   portcullis eval --suite FILE --object FILE [--old-object FILE] [--operation CREATE|UPDATE|DELETE|CONNECT]
-                  [--objects FILE]... [--namespace NS] [--resource PLURAL] [--user NAME]
+                  [--objects FILE]... [--namespace NS] [--resource PLURAL] [--user NAME] [--now TIME]
                                    print the AdmissionReview response of each webhook called, the patched
                                    object and the request's result, as JSON (--suite files may hold
-                                   AdmissionPolicies too)
+                                   AdmissionPolicies too); --now: the request's instant (RFC 3339),
+                                   which AdmissionExceptions' expires is compared with (default: now)
   portcullis audit FILE|DIR... [--kubeconfig FILE] [--namespace NS] [-o text|json]
                                    judge the objects of a live cluster (FILE, else KUBECONFIG,
                                    ~/.kube/config) as the background audit does, with the suites and
@@ -188,6 +189,7 @@ function parse(argv: string[]) {
         output: { type: 'string', short: 'o' },
         replay: { type: 'string' },
         'handler-modules': { type: 'string' },
+        now: { type: 'string' },
       },
     });
   } catch (err) {
@@ -487,7 +489,10 @@ async function evaluate(rest: string[], values: Values, operatorNamespace: strin
   const { suites, policies, objects } = splitSuites(documents, requestNamespace ?? 'default');
   if (suites.length + policies.length === 0) throw new UsageError(`${values.suite.join(', ')}: no AdmissionSuite or AdmissionPolicy`);
   for (const file of values.objects ?? []) objects.push(...readDocuments(file));
-  const cluster = new OfflineCluster(suites, objects, operatorNamespace, policies);
+  // The instant of the request, which AdmissionExceptions' expires is compared with (as a test file's now:).
+  const now = values.now === undefined ? undefined : expiryOf(values.now);
+  if (values.now !== undefined && now === undefined) throw new UsageError(`--now must be an RFC 3339 time such as 2026-12-31T00:00:00Z, not ${values.now}`);
+  const cluster = new OfflineCluster(suites, objects, operatorNamespace, policies, now !== undefined ? { now } : {});
   const refused = await cluster.refusals();
   if (refused.length) {
     process.stderr.write(`${refused.map((r) => r.message).join('\n')}\n`);

@@ -2,7 +2,7 @@
  * AdmissionExceptions offline (issue 55): `portcullis eval`, `portcullis test` and `portcullis scan`
  * apply those given among the objects as the operator does (evaluate.ts' OfflineCluster holds them
  * in the operator's ExceptionStore), with the warning and audit annotation, at the clock a test
- * file's `now:` sets. The CLI as a subprocess; owns no API server and no other command's output.
+ * file's `now:` (or eval's --now) sets. The CLI as a subprocess; owns no API server and no other command's output.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -72,6 +72,19 @@ describe('portcullis eval, test and scan: AdmissionExceptions', function () {
 
     const elsewhere = await runCli(['eval', '--suite', suiteFile, '--object', write('cm-b.yaml', [configMap('team-b')]), '--objects', objects]);
     expect(JSON.parse(elsewhere.stdout)).to.deep.include({ allowed: false, message: DENIED });
+  });
+
+  it('eval --now: before expires admits with the warning, from expires on denies; a time that is not RFC 3339 is a usage error', async function () {
+    const args = ['eval', '--suite', write('suite.yaml', [suite]), '--object', write('cm-a.yaml', [configMap('team-a')]), '--objects', write('exception.yaml', [exception])];
+    const before = await runCli([...args, '--now', '2029-12-31T23:59:59Z']);
+    expect(JSON.parse(before.stdout)).to.deep.include({ allowed: true });
+    const owner = JSON.parse(before.stdout).webhooks.find((w: { name: string }) => w.name === 'owner.owners.admission.portcullis.dev');
+    expect(owner.review.response.warnings).to.deep.equal([WARNING]);
+    const after = await runCli([...args, '--now', '2030-01-01T00:00:00Z']);
+    expect(JSON.parse(after.stdout)).to.deep.include({ allowed: false, message: DENIED });
+    const bad = await runCli([...args, '--now', 'tomorrow']);
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.contain('--now must be an RFC 3339 time such as 2026-12-31T00:00:00Z, not tomorrow');
   });
 
   it('test: now: before expires admits with the warning, after it denies (file and case), and a case can expect the warning', async function () {
