@@ -15,6 +15,7 @@ const pages = [
   { text: 'Install on your cluster', link: '/install' },
   { text: 'Concepts', link: '/concepts' },
   { text: 'Operating it', link: '/operating' },
+  { text: 'Roll out a rule safely', link: '/rollout' },
   { text: 'Exceptions', link: '/exceptions' },
   { text: 'Conditions and reasons', link: '/conditions' },
   { text: 'Built-in handlers', link: '/handlers' },
