@@ -20,6 +20,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { ensureNamespace } from '../support/objects.ts';
 import { rawRequest } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
+import { dryRunCreate, waitEnforced, type Outcome } from '../support/map-differential.ts';
 import { apply, deleteIfExists } from '../../src/apiserver/client.ts';
 import type { FailurePolicy, MatchCondition, Mutation, Variable, WebhookSpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/manager/operator.ts';
@@ -304,15 +305,6 @@ function suiteWebhook(row: Row): WebhookSpec {
   } as WebhookSpec;
 }
 
-/** Each side's wrapper, in the order they are taken off: the MAP's (whatever names its policy and binding), then the webhook's. */
-const WRAPPERS = [/^(?:\S+ "[^"]*" is (?:forbidden|invalid): )?(?:MutatingAdmissionPolicy|policy) '[^']*' with binding '[^']*' denied request: /, /^admission webhook "[^"]*" denied the request: /];
-
-interface Outcome {
-  status: number;
-  /** The returned object without what differs by namespace and by request; the policy's own words when refused. */
-  result: unknown;
-}
-
 function body(row: Row, c: Case): Record<string, unknown> {
   const { apiVersion, kind } = KINDS[row.kind];
   const metadata = { name: row.name, labels: { [ROW_LABEL]: row.name, ...c.labels }, ...(c.annotations ? { annotations: c.annotations } : {}), ...(c.finalizers ? { finalizers: c.finalizers } : {}) };
@@ -320,19 +312,8 @@ function body(row: Row, c: Case): Record<string, unknown> {
   return { apiVersion, kind, metadata, spec: c.spec ?? (row.kind === 'deployment' ? DEPLOYMENT_SPEC : WIDGET_SPEC) };
 }
 
-async function create(row: Row, c: Case, namespace: string): Promise<Outcome> {
-  const response = await rawRequest('POST', `${KINDS[row.kind].path.replace('NS', namespace)}?dryRun=All`, body(row, c));
-  if (response.status >= 300) return { status: response.status, result: WRAPPERS.reduce((m, w) => m.replace(w, ''), response.body.message ?? '') };
-  const { name: _n, namespace: _ns, uid: _u, resourceVersion: _rv, creationTimestamp: _ct, managedFields: _mf, ...rest } = response.body.metadata as Record<string, unknown>;
-  return { status: response.status, result: { ...response.body, metadata: rest } };
-}
-
-/** An object's result without the row label, to compare with the same create no row selects. */
-function withoutRowLabel(result: unknown): unknown {
-  if (typeof result !== 'object' || result === null) return result;
-  const copy = structuredClone(result) as { metadata?: { labels?: Record<string, string> } };
-  delete copy.metadata?.labels?.[ROW_LABEL];
-  return copy;
+function create(row: Row, c: Case, namespace: string): Promise<Outcome> {
+  return dryRunCreate(KINDS[row.kind].path.replace('NS', namespace), body(row, c));
 }
 
 describe('MutatingAdmissionPolicy differential: ApplyConfiguration mutations in a suite answer as the API server’s own MAP', function () {
@@ -365,14 +346,11 @@ describe('MutatingAdmissionPolicy differential: ApplyConfiguration mutations in 
     // each side enforces each row once a create there comes back changed or refused
     for (const row of ROWS) {
       for (const ns of [NATIVE_NS, HOOK_NS]) {
-        await eventually(
-          async () => {
-            const outcomes = await Promise.all(row.cases.map((c) => create(row, c, ns)));
-            const plain = await Promise.all(row.cases.map((c) => create({ ...row, name: `${row.name}-off` }, c, ns)));
-            const changed = outcomes.some((o, i) => o.status >= 300 || JSON.stringify(withoutRowLabel(o.result)) !== JSON.stringify(withoutRowLabel(plain[i]!.result)));
-            expect(changed, `${row.name} in ${ns}: ${JSON.stringify(outcomes)}`).to.equal(true);
-          },
-          { what: `${row.name} enforced in ${ns}` },
+        await waitEnforced(
+          `${row.name} in ${ns}`,
+          ROW_LABEL,
+          () => Promise.all(row.cases.map((c) => create(row, c, ns))),
+          () => Promise.all(row.cases.map((c) => create({ ...row, name: `${row.name}-off` }, c, ns))),
         );
       }
     }

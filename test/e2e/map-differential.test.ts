@@ -22,6 +22,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { ensureNamespace } from '../support/objects.ts';
 import { rawRequest } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
+import { changedAny, dryRunCreate, waitEnforced, type Outcome } from '../support/map-differential.ts';
 import { runCli } from '../support/cli.ts';
 import { kubectl } from '../support/cluster.ts';
 import { tempFolder } from '../support/temp-files.ts';
@@ -323,22 +324,9 @@ function teamPolicy(row: Row, author: Record<string, string> = {}) {
   return { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionPolicy', metadata: { name: row.name, namespace: TEAM_NS, annotations: author }, spec };
 }
 
-/** Each side's wrapper, in the order they are taken off: the MAP's (whatever names its policy and binding), the webhook's, then the name of the AdmissionPolicy that refused. */
-const WRAPPERS = [/^(?:\S+ "[^"]*" is (?:forbidden|invalid): )?(?:MutatingAdmissionPolicy|policy) '[^']*' with binding '[^']*' denied request: /, /^admission webhook "[^"]*" denied the request: /, /^AdmissionPolicy [a-z0-9-]+: /];
-
-interface Outcome {
-  status: number;
-  /** The returned object without what differs by namespace and by request; the policy's own words when refused. */
-  result: unknown;
-}
-
-async function create(row: Row, c: Case, namespace: string): Promise<Outcome> {
+function create(row: Row, c: Case, namespace: string): Promise<Outcome> {
   const metadata = { name: row.name, labels: { [ROW_LABEL]: row.name, ...c.labels }, ...(c.annotations ? { annotations: c.annotations } : {}), ...(c.finalizers ? { finalizers: c.finalizers } : {}) };
-  const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata, ...(c.data ? { data: c.data } : {}) };
-  const response = await rawRequest('POST', `/api/v1/namespaces/${namespace}/configmaps?dryRun=All`, body);
-  if (response.status >= 300) return { status: response.status, result: WRAPPERS.reduce((m, w) => m.replace(w, ''), response.body.message ?? '') };
-  const { name: _n, namespace: _ns, uid: _u, resourceVersion: _rv, creationTimestamp: _ct, managedFields: _mf, ...rest } = response.body.metadata as Record<string, unknown>;
-  return { status: response.status, result: { ...response.body, metadata: rest } };
+  return dryRunCreate(`/api/v1/namespaces/${namespace}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata, ...(c.data ? { data: c.data } : {}) });
 }
 
 /** Whether this API server serves MutatingAdmissionPolicy v1 (GA since 1.36; the oldest supported, 1.35, does not). */
@@ -395,14 +383,11 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
     // each side enforces each row once a create there comes back changed or refused
     for (const row of ROWS) {
       for (const ns of [...(native ? [NATIVE_NS, COMPILED_NS] : []), HOOK_NS, ...(teamRow(row) ? [TEAM_NS] : [])]) {
-        await eventually(
-          async () => {
-            const outcomes = await Promise.all(row.cases.map((c) => create(row, c, ns)));
-            const plain = await Promise.all(row.cases.map((c) => create({ ...row, name: `${row.name}-off` }, c, ns)));
-            const changed = outcomes.some((o, i) => o.status >= 300 || JSON.stringify(withoutRowLabel(o.result)) !== JSON.stringify(withoutRowLabel(plain[i]!.result)));
-            expect(changed, `${row.name} in ${ns}: ${JSON.stringify(outcomes)}`).to.equal(true);
-          },
-          { what: `${row.name} enforced in ${ns}` },
+        await waitEnforced(
+          `${row.name} in ${ns}`,
+          ROW_LABEL,
+          () => Promise.all(row.cases.map((c) => create(row, c, ns))),
+          () => Promise.all(row.cases.map((c) => create({ ...row, name: `${row.name}-off` }, c, ns))),
         );
       }
     }
@@ -429,7 +414,7 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
       if (!native) {
         // no oracle on this API server: the suite still mutates or refuses where the row does
         const plain = await Promise.all(row.cases.map((c) => create({ ...row, name: `${row.name}-off` }, c, HOOK_NS)));
-        expect(hook.some((o, i) => o.status >= 300 || JSON.stringify(withoutRowLabel(o.result)) !== JSON.stringify(withoutRowLabel(plain[i]!.result)))).to.equal(true);
+        expect(changedAny(hook, plain, ROW_LABEL)).to.equal(true);
         if (teamRow(row)) expect(team, 'the AdmissionPolicy').to.deep.equal(hook);
         return;
       }
@@ -443,11 +428,3 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
     });
   }
 });
-
-/** An object's result without the row label, to compare with the same create no row selects. */
-function withoutRowLabel(result: unknown): unknown {
-  if (typeof result !== 'object' || result === null) return result;
-  const copy = structuredClone(result) as { metadata?: { labels?: Record<string, string> } };
-  delete copy.metadata?.labels?.[ROW_LABEL];
-  return copy;
-}
