@@ -4,7 +4,7 @@
  * Policy an AdmissionPolicy per rule in its namespace. Each answers as Kyverno's engine answers
  * (pkg/engine/handlers/validation/validate_cel.go, pkg/engine/utils/match.go): the rule's
  * match/exclude (any/all, kinds with Kyverno's group/version/kind/subresource and wildcards, names,
- * namespaces, annotations, selectors, operations) said as one matchCondition, its celPreconditions as
+ * namespaces, annotations, selectors, operations, subjects) said as one matchCondition, its celPreconditions as
  * matchConditions, its CEL variables, expressions (the rule's message where one has none), audit
  * annotations and params; the rules Kyverno generates for pod controllers (pkg/autogen/v1) made as
  * Kyverno makes them; Enforce as Deny, Audit as Audit (and Warn with emitWarning). What is not CEL
@@ -35,7 +35,7 @@ interface Resources {
 }
 interface Filter {
   resources?: Resources;
-  subjects?: unknown[];
+  subjects?: { kind?: string; name?: string; namespace?: string }[];
   roles?: string[];
   clusterRoles?: string[];
 }
@@ -202,7 +202,6 @@ function matchExpression(match: MatchBlock | undefined, exclude: MatchBlock | un
   const filters = (block: MatchBlock | undefined) => (block?.any?.length ? block.any : block?.all?.length ? block.all : block ? [block] : []);
   for (const filter of [...filters(match), ...filters(exclude)]) {
     if (filter.roles?.length || filter.clusterRoles?.length) return { why: 'its match or exclude names roles or clusterRoles, which Kyverno reads from RBAC bindings and a suite cannot' };
-    if (filter.subjects?.length) return { why: 'its match or exclude names subjects, which are not carried over' };
   }
   if (!match) return { why: 'it has no match' };
   const matched = filters(match);
@@ -215,12 +214,12 @@ function matchExpression(match: MatchBlock | undefined, exclude: MatchBlock | un
       if (sub !== '' || wildcard(name, 'Pod')) subresources = true;
     }
   }
-  const test = (filter: Filter) => filterTest(filter.resources);
+  const test = (filter: Filter) => filterTest(filter);
   const matchTest = match.any?.length ? `(${matched.map(test).join(' || ')})` : `(${matched.map(test).join(' && ')})`;
   let excludeTest = 'false';
   if (exclude) {
     // An empty entry excludes nothing (matchesResourceDescriptionExcludeHelper).
-    const tests = filters(exclude).map((f) => (isEmpty(f.resources) ? 'false' : test(f)));
+    const tests = filters(exclude).map((f) => (isEmpty(f.resources) && !f.subjects?.length ? 'false' : test(f)));
     excludeTest = tests.length === 0 ? 'false' : exclude.all?.length ? `(${tests.join(' && ')})` : `(${tests.join(' || ')})`;
   }
   const rule: NamedRuleWithOperations = { apiGroups: ['*'], apiVersions: ['*'], operations: ALL_OPERATIONS.filter((o) => operations.has(o)) as NamedRuleWithOperations['operations'], resources: subresources ? ['*/*'] : ['*'] };
@@ -232,10 +231,14 @@ const strings = (list: string[]): string => `[${list.map((s) => JSON.stringify(s
 
 const isEmpty = (r: Resources | undefined) => !r || Object.values(r).every((v) => v === undefined || (Array.isArray(v) && v.length === 0));
 
-/** One entry of match or exclude (doesResourceMatchConditionBlock): every condition given holds; an empty entry matches nothing. */
-function filterTest(resources: Resources | undefined): string {
-  if (isEmpty(resources)) return 'false';
-  const r = resources!;
+/**
+ * One entry of match or exclude (doesResourceMatchConditionBlock): every condition given holds, the
+ * request's user among its subjects if it names any; an entry with neither matches nothing.
+ */
+function filterTest(filter: Filter): string {
+  const subjects = filter.subjects ?? [];
+  if (isEmpty(filter.resources) && subjects.length === 0) return 'false';
+  const r = filter.resources ?? {};
   const tests: string[] = [];
   if (r.operations?.length) tests.push(`request.operation in ${strings(r.operations)}`);
   if (r.kinds?.length) tests.push(`(${r.kinds.map(kindTest).join(' || ')})`);
@@ -254,7 +257,17 @@ function filterTest(resources: Resources | undefined): string {
   if (r.selector) tests.push(selectorTest(r.selector, LABELS));
   // A namespaceSelector never matches a Namespace; a cluster-scoped object is judged by no labels.
   if (r.namespaceSelector) tests.push(`!(${IS_NAMESPACE}) && ${selectorTest(r.namespaceSelector, `(${NAMESPACE_LABELS})`)}`);
+  if (subjects.length) tests.push(`(${subjects.map(subjectTest).join(' || ')})`);
   return tests.length ? `(${tests.join(' && ')})` : 'true';
+}
+
+/** CheckSubjects: a User or ServiceAccount by the username, a Group by any of the user's groups (wildcards in the subject). */
+function subjectTest(subject: { kind?: string; name?: string; namespace?: string }): string {
+  const username = 'request.userInfo.?username.orValue("")';
+  if (subject.kind === 'Group') return `request.userInfo.?groups.orValue([]).exists(g, ${globTest(subject.name ?? '', 'g')})`;
+  if (subject.kind === 'ServiceAccount') return globTest(`system:serviceaccount:${subject.namespace ?? ''}:${subject.name ?? ''}`, username);
+  // Kyverno matches a subject of another kind with no user.
+  return subject.kind === 'User' ? globTest(subject.name ?? '', username) : 'false';
 }
 
 /** ParseKindSelector: `Kind`, `version/Kind`, `Kind/sub`, `group/version/Kind[/sub]`, `Kind.sub`, `*`s anywhere. */

@@ -143,6 +143,29 @@ describe('portcullis import of Kyverno ClusterPolicies and Policies', function (
     expect((await evaluate(run.file, { ...many, spec: { ...many.spec, replicas: 2 } }, ['--objects', limits])).allowed).to.equal(true);
   });
 
+  it("matches and excludes by subjects as Kyverno: a User and a ServiceAccount by the username, a Group by the user's groups, with wildcards", async function () {
+    const run = await imported([
+      clusterPolicy('subjects', {
+        validationFailureAction: 'Enforce',
+        rules: [
+          {
+            ...podRule('users', HOST_PATH),
+            match: { any: [{ resources: { kinds: ['Pod'] }, subjects: [{ kind: 'User', name: 'ali?e' }, { kind: 'ServiceAccount', name: 'deploy*', namespace: 'ci' }] }] },
+            exclude: { any: [{ subjects: [{ kind: 'Group', name: 'system:masters' }] }] },
+          },
+          { ...podRule('everyone-but-system', HOST_PATH), match: { any: [{ resources: { kinds: ['Pod'] }, subjects: [{ kind: 'Group', name: 'system:auth*' }] }] }, exclude: { any: [{ subjects: [{ kind: 'User', name: 'system:*' }] }] } },
+        ],
+      }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' }),
+    ]);
+    expect(run.stderr).to.equal('');
+    // eval's --user is in the group system:authenticated.
+    const by = async (user: string) => (await evaluate(run.file, pod('bad', 'team', hostPath), ['--user', user])).message?.replace(/^admission webhook "([^".]+)\..*$/, '$1');
+    expect(await by('alice'), 'a User').to.equal('users');
+    expect(await by('bob'), 'not a User named, but in the Group').to.equal('everyone-but-system');
+    expect(await by('system:serviceaccount:ci:deployer'), 'a ServiceAccount').to.equal('users');
+    expect(await by('system:serviceaccount:ci:other'), 'excluded as a User system:*').to.equal(undefined);
+  });
+
   it('shortens a name too long for a suite and a message with line breaks, saying so', async function () {
     const long = 'disallow-security-context-constraint-anyuid';
     const run = await imported([clusterPolicy(long, { validationFailureAction: 'Enforce', rules: [{ ...podRule('cel', HOST_PATH), validate: { message: 'no hostPath\nvolumes here\n', cel: { expressions: [{ expression: HOST_PATH }] } } }] }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' })]);
