@@ -45,7 +45,8 @@ export interface CompiledWebhook {
   lookups: LookupKind[];
   /**
    * false: a large body is judged where it is read, not by the review worker (which loads no
-   * handler modules: src/custom). Unset for every webhook but a handler module's.
+   * handler modules: src/custom, and holds no schema to merge an apply configuration by). Unset
+   * for every webhook but a handler module's and one with ApplyConfiguration mutations.
    */
   offload?: false;
 }
@@ -171,7 +172,8 @@ export function compileWebhook(
       admit: guarded(admit, failurePolicy),
       observer,
       lookups: (spec.handler && findHandler(spec.handler.name)?.lookups) || [],
-      ...(spec.handler && customHandler(spec.handler.name) ? { offload: false as const } : {}),
+      // the review worker holds neither handler modules nor the schemas ApplyConfiguration mutations merge by
+      ...((spec.handler && customHandler(spec.handler.name)) || appliesConfiguration(spec) ? { offload: false as const } : {}),
     };
   } catch (err) {
     if (err instanceof SpecError) return { errors: err.errors };
@@ -284,6 +286,11 @@ function excused(decision: Decision, used: readonly AnyException[], observer: We
   };
 }
 
+/** Whether a webhook has ApplyConfiguration mutations (which merge by the request's kind's schema). */
+function appliesConfiguration(spec: WebhookSpec): boolean {
+  return spec.type === 'Mutating' && !spec.handler && (spec.mutations ?? []).some((m) => m.patchType === 'ApplyConfiguration');
+}
+
 type Bound = (request: AdmissionRequest, allowance?: Allowance, excuse?: Excuse, mergeSchema?: MergeSchema) => Decision | Promise<Decision>;
 
 /**
@@ -292,7 +299,7 @@ type Bound = (request: AdmissionRequest, allowance?: Allowance, excuse?: Excuse,
  * webhook as it is.
  */
 function withSchema(judged: Bound, spec: WebhookSpec, failurePolicy: FailurePolicy, context: CompileContext): Bound {
-  if (spec.type !== 'Mutating' || !spec.mutations?.some((m) => m.patchType === 'ApplyConfiguration')) return judged;
+  if (!appliesConfiguration(spec)) return judged;
   return (request, allowance, excuse) => {
     const source = context.mergeSchemas;
     const kind = request.kind;

@@ -14,6 +14,8 @@ import type { FailurePolicy, WebhookSpec } from '../../../../src/api/types.ts';
 import type { AdmissionRequest } from '../../../../src/api/admission-review.ts';
 import jsonpatch from 'fast-json-patch';
 import { validatePolicy } from '../../../../src/api/validate.ts';
+import { compileWebhook, OFFLINE_SCHEMAS } from '../../../../src/registry/compile.ts';
+import { HeldElsewhere } from '../../../../src/handlers/handler.ts';
 import type { AdmissionPolicy } from '../../../../src/api/types.ts';
 
 const ref = (name: string) => ({ allOf: [{ $ref: `#/components/schemas/${name}` }] });
@@ -167,6 +169,18 @@ describe('policy: MutatingAdmissionPolicy ApplyConfiguration mutations', functio
     } as unknown as AdmissionPolicy;
     const errors = validatePolicy(policy, { mutations: true, costBudget: 1000 }, []);
     expect(errors).to.deep.include({ field: 'spec.mutations[0].patchType', message: 'ApplyConfiguration is not supported in an AdmissionPolicy yet: write the mutation as patchType JSONPatch' });
+  });
+  it('is answered where a schema is held: never by the review worker, and forwarded from where none is set (the admission thread)', async function () {
+    const compiled = compileWebhook('s', webhook('Object{spec: Object.spec{replicas: 3}}'), 'spec.webhooks[0]', 'Fail', {});
+    if ('errors' in compiled) throw new Error(JSON.stringify(compiled.errors));
+    expect(compiled.offload).to.equal(false);
+    expect(() => compiled.admit(request())).to.throw(HeldElsewhere);
+    const held = compileWebhook('s', webhook('Object{spec: Object.spec{replicas: 3}}'), 'spec.webhooks[0]', 'Fail', { mergeSchemas: { schema: async () => SCHEMA } });
+    if ('errors' in held) throw new Error(JSON.stringify(held.errors));
+    expect(patchedObject(await held.admit(request()))).to.have.nested.property('spec.replicas', 3);
+    const offline = compileWebhook('s', webhook('Object{spec: Object.spec{replicas: 3}}'), 'spec.webhooks[0]', 'Fail', { mergeSchemas: OFFLINE_SCHEMAS });
+    if ('errors' in offline) throw new Error(JSON.stringify(offline.errors));
+    expect((await offline.admit(request())).warnings?.[0]).to.contain('no schema of Deployment is known here');
   });
   it('orders keyed items as structured-merge-diff does: the object\'s order, the patch\'s shared items in its order, new ones after the object\'s that precede them', function () {
     const lhs = { apiVersion: 'apps/v1', kind: 'Deployment', spec: { template: { spec: { containers: [{ name: 'a' }, { name: 'b' }, { name: 'c' }] } } } };
