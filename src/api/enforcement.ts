@@ -65,6 +65,10 @@ export function mutatingPolicyObstacles(webhook: WebhookSpec): { field: string; 
   return obstacles;
 }
 
+/** Why a suite's AdmissionExceptions keep an Auto webhook served by the operator, and do not apply to a Native one. */
+export const EXCEPTIONS_NOT_NATIVE =
+  'the suite accepts AdmissionExceptions, which apply where the operator answers the webhook; they are not compiled into a ValidatingAdmissionPolicy yet';
+
 /** Why native enforcement is asked of an operator that does not enforce natively. */
 export const NATIVE_ENFORCEMENT_OFF =
   "this operator does not enforce natively (it runs without --native-enforcement, the chart's nativeEnforcement.enabled, which needs the grants of deploy/optional/native-enforcement.yaml)";
@@ -87,7 +91,10 @@ export function plannedEnforcement(suite: Pick<AdmissionSuite, 'spec'>, webhook:
   if (asked === 'Webhook') return { enforcement: 'Webhook' };
   if (!nativeAllowed) return { enforcement: 'Webhook', reason: NATIVE_ENFORCEMENT_OFF };
   const obstacles = nativeObstacles(webhook);
-  if (obstacles.length === 0) return { enforcement: 'Native' };
+  const excepted = suite.spec.exceptions?.allowed === true;
+  // Auto where exceptions may apply: served where they are applied, exactly, rather than natively where they would not be.
+  if (obstacles.length === 0 && excepted && asked === 'Auto') return { enforcement: 'Webhook', reason: `spec.exceptions: ${EXCEPTIONS_NOT_NATIVE}` };
+  if (obstacles.length === 0) return { enforcement: 'Native', ...(excepted ? { reason: `spec.exceptions: ${EXCEPTIONS_NOT_NATIVE}: none applies to this Native webhook, and one naming it is refused on apply` } : {}) };
   // A Native webhook with obstacles is refused on apply (api/validate.ts); here only Auto gets this far.
   return { enforcement: 'Webhook', reason: obstacles.map((o) => `${o.field}: ${o.reason}`).join('; ') };
 }

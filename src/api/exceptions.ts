@@ -8,6 +8,7 @@
 import type { AdmissionRequest, Decision } from './admission-review.ts';
 import { GROUP, type API_VERSION, type AdmissionSuite, type Condition, type ObjectMeta } from './types.ts';
 import type { FieldError } from './validate.ts';
+import { EXCEPTIONS_NOT_NATIVE, requestedEnforcement } from './enforcement.ts';
 import { labelSelectorProblems, selects, type LabelSelector } from '../kubernetes/selectors.ts';
 
 export const EXCEPTION_KIND = 'AdmissionException';
@@ -218,6 +219,7 @@ export function validateException(
   const webhook = context.suite!.spec.webhooks.find((w) => w.name === spec.webhook);
   const podSecurity = webhook?.type === 'Validating' && webhook.handler?.name === POD_SECURITY_HANDLER;
   if (!webhook) err('spec.webhook', `AdmissionSuite ${spec.suite} has no webhook named ${JSON.stringify(spec.webhook)}`);
+  else if (requestedEnforcement(context.suite!, webhook) === 'Native') err('spec.webhook', `webhook ${spec.webhook} is enforced natively (enforcement: Native): ${EXCEPTIONS_NOT_NATIVE} (enforcement: Auto or Webhook applies them)`);
   else if (podSecurity) errors.push(...podSecurityProblems(spec));
   else if (spec.podSecurity !== undefined) err('spec.podSecurity', `webhook ${spec.webhook}'s handler is not ${POD_SECURITY_HANDLER}: podSecurity applies to a PodSecurity webhook only`);
   else if (webhook.type !== 'Validating' || webhook.handler || !webhook.validations?.length) err('spec.webhook', `webhook ${spec.webhook} has no CEL validations: exceptions apply to a Validating webhook's validations, or to a PodSecurity webhook's controls, only`);
