@@ -7,7 +7,7 @@
  * namespaces, annotations, selectors, operations, subjects) said as one matchCondition, its celPreconditions as
  * matchConditions, its CEL variables, expressions (the rule's message where one has none), audit
  * annotations and params; the rules Kyverno generates for pod controllers (pkg/autogen/v1) made as
- * Kyverno makes them; Enforce as Deny, Audit as Audit (and Warn with emitWarning). What is not CEL
+ * Kyverno makes them; applyRules One; Enforce as Deny, Audit as Audit (and Warn with emitWarning). What is not CEL
  * (patterns, deny, foreach, JMESPath preconditions, context, mutate, generate, verifyImages, roles)
  * is not approximated: that rule is left out and said in `notes`. Pure: objects in, suites,
  * policies and notes out. It does not touch the VAP and ValidatingPolicy import (native/import.ts)
@@ -91,11 +91,23 @@ export function importKyverno(objects: KubeObject[]): KyvernoImport {
     }
     const webhooks: { name: string; webhook: WebhookSpec }[] = [];
     const taken = new Set<string>();
+    // applyRules One: Kyverno stops at the first rule that applies (matched, its celPreconditions
+    // met, evaluated); each later rule applies only where none before it did.
+    const applyOne = spec.applyRules === 'One';
+    const before: string[] = [];
+    let undecided: string | undefined;
     for (const rule of [...((spec.rules ?? []) as Rule[]), ...autogenRules(policy)]) {
-      const made = ruleWebhook(rule, spec);
       const where = `rule ${rule.name}`;
+      const made = undecided ? { why: `under applyRules One it applies only where rule ${undecided} does not, which cannot be said` } : ruleWebhook(rule, spec);
+      const earlier = [...before];
+      if (applyOne && !undecided) {
+        const applies = appliesExpression(rule);
+        if (applies === undefined) undecided = String(rule.name);
+        else if (applies !== 'false') before.push(applies);
+      }
       if ('why' in made) note(`${where}: ${made.why}; not imported`);
       else {
+        if (applyOne && earlier.length) made.webhook.matchConditions = [{ name: 'kyverno-apply-one', expression: earlier.map((e) => `!(${e})`).join(' && ') }, ...(made.webhook.matchConditions ?? [])];
         webhooks.push({ name: String(rule.name ?? ''), webhook: { ...made.webhook, name: uniqueName(String(rule.name ?? 'rule'), taken) } });
         const messages = (rule.validate?.cel?.expressions ?? []).map((e) => e.message || rule.validate?.message || '');
         if (messages.some((m) => m.trim().includes('\n'))) note(`${where}: its message's line breaks are said as spaces (a suite's message has none, as a ValidatingAdmissionPolicy's)`);
@@ -131,6 +143,19 @@ export function importKyverno(objects: KubeObject[]): KyvernoImport {
     }
   }
   return out;
+}
+
+/**
+ * Where `rule` applies, for applyRules One: its match and exclude and its celPreconditions (an
+ * evaluation error is taken as applying); undefined where that cannot be said, 'false' for a rule
+ * Kyverno never counts as applied (not a validate rule).
+ */
+function appliesExpression(rule: Rule): string | undefined {
+  if (!rule.validate) return 'false';
+  if (rule.context?.length || rule.preconditions !== undefined) return undefined;
+  const match = matchExpression(rule.match, rule.exclude);
+  if ('why' in match) return undefined;
+  return [match.expression, ...(rule.celPreconditions ?? []).map((c) => `(${c.expression})`)].join(' && ');
 }
 
 /** The parts of a validate rule that are not CEL, as Kyverno names them. */

@@ -166,6 +166,25 @@ describe('portcullis import of Kyverno ClusterPolicies and Policies', function (
     expect(await by('system:serviceaccount:ci:other'), 'excluded as a User system:*').to.equal(undefined);
   });
 
+  it('applies only the first rule that applies under applyRules One, as Kyverno stops there', async function () {
+    const run = await imported([
+      clusterPolicy('first-only', {
+        validationFailureAction: 'Enforce',
+        applyRules: 'One',
+        rules: [
+          { ...podRule('system-pods', "object.metadata.name != 'good'"), match: { any: [{ resources: { kinds: ['Pod'], namespaces: ['kube-*'] } }] }, celPreconditions: [{ name: 'not-static', expression: "object.metadata.name != 'static'" }] },
+          podRule('host-path', HOST_PATH),
+        ],
+      }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' }),
+    ]);
+    expect(run.stderr).to.equal('');
+    const which = async (object: unknown) => (await evaluate(run.file, object)).message?.replace(/^admission webhook "([^".]+)\..*$/, '$1');
+    expect(await which(pod('bad', 'team', hostPath)), 'only the second rule matches').to.equal('host-path');
+    expect(await which(pod('good', 'kube-a')), 'the first applies (and fails)').to.equal('system-pods');
+    expect(await which(pod('bad', 'kube-a', hostPath)), 'the first applies (and passes), so the second is not reached').to.equal(undefined);
+    expect(await which(pod('static', 'kube-a', hostPath)), "the first's celPreconditions are not met: the second applies").to.equal('host-path');
+  });
+
   it('shortens a name too long for a suite and a message with line breaks, saying so', async function () {
     const long = 'disallow-security-context-constraint-anyuid';
     const run = await imported([clusterPolicy(long, { validationFailureAction: 'Enforce', rules: [{ ...podRule('cel', HOST_PATH), validate: { message: 'no hostPath\nvolumes here\n', cel: { expressions: [{ expression: HOST_PATH }] } } }] }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' })]);
