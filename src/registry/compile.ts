@@ -162,7 +162,7 @@ export function compileWebhook(
     const excusing = excepted && context.exceptions && spec.type === 'Validating' ? exceptionsOf(excepted, spec.name, context.exceptions, view, operatorNamespace, context.clock) : undefined;
     const admit = spec.handler
       ? compileHandler(spec, path, view, failurePolicy, { authorizer, mapper }, operatorNamespace, excusing && { excusing, observer })
-      : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params, excusing && { excusing, observer }, context), observer);
+      : measured(withContext(compileRules(owner, spec, path, failurePolicy, authorizer, options), spec, failurePolicy, view, params, excusing && { excusing, observer }, context, observer), observer);
     return {
       suite: owner,
       name: spec.name,
@@ -212,14 +212,17 @@ function guarded(admit: (request: AdmissionRequest, allowance?: Allowance) => De
  * measured: an asynchronous one (`authorizer` checks) interleaves with other requests' evaluations.
  */
 function measured(admit: (request: AdmissionRequest, allowance?: Allowance) => Decision | Promise<Decision>, observer: WebhookObserver) {
-  return (request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision> => {
-    const { cost, errors } = evaluationTotals;
-    const started = performance.now();
-    const decision = admit(request, allowance);
-    if (decision instanceof Promise) return decision;
-    observer.evaluated((performance.now() - started) / 1e3, evaluationTotals.cost - cost);
-    return evaluationTotals.errors === errors ? decision : markFailed(decision);
-  };
+  return (request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision> => measure(() => admit(request, allowance), observer);
+}
+
+/** One evaluation timed and costed, as `measured` says, if it answers synchronously. */
+function measure(evaluate: () => Decision | Promise<Decision>, observer: WebhookObserver): Decision | Promise<Decision> {
+  const { cost, errors } = evaluationTotals;
+  const started = performance.now();
+  const decision = evaluate();
+  if (decision instanceof Promise) return decision;
+  observer.evaluated((performance.now() - started) / 1e3, evaluationTotals.cost - cost);
+  return evaluationTotals.errors === errors ? decision : markFailed(decision);
 }
 
 /**
@@ -230,10 +233,10 @@ function measured(admit: (request: AdmissionRequest, allowance?: Allowance) => D
  * and, where AdmissionExceptions may apply (`excusing`), the ones that cover the request, whose
  * use the answer then says (excused).
  */
-function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource, exceptions: { excusing: Excusing; observer: WebhookObserver } | undefined, context: CompileContext) {
-  if (!exceptions) return withSchema(bound(rules, spec, failurePolicy, view, params), spec, failurePolicy, context);
-  const { excusing, observer } = exceptions;
-  const judged = withSchema(bound(rules, spec, failurePolicy, view, params), spec, failurePolicy, context);
+function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource, exceptions: { excusing: Excusing; observer: WebhookObserver } | undefined, context: CompileContext, observer: WebhookObserver) {
+  const judged = withSchema(bound(rules, spec, failurePolicy, view, params), spec, failurePolicy, context, observer);
+  if (!exceptions) return judged;
+  const { excusing } = exceptions;
   return (request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision> => {
     const excuse = excusing(request);
     if (!excuse) return judged(request, allowance);
@@ -295,11 +298,18 @@ type Bound = (request: AdmissionRequest, allowance?: Allowance, excuse?: Excuse,
 
 /**
  * A webhook with ApplyConfiguration mutations given the schema of each request's kind
- * (context.mergeSchemas, read per request); HeldElsewhere where none is set here. Any other
- * webhook as it is.
+ * (context.mergeSchemas, read per request); HeldElsewhere where none is set here, or where the
+ * source's copy lacks it (the admission thread's: the main thread then answers, reading it). A
+ * schema read asynchronously (the main thread's) is waited for first, so the evaluation after it
+ * is measured as any synchronous one (`measure`: the metrics, followed failurePolicy), not passed
+ * over as an asynchronous answer. Any other webhook as it is.
  */
-function withSchema(judged: Bound, spec: WebhookSpec, failurePolicy: FailurePolicy, context: CompileContext): Bound {
+function withSchema(judged: Bound, spec: WebhookSpec, failurePolicy: FailurePolicy, context: CompileContext, observer: WebhookObserver): Bound {
   if (!appliesConfiguration(spec)) return judged;
+  const unread = (kind: string | undefined, err: unknown) => {
+    if (err instanceof HeldElsewhere) throw err;
+    return errored(`the schema of ${kind} could not be read: ${firstLine(err)}`, failurePolicy, 'Invalid');
+  };
   return (request, allowance, excuse) => {
     const source = context.mergeSchemas;
     const kind = request.kind;
@@ -308,12 +318,12 @@ function withSchema(judged: Bound, spec: WebhookSpec, failurePolicy: FailurePoli
     try {
       schema = kind ? source.schema(kind) : undefined;
     } catch (err) {
-      return errored(`the schema of ${kind?.kind} could not be read: ${firstLine(err)}`, failurePolicy, 'Invalid');
+      return unread(kind?.kind, err);
     }
     if (!(schema instanceof Promise)) return judged(request, allowance, excuse, schema);
     return schema.then(
-      (read) => judged(request, allowance, excuse, read),
-      (err: unknown) => errored(`the schema of ${kind?.kind} could not be read: ${firstLine(err)}`, failurePolicy, 'Invalid'),
+      (read) => measure(() => judged(request, allowance, excuse, read), observer),
+      (err: unknown) => unread(kind?.kind, err),
     );
   };
 }

@@ -45,9 +45,14 @@ export async function startTestEndpoint(
   const app = new AdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger, ...(limits ? { limits } : {}), ...(apiServers ? { apiServers } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
-  const post = (path: string, body: string, contentType = 'application/json', agent?: https.Agent): Promise<Reply> =>
+  return { port, caPem: ca.certPem, post: poster(port, ca.certPem), close: () => app.close(), server: app };
+}
+
+/** TestEndpoint's `post` to any endpoint on loopback `port` serving SERVER_NAME under the CA `caPem` (the admission thread's, too). */
+export function poster(port: number, caPem: string): TestEndpoint['post'] {
+  return (path, body, contentType = 'application/json', agent) =>
     new Promise((resolve, reject) => {
-      const req = https.request({ host: '127.0.0.1', port, path, method: 'POST', servername: SERVER_NAME, ca: ca.certPem, ...(agent ? { agent } : {}), headers: { 'content-type': contentType } }, (res) => {
+      const req = https.request({ host: '127.0.0.1', port, path, method: 'POST', servername: SERVER_NAME, ca: caPem, ...(agent ? { agent } : {}), headers: { 'content-type': contentType } }, (res) => {
         let text = '';
         res.on('data', (chunk) => (text += chunk));
         res.on('end', () => {
@@ -61,5 +66,4 @@ export async function startTestEndpoint(
       req.on('error', reject);
       req.end(body);
     });
-  return { port, caPem: ca.certPem, post, close: () => app.close(), server: app };
 }

@@ -21,18 +21,9 @@ import { PolicyRegistry } from '../../src/registry/policies.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
 import type { SchemaSource } from '../../src/registry/typecheck.ts';
 import { fixtures } from '../fixtures/reviews.ts';
+import { APPS, components, deployments, URL_V1 } from '../fixtures/openapi-apps.ts';
 
 const SERVER_NAME = 'portcullis-operator.portcullis-system.svc';
-const APPS = 'apis/apps/v1';
-const URL_V1 = '/openapi/v3/apis/apps/v1?hash=one';
-const components = {
-  Deployment: {
-    type: 'object',
-    'x-kubernetes-group-version-kind': [{ group: 'apps', version: 'v1', kind: 'Deployment' }],
-    properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object', properties: { name: { type: 'string' } } }, spec: { type: 'object', properties: { replicas: { type: 'integer' } } } },
-  },
-};
-const deployments = [{ operations: ['CREATE' as const], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
 
 function suite(name: string, webhook: Partial<WebhookSpec> = {}): AdmissionSuite {
   return {

@@ -1,7 +1,8 @@
 /**
  * The admission thread's copy of what the main thread's OpenApiSchemas read (src/apiserver/openapi.ts,
  * told as SchemaChanges), from which the thread type-checks the suites and policies being applied
- * (the suite-validation webhook) as the main thread would: a read is answered from only as long as
+ * (the suite-validation webhook) and merges ApplyConfiguration mutations (`held`) as the main thread
+ * would: a read is answered from only as long as
  * the main thread would reuse it (FRESH_MS from when it was asked), and what the copy cannot answer
  * from (nothing read yet, stale, a resource discovery does not list, a document not sent) is
  * HeldElsewhere, so the request is answered by the main thread, which reads it (and notes a miss).
@@ -74,11 +75,23 @@ export class SchemaCopy {
 
   /** As OpenApiSchemas.schema, from a document of the URL the (fresh) paths name. */
   schema(gvk: GroupVersionKind): Promise<KindSchema | undefined> {
+    try {
+      return Promise.resolve(this.held(gvk));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  /**
+   * The same, at once: ApplyConfiguration mutations merge by it on the request path, where an
+   * answer given synchronously is also one measured (registry/compile.ts). Throws HeldElsewhere.
+   */
+  held(gvk: GroupVersionKind): KindSchema | undefined {
     const path = documentPath(gvk);
     const url = this.fresh(PATHS_KEY, this.paths)?.[path]?.serverRelativeURL;
     const document = this.documents.get(path);
-    if (url === undefined || document?.url !== url) return Promise.reject(new HeldElsewhere(`the ${path} schemas`));
-    return Promise.resolve(kindSchemaIn(document.components, gvk, url));
+    if (url === undefined || document?.url !== url) throw new HeldElsewhere(`the ${path} schemas`);
+    return kindSchemaIn(document.components, gvk, url);
   }
 
   /** What `read` holds while the main thread would still reuse it; past half that, renewed (once). */

@@ -5,8 +5,8 @@
  * synced params collections and the small lookup kinds, and, when it answers the suite- and
  * policy-validation webhooks (ThreadData.validation), the OpenAPI schemas read (schema-copy.ts)
  * and the policies' limits. A review that reads what is not copied here (HeldElsewhere: Pods,
- * Nodes, a params collection not synced yet, a schema not read or stale, a SubjectAccessReview a
- * validation needs), the AdmissionPolicies' webhooks, and large bodies are forwarded whole to the main thread's server.
+ * Nodes, a params collection not synced yet, a schema not read or stale, for a validation or an
+ * ApplyConfiguration mutation, a SubjectAccessReview a validation needs), the AdmissionPolicies' webhooks, and large bodies are forwarded whole to the main thread's server.
  * Makes no API call and opens no client socket; `authorizer` checks and RESTMappings are asked of
  * the main thread. Acknowledges each suite generation and certificate once it serves them.
  */
@@ -134,6 +134,14 @@ const observers = {
   }),
 };
 
+/**
+ * The OpenAPI schemas the main thread read, copied (sent when it answers the validation webhooks):
+ * they type-check suites and policies, and merge ApplyConfiguration mutations here; a kind the
+ * copy lacks (or holds stale) is HeldElsewhere, so the main thread answers, reading it.
+ */
+const validation = data.validation;
+const schemaCopy = validation?.typeChecking && new SchemaCopy((key) => send({ type: 'renew-schemas', key }));
+
 const questions = new MainQuestions(send);
 /** The AdmissionExceptions, as the main thread's store holds them (thread.ts sends every change). */
 const exceptions = new ExceptionStore();
@@ -146,6 +154,7 @@ const registry = new SuiteRegistry({
   operatorNamespace: data.operatorNamespace,
   nativeEnforcement: data.nativeEnforcement,
   observers,
+  ...(schemaCopy ? { mergeSchemas: { schema: (kind: { group: string; version: string; kind: string }) => schemaCopy.held(kind) } } : {}),
 });
 const certificates = new CertificateStore();
 
@@ -154,8 +163,6 @@ const certificates = new CertificateStore();
  * check needs a SubjectAccessReview (params it introduces, a Mutating policy's rules), or a schema
  * the copy cannot give, is HeldElsewhere, so the main thread answers it whole.
  */
-const validation = data.validation;
-const schemaCopy = validation?.typeChecking && new SchemaCopy((key) => send({ type: 'renew-schemas', key }));
 const askedThere = () => Promise.reject(new HeldElsewhere('a SubjectAccessReview'));
 const paramsAccess: ParamsAccessCheck | undefined = validation?.paramsAccess
   ? {

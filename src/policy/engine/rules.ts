@@ -483,6 +483,8 @@ function mutate(request: AdmissionRequest, mutations: CompiledMutation[], variab
         // As the API server's MAP dispatcher: a failed mutation is skipped and the next one runs on
         // the object as it is; under Ignore the others' changes stand, under Fail the request is refused.
         if (!(err instanceof MapMutationError) || failurePolicy === 'Fail') throw err;
+        // still an error Ignore answered: the answer is marked so (registry/compile.ts' measure), and counted
+        evaluationTotals.errors++;
       }
       continue;
     }
