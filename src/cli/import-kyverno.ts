@@ -7,7 +7,8 @@
  * namespaces, annotations, selectors, operations, subjects) said as one matchCondition, its celPreconditions as
  * matchConditions, its CEL variables, expressions (the rule's message where one has none), audit
  * annotations and params; the rules Kyverno generates for pod controllers (pkg/autogen/v1) made as
- * Kyverno makes them; applyRules One; Enforce as Deny, Audit as Audit (and Warn with emitWarning). What is not CEL
+ * Kyverno makes them; applyRules One; Enforce as Deny, Audit as Audit (and Warn with emitWarning),
+ * per namespace with the overrides. What is not CEL
  * (patterns, deny, foreach, JMESPath preconditions, context, mutate, generate, verifyImages, roles)
  * is not approximated: that rule is left out and said in `notes`. Pure: objects in, suites,
  * policies and notes out. It does not touch the VAP and ValidatingPolicy import (native/import.ts)
@@ -56,7 +57,7 @@ interface Rule {
   validate?: {
     message?: string;
     failureAction?: string;
-    failureActionOverrides?: unknown[];
+    failureActionOverrides?: Override[];
     cel?: {
       expressions?: { expression?: string; message?: string; messageExpression?: string; reason?: Validation['reason'] }[];
       paramKind?: { apiVersion?: string; kind?: string };
@@ -85,10 +86,6 @@ export function importKyverno(objects: KubeObject[]): KyvernoImport {
       note('its admission is false (background scans only), so Kyverno enforces it on no request; not imported');
       continue;
     }
-    if (spec.validationFailureActionOverrides?.length) {
-      note('its validationFailureActionOverrides (an action per namespace) is not carried over; not imported');
-      continue;
-    }
     const webhooks: { name: string; webhook: WebhookSpec }[] = [];
     const taken = new Set<string>();
     // applyRules One: Kyverno stops at the first rule that applies (matched, its celPreconditions
@@ -108,7 +105,12 @@ export function importKyverno(objects: KubeObject[]): KyvernoImport {
       if ('why' in made) note(`${where}: ${made.why}; not imported`);
       else {
         if (applyOne && earlier.length) made.webhook.matchConditions = [{ name: 'kyverno-apply-one', expression: earlier.map((e) => `!(${e})`).join(' && ') }, ...(made.webhook.matchConditions ?? [])];
-        webhooks.push({ name: String(rule.name ?? ''), webhook: { ...made.webhook, name: uniqueName(String(rule.name ?? 'rule'), taken) } });
+        const ruleName = String(rule.name ?? 'rule');
+        if (!made.variants) webhooks.push({ name: ruleName, webhook: gated({ ...made.webhook, name: uniqueName(ruleName, taken) }) });
+        for (const variant of made.variants ?? []) {
+          const matchConditions = [...(made.webhook.matchConditions ?? []), { name: 'kyverno-failure-action', expression: variant.condition }];
+          webhooks.push({ name: `${ruleName}-${variant.suffix}`, webhook: gated({ ...made.webhook, name: uniqueName(`${ruleName}-${variant.suffix}`, taken), matchConditions, validationActions: variant.validationActions }) });
+        }
         const messages = (rule.validate?.cel?.expressions ?? []).map((e) => e.message || rule.validate?.message || '');
         if (messages.some((m) => m.trim().includes('\n'))) note(`${where}: its message's line breaks are said as spaces (a suite's message has none, as a ValidatingAdmissionPolicy's)`);
       }
@@ -158,6 +160,28 @@ function appliesExpression(rule: Rule): string | undefined {
   return [match.expression, ...(rule.celPreconditions ?? []).map((c) => `(${c.expression})`)].join(' && ');
 }
 
+/** The variable that says whether the rule applies, where matchConditions cannot say it. */
+const APPLIES = 'kyverno_applies';
+
+/**
+ * A webhook whose conditions read the request's Namespace (a namespaceSelector, an override's):
+ * matchConditions see no namespaceObject (as a ValidatingAdmissionPolicy's and Kyverno's own CEL
+ * preconditions see none), so its conditions become a variable that every validation and audit
+ * annotation is gated on; the rule is then judged only where it applies, as before.
+ */
+function gated(webhook: WebhookSpec): WebhookSpec {
+  const conditions = webhook.matchConditions ?? [];
+  if (!conditions.some((c) => c.expression.includes('namespaceObject'))) return webhook;
+  const rest: WebhookSpec = { ...webhook };
+  delete rest.matchConditions;
+  return {
+    ...rest,
+    variables: [{ name: APPLIES, expression: conditions.map((c) => `(${c.expression})`).join(' && ') }, ...(webhook.variables ?? [])],
+    validations: (webhook.validations ?? []).map((v) => ({ ...v, expression: `!variables.${APPLIES} || (${v.expression})` })),
+    ...(webhook.auditAnnotations?.length ? { auditAnnotations: webhook.auditAnnotations.map((a) => ({ ...a, valueExpression: `variables.${APPLIES} ? (${a.valueExpression}) : null` })) } : {}),
+  };
+}
+
 /** The parts of a validate rule that are not CEL, as Kyverno names them. */
 const NOT_CEL: Record<string, string> = {
   pattern: 'a pattern (Kyverno overlay, not CEL)',
@@ -169,7 +193,13 @@ const NOT_CEL: Record<string, string> = {
   assert: 'an assert tree (kyverno-json)',
 };
 
-function ruleWebhook(rule: Rule, spec: KubeObject): { webhook: WebhookSpec } | { why: string } {
+interface Variant {
+  suffix: string;
+  validationActions: ValidationAction[];
+  condition: string;
+}
+
+function ruleWebhook(rule: Rule, spec: KubeObject): { webhook: WebhookSpec; variants?: Variant[] } | { why: string } {
   for (const kind of ['mutate', 'generate', 'verifyImages'] as const) if (rule[kind]) return { why: `it is a ${kind} rule; only validate rules with CEL are carried over` };
   const validate = rule.validate;
   if (!validate) return { why: 'it has no validate' };
@@ -178,13 +208,17 @@ function ruleWebhook(rule: Rule, spec: KubeObject): { webhook: WebhookSpec } | {
   if (!cel) return { why: 'its validate has no cel' };
   if (rule.context?.length) return { why: 'it has a context (JMESPath variables, API calls, ConfigMaps), which CEL here cannot read' };
   if (rule.preconditions !== undefined) return { why: 'its preconditions are JMESPath conditions (celPreconditions are carried over)' };
-  if (validate.failureActionOverrides?.length) return { why: 'its failureActionOverrides (an action per namespace) is not carried over' };
   const match = matchExpression(rule.match, rule.exclude);
   if ('why' in match) return match;
-  const action = String(validate.failureAction ?? spec.validationFailureAction ?? 'Audit').toLowerCase();
-  if (action !== 'enforce' && action !== 'audit') return { why: `its failure action ${action} is not Enforce or Audit` };
+  const cases = failureActions(validate, spec);
+  if ('why' in cases) return cases;
   // Kyverno reports an Audit failure as a warning only with emitWarning.
-  const validationActions: ValidationAction[] = action === 'enforce' ? ['Deny'] : spec.emitWarning ? ['Audit', 'Warn'] : ['Audit'];
+  const actionsOf = (action: string): ValidationAction[] => (action === 'enforce' ? ['Deny'] : spec.emitWarning ? ['Audit', 'Warn'] : ['Audit']);
+  const distinct = [...new Set(cases.map((c) => c.action))];
+  const validationActions = actionsOf(distinct[0]!);
+  // An action that depends on the namespace: a webhook per action, each where the rule resolves to it.
+  const resolved = cases.reduceRight((otherwise, c) => (c.when === 'true' ? JSON.stringify(c.action) : `(${c.when} ? ${JSON.stringify(c.action)} : ${otherwise})`), '""');
+  const variants = distinct.length > 1 ? distinct.map((action) => ({ suffix: action, validationActions: actionsOf(action), condition: `${resolved} == ${JSON.stringify(action)}` })) : undefined;
   const params = paramsOf(cel, cel);
   if (params && 'why' in params) return params;
   const validations = (cel.expressions ?? []).map((v) => {
@@ -207,7 +241,46 @@ function ruleWebhook(rule: Rule, spec: KubeObject): { webhook: WebhookSpec } | {
     ...(cel.auditAnnotations?.length ? { auditAnnotations: cel.auditAnnotations } : {}),
     validationActions,
   };
-  return { webhook };
+  return { webhook, ...(variants ? { variants } : {}) };
+}
+
+interface Override {
+  action?: string;
+  namespaces?: string[];
+  namespaceSelector?: LabelSelector;
+}
+
+const ACTIONS = new Set(['Enforce', 'Audit', 'enforce', 'audit']);
+
+/**
+ * The rule's failure action as Kyverno resolves it for a request (failureActionForRule): its
+ * failureActionOverrides, its failureAction, the policy's validationFailureActionOverrides, the
+ * policy's validationFailureAction (Audit), the first that holds; an override with an action
+ * Kyverno does not know is passed over, as it passes it over.
+ */
+function failureActions(validate: NonNullable<Rule['validate']>, spec: KubeObject): { when: string; action: string }[] | { why: string } {
+  const cases: { when: string; action: string }[] = [];
+  const overrides = (list: Override[] | undefined) => {
+    for (const o of list ?? []) if (ACTIONS.has(String(o.action))) cases.push({ when: overrideTest(o), action: String(o.action).toLowerCase() });
+  };
+  overrides(validate.failureActionOverrides);
+  let last = validate.failureAction;
+  if (last === undefined) {
+    overrides(spec.validationFailureActionOverrides as Override[] | undefined);
+    last = spec.validationFailureAction ?? 'Audit';
+  }
+  if (!ACTIONS.has(String(last))) return { why: `its failure action ${last} is not Enforce or Audit` };
+  cases.push({ when: 'true', action: String(last).toLowerCase() });
+  return cases.slice(0, cases.findIndex((c) => c.when === 'true') + 1);
+}
+
+/** matchOverride: no namespaces given, any namespace (the selector if given); else one of them, and the selector. */
+function overrideTest(o: Override): string {
+  const selector = o.namespaceSelector ? selectorTest(o.namespaceSelector, `(${NAMESPACE_LABELS})`) : 'true';
+  if (o.namespaces === undefined) return selector;
+  const namespace = `${OBJECT}.metadata.?namespace.orValue("")`;
+  const named = o.namespaces.length ? `(${o.namespaces.map((n) => globTest(n, namespace)).join(' || ')})` : 'false';
+  return selector === 'true' ? named : `(${named} && ${selector})`;
 }
 
 /** The object Kyverno matches a request by: the old one on a DELETE. */

@@ -185,6 +185,45 @@ describe('portcullis import of Kyverno ClusterPolicies and Policies', function (
     expect(await which(pod('static', 'kube-a', hostPath)), "the first's celPreconditions are not met: the second applies").to.equal('host-path');
   });
 
+  it('takes the failure action per namespace as Kyverno resolves it: the rule\'s overrides, then its failureAction, then the policy\'s overrides, then its action', async function () {
+    const run = await imported([
+      clusterPolicy('per-namespace', {
+        validationFailureAction: 'Enforce',
+        validationFailureActionOverrides: [{ action: 'Audit', namespaces: ['dev-*'] }],
+        rules: [
+          { ...podRule('host-path', HOST_PATH), validate: { message: 'host-path refused', failureActionOverrides: [{ action: 'Enforce', namespaceSelector: { matchLabels: { strict: 'true' } } }], cel: { expressions: [{ expression: HOST_PATH }] } } },
+          { ...podRule('pinned', HOST_PATH), validate: { message: 'pinned refused', failureAction: 'Enforce', cel: { expressions: [{ expression: HOST_PATH }] } } },
+        ],
+      }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' }),
+    ]);
+    expect(run.stderr).to.equal('');
+    expect(run.documents[0]!.spec.webhooks.map((w: { name: string; validationActions: string[] }) => [w.name, w.validationActions])).to.deep.equal([
+      ['host-path-enforce', ['Deny']],
+      ['host-path-audit', ['Audit']],
+      ['pinned', ['Deny']],
+    ]);
+    const strict = write([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'dev-strict', labels: { strict: 'true' } } }]);
+    const deniedBy = async (namespace: string) => (await evaluate(run.file, pod('bad', namespace, hostPath), ['--objects', strict])).message?.replace(/^admission webhook "([^".]+)\..*$/, '$1');
+    expect(await deniedBy('prod'), "the policy's action").to.equal('host-path-enforce');
+    expect(await deniedBy('dev-1'), "the policy's override: audited; the rule's own action still denies").to.equal('pinned');
+    expect(await deniedBy('dev-strict'), "the rule's override before the policy's").to.equal('host-path-enforce');
+  });
+
+  it("matches a namespaceSelector by the request's Namespace, which matchConditions cannot read, through a variable its validations are gated on", async function () {
+    const run = await imported([
+      clusterPolicy('strict-namespaces', {
+        validationFailureAction: 'Enforce',
+        rules: [{ ...podRule('host-path', HOST_PATH), match: { any: [{ resources: { kinds: ['Pod'], namespaceSelector: { matchLabels: { strict: 'true' } } } }] } }],
+      }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' }),
+    ]);
+    expect(run.stderr).to.equal('');
+    const [webhook] = run.documents[0]!.spec.webhooks as { matchConditions?: unknown[]; variables: { name: string }[] }[];
+    expect([webhook!.matchConditions, webhook!.variables.map((v) => v.name)]).to.deep.equal([undefined, ['kyverno_applies']]);
+    const namespaces = write([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'locked', labels: { strict: 'true' } } }, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'open' } }]);
+    expect((await evaluate(run.file, pod('bad', 'locked', hostPath), ['--objects', namespaces])).allowed, 'a Namespace with the label').to.equal(false);
+    expect((await evaluate(run.file, pod('bad', 'open', hostPath), ['--objects', namespaces])).allowed, 'one without').to.equal(true);
+  });
+
   it('shortens a name too long for a suite and a message with line breaks, saying so', async function () {
     const long = 'disallow-security-context-constraint-anyuid';
     const run = await imported([clusterPolicy(long, { validationFailureAction: 'Enforce', rules: [{ ...podRule('cel', HOST_PATH), validate: { message: 'no hostPath\nvolumes here\n', cel: { expressions: [{ expression: HOST_PATH }] } } }] }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' })]);
