@@ -97,7 +97,6 @@ export interface ClusterAdmissionException {
 /** Either kind, as the store holds it: a cluster one's namespace is ''. */
 export type AnyException = AdmissionException | (Omit<ClusterAdmissionException, 'metadata'> & { metadata: ObjectMeta & { namespace: '' } });
 
-
 /** The built-in handler whose checks an exception names by control (spec.podSecurity). */
 export const POD_SECURITY_HANDLER = 'PodSecurity';
 
