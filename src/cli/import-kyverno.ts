@@ -369,7 +369,7 @@ function subjectTest(subject: { kind?: string; name?: string; namespace?: string
 }
 
 /** ParseKindSelector: `Kind`, `version/Kind`, `Kind/sub`, `group/version/Kind[/sub]`, `Kind.sub`, `*`s anywhere. */
-export function parseKind(input: string): [string, string, string, string] {
+function parseKind(input: string): [string, string, string, string] {
   let parts = input.split('/');
   parts = [...parts.slice(0, -1), ...parts[parts.length - 1]!.split('.')];
   const version = /^(v\d+((alpha|beta)\d+)?|\*)$/;
@@ -447,7 +447,7 @@ const kindsOf = (block: MatchBlock | undefined): string[] => descriptions(block)
 const hasPod = (kinds: string[]) => kinds.some((k) => parseKind(k)[2] === 'Pod');
 
 /** The autogen-NAME and autogen-cronjob-NAME rules of a policy, as computeRules makes them (CanAutoGen, the controllers annotation). */
-export function autogenRules(policy: KubeObject): Rule[] {
+function autogenRules(policy: KubeObject): Rule[] {
   const rules = (policy.spec?.rules ?? []) as Rule[];
   let needed = false;
   for (const rule of rules) {
