@@ -163,11 +163,6 @@ export function validatePolicy(policy: AdmissionPolicy, limits: PolicyLimits, pr
   }
   if (spec.typeCheckErrors !== undefined && !TYPE_CHECK_ERRORS.includes(spec.typeCheckErrors)) err('spec.typeCheckErrors', 'must be Warn or Deny');
   if (spec.type === 'Mutating') errors.push(...mutationReachErrors(spec.rules));
-  // A team's policy is evaluated in a tenant worker, which holds no kind's schema to merge by: refused
-  // rather than merged otherwise than the API server would merge it.
-  (Array.isArray(spec.mutations) ? spec.mutations : []).forEach((m, i) => {
-    if (m?.patchType === 'ApplyConfiguration') err(`spec.mutations[${i}].patchType`, 'ApplyConfiguration is not supported in an AdmissionPolicy yet: write the mutation as patchType JSONPatch');
-  });
   const bytes = limits.maxBytes === undefined ? 0 : JSON.stringify(spec).length;
   if (limits.maxBytes !== undefined && bytes > limits.maxBytes) {
     errors.push({ field: 'spec', message: `is ${bytes} bytes, more than the ${limits.maxBytes} the cluster's administrator allows a policy (the operator's --namespaced-policy-max-bytes)`, limit: true });

@@ -73,7 +73,17 @@ export function makeRegistries(config: OperatorConfig, kube: Kube, state: Cluste
     deadlineMs: config.namespacedPolicyDeadlineMs,
     maxBytes: config.namespacedPolicyMaxBytes,
   };
-  const policyRegistry = new PolicyRegistry({ view, params, authorizer, mapper, operatorNamespace: config.namespace, limits: policyLimits, protectedNamespaces: protectedNamespaces(config) });
+  const policyRegistry = new PolicyRegistry({
+    view,
+    params,
+    authorizer,
+    mapper,
+    operatorNamespace: config.namespace,
+    limits: policyLimits,
+    protectedNamespaces: protectedNamespaces(config),
+    // read by the tenant pool before a request goes to a worker (tenants.ts), as the Namespace and params are gathered
+    mergeSchemas: { schema: (kind) => schemas.schema(kind) },
+  });
 
   // The background audit (the leader's, off the admission path): targets follow what the registries serve.
   const auditor = config.audit

@@ -290,7 +290,7 @@ function excused(decision: Decision, used: readonly AnyException[], observer: We
 }
 
 /** Whether a webhook has ApplyConfiguration mutations (which merge by the request's kind's schema). */
-function appliesConfiguration(spec: WebhookSpec): boolean {
+export function appliesConfiguration(spec: Pick<WebhookSpec, 'type' | 'handler' | 'mutations'>): boolean {
   return spec.type === 'Mutating' && !spec.handler && (spec.mutations ?? []).some((m) => m.patchType === 'ApplyConfiguration');
 }
 

@@ -152,4 +152,44 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
     const next = await pool.admit('Validating', configMap('other', 'x'));
     expect(next.message).to.equal('AdmissionPolicy fast: not x');
   });
+
+  it("merges a team's ApplyConfiguration mutation by the kind's schema the main thread reads and sends with the request", async function () {
+    const read: string[] = [];
+    // ConfigMap's finalizers as the API server publishes them: a set, merged item by item (without a schema: replaced whole).
+    const schema = {
+      ref: 'ConfigMap',
+      components: {
+        ConfigMap: { type: 'object', properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { allOf: [{ $ref: '#/components/schemas/Meta' }] }, data: { type: 'object', additionalProperties: { type: 'string' } } } },
+        Meta: { type: 'object', properties: { name: { type: 'string' }, namespace: { type: 'string' }, finalizers: { type: 'array', items: { type: 'string', default: '' }, 'x-kubernetes-list-type': 'set' } } },
+      },
+    };
+    let unreadable = false;
+    const mergeSchemas = {
+      schema: async (kind: { kind: string }) => {
+        read.push(kind.kind);
+        if (unreadable) throw new Error('the API server did not answer');
+        return schema;
+      },
+    };
+    const registry = registryWith([policy('shop', 'finalize', { type: 'Mutating', rules: configMaps, mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: "Object{metadata: Object.metadata{finalizers: ['shop.example/b']}}" } }] })], { mergeSchemas });
+    expect(registry.get('shop', 'finalize')?.errors).to.deep.equal([]);
+    pool = new TenantPool(registry, quiet, { workers: 1 });
+    const request = configMap('shop');
+    (request.object as { metadata: Record<string, unknown> }).metadata.finalizers = ['shop.example/a'];
+    const decision = await pool.admit('Mutating', request);
+    expect(decision.allowed).to.equal(true);
+    expect(decision.warnings).to.equal(undefined);
+    expect(decision.patch).to.deep.equal([{ op: 'add', path: '/metadata/finalizers/1', value: 'shop.example/b' }]);
+    expect(read).to.deep.equal(['ConfigMap']);
+    // A Validating request, or a namespace with no such policy, reads nothing.
+    await pool.admit('Validating', configMap('shop'));
+    await pool.admit('Mutating', configMap('other'));
+    expect(read).to.deep.equal(['ConfigMap']);
+    // A schema that cannot be read: answered by the policies' failurePolicy (Fail), not merged without it.
+    unreadable = true;
+    const refused = await pool.admit('Mutating', configMap('shop'));
+    expect(refused.allowed).to.equal(false);
+    expect(followedFailurePolicy(refused)).to.equal(true);
+    expect(refused.message).to.equal('the AdmissionPolicies of namespace shop could not be evaluated: the schema of ConfigMap could not be read: the API server did not answer');
+  });
 });

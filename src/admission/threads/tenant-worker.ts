@@ -3,7 +3,7 @@
  * a policy registry of its own (the same policies, compiled the same way), so that a team's
  * expressions never run on the thread that answers the operator's probes, the suites' webhooks
  * and suite validation. Each request comes with what its policies read of the cluster (the
- * Namespace, the params each policy selects), gathered by the main thread; `authorizer` checks go
+ * Namespace, the params each policy selects, the kind's schema an apply configuration merges by), gathered by the main thread; `authorizer` checks go
  * to the main thread. Says which policy it is compiling, so that one that kills it is known
  * (tenants.ts quarantines it). Makes no API call and opens no socket; decides nothing but the request.
  */
@@ -50,6 +50,13 @@ const registry = new PolicyRegistry({
   view,
   params,
   ...(settings.authorizer ? { authorizer: questions.authorizer } : {}),
+  // The kind's schema the pool read for this request; none sent (the pool saw no such mutation then): answered by failurePolicy.
+  mergeSchemas: {
+    schema: () => {
+      if (current.context.mergeSchema === undefined) throw new Error('it was not sent to the tenant worker');
+      return current.context.mergeSchema ?? undefined;
+    },
+  },
 });
 const webhooks = { Mutating: namespacedWebhook('Mutating', registry), Validating: namespacedWebhook('Validating', registry) };
 

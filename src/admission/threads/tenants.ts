@@ -33,6 +33,8 @@ import type { AdmissionPolicy, ParamsRef, WebhookType } from '../../api/types.ts
 import type { FieldError } from '../../api/validate.ts';
 import type { ParamsSelection } from '../../api/params.ts';
 import type { PolicyRegistry } from '../../registry/policies.ts';
+import { appliesConfiguration } from '../../registry/compile.ts';
+import type { MergeSchema } from '../../policy/engine/apply-configuration.ts';
 import { policiesFor } from '../../registry/namespaced.ts';
 import type { LogWriter } from '../../log.ts';
 import { PoolRestarts, Quarantine, type BackoffOptions, type WorkerWatcher } from '../../worker-restarts.ts';
@@ -43,6 +45,12 @@ export interface TenantContext {
   namespaceObject?: Record<string, unknown>;
   /** By paramsKey(ref): the objects each served policy's params select for the request. */
   params: Record<string, ParamsSelection>;
+  /**
+   * The schema of the request's kind, read when one of its Mutating policies has ApplyConfiguration
+   * mutations (null: the API server publishes none); absent otherwise (a worker then answers such a
+   * mutation by failurePolicy rather than merge without it).
+   */
+  mergeSchema?: MergeSchema | null;
 }
 
 export type ToTenantWorker =
@@ -100,6 +108,8 @@ interface Item {
   request: AdmissionRequest;
   namespace: string;
   queuedAt: number;
+  /** Read before it is queued (admit): TenantContext.mergeSchema. */
+  mergeSchema?: MergeSchema | null;
   resolve(decision: Decision): void;
 }
 
@@ -214,12 +224,30 @@ export class TenantPool {
     if (this.closed) return Promise.resolve(refused(namespace, 'the operator is stopping'));
     const held = this.heldBack(webhook, request);
     if (held) return Promise.resolve(held);
+    // The workers hold no schemas: the kind's is read here (cached by OpenApiSchemas) and sent with the request.
+    const source = this.registry.context.mergeSchemas;
+    if (webhook === 'Mutating' && source && request.kind && policiesFor(request, webhook, this.registry).some((p) => appliesConfiguration(p.source.spec))) {
+      const kind = request.kind;
+      return (async () => {
+        let schema: MergeSchema | undefined;
+        try {
+          schema = await source.schema(kind);
+        } catch (err) {
+          return refused(namespace, `the schema of ${kind.kind} could not be read: ${(err as Error)?.message ?? err}`);
+        }
+        return this.queued(webhook, request, namespace, schema ?? null);
+      })();
+    }
+    return this.queued(webhook, request, namespace);
+  }
+
+  private queued(webhook: WebhookType, request: AdmissionRequest, namespace: string, mergeSchema?: MergeSchema | null): Promise<Decision> {
     const queue = this.queues.get(namespace) ?? [];
     if (queue.length >= this.options.maxQueued) {
       return Promise.resolve(refused(namespace, `${queue.length} of its requests are already waiting (the most one namespace may have); retry`));
     }
     return new Promise((resolve) => {
-      queue.push({ id: 0, webhook, request, namespace, queuedAt: Date.now(), resolve });
+      queue.push({ id: 0, webhook, request, namespace, queuedAt: Date.now(), resolve, ...(mergeSchema !== undefined ? { mergeSchema } : {}) });
       if (queue.length === 1) {
         this.queues.set(namespace, queue);
         if (!this.running.has(namespace)) this.turns.push(namespace);
@@ -301,7 +329,7 @@ export class TenantPool {
 
   private contextFor(item: Item): TenantContext {
     const { view, params } = this.registry.context;
-    const context: TenantContext = { params: {} };
+    const context: TenantContext = { params: {}, ...(item.mergeSchema !== undefined ? { mergeSchema: item.mergeSchema } : {}) };
     const namespaceObject = view?.namespace(item.namespace);
     if (namespaceObject) context.namespaceObject = namespaceObject;
     for (const policy of this.registry.served(item.namespace)) {

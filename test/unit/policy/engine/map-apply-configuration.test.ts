@@ -13,10 +13,8 @@ import type { Decision } from '../../../../src/api/admission-review.ts';
 import type { FailurePolicy, WebhookSpec } from '../../../../src/api/types.ts';
 import type { AdmissionRequest } from '../../../../src/api/admission-review.ts';
 import jsonpatch from 'fast-json-patch';
-import { validatePolicy } from '../../../../src/api/validate.ts';
 import { compileWebhook, OFFLINE_SCHEMAS } from '../../../../src/registry/compile.ts';
 import { HeldElsewhere } from '../../../../src/handlers/handler.ts';
-import type { AdmissionPolicy } from '../../../../src/api/types.ts';
 
 const ref = (name: string) => ({ allOf: [{ $ref: `#/components/schemas/${name}` }] });
 const str = { type: 'string' };
@@ -161,14 +159,6 @@ describe('policy: MutatingAdmissionPolicy ApplyConfiguration mutations', functio
     const many = { uid: 'u', operation: 'CREATE', kind: { group: '', version: 'v1', kind: 'ConfigMap' }, object: { metadata: { name: 'a' }, items: Array.from({ length: 1000 }, (_, i) => i) } } as unknown as AdmissionRequest;
     expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 1000, strictCost: true })(many, {})).to.deep.include({ allowed: false, message: 'validation failed due to running out of cost budget, no further validation rules will be run' });
     expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 10_000_000, strictCost: true })(many, {})).to.have.property('allowed', true);
-  });
-  it("refuses the form in a team's AdmissionPolicy on apply, whose tenant worker holds no schema to merge by", function () {
-    const policy = {
-      metadata: { name: 'p', namespace: 'team' },
-      spec: { type: 'Mutating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: 'Object{}' } }] },
-    } as unknown as AdmissionPolicy;
-    const errors = validatePolicy(policy, { mutations: true, costBudget: 1000 }, []);
-    expect(errors).to.deep.include({ field: 'spec.mutations[0].patchType', message: 'ApplyConfiguration is not supported in an AdmissionPolicy yet: write the mutation as patchType JSONPatch' });
   });
   it('is answered where a schema is held: never by the review worker, and forwarded from where none is set (the admission thread)', async function () {
     const compiled = compileWebhook('s', webhook('Object{spec: Object.spec{replicas: 3}}'), 'spec.webhooks[0]', 'Fail', {});
