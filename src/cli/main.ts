@@ -11,8 +11,9 @@
  * replayed request is answered otherwise or an audited object would be denied (or a scanned one,
  * `scan FILE|DIR|-...`, scan.ts), 2 for a usage or input error (and an audit that could not read
  * all it should).
- * Writes results to stdout and errors to stderr; makes no network call, but for `validate --strict`,
- * which reads the OpenAPI schemas of the cluster its kubeconfig names to type-check against them,
+ * Writes results to stdout and errors to stderr; makes no network call, but for `validate --strict
+ * --kubeconfig FILE`, which reads the OpenAPI schemas of that cluster to type-check against them
+ * (without it, the built-in kinds' schemas bundled in schemas/ are read),
  * and `audit`, which reads (GET only, never writes) that cluster's objects.
  */
 import fs from 'node:fs';
@@ -44,10 +45,12 @@ Usage:
                                    FILE:LINE: document N: ..., in the API server's words and field paths;
                                    an unknown kind or version of admission.portcullis.dev and a file
                                    with no object are refused; other objects are listed as skipped
-                  [--strict [--kubeconfig FILE]]
-                                   also type-check each against the OpenAPI schemas of the cluster of
-                                   FILE (else KUBECONFIG, ~/.kube/config): print the type errors applying
-                                   would warn about, and refuse (exit 1) what typeCheckErrors: Deny would
+                  [--strict [--kube-version MINOR | --kubeconfig FILE]]
+                                   also type-check each against the built-in kinds' OpenAPI schemas
+                                   bundled for Kubernetes MINOR (1.35 or 1.37; default the newest), no
+                                   cluster, or those of the cluster of FILE (its CRDs included): print
+                                   the type errors applying would warn about, and refuse (exit 1) what
+                                   typeCheckErrors: Deny would, and a kind matched with no schema
   portcullis test DIR|FILE...      run test files (*${TEST_FILE_SUFFIX}, searched under a DIR); print a
                                    table of results and a diff of each failure; other FILEs (CRDs,
                                    params) are objects given to every test file, as --objects
@@ -139,7 +142,7 @@ async function main(argv: string[]): Promise<number> {
   const operatorNamespace = values['operator-namespace'] ?? DEFAULTS.namespace;
   switch (command) {
     case 'validate':
-      return validate(rest, operatorNamespace, values.namespace ?? 'default', values.strict ? await clusterSchemas(values.kubeconfig) : undefined);
+      return validate(rest, operatorNamespace, values.namespace ?? 'default', values.strict ? await strictSchemas(values) : undefined);
     case 'test':
       return values.replay !== undefined ? replay(values.replay, rest, values, operatorNamespace) : test(rest, values);
     case 'scan':
@@ -186,6 +189,7 @@ function parse(argv: string[]) {
         user: { type: 'string' },
         strict: { type: 'boolean' },
         kubeconfig: { type: 'string' },
+        'kube-version': { type: 'string' },
         output: { type: 'string', short: 'o' },
         replay: { type: 'string' },
         'handler-modules': { type: 'string' },
@@ -214,10 +218,55 @@ async function loadKubeConfig(kubeconfig: string | undefined, needs: string): Pr
   return config;
 }
 
-/** The schemas of the cluster `kubeconfig` (else the default one) names, read only for `validate --strict`. */
-async function clusterSchemas(kubeconfig: string | undefined): Promise<SchemaSource> {
-  const [config, { OpenApiSchemas }] = await Promise.all([loadKubeConfig(kubeconfig, '--strict needs a cluster to read schemas from'), import('../apiserver/openapi.ts')]);
-  return new OpenApiSchemas(config);
+/** Where `validate --strict` reads schemas: its words for a kind with none, and the source. */
+interface StrictSchemas {
+  source: SchemaSource;
+  /** Said after "no schema for KIND": where the schemas came from and what would give more. */
+  from: string;
+}
+
+/**
+ * The schemas `validate --strict` type-checks against: the cluster's of --kubeconfig FILE (its CRDs
+ * included), else, with no network call, the built-in kinds' bundled for --kube-version (default:
+ * the newest bundled; src/apiserver/bundled-schemas.ts).
+ */
+async function strictSchemas(values: Values): Promise<StrictSchemas> {
+  const kubeconfig = values.kubeconfig;
+  if (kubeconfig !== undefined) {
+    if (values['kube-version'] !== undefined) throw new UsageError('give --kube-version (bundled schemas) or --kubeconfig (a cluster\'s), not both');
+    const [config, { OpenApiSchemas }] = await Promise.all([loadKubeConfig(kubeconfig, '--strict needs a cluster to read schemas from'), import('../apiserver/openapi.ts')]);
+    return { source: new OpenApiSchemas(config), from: `the cluster of ${kubeconfig} publishes none` };
+  }
+  const { BundledSchemas, bundledKubeVersions } = await import('../apiserver/bundled-schemas.ts');
+  const bundled = bundledKubeVersions();
+  const minor = values['kube-version'] ?? bundled.at(-1)!;
+  if (!bundled.includes(minor)) throw new UsageError(`--kube-version ${minor}: schemas are bundled for Kubernetes ${bundled.join(', ')}`);
+  const schemas = new BundledSchemas(minor);
+  return { source: schemas, from: `the built-in kinds of Kubernetes ${minor} have none: give --kubeconfig FILE to read a cluster's, its CRDs included` };
+}
+
+/**
+ * `source`, noting what it has no schema for: a resource no kind is served as, a kind with no
+ * schema. --strict refuses those rather than leave their expressions unchecked (dyn), as the
+ * operator must: it said it would check them.
+ */
+function noticingMissing(source: SchemaSource): { source: SchemaSource; missing: Set<string> } {
+  const missing = new Set<string>();
+  return {
+    missing,
+    source: {
+      kindsFor: async (group, version, resource) => {
+        const kinds = await source.kindsFor(group, version, resource);
+        if (kinds.length === 0) missing.add(`resource ${group ? `${group}/` : ''}${version} ${resource}`);
+        return kinds;
+      },
+      schema: async (gvk) => {
+        const schema = await source.schema(gvk);
+        if (!schema) missing.add(`kind ${gvk.group ? `${gvk.group}/` : ''}${gvk.version} ${gvk.kind}`);
+        return schema;
+      },
+    },
+  };
 }
 
 function outputFormat(values: Values): 'text' | 'json' {
@@ -322,17 +371,22 @@ async function replay(log: string, targets: string[], values: Values, operatorNa
  * Type-checks the suites and policies that compiled, as applying with `typeCheckErrors: Deny`
  * would: each warning printed, a definite error a refusal (keyed as OfflineCluster's refusals).
  */
-async function typeErrors(suites: AdmissionSuite[], policies: AdmissionPolicy[], schemas: SchemaSource, refusals: Map<string, string>, file: string): Promise<void> {
+async function typeErrors(suites: AdmissionSuite[], policies: AdmissionPolicy[], schemas: StrictSchemas, refusals: Map<string, string>, file: string): Promise<void> {
   const checked = [
-    ...suites.map((s) => ({ key: `AdmissionSuite ${s.metadata.name}`, what: `AdmissionSuite "${s.metadata.name}"`, check: () => typeCheckSuite(s, schemas, 'Deny') })),
-    ...policies.map((p) => ({ key: `AdmissionPolicy ${p.metadata.namespace}/${p.metadata.name}`, what: `AdmissionPolicy "${p.metadata.name}"`, check: () => typeCheckPolicy(p, schemas, 'Deny') })),
+    ...suites.map((s) => ({ key: `AdmissionSuite ${s.metadata.name}`, what: `AdmissionSuite "${s.metadata.name}"`, check: (source: SchemaSource) => typeCheckSuite(s, source, 'Deny') })),
+    ...policies.map((p) => ({ key: `AdmissionPolicy ${p.metadata.namespace}/${p.metadata.name}`, what: `AdmissionPolicy "${p.metadata.name}"`, check: (source: SchemaSource) => typeCheckPolicy(p, source, 'Deny') })),
   ];
   for (const { key, what, check } of checked) {
     if (refusals.has(key)) continue;
-    const { warnings, errors, complete } = await check();
+    const noticing = noticingMissing(schemas.source);
+    const { warnings, errors, complete } = await check(noticing.source);
     for (const w of warnings) process.stdout.write(`${file}: warning: ${what}: ${warningLine(w)}\n`);
     if (!complete) process.stdout.write(`${file}: warning: ${what}: some kinds or schemas could not be read from the cluster; they were not checked\n`);
-    if (errors.length) refusals.set(key, `${what} is invalid: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`);
+    const problems = [
+      ...errors.map((e) => `${e.field}: ${e.message}`),
+      ...[...noticing.missing].map((m) => `--strict: no schema for ${m} to type-check against (${schemas.from})`),
+    ];
+    if (problems.length) refusals.set(key, `${what} is invalid: ${problems.join('; ')}`);
   }
 }
 
@@ -361,7 +415,7 @@ function exceptionProblem(exception: AdmissionException, suites: AdmissionSuite[
   return { refused: false, text: `AdmissionException ${name} in namespace ${namespace} is valid${unchecked}` };
 }
 
-async function validate(files: string[], operatorNamespace: string, namespace: string, schemas?: SchemaSource): Promise<number> {
+async function validate(files: string[], operatorNamespace: string, namespace: string, schemas?: StrictSchemas): Promise<number> {
   if (files.length === 0) throw new UsageError('validate needs at least one FILE');
   let refused = 0;
   for (const file of files) {

@@ -1,0 +1,67 @@
+/**
+ * `portcullis validate --strict` with no cluster: type-checked against the built-in kinds' schemas
+ * bundled in schemas/ (per --kube-version), a field a Pod does not have refused, a correct
+ * expression accepted, a kind with no schema an error naming it. Owns these offline checks only;
+ * must not start a cluster (the agreement with a real API server's schemas: test/e2e/validate-strict-bundled.test.ts).
+ */
+import { expect } from 'chai';
+import { runCli, scratchFiles } from '../../support/cli.ts';
+
+/** A suite with one webhook for `resource` of `group`/v1 and one validation. */
+function suite(expression: string, group = '', resource = 'pods') {
+  return {
+    apiVersion: 'admission.portcullis.dev/v1alpha1',
+    kind: 'AdmissionSuite',
+    metadata: { name: 'strict-offline' },
+    spec: { webhooks: [{ name: 'pods', type: 'Validating', rules: [{ apiGroups: [group], apiVersions: ['v1'], resources: [resource], operations: ['CREATE'] }], validations: [{ expression }] }] },
+  };
+}
+
+describe('portcullis validate --strict offline (bundled schemas)', function () {
+  this.timeout(60_000);
+  const files = scratchFiles('portcullis-strict-');
+
+  for (const version of [[], ['--kube-version', '1.35'], ['--kube-version', '1.37']]) {
+    it(`refuses a field Pods do not have, in cel-go's words with its position, and accepts a correct one ${version.join(' ') || '(the newest)'}`, async function () {
+      const wrong = files.write([suite('object.spec.containerz.size() < 5')]);
+      const refused = await runCli(['validate', '--strict', ...version, wrong]);
+      expect(refused.code, refused.stdout + refused.stderr).to.equal(1);
+      expect(refused.stdout).to.contain(`${wrong}: warning: AdmissionSuite "strict-offline": spec.webhooks[0].validations[0].expression: /v1, Kind=Pod: ERROR: <input>:1:12: undefined field 'containerz'`);
+      expect(refused.stdout).to.match(/document 1: AdmissionSuite "strict-offline" is invalid: spec\.webhooks\[0\]\.validations\[0\]\.expression: type checking failed on every kind the webhook matches \(\/v1, Kind=Pod\): undefined field 'containerz'/);
+
+      const right = files.write([suite('object.spec.containers.all(c, c.image != "")')]);
+      const accepted = await runCli(['validate', '--strict', ...version, right]);
+      expect(accepted.stdout + accepted.stderr).to.equal(`${right}: AdmissionSuite "strict-offline" is valid\n`);
+      expect(accepted.code).to.equal(0);
+    });
+  }
+
+  it('refuses, naming it, a kind it has no schema for, where without --strict the suite is valid', async function () {
+    const file = files.write([suite('object.spec.size > 1', 'example.com', 'widgets')]);
+    const loose = await runCli(['validate', file]);
+    expect(loose.code, loose.stdout + loose.stderr).to.equal(0);
+    const strict = await runCli(['validate', '--strict', file]);
+    expect(strict.code, strict.stdout + strict.stderr).to.equal(1);
+    expect(strict.stdout).to.contain(`AdmissionSuite "strict-offline" is invalid: --strict: no schema for resource example.com/v1 widgets to type-check against (the built-in kinds of Kubernetes 1.37 have none: give --kubeconfig FILE to read a cluster's, its CRDs included)`);
+  });
+
+  it('reads a kind of an older Kubernetes only in its bundle: a field 1.37 added is unknown to 1.35', async function () {
+    // Something only the 1.37 schema knows proves the version chosen is the one read.
+    const file = files.write([suite('has(object.spec.schedulingGroup)')]);
+    const newest = await runCli(['validate', '--strict', '--kube-version', '1.37', file]);
+    const oldest = await runCli(['validate', '--strict', '--kube-version', '1.35', file]);
+    expect(newest.code, newest.stdout).to.equal(0);
+    expect(oldest.code, oldest.stdout).to.equal(1);
+    expect(oldest.stdout).to.contain(`undefined field 'schedulingGroup'`);
+  });
+
+  it('says which versions are bundled when asked for another, and refuses --kube-version with --kubeconfig', async function () {
+    const file = files.write([suite('true')]);
+    const other = await runCli(['validate', '--strict', '--kube-version', '1.20', file]);
+    expect(other.code).to.equal(2);
+    expect(other.stderr).to.contain('--kube-version 1.20: schemas are bundled for Kubernetes 1.35, 1.37');
+    const both = await runCli(['validate', '--strict', '--kube-version', '1.37', '--kubeconfig', file, file]);
+    expect(both.code).to.equal(2);
+    expect(both.stderr).to.contain('not both');
+  });
+});
