@@ -285,9 +285,12 @@ class ModuleWorker {
   private lost(death: Death<Run>): void {
     if ('error' in death.cause) this.options.log.error('handler module worker failed', { module: this.module, error: death.cause.error.message });
     if (this.restarts.isClosed) return void this.restarts.died();
-    const running = death.calls.find((call) => String(call.id) === death.suspect);
-    const suspects = death.blamed ?? (running ? [running.tag] : death.calls.map((call) => call.tag));
-    this.options.log.warn("handler module worker stopped while running a request; started again, nothing quarantined (a request can be made to stop it)", { module: this.module, handlers: [...new Set(suspects.map((s) => s.handler))], why: death.why });
+    // One stopped for blocking was logged when it was stopped (probe).
+    if (!death.blamed) {
+      const running = death.calls.find((call) => String(call.id) === death.suspect);
+      const suspects = running ? [running.tag] : death.calls.map((call) => call.tag);
+      this.options.log.warn('handler module worker stopped while running a request; started again, nothing quarantined (a request can be made to stop it)', { module: this.module, handlers: [...new Set(suspects.map((s) => s.handler))], why: death.why });
+    }
     this.options.died?.(this.module);
     const wait = this.restarts.died();
     if (wait > 0) this.options.log.warn('handler module worker stopped again; starting it again after a wait', { module: this.module, inMs: wait, deathsInARow: this.restarts.deaths });
