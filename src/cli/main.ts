@@ -89,9 +89,10 @@ Usage:
                                    with the messages (exit 1 on any); reads only, never writes
   portcullis compile FILE|DIR... [-o yaml|json]
                                    print the ValidatingAdmissionPolicies and bindings the suites' webhooks
-                                   with enforcement Native or Auto become (those that stay webhooks are
-                                   named on stderr, with why), without the operator's ownership, to commit
-                                   instead of the suite
+                                   with enforcement Native or Auto become, and the MutatingAdmissionPolicies
+                                   and bindings their Mutating ones written in MAP's form become (those
+                                   that stay webhooks are named on stderr, with why), without the
+                                   operator's ownership, to commit instead of the suite
   portcullis import FILE|DIR... [-o yaml|json]
                                    print the ValidatingAdmissionPolicies of the files, with their bindings,
                                    as AdmissionSuites that answer as the API server does for them (a
