@@ -4,13 +4,15 @@
  * `applyConfiguration.expression` returning `Object{...}`), are installed twice: as the API
  * server's own MutatingAdmissionPolicy + binding scoped to namespace map-apply-native, and, pasted
  * unchanged, as a Mutating webhook of the suite `map-apply-diff` scoped to map-apply-hook (both by
- * the row's object label too). The same dry-run creates of ConfigMaps, Deployments and Widgets (a
+ * the row's object label too), and, where a team may write the row (no params, no failurePolicy),
+ * as a team's AdmissionPolicy in map-apply-team (answered in a tenant worker, with the kind's
+ * schema the operator read sent with the request). The same dry-run creates of ConfigMaps, Deployments and Widgets (a
  * CRD of this test's, with list and map types of every kind) go to each; the objects the API
  * server returns must be the same field for field (but name, namespace, uid, resourceVersion,
  * creationTimestamp and managedFields), and a refusal the same code and the policy's own words
  * (each side's wrapper taken off). The native MAP is the oracle: no expected object is typed by
  * hand. Runs only where the API server serves MAP v1 (not in test:oldest's list: 1.35 does not).
- * Owns its namespaces, its MAPs and bindings (map-apply-*), its suite, params and CRD; must not
+ * Owns its namespaces, its MAPs and bindings (map-apply-*), its suite, policies, params and CRD; must not
  * touch the JSONPatch differential's (map-differential.test.ts).
  */
 import { expect } from 'chai';
@@ -20,14 +22,15 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { ensureNamespace } from '../support/objects.ts';
 import { rawRequest } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
-import { dryRunCreate, waitEnforced, type Outcome } from '../support/map-differential.ts';
+import { dryRunCreate, waitEnforced, writer, type Outcome } from '../support/map-differential.ts';
 import { apply, deleteIfExists } from '../../src/apiserver/client.ts';
-import type { FailurePolicy, MatchCondition, Mutation, Variable, WebhookSpec } from '../../src/api/types.ts';
+import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type FailurePolicy, type MatchCondition, type Mutation, type Variable, type WebhookSpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/manager/operator.ts';
 
 const NATIVE_NS = 'map-apply-native';
 const HOOK_NS = 'map-apply-hook';
 const PARAMS_NS = 'map-apply-params';
+const TEAM_NS = 'map-apply-team';
 const SUITE = 'map-apply-diff';
 const ROW_LABEL = 'map-apply-row';
 const MAP_API = 'admissionregistration.k8s.io/v1';
@@ -305,6 +308,22 @@ function suiteWebhook(row: Row): WebhookSpec {
   } as WebhookSpec;
 }
 
+/** A team's AdmissionPolicy has neither params (its author's rights to read them are another test's) nor a failurePolicy (a cluster admin's). */
+const teamRow = (row: Row) => !row.params && row.failurePolicy === undefined;
+const policies = { group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: TEAM_NS };
+
+function teamPolicy(row: Row, author: Record<string, string> = {}) {
+  const spec = {
+    type: 'Mutating',
+    rules: [ruleOf(row)],
+    objectSelector: { matchLabels: { [ROW_LABEL]: row.name } },
+    ...(row.matchConditions ? { matchConditions: row.matchConditions } : {}),
+    ...(row.variables ? { variables: row.variables } : {}),
+    mutations: row.mutations,
+  };
+  return { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionPolicy', metadata: { name: row.name, namespace: TEAM_NS, annotations: author }, spec };
+}
+
 function body(row: Row, c: Case): Record<string, unknown> {
   const { apiVersion, kind } = KINDS[row.kind];
   const metadata = { name: row.name, labels: { [ROW_LABEL]: row.name, ...c.labels }, ...(c.annotations ? { annotations: c.annotations } : {}), ...(c.finalizers ? { finalizers: c.finalizers } : {}) };
@@ -322,7 +341,7 @@ describe('MutatingAdmissionPolicy differential: ApplyConfiguration mutations in 
 
   before(async function () {
     const { kube } = cluster();
-    for (const ns of [NATIVE_NS, HOOK_NS, PARAMS_NS]) await ensureNamespace(ns);
+    for (const ns of [NATIVE_NS, HOOK_NS, PARAMS_NS, TEAM_NS]) await ensureNamespace(ns);
     // as JSON, unchanged: the client's typed apply would drop the schema's x-kubernetes-* keys
     const crdPath = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions`;
     const existing = await rawRequest('GET', `${crdPath}/${CRD.metadata.name}`);
@@ -343,9 +362,22 @@ describe('MutatingAdmissionPolicy differential: ApplyConfiguration mutations in 
     await waitForSuiteValidation(operator);
     await createSuite(SUITE, { webhooks: ROWS.map(suiteWebhook) });
     await waitForCondition(SUITE, 'Ready', 'True');
+    const author = await writer();
+    for (const row of ROWS.filter(teamRow)) {
+      const body = teamPolicy(row, author);
+      await deleteIfExists(kube, body);
+      await kube.custom.createNamespacedCustomObject({ ...policies, body });
+      await eventually(
+        async () => {
+          const policy = (await kube.custom.getNamespacedCustomObject({ ...policies, name: row.name })) as AdmissionPolicy;
+          expect(policy.status?.conditions?.find((c) => c.type === 'Ready')?.status, JSON.stringify(policy.status)).to.equal('True');
+        },
+        { what: `AdmissionPolicy ${row.name} Ready` },
+      );
+    }
     // each side enforces each row once a create there comes back changed or refused
     for (const row of ROWS) {
-      for (const ns of [NATIVE_NS, HOOK_NS]) {
+      for (const ns of [NATIVE_NS, HOOK_NS, ...(teamRow(row) ? [TEAM_NS] : [])]) {
         await waitEnforced(
           `${row.name} in ${ns}`,
           ROW_LABEL,
@@ -359,6 +391,7 @@ describe('MutatingAdmissionPolicy differential: ApplyConfiguration mutations in 
   after(async function () {
     const { kube } = cluster();
     await deleteSuite(SUITE);
+    for (const row of ROWS.filter(teamRow)) await deleteIfExists(kube, teamPolicy(row));
     await operator?.stop();
     for (const row of ROWS) {
       for (const object of nativePolicy(row)) await deleteIfExists(kube, object);
@@ -373,12 +406,16 @@ describe('MutatingAdmissionPolicy differential: ApplyConfiguration mutations in 
   });
 
   for (const row of ROWS) {
-    it(`${row.name}: each create's object, or refusal, as the native MAP's`, async function () {
+    it(`${row.name}: each create's object, or refusal, as the native MAP's, by a suite${teamRow(row) ? ' and by an AdmissionPolicy' : ''}`, async function () {
       const hook: Outcome[] = [];
       for (const c of row.cases) hook.push(await create(row, c, HOOK_NS));
       const map: Outcome[] = [];
       for (const c of row.cases) map.push(await create(row, c, NATIVE_NS));
       expect(hook, `the suite; the MAP: ${JSON.stringify(map)}`).to.deep.equal(map);
+      if (!teamRow(row)) return;
+      const team: Outcome[] = [];
+      for (const c of row.cases) team.push(await create(row, c, TEAM_NS));
+      expect(team, `the AdmissionPolicy; the MAP: ${JSON.stringify(map)}`).to.deep.equal(map);
     });
   }
 });

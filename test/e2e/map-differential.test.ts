@@ -22,7 +22,7 @@ import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts
 import { ensureNamespace } from '../support/objects.ts';
 import { rawRequest } from '../support/raw.ts';
 import { eventually } from '../support/wait.ts';
-import { changedAny, dryRunCreate, waitEnforced, type Outcome } from '../support/map-differential.ts';
+import { changedAny, dryRunCreate, waitEnforced, writer, type Outcome } from '../support/map-differential.ts';
 import { runCli } from '../support/cli.ts';
 import { kubectl } from '../support/cluster.ts';
 import { tempFolder } from '../support/temp-files.ts';
@@ -30,7 +30,6 @@ import { apply, deleteIfExists, type KubeObject } from '../../src/apiserver/clie
 import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy } from '../../src/api/types.ts';
 import type { FailurePolicy, MatchCondition, Mutation, Variable, WebhookSpec } from '../../src/api/types.ts';
 import type { Operator } from '../../src/manager/operator.ts';
-import { NAMESPACED } from '../../src/api/names.ts';
 
 const NATIVE_NS = 'map-diff-native';
 const HOOK_NS = 'map-diff-hook';
@@ -301,16 +300,6 @@ function suiteWebhook(row: Row): WebhookSpec {
 /** Nor a reinvocationPolicy (its webhook is shared) or a second policy. */
 const teamRow = (row: Row) => !row.params && row.failurePolicy === undefined && !row.reinvocationPolicy && !row.then;
 const policies = { group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: TEAM_NS };
-
-/**
- * The writer, named as the policy's author: the install's guard records it itself where the API
- * server serves MAP v1, and on an older one (1.35) holds the writer to name themself.
- */
-async function writer(): Promise<Record<string, string>> {
-  const review = await rawRequest('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
-  const { username, groups } = (review.body.status as { userInfo: { username: string; groups?: string[] } }).userInfo;
-  return { [NAMESPACED.authorAnnotation]: username, [NAMESPACED.authorGroupsAnnotation]: (groups ?? []).join(',') };
-}
 
 function teamPolicy(row: Row, author: Record<string, string> = {}) {
   const spec = {

@@ -2,12 +2,13 @@
  * What the MutatingAdmissionPolicy differentials share (test/e2e/map-differential.test.ts and
  * map-apply-differential.test.ts): a dry-run create's outcome as they compare it (the object
  * without what differs by namespace and by request, or a refusal's own words with each side's
- * wrapper taken off), an object without the row's label, and the wait until a row is enforced in a
- * namespace. Owns these helpers only; the rows, and what each installs, are each test's.
+ * wrapper taken off), an object without the row's label, the wait until a row is enforced in a
+ * namespace, and the writer named as a team's policy's author. Owns these helpers only; the rows, and what each installs, are each test's.
  */
 import { expect } from 'chai';
 import { rawRequest } from './raw.ts';
 import { eventually } from './wait.ts';
+import { NAMESPACED } from '../../src/api/names.ts';
 
 /** Each side's wrapper, in the order they are taken off: the MAP's (whatever names its policy and binding), the webhook's, then the name of the AdmissionPolicy that refused. */
 const WRAPPERS = [/^(?:\S+ "[^"]*" is (?:forbidden|invalid): )?(?:MutatingAdmissionPolicy|policy) '[^']*' with binding '[^']*' denied request: /, /^admission webhook "[^"]*" denied the request: /, /^AdmissionPolicy [a-z0-9-]+: /];
@@ -48,4 +49,14 @@ export async function waitEnforced(what: string, label: string, creates: () => P
     },
     { what: `${what} enforced` },
   );
+}
+
+/**
+ * The writer, named as the policy's author: the install's guard records it itself where the API
+ * server serves MAP v1, and on an older one (1.35) holds the writer to name themself.
+ */
+export async function writer(): Promise<Record<string, string>> {
+  const review = await rawRequest('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+  const { username, groups } = (review.body.status as { userInfo: { username: string; groups?: string[] } }).userInfo;
+  return { [NAMESPACED.authorAnnotation]: username, [NAMESPACED.authorGroupsAnnotation]: (groups ?? []).join(',') };
 }
