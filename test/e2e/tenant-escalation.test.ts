@@ -28,11 +28,14 @@ const OWNER = 'owner';
 const WRITER = 'policy-writer';
 const GUARD = 'portcullis-admission-policy-guard';
 const SUITE = 'tenancy-cluster';
+const SUITE_APPLIED = 'tenancy-cluster-applied';
 
 const ref = { group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: SHOP };
 const body = (name: string, spec: PolicySpec) => ({ apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionPolicy', metadata: { name }, spec });
 const rule = (group: string, resource: string) => [{ operations: ['CREATE', 'UPDATE'], apiGroups: [group], apiVersions: ['*'], resources: [resource] }];
 const mutating = (group: string, resource: string, patch: Record<string, unknown>[]): PolicySpec => ({ type: 'Mutating', rules: rule(group, resource), mutations: [{ patch: patch as never }] });
+/** The same reach written as a MutatingAdmissionPolicy's apply configuration: bounded alike. */
+const applying = (group: string, resource: string, expression: string): PolicySpec => ({ type: 'Mutating', rules: rule(group, resource), mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression } }] });
 
 /** The attacks on others' writes: each a Mutating policy the owner must not have. */
 const ATTACKS: [name: string, spec: PolicySpec, guardWords: string, operatorWords: string][] = [
@@ -58,6 +61,13 @@ const ATTACKS: [name: string, spec: PolicySpec, guardWords: string, operatorWord
   [
     'my-node',
     mutating('', 'pods/binding', [{ op: 'replace', path: '/target/name', value: 'control-plane' }]),
+    `may not update and patch pods/binding (core) in namespace ${SHOP}`,
+    `may not update or patch pods/binding (core) in namespace ${SHOP}`,
+  ],
+  ['bigger-quota-applied', applying('', 'resourcequotas', "Object{spec: Object.spec{hard: {'pods': '100k'}}}"), 'ResourceQuotas', 'ResourceQuotas bound what every team may use'],
+  [
+    'my-node-applied',
+    applying('', 'pods/binding', "Object{target: Object.target{name: 'control-plane'}}"),
     `may not update and patch pods/binding (core) in namespace ${SHOP}`,
     `may not update or patch pods/binding (core) in namespace ${SHOP}`,
   ],
@@ -218,6 +228,7 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
     after(async function () {
       await deletePolicies().catch(() => undefined);
       await deleteSuite(SUITE).catch(() => undefined);
+      await deleteSuite(SUITE_APPLIED).catch(() => undefined);
       await operator?.stop();
       const restored = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', 'deploy/07-admission-policy-guard.yaml']);
       expect(restored.code, restored.stderr).to.equal(0);
@@ -284,6 +295,36 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
       );
       expect(stored.metadata?.labels).to.deep.equal({ 'cluster-mark': 'set' });
       await owner.custom.deleteNamespacedCustomObject({ ...ref, name: 'undo-cluster' });
+    });
+
+    it("serves an apply configuration of what the owner may update (its ConfigMaps' labels, merged key by key), and it cannot undo a cluster suite's mutation either", async function () {
+      await createSuite(SUITE_APPLIED, {
+        webhooks: [
+          {
+            name: 'mark',
+            type: 'Mutating',
+            rules: rule('', 'configmaps'),
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': SHOP } },
+            mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: "Object{metadata: Object.metadata{labels: {'cluster-mark': 'set'}}}" } }],
+          },
+        ],
+      });
+      await waitForCondition(SUITE_APPLIED, 'Ready', 'True');
+      const relabel = applying('', 'configmaps', "Object{metadata: Object.metadata{labels: {'team': 'shop', 'cluster-mark': 'undone'}}}");
+      await owner.custom.createNamespacedCustomObject({ ...ref, body: body('relabel', relabel) });
+      const stored = await eventually(
+        async () => {
+          const made = await rawRequestTo(ownerConfig, 'POST', `/api/v1/namespaces/${SHOP}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'applied-', labels: { own: 'kept' } } });
+          expect(made.status, JSON.stringify(made.body)).to.equal(201);
+          const labels = (made.body.metadata as { labels?: Record<string, string> }).labels;
+          if (labels?.team !== 'shop') throw new Error(`the team's policy has not run yet: ${JSON.stringify(labels)}`);
+          return labels;
+        },
+        { what: "the team's apply configuration to be served" },
+      );
+      expect(stored).to.deep.equal({ own: 'kept', team: 'shop', 'cluster-mark': 'set' });
+      await owner.custom.deleteNamespacedCustomObject({ ...ref, name: 'relabel' });
+      await deleteSuite(SUITE_APPLIED);
     });
 
     it("answers `authorizer` only about the policy's own namespace: nothing is learnt of other namespaces", async function () {
