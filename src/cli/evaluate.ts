@@ -24,7 +24,7 @@ import { ExceptionStore } from '../registry/exceptions.ts';
 import { namespacedConfiguration, protectedNamespaces, webhookConfigurations, NAMESPACE_NAME_LABEL } from '../desired/objects.ts';
 import { DEFAULTS } from '../config.ts';
 import type { ClusterView } from '../handlers/handler.ts';
-import { OFFLINE_SCHEMAS, type ParamsSource } from '../registry/compile.ts';
+import { OFFLINE_SCHEMAS, type MergeSchemaSource, type ParamsSource } from '../registry/compile.ts';
 import { selectParams } from '../api/params.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
 import { PolicyRegistry } from '../registry/policies.ts';
@@ -174,9 +174,11 @@ export class OfflineCluster {
 
   /**
    * `policies` each carry their namespace (files.ts' splitSuites gives one to those without);
-   * `now`: the instant every request is made at (ms since the epoch), unless a scenario says its own.
+   * `now`: the instant every request is made at (ms since the epoch), unless a scenario says its own;
+   * `mergeSchemas`: where ApplyConfiguration mutations read their kind's schema (a cluster's, for
+   * `eval --kubeconfig`); none by default.
    */
-  constructor(suites: AdmissionSuite[], objects: KubeObject[] = [], operatorNamespace = DEFAULTS.namespace, policies: AdmissionPolicy[] = [], options: { now?: number } = {}) {
+  constructor(suites: AdmissionSuite[], objects: KubeObject[] = [], operatorNamespace = DEFAULTS.namespace, policies: AdmissionPolicy[] = [], options: { now?: number; mergeSchemas?: MergeSchemaSource } = {}) {
     this.now = options.now;
     this.suites = [...suites].sort((a, b) => byteOrder(configurationName(a.metadata.name), configurationName(b.metadata.name)));
     this.policies = policies;
@@ -189,11 +191,13 @@ export class OfflineCluster {
     for (const exception of this.exceptions) store.set(exception);
     // The operator's context (manager/registries.ts) with its store of exceptions; the clock is the evaluation's.
     // Offline no kind's schema is read: ApplyConfiguration mutations merge lists whole, and say so in a warning.
-    this.registry = new SuiteRegistry({ view, params, operatorNamespace, exceptions: store, clock: () => this.instant ?? Date.now(), mergeSchemas: OFFLINE_SCHEMAS });
+    const mergeSchemas = options.mergeSchemas ?? OFFLINE_SCHEMAS;
+    this.registry = new SuiteRegistry({ view, params, operatorNamespace, exceptions: store, clock: () => this.instant ?? Date.now(), mergeSchemas });
     this.policyRegistry = new PolicyRegistry({
       view,
       params,
       operatorNamespace,
+      mergeSchemas,
       limits: DEFAULT_POLICY_LIMITS,
       protectedNamespaces: protectedNamespaces({ namespace: operatorNamespace }),
     });

@@ -27,6 +27,7 @@ import { crdErrors, ofOurGroup } from './crd-schema.ts';
 import { compare, describeRequest, parseAuditLog, replayable, skippedSummary, type Difference } from './replay.ts';
 import { report, reportJson, reportJunit, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
 import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource } from '../registry/typecheck.ts';
+import type { MergeSchemaSource } from '../registry/compile.ts';
 import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 import { EXCEPTION_KIND, expiryOf, validateException, type AdmissionException } from '../api/exceptions.ts';
 import { protectedNamespaces } from '../api/protected-namespaces.ts';
@@ -77,10 +78,14 @@ Usage:
                                    the Namespaces of the files, else --namespace-labels
   portcullis eval --suite FILE --object FILE [--old-object FILE] [--operation CREATE|UPDATE|DELETE|CONNECT]
                   [--objects FILE]... [--namespace NS] [--resource PLURAL] [--user NAME] [--now TIME]
+                  [--kubeconfig FILE]
                                    print the AdmissionReview response of each webhook called, the patched
                                    object and the request's result, as JSON (--suite files may hold
                                    AdmissionPolicies too); --now: the request's instant (RFC 3339),
-                                   which AdmissionExceptions' expires is compared with (default: now)
+                                   which AdmissionExceptions' expires is compared with (default: now);
+                                   --kubeconfig: ApplyConfiguration mutations merge by the kinds'
+                                   schemas that cluster publishes (without it, lists are replaced whole,
+                                   with a warning)
   portcullis audit FILE|DIR... [--kubeconfig FILE] [--namespace NS] [-o text|json]
                                    judge the objects of a live cluster (FILE, else KUBECONFIG,
                                    ~/.kube/config) as the background audit does, with the suites and
@@ -531,6 +536,14 @@ async function dev(rest: string[], values: Values): Promise<number> {
   return 0;
 }
 
+/** With --kubeconfig, the kinds' schemas ApplyConfiguration mutations merge by, read from that cluster (its CRDs included); without, none (lists whole, with a warning). */
+async function clusterSchemas(kubeconfig: string | undefined): Promise<{ mergeSchemas?: MergeSchemaSource }> {
+  if (kubeconfig === undefined) return {};
+  const [config, { OpenApiSchemas }] = await Promise.all([loadKubeConfig(kubeconfig, 'eval --kubeconfig reads the schemas of a cluster'), import('../apiserver/openapi.ts')]);
+  const schemas = new OpenApiSchemas(config);
+  return { mergeSchemas: { schema: (kind) => schemas.schema(kind) } };
+}
+
 async function evaluate(rest: string[], values: Values, operatorNamespace: string): Promise<number> {
   if (rest.length) throw new UsageError(`eval takes flags only, not ${rest.join(' ')}`);
   if (!values.suite?.length || !values.object) throw new UsageError('eval needs --suite FILE and --object FILE');
@@ -547,7 +560,7 @@ async function evaluate(rest: string[], values: Values, operatorNamespace: strin
   // The instant of the request, which AdmissionExceptions' expires is compared with (as a test file's now:).
   const now = values.now === undefined ? undefined : expiryOf(values.now);
   if (values.now !== undefined && now === undefined) throw new UsageError(`--now must be an RFC 3339 time such as 2026-12-31T00:00:00Z, not ${values.now}`);
-  const cluster = new OfflineCluster(suites, objects, operatorNamespace, policies, now !== undefined ? { now } : {});
+  const cluster = new OfflineCluster(suites, objects, operatorNamespace, policies, { ...(now !== undefined ? { now } : {}), ...(await clusterSchemas(values.kubeconfig)) });
   const refused = await cluster.refusals();
   if (refused.length) {
     process.stderr.write(`${refused.map((r) => r.message).join('\n')}\n`);
