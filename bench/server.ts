@@ -11,7 +11,8 @@
  */
 import fs from 'node:fs';
 import https from 'node:https';
-import { AdmissionServer } from '../src/admission/server.ts';
+import { AdmissionAnswering } from '../src/admission/answering.ts';
+import { AdmissionEndpoint } from '../src/admission/endpoint.ts';
 import { AdmissionThread } from '../src/admission/threads/thread.ts';
 import { tuneHeapForAdmission } from '../src/admission/v8-tuning.ts';
 import { CertificateStore } from '../src/certs/store.ts';
@@ -45,15 +46,16 @@ if (kind === 'floor') {
   const certificates = new CertificateStore();
   certificates.set('bench', cert, key);
   logger.level = 'error';
-  const app = new AdmissionServer({ registry, certificates, metrics, log: logger });
+  const answering = new AdmissionAnswering({ registry, metrics, log: logger });
   if (kind === 'threaded') {
-    const thread = new AdmissionThread({ server: app, registry, certificates, metrics, mirrors: { Namespace: { list: () => [] }, LimitRange: { list: () => [] } }, log: logger });
+    const thread = new AdmissionThread({ answering, registry, certificates, metrics, mirrors: { Namespace: { list: () => [] }, LimitRange: { list: () => [] } }, log: logger });
     metrics.attach({ collect: () => thread.flushMetrics() });
     await thread.listen({ port: 0, host: '127.0.0.1' });
     console.log(`listening ${thread.port}`);
   } else {
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    console.log(`listening ${(app.server.address() as { port: number }).port}`);
+    const endpoint = new AdmissionEndpoint({ answering, certificates, metrics, log: logger });
+    await endpoint.listen({ port: 0, host: '127.0.0.1' });
+    console.log(`listening ${(endpoint.server.address() as { port: number }).port}`);
   }
 }
 process.on('SIGINT', () => process.exit(0));

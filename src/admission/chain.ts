@@ -47,7 +47,7 @@ export interface Router {
   offload: boolean;
 }
 
-/** Where the chain writes its answer: the server's response to this request (server.ts). */
+/** Where the chain writes its answer: the endpoint's response to this request (endpoint.ts), or a forwarded request's answer. */
 export interface Reply {
   /** Sends the JSON text `json` with HTTP `status`; `close` closes the connection after it. */
   send(status: number, json: string, close: boolean): void;

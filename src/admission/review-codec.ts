@@ -2,6 +2,7 @@
 import type { AdmissionRequest, AdmissionResponse, AdmissionReview, Decision } from '../api/admission-review.ts';
 import { REVIEW_ERRORS, ReviewError } from './errors.ts';
 import { errorMessage } from '../error-message.ts';
+import type { LogWriter } from '../log.ts';
 
 export const REVIEW_VERSIONS = new Set(['admission.k8s.io/v1', 'admission.k8s.io/v1beta1']);
 const OPERATIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
@@ -63,4 +64,21 @@ export function encodeFailure(err: ReviewError, apiVersion = 'admission.k8s.io/v
     kind: 'AdmissionReview',
     response: { uid, allowed: false, status: { code: err.kind.status, reason: err.kind.code, message: err.message } },
   };
+}
+
+/** Where transport failures are said: logged and counted (the operator's Metrics). */
+export interface Rejections {
+  log: LogWriter;
+  countRejected(code: string): void;
+}
+
+/**
+ * A transport failure (the endpoint's, or a request the chain could not answer): answered as an
+ * AdmissionReview with its catalogue code, counted and logged. `reply` is the request's (chain.ts' Reply).
+ */
+export function sendFailure(error: unknown, reply: { send(status: number, json: string, close: boolean): void }, close: boolean, rejections: Rejections): void {
+  const reviewError = error instanceof ReviewError ? error : new ReviewError(REVIEW_ERRORS.NOT_A_REVIEW, errorMessage(error));
+  rejections.log.warn('rejected an admission request', { code: reviewError.kind.code, reason: reviewError.message });
+  rejections.countRejected(reviewError.kind.code);
+  reply.send(reviewError.kind.status, JSON.stringify(encodeFailure(reviewError)), close);
 }

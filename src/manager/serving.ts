@@ -1,13 +1,12 @@
 /**
- * manager: the admission endpoint every replica serves: the server that answers (suites, the
- * AdmissionPolicies, the operator's own validation webhooks with the checks that ask the API
- * server: params access, a policy author's rights, a Native webhook's dry run), and, by default,
- * the admission thread it answers from, fed with copies of the cluster state. Knows nothing of the
- * reconcilers; reads the OpenAPI schemas it type-checks against (and hands them on).
+ * manager: admission as every replica serves it: what answers (suites, AdmissionPolicies, the validation
+ * webhooks with their API checks), its endpoint, and by default the admission thread that listens instead,
+ * fed with copies of the cluster state. Knows nothing of the reconcilers.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { AdmissionSuite } from '../api/types.ts';
-import { AdmissionServer } from '../admission/server.ts';
+import { AdmissionEndpoint } from '../admission/endpoint.ts';
+import { AdmissionAnswering } from '../admission/answering.ts';
 import type { ConnectionKind } from '../admission/connection-limits.ts';
 import type { ParamsAccessCheck } from '../admission/suite-validation.ts';
 import { AdmissionThread } from '../admission/threads/thread.ts';
@@ -27,7 +26,8 @@ import type { ClusterState } from './cluster-state.ts';
 import type { Registries } from './registries.ts';
 
 export interface Serving {
-  admission: AdmissionServer;
+  /** What answers admission on this thread: everything without the admission thread, what the thread forwards with it. */
+  admission: AdmissionAnswering;
   /** Told when the admission endpoint nears a connection limit, with the cause (operator.ts raises an Event). */
   onConnectionsNear(listener: (kind: ConnectionKind, cause: string) => void): void;
   thread?: AdmissionThread;
@@ -77,13 +77,11 @@ export async function startServing(
   const limits = { maxConnectionsPerAddress: config.maxConnectionsPerAddress, reviewWorkers: config.reviewWorkers };
   // Where the API server calls from: its connections are sized by the webhooks served, never refused for being many.
   const apiServers = config.mode === 'local' ? fixedApiServerAddresses(LOOPBACK) : watchApiServerAddresses(kubeConfig, componentLogger('admission'));
-  // With the admission thread, this server does not listen: it answers what the thread forwards.
-  const admission = new AdmissionServer({
+  const countRejected = (code: string) => metrics.countRejected(code);
+  const admission = new AdmissionAnswering({
     registry,
     policies: policyRegistry,
-    certificates,
-    metrics: { countRejected: (code) => metrics.countRejected(code), webhook: (suite, webhook) => metrics.webhook(suite, webhook), connections: (counts) => recordConnections(metrics, counts), connectionsNear },
-    apiServers: apiServers.set,
+    metrics: { countRejected, webhook: (suite, webhook) => metrics.webhook(suite, webhook) },
     log: componentLogger('admission'),
     paramsAccess,
     schemas: { kindsFor: (g, v, r) => schemas.kindsFor(g, v, r), schema: (gvk) => schemas.schema(gvk), byDefault: config.typeCheckErrors },
@@ -91,11 +89,20 @@ export async function startServing(
     tenants: { workers: config.namespacedPolicyWorkers },
     draining: () => draining,
   });
+  // With the admission thread, this endpoint does not listen (the thread's does, and forwards to `admission`).
+  const endpoint = new AdmissionEndpoint({
+    answering: admission,
+    certificates,
+    metrics: { countRejected, connections: (counts) => recordConnections(metrics, counts), connectionsNear },
+    apiServers: apiServers.set,
+    log: componentLogger('admission'),
+    limits,
+  });
   // Reported before any connection comes, so the gauges and their alert have series from the start.
-  recordConnections(metrics, admission.connectionCounts());
+  recordConnections(metrics, endpoint.connectionCounts());
   const thread = config.admissionThread
     ? new AdmissionThread({
-        server: admission,
+        answering: admission,
         registry,
         certificates,
         metrics,
@@ -114,15 +121,15 @@ export async function startServing(
       })
     : undefined;
   state.mirrorTo(thread);
-  const listening = () => (thread ? thread.listening : admission.server.listening);
+  const listening = () => (thread ? thread.listening : endpoint.server.listening);
   const listen = async () => {
     const options = { port: config.servingPort, host: config.mode === 'local' ? 'localhost' : '::', reusePort: true };
-    await (thread ? thread.listen(options) : admission.listen(options));
+    await (thread ? thread.listen(options) : endpoint.listen(options));
   };
   let port = config.servingPort;
   if (!hold) {
     await listen();
-    port = thread ? thread.port! : (admission.server.address() as { port: number }).port;
+    port = thread ? thread.port! : (endpoint.server.address() as { port: number }).port;
   }
   return {
     admission,
@@ -144,6 +151,7 @@ export async function startServing(
     },
     close: async () => {
       await thread?.close();
+      await endpoint.close();
       await admission.close();
       await apiServers.stop();
     },

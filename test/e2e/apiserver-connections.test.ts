@@ -17,7 +17,7 @@ import { createSuite, deleteSuite, getSuite, condition } from '../support/suites
 import { createConfigMap, ensureNamespace, errorStatus } from '../support/objects.ts';
 import { eventually, pool } from '../support/wait.ts';
 import { sampleValue, scrape, scrapeApiServer, type Family } from '../support/prometheus.ts';
-import { SERVING_LIMITS } from '../../src/admission/server.ts';
+import { SERVING_LIMITS } from '../../src/admission/endpoint.ts';
 import { CONNECTIONS_PER_WEBHOOK, WARN_AT } from '../../src/admission/connection-limits.ts';
 import type { Operator } from '../../src/manager/operator.ts';
 import { freePort } from '../../src/local/ports.ts';

@@ -4,7 +4,8 @@
  * AdmissionReviews as the API server would, without a control plane.
  */
 import https from 'node:https';
-import { AdmissionServer, type ServingLimits } from '../../src/admission/server.ts';
+import { AdmissionEndpoint, type ServingLimits } from '../../src/admission/endpoint.ts';
+import { AdmissionAnswering } from '../../src/admission/answering.ts';
 import { Metrics } from '../../src/health/metrics.ts';
 import { CertificateStore } from '../../src/certs/store.ts';
 import { createCA, issueLeaf } from '../../src/certs/x509.ts';
@@ -26,8 +27,10 @@ export interface TestEndpoint {
   /** POSTs `body` to `path` (on its own connection, or on `agent`'s, as a client keeping them alive would). */
   post(path: string, body: string, contentType?: string, agent?: https.Agent): Promise<Reply>;
   close(): Promise<void>;
-  /** The server itself, for tests that inject a fault into it. */
-  server: AdmissionServer;
+  /** The endpoint itself, for tests that read its connections. */
+  server: AdmissionEndpoint;
+  /** What answers behind it, for tests that inject a fault into its workers. */
+  answering: AdmissionAnswering;
 }
 
 /** Serves `registry` (its suites already synced) with a certificate stored for `suite`. */
@@ -35,17 +38,23 @@ export async function startTestEndpoint(
   registry: SuiteRegistry,
   suite: string,
   limits?: Partial<ServingLimits>,
-  /** The API server's source addresses (AdmissionServerOptions.apiServers); none by default. */
+  /** The API server's source addresses (EndpointOptions.apiServers); none by default. */
   apiServers?: ReadonlySet<string>,
 ): Promise<TestEndpoint> {
   const ca = await createCA({ commonName: 'unit-ca', notAfter: new Date(Date.now() + 86_400_000) });
   const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
   const certificates = new CertificateStore();
   certificates.set(suite, leaf.certPem, leaf.keyPem);
-  const app = new AdmissionServer({ registry, certificates, metrics: new Metrics(), log: logger, ...(limits ? { limits } : {}), ...(apiServers ? { apiServers } : {}) });
+  const metrics = new Metrics();
+  const answering = new AdmissionAnswering({ registry, metrics, log: logger, ...(limits ? { limits } : {}) });
+  const app = new AdmissionEndpoint({ answering, certificates, metrics, log: logger, ...(limits ? { limits } : {}), ...(apiServers ? { apiServers } : {}) });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as { port: number }).port;
-  return { port, caPem: ca.certPem, post: poster(port, ca.certPem), close: () => app.close(), server: app };
+  const close = async () => {
+    await app.close();
+    await answering.close();
+  };
+  return { port, caPem: ca.certPem, post: poster(port, ca.certPem), close, server: app, answering };
 }
 
 /** TestEndpoint's `post` to any endpoint on loopback `port` serving SERVER_NAME under the CA `caPem` (the admission thread's, too). */

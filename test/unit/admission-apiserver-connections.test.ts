@@ -12,7 +12,7 @@ import { startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
 import { holdingSocket } from '../support/held-sockets.ts';
 import { eventually } from '../support/wait.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
-import { SERVING_LIMITS } from '../../src/admission/server.ts';
+import { SERVING_LIMITS } from '../../src/admission/endpoint.ts';
 import { CONNECTIONS_PER_WEBHOOK } from '../../src/admission/connection-limits.ts';
 import { fixtures } from '../fixtures/reviews.ts';
 import { guardsSuite } from '../fixtures/suites.ts';

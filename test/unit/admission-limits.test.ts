@@ -15,7 +15,7 @@ import { startTestEndpoint, SERVER_NAME, type TestEndpoint } from '../support/en
 import { holdingSocket, settledWithin } from '../support/held-sockets.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
 import { REVIEW_ERRORS, ECHO_LIMIT } from '../../src/admission/errors.ts';
-import { SERVING_LIMITS } from '../../src/admission/server.ts';
+import { SERVING_LIMITS } from '../../src/admission/endpoint.ts';
 import { logger } from '../../src/log.ts';
 import type { AdmissionSuite } from '../../src/api/types.ts';
 import { fixtures } from '../fixtures/reviews.ts';

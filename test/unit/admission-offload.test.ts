@@ -110,7 +110,7 @@ describe('admission: large reviews are judged by the review worker', function ()
   it('answers a large review whose worker stops mid-review by its failurePolicy, with its uid, and judges the next in a new worker', async function () {
     // Fault injection: the worker is stopped as a crash or an out-of-memory would stop it, while
     // its review waits on the main thread. The server still holds the body to answer it.
-    const offload = (endpoint.server as unknown as { offload: { pool: { judging?: unknown; worker: { terminate(): Promise<number> } }[] } }).offload;
+    const offload = (endpoint.answering as unknown as { offload: { pool: { judging?: unknown; worker: { terminate(): Promise<number> } }[] } }).offload;
     duringCheck = () => void offload.pool.find((slot) => slot.judging)!.worker.terminate();
     const body = review(LARGE_BODY + 1000, 1);
     const lost = await endpoint.post('/admit/guards/context', JSON.stringify(body));

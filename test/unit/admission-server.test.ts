@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { SERVER_NAME, startTestEndpoint, type TestEndpoint } from '../support/endpoint.ts';
-import { BODY_LIMIT } from '../../src/admission/server.ts';
+import { BODY_LIMIT } from '../../src/admission/endpoint.ts';
 import https from 'node:https';
 import { REVIEW_ERRORS } from '../../src/admission/errors.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';

@@ -7,7 +7,7 @@
  * its comparison with the API server's MAP test/e2e/map-apply-differential.test.ts'.
  */
 import { expect } from 'chai';
-import { AdmissionServer } from '../../src/admission/server.ts';
+import { AdmissionAnswering } from '../../src/admission/answering.ts';
 import { AdmissionThread } from '../../src/admission/threads/thread.ts';
 import type { AdmissionSuite, WebhookSpec } from '../../src/api/types.ts';
 import { CertificateStore } from '../../src/certs/store.ts';
@@ -47,7 +47,7 @@ function review(): string {
 describe('admission: ApplyConfiguration mutations answered in the admission thread', function () {
   let ca: IssuedCertificate;
   let metrics: Metrics;
-  let server: AdmissionServer;
+  let answering: AdmissionAnswering;
   let thread: AdmissionThread;
   let post: TestEndpoint['post'];
   /** The kinds whose schema the main thread was asked for: each a request the thread forwarded. */
@@ -72,9 +72,9 @@ describe('admission: ApplyConfiguration mutations answered in the admission thre
     const certificates = new CertificateStore();
     const leaf = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
     certificates.install('apply', leaf.certPem, leaf.keyPem);
-    server = new AdmissionServer({ registry, certificates, metrics, log: logger });
+    answering = new AdmissionAnswering({ registry, metrics, log: logger });
     const feed = { subscribe: (listener: (change: SchemaChange) => void) => (listeners.push(listener), () => undefined), refresh: () => undefined };
-    thread = new AdmissionThread({ server, registry, certificates, metrics, mirrors: { Namespace: { list: () => [] }, LimitRange: { list: () => [] } }, log: logger, validation: { paramsAccess: true, schemas: feed } });
+    thread = new AdmissionThread({ answering, registry, certificates, metrics, mirrors: { Namespace: { list: () => [] }, LimitRange: { list: () => [] } }, log: logger, validation: { paramsAccess: true, schemas: feed } });
     await thread.listen({ port: 0, host: '127.0.0.1' });
     post = poster(thread.port!, ca.certPem);
     metrics.attach({ collect: () => thread.flushMetrics() });
@@ -82,7 +82,7 @@ describe('admission: ApplyConfiguration mutations answered in the admission thre
   });
   after(async () => {
     await thread.close();
-    await server.close();
+    await answering.close();
   });
   beforeEach(() => (asked.length = 0));
 

@@ -7,7 +7,7 @@
  */
 import https from 'node:https';
 import { expect } from 'chai';
-import { AdmissionServer } from '../../src/admission/server.ts';
+import { AdmissionAnswering } from '../../src/admission/answering.ts';
 import { AdmissionThread } from '../../src/admission/threads/thread.ts';
 import type { ParamsAccessCheck } from '../../src/admission/suite-validation.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../../src/api/names.ts';
@@ -51,7 +51,7 @@ function reviewOf(object: object, kind: 'AdmissionSuite' | 'AdmissionPolicy') {
 describe('admission: the validation webhooks answered in the admission thread', function () {
   let ca: IssuedCertificate;
   let metrics: Metrics;
-  let server: AdmissionServer;
+  let answering: AdmissionAnswering;
   let thread: AdmissionThread;
   /** What the main thread's server was asked: SubjectAccessReviews, and reads of the schemas. */
   const asked: string[] = [];
@@ -91,16 +91,16 @@ describe('admission: the validation webhooks answered in the admission thread', 
       kindsFor: async (group, version, resource) => (asked.push(`kinds ${group}/${version}`), resource === 'deployments' ? [{ group, version, kind: 'Deployment' }] : []),
       schema: async () => (asked.push('schema'), { ref: 'Deployment', components, source: URL_V1 }),
     };
-    server = new AdmissionServer({ registry, policies, certificates, metrics, log: logger, paramsAccess, schemas: { ...schemas, byDefault: 'Warn' } });
+    answering = new AdmissionAnswering({ registry, policies, metrics, log: logger, paramsAccess, schemas: { ...schemas, byDefault: 'Warn' } });
     const feed = { subscribe: (listener: (change: SchemaChange) => void) => (listeners.push(listener), () => undefined), refresh: (key: string) => void renewed.push(key), byDefault: 'Warn' as const };
-    thread = new AdmissionThread({ server, registry, certificates, metrics, mirrors: { Namespace: { list: () => [] }, LimitRange: { list: () => [] } }, log: logger, validation: { paramsAccess: true, schemas: feed, policies } });
+    thread = new AdmissionThread({ answering, registry, certificates, metrics, mirrors: { Namespace: { list: () => [] }, LimitRange: { list: () => [] } }, log: logger, validation: { paramsAccess: true, schemas: feed, policies } });
     await thread.listen({ port: 0, host: '127.0.0.1' });
     metrics.attach({ collect: () => thread.flushMetrics() });
     tell({ type: 'document', path: APPS, url: URL_V1, components });
   });
   after(async () => {
     await thread.close();
-    await server.close();
+    await answering.close();
   });
   beforeEach(() => (asked.length = 0));
 

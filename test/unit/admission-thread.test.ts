@@ -9,7 +9,7 @@
 import https from 'node:https';
 import tls from 'node:tls';
 import { expect } from 'chai';
-import { AdmissionServer } from '../../src/admission/server.ts';
+import { AdmissionAnswering } from '../../src/admission/answering.ts';
 import { AdmissionThread } from '../../src/admission/threads/thread.ts';
 import { LARGE_BODY } from '../../src/admission/threads/offload.ts';
 import { REVIEW_ERRORS } from '../../src/admission/errors.ts';
@@ -79,7 +79,7 @@ describe('admission: the endpoint served from a thread of its own', function () 
   let certificates: CertificateStore;
   let registry: SuiteRegistry;
   let metrics: Metrics;
-  let server: AdmissionServer;
+  let answering: AdmissionAnswering;
   let thread: AdmissionThread;
   const namespaces = [{ metadata: { name: 'team-a', labels: { team: 'payments' } } }];
   const checks: AuthorizationAttributes[] = [];
@@ -131,14 +131,14 @@ describe('admission: the endpoint served from a thread of its own', function () 
     certificates = new CertificateStore();
     const issued = await leaf();
     certificates.install('guards', issued.certPem, issued.keyPem);
-    server = new AdmissionServer({ registry, certificates, metrics, log: logger });
-    thread = new AdmissionThread({ server, registry, certificates, metrics, mirrors: { Namespace: { list: () => namespaces }, LimitRange: { list: () => [] } }, params: paramsCopies, lookups: lookupCopies, log: logger });
+    answering = new AdmissionAnswering({ registry, metrics, log: logger });
+    thread = new AdmissionThread({ answering, registry, certificates, metrics, mirrors: { Namespace: { list: () => namespaces }, LimitRange: { list: () => [] } }, params: paramsCopies, lookups: lookupCopies, log: logger });
     await thread.listen({ port: 0, host: '127.0.0.1' });
     metrics.attach({ collect: () => thread.flushMetrics() });
   });
   after(async () => {
     await thread.close();
-    await server.close();
+    await answering.close();
   });
 
   it('answers from the thread with the Namespace it was sent, and follows a change to it', async function () {

@@ -10,7 +10,7 @@
  */
 import https from 'node:https';
 import { expect } from 'chai';
-import { AdmissionServer } from '../../src/admission/server.ts';
+import { AdmissionAnswering } from '../../src/admission/answering.ts';
 import { AdmissionThread } from '../../src/admission/threads/thread.ts';
 import { CertificateStore } from '../../src/certs/store.ts';
 import { createCA, issueLeaf, type IssuedCertificate } from '../../src/certs/x509.ts';
@@ -88,7 +88,7 @@ describe('worker restarts: the admission thread', function () {
   this.timeout(120_000);
   let ca: IssuedCertificate;
   let registry: SuiteRegistry;
-  let server: AdmissionServer;
+  let answering: AdmissionAnswering;
   let thread: AdmissionThread;
   const quarantined: string[] = [];
   const modules = tempFolder('exiting-module-', { 'exits.mjs': EXITING });
@@ -131,9 +131,9 @@ describe('worker restarts: the admission thread', function () {
     const certificates = new CertificateStore();
     const issued = await issueLeaf(ca, { commonName: SERVER_NAME, dnsNames: [SERVER_NAME], usage: 'server', notAfter: new Date(Date.now() + 3600_000) });
     certificates.install('guards', issued.certPem, issued.keyPem);
-    server = new AdmissionServer({ registry, certificates, metrics, log: QUIET });
+    answering = new AdmissionAnswering({ registry, metrics, log: QUIET });
     thread = new AdmissionThread({
-      server,
+      answering,
       registry,
       certificates,
       metrics,
@@ -148,7 +148,7 @@ describe('worker restarts: the admission thread', function () {
   });
   after(async () => {
     await thread.close();
-    await server.close();
+    await answering.close();
   });
 
   it('is started again after dying 20 times in a row, each time as soon as it starts, and serves again; meanwhile it says nothing serves', async function () {

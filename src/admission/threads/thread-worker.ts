@@ -21,7 +21,8 @@ import type { CachedKind, LookupChange } from '../../apiserver/lookups.ts';
 import { SuiteRegistry } from '../../registry/registry.ts';
 import { ExceptionStore } from '../../registry/exceptions.ts';
 import { PolicyRegistry } from '../../registry/policies.ts';
-import { AdmissionServer, type Answered } from '../server.ts';
+import { AdmissionEndpoint } from '../endpoint.ts';
+import { AdmissionAnswering, type Answered } from '../answering.ts';
 import type { ConnectionCounts } from '../connection-limits.ts';
 import type { ParamsAccessCheck, TypeChecking } from '../suite-validation.ts';
 import { MainQuestions } from './main-questions.ts';
@@ -194,19 +195,11 @@ const forwarded = new Map<number, { resolve(answer: Answered): void; reject(err:
 let draining = false;
 /** The API server's addresses, as the main thread last sent them. */
 const apiServers = new Set<string>();
-const server = new AdmissionServer({
+const countRejected = (code: string) => observe(['rejected', code]);
+// What answers here (the suites' webhooks, the validation ones when it validates), the rest forwarded to the main thread.
+const answering = new AdmissionAnswering({
   registry,
-  certificates,
-  metrics: {
-    countRejected: (code) => observe(['rejected', code]),
-    webhook: observers.webhook,
-    connections: (counts) => {
-      connections = counts;
-      flushTimer ??= setTimeout(sendObservations, BATCH_DELAY_MS).unref();
-    },
-    connectionsNear: (kind, cause) => observe(['connections-near', kind, cause]),
-  },
-  apiServers,
+  metrics: { countRejected, webhook: observers.webhook },
   log,
   limits: data.limits,
   draining: () => draining,
@@ -224,6 +217,21 @@ const server = new AdmissionServer({
         port.postMessage({ type: 'forward', id, url, body } satisfies FromThread, whole ? [body.buffer as ArrayBuffer] : []);
       }),
   },
+});
+const endpoint = new AdmissionEndpoint({
+  answering,
+  certificates,
+  metrics: {
+    countRejected,
+    connections: (counts) => {
+      connections = counts;
+      flushTimer ??= setTimeout(sendObservations, BATCH_DELAY_MS).unref();
+    },
+    connectionsNear: (kind, cause) => observe(['connections-near', kind, cause]),
+  },
+  apiServers,
+  log,
+  limits: data.limits,
 });
 
 port.on('message', (message: ToThread) => {
@@ -302,11 +310,14 @@ function received(message: ToThread): void {
       send({ type: 'flushed', id: message.id });
       return;
     case 'close':
-      void server.close().then(() => {
-        sendObservations();
-        send({ type: 'closed' });
-        port.close();
-      });
+      void endpoint
+        .close()
+        .then(() => answering.close())
+        .then(() => {
+          sendObservations();
+          send({ type: 'closed' });
+          port.close();
+        });
       return;
     default:
       questions.answered(message);
@@ -331,7 +342,7 @@ function mirror(kind: 'Namespace' | 'LimitRange', object: Record<string, any>, d
   inNamespace.set(name, object);
 }
 
-server.listen(data.listen).then(
-  () => send({ type: 'listening', port: (server.server.address() as { port: number }).port }),
+endpoint.listen(data.listen).then(
+  () => send({ type: 'listening', port: (endpoint.server.address() as { port: number }).port }),
   (err: NodeJS.ErrnoException) => send({ type: 'listen-failed', code: err.code, message: err.message }),
 );

@@ -7,7 +7,7 @@
  * every serving certificate, the Namespaces and LimitRanges rules read, the synced params
  * collections, the small lookup kinds (COPIED_LOOKUPS), what the OpenAPI schemas read (for the
  * validation webhooks it answers, see AdmissionThreadOptions.validation), draining; and what it sends
- * back: requests it forwards (answered by the main thread's server, which does not listen), the
+ * back: requests it forwards (answered by the main thread's answering; its endpoint does not listen), the
  * schemas it asks to be read again, the answers it counted (into the operator's metrics), and its acknowledgements, so that a suite is
  * registered only once the thread serves its generation and a CA is retired only once no
  * certificate it signed is served there. A worker that stops is started again with everything,
@@ -36,7 +36,8 @@ import type { PolicyContext, PolicyRegistry } from '../../registry/policies.ts';
 import type { TypeCheckDefault } from '../../registry/typecheck.ts';
 import { answerQuestion, type Question, type QuestionAnswer } from './main-questions.ts';
 import { sizeNurseryForAdmission } from '../v8-tuning.ts';
-import { SERVING_LIMITS, type AdmissionServer, type Answered, type ListenOptions, type ServingLimits } from '../server.ts';
+import { SERVING_LIMITS, type ListenOptions, type ServingLimits } from '../endpoint.ts';
+import type { AdmissionAnswering, Answered } from '../answering.ts';
 import type { ConnectionCounts, ConnectionKind } from '../connection-limits.ts';
 
 export type MirroredKind = 'Namespace' | 'LimitRange';
@@ -111,8 +112,8 @@ export type FromThread =
   | Question;
 
 export interface AdmissionThreadOptions {
-  /** The main thread's server: never listening, it answers what the thread forwards. */
-  server: AdmissionServer;
+  /** The main thread's answering: it answers what the thread forwards. */
+  answering: Pick<AdmissionAnswering, 'forwarded'>;
   registry: SuiteRegistry;
   certificates: CertificateStore;
   metrics: Metrics;
@@ -136,9 +137,9 @@ export interface AdmissionThreadOptions {
   /** The API server's addresses (apiserver/apiserver-addresses.ts), copied as they change: the endpoint's limits size their connections by the webhooks served. */
   apiServers?: { subscribe(listener: (addresses: string[]) => void): () => void };
   /**
-   * What the thread needs to answer the suite- and policy-validation webhooks itself, as `server`
+   * What the thread needs to answer the suite- and policy-validation webhooks itself, as `answering`
    * does (measured: forwarded, an apply's validation waited behind the main thread's reconciles,
-   * 13-23 ms p50 at the API server for a 1 ms check): whether `server` checks the author's access to
+   * 13-23 ms p50 at the API server for a 1 ms check): whether `answering` checks the author's access to
    * params (a write that needs a SubjectAccessReview is then forwarded), the OpenAPI schemas it
    * type-checks against (copied as read; `refresh` renews a read before the copy's goes stale)
    * and its default for type errors, and the policies' registry (its limits). Without it, or
@@ -202,7 +203,7 @@ export class AdmissionThread {
 
   /**
    * True while the thread that served admission is down (dead, or started again and not listening
-   * yet): the main thread's server does not listen, so no review is answered here meanwhile.
+   * yet): the main thread's endpoint does not listen, so no review is answered here meanwhile.
    */
   get cannotServe(): boolean {
     return this.listenedOnce && !this.isListening && !this.closing;
@@ -464,7 +465,7 @@ export class AdmissionThread {
         else this.servedCertificates.delete(message.key);
         return;
       case 'forward':
-        this.options.server.answer(message.url, message.body).then(
+        this.options.answering.forwarded(message.url, message.body).then(
           (answer) => worker.post({ type: 'forwarded', id: message.id, answer }),
           (err: Error) => worker.post({ type: 'forwarded', id: message.id, error: err.message }),
         );
