@@ -192,4 +192,17 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
     expect(followedFailurePolicy(refused)).to.equal(true);
     expect(refused.message).to.equal('the AdmissionPolicies of namespace shop could not be evaluated: the schema of ConfigMap could not be read: the API server did not answer');
   });
+
+  it("charges a team's apply configuration to the policy's cost budget: out of it, the request is refused", async function () {
+    const costly = "Object{metadata: Object.metadata{labels: object.items.map(i, string(i)).filter(s, s.startsWith('9')).exists(s, s == '999') ? {'seen': 'yes'} : {}}}";
+    const registry = registryWith([policy('shop', 'costly', { type: 'Mutating', rules: configMaps, mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: costly } }] })], {
+      limits: { mutations: true, costBudget: 1000 },
+      mergeSchemas: { schema: async () => undefined },
+    });
+    pool = new TenantPool(registry, quiet, { workers: 1 });
+    const request = configMap('shop');
+    (request.object as Record<string, unknown>).items = Array.from({ length: 1000 }, (_, i) => i);
+    const decision = await pool.admit('Mutating', request);
+    expect(decision).to.deep.include({ allowed: false, message: 'AdmissionPolicy costly: validation failed due to running out of cost budget, no further validation rules will be run' });
+  });
 });
