@@ -156,8 +156,10 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
   it("merges a team's ApplyConfiguration mutation by the kind's schema the main thread reads and sends with the request", async function () {
     const read: string[] = [];
     // ConfigMap's finalizers as the API server publishes them: a set, merged item by item (without a schema: replaced whole).
-    const schema = {
+    let schema = {
       ref: 'ConfigMap',
+      // as OpenApiSchemas names the document it read: the workers are sent it once, then its name with each request
+      source: '/openapi/v3/api/v1?hash=one',
       components: {
         ConfigMap: { type: 'object', properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { allOf: [{ $ref: '#/components/schemas/Meta' }] }, data: { type: 'object', additionalProperties: { type: 'string' } } } },
         Meta: { type: 'object', properties: { name: { type: 'string' }, namespace: { type: 'string' }, finalizers: { type: 'array', items: { type: 'string', default: '' }, 'x-kubernetes-list-type': 'set' } } },
@@ -176,15 +178,25 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
     pool = new TenantPool(registry, quiet, { workers: 1 });
     const request = configMap('shop');
     (request.object as { metadata: Record<string, unknown> }).metadata.finalizers = ['shop.example/a'];
-    const decision = await pool.admit('Mutating', request);
-    expect(decision.allowed).to.equal(true);
-    expect(decision.warnings).to.equal(undefined);
-    expect(decision.patch).to.deep.equal([{ op: 'add', path: '/metadata/finalizers/1', value: 'shop.example/b' }]);
-    expect(read).to.deep.equal(['ConfigMap']);
+    for (let i = 0; i < 2; i++) {
+      const decision = await pool.admit('Mutating', request);
+      expect(decision.allowed).to.equal(true);
+      expect(decision.warnings).to.equal(undefined);
+      expect(decision.patch).to.deep.equal([{ op: 'add', path: '/metadata/finalizers/1', value: 'shop.example/b' }]);
+    }
+    expect(read).to.deep.equal(['ConfigMap', 'ConfigMap']);
+    // A newer document of the group version (the kind's finalizers now atomic) replaces the one the workers hold.
+    const atomic = structuredClone(schema);
+    atomic.components.Meta.properties.finalizers['x-kubernetes-list-type'] = 'atomic';
+    schema = { ...atomic, source: '/openapi/v3/api/v1?hash=two' };
+    const refusedByNewer = await pool.admit('Mutating', request);
+    expect(refusedByNewer.allowed).to.equal(false);
+    expect(refusedByNewer.message).to.contain('may not mutate atomic arrays, maps or structs: .metadata.finalizers');
     // A Validating request, or a namespace with no such policy, reads nothing.
+    read.length = 0;
     await pool.admit('Validating', configMap('shop'));
     await pool.admit('Mutating', configMap('other'));
-    expect(read).to.deep.equal(['ConfigMap']);
+    expect(read).to.deep.equal([]);
     // A schema that cannot be read: answered by the policies' failurePolicy (Fail), not merged without it.
     unreadable = true;
     const refused = await pool.admit('Mutating', configMap('shop'));

@@ -17,7 +17,8 @@ import { PolicyRegistry, type PolicyContext } from '../../registry/policies.ts';
 import { namespacedWebhook } from '../../registry/namespaced.ts';
 import { tuneHeapForAdmission } from '../v8-tuning.ts';
 import { signals } from '../../workers/kit.ts';
-import { paramsKey, type FromTenantWorker, type TenantContext, type ToTenantWorker } from './tenants.ts';
+import { documentOf, paramsKey, type FromTenantWorker, type TenantContext, type ToTenantWorker } from './tenants.ts';
+import type { MergeSchema } from '../../policy/engine/apply-configuration.ts';
 
 const port = parentPort!;
 const send = (message: FromTenantWorker) => port.postMessage(message);
@@ -51,13 +52,20 @@ const registry = new PolicyRegistry({
   params,
   ...(settings.authorizer ? { authorizer: questions.authorizer } : {}),
   // The kind's schema the pool read for this request; none sent (the pool saw no such mutation then): answered by failurePolicy.
-  mergeSchemas: {
-    schema: () => {
-      if (current.context.mergeSchema === undefined) throw new Error('it was not sent to the tenant worker');
-      return current.context.mergeSchema ?? undefined;
-    },
-  },
+  mergeSchemas: { schema: () => schemaOf(current.context.mergeSchema) },
 });
+
+/** By documentOf(source): the OpenAPI documents the pool sent, the newest of each group version. */
+const documents = new Map<string, { source: string; components: MergeSchema['components'] }>();
+
+function schemaOf(sent: TenantContext['mergeSchema']): MergeSchema | undefined {
+  if (sent === undefined) throw new Error('it was not sent to the tenant worker');
+  if (sent === null) return undefined;
+  if ('components' in sent) return sent;
+  const document = documents.get(documentOf(sent.source));
+  if (document?.source !== sent.source) throw new Error(`its document ${sent.source} was not sent to the tenant worker`);
+  return { ref: sent.ref, components: document.components };
+}
 const webhooks = { Mutating: namespacedWebhook('Mutating', registry), Validating: namespacedWebhook('Validating', registry) };
 
 port.on('message', (message: ToTenantWorker) => {
@@ -87,6 +95,9 @@ port.on('message', (message: ToTenantWorker) => {
       return;
     case 'withheld':
       registry.withhold(new Map(message.withheld));
+      return;
+    case 'schemas':
+      documents.set(documentOf(message.source), { source: message.source, components: message.components });
       return;
     case 'review':
       void evaluate(message);

@@ -48,15 +48,28 @@ export interface TenantContext {
   /**
    * The schema of the request's kind, read when one of its Mutating policies has ApplyConfiguration
    * mutations (null: the API server publishes none); absent otherwise (a worker then answers such a
-   * mutation by failurePolicy rather than merge without it).
+   * mutation by failurePolicy rather than merge without it). A schema read from a document (its
+   * `source`, the URL with its hash) the workers were sent (a `schemas` message) is sent as its name
+   * only: a group version's document is large, and copying it to a worker per request is not free.
    */
-  mergeSchema?: MergeSchema | null;
+  mergeSchema?: MergeSchema | SchemaReference | null;
 }
+
+/** A kind's component in the document at `source`, sent to the workers before (`schemas`). */
+export interface SchemaReference {
+  ref: string;
+  source: string;
+}
+
+/** The group version a document's URL (`/openapi/v3/apis/apps/v1?hash=...`) is of: a newer document of it replaces an older one. */
+export const documentOf = (source: string) => source.split('?')[0]!;
 
 export type ToTenantWorker =
   | { type: 'policy'; policy: AdmissionPolicy }
   | { type: 'removed'; namespace: string; name: string }
   | { type: 'withheld'; withheld: [string, FieldError][] }
+  /** An OpenAPI v3 document read (at `source`), whose kinds' schemas requests then name (SchemaReference). */
+  | { type: 'schemas'; source: string; components: MergeSchema['components'] }
   | { type: 'review'; id: number; webhook: WebhookType; request: AdmissionRequest; context: TenantContext }
   | QuestionAnswer;
 
@@ -140,6 +153,8 @@ export class TenantPool {
   private withheld: [string, FieldError][] = [];
   /** What every worker holds (the policies, as sendPolicy says them), replayed to each as it starts. */
   private readonly state = new StateLog<ToTenantWorker>();
+  /** By documentOf(source): the newest document the workers were sent (in `state`, so a worker started again has it too). */
+  private readonly documents = new Map<string, string>();
   private readonly slots: Slot[] = [];
   private readonly queues = new Map<string, Item[]>();
   /** Namespaces with requests waiting and none in a worker, in turn order. */
@@ -229,11 +244,16 @@ export class TenantPool {
     if (webhook === 'Mutating' && source && request.kind && policiesFor(request, webhook, this.registry).some((p) => appliesConfiguration(p.source.spec))) {
       const kind = request.kind;
       return (async () => {
-        let schema: MergeSchema | undefined;
+        let schema: (MergeSchema & { source?: string }) | undefined;
         try {
           schema = await source.schema(kind);
         } catch (err) {
           return refused(namespace, `the schema of ${kind.kind} could not be read: ${(err as Error)?.message ?? err}`);
+        }
+        // Sent to the workers once per document read (OpenApiSchemas' KindSchema names it), before any request names it.
+        if (typeof schema?.source === 'string' && this.documents.get(documentOf(schema.source)) !== schema.source) {
+          this.documents.set(documentOf(schema.source), schema.source);
+          this.state.put(`schemas ${documentOf(schema.source)}`, { type: 'schemas', source: schema.source, components: schema.components });
         }
         return this.queued(webhook, request, namespace, schema ?? null);
       })();
@@ -329,7 +349,7 @@ export class TenantPool {
 
   private contextFor(item: Item): TenantContext {
     const { view, params } = this.registry.context;
-    const context: TenantContext = { params: {}, ...(item.mergeSchema !== undefined ? { mergeSchema: item.mergeSchema } : {}) };
+    const context: TenantContext = { params: {}, ...(item.mergeSchema !== undefined ? { mergeSchema: this.named(item.mergeSchema) } : {}) };
     const namespaceObject = view?.namespace(item.namespace);
     if (namespaceObject) context.namespaceObject = namespaceObject;
     for (const policy of this.registry.served(item.namespace)) {
@@ -337,6 +357,12 @@ export class TenantPool {
       if (ref && params) context.params[paramsKey(ref)] = params.select(ref, item.namespace);
     }
     return context;
+  }
+
+  /** A schema as a request carries it: by name where the workers hold its document (a newer one may have replaced it since it was read: then whole). */
+  private named(schema: (MergeSchema & { source?: string }) | null): TenantContext['mergeSchema'] {
+    if (schema === null || typeof schema.source !== 'string' || this.documents.get(documentOf(schema.source)) !== schema.source) return schema && { ref: schema.ref, components: schema.components };
+    return { ref: schema.ref, source: schema.source };
   }
 
   private freeSlot(): Slot | undefined {
