@@ -209,7 +209,7 @@ function display(text: string): string {
 }
 
 /** cel-go's common.Error.ToDisplayString: `ERROR: <input>:LINE:COL: message`, the line, the caret. */
-function located(source: string, offset: number, message: string): string {
+export function located(source: string, offset: number, message: string): string {
   const lineStart = source.lastIndexOf('\n', offset - 1) + 1;
   const lineEnd = source.indexOf('\n', lineStart);
   const line = source.slice(0, lineStart).split('\n').length;

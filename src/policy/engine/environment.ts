@@ -7,6 +7,7 @@
  */
 import { Environment, type ParseResult } from '@marcbachmann/cel-js';
 import { CompileError, firstLine, type Program } from '../celjs/program.ts';
+import { errorOffset, type PositionedNode } from '../celjs/error-position.ts';
 import { registerLists, validateListCall } from '../library/lists.ts';
 import { registerListsExt, validateListsExtCall } from '../library/lists-ext.ts';
 import { checkFormatCall, registerStrings, replaceStringBuiltins } from '../library/strings.ts';
@@ -36,7 +37,7 @@ import { shortcutFor, type Body } from '../fast/shortcut.ts';
 import { useCelGoLogic } from '../celjs/logic.ts';
 import { useCelGoEquality } from '../celjs/equality.ts';
 import { parseExpression } from '../celjs/parse.ts';
-import { CelSyntaxError } from '../celjs/syntax-errors.ts';
+import { CelSyntaxError, located } from '../celjs/syntax-errors.ts';
 import { CODE_POINT_LIMIT } from '../celjs/limits.ts';
 
 /**
@@ -152,6 +153,33 @@ export function compile(expression: string, field: string, expect: ResultType[] 
   }
 }
 
+/**
+ * A type-check error as the API server words a validation's (cel-go's Errors.ToDisplayString):
+ * `ERROR: <input>:LINE:COL: ...` at the place cel-go puts it, the line and a caret; an all/exists
+ * predicate that is not bool and a name never declared in cel-go's words (it checks the macro's expansion). A MAP mutation's
+ * stay bare: the API server words its type errors so (test/fixtures/map-write-errors.ts).
+ */
+/** The check errors cel-go words this way, whose place is known (an optional entry's is not: it stays without one). */
+const CEL_GO_WORDS = /^(found no matching overload for |expected type 'bool' but found |undeclared reference to |undefined field )/;
+
+function checkErrorText(expression: string, error: unknown, patch: boolean): string {
+  const message = policyNames(celGoCheckMessage(error));
+  const node = (error as { node?: PositionedNode } | null)?.node;
+  if (patch || !node) return message;
+  const macro = /^(?:all|exists)\(var, predicate\) predicate must return bool, got '(.*)'$/.exec(message);
+  const unknown = /^Unknown variable: (.*)$/.exec(message);
+  const words = macro
+    ? `expected type 'bool' but found '${macro[1]!.replaceAll('<', '(').replaceAll('>', ')')}'`
+    : unknown
+      ? `undeclared reference to '${unknown[1]}' (in container '')`
+      : message;
+  // Only words that are cel-go's get cel-go's place; cel-js's own (has() invalid argument) stay as they are.
+  if (!CEL_GO_WORDS.test(words)) return message;
+  // sortBy is expanded into a call with no place of its own in the source; cel-go's caret is at the `(` of `.sortBy(`.
+  const sortBy = words.includes("'@sortByAssociatedKeys'") ? expression.indexOf('(', expression.indexOf('.sortBy')) : -1;
+  return located(expression, sortBy >= 0 ? sortBy : errorOffset(expression, node), words);
+}
+
 export interface CompileOptions {
   params?: boolean;
   authorizer?: boolean;
@@ -181,7 +209,7 @@ function compileExpression(
     throw new CompileError(field, `compilation failed: ${err instanceof CelSyntaxError ? err.message : firstLine(err)}`);
   }
   const checked = program.check();
-  if (!checked.valid) throw new CompileError(field, `compilation failed: ${policyNames(celGoCheckMessage(checked.error))}`);
+  if (!checked.valid) throw new CompileError(field, `compilation failed: ${checkErrorText(expression, checked.error, options.patchTypes === true)}`);
   try {
     // Not in validateProgram: the cel-spec suite mixes types in literals; and mutations (no VAP
     // counterpart) build JSON-patch maps whose values are of every type.

@@ -16,6 +16,7 @@ import { newEnvironment } from '../engine/environment.ts';
 import { celGoCheckMessage } from '../library/numeric.ts';
 import { AUTHORIZER_TYPE } from '../library/authz.ts';
 import { parseExpression } from '../celjs/parse.ts';
+import { errorOffset, type PositionedNode } from '../celjs/error-position.ts';
 import { LIST_ELEMENT, MAP_ELEMENT, type SchemaTypes } from './schema.ts';
 
 export interface GroupVersionKind {
@@ -316,37 +317,6 @@ function located(source: string, offset: number, message: string): string {
   return `ERROR: <input>:${line}:${column + 1}: ${message}\n | ${text}\n | ${'.'.repeat(column)}^`;
 }
 
-interface PositionedNode {
-  op: string;
-  args: unknown;
-  pos?: number;
-  start?: number;
-  end?: number;
-}
-
-const BINARY = new Set(['==', '!=', '<', '<=', '>', '>=', '+', '-', '*', '/', '%', 'in', '&&', '||']);
-
-/** Where cel-go places an error: at a selection's `.`, an operator's token, a call's `(`, an index's `[`. */
-function errorOffset(source: string, node: PositionedNode): number {
-  const pos = node.pos ?? 0;
-  const args = Array.isArray(node.args) ? (node.args as unknown[]) : [];
-  const after = (from: number, token: string) => {
-    const at = source.indexOf(token, from);
-    return at < 0 ? pos : at;
-  };
-  if (node.op === '.' || node.op === '.?') return Math.max(0, source.lastIndexOf('.', pos - 1));
-  if (BINARY.has(node.op)) {
-    const left = args[0] as PositionedNode | undefined;
-    return after(left?.end ?? pos, node.op);
-  }
-  if (node.op === 'call' || node.op === 'rcall') {
-    const name = typeof args[0] === 'string' ? args[0] : '';
-    const receiver = node.op === 'rcall' ? (args[1] as PositionedNode | undefined) : undefined;
-    return after(after(receiver?.end ?? pos, name) + name.length, '(');
-  }
-  if (node.op === '[]' || node.op === '[?]') return after((args[0] as PositionedNode | undefined)?.end ?? pos, '[');
-  return pos;
-}
 
 /** cel-js's check messages in cel-go's words. */
 function celGoMessage(error: unknown): string {

@@ -20,12 +20,12 @@ export function evaluationError(expression: string, object: unknown = null): str
   throw new Error(`'${expression}' evaluated without error`);
 }
 
-/** The compile error of `expression`, without the field prefix. */
+/** The compile error's words for `expression`, without the field prefix or cel-go's place (`ERROR: <input>:1:5: `; its place: test/unit/policy/engine/type-errors.test.ts). */
 export function compileError(expression: string): string {
   try {
     compile(expression, 'f');
   } catch (err) {
-    return firstLine(err).replace(/^f: compilation failed: /, '');
+    return firstLine(err).replace(/^f: compilation failed: /, '').replace(/^ERROR: <input>:\d+:\d+: /, '');
   }
   throw new Error(`'${expression}' compiled`);
 }
