@@ -56,7 +56,7 @@ export interface TenantContext {
 }
 
 /** A kind's component in the document at `source`, sent to the workers before (`schemas`). */
-export interface SchemaReference {
+interface SchemaReference {
   ref: string;
   source: string;
 }
