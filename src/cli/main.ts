@@ -28,7 +28,7 @@ import { compare, describeRequest, parseAuditLog, replayable, skippedSummary, ty
 import { report, reportJson, reportJunit, runTestFile, testFiles, TEST_FILE_SUFFIX, type Row } from './testfile.ts';
 import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource } from '../registry/typecheck.ts';
 import type { MergeSchemaSource } from '../registry/compile.ts';
-import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
+import type { AdmissionPolicy, AdmissionSuite, WebhookSpec } from '../api/types.ts';
 import { EXCEPTION_KIND, expiryOf, validateException, type AdmissionException } from '../api/exceptions.ts';
 import { protectedNamespaces } from '../api/protected-namespaces.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -251,28 +251,49 @@ async function strictSchemas(values: Values): Promise<StrictSchemas> {
   return { source: schemas, from: `the built-in kinds of Kubernetes ${minor} have none: give --kubeconfig FILE to read a cluster's, its CRDs included` };
 }
 
+/** What --strict found no schema for: a resource a rule names (no kind is served as it) or a kind (no schema published). */
+interface Missing {
+  group: string;
+  version: string;
+  resource?: string;
+  kind?: string;
+}
+
 /**
  * `source`, noting what it has no schema for: a resource no kind is served as, a kind with no
  * schema. --strict refuses those rather than leave their expressions unchecked (dyn), as the
  * operator must: it said it would check them.
  */
-function noticingMissing(source: SchemaSource): { source: SchemaSource; missing: Set<string> } {
-  const missing = new Set<string>();
+function noticingMissing(source: SchemaSource): { source: SchemaSource; missing: Map<string, Missing> } {
+  const missing = new Map<string, Missing>();
   return {
     missing,
     source: {
       kindsFor: async (group, version, resource) => {
         const kinds = await source.kindsFor(group, version, resource);
-        if (kinds.length === 0) missing.add(`resource ${group ? `${group}/` : ''}${version} ${resource}`);
+        if (kinds.length === 0) missing.set(`resource ${group ? `${group}/` : ''}${version} ${resource}`, { group, version, resource });
         return kinds;
       },
       schema: async (gvk) => {
         const schema = await source.schema(gvk);
-        if (!schema) missing.add(`kind ${gvk.group ? `${gvk.group}/` : ''}${gvk.version} ${gvk.kind}`);
+        if (!schema) missing.set(`kind ${gvk.group ? `${gvk.group}/` : ''}${gvk.version} ${gvk.kind}`, gvk);
         return schema;
       },
     },
   };
+}
+
+/** The field that names what is missing: the first rule naming its group, version (and resource), else the params reference; `spec` if none does. */
+function missingField(webhooks: { webhook: WebhookSpec; path: string }[], missing: Missing): string {
+  for (const { webhook, path } of webhooks) {
+    const params = webhook.params && missing.kind === webhook.params.kind && webhook.params.apiVersion === (missing.group ? `${missing.group}/${missing.version}` : missing.version);
+    if (params) return `${path}.params`;
+    const at = (webhook.rules ?? []).findIndex(
+      (r) => (r.apiGroups ?? []).includes(missing.group) && (r.apiVersions ?? []).includes(missing.version) && (missing.resource === undefined || (r.resources ?? []).includes(missing.resource)),
+    );
+    if (at >= 0) return `${path}.rules[${at}]`;
+  }
+  return 'spec';
 }
 
 function outputFormat(values: Values): 'text' | 'json' {
@@ -379,10 +400,20 @@ async function replay(log: string, targets: string[], values: Values, operatorNa
  */
 async function typeErrors(suites: AdmissionSuite[], policies: AdmissionPolicy[], schemas: StrictSchemas, refusals: Map<string, string>, file: string): Promise<void> {
   const checked = [
-    ...suites.map((s) => ({ key: `AdmissionSuite ${s.metadata.name}`, what: `AdmissionSuite "${s.metadata.name}"`, check: (source: SchemaSource) => typeCheckSuite(s, source, 'Deny') })),
-    ...policies.map((p) => ({ key: `AdmissionPolicy ${p.metadata.namespace}/${p.metadata.name}`, what: `AdmissionPolicy "${p.metadata.name}"`, check: (source: SchemaSource) => typeCheckPolicy(p, source, 'Deny') })),
+    ...suites.map((s) => ({
+      key: `AdmissionSuite ${s.metadata.name}`,
+      what: `AdmissionSuite "${s.metadata.name}"`,
+      webhooks: (s.spec.webhooks ?? []).map((webhook, i) => ({ webhook, path: `spec.webhooks[${i}]` })),
+      check: (source: SchemaSource) => typeCheckSuite(s, source, 'Deny'),
+    })),
+    ...policies.map((p) => ({
+      key: `AdmissionPolicy ${p.metadata.namespace}/${p.metadata.name}`,
+      what: `AdmissionPolicy "${p.metadata.name}"`,
+      webhooks: [{ webhook: { ...p.spec, name: p.metadata.name } as WebhookSpec, path: 'spec' }],
+      check: (source: SchemaSource) => typeCheckPolicy(p, source, 'Deny'),
+    })),
   ];
-  for (const { key, what, check } of checked) {
+  for (const { key, what, webhooks, check } of checked) {
     if (refusals.has(key)) continue;
     const noticing = noticingMissing(schemas.source);
     const { warnings, errors, complete } = await check(noticing.source);
@@ -390,7 +421,7 @@ async function typeErrors(suites: AdmissionSuite[], policies: AdmissionPolicy[],
     if (!complete) process.stdout.write(`${file}: warning: ${what}: some kinds or schemas could not be read from the cluster; they were not checked\n`);
     const problems = [
       ...errors.map((e) => `${e.field}: ${e.message}`),
-      ...[...noticing.missing].map((m) => `--strict: no schema for ${m} to type-check against (${schemas.from})`),
+      ...[...noticing.missing].map(([words, m]) => `${missingField(webhooks, m)}: --strict: no schema for ${words} to type-check against (${schemas.from})`),
     ];
     if (problems.length) refusals.set(key, `${what} is invalid: ${problems.join('; ')}`);
   }

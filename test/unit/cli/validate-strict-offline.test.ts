@@ -5,7 +5,13 @@
  * must not start a cluster (the agreement with a real API server's schemas: test/e2e/validate-strict-bundled.test.ts).
  */
 import { expect } from 'chai';
+import fs from 'node:fs';
 import { runCli, scratchFiles } from '../../support/cli.ts';
+
+/** The line (from 1) of `file` where `text` first stands. */
+function yamlLine(file: string, text: string): number {
+  return fs.readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes(text)) + 1;
+}
 
 /** A suite with one webhook for `resource` of `group`/v1 and one validation. */
 function suite(expression: string, group = '', resource = 'pods') {
@@ -42,7 +48,16 @@ describe('portcullis validate --strict offline (bundled schemas)', function () {
     expect(loose.code, loose.stdout + loose.stderr).to.equal(0);
     const strict = await runCli(['validate', '--strict', file]);
     expect(strict.code, strict.stdout + strict.stderr).to.equal(1);
-    expect(strict.stdout).to.contain(`AdmissionSuite "strict-offline" is invalid: --strict: no schema for resource example.com/v1 widgets to type-check against (the built-in kinds of Kubernetes 1.37 have none: give --kubeconfig FILE to read a cluster's, its CRDs included)`);
+    // at the line of the rule that names it
+    expect(strict.stdout).to.match(/:\d+: document 1: AdmissionSuite "strict-offline" is invalid: spec\.webhooks\[0\]\.rules\[0\]: --strict: no schema for resource example\.com\/v1 widgets to type-check against \(the built-in kinds of Kubernetes 1\.37 have none: give --kubeconfig FILE to read a cluster's, its CRDs included\)\n/);
+    expect(strict.stdout.split(':')[1]).to.equal(String(yamlLine(file, 'apiGroups')));
+
+    // a params kind alike: its expressions' params would go unchecked
+    const withParams = suite('params.spec.max > 1');
+    (withParams.spec.webhooks[0] as Record<string, unknown>).params = { apiVersion: 'example.com/v1', kind: 'Limit', name: 'limits' };
+    const params = await runCli(['validate', '--strict', files.write([withParams])]);
+    expect(params.code, params.stdout + params.stderr).to.equal(1);
+    expect(params.stdout).to.contain('is invalid: spec.webhooks[0].params: --strict: no schema for kind example.com/v1 Limit to type-check against');
   });
 
   it('reads a kind of an older Kubernetes only in its bundle: a field 1.37 added is unknown to 1.35', async function () {
