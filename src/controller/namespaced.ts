@@ -64,7 +64,7 @@ export interface NamespacedReconcilerDeps {
   audit?(namespace: string, name: string): AuditStatus | undefined;
   /**
    * Why this generation of the policy is not evaluated: it kept stopping a tenant worker
-   * (src/worker-restarts.ts), so the requests it matches are refused by failurePolicy; undefined when it is.
+   * (src/workers/restarts.ts), so the requests it matches are refused by failurePolicy; undefined when it is.
    */
   quarantined?(policy: AdmissionPolicy): string | undefined;
   log: Logger;

@@ -55,7 +55,7 @@ export interface ReconcilerDeps {
   native: NativeHandover;
   /**
    * Why the endpoint does not serve this generation of the suite: it kept stopping a worker
-   * (src/worker-restarts.ts), so its webhooks are answered by their failurePolicy; undefined when it serves it.
+   * (src/workers/restarts.ts), so its webhooks are answered by their failurePolicy; undefined when it serves it.
    */
   quarantined?(suite: AdmissionSuite): string | undefined;
   /**

@@ -26,7 +26,7 @@ import type { ClusterView, ConfigContext, Handler, LookupKind } from '../handler
 import type { LogWriter } from '../log.ts';
 import type { LookupChange } from '../apiserver/lookups.ts';
 import { configChecks, type LoadedHandler } from './modules.ts';
-import type { BackoffOptions } from '../worker-restarts.ts';
+import type { BackoffOptions } from '../workers/restarts.ts';
 import { CallTimeout, Restarting, WorkerThread, type Death, type KitSignal } from '../workers/kit.ts';
 
 /** What a handler reads of the cluster, sent with each request. */

@@ -11,7 +11,7 @@ import client from 'prom-client';
 import { VERSION } from '../version.ts';
 import { LATENCY_BUCKETS, WebhookMetrics, type AdmissionInstruments } from './webhook-metrics.ts';
 import { BucketHistogram, SeriesCounter } from './request-series.ts';
-import type { WorkerKind } from '../worker-restarts.ts';
+import type { WorkerKind } from '../workers/restarts.ts';
 
 /** What the operator knows that a scrape reports as it is then; each part may be missing (tests, the bench). */
 export interface MetricSources {
@@ -365,7 +365,7 @@ export class Metrics {
     return (await this.registry.metrics()) + (await runtimeRegistry().metrics());
   }
 
-  /** Worker threads that died, by kind (src/worker-restarts.ts): each is started again. Series of every kind from the start. */
+  /** Worker threads that died, by kind (src/workers/restarts.ts): each is started again. Series of every kind from the start. */
   private readonly workerDeaths = everyWorkerKind(
     new client.Counter({
       name: 'portcullis_worker_deaths_total',

@@ -4,7 +4,7 @@
  * what was in it when it died, and start it again with backoff. What a death blames is the kind's.
  */
 import { Worker, type ResourceLimits } from 'node:worker_threads';
-import { Backoff, type BackoffOptions } from '../worker-restarts.ts';
+import { Backoff, type BackoffOptions } from './restarts.ts';
 
 /** What the worker says before work that might kill it, and after: a death in between blames `key`. */
 export type KitSignal = { type: 'kit-suspect'; key: string } | { type: 'kit-cleared'; key: string };

@@ -1,5 +1,5 @@
 /**
- * Nothing a suite sends stops a worker for good (src/worker-restarts.ts and each worker kind): a
+ * Nothing a suite sends stops a worker for good (src/workers/restarts.ts and each worker kind): a
  * worker that dies is started again, always, with backoff, however often it dies (20 times in a
  * row here, each as soon as it starts); a suite, a handler with a config, or an AdmissionPolicy
  * that keeps killing its worker is quarantined (not sent to it, answered by failurePolicy) while
@@ -18,7 +18,7 @@ import { Metrics } from '../../src/health/metrics.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
 import { HandlerRunner, HandlerFailure, type FailureReason } from '../../src/custom/runner.ts';
 import { loadHandlerModules } from '../../src/custom/modules.ts';
-import { Backoff, Quarantine } from '../../src/worker-restarts.ts';
+import { Backoff, Quarantine } from '../../src/workers/restarts.ts';
 import { ReviewOffload, SuiteQuarantinedError, WorkerLostError } from '../../src/admission/threads/offload.ts';
 import { TenantPool } from '../../src/admission/threads/tenants.ts';
 import { PolicyRegistry } from '../../src/registry/policies.ts';

@@ -10,7 +10,7 @@
  * judging one review at a time; reviews beyond them wait here, at most `waiting`, and a review
  * beyond those is refused at once (BUSY, 429), so what large reviews hold is bounded rather than
  * queued without end. A worker that dies is started again, always, with backoff
- * (src/workers/kit.ts, worker-restarts.ts); the suite generation it was compiling when it died is the suspect, and one
+ * (src/workers/kit.ts, restarts.ts); the suite generation it was compiling when it died is the suspect, and one
  * that killed a worker QUARANTINE_AFTER times (or whose compiling threw there) is quarantined: no longer sent to a worker, its large reviews answered by their
  * webhook's failurePolicy, until it changes; `quarantined` says so to the suite's status. Owns the
  * workers and their messages; what a Decision is, and how it is sent, belong to the registry and the server.
@@ -27,7 +27,7 @@ import type { LogWriter } from '../../log.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
 import type { ExceptionChange } from '../../registry/exceptions.ts';
 import { REVIEW_ERRORS, ReviewError, type ReviewErrorKey } from '../errors.ts';
-import { PoolRestarts, Quarantine, type BackoffOptions, type WorkerWatcher } from '../../worker-restarts.ts';
+import { PoolRestarts, Quarantine, type BackoffOptions, type WorkerWatcher } from '../../workers/restarts.ts';
 import { StateLog, WorkerThread, type Death, type KitSignal } from '../../workers/kit.ts';
 
 /** Bodies of at least this many bytes are judged in the worker: far above any typical object. */

@@ -16,7 +16,7 @@
  *   only an evaluation that escaped the meter) is stopped and started again; its request is
  *   answered by failurePolicy, naming its namespace.
  * - a worker that dies (or is stopped as stuck) is started again, always, with backoff
- *   (src/workers/kit.ts, worker-restarts.ts), while the others keep evaluating; the policy it was compiling counts a
+ *   (src/workers/kit.ts, restarts.ts), while the others keep evaluating; the policy it was compiling counts a
  *   death (not those a request in it matched: anyone can POST a request to the endpoint, and
  *   blaming its policies would let any client quarantine a team's policy); a policy
  *   generation with QUARANTINE_AFTER of them (or whose compiling threw there) is quarantined: no
@@ -37,7 +37,7 @@ import { appliesConfiguration } from '../../registry/compile.ts';
 import type { MergeSchema } from '../../policy/engine/apply-configuration.ts';
 import { policiesFor } from '../../registry/namespaced.ts';
 import type { LogWriter } from '../../log.ts';
-import { PoolRestarts, Quarantine, type BackoffOptions, type WorkerWatcher } from '../../worker-restarts.ts';
+import { PoolRestarts, Quarantine, type BackoffOptions, type WorkerWatcher } from '../../workers/restarts.ts';
 import { StateLog, WorkerThread, type Death, type KitSignal } from '../../workers/kit.ts';
 
 /** What a request's policies read of the cluster, gathered by the main thread when it is dispatched. */

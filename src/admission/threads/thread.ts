@@ -11,7 +11,7 @@
  * schemas it asks to be read again, the answers it counted (into the operator's metrics), and its acknowledgements, so that a suite is
  * registered only once the thread serves its generation and a CA is retired only once no
  * certificate it signed is served there. A worker that stops is started again with everything,
- * always, with backoff (src/workers/kit.ts, worker-restarts.ts); a suite whose generation it was compiling when it died
+ * always, with backoff (src/workers/kit.ts, restarts.ts); a suite whose generation it was compiling when it died
  * QUARANTINE_AFTER times, or whose compilation threw there, is quarantined: no longer sent to it
  * (its webhooks are then not served: the API server answers them by their failurePolicy), said so
  * to the reconciler (Ready=False, Quarantined), until the suite changes. While the thread is down,
@@ -25,7 +25,7 @@ import type { CheckResult } from '../../audit/targets.ts';
 import type { CertificateStore } from '../../certs/store.ts';
 import { recordConnections, type Metrics } from '../../health/metrics.ts';
 import { LOG_LEVELS, type Logger, type LogLevel } from '../../log.ts';
-import { Quarantine, type BackoffOptions } from '../../worker-restarts.ts';
+import { Quarantine, type BackoffOptions } from '../../workers/restarts.ts';
 import { Restarting, WorkerThread, type Death, type KitSignal } from '../../workers/kit.ts';
 import type { SuiteRegistry } from '../../registry/registry.ts';
 import type { ParamsChange } from '../../apiserver/params-watches.ts';

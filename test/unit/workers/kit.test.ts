@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { CallTimeout, Restarting, StateLog, WorkerLost, WorkerThread, type Death, type DeathCause } from '../../../src/workers/kit.ts';
-import { Quarantine, QUARANTINE_AFTER } from '../../../src/worker-restarts.ts';
+import { Quarantine, QUARANTINE_AFTER } from '../../../src/workers/restarts.ts';
 import type { AdderIn, AdderOut } from '../../support/workers/kit-adder.ts';
 import type { HolderIn, HolderOut } from '../../support/workers/kit-holder.ts';
 import { eventually } from '../../support/wait.ts';

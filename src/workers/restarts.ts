@@ -1,14 +1,7 @@
 /**
- * What every worker thread of the operator shares when one dies (the admission thread, the review
- * workers, the tenant workers, the handler modules' workers): when it is started again (Backoff:
- * at once the first time, then exponentially longer, capped, never giving up, and from the start
- * again once a worker has lived a while), and which input keeps killing it (Quarantine: deaths
- * counted by the input that was in the worker when it died, a suite's or policy's generation;
- * after QUARANTINE_AFTER of them that input is no longer sent to a worker, its requests answered
- * by the webhook's failurePolicy, until it changes); for pools (review and tenant workers), when
- * the next worker starts (PoolRestarts), and who is told of deaths and quarantines (WorkerWatcher:
- * the metrics, the status). Owns only the counting and the timing: each worker kind knows what was
- * in its worker and what not sending an input means there. Imports nothing.
+ * workers: what every worker kind shares when one dies: when it starts again (Backoff; PoolRestarts for
+ * pools) and which input keeps killing it (Quarantine: QUARANTINE_AFTER deaths with it inside, then it is
+ * sent no more until it changes). Counting and timing only: each kind knows what its inputs are.
  */
 
 export interface BackoffOptions {
