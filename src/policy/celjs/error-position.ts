@@ -15,7 +15,7 @@ export interface PositionedNode {
 
 const BINARY = new Set(['==', '!=', '<', '<=', '>', '>=', '+', '-', '*', '/', '%', 'in', '&&', '||']);
 
-/** Where cel-go places an error: at a selection's `.`, an operator's token, a call's `(`, an index's `[`. */
+/** Where cel-go places an error: at a selection's `.`, an operator's token (a conditional's `?`), a call's `(`, an index's `[`. */
 export function errorOffset(source: string, node: PositionedNode): number {
   const pos = node.pos ?? 0;
   const args = Array.isArray(node.args) ? (node.args as unknown[]) : [];
@@ -34,5 +34,6 @@ export function errorOffset(source: string, node: PositionedNode): number {
     return after(after(receiver?.end ?? pos, name) + name.length, '(');
   }
   if (node.op === '[]' || node.op === '[?]') return after((args[0] as PositionedNode | undefined)?.end ?? pos, '[');
+  if (node.op === '?:') return after((args[0] as PositionedNode | undefined)?.end ?? pos, '?');
   return pos;
 }

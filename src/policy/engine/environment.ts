@@ -168,11 +168,16 @@ function checkErrorText(expression: string, error: unknown, patch: boolean): str
   if (patch || !node) return message;
   const macro = /^(?:all|exists)\(var, predicate\) predicate must return bool, got '(.*)'$/.exec(message);
   const unknown = /^Unknown variable: (.*)$/.exec(message);
+  // cel-go checks a conditional as the overload `_?_:_(bool, T, T)`: branches of two types match none.
+  const branches = /^Ternary branches must have the same type, got '(.*)' and '(.*)'$/.exec(message);
+  const goType = (type: string) => type.replaceAll('<', '(').replaceAll('>', ')');
   const words = macro
-    ? `expected type 'bool' but found '${macro[1]!.replaceAll('<', '(').replaceAll('>', ')')}'`
+    ? `expected type 'bool' but found '${goType(macro[1]!)}'`
     : unknown
       ? `undeclared reference to '${unknown[1]}' (in container '')`
-      : message;
+      : branches
+        ? `found no matching overload for '_?_:_' applied to '(bool, ${goType(branches[1]!)}, ${goType(branches[2]!)})'`
+        : message;
   // Only words that are cel-go's get cel-go's place; cel-js's own (has() invalid argument) stay as they are.
   if (!CEL_GO_WORDS.test(words)) return message;
   // sortBy is expanded into a call with no place of its own in the source; cel-go's caret is at the `(` of `.sortBy(`.
