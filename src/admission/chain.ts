@@ -3,7 +3,7 @@
  * handlers), for every webhook served, the operator's own suite validation included:
  *   1. decode  the body into an AdmissionReview (review.ts), whose uid can be echoed (decode());
  *              a large one stays bytes for step 3;
- *   2. route   to the webhook the path names (the server's Router: the registry's, or suite validation);
+ *   2. route   to the webhook the path names (the Router answering.ts finds for it: the registry's, or suite validation);
  *   3. offload a large body to a review worker (threads/offload.ts), which decodes and decides it off this event loop;
  *   4. decide  by the webhook: synchronous for almost every webhook (answered in the same tick,
  *              with no promise around it), a Promise while `authorizer` checks are asked;
@@ -12,7 +12,7 @@
  *   6. encode  the response, counted and logged (one line per denial and per error, what the
  *              request brought in it capped as error messages are), its connection closed while the replica drains;
  *              what a rule in shadow mode (Warn, Audit) let through goes to the webhook's observer (audit/live.ts).
- * A ReviewError thrown at any step is a transport failure, answered by the server's error handler.
+ * A ReviewError thrown at any step is a transport failure, answered as such (review-codec.ts' sendFailure).
  * Knows no webhook's domain and no transport beyond the reply it writes to.
  */
 import { failureDetail, outcomeOf, type AdmissionRequest, type Decision } from '../api/admission-review.ts';

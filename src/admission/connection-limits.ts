@@ -1,5 +1,5 @@
 /**
- * admission: the connections of one AdmissionServer by source address and kind (`apiserver`: an allowance
+ * admission: the connections of one AdmissionEndpoint by source address and kind (`apiserver`: an allowance
  * that grows with the webhooks served; `other`: a cap per address and in all), the limits that keep one client
  * from holding the endpoint without ever turning the API server away, and the warnings before them.
  * A connection that has served a request is never closed to make room. Why two kinds, and the rules: docs/adr/0023-connections-by-kind.md

@@ -6,7 +6,7 @@
  * policy-validation webhooks (ThreadData.validation), the OpenAPI schemas read (schema-copy.ts)
  * and the policies' limits. A review that reads what is not copied here (HeldElsewhere: Pods,
  * Nodes, a params collection not synced yet, a schema not read or stale, for a validation or an
- * ApplyConfiguration mutation, a SubjectAccessReview a validation needs), the AdmissionPolicies' webhooks, and large bodies are forwarded whole to the main thread's server.
+ * ApplyConfiguration mutation, a SubjectAccessReview a validation needs), the AdmissionPolicies' webhooks, and large bodies are forwarded whole to the main thread's answering.
  * Makes no API call and opens no client socket; `authorizer` checks and RESTMappings are asked of
  * the main thread. Acknowledges each suite generation and certificate once it serves them.
  */
@@ -160,7 +160,7 @@ const registry = new SuiteRegistry({
 const certificates = new CertificateStore();
 
 /**
- * The validation webhooks, answered here as the main thread's server answers them: a write whose
+ * The validation webhooks, answered here as the main thread's answering answers them: a write whose
  * check needs a SubjectAccessReview (params it introduces, a Mutating policy's rules), or a schema
  * the copy cannot give, is HeldElsewhere, so the main thread answers it whole.
  */
