@@ -1,24 +1,7 @@
 /**
  * Where a handler module's handlers run: in a worker thread of the module's own (handler-worker.ts),
- * never on the operator's main thread nor the admission thread, so that a handler that blocks its
- * thread (a busy loop) holds up only its own module's requests; measured in
- * test/e2e/handler-modules.test.ts, the other suites' answers keep their latency meanwhile.
- *
- * A module's worker keeps a copy of the lookup kinds its handlers declare, sent as they sync and
- * change (as the admission thread's copies are: measured, sending 1,000 Ingresses with each request
- * cost 4.4 ms p50 a request, against 37 us with none); Pods are not copied (as many as the cluster
- * has): a request is sent with the Pods of its namespace, its Namespace and its LimitRanges, read
- * from the operator's caches at that moment. It waits at most the time budget. A throw, a rejection, a run past the budget
- * or a worker lost is a rejection naming the handler, which the registry answers by the webhook's
- * failurePolicy (registry/compile.ts), and is counted by handler and reason. A worker still busy
- * a moment after a budget ran out (it does not answer a ping) is stopped. A worker that dies or is
- * stopped is started again, always, with backoff (src/workers/kit.ts; a request while it waits
- * is answered by failurePolicy), and its death is counted and logged naming the handler it was
- * running. It blames nothing: a death while running a request is the request's doing as much as
- * the handler's, and anyone can send one to the admission port (it asks no credential), so
- * quarantining the handler would let any client switch a check off (failurePolicy Ignore) or on
- * for every request (Fail) until its suite changed, as review and tenant workers blame nothing for
- * such deaths either. Owns the workers and their messages; what a suite may name is the registry's.
+ * never on the main thread nor the admission thread. Owns the workers and their messages; what a
+ * suite may name is the registry's. Why: docs/adr/0028-handler-modules-in-workers.md
  */
 import { workerEntry } from '../app-files.ts';
 import type { AdmissionRequest, Decision } from '../api/admission-review.ts';
@@ -100,6 +83,23 @@ export interface ServedConfig {
 /** A handler's run that failed, in words naming the handler (the denial the user reads: "internal error: handler ... "). */
 export class HandlerFailure extends Error {}
 
+/**
+ * A module's worker keeps a copy of the lookup kinds its handlers declare, sent as they sync and
+ * change (as the admission thread's copies are; Why: docs/adr/0029-lookup-copies-sent-as-they-change.md);
+ * Pods are not copied (as many as the cluster
+ * has): a request is sent with the Pods of its namespace, its Namespace and its LimitRanges, read
+ * from the operator's caches at that moment. It waits at most the time budget. A throw, a rejection, a run past the budget
+ * or a worker lost is a rejection naming the handler, which the registry answers by the webhook's
+ * failurePolicy (registry/compile.ts), and is counted by handler and reason. A worker still busy
+ * a moment after a budget ran out (it does not answer a ping) is stopped. A worker that dies or is
+ * stopped is started again, always, with backoff (src/workers/kit.ts; a request while it waits
+ * is answered by failurePolicy), and its death is counted and logged naming the handler it was
+ * running. It blames nothing: a death while running a request is the request's doing as much as
+ * the handler's, and anyone can send one to the admission port (it asks no credential), so
+ * quarantining the handler would let any client switch a check off (failurePolicy Ignore) or on
+ * for every request (Fail) until its suite changed, as review and tenant workers blame nothing for
+ * such deaths either.
+ */
 export class HandlerRunner {
   private readonly options: RunnerOptions;
   private readonly workers = new Map<string, ModuleWorker>();

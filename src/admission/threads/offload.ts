@@ -1,19 +1,7 @@
 /**
- * Large reviews judged off the event loop. Parsing and judging an object of megabytes takes
- * hundreds of milliseconds (measured: 3 MiB with 266k labels, about 100 ms to parse and 250 ms
- * to judge); on the one event loop, a few clients sending such objects back to back held every
- * other admission for seconds (bench/starvation.ts). A body of LARGE_BODY or more is handed, as
- * its bytes (never decoded here), to a review worker: a worker thread that keeps its own copy of the registry (the same suites, compiled the
- * same way) and asks this thread for what it cannot know: the namespace, LimitRanges and params
- * of the request (from the watch caches), `authorizer` checks and RESTMappings. It answers a Decision, which
- * the server encodes like any other. Up to `workers` of them (started as reviews need them), each
- * judging one review at a time; reviews beyond them wait here, at most `waiting`, and a review
- * beyond those is refused at once (BUSY, 429), so what large reviews hold is bounded rather than
- * queued without end. A worker that dies is started again, always, with backoff
- * (src/workers/kit.ts, restarts.ts); the suite generation it was compiling when it died is the suspect, and one
- * that killed a worker QUARANTINE_AFTER times (or whose compiling threw there) is quarantined: no longer sent to a worker, its large reviews answered by their
- * webhook's failurePolicy, until it changes; `quarantined` says so to the suite's status. Owns the
- * workers and their messages; what a Decision is, and how it is sent, belong to the registry and the server.
+ * Large reviews (LARGE_BODY or more) judged off the event loop, in review workers, bounded in
+ * number and in waiting. Owns the workers and their messages; what a Decision is, and how it is
+ * sent, belong to the registry and the server. Why: docs/adr/0026-large-reviews-in-review-workers.md
  */
 import os from 'node:os';
 import { workerEntry } from '../../app-files.ts';
@@ -34,11 +22,8 @@ import { StateLog, WorkerThread, type Death, type KitSignal } from '../../worker
 export const LARGE_BODY = 256 * 1024;
 
 /**
- * Review workers by default: one per CPU the process may run on, at most 2. Each holds its own
- * copy of the compiled suites and, while it judges, the review copied, decoded and parsed:
- * measured with 16 clients sending 6.8 MiB reviews of 555k labels at once, the RSS went from
- * about 285 MB to peaks of 424-447 MB with one worker, 665-721 MB with two, so two fit the shipped
- * 1Gi limit and four would not; --review-workers sets it (with the memory limit).
+ * Review workers by default: one per CPU the process may run on, at most 2 (two fit the shipped
+ * 1Gi limit); --review-workers sets it (with the memory limit). Why: docs/adr/0027-two-review-workers.md
  */
 export const REVIEW_WORKERS = Math.max(1, Math.min(os.availableParallelism(), 2));
 
@@ -124,6 +109,19 @@ interface ReviewWorker {
 
 const WORKER = workerEntry('offload-worker', import.meta.url);
 
+/**
+ * A body of LARGE_BODY or more is handed, as
+ * its bytes (never decoded here), to a review worker: a worker thread that keeps its own copy of the registry (the same suites, compiled the
+ * same way) and asks this thread for what it cannot know: the namespace, LimitRanges and params
+ * of the request (from the watch caches), `authorizer` checks and RESTMappings. It answers a Decision, which
+ * the server encodes like any other. Up to `workers` of them (started as reviews need them), each
+ * judging one review at a time; reviews beyond them wait here, at most `waiting`, and a review
+ * beyond those is refused at once (BUSY, 429), so what large reviews hold is bounded rather than
+ * queued without end. A worker that dies is started again, always, with backoff
+ * (src/workers/kit.ts, restarts.ts); the suite generation it was compiling when it died is the suspect, and one
+ * that killed a worker QUARANTINE_AFTER times (or whose compiling threw there) is quarantined: no longer sent to a worker, its large reviews answered by their
+ * webhook's failurePolicy, until it changes; `quarantined` says so to the suite's status.
+ */
 export class ReviewOffload {
   private readonly registry: SuiteRegistry;
   private readonly log: LogWriter;

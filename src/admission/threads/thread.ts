@@ -1,21 +1,8 @@
 /**
  * The admission thread, main side: the admission endpoint served from a worker thread of its own
- * (thread-worker.ts), so that answering a review runs in a V8 isolate that holds nothing else.
- * Sharing the operator's isolate (its heap, inline caches and string table, warmed by the
- * Kubernetes client's traffic) cost each review about 60 us at the API server's pace (bench:e2e).
- * Owns the worker and what it is sent: every suite as synced (the worker compiles its own copy),
- * every serving certificate, the Namespaces and LimitRanges rules read, the synced params
- * collections, the small lookup kinds (COPIED_LOOKUPS), what the OpenAPI schemas read (for the
- * validation webhooks it answers, see AdmissionThreadOptions.validation), draining; and what it sends
- * back: requests it forwards (answered by the main thread's answering; its endpoint does not listen), the
- * schemas it asks to be read again, the answers it counted (into the operator's metrics), and its acknowledgements, so that a suite is
- * registered only once the thread serves its generation and a CA is retired only once no
- * certificate it signed is served there. A worker that stops is started again with everything,
- * always, with backoff (src/workers/kit.ts, restarts.ts); a suite whose generation it was compiling when it died
- * QUARANTINE_AFTER times, or whose compilation threw there, is quarantined: no longer sent to it
- * (its webhooks are then not served: the API server answers them by their failurePolicy), said so
- * to the reconciler (Ready=False, Quarantined), until the suite changes. While the thread is down,
- * nothing serves admission: `cannotServe` says so, and the liveness probe fails with it.
+ * (thread-worker.ts), and everything sent to and from it. Owns the worker and its messages; the
+ * answering itself belongs to answering.ts. While the thread is down nothing serves admission.
+ * Why: docs/adr/0011-admission-thread.md
  */
 import { workerEntry } from '../../app-files.ts';
 import type { AdmissionSuite, FailurePolicy } from '../../api/types.ts';
@@ -138,8 +125,8 @@ export interface AdmissionThreadOptions {
   apiServers?: { subscribe(listener: (addresses: string[]) => void): () => void };
   /**
    * What the thread needs to answer the suite- and policy-validation webhooks itself, as `answering`
-   * does (measured: forwarded, an apply's validation waited behind the main thread's reconciles,
-   * 13-23 ms p50 at the API server for a 1 ms check): whether `answering` checks the author's access to
+   * does (forwarded, an apply's validation waits behind the main thread's reconciles; Why:
+   * docs/adr/0025-validation-answered-in-the-admission-thread.md): whether `answering` checks the author's access to
    * params (a write that needs a SubjectAccessReview is then forwarded), the OpenAPI schemas it
    * type-checks against (copied as read; `refresh` renews a read before the copy's goes stale)
    * and its default for type errors, and the policies' registry (its limits). Without it, or
@@ -168,6 +155,22 @@ export const SERVING_WAIT_MS = 5_000;
 
 type Thread = WorkerThread<ToThread, FromThread>;
 
+/**
+ * The admission thread: answering a review runs in a V8 isolate that holds nothing else.
+ * It is sent every suite as synced (the worker compiles its own copy),
+ * every serving certificate, the Namespaces and LimitRanges rules read, the synced params
+ * collections, the small lookup kinds (COPIED_LOOKUPS), what the OpenAPI schemas read (for the
+ * validation webhooks it answers, see AdmissionThreadOptions.validation), draining; and it sends
+ * back: requests it forwards (answered by the main thread's answering; its endpoint does not listen), the
+ * schemas it asks to be read again, the answers it counted (into the operator's metrics), and its acknowledgements, so that a suite is
+ * registered only once the thread serves its generation and a CA is retired only once no
+ * certificate it signed is served there. A worker that stops is started again with everything,
+ * always, with backoff (src/workers/kit.ts, restarts.ts); a suite whose generation it was compiling when it died
+ * QUARANTINE_AFTER times, or whose compilation threw there, is quarantined: no longer sent to it
+ * (its webhooks are then not served: the API server answers them by their failurePolicy), said so
+ * to the reconciler (Ready=False, Quarantined), until the suite changes. While the thread is down,
+ * nothing serves admission: `cannotServe` says so, and the liveness probe fails with it.
+ */
 export class AdmissionThread {
   private readonly options: AdmissionThreadOptions;
   private readonly restarts: Restarting<Thread>;
