@@ -9,12 +9,11 @@
  * through their `judge` and their `reader`: a target's results are judged (an AdmissionPolicy), or
  * counted in its status (a suite), only where its recorded author may list them (access.ts).
  * A live result (a request its webhook allowed with Warn or Audit failures) is kept only once the
- * watch has seen that object, with the same uid, and the target judges it: a request alone (anyone
- * can POST one to the admission port) writes nothing.
+ * watch has seen that object, with the same uid, and the target judges it (live-confirm.ts): a
+ * request alone (anyone can POST one to the admission port) writes nothing. A stored object as a
+ * CREATE and its results are stored.ts'; this file must not judge or match anything itself.
  */
 import * as k8s from '@kubernetes/client-node';
-import { randomUUID } from 'node:crypto';
-import type { AdmissionRequest } from '../api/admission-review.ts';
 import type { AuthorizationUser } from '../api/authorization.ts';
 import type { ListAccess } from './access.ts';
 import type { Logger } from '../log.ts';
@@ -27,6 +26,8 @@ import { AuditResults, type AuditCounts, type ObjectRef } from './results.ts';
 import type { AuditTarget, CheckResult } from './targets.ts';
 import type { TargetInfo } from './reports.ts';
 import type { ReportWriter } from './writer.ts';
+import { judgeStored, namespaceLabelsOf, refOf, storedCreate } from './stored.ts';
+import { LiveConfirmations, liveKey } from './live-confirm.ts';
 
 export interface AuditOptions {
   /** A full scan every this often. */
@@ -50,92 +51,11 @@ export interface AuditSummary extends AuditCounts {
 /** How long new or changed targets wait to be scanned together. */
 const PENDING_DELAY_MS = 500;
 
-/**
- * Live results waiting for the watch to see their object, at most: anyone who reaches the
- * admission port can send requests, so what they leave behind is bounded (oldest dropped).
- */
-const LIVE_WAITING_MAX = 5_000;
-/**
- * How long the watch's sighting of an object's write matches a live result that names it: the
- * admission thread sends its live results in batches (up to 2 s late), so the write is often seen
- * before the result that let it through arrives.
- */
-const SIGHTING_MS = 10_000;
-/** Sightings kept at most (the oldest go first). */
-const SIGHTINGS_MAX = 20_000;
 /** A target whose author's access could not be asked (the API server did not answer) is scanned again this much later. */
 const ACCESS_RETRY_MS = 5_000;
-/** A live result's message is cut here, as a report cuts it (reports.ts). */
-const LIVE_MESSAGE_LIMIT = 1024;
-
-/** What a uid the API server assigns looks like (a live result naming anything else cannot be matched). */
-const UID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-interface WaitingLive {
-  key: string;
-  ref: ObjectRef;
-  results: CheckResult[];
-  at: number;
-}
 
 const describeUser = (user: AuthorizationUser) => `"${user.username}"`;
 const describeResource = (r: ListableResource, namespace: string) => `${r.resource}${r.group ? `.${r.group}` : ''} ${namespace ? `in namespace ${namespace}` : r.namespaced ? 'in all namespaces' : ''}`.trim();
-
-/** Where a target's live results (requests it allowed with Warn or Audit failures) are kept, beside its own. */
-export const liveKey = (key: string) => `${key}#admission`;
-
-/** The AdmissionRequest the API server would send for a CREATE of `object`. */
-export function storedCreate(object: KubeItem, resource: ListableResource): AdmissionRequest {
-  const apiVersion = resource.group ? `${resource.group}/${resource.version}` : resource.version;
-  const full = { apiVersion, kind: resource.kind, ...object };
-  const kind = { group: resource.group, version: resource.version, kind: resource.kind };
-  const gvr = { group: resource.group, version: resource.version, resource: resource.resource };
-  const namespace = object.metadata?.namespace;
-  return {
-    uid: randomUUID(),
-    kind,
-    resource: gvr,
-    requestKind: kind,
-    requestResource: gvr,
-    name: object.metadata?.name ?? '',
-    ...(namespace ? { namespace } : {}),
-    operation: 'CREATE',
-    userInfo: {},
-    object: full,
-    oldObject: null,
-    dryRun: false,
-    options: { kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1' },
-  };
-}
-
-/**
- * The labels a stored object's namespace is judged with (undefined for a cluster-scoped object):
- * those `known` has, else the one label the API server sets on every Namespace.
- */
-export function namespaceLabelsOf(namespace: string | undefined, known: (namespace: string) => Record<string, string> | undefined): Record<string, string> | undefined {
-  return namespace ? (known(namespace) ?? { 'kubernetes.io/metadata.name': namespace }) : undefined;
-}
-
-/** `target`'s results for a stored object's CREATE (undefined: it does not judge it); a judge that throws is an `error`. */
-export async function judgeStored(target: AuditTarget, request: AdmissionRequest, labels: Record<string, string> | undefined): Promise<CheckResult[] | undefined> {
-  try {
-    return await target.judge(request, labels);
-  } catch (err) {
-    return [{ rule: 'judge', result: 'error', message: describeError(err) }];
-  }
-}
-
-/** What a report names a stored object by. */
-export function refOf(object: KubeItem, resource: ListableResource): ObjectRef {
-  const meta = object.metadata ?? {};
-  return {
-    apiVersion: resource.group ? `${resource.group}/${resource.version}` : resource.version,
-    kind: resource.kind,
-    name: meta.name ?? '',
-    ...(meta.namespace ? { namespace: meta.namespace } : {}),
-    uid: meta.uid ?? `${meta.namespace ?? ''}/${meta.name ?? ''}`,
-  };
-}
 
 interface Watched {
   resource: ListableResource;
@@ -154,11 +74,8 @@ export class AuditScanner {
   private readonly access: ListAccess | undefined;
   /** target key -> what its author may not list, as said in its status (found in its last scan and since). */
   private readonly hidden = new Map<string, Set<string>>();
-  /** uid -> live results waiting for the watch to see that object. */
-  private readonly waiting = new Map<string, WaitingLive[]>();
-  private waitingCount = 0;
-  /** uid -> the watch's latest sighting of a write of that object (for SIGHTING_MS). */
-  private readonly sightings = new Map<string, { at: number; ref: ObjectRef }>();
+  /** Live results waiting for the watch to see their object. */
+  private readonly liveResults: LiveConfirmations;
   /** Targets to scan again soon: whether their author may list something could not be asked. */
   private readonly unsure = new Set<string>();
   private retryTimer: NodeJS.Timeout | undefined;
@@ -196,6 +113,7 @@ export class AuditScanner {
     this.namespaceLabels = namespaceLabels;
     this.options = { flushDelayMs: 1000, pageSize: 500, liveWaitMs: 30_000, ...options };
     this.access = access;
+    this.liveResults = new LiveConfirmations(this.results, this.options.liveWaitMs);
   }
 
   /** The targets to audit now; those new or of a new generation are scanned (alone) soon. */
@@ -243,9 +161,7 @@ export class AuditScanner {
     this.unsure.clear();
     for (const w of this.watches.values()) this.stopWatch(w);
     this.watches.clear();
-    this.waiting.clear();
-    this.waitingCount = 0;
-    this.sightings.clear();
+    this.liveResults.clear();
     await this.chain.catch(() => undefined);
   }
 
@@ -254,71 +170,12 @@ export class AuditScanner {
    * object's admission results beside the scan's, the latest per object; not counted in status
    * (which says what the stored objects are). Only while this replica audits (leads), and only
    * when the watch sees a write of the object it names (same uid, namespace and name), within
-   * seconds of it, and the target judges it (confirmLive): until then it waits, a while and in
+   * seconds of it, and the target judges it (live-confirm.ts): until then it waits, a while and in
    * bounded numbers.
    */
   live(key: string, ref: ObjectRef, results: CheckResult[]): void {
-    if (this.stopped || !this.targets.has(key) || !UID.test(ref.uid)) return;
-    const now = Date.now();
-    const cut = results.map((r) => (r.message && r.message.length > LIVE_MESSAGE_LIMIT ? { ...r, message: r.message.slice(0, LIVE_MESSAGE_LIMIT) } : r));
-    const seen = this.sightings.get(ref.uid);
-    if (seen && now - seen.at <= SIGHTING_MS) {
-      // The write was seen before this result arrived.
-      if (this.matches({ key, ref, results: cut, at: now }, seen.ref, now)) this.scheduleFlush();
-      return;
-    }
-    const entries = this.waiting.get(ref.uid) ?? [];
-    const kept = entries.filter((e) => e.key !== key);
-    this.waitingCount += kept.length - entries.length + 1;
-    kept.push({ key, ref, results: cut, at: now });
-    this.waiting.delete(ref.uid);
-    this.waiting.set(ref.uid, kept);
-    // The oldest go first: a flood of made-up requests pushes out only what nobody wrote.
-    for (const [uid, list] of this.waiting) {
-      if (this.waitingCount <= LIVE_WAITING_MAX && list.every((e) => now - e.at <= this.options.liveWaitMs)) break;
-      this.waiting.delete(uid);
-      this.waitingCount -= list.length;
-    }
-  }
-
-  /** The watch saw a write of `ref`: remembered a few seconds, and the live results waiting for it kept. */
-  private confirmLive(ref: ObjectRef): void {
-    const now = Date.now();
-    this.sightings.delete(ref.uid);
-    this.sightings.set(ref.uid, { at: now, ref });
-    for (const [uid, seen] of this.sightings) {
-      if (this.sightings.size <= SIGHTINGS_MAX && now - seen.at <= SIGHTING_MS) break;
-      this.sightings.delete(uid);
-    }
-    const entries = this.waiting.get(ref.uid);
-    if (!entries) return;
-    this.waiting.delete(ref.uid);
-    this.waitingCount -= entries.length;
-    for (const entry of entries) this.matches(entry, ref, now);
-  }
-
-  /**
-   * Keeps `entry` as the live result of the object the watch saw (`ref`), when it names it, its
-   * target judges it, and the stored object fails the same way (or the scan cannot judge the rule).
-   * Anyone can POST a request naming a real object's uid within seconds of its write, with content
-   * of their making: a failure it reports is kept only where the stored object gives the same
-   * words, so none of theirs reaches a report (but for rules that read the request itself).
-   */
-  private matches(entry: WaitingLive, ref: ObjectRef, now: number): boolean {
-    if (now - entry.at > this.options.liveWaitMs || entry.ref.name !== ref.name || (entry.ref.namespace ?? '') !== (ref.namespace ?? '') || entry.ref.kind !== ref.kind) return false;
-    // The target selects the stored object (rules, namespace and object selectors, conditions) and may show it.
-    const stored = this.results.resultsOf(ref, entry.key);
-    if (!stored) return false;
-    // Each failure the request reported is kept where the stored object fails with the same words
-    // (in the same validation, where the request named it; a warning does not), or where the scan
-    // cannot judge the stored object (skip: the rule reads the request, such as who sent it, which
-    // only the live result can tell). Any other is a request's own words: not kept.
-    const same = (r: CheckResult, f: CheckResult) => r.rule === 'warning' || f.rule === r.rule;
-    const confirmed = entry.results.filter((r) =>
-      stored.some((f) => same(r, f) && (f.result === 'skip' || (f.result !== 'pass' && f.message === r.message))),
-    );
-    if (confirmed.length === 0) return false;
-    return this.results.set(ref, liveKey(entry.key), confirmed, now, false);
+    if (this.stopped || !this.targets.has(key)) return;
+    if (this.liveResults.offer(key, ref, results)) this.scheduleFlush();
   }
 
   /**
@@ -529,7 +386,7 @@ export class AuditScanner {
       }
       void this.judge(object, ref, resource, targetsNow()).then(() => {
         // Seen by the watch: what a webhook let through for this very object is now its live result.
-        this.confirmLive(ref);
+        this.liveResults.seen(ref);
         this.scheduleFlush();
       });
     };

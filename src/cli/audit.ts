@@ -15,7 +15,7 @@ import { DEFAULTS } from '../config.ts';
 import { describeError } from '../apiserver/client.ts';
 import { resourcePath, ScanDiscovery, targetsByResource } from '../audit/discovery.ts';
 import { listPaged, type KubeItem } from '../audit/list.ts';
-import { judgeStored, namespaceLabelsOf, refOf, storedCreate } from '../audit/scanner.ts';
+import { judgeStored, namespaceLabelsOf, refOf, storedCreate } from '../audit/stored.ts';
 import { policyTarget, suiteTargets, type AuditTarget, type CheckResult, type TargetSource } from '../audit/targets.ts';
 import type { ObjectRef } from '../audit/results.ts';
 import { DEFAULT_POLICY_LIMITS, objectsContext } from './evaluate.ts';
