@@ -149,8 +149,8 @@ export class AdmissionAnswering implements Answering {
       const validation = suiteValidationWebhook(registry, paramsAccess, options.schemas, observed(SUITE_VALIDATION.webhook));
       // The operator's own webhook: a suite that cannot work, or names params its author may not read, is refused on apply.
       this.routes.set(SUITE_VALIDATION.path, { router: { find: () => validation, offload: false }, suite: validation.suite, name: validation.name });
-      // AdmissionExceptions need only the suites and Namespaces, which every copy holds.
-      const exceptions = exceptionValidationWebhook(registry, observed(EXCEPTIONS.validationWebhook));
+      // AdmissionExceptions need the suites and Namespaces, which every copy holds, and their writer's rights, asked where the clients are.
+      const exceptions = exceptionValidationWebhook(registry, observed(EXCEPTIONS.validationWebhook), paramsAccess, options.schemas);
       this.routes.set(EXCEPTIONS.validationPath, { router: { find: () => exceptions, offload: false }, suite: '', name: exceptions.name });
     } else {
       forwarded(SUITE_VALIDATION.path);

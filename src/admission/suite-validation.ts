@@ -11,7 +11,8 @@ import { allowed, denied, type AdmissionRequest, type Decision } from '../api/ad
 import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, NamedRuleWithOperations, ParamsRef } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
-import { CLUSTER_EXCEPTION_KIND, EXCEPTION_KIND, EXCEPTIONS, validateException, type AdmissionException, type ClusterAdmissionException } from '../api/exceptions.ts';
+import { CLUSTER_EXCEPTION_KIND, EXCEPTION_KIND, EXCEPTIONS, exceptionWrites, validateException, type AdmissionException, type ClusterAdmissionException, type ExceptionWrite } from '../api/exceptions.ts';
+import { HeldElsewhere } from '../handlers/handler.ts';
 import { protectedNamespaces, SYSTEM_NAMESPACES } from '../api/protected-namespaces.ts';
 import { csrLockOutWarnings } from '../api/self-protection.ts';
 import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
@@ -47,6 +48,8 @@ export interface ParamsAccessCheck {
   mutationRefusals?(user: AuthorizationUser, namespace: string, rules: NamedRuleWithOperations[]): Promise<FieldError[]>;
   /** Absent where native enforcement is off: what the API server refuses of the suite's Native webhooks as policies (native/dry-run.ts). */
   nativeRefusals?(suite: AdmissionSuite, old: AdmissionSuite | undefined): Promise<FieldError[]>;
+  /** What `user` may not write itself in `namespace` ('' : cluster-wide), one message each (PolicyAuthorRights.writeRefusals); absent where it is not asked (the admission thread: HeldElsewhere). */
+  writeRefusals?(user: AuthorizationUser, namespace: string, writes: ExceptionWrite[]): Promise<string[]>;
 }
 
 /** The operator's own webhook as the chain serves it, counted by `observer` (the admission metrics, suite label empty). */
@@ -115,32 +118,64 @@ export async function validateSuiteRequest(request: AdmissionRequest, registry: 
 /**
  * The twin for AdmissionExceptions: refused when it stands in a protected namespace, names a suite
  * that takes no exception from there (one that does not opt in is protected), a webhook or
- * validation the suite does not have, or lacks its reason or expiry. Judged against the suites as
+ * validation the suite does not have, or lacks its reason or expiry; and, with `paramsAccess`, when
+ * its writer may not itself write all it lets through (writeRefusals). Judged against the suites as
  * this replica holds them.
  */
-export function exceptionValidationWebhook(registry: Pick<SuiteRegistry, 'source' | 'context'>, observer: WebhookObserver = NO_OBSERVER): ServedWebhook {
+export function exceptionValidationWebhook(registry: Pick<SuiteRegistry, 'source' | 'context'>, observer: WebhookObserver = NO_OBSERVER, paramsAccess?: ParamsAccessCheck, schemas?: Pick<SchemaSource, 'kindsFor'>): ServedWebhook {
   return {
     suite: '',
     name: EXCEPTIONS.validationWebhook,
     failurePolicy: 'Ignore',
-    admit: (request) => validateExceptionRequest(request, registry),
+    admit: (request) => validateExceptionRequest(request, registry, paramsAccess, schemas),
     observer,
   };
 }
 
-export function validateExceptionRequest(request: AdmissionRequest, registry: Pick<SuiteRegistry, 'source' | 'context'>): Decision {
+export function validateExceptionRequest(request: AdmissionRequest, registry: Pick<SuiteRegistry, 'source' | 'context'>, paramsAccess?: ParamsAccessCheck, schemas?: Pick<SchemaSource, 'kindsFor'>): Decision | Promise<Decision> {
   const exception = request.object as unknown as AdmissionException | ClusterAdmissionException;
   const cluster = request.kind?.kind === CLUSTER_EXCEPTION_KIND;
   // The API server fills in the namespace of the request, not always the object's; a cluster exception has none.
   const namespace = cluster ? '' : (exception?.metadata?.namespace ?? request.namespace ?? '');
   const named = { ...exception, kind: cluster ? CLUSTER_EXCEPTION_KIND : EXCEPTION_KIND, metadata: { ...exception?.metadata, namespace } } as AdmissionException | ClusterAdmissionException;
   const { operatorNamespace, view } = registry.context;
+  const suite = typeof exception?.spec?.suite === 'string' ? registry.source(exception.spec.suite) : undefined;
   const errors = validateException(named, {
     protectedNamespaces: operatorNamespace === undefined ? SYSTEM_NAMESPACES : protectedNamespaces(operatorNamespace),
-    suite: typeof exception?.spec?.suite === 'string' ? registry.source(exception.spec.suite) : undefined,
+    suite,
     namespaceLabels: (view.namespace(namespace)?.metadata?.labels ?? undefined) as Record<string, string> | undefined,
   });
-  if (errors.length === 0) return allowed();
-  const fields = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
-  return denied(`${cluster ? CLUSTER_EXCEPTION_KIND : EXCEPTION_KIND} "${exception?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
+  const refuse = (all: FieldError[]) => {
+    if (all.length === 0) return allowed();
+    const fields = all.map((e) => `${e.field}: ${e.message}`).join('; ');
+    return denied(`${cluster ? CLUSTER_EXCEPTION_KIND : EXCEPTION_KIND} "${exception?.metadata?.name ?? ''}" is invalid: ${fields}`, 'Invalid');
+  };
+  if (errors.length > 0 || !paramsAccess) return refuse(errors);
+  // Asked of the API server where the clients are; the admission thread hands it there.
+  const ask = paramsAccess.writeRefusals;
+  if (!ask) return Promise.reject(new HeldElsewhere('a SubjectAccessReview'));
+  return coveredWrites(named.spec, suite, schemas).then(async (writes) => {
+    const refused = await ask(authorizationUser(request.userInfo), namespace, writes);
+    // Checked on every write, whatever changed: whoever writes an exception answers for all it lets through.
+    return refuse(refused.length === 0 ? [] : [{ field: 'spec', message: `${refused.join('; ')}; an exception lets through only what its writer could write` }]);
+  });
+}
+
+/**
+ * The writes an exception covers: its webhook's rules, narrowed to the resources served as one of
+ * `match.kinds` when it names kinds. A wildcard, or a resource whose kinds cannot be read, is kept
+ * whole: asking about more than it covers refuses, never lets through.
+ */
+async function coveredWrites(spec: AdmissionException['spec'], suite: AdmissionSuite | undefined, schemas: Pick<SchemaSource, 'kindsFor'> | undefined): Promise<ExceptionWrite[]> {
+  const writes = exceptionWrites(spec, suite);
+  const kinds = spec.match?.kinds;
+  if (!kinds?.length || !schemas) return writes;
+  const kept = await Promise.all(
+    writes.map(async (w) => {
+      if (w.group === '*' || w.version === '*' || w.resource.includes('*')) return true;
+      const served = await schemas.kindsFor(w.group, w.version, w.resource.split('/')[0]!).catch(() => []);
+      return served.length === 0 || served.some((gvk) => kinds.includes(gvk.kind));
+    }),
+  );
+  return writes.filter((_, i) => kept[i]);
 }

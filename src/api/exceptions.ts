@@ -267,3 +267,40 @@ export function matchesRequest(match: ExceptionMatch | undefined, request: Admis
   }
   return true;
 }
+
+/** One kind of write an exception lets through: the verbs of a group/resource as its webhook's rules name them. */
+export interface ExceptionWrite {
+  group: string;
+  version: string;
+  resource: string;
+  /** The authorization verbs of the rule's operations (CREATE -> create, ...; `*`: create, update, delete). */
+  verbs: string[];
+}
+
+const OPERATION_VERBS: Record<string, string[]> = { CREATE: ['create'], UPDATE: ['update'], DELETE: ['delete'], CONNECT: ['create'], '*': ['create', 'update', 'delete'] };
+
+/**
+ * What an exception could let through, before its `match.kinds` narrow it (the caller narrows by
+ * the kinds the API server serves; a wildcard stays whole, so `*` asks for `*`): every
+ * group/version/resource of its webhook's rules, with the verbs of their operations. None when
+ * the suite or webhook is not there (validateException refuses that).
+ */
+export function exceptionWrites(spec: Pick<ExceptionSpec, 'webhook'> | undefined, suite: AdmissionSuite | undefined): ExceptionWrite[] {
+  const webhook = suite?.spec?.webhooks?.find((w) => w.name === spec?.webhook);
+  const out: ExceptionWrite[] = [];
+  const seen = new Set<string>();
+  for (const rule of webhook?.rules ?? []) {
+    const verbs = [...new Set((rule.operations ?? []).flatMap((op) => OPERATION_VERBS[op] ?? []))];
+    for (const group of rule.apiGroups ?? []) {
+      for (const version of rule.apiVersions ?? []) {
+        for (const resource of rule.resources ?? []) {
+          const key = JSON.stringify([group, version, resource, verbs]);
+          if (seen.has(key)) continue;
+          seen.add(key);
+          out.push({ group, version, resource, verbs });
+        }
+      }
+    }
+  }
+  return out;
+}

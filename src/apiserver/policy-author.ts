@@ -5,9 +5,11 @@
  * changes others' writes must not reach what its author could not change directly. Asked by the
  * policy-validation webhook on apply; the API server asks the same in
  * config/base/admission-policy-guard.yaml, which holds while no operator answers. Decides nothing
- * about admission itself; the list of what is never mutated is src/api/tenancy.ts'.
+ * about admission itself; the list of what is never mutated is src/api/tenancy.ts'. The same
+ * question for an exception (`writeRefusals`): its writer may write all it lets through.
  */
 import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';
+import type { ExceptionWrite } from '../api/exceptions.ts';
 import type { NamedRuleWithOperations } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
 import { describe, groupResources, splitResource } from '../api/tenancy.ts';
@@ -30,6 +32,29 @@ export class PolicyAuthorRights {
     const all = [...refused, ...unknown];
     if (all.length === 0) return [];
     return [{ field: 'spec.rules', message: `${all.join('; ')}; a Mutating policy may only change what its author may update and patch` }];
+  }
+
+  /**
+   * One message per write `user` may not make itself in `namespace` ('' : at the cluster scope),
+   * in the API server's terms: asked of an exception's writer, which must not let others' writes
+   * through that it could not make. A check that could not be asked is a refusal too (fail closed).
+   */
+  async writeRefusals(user: AuthorizationUser, namespace: string, writes: Pick<ExceptionWrite, 'group' | 'resource' | 'verbs'>[]): Promise<string[]> {
+    const where = namespace === '' ? 'at the cluster scope' : `in namespace "${namespace}"`;
+    const answers = await Promise.all(
+      writes.map(async (write) => {
+        const [resource, subresource] = splitResource(write.resource);
+        const what = write.group === '' ? write.resource : `${write.resource}.${write.group}`;
+        try {
+          const decisions = await Promise.all(write.verbs.map((verb) => this.authorizer.check({ user, resource: { verb, group: write.group, resource, subresource, namespace, name: '' } })));
+          const denied = write.verbs.filter((_, i) => !decisions[i]!.allowed);
+          return denied.length === 0 ? [] : [`user "${user.username}" may not ${denied.join(' or ')} ${what} ${where}`];
+        } catch (err) {
+          return [`cannot check whether user "${user.username}" may ${write.verbs.join(' or ')} ${what} ${where}: ${describeError(err)}`];
+        }
+      }),
+    );
+    return answers.flat();
   }
 
   /** What `user` may not update and patch (`refused`), and what could not be asked (`unknown`: the API server did not answer). */

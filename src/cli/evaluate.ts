@@ -231,7 +231,7 @@ export class OfflineCluster {
         continue;
       }
       const request = { uid: randomUUID(), operation: 'CREATE', namespace, object: exception, userInfo: {} } as unknown as AdmissionRequest;
-      const decision = validateExceptionRequest(request, this.registry);
+      const decision = await validateExceptionRequest(request, this.registry);
       if (!decision.allowed) refused.push({ kind: EXCEPTION_KIND, suite: name, message: decision.message ?? '' });
     }
     return refused;

@@ -66,6 +66,7 @@ export async function startServing(
   const paramsAccess: ParamsAccessCheck = {
     refusals: (user, uses) => readAccess.refusals(user, uses),
     mutationRefusals: (user, namespace, rules) => authorRights.mutationRefusals(user, namespace, rules),
+    writeRefusals: (user, namespace, writes) => authorRights.writeRefusals(user, namespace, writes),
     ...(config.nativeEnforcement ? { nativeRefusals: (suite: AdmissionSuite, old: AdmissionSuite | undefined) => nativeRefusals(kube, config, suite, old) } : {}),
   };
   let draining = false;

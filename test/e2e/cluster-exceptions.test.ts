@@ -69,6 +69,10 @@ describe('ClusterAdmissionExceptions: cluster-wide grants, by namespace selector
     await kube.objects
       .create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'cexc-granter' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'portcullis-cluster-exception-author' }, subjects: subject(GRANTER) } as never)
       .catch(() => undefined);
+    // And `edit` cluster-wide: a cluster exception lets through only what its writer could write everywhere (exception-author-rights.test.ts).
+    await kube.objects
+      .create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'cexc-granter-edit' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' }, subjects: subject(GRANTER) } as never)
+      .catch(() => undefined);
     await kube.objects
       .create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'cexc-owner', namespace: A }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' }, subjects: subject(OWNER) } as never)
       .catch(() => undefined);
@@ -95,6 +99,7 @@ describe('ClusterAdmissionExceptions: cluster-wide grants, by namespace selector
       await deleteIfExists(kube, { apiVersion: `${GROUP}/${VERSION}`, kind: 'ClusterAdmissionException', metadata: { name } });
     }
     await deleteIfExists(kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'cexc-granter' } });
+    await deleteIfExists(kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'cexc-granter-edit' } });
     for (const name of [SUITE, PROTECTED]) await deleteSuite(name);
     await operator?.stop();
   });

@@ -94,7 +94,8 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
       subjects: [{ kind: 'ServiceAccount', name: subject, namespace: A }],
     });
     // The exception role bound where the granter may grant: its own namespace, and kube-system (to show a protected namespace is refused whatever RBAC says).
-    for (const object of [binding(A, 'exc-granter', 'portcullis-exception-author', GRANTER), binding('kube-system', 'exc-granter', 'portcullis-exception-author', GRANTER), binding(A, 'exc-owner', 'admin', OWNER)]) {
+    // And `edit` in its namespace: an exception lets through only what its writer could write (exception-author-rights.test.ts).
+    for (const object of [binding(A, 'exc-granter', 'portcullis-exception-author', GRANTER), binding(A, 'exc-granter-edit', 'edit', GRANTER), binding('kube-system', 'exc-granter', 'portcullis-exception-author', GRANTER), binding(A, 'exc-owner', 'admin', OWNER)]) {
       await kube.objects.create(object).catch(() => undefined);
     }
     // The audit on, scanning every few seconds: an exception changes no audited object, so only a scan judges its objects again.
