@@ -98,7 +98,6 @@ const LONG_HEADERS = new Set([
   'policy/library/lists-ext.ts',
   'controller/suite-author.ts',
   'handlers/image-registry-allowlist.ts',
-  'policy/celjs/limits.ts',
   'policy/cost/meter.ts',
   'handlers/pod-security.ts',
   'handlers/image-policy-webhook.ts',
@@ -107,8 +106,6 @@ const LONG_HEADERS = new Set([
   'handlers/default-resources.ts',
   'admission/threads/tenants.ts',
   'policy/fast/compiler.ts',
-  'policy/celjs/rewrite.ts',
-  'policy/cost/instrument.ts',
   'handlers/event-rate-limit.ts',
 ]);
 

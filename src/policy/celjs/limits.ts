@@ -1,9 +1,10 @@
 /**
  * The API server's bounds on a CEL expression's size and depth, checked before cel-js parses it,
- * in the API server's words; and the bound on the depth of cel-js's tree that every AST walk,
- * compile step and evaluation is kept safe at (on a 1 MiB stack: the main thread's). Owns only
- * those bounds: parse.ts applies them.
- *
+ * in the API server's words; and the depth of cel-js's tree every walk is kept safe at. Owns only
+ * those bounds: parse.ts applies them. How each was found: below.
+ */
+
+/**
  * Found by trying kube-apiserver 1.37 (cel-go 0.29.2, no parser options of Kubernetes' own) with
  * ValidatingAdmissionPolicies, server-side dry run:
  * - more than 100,000 code points: `expression code point size exceeds limit: size: N, limit 100000`
@@ -18,6 +19,7 @@
  *   (cel-go's maxRecursionDepth, 250): 250 chained `+` under a `>` is refused, 249 pass.
  * Both are reported at no location: `ERROR: <input>:-1:0: ...`. `&&` and `||` chains, `!` and `-`
  * runs are not bounded but by the size: cel-go balances the first and folds the second.
+ * AST_DEPTH_LIMIT keeps every AST walk, compile step and evaluation safe on a 1 MiB stack (the main thread's).
  */
 
 /** cel-go's ExpressionSizeCodePointLimit, which Kubernetes leaves at its default. */

@@ -1,32 +1,8 @@
 /**
  * The CEL front end's rewrite: what cel-go parses and cel-js's parser does not, turned into what
- * cel-js parses, before it parses (and, for quoted field names, put back into its tree after).
- * Owns only that source-to-source step and the names it introduces; parse.ts runs it, the
- * optionals library (library/optionals.ts) implements the two entry functions. Must not
- * type-check, evaluate, or bound anything itself (limits.ts has bounded the source already).
- *
- * Each form, as cel-go (0.29, Kubernetes 1.37) reads it:
- * - backtick-quoted field names (`` object.data.`content-type` ``, `` has(m.`foo.txt`) ``, on by
- *   default since cel-go 0.28): a field selection of that name. Written as a placeholder
- *   identifier cel-js parses, given its real name back in the tree (`restoreQuotedFields`), so
- *   selection, `.?` and has() are cel-js's own. Only after `.` or `.?` and not called, as CEL.g4's
- *   `escapeIdent` stands only there;
- * - raw bytes literals (`br'\x00'`, `bR`, `Br`, `BR`, triple-quoted too; `rb` is not CEL) and bytes
- *   literals with characters outside ASCII (`b'ÿ'` is C3 BF, its UTF-8): written as a bytes
- *   literal of `\xHH` escapes, which cel-js reads byte for byte;
- * - a double without digits before its point (`.99`): `0.99`;
- * - optional entries of list and map literals (`[a, ?b]`, `{?'k': v}`): the list as a
- *   concatenation of the present elements' lists (`@list([a] + @entry(b))`), the map as the literal of its
- *   other entries with each optional one put in when present;
- * - MutatingAdmissionPolicy's `JSONPatch{op: ..., path: ...}` (message construction) and
- *   `jsonpatch.escapeKey(k)`: calls of functions library/jsonpatch.ts declares, the message's
- *   fields a map literal (a field JSONPatch does not have refused as cel-go refuses it);
- * - its apply configurations' `Object{...}` and `Object.spec.x{...}` (message construction of
- *   types named by their path): a call of library/apply-configuration.ts' function with the type
- *   name and the fields as a map literal. The functions' names cannot be
- *   written by a policy: any source naming them is refused as cel-go refuses an unknown name.
- * Positions in cel-js's errors may shift after a rewritten form; the messages compile reports
- * carry none.
+ * cel-js parses, before it parses (quoted field names put back into its tree after). Owns only that
+ * source-to-source step and the names it introduces; parse.ts runs it. Must not type-check,
+ * evaluate, or bound anything itself (limits.ts has bounded the source already). The forms: see `rewriteForCelJs`.
  */
 import { Syntax, tokenize, type Token } from './limits.ts';
 import { forEachNode } from './walk.ts';
@@ -66,6 +42,29 @@ const OPERAND_ENDS = new Set(['ident', 'literal', ')', ']', '}']);
 /**
  * `source` as cel-js is to parse it. A source the lexer cannot follow is returned as it is, for
  * cel-js to refuse in its words.
+ *
+ * Each form, as cel-go (0.29, Kubernetes 1.37) reads it:
+ * - backtick-quoted field names (`` object.data.`content-type` ``, `` has(m.`foo.txt`) ``, on by
+ *   default since cel-go 0.28): a field selection of that name. Written as a placeholder
+ *   identifier cel-js parses, given its real name back in the tree (`restoreQuotedFields`), so
+ *   selection, `.?` and has() are cel-js's own. Only after `.` or `.?` and not called, as CEL.g4's
+ *   `escapeIdent` stands only there;
+ * - raw bytes literals (`br'\x00'`, `bR`, `Br`, `BR`, triple-quoted too; `rb` is not CEL) and bytes
+ *   literals with characters outside ASCII (`b'ÿ'` is C3 BF, its UTF-8): written as a bytes
+ *   literal of `\xHH` escapes, which cel-js reads byte for byte;
+ * - a double without digits before its point (`.99`): `0.99`;
+ * - optional entries of list and map literals (`[a, ?b]`, `{?'k': v}`): the list as a
+ *   concatenation of the present elements' lists (`@list([a] + @entry(b))`), the map as the literal of its
+ *   other entries with each optional one put in when present (library/optionals.ts implements the two entry functions);
+ * - MutatingAdmissionPolicy's `JSONPatch{op: ..., path: ...}` (message construction) and
+ *   `jsonpatch.escapeKey(k)`: calls of functions library/jsonpatch.ts declares, the message's
+ *   fields a map literal (a field JSONPatch does not have refused as cel-go refuses it);
+ * - its apply configurations' `Object{...}` and `Object.spec.x{...}` (message construction of
+ *   types named by their path): a call of library/apply-configuration.ts' function with the type
+ *   name and the fields as a map literal. The functions' names cannot be
+ *   written by a policy: any source naming them is refused as cel-go refuses an unknown name.
+ * Positions in cel-js's errors may shift after a rewritten form; the messages compile reports
+ * carry none.
  */
 export function rewriteForCelJs(source: string): Rewritten {
   const quoted = new Map<string, string>();

@@ -1,7 +1,32 @@
 /**
- * Instrumenting a checked program for cost. cel-js counts nothing and offers no evaluation hook,
- * so `withCost` instruments a checked program's AST once, at compile time, following cel-go's
- * `interpreter/runtimecost.go` and Kubernetes' `pkg/cel/library/cost.go`:
+ * Instrumenting a checked program for cost, once at compile time, following cel-go's
+ * `interpreter/runtimecost.go` and Kubernetes' `pkg/cel/library/cost.go` (cel-js counts nothing).
+ * Owns the instrumentation only: charges go to the meter (meter.ts), sized calls' costs are
+ * calls.ts's. What it charges, and `strict`'s way: see `withCost`.
+ */
+import type { ParseResult } from '@marcbachmann/cel-js';
+import type { CheckedNode as Node } from '../celjs/types.ts';
+import { CostLimitError, evaluate, meter, overran, tickWeight } from './meter.ts';
+import { CALL_COSTS, LIST_CREATE, operatorCost, STRICT_CALL_COSTS, strictOperatorCost, traverse } from './calls.ts';
+
+/**
+ * What the instrumentation charges at run time beyond the static count, per AST node, so that the
+ * compiled shortcut (policy/fast) charges exactly the same: a comprehension's charge per
+ * iteration, a conditional's per branch taken, and a sized call's or operator's cost beyond its 1
+ * (given its operands, the receiver first, and its result).
+ */
+export const runtimeCharges = {
+  perIteration: new WeakMap<object, number>(),
+  branches: new WeakMap<object, readonly [whenTrue: number, whenFalse: number]>(),
+  sized: new WeakMap<object, (operands: unknown[], result: unknown) => number>(),
+};
+
+
+/**
+ * Instruments a checked program for cost and returns it wrapped: same call signature, `ast` and
+ * `check` as cel-js's. Call once per program, after `check()` (checking again would undo the
+ * function-cost wrappers).
+ *
  * - every identifier, field selection, index, function call and operator is 1, list literals 10,
  *   map literals 30, constants and `&&` `||` `?:` nothing. This static part is summed per AST
  *   region at compile time and charged as one number: once per evaluation for the expression
@@ -27,29 +52,6 @@
  * STRICT_CALL_COSTS and `strictOperatorCost`), and charged before it runs, so that a call past the
  * limit never does its work; and each loop step and sized call counts a tick of the meter, which
  * reads the clock every so many (the namespace's deadline).
- */
-import type { ParseResult } from '@marcbachmann/cel-js';
-import type { CheckedNode as Node } from '../celjs/types.ts';
-import { CostLimitError, evaluate, meter, overran, tickWeight } from './meter.ts';
-import { CALL_COSTS, LIST_CREATE, operatorCost, STRICT_CALL_COSTS, strictOperatorCost, traverse } from './calls.ts';
-
-/**
- * What the instrumentation charges at run time beyond the static count, per AST node, so that the
- * compiled shortcut (policy/fast) charges exactly the same: a comprehension's charge per
- * iteration, a conditional's per branch taken, and a sized call's or operator's cost beyond its 1
- * (given its operands, the receiver first, and its result).
- */
-export const runtimeCharges = {
-  perIteration: new WeakMap<object, number>(),
-  branches: new WeakMap<object, readonly [whenTrue: number, whenFalse: number]>(),
-  sized: new WeakMap<object, (operands: unknown[], result: unknown) => number>(),
-};
-
-
-/**
- * Instruments a checked program for cost and returns it wrapped: same call signature, `ast` and
- * `check` as cel-js's. Call once per program, after `check()` (checking again would undo the
- * function-cost wrappers).
  */
 export function withCost(program: ParseResult, shortcut?: (program: ParseResult) => ((activation: unknown) => unknown) | undefined, strict = false): ParseResult & { staticCost: number } {
   const staticCost = instrument(program.ast, strict);
