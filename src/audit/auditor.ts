@@ -1,11 +1,9 @@
 /**
- * audit: the background audit as the operator runs it. Follows the suite and policy registries
- * (a suite's or policy's targets are built again when its generation changes, and dropped when it
- * goes or stops being served), runs the scanner only while this replica leads, and answers what
- * status says of each (`status.audit`), asking for the status write when that changes. What each
- * target's author may list is asked of the API server with the operator's own identity
- * (SubjectAccessReviews, access.ts), never with the test's stand-in for CEL's `authorizer`. The
- * operator wires it (src/manager/operator.ts); it owns no watch of suites or policies itself.
+ * audit: the background audit as the operator runs it. Follows the suite and policy registries (a
+ * target rebuilt on a new generation, dropped when no longer served), scans only while this replica
+ * leads, and answers `status.audit`, asking for the status write when it changes. What an author may
+ * list is asked with the operator's own identity (SubjectAccessReviews, access.ts), never with the
+ * test's stand-in for `authorizer`. Wired by src/manager/operator.ts; owns no watch of its own.
  */
 import type { AdmissionPolicy, AdmissionSuite, AuditStatus, SuiteStatus } from '../api/types.ts';
 import type { PolicyLimits } from '../api/validate.ts';

@@ -1,11 +1,9 @@
 /**
- * AlwaysPullImages, after the Kubernetes admission plugin of that name: every container's
- * imagePullPolicy becomes Always, so a Pod cannot use an image pulled by someone else's
- * credentials. On UPDATE only containers whose image changed are touched, as upstream; like
- * upstream it looks at Pods proper only, not at subresources (pods/ephemeralcontainers included).
- * The validating side refuses in the plugin's words and code (403): the plugin makes one Forbidden
- * error per container and the API server answers with the first (init containers, containers,
- * ephemeral containers, in order), so only that one is named.
+ * AlwaysPullImages, after the Kubernetes admission plugin: every container's imagePullPolicy becomes
+ * Always, so a Pod cannot use an image pulled with someone else's credentials. On UPDATE only
+ * containers whose image changed; Pods proper only, not subresources (as upstream). The validating
+ * side refuses in the plugin's words and code (403), naming only the first container at fault (init
+ * containers, containers, ephemeral containers), as the API server answers with the plugin's first error.
  */
 import { allowed, patched, type AdmissionRequest } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';

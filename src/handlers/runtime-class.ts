@@ -1,11 +1,9 @@
 /**
- * RuntimeClass, after the in-tree admission plugin of that name, on two webhooks as upstream has
- * two sides (Pods, CREATE). Mutating: a Pod naming a runtimeClassName gets the RuntimeClass's
- * overhead (spec.overhead; a preset overhead that differs is refused), its scheduling nodeSelector
- * merged into the Pod's (a key the Pod sets to another value is refused) and its tolerations merged
- * into the Pod's as upstream merges them; a RuntimeClass that does not exist is refused.
- * Validating: the Pod's overhead must be the RuntimeClass's (none without one). RuntimeClasses
- * come from the shared lookup cache.
+ * RuntimeClass, after the in-tree admission plugin, on two webhooks (Pods, CREATE) as upstream's two
+ * sides. Mutating: a Pod naming a runtimeClassName gets its overhead (a differing preset one refused),
+ * its scheduling nodeSelector merged (a key set to another value refused) and its tolerations merged
+ * as upstream; an unknown RuntimeClass is refused. Validating: the Pod's overhead must be the
+ * RuntimeClass's (none without one). RuntimeClasses come from the shared lookup cache.
  */
 import { allowed, patched, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';

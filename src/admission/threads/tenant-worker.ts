@@ -1,11 +1,10 @@
 /**
- * A tenant worker (see tenants.ts): evaluates the AdmissionPolicies of one request at a time, with
- * a policy registry of its own (the same policies, compiled the same way), so that a team's
- * expressions never run on the thread that answers the operator's probes, the suites' webhooks
- * and suite validation. Each request comes with what its policies read of the cluster (the
- * Namespace, the params each policy selects, the kind's schema an apply configuration merges by), gathered by the main thread; `authorizer` checks go
- * to the main thread. Says which policy it is compiling, so that one that kills it is known
- * (tenants.ts quarantines it). Makes no API call and opens no socket; decides nothing but the request.
+ * A tenant worker (see tenants.ts): evaluates one request's AdmissionPolicies at a time with a policy
+ * registry of its own (compiled the same way), so a team's expressions never run on the thread that
+ * answers probes, suites' webhooks and suite validation. Each request brings what its policies read
+ * (Namespace, params, the schema an apply configuration merges by); `authorizer` checks go to the main
+ * thread. Says which policy it is compiling (one that kills it is quarantined by tenants.ts). Makes
+ * no API call and opens no socket; decides nothing but the request.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { MainQuestions } from './main-questions.ts';

@@ -1,11 +1,9 @@
 /**
- * Arithmetic within cel-go's ranges (common/types/overflow.go), where cel-js computes past them:
- * `-i` and `i / -1` of the smallest int, `i % -1` of it; durations as Go's time.Duration (int64
- * nanoseconds) through `+` and `-`; timestamps within years 1 to 9999 after adding or taking a
- * duration. Out of range is cel-go's error (`integer overflow`, `timestamp overflow`). Also
- * `duration + timestamp`, which cel-js evaluates right but declares a duration. Conversions are
- * conversions.ts's. Timestamps stay cel-js's Dates (milliseconds), their nanoseconds below the
- * millisecond kept beside them (timestamps.ts) and counted here.
+ * Arithmetic within cel-go's ranges (common/types/overflow.go), where cel-js computes past them: `-i`,
+ * `i / -1` and `i % -1` of the smallest int; durations as Go's int64 nanoseconds through `+` and `-`;
+ * timestamps within years 1 to 9999 after a duration; out of range is cel-go's error (`integer
+ * overflow`, `timestamp overflow`). Also `duration + timestamp` (cel-js declares it a duration).
+ * Conversions are conversions.ts's; timestamps stay Dates with sub-millisecond nanoseconds beside them (timestamps.ts).
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { replaceOperators, retypeOperator } from '../celjs/overloads.ts';

@@ -1,11 +1,9 @@
 /**
- * Kubernetes' semver library (apiserver pkg/cel/library/semverlib.go, version 1 as in 1.37):
- * semver(string), semver(string, normalize), isSemver(string), isSemver(string, normalize), and
- * on a kubernetes.Semver major(), minor(), patch(), compareTo, isLessThan, isGreaterThan and
- * `==` (build metadata ignored). Parsing is blang/semver v4's Parse to the letter, errors
- * included ("No Major.Minor.Patch elements found", "Invalid character(s) found in major number
- * \"x\"", ...); with normalize, Kubernetes' normalizeAndParse first (a leading "v" dropped, leading
- * zeros trimmed, missing minor and patch filled in with 0).
+ * Kubernetes' semver library (pkg/cel/library/semverlib.go, version 1 as in 1.37): semver() and
+ * isSemver() (with or without normalize), and a kubernetes.Semver's major(), minor(), patch(),
+ * compareTo, isLessThan, isGreaterThan and `==` (build metadata ignored). Parsing is blang/semver v4's
+ * to the letter, errors included ("No Major.Minor.Patch elements found", ...); normalize is Kubernetes'
+ * normalizeAndParse first (a leading "v" dropped, leading zeros trimmed, minor and patch filled with 0).
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celError } from '../celjs/values.ts';
