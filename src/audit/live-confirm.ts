@@ -119,9 +119,7 @@ export class LiveConfirmations {
     // cannot judge the stored object (skip: the rule reads the request, such as who sent it, which
     // only the live result can tell). Any other is a request's own words: not kept.
     const same = (r: CheckResult, f: CheckResult) => r.rule === 'warning' || f.rule === r.rule;
-    const confirmed = entry.results.filter((r) =>
-      stored.some((f) => same(r, f) && (f.result === 'skip' || (f.result !== 'pass' && f.message === r.message))),
-    );
+    const confirmed = entry.results.filter((r) => stored.some((f) => same(r, f) && (f.result === 'skip' || (f.result !== 'pass' && f.message === r.message))));
     if (confirmed.length === 0) return false;
     return this.results.set(ref, liveKey(entry.key), confirmed, now, false);
   }

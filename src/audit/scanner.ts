@@ -238,9 +238,7 @@ export class AuditScanner {
     if (!hidden?.size) return undefined;
     const what = [...hidden].sort();
     const shown = what.slice(0, 3).join('; ') + (what.length > 3 ? `; and ${what.length - 3} more` : '');
-    return target.reader.scope === 'judge'
-      ? `not audited where its author may not list the objects: ${shown}`
-      : `counted only where its author may list the objects (the reports of each namespace hold the rest): ${shown}`;
+    return target.reader.scope === 'judge' ? `not audited where its author may not list the objects: ${shown}` : `counted only where its author may list the objects (the reports of each namespace hold the rest): ${shown}`;
   }
 
   /** Report writes (creates, updates and deletes) since start, by every writer. */
