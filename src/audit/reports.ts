@@ -1,11 +1,9 @@
 /**
- * audit: one namespace's results as OpenReports objects (`openreports.io/v1alpha1` Report, and
- * ClusterReport for cluster-scoped objects), or as the older `wgpolicyk8s.io/v1alpha2`
- * PolicyReport/ClusterPolicyReport. Grouping: one report per namespace (`portcullis`), split
- * into shards (`portcullis-1`, ...) by each object's uid when its results would pass
- * SHARD_BYTES, so an object stays well under the API server's 1.5 MiB and an object's change
- * rewrites one shard. Each carries the digest of its results (timestamps aside), by which an
- * unchanged report is never written again. Pure; no I/O.
+ * audit: one namespace's results as OpenReports Report/ClusterReport (`openreports.io/v1alpha1`) or
+ * the older `wgpolicyk8s.io/v1alpha2` PolicyReport/ClusterPolicyReport: one report per namespace
+ * (`portcullis`), split into shards (`portcullis-1`, ...) by object uid past SHARD_BYTES, so an object
+ * stays well under the API server's 1.5 MiB and a change rewrites one shard. Each carries its results'
+ * digest (timestamps aside), so an unchanged report is never written again. Pure; no I/O.
  */
 import { createHash } from 'node:crypto';
 import type { KubeObject } from '../apiserver/client.ts';

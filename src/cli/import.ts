@@ -1,11 +1,9 @@
 /**
- * `portcullis import`: the ValidatingAdmissionPolicies and bindings (and Kyverno ValidatingPolicies)
- * of files or folders as AdmissionSuites (native/import.ts makes them; Gatekeeper's ConstraintTemplates
- * and Constraints, import-gatekeeper.ts; Kyverno's ClusterPolicies and Policies with CEL rules,
- * import-kyverno.ts, the namespaced ones as AdmissionPolicies), each then checked as `validate` checks a suite
- * (the CRD's schema, then the operator's webhook) so that what is printed applies as it stands.
- * What is not carried over (a policy with no binding, a binding one webhook cannot say, a suite the
- * operator would refuse) is said on stderr with its reason. Reads files only; no network call.
+ * `portcullis import`: ValidatingAdmissionPolicies and bindings (and Kyverno ValidatingPolicies) as
+ * AdmissionSuites (native/import.ts; Gatekeeper's, import-gatekeeper.ts; Kyverno's CEL ClusterPolicies
+ * and Policies, import-kyverno.ts, namespaced ones as AdmissionPolicies), each checked as `validate`
+ * checks a suite, so what is printed applies as it stands. What is not carried over is said on stderr
+ * with its reason (a policy with no binding, a binding one webhook cannot say, a suite refused). Reads files only.
  */
 import * as yaml from 'js-yaml';
 import { importPolicies, isImportable } from '../native/import.ts';

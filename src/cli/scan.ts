@@ -1,11 +1,9 @@
 /**
- * `portcullis scan`: the objects of files, folders and standard input (a repository's manifests,
- * `helm template`, `kustomize build`) judged by suites and AdmissionPolicies as the API server
- * would judge creating each of them (updating it, when `--old` gives its stored version): every
- * request is evaluate.ts' OfflineCluster's, the code the operator serves with. Owns reading the
- * suites (refused ones named by file and line) and the targets, each object's namespace and
- * request, and the results; how they are printed is scan-report.ts'. Reads files and standard
- * input; writes nothing.
+ * `portcullis scan`: objects of files, folders and stdin (manifests, `helm template`, `kustomize
+ * build`) judged by suites and AdmissionPolicies as the API server would judge creating each (updating,
+ * with `--old`), every request evaluate.ts' OfflineCluster's, the code the operator serves with. Owns
+ * reading the suites (refused ones named by file and line), the targets, each request, and the
+ * results; printing is scan-report.ts'. Reads files and stdin; writes nothing.
  */
 import type { WebhookType } from '../api/types.ts';
 import { errorMessage } from '../error-message.ts';

@@ -1,11 +1,9 @@
 /**
- * desired/native: a suite's webhook as the API server's own policy. Compiles a webhook planned Native
- * (api/enforcement.ts decides which) into a ValidatingAdmissionPolicy and its binding (and, for
- * `portcullis compile`, a Mutating webhook into a MutatingAdmissionPolicy and binding), named after the
- * webhook (`<webhook>.<suite>.admission.portcullis.dev`, as its webhook would be registered) and
- * owned by the suite. Pure: the reconciler applies what this returns; nothing here talks to the
- * API server, and nothing here may approximate: a webhook whose meaning a native policy cannot
- * say in full stays a webhook, with the reason.
+ * desired/native: a webhook planned Native (api/enforcement.ts) compiled into a ValidatingAdmissionPolicy
+ * and binding (for `portcullis compile`, a Mutating one into a MutatingAdmissionPolicy), named as its
+ * webhook (`<webhook>.<suite>.admission.portcullis.dev`) and owned by the suite. Pure: the reconciler
+ * applies it; nothing here talks to the API server, and nothing may approximate: a webhook a native
+ * policy cannot say in full stays a webhook, with the reason.
  */
 import { webhookFullName } from '../api/names.ts';
 import { selfProtection } from '../api/self-protection.ts';

@@ -1,11 +1,9 @@
 /**
- * What the three certificate handlers (CertificateApproval, CertificateSigning,
- * CertificateSubjectRestriction) share, after upstream's plugin/pkg/admission/certificates and
- * pkg/certauthorization: which requests are a CertificateSigningRequest's, its parts as the
- * request carries them, the no-config parser, and IsAuthorizedForSignerName (the verb on the
- * synthetic `signers` resource named by the signerName, else by `<domain>/*`), asked of the API
- * server for the requesting user through `view.authorize`. Must not import the controller or the
- * admission server; which webhooks are sent CertificateSigningRequests is api/self-protection.ts'.
+ * What CertificateApproval, CertificateSigning and CertificateSubjectRestriction share (after
+ * upstream's plugin/pkg/admission/certificates and pkg/certauthorization): which requests are a CSR's, its parts, the no-config parser, and
+ * IsAuthorizedForSignerName (the verb on `signers` named by the signerName, else `<domain>/*`), asked
+ * for the requesting user through `view.authorize`. Must not import the controller or the admission
+ * server; which webhooks are sent CSRs is api/self-protection.ts'.
  */
 import type { AdmissionRequest } from '../api/admission-review.ts';
 import { authorizationUser } from '../api/authorization.ts';

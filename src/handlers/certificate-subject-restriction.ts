@@ -1,11 +1,9 @@
 /**
- * CertificateSubjectRestriction, after the in-tree admission plugin (plugin/pkg/admission/
- * certificates/subjectrestriction): a CREATE of a CertificateSigningRequest for the
- * `kubernetes.io/kube-apiserver-client` signer whose request's subject has the organization (the
- * group) `system:masters` is refused. The request is read by certs/csr.ts as ParseCSR reads it
- * (the block Go's pem.Decode finds first, certs/pem.ts), so that no text around the PEM makes the
- * handler judge another block than the plugin and the API server's validation do. Opt-in, as the other
- * certificate handlers (api/self-protection.ts). Must not import the controller or the admission server.
+ * CertificateSubjectRestriction, after the in-tree plugin (certificates/subjectrestriction): a CSR
+ * CREATE for `kubernetes.io/kube-apiserver-client` whose subject has organization `system:masters` is
+ * refused. The request is read as ParseCSR reads it (the first block Go's pem.Decode finds: certs/csr.ts,
+ * pem.ts), so text around the PEM cannot make it judge another block than the API server does.
+ * Opt-in (api/self-protection.ts). Must not import the controller or the admission server.
  */
 import { allowed } from '../api/admission-review.ts';
 import { requestOrganizations } from '../certs/csr.ts';

@@ -1,11 +1,9 @@
 /**
- * OwnerReferencesPermissionEnforcement, after the in-tree admission plugin of that name
- * (plugin/pkg/admission/gc): changing an object's metadata.ownerReferences needs permission to
- * delete the object (a create is exempt: its author could have not created it), and a reference
- * newly set to blockOwnerDeletion: true needs permission to update the owner's `finalizers`
- * subresource, or the right to finalize anything. Asked of the API server for the requesting
- * user (SubjectAccessReviews) through `view.authorize`; the owner's resource comes from API
- * discovery through `view.restMappings`. A pure function of the request and those answers.
+ * OwnerReferencesPermissionEnforcement, after the in-tree plugin (plugin/pkg/admission/gc): changing
+ * metadata.ownerReferences needs permission to delete the object (a create is exempt), and a reference
+ * newly set to blockOwnerDeletion: true needs update on the owner's `finalizers` subresource (or finalize
+ * on anything). Asked for the requesting user through `view.authorize`, the owner's resource found by
+ * `view.restMappings`. A pure function of the request and those answers.
  */
 import { allowed, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import { authorizationUser, type AuthorizationAttributes, type AuthorizationDecision } from '../api/authorization.ts';

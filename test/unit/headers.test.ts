@@ -19,14 +19,7 @@ const HEADER_LINES = 8;
  * header is cut, and no file joins it.
  */
 const LONG_HEADERS = new Set([
-  'audit/reports.ts',
-  'cli/import.ts',
   'cli/main.ts',
-  'cli/scan.ts',
-  'desired/native.ts',
-  'handlers/certificate-signers.ts',
-  'handlers/certificate-subject-restriction.ts',
-  'handlers/owner-references-permission-enforcement.ts',
   'handlers/pod-topology-labels.ts',
   'health/metrics.ts',
   'native/import.ts',
