@@ -13,7 +13,7 @@ import * as yaml from 'js-yaml';
 import { isDeepStrictEqual } from 'node:util';
 import type { Environment } from '@marcbachmann/cel-js';
 import { GROUP } from '../api/types.ts';
-import { CRD_FILE, EXCEPTION_CRD_FILE, POLICY_CRD_FILE } from '../local/install.ts';
+import { CLUSTER_EXCEPTION_CRD_FILE, CRD_FILE, EXCEPTION_CRD_FILE, POLICY_CRD_FILE } from '../local/install.ts';
 import { isDNS1123Subdomain, maxLenChars } from '../kubernetes/validation.ts';
 import { newEnvironment, validateProgram } from '../policy/engine/environment.ts';
 import { parseExpression } from '../policy/celjs/parse.ts';
@@ -64,7 +64,7 @@ const NOT_CHECKED = '<nil>: Invalid value: null: some validation rules were not 
 
 let crds: Crd[] | undefined;
 function ourCrds(): Crd[] {
-  return (crds ??= [CRD_FILE, POLICY_CRD_FILE, EXCEPTION_CRD_FILE].map((file) => yaml.load(fs.readFileSync(file, 'utf8')) as Crd));
+  return (crds ??= [CRD_FILE, POLICY_CRD_FILE, EXCEPTION_CRD_FILE, CLUSTER_EXCEPTION_CRD_FILE].map((file) => yaml.load(fs.readFileSync(file, 'utf8')) as Crd));
 }
 
 /** Whether a CRD's schema holds any x-kubernetes-validations rule: read once per schema. */

@@ -7,19 +7,19 @@
  * operator registers (src/desired/objects.ts). What the API server does around the webhooks is
  * done here as it does it: configurations in name order (the policies' `portcullis--namespaced`
  * first), mutating webhooks each on the object the one before patched, then every validating
- * webhook on the result; the first denial rejects the request. AdmissionExceptions among the
- * objects are held in the store the operator's admission thread holds (registry/exceptions.ts)
+ * webhook on the result; the first denial rejects the request. AdmissionExceptions and
+ * ClusterAdmissionExceptions among the objects are held in the store the operator's admission thread holds (registry/exceptions.ts)
  * and consulted by the same compiled webhooks, at the clock of the evaluation (`now`, else the
  * wall clock). No I/O: the caller reads files.
  */
 import { randomUUID } from 'node:crypto';
 import jsonpatch from 'fast-json-patch';
-import { GROUP, KIND, type AdmissionPolicy, type AdmissionSuite, type RuleWithOperations, type WebhookType } from '../api/types.ts';
+import { GROUP, KIND, VERSION, type AdmissionPolicy, type AdmissionSuite, type RuleWithOperations, type WebhookType } from '../api/types.ts';
 import { configurationName, NAMESPACED } from '../api/names.ts';
 import { outcomeOf, type AdmissionRequest, type AdmissionReview, type Decision, type Outcome } from '../api/admission-review.ts';
 import { encodeReview } from '../admission/review-codec.ts';
 import { validateExceptionRequest, validatePolicyRequest, validateSuiteRequest } from '../admission/suite-validation.ts';
-import { EXCEPTION_KIND, type AdmissionException } from '../api/exceptions.ts';
+import { CLUSTER_EXCEPTION_KIND, EXCEPTION_KIND, type AnyException } from '../api/exceptions.ts';
 import { ExceptionStore } from '../registry/exceptions.ts';
 import { namespacedConfiguration, protectedNamespaces, webhookConfigurations, NAMESPACE_NAME_LABEL } from '../desired/objects.ts';
 import { DEFAULTS } from '../config.ts';
@@ -142,16 +142,18 @@ export function objectsContext(objects: KubeObject[], namespaced?: (apiVersion: 
   return { view, params };
 }
 
-const isException = (o: KubeObject) => o.kind === EXCEPTION_KIND && String(o.apiVersion ?? '').startsWith(`${GROUP}/`);
+const isException = (o: KubeObject) => (o.kind === EXCEPTION_KIND || o.kind === CLUSTER_EXCEPTION_KIND) && String(o.apiVersion ?? '').startsWith(`${GROUP}/`);
 
 /**
  * An exception as kubectl sends it: YAML reads an unquoted `expires: 2026-12-31T00:00:00Z` as a
  * timestamp, which kubectl sends as the string (the webhook, the warning and the expiry read a string).
  */
-function asSent(exception: KubeObject): AdmissionException {
+function asSent(exception: KubeObject): AnyException {
   const expires = exception.spec?.expires;
-  if (!(expires instanceof Date)) return exception as AdmissionException;
-  return { ...exception, spec: { ...exception.spec, expires: expires.toISOString().replace('.000Z', 'Z') } } as AdmissionException;
+  // A ClusterAdmissionException is held under the namespace '', as the operator reads one in (registry/exceptions.ts).
+  const sent = exception.kind === CLUSTER_EXCEPTION_KIND ? { ...exception, metadata: { ...exception.metadata, namespace: '' } } : exception;
+  if (!(expires instanceof Date)) return sent as AnyException;
+  return { ...sent, spec: { ...exception.spec, expires: expires.toISOString().replace('.000Z', 'Z') } } as AnyException;
 }
 
 /**
@@ -167,7 +169,7 @@ export class OfflineCluster {
   private readonly registry: SuiteRegistry;
   private readonly policyRegistry: PolicyRegistry;
   private readonly resources: Resources;
-  private readonly exceptions: AdmissionException[];
+  private readonly exceptions: AnyException[];
   /** The instant of the evaluation under way, which the compiled webhooks' clock reads. */
   private instant: number | undefined;
   private readonly now: number | undefined;
@@ -224,7 +226,15 @@ export class OfflineCluster {
     if (this.exceptions.length) for (const suite of this.suites) this.registry.sync({ ...suite, metadata: { generation: 1, ...suite.metadata } });
     for (const exception of this.exceptions) {
       const namespace = exception.metadata?.namespace;
-      const name = `${namespace ?? ''}/${exception.metadata?.name ?? ''}`;
+      const cluster = exception.kind === CLUSTER_EXCEPTION_KIND;
+      const name = cluster ? (exception.metadata?.name ?? '') : `${namespace ?? ''}/${exception.metadata?.name ?? ''}`;
+      if (cluster) {
+        // As the API server sends it to the exception webhook: the kind says cluster-wide.
+        const request = { uid: randomUUID(), operation: 'CREATE', kind: { group: GROUP, version: VERSION, kind: CLUSTER_EXCEPTION_KIND }, object: exception, userInfo: {} } as unknown as AdmissionRequest;
+        const decision = await validateExceptionRequest(request, this.registry);
+        if (!decision.allowed) refused.push({ kind: CLUSTER_EXCEPTION_KIND, suite: name, message: decision.message ?? '' });
+        continue;
+      }
       // Never guessed: the namespace is what decides which requests it may cover.
       if (!namespace) {
         refused.push({ kind: EXCEPTION_KIND, suite: name, message: `AdmissionException "${exception.metadata?.name ?? ''}" needs metadata.namespace: it covers requests in its own namespace only` });

@@ -1,5 +1,5 @@
 /**
- * AdmissionExceptions offline (issue 55): `portcullis eval`, `portcullis test` and `portcullis scan`
+ * AdmissionExceptions and ClusterAdmissionExceptions offline (issue 55): `portcullis eval`, `portcullis test` and `portcullis scan`
  * apply those given among the objects as the operator does (evaluate.ts' OfflineCluster holds them
  * in the operator's ExceptionStore), with the warning and audit annotation, at the clock a test
  * file's `now:` (or eval's --now) sets. The CLI as a subprocess; owns no API server and no other command's output.
@@ -135,6 +135,57 @@ describe('portcullis eval, test and scan: AdmissionExceptions', function () {
     const text = JSON.stringify(report);
     expect(text).to.contain(WARNING);
     expect(result.code).to.equal(1); // the other ConfigMap is still denied
+  });
+
+  describe('ClusterAdmissionExceptions', function () {
+    const clusterException = {
+      apiVersion: API_VERSION,
+      kind: 'ClusterAdmissionException',
+      metadata: { name: 'legacy-teams' },
+      spec: { suite: 'owners', webhook: 'owner', reason: 'legacy teams, labelled in Q1', expires: '2030-01-01T00:00:00Z', namespaceSelector: { matchLabels: { legacy: 'true' } } },
+    };
+    const CLUSTER_WARNING = 'admitted by exception legacy-teams (expires 2030-01-01T00:00:00Z): legacy teams, labelled in Q1';
+    const namespaces = [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a', labels: { legacy: 'true' } } },
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-b' } },
+    ];
+
+    it('eval: one given with --objects admits in the namespaces it selects, with its warning and audit annotation, not in another', async function () {
+      const args = ['eval', '--suite', write('suite.yaml', [suite]), '--objects', write('cluster-exception.yaml', [clusterException, ...namespaces])];
+      const covered = await runCli([...args, '--object', write('cm-a.yaml', [configMap('team-a')])]);
+      expect(covered.stderr).to.equal('');
+      const answer = JSON.parse(covered.stdout);
+      expect(answer.allowed).to.equal(true);
+      const owner = answer.webhooks.find((w: { name: string }) => w.name === 'owner.owners.admission.portcullis.dev');
+      expect(owner.review.response.warnings).to.deep.equal([CLUSTER_WARNING]);
+      expect(owner.review.response.auditAnnotations).to.deep.equal({ exception: 'legacy-teams' });
+      const elsewhere = await runCli([...args, '--object', write('cm-b.yaml', [configMap('team-b')])]);
+      expect(JSON.parse(elsewhere.stdout)).to.deep.include({ allowed: false, message: DENIED });
+    });
+
+    it('test and scan: applied as the operator applies it, until expires', async function () {
+      write('suite.yaml', [suite]);
+      const cases = [
+        { name: 'selected', object: configMap('team-a'), expect: { allowed: true, warnings: [CLUSTER_WARNING] } },
+        { name: 'expired', now: '2030-01-01T00:00:00Z', object: configMap('team-a'), expect: { allowed: false, message: DENIED } },
+        { name: 'not selected', object: configMap('team-b'), expect: { allowed: false, message: DENIED } },
+      ];
+      const file = write('cluster.portcullis-test.yaml', [{ suites: ['suite.yaml'], objects: [clusterException, ...namespaces], now: '2029-12-31T23:59:59Z', cases }]);
+      const result = await runCli(['test', file]);
+      expect(result.stdout).to.contain('3 of 3 expectations met');
+      expect(result.code).to.equal(0);
+
+      const scanned = await runCli(['scan', '--suites', write('scan-cluster.yaml', [suite, clusterException, ...namespaces]), write('scan-cluster-target.yaml', [configMap('team-a')]), '-o', 'json']);
+      expect(JSON.stringify(JSON.parse(scanned.stdout))).to.contain(CLUSTER_WARNING);
+      expect(scanned.code).to.equal(0);
+    });
+
+    it('refuses one that names a webhook its suite lacks, as the operator does on apply', async function () {
+      const objects = write('bad-cluster.yaml', [{ ...clusterException, spec: { ...clusterException.spec, webhook: 'nope' } }]);
+      const result = await runCli(['eval', '--suite', write('suite.yaml', [suite]), '--object', write('cm.yaml', [configMap('team-a')]), '--objects', objects]);
+      expect(result.code).to.equal(1);
+      expect(result.stderr).to.contain('ClusterAdmissionException "legacy-teams" is invalid: spec.webhook: AdmissionSuite owners has no webhook named "nope"');
+    });
   });
 
   it('refuses an exception that names a webhook its suite lacks, as the operator does on apply', async function () {
