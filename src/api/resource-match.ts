@@ -1,12 +1,9 @@
 /**
- * A webhook's `resourceNames` (in its rules) and `excludeResourceRules`, with
- * ValidatingAdmissionPolicy's meaning (k8s.io/apiserver .../policy/matching/matching.go): a request
- * is judged when some rule matches it and names its object (or names none), and no exclude rule
- * does. A registered webhook's rules have neither, so they are split: the API server gets the rules
- * without names, and a matchCondition the operator writes, which says the rest in CEL on `request`
- * and provably never errors (each optional field guarded by has()), so the API server decides
- * exactly as VAP would and a request it excludes never reaches Portcullis. Pure: a spec in, the
- * registered rules and the condition out; the configuration itself is desired/objects.ts's.
+ * A webhook's `resourceNames` and `excludeResourceRules` with VAP's meaning (policy/matching/matching.go):
+ * judged when some rule matches and names the object (or none), and no exclude rule does. Registered
+ * rules have neither, so they are split: the rules without names, and a matchCondition on `request` that
+ * provably never errors (optional fields guarded by has()), so the API server decides exactly as VAP
+ * would. Pure: a spec in, rules and condition out; the configuration is desired/objects.ts's.
  */
 import type { MatchCondition, NamedRuleWithOperations, RuleWithOperations, WebhookSpec } from './types.ts';
 

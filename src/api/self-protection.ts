@@ -1,12 +1,9 @@
 /**
- * What the API server must never send a webhook of ours, so that a stopped operator cannot lock the
- * cluster out of healing itself: Nodes, Leases, CertificateSigningRequests, token and access
- * reviews, and AdmissionSuites. Said once here, as data; the matchCondition the operator writes and
- * the question "could these rules reach one of them" both come from it. The configurations
- * themselves are desired/objects.ts's; the count of the API server's 64 conditions is
- * api/validate.ts's. One exception, opted into by name: a webhook whose handler is one of the
- * certificate plugins (CSR_HANDLERS) is sent CertificateSigningRequests, and its suite is warned
- * on apply of what that risks (csrLockOutWarnings).
+ * What the API server must never send a webhook of ours, so a stopped operator cannot lock the cluster
+ * out of healing itself (Nodes, Leases, CSRs, token and access reviews, AdmissionSuites), said once as
+ * data for both the matchCondition written and "could these rules reach one". Configurations are
+ * desired/objects.ts's, the 64-condition count api/validate.ts's. One opt-in exception: a certificate
+ * plugin's webhook (CSR_HANDLERS) is sent CSRs, its suite warned on apply (csrLockOutWarnings).
  */
 import type { MatchCondition, RuleWithOperations, SuiteSpec } from './types.ts';
 

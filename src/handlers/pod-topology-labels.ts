@@ -1,11 +1,9 @@
 /**
- * PodTopologyLabels, after the in-tree admission plugin of that name: a Pod bound to a Node gets
- * the Node's topology labels (topology.kubernetes.io/zone and /region by default), so workloads
- * can read their zone through the downward API. On a Binding (pods/binding, what the scheduler
- * creates) the labels go on the Binding, which the API server copies onto the Pod; on a Pod
- * created with spec.nodeName, on the Pod itself. Existing labels of those keys are overwritten; a
- * Node not (yet) known copies nothing, as upstream. Unlike the in-tree plugin, which labels are
- * copied is the suite's to say (`labels`). Nodes come from the shared lookup cache.
+ * PodTopologyLabels, after the in-tree plugin: a Pod bound to a Node gets the Node's topology labels
+ * (zone and region by default; which ones is the suite's `labels`, unlike upstream), so workloads read
+ * their zone through the downward API. On a pods/binding the labels go on the Binding (the API server
+ * copies them onto the Pod); on a Pod created with spec.nodeName, on the Pod. Existing values are
+ * overwritten; an unknown Node copies nothing, as upstream. Nodes come from the shared lookup cache.
  */
 import { allowed, patched, type AdmissionRequest } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';

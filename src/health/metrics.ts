@@ -1,11 +1,9 @@
 /**
- * The operator's Prometheus metrics (prom-client), each named `portcullis_…` with help text and
- * bounded labels (suite and webhook names, operations, decisions; never an object's name,
- * namespace or uid). Owns the metric objects and a small recording API; the request path records
- * through WebhookMetrics resolved once per webhook (webhook-metrics.ts). Values that are state
- * (certificate expiry, leadership, queue depth, suites by condition, the background audit's
- * counts) are read from the sources the operator attaches, when scraped. Records nothing by
- * itself and makes no calls.
+ * The operator's Prometheus metrics (prom-client), named `portcullis_…` with help and bounded labels
+ * (suites, webhooks, operations, decisions; never an object's name, namespace or uid). Owns the metric
+ * objects and a small recording API; the request path records through WebhookMetrics
+ * (webhook-metrics.ts). State (certificate expiry, leadership, queue depth, suites by condition, audit
+ * counts) is read from attached sources when scraped. Records nothing by itself; makes no calls.
  */
 import client from 'prom-client';
 import { VERSION } from '../version.ts';

@@ -1,11 +1,9 @@
 /**
- * native/import: the reverse of compile.ts. A ValidatingAdmissionPolicy and its bindings become an
- * AdmissionSuite (and so does a Kyverno ValidatingPolicy, a VAP that binds itself) whose webhooks answer as the API server answers for them: one webhook per binding,
- * matching what the policy's constraints and the binding's resources both match (rules intersected,
- * selectors and-ed, exclusions joined), with the policy's conditions, variables, validations, audit
- * annotations and failurePolicy, and the binding's actions and params. Pure: objects in, suites and
- * notes out; nothing here reads files or talks to the API server. What a suite cannot say exactly
- * is not approximated: that binding is left out, with the reason in `notes`.
+ * native/import, the reverse of compile.ts: a ValidatingAdmissionPolicy and its bindings (or a Kyverno
+ * ValidatingPolicy, which binds itself) as an AdmissionSuite answering as the API server would: one
+ * webhook per binding, matching what policy and binding both match, with the policy's conditions,
+ * variables, validations, audit annotations and failurePolicy, and the binding's actions and params.
+ * Pure; nothing is approximated: a binding a suite cannot say exactly is left out, the reason in `notes`.
  */
 import type { AdmissionSuite, LabelSelector, NamedRuleWithOperations, ParamsRef, WebhookSpec } from '../api/types.ts';
 import { API_VERSION, KIND } from '../api/types.ts';

@@ -1,11 +1,9 @@
 /**
- * registry: which AdmissionPolicies are withheld although they are valid, so that no team can
- * break what the others have: at most `perNamespace` policies are served in one namespace, and the
- * shared `portcullis--namespaced` configurations stay under `configurationBytes` (the API server
- * stores an object in etcd whole, 1.5 MiB at most by default: one configuration too large to write
- * would stop every team's new policy being served). The oldest policies are kept, so a new policy
- * can never push out one that is enforced; a withheld policy is `Ready=False`, `ExceedsLimits`,
- * and served again when room is made. Pure: the caller measures a configuration.
+ * registry: which valid AdmissionPolicies are withheld so no team can break the others': at most
+ * `perNamespace` served in a namespace, and the shared `portcullis--namespaced` configurations under
+ * `configurationBytes` (etcd stores an object whole, 1.5 MiB by default: one too large would stop every
+ * team's new policy). The oldest are kept, so a new policy never pushes out an enforced one; a withheld
+ * one is `Ready=False`, `ExceedsLimits`, served again when room is made. Pure: the caller measures.
  */
 import type { FieldError } from '../api/validate.ts';
 import type { WebhookType } from '../api/types.ts';

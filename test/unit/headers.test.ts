@@ -20,14 +20,6 @@ const HEADER_LINES = 8;
  */
 const LONG_HEADERS = new Set([
   'cli/main.ts',
-  'handlers/pod-topology-labels.ts',
-  'health/metrics.ts',
-  'native/import.ts',
-  'policy/engine/match-conditions.ts',
-  'policy/fast/shortcut.ts',
-  'registry/withheld.ts',
-  'api/resource-match.ts',
-  'api/self-protection.ts',
   'apiserver/params-access.ts',
   'apiserver/policy-author.ts',
   'audit/access.ts',

@@ -1,11 +1,9 @@
 /**
- * A webhook's matchConditions as ValidatingAdmissionPolicy evaluates them: compiled on apply in
- * VAP's environment (params when the webhook has them, `authorizer`, never `variables`), then split
- * in two. A condition the API server evaluates as a webhook matchCondition with provably the same
- * outcome is handed to it (a request it excludes never reaches us); every other one is evaluated
- * here, before the rules, with VAP's semantics: a false condition skips the policy, an error
- * follows failurePolicy with VAP's words. Owns the split and the evaluation; what the webhook
- * configuration holds is the controller's, what a skipped or failed policy answers is rules.ts's.
+ * A webhook's matchConditions as ValidatingAdmissionPolicy evaluates them, compiled in VAP's
+ * environment (params, `authorizer`, never `variables`) and split: a condition the API server
+ * evaluates with provably the same outcome is handed to it; every other is evaluated here before the
+ * rules (false skips the policy, an error follows failurePolicy in VAP's words). Owns the split and
+ * the evaluation; the webhook configuration is the controller's, what a skipped policy answers rules.ts's.
  */
 import type { FailurePolicy, MatchCondition, WebhookSpec } from '../../api/types.ts';
 import type { AdmissionRequest } from '../../api/admission-review.ts';

@@ -1,11 +1,9 @@
 /**
- * A program's body with the compiled shortcut (compiler.ts) in front of cel-js: the compiled
- * function answers where it can, and cel-js answers from the same cost where it bails (BAIL) or
- * where the expression is not covered. cel-js needs the activation's JSON converted
- * (values/convert.ts, `CONVERT`); the compiled code reads it either way.
- *
- * The tests watch every shortcut answer through `observeShortcut` (test/support/verify-compiled.ts
- * checks each against cel-js's own); nothing in src/ observes. Must not change an answer.
+ * A program's body with the compiled shortcut (compiler.ts) in front of cel-js: the compiled function
+ * answers where it can, cel-js (its activation converted, values/convert.ts) from the same cost where it
+ * bails (BAIL) or is not covered. Tests watch every shortcut answer through `observeShortcut`
+ * (test/support/verify-compiled.ts checks each against cel-js's); nothing in src/ observes. Must not
+ * change an answer.
  */
 import type { ParseResult } from '@marcbachmann/cel-js';
 import { meter } from '../cost/meter.ts';
