@@ -1,12 +1,9 @@
 /**
- * Whether a user may read what a suite names as `params`, asked of the API server the way
- * ValidatingAdmissionPolicy asks it of whoever writes a binding. The operator reads params with
- * its own identity, and a messageExpression can show them to anyone whose request is denied, so
- * without this check it would read for a suite's author what the author may not read (a confused
- * deputy). Asked by the validation webhooks on apply, and by the operator before it serves a
- * suite or AdmissionPolicy with params, about its recorded author (controller/suite-author.ts), so
- * that the check holds when that webhook did not answer; makes no decision about admission itself and never
- * reads the params.
+ * Whether a user may read what a suite names as `params`, asked of the API server as VAP asks it of a
+ * binding's writer: the operator reads params with its own identity and a messageExpression can show
+ * them to anyone denied, so without this it would read for an author what they may not (a confused
+ * deputy). Asked on apply by the validation webhooks, and before serving, about the recorded author
+ * (controller/suite-author.ts), so it holds when that webhook did not answer. Never reads the params.
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';

@@ -1,12 +1,9 @@
 /**
- * Whether the author of a Mutating AdmissionPolicy may themselves `update` and `patch` every
- * group/resource its rules name, in the policy's namespace, asked of the API server with
- * SubjectAccessReviews for the writing user (as ParamsAccess asks about params). A policy that
- * changes others' writes must not reach what its author could not change directly. Asked by the
- * policy-validation webhook on apply; the API server asks the same in
- * config/base/admission-policy-guard.yaml, which holds while no operator answers. Decides nothing
- * about admission itself; the list of what is never mutated is src/api/tenancy.ts'. The same
- * question for an exception (`writeRefusals`): its writer may write all it lets through.
+ * Whether a Mutating AdmissionPolicy's author may themselves `update` and `patch` every group/resource
+ * its rules name in its namespace (SubjectAccessReviews, as ParamsAccess asks about params): a policy
+ * must not change what its author could not. Asked on apply by the policy-validation webhook; the API
+ * server asks the same in config/base/admission-policy-guard.yaml while no operator answers. What is
+ * never mutated is src/api/tenancy.ts'. Also an exception's (`writeRefusals`): its writer may write all it lets through.
  */
 import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';
 import type { ExceptionWrite } from '../api/exceptions.ts';

@@ -1,12 +1,9 @@
 /**
- * audit: whom a target's results may be shown to. The operator lists every object with its own
- * identity, so a result, a count in status, or a message would otherwise tell a suite's or
- * policy's author about objects they may not read (issue 49: forty one-bit Audit webhooks read a
- * password back from `status.audit`). A target's reader is its author as the API server recorded
- * them (the `admission.portcullis.dev/author` annotations the guards' MutatingAdmissionPolicies
- * set: config/base/admission-policy-guard.yaml for AdmissionPolicies); whether they may `list` a
- * resource where it is judged is asked with SubjectAccessReviews, cached for a minute. Talks to
- * the API server only through the Authorizer it is handed.
+ * audit: whom a target's results may be shown to. The operator lists with its own identity, so
+ * results, counts or messages would tell an author about objects they may not read (issue 49: forty
+ * one-bit Audit webhooks read a password back from `status.audit`). The reader is the author the API
+ * server recorded (the guards' `admission.portcullis.dev/author` annotation); their `list` right where
+ * judged is asked with SubjectAccessReviews, cached a minute, only through the Authorizer handed in.
  */
 import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';
 import { CachingAuthorizer } from '../apiserver/authorizer.ts';

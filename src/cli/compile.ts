@@ -1,12 +1,10 @@
 /**
- * `portcullis compile`: the native objects (ValidatingAdmissionPolicies and bindings) a suite's
- * webhooks become where they are enforced natively (enforcement: Native or Auto), and the
- * MutatingAdmissionPolicies and bindings of its Mutating webhooks set to Auto whose mutations are
- * MAP's own (the operator keeps those webhooks: api/enforcement.ts), for GitOps users
- * who commit those rather than the suite. The same compiler as the operator (desired/native.ts);
- * what stays a webhook is said with its reason. Printed without the operator's ownership (no owner
- * reference, no managed-by label): an operator never takes such an object over (it reports a
- * Conflict), so committing them and also applying the suite natively is seen, not silently merged.
+ * `portcullis compile`, for GitOps users who commit native objects rather than the suite: the VAPs and
+ * bindings of a suite's Native or Auto webhooks, and the MAPs of its Auto Mutating webhooks whose
+ * mutations are MAP's own (the operator keeps those webhooks: api/enforcement.ts), by the
+ * operator's compiler (desired/native.ts); what stays a webhook is said
+ * with its reason. Printed without ownership (no owner reference or managed-by label): an operator never
+ * takes such an object over (it reports a Conflict), so committing them and applying the suite is seen.
  */
 import * as yaml from 'js-yaml';
 import { DEFAULTS } from '../config.ts';

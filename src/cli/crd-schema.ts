@@ -1,12 +1,9 @@
 /**
- * A document of the project's API group checked offline as the API server checks a create of it,
- * before any admission webhook is called: its kind and version served by our CRDs; strict field
- * decoding (every unknown field); the CRD's OpenAPI v3 schema (types, enums, bounds, patterns,
- * required fields, list types) and metadata.name; then the CRD's x-kubernetes-validations rules,
- * run by the operator's CEL. Errors in the API server's words and field paths. Owns only this
- * mirror of the API server's CRD handling; the operator's own checks (the suite-validation
- * webhook's) are evaluate.ts's, and reading files is files.ts's. The CRDs are read from crds/,
- * their one source, so a schema change is checked here with no change to this file.
+ * A document of our API group checked offline as the API server checks its create before any webhook:
+ * kind and version served, strict field decoding, the CRD's OpenAPI schema and metadata.name, then its
+ * x-kubernetes-validations by the operator's CEL; errors in the API server's words and paths. Owns only
+ * this mirror; the operator's own checks are evaluate.ts's, reading files files.ts'. The CRDs are read
+ * from crds/, their one source, so a schema change needs no change here.
  */
 import fs from 'node:fs';
 import * as yaml from 'js-yaml';

@@ -1,12 +1,9 @@
 /**
- * `portcullis dev MODULE [--suite FILE]... [--kubeconfig FILE]`: the dev loop of a handler module
- * (src/custom), as `pepr dev` is Pepr's. It starts a local control plane (or uses the cluster of
- * --kubeconfig), runs the operator as its own process with the module loaded from source (its
- * `src/index.ts`, else its package's main, else the file itself: Node 24 runs TypeScript as is),
- * applies the suites of the --suite files, and starts the operator again whenever a file of the
- * module changes (node_modules and dist aside), so the next request is answered by the new code.
- * A new process is the reload: nothing of the old module's code or state survives it. Owns the
- * loop and its processes; what the operator does with the module is src/custom's.
+ * `portcullis dev MODULE [--suite FILE]... [--kubeconfig FILE]`: a handler module's dev loop (as `pepr
+ * dev`): a local control plane (or --kubeconfig's cluster), the operator as its own process with the
+ * module from source (`src/index.ts`, else its main, else the file), the --suite files applied, and the
+ * operator started again on any module change (node_modules and dist aside): a new process is the
+ * reload, nothing old survives. Owns the loop and its processes; the module's use is src/custom's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';

@@ -1,12 +1,9 @@
 /**
- * `portcullis import` of Gatekeeper: a ConstraintTemplate with a K8sNativeValidation engine and its
- * Constraints (given in the same files) become one AdmissionSuite per template, a webhook per
- * Constraint, answering as Gatekeeper's admission webhook answers: Gatekeeper's CEL environment
- * (`variables.params`, the Constraint's spec.parameters inlined as a literal so that no Gatekeeper
- * CRD is needed; `variables.anyObject`), the source's variables, validations and matchConditions,
- * and the Constraint's spec.match said as rules, selectors and matchConditions with the meaning
- * Gatekeeper's matcher (pkg/mutation/match, pkg/wildcard) gives them. Pure: objects in, suites and
- * notes out; no file or network here. It does not touch the VAP and Kyverno import (native/import.ts).
+ * `portcullis import` of Gatekeeper: a ConstraintTemplate (K8sNativeValidation) and its Constraints as
+ * one AdmissionSuite, a webhook per Constraint, answering as Gatekeeper's webhook: its CEL environment
+ * (`variables.params` inlined as a literal, so no Gatekeeper CRD is needed; `variables.anyObject`), the
+ * source's variables, validations and matchConditions, and spec.match as Gatekeeper's matcher means it.
+ * Pure: objects in, suites and notes out. The VAP and Kyverno import is native/import.ts'.
  */
 import type { AdmissionSuite, LabelSelector, MatchCondition, NamedRuleWithOperations, ValidationAction, WebhookSpec } from '../api/types.ts';
 import { API_VERSION, KIND } from '../api/types.ts';

@@ -1,12 +1,9 @@
 /**
- * controller: the work queue. A reconcile request is only a key (a suite's name, or one of the
- * operator's own keys); the reconciler reads all it needs, so it never depends on which event
- * woke it. As client-go's workqueue: a key waiting is queued once however often it is added; a
- * key is never reconciled twice at once (one added while it runs is run again after); up to
- * `concurrency` different keys run at once; failures back off per key. An exclusive key (the
- * CA's) runs alone: the queue lets the running keys finish, starts nothing else meanwhile, and
- * runs it by itself, so no reconcile reads the CA halfway through a rotation step.
- * Knows nothing of suites or the API server.
+ * controller: the work queue, as client-go's: a key (never the event) queued once however often added,
+ * never reconciled twice at once (one added while running runs again after), up to `concurrency` keys
+ * at once, failures backing off per key. An exclusive key (the CA's) runs alone, after the running
+ * keys finish, so no reconcile reads the CA halfway through a rotation step. Knows nothing of suites
+ * or the API server.
  */
 
 import { backoffMs, type BackoffPolicy } from '../apiserver/backoff.ts';

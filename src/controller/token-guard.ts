@@ -1,12 +1,9 @@
 /**
- * The keeper of deploy/04-token-guard.yaml's policy and binding, run by the native process (the
- * one identity that may write admission policies; --role=native, src/manager/native.ts): one
- * deleted is put back as it was last seen, with a Warning Event on it, since while it is missing
- * the serving operator's token may register webhooks that send requests anywhere. The serving pods
- * hold no grant that could delete it; this is for an admin's mistake or a token of wider rights.
- * What it puts back is what the cluster held (the install's own rendering, whatever namespace the
- * chart used), remembered from the watch; one never seen since the process started is reported,
- * not invented. Never edits the guard: whoever may edit it is an admin.
+ * The keeper of deploy/04-token-guard.yaml's policy and binding, run by the native process (--role=native,
+ * src/manager/native.ts): one deleted is put back as last seen, with a Warning Event, since while it is
+ * missing the serving operator's token may register webhooks that send requests anywhere (an admin's
+ * mistake; the serving pods cannot delete it). One never seen since start is reported, not invented.
+ * Never edits the guard: whoever may edit it is an admin.
  */
 import { TOKEN_GUARD } from '../api/names.ts';
 import { isConflict, write, type Kube, type KubeObject } from '../apiserver/client.ts';

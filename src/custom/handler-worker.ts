@@ -1,12 +1,9 @@
 /**
- * A handler module's worker (see runner.ts): imports the one module it was started for and runs
- * its handlers' sides for the requests the main thread sends, each with what the handler may read
- * of the cluster: sent with it (the request's Namespace, LimitRanges and Pods), or copied here as
- * the main thread's lookup caches change (the other kinds its handlers declare).
- * A side that throws, rejects or answers something that is not a decision is reported as an error
- * naming the handler; the time budget and what a blocked worker costs are the main thread's, and
- * so is what a worker that dies costs: it says which run it starts before it starts it.
- * Makes no API call and holds nothing of the operator's: a module's code is all it runs.
+ * A handler module's worker (see runner.ts): imports its one module and runs its handlers' sides for
+ * the requests sent, each with what it may read (sent with it: Namespace, LimitRanges, Pods; or copied
+ * as the lookup caches change). A throw, rejection or non-decision is an error naming the handler;
+ * budgets, blocking and deaths are the main thread's (it says which run it starts before starting it).
+ * Makes no API call and holds nothing of the operator's.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';

@@ -20,17 +20,6 @@ const HEADER_LINES = 8;
  */
 const LONG_HEADERS = new Set([
   'cli/main.ts',
-  'apiserver/params-access.ts',
-  'apiserver/policy-author.ts',
-  'audit/access.ts',
-  'cli/compile.ts',
-  'cli/crd-schema.ts',
-  'cli/dev.ts',
-  'cli/import-gatekeeper.ts',
-  'controller/queue.ts',
-  'controller/token-guard.ts',
-  'custom/handler-worker.ts',
-  'policy/values/reads.ts',
   'admission/threads/schema-copy.ts',
   'api/tenancy.ts',
   'audit/live.ts',

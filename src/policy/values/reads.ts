@@ -1,12 +1,9 @@
 /**
- * What a webhook's expressions can read of the activation, found once per compile in their
- * checked ASTs: the variables they name, and for `object`, `oldObject` and `request` the fields
- * they reach. A field chain (`object.spec.containers`, `object.metadata["labels"]`, `has(o.a.b)`)
- * reaches its last field and everything under it; a list or map a comprehension walks
- * (`all`, `exists`, `map`, ...) is read through its iteration variable, whose chains are followed
- * the same way; `size()` reads nothing below it; a value used any other way (an argument, a
- * comparison, a filter's result) is read whole from where its chain ends. Nothing outside these
- * paths is observable, so nothing outside them needs converting per request (convert.ts).
+ * What a webhook's expressions can read of the activation, found once per compile in their checked
+ * ASTs: the variables named, and the fields of `object`, `oldObject` and `request` reached. A chain
+ * reaches its last field and all under it; a comprehension's range is read through its iteration
+ * variable; `size()` reads nothing below; any other use reads the value whole. Nothing else is
+ * observable, so nothing else needs converting per request (convert.ts).
  */
 import type { Program } from '../celjs/program.ts';
 import type { RawNode } from '../celjs/walk.ts';
