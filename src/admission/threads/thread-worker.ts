@@ -32,7 +32,7 @@ import { tuneHeapForAdmission } from '../v8-tuning.ts';
 import { liveResults } from '../../audit/live.ts';
 import { changedNativeWebhooks } from '../../api/enforcement.ts';
 import { forwardHandlerModules } from '../../custom/forward.ts';
-import type { FromThread, Observation, ThreadData, ToThread } from './thread.ts';
+import type { FromThread, Observation, ThreadData, ToThread } from './thread-messages.ts';
 
 const port = parentPort!;
 const data = workerData as ThreadData;
