@@ -1,16 +1,16 @@
 /**
- * The backends a built-in handler may call (ImagePolicyWebhook's `url`): only URLs under an entry
- * of the list the cluster admin sets (`--handler-backends`), so that a suite author, who names the
- * URL, cannot make the operator probe the network for them. Owns the list's syntax, its matching,
- * and how every thread of the process learns it; knows nothing of any handler's config.
- *
- * The list is the process's: the operator sets it once at start, before any worker thread starts,
- * and the threads that compile suites (the admission thread, the review workers) inherit it through
- * the environment a Worker copies when it starts (PORTCULLIS_HANDLER_BACKENDS, the flag's own
- * variable), so every thread checks against the same list without a message carrying it.
+ * The backends a built-in handler may call (ImagePolicyWebhook's `url`): only URLs under an entry of
+ * the admin's `--handler-backends`, so a suite author, who names the URL, cannot make the operator
+ * probe the network for them. Owns the list's syntax, its matching, and how every thread learns it
+ * (see HANDLER_BACKENDS_ENV); knows nothing of any handler's config.
  */
 
-/** The variable the list travels in (and the flag's, read by config.ts as every flag's). */
+/**
+ * The variable the list travels in (and the flag's, read by config.ts as every flag's). The list is
+ * the process's: the operator sets it once at start, before any worker thread starts, and the threads
+ * that compile suites (the admission thread, the review workers) inherit it through the environment a
+ * Worker copies when it starts, so every thread checks against the same list without a message carrying it.
+ */
 export const HANDLER_BACKENDS_ENV = 'PORTCULLIS_HANDLER_BACKENDS';
 
 /** One entry: an https origin and a path under it, as the WHATWG URL parser normalizes them. */

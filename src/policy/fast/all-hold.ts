@@ -1,20 +1,20 @@
 /**
- * The common answer of a webhook's validations, "every one holds", found in one plain loop over
- * their compiled shortcuts (compiler.ts), without the three wrappers each program's own run goes
- * through (cost/instrument.ts' `run`, cost/meter.ts' `evaluate`, shortcut.ts' body). Each is
- * charged and limited exactly as `evaluate` charges and limits it.
- *
- * It only ever says yes or "not sure": anything but `true` within the limits (false, a value of
- * another type, BAIL, an error, a limit passed) answers false, and the caller evaluates the
- * validations one by one from a fresh budget and activation, so no denial, error, message or
- * cost comes from here. Must not change an answer; the tests' observer sees every answer it gives.
+ * The common answer of a webhook's validations, "every one holds", in one plain loop over their compiled
+ * shortcuts (compiler.ts), without each program's three wrappers (instrument.ts' `run`, meter.ts'
+ * `evaluate`, shortcut.ts' body), each charged and limited exactly as `evaluate` does. Says only yes
+ * or "not sure" (AllHold), so no denial, error, message or cost comes from here. Must not change an
+ * answer; the tests' observer sees every answer it gives.
  */
 import type { DirectRun, Program } from '../celjs/program.ts';
 import { callLimit, meter } from '../cost/meter.ts';
 import { spent } from './runtime.ts';
 import { shortcutObserver } from './shortcut.ts';
 
-/** Whether every validation answers `true`, given their activation; see the header. */
+/**
+ * Whether every validation answers `true`, given their activation. Anything but `true` within the
+ * limits (false, a value of another type, BAIL, an error, a limit passed) answers false, and the
+ * caller evaluates the validations one by one from a fresh budget and activation.
+ */
 export type AllHold = (activation: unknown) => boolean;
 
 /** The check for `programs`, or undefined when one has no compiled shortcut (it would always be unsure). */

@@ -1,13 +1,9 @@
 /**
  * Kubernetes' authorization library (apiserver `pkg/cel/library/authz.go`, with AuthzSelectors):
- * `authorizer.path(p)`, `.group(g).resource(r).subresource(s).namespace(ns).name(n)`,
- * `.fieldSelector(s)`, `.labelSelector(s)`, `.check(verb)` and the decision's `allowed()`,
- * `reason()`, `errored()`, `error()`; `authorizer.serviceAccount(ns, name)`, and
- * `authorizer.requestResource` (the request's own resource, for the request's user).
- *
- * The values hold the request's answers (the engine's AuthorizationSession), which answer a check
- * or record it for the next round; nothing here does I/O. Costs as Kubernetes' cost model: a check
- * 350,000 (charged by cost/calls.ts), the builders and accessors 1, the selectors by their length.
+ * `authorizer.path(p)`, `.group(g).resource(r).subresource(s).namespace(ns).name(n)`, `.fieldSelector(s)`,
+ * `.labelSelector(s)`, `.check(verb)`, the decision's `allowed()`, `reason()`, `errored()`, `error()`;
+ * `authorizer.serviceAccount(ns, name)` and `authorizer.requestResource` (for the request's user).
+ * No I/O: the values hold the request's answers (see AuthorizerValue).
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { authorizationUser, type AuthorizationAttributes, type AuthorizationDecision, type AuthorizationUser } from '../../api/authorization.ts';
@@ -29,6 +25,11 @@ const GROUP_CHECK = 'kubernetes.authorization.GroupCheck';
 const RESOURCE_CHECK = 'kubernetes.authorization.ResourceCheck';
 const DECISION = 'kubernetes.authorization.Decision';
 
+/**
+ * The values hold the request's answers (the engine's AuthorizationSession), which answer a check
+ * or record it for the next round; nothing here does I/O. Costs as Kubernetes' cost model: a check
+ * 350,000 (charged by cost/calls.ts), the builders and accessors 1, the selectors by their length.
+ */
 export class AuthorizerValue {
   readonly celTypeName = AUTHORIZER_TYPE;
   readonly user: AuthorizationUser;
