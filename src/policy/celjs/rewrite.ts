@@ -4,7 +4,7 @@
  * source-to-source step and the names it introduces; parse.ts runs it. Must not type-check,
  * evaluate, or bound anything itself (limits.ts has bounded the source already). The forms: see `rewriteForCelJs`.
  */
-import { Syntax, tokenize, type Token } from './limits.ts';
+import { Syntax, tokenize, type Token } from './lexer.ts';
 import { forEachNode } from './walk.ts';
 
 /** `list<T> (list<T>)`: marks a list literal with optional entries, rewritten (for library/homogeneous.ts). */

@@ -2,7 +2,7 @@
  * A CEL syntax error as the API server (cel-go's ANTLR parser) reports it: every error at its
  * `<input>:LINE:COLUMN:`, in ANTLR's words and token names ('&&', '<EOF>', not cel-js's AND or
  * EOF), each with the source line and a caret under the place. Owns only that wording; finding
- * the place is limits.ts' (its lexer and recognizer follow CEL.g4). Must not parse for cel-js.
+ * the place is lexer.ts' and limits.ts' (their lexer and recognizer follow CEL.g4). Must not parse for cel-js.
  *
  * Found by trying kube-apiserver 1.37 (cel-go 0.29.2; test/fixtures/cel-syntax-errors.ts holds its
  * answers): the lexer reports each character run it has no token for (`token recognition error
@@ -13,7 +13,8 @@
  * ANTLR recovers, the errors after it (parserErrors). Columns count code points; cel-go's caret line puts a wide dot under each character of
  * more than one UTF-8 byte, and its source line shows a tab as a space.
  */
-import { recognize, STARTS_OPERAND, Syntax, tokenize, type LexError, type Token } from './limits.ts';
+import { recognize, STARTS_OPERAND } from './limits.ts';
+import { Syntax, tokenize, type LexError, type Token } from './lexer.ts';
 
 /** A syntax error in cel-go's words: the whole text, caret lines included, is the message. */
 export class CelSyntaxError extends Error {}
