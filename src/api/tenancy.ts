@@ -1,13 +1,10 @@
 /**
- * What a team's AdmissionPolicy may reach, beyond the checks every webhook spec gets (validate.ts):
- * a Mutating policy changes what *other* people write, and the API server's own escalation checks
- * judge the writer, never the policy's author. So a Mutating policy never touches the objects
- * through which rights, quotas or traffic are granted (RBAC, ResourceQuotas, LimitRanges, Endpoints,
- * EndpointSlices, ServiceAccount tokens, the Namespace), whatever its author may do, and names at
- * most MAX_MUTATED_RESOURCES group/resource pairs, each of which its author must be allowed to
- * `update` and `patch` in the policy's namespace (asked by src/apiserver/policy-author.ts on apply, and by
- * the API server itself in config/base/admission-policy-guard.yaml, which reads the same list).
- * Pure: no I/O; owns the list and the pairs, not the checks' answers.
+ * What a team's AdmissionPolicy may reach beyond validate.ts' checks: a Mutating policy changes others'
+ * writes, and the API server's escalation checks judge the writer, not the author. So it never touches
+ * what grants rights, quotas or traffic (RBAC, ResourceQuotas, LimitRanges, Endpoints, EndpointSlices,
+ * ServiceAccount tokens, the Namespace), and names at most MAX_MUTATED_RESOURCES pairs its author may
+ * `update` and `patch` (asked by apiserver/policy-author.ts and by config/base/admission-policy-guard.yaml,
+ * which reads the same list). Pure: owns the list and the pairs, not the checks' answers.
  */
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from './authorization.ts';
 import type { AdmissionRequest } from './admission-review.ts';

@@ -1,13 +1,9 @@
 /**
- * audit: the live results of rules being rolled out. A request a suite webhook answered with Warn
- * or Audit failures (allowed, so nobody was stopped) is what the webhook would have denied: its
- * failures, per validation where the `validation_failure` audit annotation says which, become the
- * results of the object it wrote, beside the background audit's (reports.ts names them
- * `source: admission`). Dry runs are not results: nothing was written. Nor are Secrets (never
- * audited, discovery.ts: a message computed from one would reach the Report's readers), nor a
- * request that names no object by its uid: the scanner keeps a live result only once its watch
- * has seen that object (scanner.ts), since anyone may send a request. Pure: the admission
- * thread and the main thread both call it; no I/O, no state.
+ * audit: the live results of rules being rolled out: a request a suite webhook allowed with Warn or Audit
+ * failures becomes results of the object written (per validation, by the `validation_failure` annotation;
+ * reports.ts names them `source: admission`). Not dry runs (nothing written), Secrets (never audited:
+ * discovery.ts), nor an object the scanner's watch has not seen by uid (anyone may send a request,
+ * scanner.ts). Pure: the admission thread and the main thread both call it; no I/O, no state.
  */
 import type { AdmissionRequest, Decision } from '../api/admission-review.ts';
 import type { ObjectRef } from './results.ts';

@@ -1,13 +1,9 @@
 /**
- * `portcullis audit`: the background audit's judgement of a live cluster, run once from the
- * command line with nothing installed. The suites and AdmissionPolicies of files become the
- * audit's own targets (src/audit/targets.ts), the resources their rules name are found by its
- * discovery (src/audit/discovery.ts: Secrets never), and each stored object, LISTed page by page
- * (src/audit/list.ts), is judged as a CREATE of it, as the operator's scanner judges it
- * (storedCreate, judgeStored). Namespaces and the params the suites name are read from the
- * cluster, as the operator reads them; the files' other objects fill in the rest. GETs only: this
- * never writes to the cluster. Owns what is counted as denied and the output (text, JSON); the
- * exit code is main.ts'.
+ * `portcullis audit`: the background audit's judgement of a live cluster, run once with nothing
+ * installed: the files' suites and policies as targets (src/audit/targets.ts), resources found by its
+ * discovery (Secrets never), each stored object LISTed (audit/list.ts) and judged as its CREATE as the
+ * scanner judges it; Namespaces and params read as the operator reads them. GETs only. Owns what counts
+ * as denied and the output (text, JSON); the exit code is main.ts'.
  */
 import type * as k8s from '@kubernetes/client-node';
 import type { AdmissionPolicy, AdmissionSuite, ParamsRef } from '../api/types.ts';

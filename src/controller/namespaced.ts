@@ -1,13 +1,9 @@
 /**
- * The AdmissionPolicies' reconciler: level-based, one work-queue key for all of them. From the
- * policy cache it brings the policy registry up to date, keeps the two operator-owned
- * `portcullis--namespaced` configurations (one per type, present while a policy of that type is
- * served; owned by the AdmissionPolicy CRD, so uninstalling it removes them), and writes each
- * policy's status. The configurations point at the operator's own Service and certificate, which
- * the suite-validation reconciler (self.ts) keeps; they are registered only once that endpoint
- * answers with a certificate the bundle trusts. A policy with params is compiled and served only
- * once its recorded author may read them (suite-author.ts, as for a suite). Run twice, it changes
- * nothing the second time.
+ * The AdmissionPolicies' reconciler, level-based on one key: brings the policy registry up to date,
+ * keeps the two `portcullis--namespaced` configurations (one per type while one is served; owned by the
+ * CRD, so uninstalling removes them; registered only once self.ts' endpoint answers with a trusted
+ * certificate), and writes each policy's status. A policy with params is served only once its recorded
+ * author may read them (suite-author.ts). Run twice, it changes nothing the second time.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { GROUP, POLICY_PLURAL, VERSION, type AdmissionPolicy, type AuditStatus, type PolicyStatus, type WebhookType } from '../api/types.ts';

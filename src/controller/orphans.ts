@@ -1,13 +1,10 @@
 /**
- * The orphan sweeper: removes what the operator made for a suite that no longer exists, when the
- * garbage collector will not. The collector learns of a new resource type only on its next
- * discovery pass (about 30 s), and it never collects a dependent whose owner's type is gone: a
- * suite applied just after its CRD was installed, then the CRD removed (a quick `helm uninstall`),
- * left its webhook configuration behind for good, and with `failurePolicy: Fail` that blocks the
- * writes it matches. Level-based: from the caches it finds every object carrying our labels and a
- * suite's name whose suite is not there, and deletes it; run by the leader when it starts leading
- * and on a period. Never touches an object without our labels, nor the operator's own (CA,
- * suite validation), which carry no suite label.
+ * The orphan sweeper: deletes what the operator made for a suite that no longer exists, when the garbage
+ * collector will not (it learns a new type only on its next discovery pass, about 30 s, and never
+ * collects a dependent whose owner's type is gone: a suite applied just
+ * after its CRD, then the CRD removed, left a webhook configuration that with `failurePolicy: Fail`
+ * blocks writes for good). Level-based, from the caches, by the leader at start and on a period. Never
+ * touches an object without our labels, nor the operator's own (CA, suite validation: no suite label).
  */
 import { SUITE_LABEL } from '../api/names.ts';
 import type { AdmissionSuite } from '../api/types.ts';

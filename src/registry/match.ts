@@ -1,13 +1,9 @@
 /**
- * Which registered webhooks the API server would call for a request: the rules, namespaceSelector
- * and objectSelector of the webhook configuration the operator registers (src/desired/objects.ts,
- * the self-protection exclusions included), evaluated as the API server evaluates them. Used
- * offline by the `portcullis` command (src/cli/evaluate.ts), and on the request path for
- * AdmissionPolicies, which share one registered webhook and are told apart here
- * (registry/namespaced.ts), and by the background audit (src/audit). matchConditions are CEL,
- * evaluated by the policy engine (compileMatchConditions): among them the one the operator writes
- * for a webhook's `resourceNames` and `excludeResourceRules`, which registered rules cannot say.
- * Pure; no I/O.
+ * Which registered webhooks the API server would call for a request: the rules and namespace and object
+ * selectors the operator registers (desired/objects.ts, self-protection included), evaluated as the API
+ * server does. Used offline (cli/evaluate.ts), on the request path to tell AdmissionPolicies apart
+ * (registry/namespaced.ts), and by the audit. matchConditions (the `resourceNames` one included) are the
+ * policy engine's (compileMatchConditions). Pure; no I/O.
  */
 import { outcomeOf, type AdmissionRequest } from '../api/admission-review.ts';
 import { API_VERSION, KIND, type FailurePolicy, type LabelSelector, type MatchCondition, type NamedRuleWithOperations, type RuleWithOperations } from '../api/types.ts';

@@ -1,13 +1,9 @@
 /**
- * A suite (or an AdmissionPolicy, one webhook under `spec`) type-checked against the schemas of the kinds its webhooks match, as
- * ValidatingAdmissionPolicy's TypeChecker picks them (typechecking.go typesToCheck): per rule, every
- * group x version x resource, sorted, none for a rule with a wildcard group or version, wildcard
- * resources and subresources skipped, at most ten kinds per webhook; a kind without a published
- * schema is not checked (its expressions stay dyn). Gives the warnings for `status.typeChecking`
- * and the definite errors (failing on every kind checked), which refuse a suite on apply only when
- * it asks for that (`spec.typeCheckErrors: Deny`, or the operator's --type-check-errors=Deny for
- * those that do not say): as ValidatingAdmissionPolicy, a type error is a warning by default. The schemas come from a SchemaSource (src/apiserver/openapi.ts in the
- * operator, the admission thread's copy of what it read there for the validation webhook); nothing here is on a suite's request path.
+ * A suite (or AdmissionPolicy) type-checked against the schemas of the kinds its webhooks match, picked
+ * as VAP's TypeChecker picks them (typesToCheck: no wildcard group or version, at most ten kinds a
+ * webhook; no published schema, no check). Warnings for `status.typeChecking`; definite errors refuse on
+ * apply only with `typeCheckErrors: Deny` (or --type-check-errors=Deny): a warning by default, as VAP.
+ * Schemas come from a SchemaSource (openapi.ts, or the admission thread's copy); never on a request path.
  */
 import type { AdmissionPolicy, AdmissionSuite, ExpressionWarning, RuleWithOperations, TypeCheckErrors, WebhookSpec } from '../api/types.ts';
 import type { FieldError } from '../api/validate.ts';
@@ -40,6 +36,11 @@ function refuses(mode: TypeCheckErrors | undefined, byDefault: TypeCheckDefault)
 /** VAP's maxTypesToCheck. */
 const MAX_KINDS = 10;
 
+/**
+ * The kinds are VAP's typesToCheck: per rule, every group x version x resource, sorted, none for a rule
+ * with a wildcard group or version, wildcard resources and subresources skipped, at most MAX_KINDS a
+ * webhook. A definite error is one that fails on every kind checked.
+ */
 export async function typeCheckSuite(suite: AdmissionSuite, source: SchemaSource, byDefault: TypeCheckDefault = 'Warn'): Promise<SuiteTypeCheck> {
   const webhooks = (suite.spec.webhooks ?? []).map((webhook, i) => ({ webhook, path: `spec.webhooks[${i}]` }));
   return await typeCheckWebhooks(webhooks, refuses(suite.spec.typeCheckErrors, byDefault), source);

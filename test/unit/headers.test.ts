@@ -20,15 +20,6 @@ const HEADER_LINES = 8;
  */
 const LONG_HEADERS = new Set([
   'cli/main.ts',
-  'admission/threads/schema-copy.ts',
-  'api/tenancy.ts',
-  'audit/live.ts',
-  'cli/audit.ts',
-  'controller/namespaced.ts',
-  'controller/orphans.ts',
-  'policy/typecheck/schema.ts',
-  'registry/match.ts',
-  'registry/typecheck.ts',
   'admission/threads/thread-worker.ts',
   'apiserver/openapi.ts',
   'handlers/priority.ts',

@@ -1,13 +1,9 @@
 /**
- * The admission thread's copy of what the main thread's OpenApiSchemas read (src/apiserver/openapi.ts,
- * told as SchemaChanges), from which the thread type-checks the suites and policies being applied
- * (the suite-validation webhook) and merges ApplyConfiguration mutations (`held`) as the main thread
- * would: a read is answered from only as long as
- * the main thread would reuse it (FRESH_MS from when it was asked), and what the copy cannot answer
- * from (nothing read yet, stale, a resource discovery does not list, a document not sent) is
- * HeldElsewhere, so the request is answered by the main thread, which reads it (and notes a miss).
- * Once a read it answers from is half stale, it asks the main thread to read it again (`renew`),
- * once per read, so that a steady stream of applies is answered here. Owns the copy only.
+ * The admission thread's copy of what the main thread's OpenApiSchemas read (told as SchemaChanges), to
+ * type-check suites and policies being applied and merge ApplyConfiguration mutations (`held`) as the
+ * main thread would: a read is used only while the main thread would reuse it (FRESH_MS); what it cannot
+ * answer (nothing read, stale, not listed, not sent) is HeldElsewhere, answered by the main thread. A read
+ * half stale is renewed once (`renew`), so a steady stream of applies is answered here. Owns the copy only.
  */
 import { HeldElsewhere } from '../../handlers/handler.ts';
 import {

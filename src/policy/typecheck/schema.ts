@@ -1,13 +1,9 @@
 /**
- * A kind's OpenAPI v3 schema turned into the CEL types an expression is checked against, with
- * the API server's rules (apiserver pkg/cel/common/schemas.go SchemaDeclType and the resolver's
- * PopulateRefs): objects with properties become object types whose fields are the properties,
- * `additionalProperties` a `map<string, T>`, arrays a `list<T>`, x-kubernetes-int-or-string `dyn`,
- * `date`/`date-time` timestamps, `duration` durations, `byte` bytes, `number` double; a property
- * whose schema has no type (x-kubernetes-preserve-unknown-fields alone) is not exposed, and an
- * object with x-kubernetes-preserve-unknown-fields exposes only its declared properties, as in the
- * API server. Type names follow DeclType.MaybeAssignTypeName (`<root>.<field>`, `.@idx`, `.@elem`; see LIST_ELEMENT).
- * Pure: the schemas come from src/apiserver/openapi.ts; registering the types is check.ts's.
+ * A kind's OpenAPI v3 schema as the CEL types an expression is checked against, by the API server's
+ * rules (pkg/cel/common/schemas.go SchemaDeclType, PopulateRefs): properties as fields,
+ * `additionalProperties` maps, arrays lists, int-or-string `dyn`, date(-time) timestamps, durations,
+ * bytes, doubles; a property with no type is not exposed, and preserve-unknown-fields exposes only what
+ * is declared. Names as DeclType.MaybeAssignTypeName (see LIST_ELEMENT). Pure; registering is check.ts'.
  */
 import { CEL_RESERVED } from '../../kubernetes/validation.ts';
 
