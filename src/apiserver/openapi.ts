@@ -1,14 +1,10 @@
 /**
- * The OpenAPI v3 schemas the API server publishes (`/openapi/v3`, then one document per group
- * version), as ValidatingAdmissionPolicy's type checker reads them (apiserver
- * pkg/cel/openapi/resolver/discovery.go), and the kinds a resource rule names (API discovery,
- * as its RESTMapper). Built-in kinds and CRDs alike: a CRD's change changes its group version's
- * hash in `/openapi/v3`, so a group version's document is kept with its hashed URL and fetched
- * again only when that changes (only the group versions of kinds suites match are ever read). Read at compile and apply time only, never on the request path: the
- * suite-validation webhook in the admission thread answers from a copy of what is read here
- * (subscribe(), admission/threads/schema-copy.ts), which asks for a read again (refresh()) before
- * it goes stale. Knows nothing about admission: turning a schema into CEL types is src/policy/typecheck's;
- * what is read, as data, is openapi-state.ts'.
+ * The OpenAPI v3 schemas the API server publishes (`/openapi/v3`, a document per group version), read as
+ * VAP's type checker reads them (pkg/cel/openapi/resolver/discovery.go), and the kinds a rule names (API
+ * discovery). A document is kept with its hashed URL and fetched again only when the hash changes (a
+ * CRD's change changes it); only matched kinds' group versions are read, at compile and apply time only.
+ * The admission thread answers from a copy (subscribe(), schema-copy.ts; refresh() before it goes stale).
+ * Knows nothing about admission: CEL types are src/policy/typecheck's, the state as data openapi-state.ts'.
  */
 import { getJson, NotFound } from './get-json.ts';
 import type * as k8s from '@kubernetes/client-node';

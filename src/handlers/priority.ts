@@ -1,14 +1,10 @@
 /**
- * Priority, after the in-tree admission plugin of that name, on two webhooks as upstream has two
- * sides. Mutating (Pods, CREATE and UPDATE): on CREATE the Pod's priorityClassName is resolved
- * through the PriorityClasses (none named: the global default class, the one of lowest value if
- * several claim it; no default: priority 0 and PreemptLowerPriority), spec.priority and
- * spec.preemptionPolicy are set from it, and a Pod that names an unknown class, or presets a
- * priority or preemptionPolicy that differs from the class's, is refused; on UPDATE a priority or
- * preemptionPolicy left out is kept from the old Pod. Validating (PriorityClasses, CREATE and
- * UPDATE): a second globalDefault class is refused. PodGroups are left alone, as upstream does
- * while its GenericWorkload feature is off (the default). PriorityClasses come from the shared
- * lookup cache.
+ * Priority, after the in-tree plugin, on two webhooks as upstream's two sides. Mutating (Pods): on CREATE
+ * priorityClassName resolved (none: the global default, the lowest-valued if several; no default:
+ * priority 0, PreemptLowerPriority), spec.priority and preemptionPolicy set from it, an unknown class or
+ * a differing preset refused; on UPDATE what is left out is kept from the old Pod. Validating
+ * (PriorityClasses): a second globalDefault refused. PodGroups left alone, as upstream with its
+ * GenericWorkload feature off (the default). PriorityClasses come from the shared lookup cache.
  */
 import { allowed, patched, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';

@@ -1,14 +1,10 @@
 /**
- * registry: the decision of the one registered webhook that serves every AdmissionPolicy of a
- * type: the request's namespace's policies, in name order, those whose rules and objectSelector
- * match. Mutating: each on the object the one before patched, the answer one patch from the
- * object as it came; Validating: the first denial answers, warnings and audit annotations of all
- * those evaluated are kept. A policy never sees a request of another namespace, nor one for a
- * cluster-scoped object, whatever the registered configuration sends (checked here, not only there).
- * What they may spend on one request is bounded here too: each policy its cost budget, across all
- * its expressions, within the namespace's cost budget and time for the request, the whole of them
- * (an Allowance, policy/cost/meter.ts); the policy that runs out denies the request, by name.
- * Pure: reads the policy registry, writes nothing.
+ * registry: the decision of the one webhook serving a type's AdmissionPolicies: the namespace's
+ * matching policies in name order (Mutating: each on the one before's patch, one patch in all;
+ * Validating: the first denial answers, all warnings and annotations kept). Never another namespace's
+ * request nor a cluster-scoped one, checked here too. Each policy's cost budget, within the
+ * namespace's budget and time for the request (an Allowance, cost/meter.ts); the policy that runs out
+ * denies, by name. Pure: reads the policy registry, writes nothing.
  */
 import jsonpatch from 'fast-json-patch';
 import { allowed, denied, followedFailurePolicy, markFailed, patched, type AdmissionRequest, type Decision } from '../api/admission-review.ts';

@@ -21,12 +21,6 @@ const HEADER_LINES = 8;
 const LONG_HEADERS = new Set([
   'cli/main.ts',
   'admission/threads/thread-worker.ts',
-  'apiserver/openapi.ts',
-  'handlers/priority.ts',
-  'policy/library/conversions.ts',
-  'policy/library/homogeneous.ts',
-  'policy/typecheck/check.ts',
-  'registry/namespaced.ts',
   'controller/native-writer.ts',
   'handlers/pod-toleration-restriction.ts',
   'handlers/required-labels.ts',

@@ -1,14 +1,10 @@
 /**
- * Type conversions as cel-go checks them (common/types: doubleToInt64Checked,
- * doubleToUint64Checked, int64ToUint64Checked, uint64ToInt64Checked): out of range is `integer
- * overflow` or `unsigned integer overflow`, where cel-js converts anyway or words it otherwise.
- * Also the conversions cel-js lacks (`int(uint)`, `int(timestamp)`, `string(timestamp)`,
- * `string(duration)`, and the identities `duration(duration)`, `timestamp(timestamp)`), bytes to
- * string only from valid UTF-8, and `duration(string)` only within Go's time.Duration (int64
- * nanoseconds, ±292 years). Conversions from strings otherwise keep cel-js's parsing; their
- * errors are worded as cel-go's in engine/errors.ts. A literal that `duration()` or `timestamp()`
- * cannot convert is refused at compile time, as the API server's cel.ValidateDurationLiterals and
- * cel.ValidateTimestampLiterals do.
+ * Type conversions as cel-go checks them (common/types' *Checked): out of range is `integer overflow` or
+ * `unsigned integer overflow`. Also those cel-js lacks (`int(uint)`, `int(timestamp)`, `string(timestamp)`,
+ * `string(duration)`, identities), bytes to string only from valid UTF-8, `duration(string)` only within
+ * Go's time.Duration (±292 years). From strings otherwise cel-js's parsing, errors worded in
+ * engine/errors.ts. A literal `duration()` or `timestamp()` cannot convert is refused at compile time, as
+ * the API server's cel.ValidateDurationLiterals and ValidateTimestampLiterals do.
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import type { CallNode } from '../celjs/walk.ts';

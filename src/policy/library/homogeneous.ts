@@ -1,14 +1,8 @@
 /**
- * cel-go's homogeneous aggregate literal validator (cel.ValidateHomogeneousAggregateLiterals, on
- * in every Kubernetes CEL environment): the elements of a list literal, and the keys and the
- * values of a map literal, must all be of one static type, so `[1, 'a']`, `[object.a, 1]` (dyn
- * against int) and `{'a': 1, 'b': 'x'}` do not compile, while `[object.a, object.b]` does. Literals
- * anywhere inside a `format` call are exempt (the strings library exempts its argument list).
- *
- * cel-js's own homogeneousAggregateLiterals option is not used: it has no exemption for format,
- * and it words its errors differently. Types are the ones cel-js's checker gave; where a library
- * function is typed less precisely here than in cel-go (lists' sum/min/max yield dyn), a literal
- * mixing its result with a typed value is refused here and accepted there.
+ * cel-go's homogeneous aggregate literal validator (on in every Kubernetes CEL environment): a list
+ * literal's elements, and a map literal's keys and values, must each be of one static type (`[1, 'a']`,
+ * `[object.a, 1]` do not compile; `[object.a, object.b]` does); literals inside a `format` call are
+ * exempt. Not cel-js's own option: see validateHomogeneousLiterals.
  */
 import { celError } from '../celjs/values.ts';
 import { forEachNode, type RawNode } from '../celjs/walk.ts';
@@ -47,7 +41,13 @@ function check(types: string[]): void {
   }
 }
 
-/** Throws cel-go's error for the first mixed list or map literal of the checked AST `root`. */
+/**
+ * Throws cel-go's error for the first mixed list or map literal of the checked AST `root`. cel-js's own
+ * homogeneousAggregateLiterals option is not used: it has no exemption for format, and it words its
+ * errors differently. Types are the ones cel-js's checker gave; where a library function is typed less
+ * precisely here than in cel-go (lists' sum/min/max yield dyn), a literal mixing its result with a typed
+ * value is refused here and accepted there.
+ */
 export function validateHomogeneousLiterals(root: unknown): void {
   const exempt = new Set<unknown>();
   forEachNode(root, (node) => {

@@ -1,13 +1,9 @@
 /**
- * A webhook's expressions type-checked against the kinds its rules match, as ValidatingAdmissionPolicy's
- * TypeChecker does (apiserver pkg/admission/plugin/policy/validating/typechecking.go): for each kind,
- * `object` and `oldObject` are declared with the kind's schema types (schema.ts), `params` with its
- * kind's when known (dyn otherwise), each variable with the type its expression has (dyn when it
- * does not type-check: a variable is never reported itself, only its uses may be), and the
- * validations' expressions and messageExpressions, the fields the API server reports, are checked
- * by cel-js's checker in an environment with every library; an expression
- * that fails on a kind gets a warning naming the kind, in the API server's words and format
- * (`apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'` and the caret
+ * A webhook's expressions type-checked per kind its rules match, as VAP's TypeChecker (typechecking.go):
+ * `object`/`oldObject` of the kind's schema types (schema.ts), `params` of its kind's or dyn, each
+ * variable of its expression's type (dyn when it fails: only uses are reported), validations and
+ * messageExpressions checked with every library; a failure is a warning naming the kind in the API
+ * server's words (`apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'`, caret
  * lines). Pure and compile-time only: the request path never sees these environments.
  */
 import type { Environment } from '@marcbachmann/cel-js';
