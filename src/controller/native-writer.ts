@@ -1,15 +1,10 @@
 /**
- * The native process's reconciler (--role=native, src/manager/native.ts): writes the
- * ValidatingAdmissionPolicies and bindings of the webhooks the serving operator enforces natively,
- * and removes those it no longer does. The serving operator's leader decides (the suite's
- * status.webhooks[].enforcement, its field alone) and holds no grant to write these kinds; this
- * one follows a status about the current generation only, compiles each policy from the suite's
- * spec (never from its status), and only for webhooks that asked to be native and can be
- * (api/enforcement.ts): whoever writes a suite's status can choose no more than webhook or native
- * for what its author asked. Writes no suite status. A policy goes once its webhook has been
- * registered for HANDOVER_MS (controller/native.ts keeps the webhook as long for the policy), at
- * once when the status lists no webhook of that name (gone from the spec, or the suite serves
- * nothing). A deleted suite's objects go by garbage collection (owner references).
+ * The native process's reconciler (--role=native): writes the VAPs and bindings of the webhooks the
+ * serving leader enforces natively (status.webhooks[].enforcement, about the current generation only),
+ * each compiled from the suite's spec, never its status, and only for webhooks that asked and can be
+ * native (api/enforcement.ts), so a status writer chooses no more than that. A policy goes once its
+ * webhook was registered HANDOVER_MS (controller/native.ts), at once when the status lists no such
+ * webhook; a deleted suite's by owner references. Writes no suite status.
  */
 import type { AdmissionSuite } from '../api/types.ts';
 import { configurationName, webhookFullName } from '../api/names.ts';

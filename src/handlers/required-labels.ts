@@ -1,15 +1,8 @@
 /**
- * RequiredLabels: no upstream admission plugin; the behaviour follows Gatekeeper library's
- * k8srequiredlabels (and Kyverno's require-labels sample). An object must carry every label key
- * in `labels`; where an entry has an `allowedRegex` (RE2 syntax, unanchored as Gatekeeper's
- * regex.match: anchor it with ^...$ to match the whole value), the value must match it. One
- * denial lists every missing label and every value that does not match; `message` replaces
- * that text, as Gatekeeper's parameter does.
- *
- * Any resource may be pointed at it. CREATE is checked; an UPDATE is checked only when it
- * changes metadata.labels, so objects that predate the policy can still be scaled, patched and
- * finalized (a finalizer removal is an UPDATE), and an UPDATE of an object being deleted is never
- * refused. Subresources, DELETE and CONNECT are left alone.
+ * RequiredLabels: no upstream plugin; follows Gatekeeper library's k8srequiredlabels (and Kyverno's
+ * require-labels sample). An object must carry every key in `labels`, its value matching the entry's
+ * `allowedRegex` if any (RE2, unanchored as Gatekeeper's: anchor with ^...$). One denial lists every
+ * missing label and bad value; `message` replaces that text. Which requests are checked: see requiredLabels.
  */
 import { RE2JS } from 're2js';
 import { allowed, denied, type AdmissionRequest } from '../api/admission-review.ts';
@@ -56,6 +49,12 @@ function needsCheck(request: AdmissionRequest): boolean {
   return !sameLabels(now?.labels, metadataOf(request.oldObject)?.labels);
 }
 
+/**
+ * Any resource may be pointed at it. CREATE is checked; an UPDATE is checked only when it changes
+ * metadata.labels, so objects that predate the policy can still be scaled, patched and finalized (a
+ * finalizer removal is an UPDATE), and an UPDATE of an object being deleted is never refused.
+ * Subresources, DELETE and CONNECT are left alone.
+ */
 export const requiredLabels: Handler<RequiredLabelsConfig> = {
   name: 'RequiredLabels',
   audits: true,

@@ -1,15 +1,10 @@
 /**
- * The native-enforcement process (--role=native; deploy/optional/native-enforcement.yaml's
- * portcullis-native Deployment, its own ServiceAccount): the only writer of admission policies.
- * Writing ValidatingAdmissionPolicies and bindings passes no admission control, so no guard can
- * narrow that grant; it is held here, by pods with no admission port and no Service, and never by
- * the serving pods, which face the network: their token can neither remove the token guard nor
- * write a policy. It watches the suites (their status says which webhooks the serving leader
- * enforces natively), the policies and bindings, and our webhook configurations (the hand-over);
- * its leader, elected on a Lease of its own, writes the native objects (controller/native-writer.ts),
- * puts the token guard back if it is deleted (controller/token-guard.ts), keeps the one unbound
- * policy the serving operator dry-runs against (NATIVE_DRY_RUN), and sweeps orphans. Composes
- * only; serves /healthz and /readyz on the metrics port.
+ * The native-enforcement process (--role=native, deploy/optional/native-enforcement.yaml, its own
+ * ServiceAccount): the only writer of admission policies, a grant no admission guard can narrow, so held
+ * by pods with no admission port or Service, never the serving pods. It watches suites, policies, bindings
+ * and our webhook configurations (the hand-over); its leader (own Lease) writes the
+ * native objects (controller/native-writer.ts), restores the token guard (token-guard.ts), keeps the
+ * unbound dry-run policy (NATIVE_DRY_RUN) and sweeps orphans. Composes only; /healthz, /readyz on the metrics port.
  */
 import os from 'node:os';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';

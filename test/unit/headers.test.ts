@@ -21,12 +21,8 @@ const HEADER_LINES = 8;
 const LONG_HEADERS = new Set([
   'cli/main.ts',
   'admission/threads/thread-worker.ts',
-  'controller/native-writer.ts',
   'handlers/pod-toleration-restriction.ts',
-  'handlers/required-labels.ts',
-  'manager/native.ts',
   'policy/celjs/equality.ts',
-  'policy/celjs/overloads.ts',
   'cli/evaluate.ts',
   'native/dry-run.ts',
   'policy/library/numeric.ts',

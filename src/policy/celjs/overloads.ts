@@ -1,14 +1,8 @@
 /**
- * Replacing cel-js's own overloads where their behaviour differs from cel-go's (UTF-16 indices,
- * Unicode case mapping, JS RegExp, cross-type numeric comparison, overflow) or their declared
- * result type is wrong: the one place that reaches into cel-js's overload tables.
- *
- * cel-js refuses to register a second overload with the same signature and offers no way to
- * remove one, so the handler of the registered declaration is swapped in the environment's
- * overload table (reached through a type-checked probe expression) and the swap verified, so a
- * cel-js upgrade that changes these internals fails at start-up rather than silently keeping the
- * old behaviour. It must run after the environment's first `registerFunction` (which gives the
- * environment its own table) and nothing may be registered after it. Must not hold any
+ * Replacing cel-js's own overloads where they differ from cel-go's (UTF-16 indices, Unicode case mapping,
+ * JS RegExp, cross-type numeric comparison, overflow) or declare the wrong result type: the one place
+ * that reaches into cel-js's overload tables, swapping a declaration's handler and verifying the swap, so
+ * a cel-js upgrade that changes these internals fails at start-up (see replaceBuiltin). Must not hold any
  * library's behaviour: the handlers come from the libraries.
  */
 import type { Environment } from '@marcbachmann/cel-js';
@@ -51,7 +45,10 @@ export function builtinHandler(env: Environment, probe: string, signature: strin
 
 /**
  * Replaces the handler of the function overload `signature` (as cel-js prints it, e.g.
- * `string.indexOf(string, int): int`); `probe` is an expression whose root calls it.
+ * `string.indexOf(string, int): int`); `probe` is an expression whose root calls it. cel-js refuses to
+ * register a second overload with the same signature and offers no way to remove one, so the handler is
+ * swapped in the environment's overload table (reached through the type-checked probe). Must run after
+ * the environment's first `registerFunction` (which gives it its own table); nothing may be registered after.
  */
 export function replaceBuiltin(env: Environment, probe: string, signature: string, handler: Handler): void {
   swap(candidatesOf(env, probe, 'replaceBuiltin'), signature, { handler }, 'replaceBuiltin');
