@@ -1,16 +1,9 @@
 /**
- * On apply and on reconcile, the API server's own word on a suite's native policies: a webhook
- * that asks for `enforcement: Native` is compiled (compile.ts) and written as a server-side dry
- * run, so an expression or field the API server would refuse in a ValidatingAdmissionPolicy
- * refuses the suite, naming the webhook, before anything is stored (Auto webhooks are not asked on
- * apply: they fall back to the webhook, saying why). Writes nothing.
- *
- * The serving operator holds no grant to write admission policies (the native process writes
- * them, src/manager/native.ts): its dry run patches the one policy it may patch, NATIVE_DRY_RUN,
- * which the native process makes and never binds, and the API server's words are given back under
- * the webhook's own policy name. Until the native process has made it, nothing is asked (a patch of
- * a policy that is not there would be a create, which the serving operator may not do):
- * DryRunUnavailable, and on apply the suite is let through, to be judged at reconcile.
+ * On apply and reconcile, the API server's own word on a suite's native policies: a webhook asking
+ * for `enforcement: Native` is compiled (compile.ts) and written as a server-side dry run, so what the
+ * API server would refuse in a VAP refuses the suite, naming the webhook, before anything is stored
+ * (Auto webhooks are not asked on apply: they fall back to the webhook, saying why). Writes nothing;
+ * how it asks without a grant to write policies: see DryRunUnavailable.
  */
 import * as k8s from '@kubernetes/client-node';
 import { changedNativeWebhooks } from '../api/enforcement.ts';
@@ -21,7 +14,14 @@ import type { OperatorConfig } from '../config.ts';
 import { describeError, FIELD_MANAGER, getObject, statusCode, type Kube, type KubeObject } from '../apiserver/client.ts';
 import { NATIVE_API_VERSION, NATIVE_KINDS, nativeObjects } from '../desired/native.ts';
 
-/** The policy the dry runs patch is not there yet (the native process makes it). */
+/**
+ * The policy the dry runs patch is not there yet (the native process makes it). The serving operator
+ * holds no grant to write admission policies (src/manager/native.ts writes them): its dry run patches
+ * the one policy it may, NATIVE_DRY_RUN, which the native process makes and never binds, and the API
+ * server's words are given back under the webhook's own policy name. Until it exists nothing is asked
+ * (a patch would be a create, which the serving operator may not do): on apply the suite is let
+ * through, to be judged at reconcile.
+ */
 export class DryRunUnavailable extends Error {
   constructor() {
     super(`the native enforcement process (portcullis-native) has not made ${NATIVE_DRY_RUN} yet`);

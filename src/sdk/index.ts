@@ -1,16 +1,9 @@
 /**
- * portcullis/sdk: the public handler API, what a team's handler module imports
- * (`import { type Handler, deny } from 'portcullis/sdk'`). It re-exports the very types the
- * built-in handlers are written against (src/handlers/handler.ts, src/api/admission-review.ts): there is one
- * Handler interface, not a copy. It holds no state and starts nothing; what loads and runs a module
- * is src/custom's. Only erasable TypeScript and small pure helpers that import nothing else at run
- * time belong here (handlers/config.ts's reader is one): a module bundles them (esbuild).
- *
- * A module is an ES module that exports
- *   export const apiVersion = HANDLER_API_VERSION;   // the SDK version it was built against
- *   export const handlers: CustomHandler<any>[] = [...];
- * each handler named with a domain it owns (`acme.dev/UniqueIngressHost`), so that it can never
- * take a built-in's name.
+ * portcullis/sdk: the public handler API a team's handler module imports, re-exporting the very types
+ * the built-in handlers use (one Handler interface, not a copy); a module's shape is in
+ * docs/handler-modules.md. Holds no state and starts nothing (loading modules is src/custom's). Only
+ * erasable TypeScript and small pure helpers importing nothing else at run time belong here: modules
+ * bundle them (esbuild).
  */
 import type { Decision } from '../api/admission-review.ts';
 import type { JsonPatchOperation } from '../api/types.ts';

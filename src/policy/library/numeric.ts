@@ -1,16 +1,9 @@
 /**
- * Comparing numbers across int, uint and double as cel-go does (Kubernetes enables
- * cel.CrossTypeNumericComparisons). cel-js has the cross-type overloads (`1 < 1.5`, `dyn(1) ==
- * 1.0`) but differs where cel-go:
- * - refuses to order NaN: `x < y` with a NaN operand is the error "NaN values cannot be ordered"
- *   (cel-js: false);
- * - compares an int or uint with a double by converting it to a double (so 2^63-1 == 2^63.0),
- *   after range checks, where JavaScript compares exactly;
- * - compares the elements of lists and the values of maps with the same heterogeneous equality:
- *   `dyn([1u]) == dyn([1])`, `dyn(1u) in [1, 2]`, `{'a': 1} == dyn({'a': 1u})` are true (cel-js:
- *   false, its element equality knows no uint).
- * The overloads' handlers are replaced in the environment's operator table (celjs/overloads.ts)
- * and verified by evaluating probes. The order itself is celjs/values.ts's `compareNumbers`.
+ * Comparing numbers across int, uint and double as cel-go does (cel.CrossTypeNumericComparisons), where
+ * cel-js differs: ordering a NaN is the error "NaN values cannot be ordered" (cel-js: false); an int or
+ * uint is compared with a double as a double after range checks (2^63-1 == 2^63.0); list elements and
+ * map values compare with the same heterogeneous equality (`dyn([1u]) == dyn([1])`, `dyn(1u) in [1, 2]`:
+ * true). Handlers replaced via celjs/overloads.ts; the order itself is celjs/values.ts' `compareNumbers`.
  */
 import type { Environment } from '@marcbachmann/cel-js';
 import { celEquals, celError, compareNumbers, isNumber, UnsignedInt, type Num } from '../celjs/values.ts';
