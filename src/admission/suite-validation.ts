@@ -126,7 +126,8 @@ export function exceptionValidationWebhook(registry: Pick<SuiteRegistry, 'source
   return {
     suite: '',
     name: EXCEPTIONS.validationWebhook,
-    failurePolicy: 'Ignore',
+    // As registered (controller/self.ts): an internal error refuses the exception, never admits it.
+    failurePolicy: 'Fail',
     admit: (request) => validateExceptionRequest(request, registry, paramsAccess, schemas),
     observer,
   };

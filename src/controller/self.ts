@@ -1,8 +1,9 @@
 /**
  * The operator's own webhook that refuses invalid AdmissionSuites on apply (field paths in the
- * message), and its twin for AdmissionPolicies in the same configuration. It has `failurePolicy: Ignore`, so a stopped operator never blocks editing or
- * deleting suites, and everything of it is owned by the AdmissionSuite CRD, so uninstalling the
- * CRD removes it. Reconciled like a suite: certificate, Service, probe, then registration.
+ * message), its twin for AdmissionPolicies (both `failurePolicy: Ignore`: a stopped operator never
+ * blocks editing suites) and the exceptions' (`Fail`: a security check), all in one configuration
+ * owned by the AdmissionSuite CRD, so uninstalling the CRD removes it. Reconciled like a suite:
+ * certificate, Service, probe, then registration.
  */
 import { DEFAULT_CERTIFICATE_DURATION_MS, GROUP, PLURAL, POLICY_PLURAL, VERSION } from '../api/types.ts';
 import { MANAGED_BY_LABELS, NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
@@ -93,45 +94,51 @@ export class SelfReconciler {
       this.deps.log.debug('suite validation not registered yet', { reason: probe });
       return { requeueAfterMs: 250 };
     }
-    await applyOwned(kube, {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingWebhookConfiguration',
-      metadata: metadata(SUITE_VALIDATION.configuration),
-      webhooks: [
-        {
-          name: SUITE_VALIDATION.webhook,
-          clientConfig: serviceClientConfig(ref, SUITE_VALIDATION.path, config, ca.bundle),
-          rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [PLURAL], scope: 'Cluster' }],
-          // Ignore: with no operator running, suites can still be created, edited and deleted.
-          failurePolicy: 'Ignore',
-          sideEffects: 'None',
-          timeoutSeconds: 5,
-          admissionReviewVersions: ['v1'],
-        },
-        {
-          name: NAMESPACED.validationWebhook,
-          clientConfig: serviceClientConfig(ref, NAMESPACED.validationPath, config, ca.bundle),
-          rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [POLICY_PLURAL], scope: 'Namespaced' }],
-          failurePolicy: 'Ignore',
-          sideEffects: 'None',
-          timeoutSeconds: 5,
-          admissionReviewVersions: ['v1'],
-        },
-        {
-          // Ignore too: an exception written past a stopped operator is judged again at each request (registry/exceptions.ts).
-          name: EXCEPTIONS.validationWebhook,
-          clientConfig: serviceClientConfig(ref, EXCEPTIONS.validationPath, config, ca.bundle),
-          rules: [
-            { operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [EXCEPTION_PLURAL], scope: 'Namespaced' },
-            { operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [CLUSTER_EXCEPTION_PLURAL], scope: 'Cluster' },
-          ],
-          failurePolicy: 'Ignore',
-          sideEffects: 'None',
-          timeoutSeconds: 5,
-          admissionReviewVersions: ['v1'],
-        },
-      ],
-    }, this.deps.cached);
+    await applyOwned(
+      kube,
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingWebhookConfiguration',
+        metadata: metadata(SUITE_VALIDATION.configuration),
+        webhooks: [
+          {
+            name: SUITE_VALIDATION.webhook,
+            clientConfig: serviceClientConfig(ref, SUITE_VALIDATION.path, config, ca.bundle),
+            rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [PLURAL], scope: 'Cluster' }],
+            // Ignore: with no operator running, suites can still be created, edited and deleted.
+            failurePolicy: 'Ignore',
+            sideEffects: 'None',
+            timeoutSeconds: 5,
+            admissionReviewVersions: ['v1'],
+          },
+          {
+            name: NAMESPACED.validationWebhook,
+            clientConfig: serviceClientConfig(ref, NAMESPACED.validationPath, config, ca.bundle),
+            rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [POLICY_PLURAL], scope: 'Namespaced' }],
+            failurePolicy: 'Ignore',
+            sideEffects: 'None',
+            timeoutSeconds: 5,
+            admissionReviewVersions: ['v1'],
+          },
+          {
+            // Fail, unlike the suites': while no operator answers, a holder of the exception role could
+            // otherwise create one letting through writes it may not make itself. CREATE and UPDATE
+            // only, so deleting an exception never needs the operator.
+            name: EXCEPTIONS.validationWebhook,
+            clientConfig: serviceClientConfig(ref, EXCEPTIONS.validationPath, config, ca.bundle),
+            rules: [
+              { operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [EXCEPTION_PLURAL], scope: 'Namespaced' },
+              { operations: ['CREATE', 'UPDATE'], apiGroups: [GROUP], apiVersions: [VERSION], resources: [CLUSTER_EXCEPTION_PLURAL], scope: 'Cluster' },
+            ],
+            failurePolicy: 'Fail',
+            sideEffects: 'None',
+            timeoutSeconds: 5,
+            admissionReviewVersions: ['v1'],
+          },
+        ],
+      },
+      this.deps.cached,
+    );
     return { requeueAfterMs: Math.max(1000, serving.renewalTime.getTime() - this.now().getTime()) };
   }
 }

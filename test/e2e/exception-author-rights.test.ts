@@ -87,7 +87,7 @@ describe("AdmissionExceptions: never more than their writer's own rights", funct
   });
 
   it('is refused to a writer who may not write Secrets when it covers Secrets, by kind or by covering the whole webhook', async function () {
-    // Waits for the webhook to answer (it fails open: Ignore) and the bindings to be in force.
+    // Waits for the webhook to have the suite in view and the bindings to be in force.
     const byKind = await eventually(
       async () => {
         const refused = await refusal(() => createException(narrow, 'secrets-by-kind', ['Secret']));

@@ -109,3 +109,23 @@ export async function createForbiddenNamesSuite(name: string, namespace: string,
   });
   await waitForCondition(name, 'Ready', 'True');
 }
+
+/**
+ * A suite that takes exceptions, whose one webhook (`team-label`) refuses ConfigMaps (and the other
+ * `resources`) without a `team` label in the namespaces `namespaceLabels` selects: the rule the
+ * exception tests let objects through.
+ */
+export function teamLabelSuite(namespaceLabels: Record<string, string>, resources = ['configmaps']): SuiteSpec {
+  return {
+    exceptions: { allowed: true },
+    namespaceSelector: { matchLabels: namespaceLabels },
+    webhooks: [
+      {
+        name: 'team-label',
+        type: 'Validating',
+        rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources }],
+        validations: [{ expression: "has(object.metadata.labels) && 'team' in object.metadata.labels", message: 'a team label is required' }],
+      },
+    ],
+  };
+}
