@@ -48,10 +48,11 @@ Usage:
                                    with no object are refused; other objects are listed as skipped
                   [--strict [--kube-version MINOR | --kubeconfig FILE]]
                                    also type-check each against the built-in kinds' OpenAPI schemas
-                                   bundled for Kubernetes MINOR (1.35 or 1.37; default the newest), no
-                                   cluster, or those of the cluster of FILE (its CRDs included): print
-                                   the type errors applying would warn about, and refuse (exit 1) what
-                                   typeCheckErrors: Deny would, and a kind matched with no schema
+                                   bundled for Kubernetes MINOR (1.35, 1.36 or 1.37; default the
+                                   newest), no cluster, or those of the cluster of FILE (its CRDs
+                                   included): print the type errors applying would warn about, and
+                                   refuse (exit 1) what typeCheckErrors: Deny would, and a kind
+                                   matched with no schema
   portcullis test DIR|FILE...      run test files (*${TEST_FILE_SUFFIX}, searched under a DIR); print a
                                    table of results and a diff of each failure; other FILEs (CRDs,
                                    params) are objects given to every test file, as --objects
