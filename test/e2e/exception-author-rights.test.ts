@@ -4,8 +4,9 @@
  * the exception role and the right to write ConfigMaps but not Secrets cannot create an exception
  * covering Secrets, by kind or by covering all of a webhook's resources, and can create one
  * covering ConfigMaps only; one who may write Secrets can; a ClusterAdmissionException's writer
- * needs the rights cluster-wide, a namespace's are not enough. Creates are dry runs (the
- * validation webhook is called for them; nothing is stored). Owns its namespace (xr-a), suite
+ * needs the rights cluster-wide, a namespace's are not enough; the writer is recorded as the
+ * exception's author (deploy/07's guard). Creates are dry runs (the validation webhook is called
+ * for them; nothing is stored). Owns its namespace (xr-a), suite
  * (xr-writes) and the (Cluster)Roles and bindings named xr-*; touches nothing else.
  */
 import { expect } from 'chai';
@@ -14,8 +15,10 @@ import { startTestOperator, waitForSuiteValidation } from '../support/operator.t
 import { createSuite, deleteSuite, waitForCondition } from '../support/suites.ts';
 import { ensureNamespace, refusal } from '../support/objects.ts';
 import { eventually } from '../support/wait.ts';
+import { recordAuthors } from '../support/authors.ts';
 import { connect, deleteIfExists, type Kube } from '../../src/apiserver/client.ts';
 import { GROUP, VERSION, type SuiteSpec } from '../../src/api/types.ts';
+import { NAMESPACED } from '../../src/api/names.ts';
 import { CLUSTER_EXCEPTION_PLURAL, EXCEPTION_PLURAL, type ExceptionSpec } from '../../src/api/exceptions.ts';
 import type { Operator } from '../../src/manager/operator.ts';
 
@@ -44,9 +47,22 @@ const suiteSpec: SuiteSpec = {
 
 const spec = (kinds?: string[]) => ({ suite: SUITE, webhook: 'team-label', reason: 'legacy objects, labelled by the migration', expires: '2099-01-01T00:00:00Z', ...(kinds ? { match: { kinds } } : {}) }) satisfies ExceptionSpec;
 const createException = (kube: Kube, name: string, kinds?: string[]) =>
-  kube.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: EXCEPTION_PLURAL, namespace: A, dryRun: 'All', body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionException', metadata: { name }, spec: spec(kinds) } });
+  kube.custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: EXCEPTION_PLURAL,
+    namespace: A,
+    dryRun: 'All',
+    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionException', metadata: { name }, spec: spec(kinds) },
+  });
 const createClusterException = (kube: Kube, name: string, kinds?: string[]) =>
-  kube.custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: CLUSTER_EXCEPTION_PLURAL, dryRun: 'All', body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ClusterAdmissionException', metadata: { name }, spec: spec(kinds) } });
+  kube.custom.createClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: CLUSTER_EXCEPTION_PLURAL,
+    dryRun: 'All',
+    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'ClusterAdmissionException', metadata: { name }, spec: spec(kinds) },
+  });
 const user = (name: string) => `system:serviceaccount:${A}:${name}`;
 
 describe("AdmissionExceptions: never more than their writer's own rights", function () {
@@ -59,7 +75,13 @@ describe("AdmissionExceptions: never more than their writer's own rights", funct
     { apiVersion: `${RBAC}/v1`, kind: 'Role', metadata: { name: 'xr-configmaps', namespace: A }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'update'] }] },
     { apiVersion: `${RBAC}/v1`, kind: 'RoleBinding', metadata: { name: 'xr-narrow-configmaps', namespace: A }, roleRef: { apiGroup: RBAC, kind: 'Role', name: 'xr-configmaps' }, subjects: subject(NARROW) },
     { apiVersion: `${RBAC}/v1`, kind: 'RoleBinding', metadata: { name: 'xr-wide-edit', namespace: A }, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'edit' }, subjects: subject(WIDE) },
-    ...[NARROW, WIDE].map((name) => ({ apiVersion: `${RBAC}/v1`, kind: 'RoleBinding', metadata: { name: `xr-${name}-exceptions`, namespace: A }, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'portcullis-exception-author' }, subjects: subject(name) })),
+    ...[NARROW, WIDE].map((name) => ({
+      apiVersion: `${RBAC}/v1`,
+      kind: 'RoleBinding',
+      metadata: { name: `xr-${name}-exceptions`, namespace: A },
+      roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'portcullis-exception-author' },
+      subjects: subject(name),
+    })),
     { apiVersion: `${RBAC}/v1`, kind: 'ClusterRoleBinding', metadata: { name: 'xr-wide-cluster-exceptions' }, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'portcullis-cluster-exception-author' }, subjects: subject(WIDE) },
   ];
   const clusterEdit = { apiVersion: `${RBAC}/v1`, kind: 'ClusterRoleBinding', metadata: { name: 'xr-wide-cluster-edit' }, roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'edit' }, subjects: subject(WIDE) };
@@ -112,7 +134,26 @@ describe("AdmissionExceptions: never more than their writer's own rights", funct
   it("needs the writer's rights cluster-wide for a ClusterAdmissionException", async function () {
     const refused = await refusal(() => createClusterException(wide, 'xr-cluster-secrets', ['Secret']));
     expect(refused?.message).to.contain(`user "${user(WIDE)}" may not create or update secrets at the cluster scope; ${WHY}`);
-    await cluster().kube.objects.create(clusterEdit as never).catch(() => undefined);
+    await cluster()
+      .kube.objects.create(clusterEdit as never)
+      .catch(() => undefined);
     await eventually(async () => expect(await refusal(() => createClusterException(wide, 'xr-cluster-secrets', ['Secret']))).to.equal(undefined), { what: 'edit bound cluster-wide to be in force' });
+  });
+
+  it('records its writer as its author, in the annotations the policies use (deploy/07)', async function () {
+    await recordAuthors();
+    const annotations = (created: unknown) => (created as { metadata: { annotations?: Record<string, string> } }).metadata.annotations ?? {};
+    // The guard's MutatingAdmissionPolicy may take up the exception kinds a moment after the policies'.
+    const recorded = await eventually(
+      async () => {
+        const found = annotations(await createException(narrow, 'configmaps-only', ['ConfigMap']));
+        expect(found[NAMESPACED.authorAnnotation], "the exception's author").to.equal(user(NARROW));
+        return found;
+      },
+      { what: "the API server to record an exception's author" },
+    );
+    expect(recorded[NAMESPACED.authorGroupsAnnotation]?.split(',')).to.include(`system:serviceaccounts:${A}`);
+    // Bound edit cluster-wide by the case before.
+    expect(annotations(await createClusterException(wide, 'xr-cluster-configmaps', ['ConfigMap']))[NAMESPACED.authorAnnotation]).to.equal(user(WIDE));
   });
 });
