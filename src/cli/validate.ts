@@ -8,7 +8,7 @@ import { fieldOf, isPolicy, isSuite, objectName, readLocatedDocuments, splitSuit
 import { crdErrors, ofOurGroup } from './crd-schema.ts';
 import { typeCheckPolicy, typeCheckSuite, warningLine, type SchemaSource } from '../registry/typecheck.ts';
 import type { AdmissionPolicy, AdmissionSuite, WebhookSpec } from '../api/types.ts';
-import { EXCEPTION_KIND, validateException, type AdmissionException } from '../api/exceptions.ts';
+import { CLUSTER_EXCEPTION_KIND, EXCEPTION_KIND, validateException, type AdmissionException, type ClusterAdmissionException } from '../api/exceptions.ts';
 import { protectedNamespaces } from '../api/protected-namespaces.ts';
 
 /** Where `validate --strict` reads schemas: its words for a kind with none, and the source. */
@@ -97,22 +97,24 @@ async function typeErrors(suites: AdmissionSuite[], policies: AdmissionPolicy[],
 }
 
 /** Whether a document is an AdmissionException (of our API group). */
-const isException = (document: Record<string, unknown>) => ofOurGroup(document) && document.kind === EXCEPTION_KIND;
+const isException = (document: Record<string, unknown>) => ofOurGroup(document) && (document.kind === EXCEPTION_KIND || document.kind === CLUSTER_EXCEPTION_KIND);
 
 /**
  * An AdmissionException as the operator's exception webhook judges it: against its suite when the
  * file holds it, else its own shape and namespace only (its suite is the cluster's, judged on apply).
  */
-function exceptionProblem(exception: AdmissionException, suites: AdmissionSuite[], namespace: string, operatorNamespace: string): { refused: boolean; text: string } {
+function exceptionProblem(exception: AdmissionException | ClusterAdmissionException, suites: AdmissionSuite[], namespace: string, operatorNamespace: string): { refused: boolean; text: string } {
   const name = JSON.stringify(exception.metadata?.name ?? '');
+  const cluster = exception.kind === CLUSTER_EXCEPTION_KIND;
   const suite = suites.find((s) => s.metadata.name === exception.spec?.suite);
   const errors = validateException(
-    { ...exception, metadata: { ...exception.metadata, namespace } },
+    (cluster ? exception : { ...exception, metadata: { ...exception.metadata, namespace } }) as AdmissionException | ClusterAdmissionException,
     { protectedNamespaces: protectedNamespaces(operatorNamespace), suite, namespaceLabels: { 'kubernetes.io/metadata.name': namespace } },
   ).filter((e) => suite || e.field !== 'spec.suite');
-  if (errors.length) return { refused: true, text: `AdmissionException ${name} is invalid: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}` };
+  const kind = cluster ? CLUSTER_EXCEPTION_KIND : EXCEPTION_KIND;
+  if (errors.length) return { refused: true, text: `${kind} ${name} is invalid: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}` };
   const unchecked = suite ? '' : ` (its suite ${exception.spec.suite} is not in this file: its webhook and validations are checked on apply)`;
-  return { refused: false, text: `AdmissionException ${name} in namespace ${namespace} is valid${unchecked}` };
+  return { refused: false, text: `${kind} ${name}${cluster ? '' : ` in namespace ${namespace}`} is valid${unchecked}` };
 }
 
 /**
@@ -149,7 +151,7 @@ export async function validateFiles(files: string[], operatorNamespace: string, 
         continue;
       }
       if (isException(document)) {
-        const problem = exceptionProblem(document as unknown as AdmissionException, suites, metadata.namespace ?? namespace, operatorNamespace);
+        const problem = exceptionProblem(document as unknown as AdmissionException | ClusterAdmissionException, suites, metadata.namespace ?? namespace, operatorNamespace);
         if (problem.refused) refused++;
         process.stdout.write(problem.refused ? `${where([])}: ${problem.text}\n` : `${file}: ${problem.text}\n`);
         continue;

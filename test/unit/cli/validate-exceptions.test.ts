@@ -52,4 +52,14 @@ describe('portcullis validate: AdmissionExceptions', function () {
     expect(refused.code).to.equal(1);
     expect(refused.stdout).to.contain('AdmissionException "typo" is invalid: unknown field "spec.reasn"');
   });
+
+  it('judges ClusterAdmissionExceptions too, as the exception webhook does (they were skipped)', async function () {
+    const cluster = (name: string, spec: Record<string, unknown>) => ({ ...exception(name, 'unused', spec), kind: 'ClusterAdmissionException', metadata: { name } });
+    const file = write('cluster.yaml', [suite, cluster('wide', {}), cluster('wrong', { webhook: 'nope' })]);
+    const result = await runCli(['validate', file]);
+    expect(result.code).to.equal(1);
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines.slice(0, 2)).to.deep.equal([`${file}: AdmissionSuite "owners" is valid`, `${file}: ClusterAdmissionException "wide" is valid`]);
+    expect(lines[2]).to.match(/: document 3: ClusterAdmissionException "wrong" is invalid: spec\.webhook: AdmissionSuite owners has no webhook named "nope"$/);
+  });
 });
