@@ -61,7 +61,7 @@ export interface OperatorConfig {
   namespacedPolicyMaxBytes: number;
   /** How often a Mutating AdmissionPolicy's author is asked again whether they may still change what it changes. */
   namespacedPolicyAuthorRecheckMs: number;
-  /** The tenant workers the AdmissionPolicies are evaluated in (admission/threads/tenants.ts). */
+  /** The tenant workers the AdmissionPolicies are evaluated in (admission/threads/policy-workers.ts). */
   namespacedPolicyWorkers: number;
   /** What a type error does on apply where a suite or policy does not set spec.typeCheckErrors. */
   typeCheckErrors: 'Warn' | 'Deny';
@@ -85,7 +85,7 @@ export interface OperatorConfig {
    * the serving pods, which face the network, then hold no grant that writes admission policies.
    */
   role: 'operator' | 'native';
-  /** A folder of handler modules (src/custom) loaded at start; unset, none. */
+  /** A folder of handler modules (src/handler-modules) loaded at start; unset, none. */
   handlerModules?: string;
   /** How long a module's handler may take on one request before it is answered by the webhook's failurePolicy. */
   handlerBudgetMs: number;

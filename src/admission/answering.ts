@@ -12,8 +12,8 @@ import { NAMESPACED, SUITE_VALIDATION } from '../api/names.ts';
 import { EXCEPTIONS } from '../api/exceptions.ts';
 import { exceptionValidationWebhook, policyValidationWebhook, suiteValidationWebhook, type ParamsAccessCheck, type TypeChecking } from './suite-validation.ts';
 import type { PolicyRegistry } from '../registry/policies.ts';
-import { namespacedWebhook } from '../registry/namespaced.ts';
-import { TenantPool, type TenantPoolOptions } from './threads/tenants.ts';
+import { namespacedWebhook } from '../registry/policy-webhook.ts';
+import { PolicyWorkerPool, type PolicyWorkerPoolOptions } from './threads/policy-workers.ts';
 import { NO_OBSERVER, type WebhookObserver } from '../registry/compile.ts';
 import type { AdmissionRequest } from '../api/admission-review.ts';
 import { parseJson, sendFailure, type Rejections } from './review-codec.ts';
@@ -72,10 +72,10 @@ const FORWARDED: Router = { find: () => undefined, offload: false };
 
 export interface AnsweringOptions {
   registry: SuiteRegistry;
-  /** The AdmissionPolicies, served at NAMESPACED.paths (evaluated in tenant workers, threads/tenants.ts); none served without it. */
+  /** The AdmissionPolicies, served at NAMESPACED.paths (evaluated in tenant workers, threads/policy-workers.ts); none served without it. */
   policies?: PolicyRegistry;
   /** The tenant workers' limits (the operator's flags; tests' smaller ones). */
-  tenants?: Partial<TenantPoolOptions>;
+  tenants?: Partial<PolicyWorkerPoolOptions>;
   /** Where refused requests are counted (the operator's Metrics), and each webhook's answers. */
   metrics: { countRejected(code: string): void; webhook?(suite: string, webhook: string): WebhookObserver };
   log: LogWriter;
@@ -107,7 +107,7 @@ export class AdmissionAnswering implements Answering {
   /** The review workers (large reviews): their quarantines reach the suites' status. */
   readonly offload: ReviewOffload;
   /** The tenant workers, where the AdmissionPolicies' webhooks are answered here. */
-  tenants: TenantPool | undefined;
+  tenants: PolicyWorkerPool | undefined;
   private readonly registry: SuiteRegistry;
   private readonly routes = new Map<string, Route>();
   private readonly suites: Router;
@@ -170,7 +170,7 @@ export class AdmissionAnswering implements Answering {
       const policies = options.policies;
       // The namespaced policies' webhooks: decoded here (a large body too: the review workers hold the suites only), and
       // evaluated in the tenant workers, each namespace in turn, never on this thread (it answers the probes and the suites).
-      const tenants = (this.tenants = new TenantPool(policies, options.log, options.tenants));
+      const tenants = (this.tenants = new PolicyWorkerPool(policies, options.log, options.tenants));
       for (const type of ['Mutating', 'Validating'] as const) {
         const webhook = { ...namespacedWebhook(type, policies), admit: (request: AdmissionRequest) => tenants.admit(type, request) };
         this.routes.set(NAMESPACED.paths[type], { router: { find: () => webhook, offload: false }, suite: '', name: webhook.name });

@@ -3,7 +3,7 @@
  * applied: refused when it cannot work (the registries' compile errors, naming fields), when it
  * names params its writer may not read (every params, on every write: checked whole), or when an expression of a suite does not type-check
  * against any kind it matches; served through the same chain as every suite's webhook
- * (chain.ts), with `failurePolicy: Ignore` as it is registered (self.ts). Owns nothing else:
+ * (chain.ts), with `failurePolicy: Ignore` as it is registered (controller/suite-validation-webhook.ts). Owns nothing else:
  * transport is server.ts's and chain.ts's, the access check is src/apiserver/params-access.ts's.
  */
 import { authorizationUser, type AuthorizationUser } from '../api/authorization.ts';
@@ -63,7 +63,7 @@ export function suiteValidationWebhook(registry: SuiteRegistry, paramsAccess?: P
   };
 }
 
-/** The twin for AdmissionPolicies (registered beside it, self.ts). */
+/** The twin for AdmissionPolicies (registered beside it, controller/suite-validation-webhook.ts). */
 export function policyValidationWebhook(policies: Pick<PolicyRegistry, 'validate'>, paramsAccess?: ParamsAccessCheck, schemas?: TypeChecking, observer: WebhookObserver = NO_OBSERVER): ServedWebhook {
   return {
     suite: '',
@@ -126,7 +126,7 @@ export function exceptionValidationWebhook(registry: Pick<SuiteRegistry, 'source
   return {
     suite: '',
     name: EXCEPTIONS.validationWebhook,
-    // As registered (controller/self.ts): an internal error refuses the exception, never admits it.
+    // As registered (controller/suite-validation-webhook.ts): an internal error refuses the exception, never admits it.
     failurePolicy: 'Fail',
     admit: (request) => validateExceptionRequest(request, registry, paramsAccess, schemas),
     observer,

@@ -17,7 +17,7 @@ export const EXCEPTION_PLURAL = 'admissionexceptions';
 export const CLUSTER_EXCEPTION_KIND = 'ClusterAdmissionException';
 export const CLUSTER_EXCEPTION_PLURAL = 'clusteradmissionexceptions';
 
-/** The operator's webhook that refuses AdmissionExceptions on apply (controller/self.ts registers it beside the suites' one). */
+/** The operator's webhook that refuses AdmissionExceptions on apply (controller/suite-validation-webhook.ts registers it beside the suites' one). */
 export const EXCEPTIONS = {
   validationWebhook: `admissionexceptions.validation.${GROUP}`,
   validationPath: '/validate/admissionexceptions',

@@ -6,7 +6,7 @@
  * owners (the KindMapper handed to the registry). Knows nothing about admission.
  */
 import * as k8s from '@kubernetes/client-node';
-import { groupVersionString, type KindMapper, type RestMapping } from '../api/discovery.ts';
+import { groupVersionString, type KindMapper, type RestMapping } from '../api/kind-mapper.ts';
 import { statusCode } from './client.ts';
 
 /** KubernetesObjectApi keeps its discovery protected; this exposes it. */

@@ -19,7 +19,7 @@ export const LOOKUP_RESOURCES = {
   StorageClass: { apiVersion: 'storage.k8s.io/v1', path: '/apis/storage.k8s.io/v1/storageclasses' },
   IngressClass: { apiVersion: 'networking.k8s.io/v1', path: '/apis/networking.k8s.io/v1/ingressclasses' },
   Node: { apiVersion: 'v1', path: '/api/v1/nodes' },
-  // For handler modules (src/custom), granted by deploy/optional/handler-module-lookups.yaml: the examples read every Ingress, every Deployment.
+  // For handler modules (src/handler-modules), granted by deploy/optional/handler-module-lookups.yaml: the examples read every Ingress, every Deployment.
   Ingress: { apiVersion: 'networking.k8s.io/v1', path: '/apis/networking.k8s.io/v1/ingresses' },
   Deployment: { apiVersion: 'apps/v1', path: '/apis/apps/v1/deployments' },
 } as const;

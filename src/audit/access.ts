@@ -7,7 +7,7 @@
  */
 import type { AuthorizationUser, Authorizer } from '../api/authorization.ts';
 import { CachingAuthorizer } from '../apiserver/authorizer.ts';
-import type { ListableResource } from './discovery.ts';
+import type { ListableResource } from './listable-resources.ts';
 
 /** How long an author's answer is reused: a scan asks about each resource and namespace once. */
 export const ACCESS_TTL_MS = 60_000;

@@ -16,7 +16,7 @@ interface Page {
 }
 
 /**
- * LISTs `path` (a collection: `resourcePath`, discovery.ts) `pageSize` objects at a time, awaiting
+ * LISTs `path` (a collection: `resourcePath`, listable-resources.ts) `pageSize` objects at a time, awaiting
  * `onItem` for each in order; stops after the page during which `stopped` turned true. Resolves
  * to the last page's resourceVersion (where a watch of the collection starts).
  */

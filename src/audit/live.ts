@@ -2,13 +2,13 @@
  * audit: the live results of rules being rolled out: a request a suite webhook allowed with Warn or Audit
  * failures becomes results of the object written (per validation, by the `validation_failure` annotation;
  * reports.ts names them `source: admission`). Not dry runs (nothing written), Secrets (never audited:
- * discovery.ts), nor an object the scanner's watch has not seen by uid (anyone may send a request,
+ * listable-resources.ts), nor an object the scanner's watch has not seen by uid (anyone may send a request,
  * scanner.ts). Pure: the admission thread and the main thread both call it; no I/O, no state.
  */
 import type { AdmissionRequest, Decision } from '../api/admission-review.ts';
 import type { ObjectRef } from './results.ts';
 import type { CheckResult } from './targets.ts';
-import { NEVER_AUDITED } from './discovery.ts';
+import { NEVER_AUDITED } from './listable-resources.ts';
 
 /** The audit annotation VAP (and a suite webhook) lists its Audit failures under, as JSON. */
 const VALIDATION_FAILURE = 'validation_failure';

@@ -20,7 +20,7 @@ import type { Logger } from '../log.ts';
 import { describeError, type Kube } from '../apiserver/client.ts';
 import { backoffMs } from '../apiserver/backoff.ts';
 import { WATCH_RESTART } from '../apiserver/watch.ts';
-import { resourceKey, resourcePath, ScanDiscovery, targetsByResource, type ListableResource } from './discovery.ts';
+import { resourceKey, resourcePath, ScanDiscovery, targetsByResource, type ListableResource } from './listable-resources.ts';
 import { listPaged, type KubeItem } from './list.ts';
 import { AuditResults, type AuditCounts, type ObjectRef } from './results.ts';
 import type { AuditTarget, CheckResult } from './targets.ts';

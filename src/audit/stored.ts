@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AdmissionRequest } from '../api/admission-review.ts';
 import { describeError } from '../apiserver/client.ts';
-import type { ListableResource } from './discovery.ts';
+import type { ListableResource } from './listable-resources.ts';
 import type { KubeItem } from './list.ts';
 import type { ObjectRef } from './results.ts';
 import type { AuditTarget, CheckResult } from './targets.ts';

@@ -9,7 +9,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { AdmissionPolicy, AdmissionSuite, ParamsRef } from '../api/types.ts';
 import { DEFAULTS } from '../config.ts';
 import { describeError } from '../apiserver/client.ts';
-import { resourcePath, ScanDiscovery, targetsByResource } from '../audit/discovery.ts';
+import { resourcePath, ScanDiscovery, targetsByResource } from '../audit/listable-resources.ts';
 import { listPaged, type KubeItem } from '../audit/list.ts';
 import { judgeStored, namespaceLabelsOf, refOf, storedCreate } from '../audit/stored.ts';
 import { policyTarget, suiteTargets, type AuditTarget, type CheckResult, type TargetSource } from '../audit/targets.ts';

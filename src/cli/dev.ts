@@ -3,7 +3,7 @@
  * dev`): a local control plane (or --kubeconfig's cluster), the operator as its own process with the
  * module from source (`src/index.ts`, else its main, else the file), the --suite files applied, and the
  * operator started again on any module change (node_modules and dist aside): a new process is the
- * reload, nothing old survives. Owns the loop and its processes; the module's use is src/custom's.
+ * reload, nothing old survives. Owns the loop and its processes; the module's use is src/handler-modules's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';

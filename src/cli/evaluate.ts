@@ -2,7 +2,7 @@
  * Suites and AdmissionPolicies checked and run offline with the code that serves the cluster:
  * validation is the operator's own webhooks' (src/admission/suite-validation.ts), compiling and
  * deciding are the registries' (src/registry: a suite's webhooks, and the one webhook of each type
- * that serves every AdmissionPolicy, registry/namespaced.ts), the answer is encoded by
+ * that serves every AdmissionPolicy, registry/policy-webhook.ts), the answer is encoded by
  * src/admission/review-codec.ts, and which webhooks are called is read from the configurations the
  * operator registers (src/desired/objects.ts). What the API server does around the webhooks is
  * done here as it does it: configurations in name order (the policies' `portcullis--namespaced`
@@ -28,7 +28,7 @@ import { OFFLINE_SCHEMAS, type MergeSchemaSource, type ParamsSource } from '../r
 import { selectParams } from '../api/params.ts';
 import { SuiteRegistry } from '../registry/registry.ts';
 import { PolicyRegistry } from '../registry/policies.ts';
-import { namespacedWebhook, policiesFor } from '../registry/namespaced.ts';
+import { namespacedWebhook, policiesFor } from '../registry/policy-webhook.ts';
 import { compileMatchConditions, notCalledBecause, type RegisteredWebhook } from '../registry/match.ts';
 import type { PolicyLimits } from '../api/validate.ts';
 import { optionsOf, Resources } from './resources.ts';

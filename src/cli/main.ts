@@ -353,9 +353,9 @@ async function test(targets: string[], values: Values): Promise<number> {
   const files = targets.filter((t) => !isObjects(t)).flatMap(testFiles);
   if (files.length === 0) throw new UsageError(`no *${TEST_FILE_SUFFIX} under ${targets.join(', ')}`);
   const rows: Row[] = [];
-  // Handler modules (src/custom): served as the operator serves them, each module in a worker of its own; a module refused is said on stderr.
+  // Handler modules (src/handler-modules): served as the operator serves them, each module in a worker of its own; a module refused is said on stderr.
   const dir = values['handler-modules'];
-  const modules = dir === undefined ? undefined : await (await import('../custom/serve.ts')).startHandlerModules(dir, { budgetMs: DEFAULTS.handlerBudgetMs, log: { ...QUIET, error: (message, fields) => process.stderr.write(`${message}: ${JSON.stringify(fields)}\n`) } });
+  const modules = dir === undefined ? undefined : await (await import('../handler-modules/serve.ts')).startHandlerModules(dir, { budgetMs: DEFAULTS.handlerBudgetMs, log: { ...QUIET, error: (message, fields) => process.stderr.write(`${message}: ${JSON.stringify(fields)}\n`) } });
   try {
     for (const file of files) rows.push(...(await runTestFile(file, { objects, ...(values.namespace ? { namespace: values.namespace } : {}) })));
   } finally {

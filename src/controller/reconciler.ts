@@ -20,7 +20,7 @@ import type { SuiteRegistry } from '../registry/registry.ts';
 import { typeCheckSuite, TypeCheckMemo, type SchemaSource } from '../registry/typecheck.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
 import { CONFIGURATION_KINDS, metadataFor, serviceRef, servingNames, service, webhookConfigurations } from '../desired/objects.ts';
-import { ensureLeaf, probeEndpointSoon, probeTarget, type ServeCertificate } from './serving.ts';
+import { ensureLeaf, probeEndpointSoon, probeTarget, type ServeCertificate } from './serving-certificates.ts';
 import type { EventRecorder } from './events.ts';
 import type { Clearance } from './suite-author.ts';
 import type { ReconcileResult } from './queue.ts';
@@ -44,7 +44,7 @@ export interface ReconcilerDeps {
   params: { readiness(ref: { apiVersion: string; kind: string; namespace?: string }): Readiness };
   /** The OpenAPI schemas `status.typeChecking` is computed against (and their epoch, which moves when one changes); without them, nothing is reported there. */
   schemas?: SchemaSource & { epoch(): number };
-  /** Serves a suite's certificate here at once (serving.ts); without it, only once its Secret's watch event arrives. */
+  /** Serves a suite's certificate here at once (serving-certificates.ts); without it, only once its Secret's watch event arrives. */
   serve?: ServeCertificate;
   /**
    * Whether the endpoint serves this generation of the suite (true, or false after a wait), where

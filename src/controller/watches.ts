@@ -12,10 +12,10 @@ import type { AdmissionPolicy, AdmissionSuite } from '../api/types.ts';
 import { caFromSecret } from '../certs/authority.ts';
 import type { CertificateStore } from '../certs/store.ts';
 import type { Logger } from '../log.ts';
-import { NAMESPACED_KEY } from './namespaced.ts';
+import { NAMESPACED_KEY } from './admission-policies.ts';
 import { CA_KEY } from './ca.ts';
 import { ORPHANS_KEY } from './orphans.ts';
-import { SELF_CERTIFICATE, SELF_KEY } from './self.ts';
+import { SELF_CERTIFICATE, SELF_KEY } from './suite-validation-webhook.ts';
 
 export type SecretObject = KubernetesObject & { data?: Record<string, string> };
 

@@ -1,8 +1,8 @@
 /**
  * The objects a suite should have, as pure functions of the suite, the operator's settings and
  * the certificates: the serving Secret, the Service, and the webhook configurations (the Service
- * and clientConfig shapes shared with the operator's own suite-validation webhook, self.ts), and
- * the operator-owned configurations that serve every AdmissionPolicy (namespaced.ts). The
+ * and clientConfig shapes shared with the operator's own suite-validation webhook, controller/suite-validation-webhook.ts), and
+ * the operator-owned configurations that serve every AdmissionPolicy (controller/admission-policies.ts). The
  * reconcilers apply them, the audit and the CLI read them to know what is registered; nothing here
  * talks to the API server, and nothing here may import the rooms that use it (controller, audit, cli).
  */
@@ -205,7 +205,7 @@ export interface ServedPolicy {
  * immutable `kubernetes.io/metadata.name` label, so the operator needs no write access to
  * Namespaces and nobody can opt a namespace in or out by labelling it); rules are the union of
  * those policies' rules, namespaced resources only. The operator matches each policy's own rules
- * and objectSelector (registry/namespaced.ts). Undefined when no policy of this type is served.
+ * and objectSelector (registry/policy-webhook.ts). Undefined when no policy of this type is served.
  */
 export function namespacedConfiguration(
   type: WebhookType,

@@ -5,7 +5,7 @@
  */
 import type { AdmissionRequest, Decision } from '../api/admission-review.ts';
 import type { AuthorizationAttributes, AuthorizationDecision } from '../api/authorization.ts';
-import type { MappingAnswer } from '../api/discovery.ts';
+import type { MappingAnswer } from '../api/kind-mapper.ts';
 
 export interface ServedResource {
   group: string;
@@ -94,7 +94,7 @@ export const EMPTY_VIEW: ClusterView = { namespace: () => undefined, limitRanges
 /**
  * A handler: the built-ins' shape, and the public one handler modules export (src/sdk). `Answer`:
  * what a side returns; built-ins answer synchronously, a module's handler may return a Promise
- * (src/custom runs it in a worker of its own, where a throw, a rejection or a run past its time
+ * (src/handler-modules runs it in a worker of its own, where a throw, a rejection or a run past its time
  * budget is answered by the webhook's failurePolicy).
  */
 export interface Handler<Config = Record<string, unknown>, Answer extends Decision | Promise<Decision> = Decision> {

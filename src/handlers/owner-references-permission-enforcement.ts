@@ -7,7 +7,7 @@
  */
 import { allowed, type AdmissionRequest, type Decision } from '../api/admission-review.ts';
 import { authorizationUser, type AuthorizationAttributes, type AuthorizationDecision } from '../api/authorization.ts';
-import { parseGroupVersion } from '../api/discovery.ts';
+import { parseGroupVersion } from '../api/kind-mapper.ts';
 import type { ClusterView, Handler } from './handler.ts';
 import { ConfigReader, isPlainObject } from './config.ts';
 import { forbidden } from './errors.ts';

@@ -15,7 +15,7 @@ import { LookupCaches } from '../apiserver/lookups.ts';
 import { ObjectWatches } from '../apiserver/params-watches.ts';
 import { watchCache, type WatchedCache } from '../apiserver/watch.ts';
 import type { OperatorConfig } from '../config.ts';
-import { startHandlerModules, type HandlerModules } from '../custom/serve.ts';
+import { startHandlerModules, type HandlerModules } from '../handler-modules/serve.ts';
 import { LookupNotReady, type ClusterView } from '../handlers/handler.ts';
 import type { Metrics } from '../health/metrics.ts';
 import { componentLogger, type Logger } from '../log.ts';
@@ -61,7 +61,7 @@ export async function watchClusterState(kubeConfig: KubeConfig, kube: Kube, conf
   });
   // The shared lookup caches: watched only while a served suite uses a handler that reads the kind.
   const lookups = new LookupCaches(kube, componentLogger('lookups'));
-  // Teams' handler modules (src/custom), served before any suite is compiled; each module runs in a worker of its own, with copies of the lookups it reads.
+  // Teams' handler modules (src/handler-modules), served before any suite is compiled; each module runs in a worker of its own, with copies of the lookups it reads.
   const handlerModules = config.handlerModules
     ? await startHandlerModules(config.handlerModules, { budgetMs: config.handlerBudgetMs, log: componentLogger('handler-modules'), registry: metrics.registry, lookups })
     : undefined;

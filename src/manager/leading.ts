@@ -5,7 +5,7 @@
  * (owned.ts, reconcilers.ts); when each starts and stops is lifecycle.ts's.
  */
 import { CA_SECRET, NAMESPACED, OPERATOR_NAME } from '../api/names.ts';
-import { NAMESPACED_KEY } from '../controller/namespaced.ts';
+import { NAMESPACED_KEY } from '../controller/admission-policies.ts';
 import { describeError, type Kube } from '../apiserver/client.ts';
 import type { AuditScanner } from '../audit/scanner.ts';
 import { caFromSecret } from '../certs/authority.ts';
@@ -58,7 +58,7 @@ export function makeQueue(config: OperatorConfig, parts: { owned: Owned; metrics
 /**
  * The Watches that turn the caches' events into the queue's keys (and keep what every replica
  * serves), and the queue of a replica that does not lead: it withholds the AdmissionPolicies the
- * leader withholds (controller/namespaced.ts `follow`), judged alike.
+ * leader withholds (controller/admission-policies.ts `follow`), judged alike.
  */
 export function makeWatches(
   queue: WorkQueue,

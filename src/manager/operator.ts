@@ -12,8 +12,8 @@ import { CertificateStore } from '../certs/store.ts';
 import type { OperatorConfig } from '../config.ts';
 import { EventRecorder } from '../controller/events.ts';
 import { ExceptionStatusWriter } from '../controller/exception-status.ts';
-import { NAMESPACED_KEY } from '../controller/namespaced.ts';
-import { SELF_CERTIFICATE } from '../controller/self.ts';
+import { NAMESPACED_KEY } from '../controller/admission-policies.ts';
+import { SELF_CERTIFICATE } from '../controller/suite-validation-webhook.ts';
 import { Metrics } from '../health/metrics.ts';
 import { createHealthServer } from '../health/server.ts';
 import { componentLogger } from '../log.ts';
@@ -91,7 +91,7 @@ export async function startOperator(config: OperatorConfig, kubeConfig: KubeConf
   serving.admission.tenants?.watch({ died: (kind) => metrics.workerDied(kind), quarantined: (kind) => (metrics.workerQuarantined(kind), queue.add(NAMESPACED_KEY)) });
   // Said before any connection is refused: a Warning Event on the operator's endpoint, beside the log line and the alert.
   serving.onConnectionsNear((kind, cause) => void events.endpointWarning(`connections-${kind}`, 'ConnectionsNearLimit', `the admission endpoint nears its connection limits (${kind}): ${cause}`));
-  // A handler module's worker that died blames nothing (custom/runner.ts): counted only.
+  // A handler module's worker that died blames nothing (handler-modules/runner.ts): counted only.
   state.handlerModules?.onDied(() => metrics.workerDied('handler-module'));
   const health = createHealthServer({
     ready: () => owned.listed() && !serving.draining() && serving.listening(),

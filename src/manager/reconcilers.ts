@@ -9,12 +9,12 @@ import type { Kube } from '../apiserver/client.ts';
 import { CA_KEY, CaReconciler, cachedRotationFacts, type CaSecret } from '../controller/ca.ts';
 import type { Registrations } from '../controller/dispatch.ts';
 import type { EventRecorder } from '../controller/events.ts';
-import { NAMESPACED_KEY, NamespacedReconciler } from '../controller/namespaced.ts';
+import { NAMESPACED_KEY, AdmissionPolicyReconciler } from '../controller/admission-policies.ts';
 import { NativeHandover } from '../controller/native.ts';
 import { ORPHANS_KEY, OrphanSweeper } from '../controller/orphans.ts';
 import { SuiteReconciler } from '../controller/reconciler.ts';
-import { SELF_KEY, SelfReconciler } from '../controller/self.ts';
-import type { ServeCertificate } from '../controller/serving.ts';
+import { SELF_KEY, SuiteValidationReconciler } from '../controller/suite-validation-webhook.ts';
+import type { ServeCertificate } from '../controller/serving-certificates.ts';
 import { CA_SECRET } from '../api/names.ts';
 import type { CertificateStore } from '../certs/store.ts';
 import type { OperatorConfig } from '../config.ts';
@@ -44,7 +44,7 @@ export interface Reconcilers {
   /** Read by the Watches: whether a rotation is under way. */
   ca: CaReconciler;
   /** Run by the queue of a replica that does not lead too (`follow`). */
-  namespaced: NamespacedReconciler;
+  namespaced: AdmissionPolicyReconciler;
 }
 
 export function makeReconcilers(parts: Parts): Reconcilers {
@@ -65,9 +65,9 @@ export function makeReconcilers(parts: Parts): Reconcilers {
     if (certificates.install(key, certPem, keyPem)) metrics.rotated('serving');
   };
   const thread = serving.thread;
-  const self = new SelfReconciler({ kube, config, ca, cached, serve, log: componentLogger('suite-validation') });
+  const self = new SuiteValidationReconciler({ kube, config, ca, cached, serve, log: componentLogger('suite-validation') });
   const orphans = new OrphanSweeper({ kube, suites: owned.suites, made: owned.made, log: componentLogger('orphans') });
-  const namespaced = new NamespacedReconciler({
+  const namespaced = new AdmissionPolicyReconciler({
     kube,
     config,
     ca,

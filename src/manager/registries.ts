@@ -81,7 +81,7 @@ export function makeRegistries(config: OperatorConfig, kube: Kube, state: Cluste
     operatorNamespace: config.namespace,
     limits: policyLimits,
     protectedNamespaces: protectedNamespaces(config),
-    // read by the tenant pool before a request goes to a worker (tenants.ts), as the Namespace and params are gathered
+    // read by the tenant pool before a request goes to a worker (policy-workers.ts), as the Namespace and params are gathered
     mergeSchemas: { schema: (kind) => schemas.schema(kind) },
   });
 

@@ -20,7 +20,7 @@ import { compileRules, evaluationTotals, type Allowance, type AuthorizingRulesAd
 import type { MergeSchema } from '../policy/engine/apply-configuration.ts';
 import { planMatchConditions } from '../policy/engine/match-conditions.ts';
 import type { Authorizer } from '../api/authorization.ts';
-import type { KindMapper } from '../api/discovery.ts';
+import type { KindMapper } from '../api/kind-mapper.ts';
 import { evaluateAuthorizing, type Answerers } from '../policy/engine/authorization.ts';
 import { EXCEPTION_AUDIT_KEY, exceptionsAnnotation, exceptionWarning } from '../api/exceptions.ts';
 import { protectedNamespaces, SYSTEM_NAMESPACES } from '../api/protected-namespaces.ts';
@@ -36,7 +36,7 @@ export interface CompiledWebhook {
   failurePolicy: FailurePolicy;
   /**
    * A Promise only while a webhook that uses `authorizer` waits for its checks. `allowance`: what
-   * an AdmissionPolicy may spend on this request, in cost and time (registry/namespaced.ts).
+   * an AdmissionPolicy may spend on this request, in cost and time (registry/policy-webhook.ts).
    */
   admit(request: AdmissionRequest, allowance?: Allowance): Decision | Promise<Decision>;
   /** Where its answers are counted (resolved once, here, so the request path does no lookup). */
@@ -45,7 +45,7 @@ export interface CompiledWebhook {
   lookups: LookupKind[];
   /**
    * false: a large body is judged where it is read, not by the review worker (which loads no
-   * handler modules: src/custom, and holds no schema to merge an apply configuration by). Unset
+   * handler modules: src/handler-modules, and holds no schema to merge an apply configuration by). Unset
    * for every webhook but a handler module's and one with ApplyConfiguration mutations.
    */
   offload?: false;
@@ -377,7 +377,7 @@ function compileHandler(
   planMatchConditions(spec, path, spec.failurePolicy ?? 'Fail');
   const handler = findHandler(ref.name);
   if (!handler) {
-    // A domain-qualified name is a handler module's (src/custom): the operator has loaded none by that name.
+    // A domain-qualified name is a handler module's (src/handler-modules): the operator has loaded none by that name.
     const message = ref.name.includes('/') ? `no handler named "${ref.name}" is loaded (--handler-modules)` : `no built-in handler named "${ref.name}"`;
     throw new SpecError([{ field: `${path}.handler.name`, message }]);
   }

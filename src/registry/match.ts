@@ -2,7 +2,7 @@
  * Which registered webhooks the API server would call for a request: the rules and namespace and object
  * selectors the operator registers (desired/objects.ts, self-protection included), evaluated as the API
  * server does. Used offline (cli/evaluate.ts), on the request path to tell AdmissionPolicies apart
- * (registry/namespaced.ts), and by the audit. matchConditions (the `resourceNames` one included) are the
+ * (registry/policy-webhook.ts), and by the audit. matchConditions (the `resourceNames` one included) are the
  * policy engine's (compileMatchConditions). Pure; no I/O.
  */
 import { outcomeOf, type AdmissionRequest } from '../api/admission-review.ts';

@@ -1,7 +1,7 @@
 /**
  * registry: the AdmissionPolicies (a team's rules in its own namespace), each compiled once per
  * generation through the suites' compile path (compile.ts' compileWebhook) and kept by namespace
- * in name order, the order they are evaluated in (registry/namespaced.ts). The control side fills
+ * in name order, the order they are evaluated in (registry/policy-webhook.ts). The control side fills
  * it from the policy watch; the request side only reads it. Nothing here does I/O, and nothing
  * here decides a request.
  */
@@ -18,7 +18,7 @@ export interface CompiledPolicy {
   /** creationTimestamp in ms (0 when unknown): the oldest policies keep their place within the limits (withheld.ts). */
   created: number;
   type: WebhookType;
-  /** With their resourceNames: the operator matches them itself (namespaced.ts), not the API server. */
+  /** With their resourceNames: the operator matches them itself (policy-webhook.ts), not the API server. */
   rules: NamedRuleWithOperations[];
   excludeResourceRules: NamedRuleWithOperations[];
   objectSelector?: LabelSelector;
@@ -99,7 +99,7 @@ export class PolicyRegistry {
     return compiled;
   }
 
-  /** Told every policy compiled anew, removed, and every change of what is withheld: the tenant workers keep copies (admission/threads/tenants.ts). */
+  /** Told every policy compiled anew, removed, and every change of what is withheld: the tenant workers keep copies (admission/threads/policy-workers.ts). */
   subscribe(listener: (change: PolicyChange) => void): void {
     this.listeners.push(listener);
   }

@@ -1,7 +1,7 @@
 /**
  * portcullis/sdk: the public handler API a team's handler module imports, re-exporting the very types
  * the built-in handlers use (one Handler interface, not a copy); a module's shape is in
- * docs/handler-modules.md. Holds no state and starts nothing (loading modules is src/custom's). Only
+ * docs/handler-modules.md. Holds no state and starts nothing (loading modules is src/handler-modules's). Only
  * erasable TypeScript and small pure helpers importing nothing else at run time belong here: modules
  * bundle them (esbuild).
  */

@@ -9,7 +9,7 @@
  */
 import { expect } from 'chai';
 import { PolicyRegistry } from '../../src/registry/policies.ts';
-import { TenantPool } from '../../src/admission/threads/tenants.ts';
+import { PolicyWorkerPool } from '../../src/admission/threads/policy-workers.ts';
 import { followedFailurePolicy, type Decision } from '../../src/api/admission-review.ts';
 import type { AdmissionPolicy, PolicySpec } from '../../src/api/types.ts';
 import type { ParamsSource } from '../../src/registry/compile.ts';
@@ -30,7 +30,7 @@ const SLOW = Array.from({ length: 16 }, () => ({ expression: `${FORTY}.all(i, ${
 
 describe('admission/threads/tenants: the teams\' policies in workers of their own, namespaces in turn', function () {
   this.timeout(30_000);
-  let pool: TenantPool | undefined;
+  let pool: PolicyWorkerPool | undefined;
   afterEach(async () => {
     await pool?.close();
     pool = undefined;
@@ -57,7 +57,7 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
     const view = { namespace: (name: string) => ({ metadata: { name, labels: { team: `team-of-${name}` } } }), limitRanges: () => [], list: () => [] };
     const registry = new PolicyRegistry({ limits: { mutations: true, costBudget: 1_000_000 }, protectedNamespaces: [], params, authorizer, view });
     // The pool takes the policies the registry compiles from the moment it subscribes, as the operator makes it first.
-    pool = new TenantPool(registry, quiet);
+    pool = new PolicyWorkerPool(registry, quiet);
     registry.sync(
       policy('shop', 'keys', {
         type: 'Validating',
@@ -82,7 +82,7 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
       policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW }),
       policy('other', 'fast', { type: 'Validating', rules: configMaps, validations: [{ expression: "object.metadata.name != 'x'", message: 'not x' }] }),
     ]);
-    pool = new TenantPool(registry, quiet, { workers: 1 });
+    pool = new PolicyWorkerPool(registry, quiet, { workers: 1 });
     // Synced before the pool existed: the pool takes them from the registry.
     const order: string[] = [];
     const track = (what: string, answer: Promise<Decision>) => answer.then((d) => (order.push(what), d));
@@ -96,7 +96,7 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
 
   it("with two workers, another namespace's request does not wait for the flooding namespace at all", async function () {
     const registry = registryWith([policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW })]);
-    pool = new TenantPool(registry, quiet, { workers: 2 });
+    pool = new PolicyWorkerPool(registry, quiet, { workers: 2 });
     // Both workers started and idle first: what is measured is whose turn it is, not how long a
     // worker takes to start (seconds on a loaded machine, longer than the flood's first evaluation).
     await Promise.all([pool.admit('Validating', configMap('warm-a')), pool.admit('Validating', configMap('warm-b'))]);
@@ -112,7 +112,7 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
       policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW }),
       policy('other', 'fast', { type: 'Validating', rules: configMaps, validations: [{ expression: "object.metadata.name != 'x'", message: 'not x' }] }),
     ]);
-    pool = new TenantPool(registry, quiet, { workers: 1 });
+    pool = new PolicyWorkerPool(registry, quiet, { workers: 1 });
     const order: string[] = [];
     let other: Promise<unknown> | undefined;
     const first = pool.admit('Validating', configMap('shop', 'c0')).then(() => {
@@ -128,7 +128,7 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
 
   it("bounds what one namespace may have waiting: beyond, its requests are refused at once (failurePolicy Fail), and others' are not", async function () {
     const registry = registryWith([policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW })]);
-    pool = new TenantPool(registry, quiet, { workers: 1, maxQueued: 2 });
+    pool = new PolicyWorkerPool(registry, quiet, { workers: 1, maxQueued: 2 });
     const running = pool.admit('Validating', configMap('shop', 'a'));
     const waiting = [pool.admit('Validating', configMap('shop', 'b')), pool.admit('Validating', configMap('shop', 'c'))];
     const refused = await pool.admit('Validating', configMap('shop', 'd'));
@@ -144,7 +144,7 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
       policy('shop', 'slow', { type: 'Validating', rules: configMaps, validations: SLOW }),
       policy('other', 'fast', { type: 'Validating', rules: configMaps, validations: [{ expression: "object.metadata.name != 'x'", message: 'not x' }] }),
     ]);
-    pool = new TenantPool(registry, quiet, { workers: 1, stuckAfterMs: 40 });
+    pool = new PolicyWorkerPool(registry, quiet, { workers: 1, stuckAfterMs: 40 });
     const stopped = await pool.admit('Validating', configMap('shop'));
     expect(stopped.allowed).to.equal(false);
     expect(followedFailurePolicy(stopped)).to.equal(true);
@@ -175,7 +175,7 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
     };
     const registry = registryWith([policy('shop', 'finalize', { type: 'Mutating', rules: configMaps, mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: "Object{metadata: Object.metadata{finalizers: ['shop.example/b']}}" } }] })], { mergeSchemas });
     expect(registry.get('shop', 'finalize')?.errors).to.deep.equal([]);
-    pool = new TenantPool(registry, quiet, { workers: 1 });
+    pool = new PolicyWorkerPool(registry, quiet, { workers: 1 });
     const request = configMap('shop');
     (request.object as { metadata: Record<string, unknown> }).metadata.finalizers = ['shop.example/a'];
     for (let i = 0; i < 2; i++) {
@@ -211,7 +211,7 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
       limits: { mutations: true, costBudget: 1000 },
       mergeSchemas: { schema: async () => undefined },
     });
-    pool = new TenantPool(registry, quiet, { workers: 1 });
+    pool = new PolicyWorkerPool(registry, quiet, { workers: 1 });
     const request = configMap('shop');
     (request.object as Record<string, unknown>).items = Array.from({ length: 1000 }, (_, i) => i);
     const decision = await pool.admit('Mutating', request);

@@ -47,7 +47,7 @@ const LONG_HEADERS = new Set([
   'handlers/namespace-protection.ts',
   'policy/celjs/parse.ts',
   'handlers/default-resources.ts',
-  'admission/threads/tenants.ts',
+  'admission/threads/policy-workers.ts',
   'policy/fast/compiler.ts',
   'handlers/event-rate-limit.ts',
 ]);

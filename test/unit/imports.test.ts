@@ -26,7 +26,7 @@ const SRC_FLOORS = [
   ['cli', 'manager'],
   ['admission', 'controller'],
   ['native', 'audit'],
-  ['desired', 'custom'],
+  ['desired', 'handler-modules'],
   ['registry', 'sdk', 'local', 'config.ts'],
   ['policy', 'handlers', 'apiserver', 'health'],
   ['api', 'certs', 'workers', 'version.ts'],

@@ -16,11 +16,11 @@ import { CertificateStore } from '../../src/certs/store.ts';
 import { createCA, issueLeaf, type IssuedCertificate } from '../../src/certs/x509.ts';
 import { Metrics } from '../../src/health/metrics.ts';
 import { SuiteRegistry } from '../../src/registry/registry.ts';
-import { HandlerRunner, HandlerFailure, type FailureReason } from '../../src/custom/runner.ts';
-import { loadHandlerModules } from '../../src/custom/modules.ts';
+import { HandlerRunner, HandlerFailure, type FailureReason } from '../../src/handler-modules/runner.ts';
+import { loadHandlerModules } from '../../src/handler-modules/modules.ts';
 import { Backoff, Quarantine } from '../../src/workers/restarts.ts';
 import { ReviewOffload, SuiteQuarantinedError, WorkerLostError } from '../../src/admission/threads/offload.ts';
-import { TenantPool } from '../../src/admission/threads/tenants.ts';
+import { PolicyWorkerPool } from '../../src/admission/threads/policy-workers.ts';
 import { PolicyRegistry } from '../../src/registry/policies.ts';
 import type { AdmissionPolicy } from '../../src/api/types.ts';
 import { requestFor } from '../fixtures/reviews.ts';
@@ -316,7 +316,7 @@ describe('worker restarts: review workers', function () {
 describe('worker restarts: tenant workers', function () {
   this.timeout(120_000);
   let registry: PolicyRegistry;
-  let pool: TenantPool;
+  let pool: PolicyWorkerPool;
   let watch: ReturnType<typeof watched>;
   const slots = () => (pool as unknown as { slots: { worker: { terminate(): Promise<number> } }[] }).slots;
   const policy = (namespace: string, name: string, generation: number, resource: string, exit?: string): AdmissionPolicy => ({
@@ -339,7 +339,7 @@ describe('worker restarts: tenant workers', function () {
     // In the killer's namespace, a policy of another resource: the namespace's other requests are its.
     registry.sync(policy('team-kill', 'bystander', 1, 'secrets'));
     watch = watched();
-    pool = new TenantPool(registry, QUIET, { restart: FAST, entry: new URL('../support/workers/tenant-worker-exits.ts', import.meta.url) });
+    pool = new PolicyWorkerPool(registry, QUIET, { restart: FAST, entry: new URL('../support/workers/tenant-worker-exits.ts', import.meta.url) });
     pool.watch(watch.watcher);
   });
   afterEach(() => pool.close());

@@ -5,7 +5,7 @@
  * is started, nor anything else sent to it.
  */
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../../api/authorization.ts';
-import type { KindMapper, RestMapping } from '../../api/discovery.ts';
+import type { KindMapper, RestMapping } from '../../api/kind-mapper.ts';
 
 /** `id` is the asking thread's own (the review it judges); `check` tells its questions apart. */
 export type Question =

@@ -31,12 +31,12 @@ import { SchemaCopy } from './schema-copy.ts';
 import { tuneHeapForAdmission } from '../v8-tuning.ts';
 import { liveResults } from '../../audit/live.ts';
 import { changedNativeWebhooks } from '../../api/enforcement.ts';
-import { forwardHandlerModules } from '../../custom/forward.ts';
+import { forwardHandlerModules } from '../../handler-modules/forward.ts';
 import type { FromThread, Observation, ThreadData, ToThread } from './thread-messages.ts';
 
 const port = parentPort!;
 const data = workerData as ThreadData;
-// Handler modules: known here by name and config checks before any suite is compiled; their requests are forwarded (src/custom/forward.ts).
+// Handler modules: known here by name and config checks before any suite is compiled; their requests are forwarded (src/handler-modules/forward.ts).
 if (data.handlerModules) await forwardHandlerModules(data.handlerModules);
 const send = (message: FromThread) => port.postMessage(message);
 const kit = signals(send);

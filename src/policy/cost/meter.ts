@@ -87,7 +87,7 @@ interface Clock {
 }
 
 /**
- * What a namespace's AdmissionPolicies may still spend on one request (registry/namespaced.ts
+ * What a namespace's AdmissionPolicies may still spend on one request (registry/policy-webhook.ts
  * opens one per request), and each policy's share of it (`share`): cost in the API server's
  * units, and time until a deadline (the clock started at the first tick, then read every TICKS;
  * time spent waiting for `authorizer` checks does not count: `pause`, `resume`). Every budget

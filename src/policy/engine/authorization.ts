@@ -17,7 +17,7 @@
  * two-phase loop costs a re-evaluation only for the few webhooks that use `authorizer`.
  */
 import { authorizationKey, type AuthorizationAttributes, type AuthorizationDecision, type Authorizer } from '../../api/authorization.ts';
-import type { KindMapper, MappingAnswer } from '../../api/discovery.ts';
+import type { KindMapper, MappingAnswer } from '../../api/kind-mapper.ts';
 import { celError } from '../celjs/values.ts';
 import { firstLine } from '../celjs/program.ts';
 

@@ -70,7 +70,7 @@ export interface RulesContext {
   params?: unknown;
   namespaceObject?: unknown;
   /**
-   * What a team's AdmissionPolicy may spend on this request (registry/namespaced.ts): every budget
+   * What a team's AdmissionPolicy may spend on this request (registry/policy-webhook.ts): every budget
    * of its evaluation draws from it, so that its matchConditions, validations, messageExpressions
    * and audit annotations share one, within its namespace's (cost/meter.ts).
    */

@@ -1,10 +1,10 @@
 /**
- * A tenant worker (src/admission/threads/tenant-worker.ts, run unchanged) that stops its thread,
+ * A tenant worker (src/admission/threads/policy-worker.ts, run unchanged) that stops its thread,
  * as a crash or an exhausted heap would, for an AdmissionPolicy annotated
  * `test.portcullis.dev/exit`: `compile` stops it as it begins compiling that policy (after saying
  * so, as a real death there would), `evaluate` as it is given a request of the policy's namespace
  * for a resource the policy's rules name. What the tests of worker restarts start instead of the
- * real entry (TenantPool's `entry`), so no test hook lives in the shipped worker.
+ * real entry (PolicyWorkerPool's `entry`), so no test hook lives in the shipped worker.
  */
 import { parentPort } from 'node:worker_threads';
 import type { AdmissionPolicy } from '../../../src/api/types.ts';
@@ -29,4 +29,4 @@ port.postMessage = (message: { type?: string; key?: string }) => {
   post(message);
   if (message.type === 'kit-suspect' && exitOf(exits.get(message.key!)) === 'compile') process.exit(9);
 };
-await import('../../../src/admission/threads/tenant-worker.ts');
+await import('../../../src/admission/threads/policy-worker.ts');

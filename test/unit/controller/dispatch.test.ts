@@ -3,8 +3,8 @@ import { expect } from 'chai';
 import { CA_KEY, CaNotIssuedError } from '../../../src/controller/ca.ts';
 import { CA_WAIT_MS, Dispatch } from '../../../src/controller/dispatch.ts';
 import { ORPHANS_KEY } from '../../../src/controller/orphans.ts';
-import { SELF_KEY } from '../../../src/controller/self.ts';
-import { NAMESPACED_KEY } from '../../../src/controller/namespaced.ts';
+import { SELF_KEY } from '../../../src/controller/suite-validation-webhook.ts';
+import { NAMESPACED_KEY } from '../../../src/controller/admission-policies.ts';
 import { NotLeaderError } from '../../../src/apiserver/client.ts';
 
 describe('controller/dispatch', function () {

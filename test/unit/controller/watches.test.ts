@@ -11,8 +11,8 @@ import { CertificateStore } from '../../../src/certs/store.ts';
 import { createCA, issueLeaf } from '../../../src/certs/x509.ts';
 import { CA_KEY } from '../../../src/controller/ca.ts';
 import { ORPHANS_KEY } from '../../../src/controller/orphans.ts';
-import { SELF_CERTIFICATE, SELF_KEY } from '../../../src/controller/self.ts';
-import { NAMESPACED_KEY } from '../../../src/controller/namespaced.ts';
+import { SELF_CERTIFICATE, SELF_KEY } from '../../../src/controller/suite-validation-webhook.ts';
+import { NAMESPACED_KEY } from '../../../src/controller/admission-policies.ts';
 import {
   configurationWakes,
   leadingWakes,

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { authorizationKey, type AuthorizationAttributes, type AuthorizationDecision, type Authorizer } from '../../../src/api/authorization.ts';
-import type { KindMapper, RestMapping } from '../../../src/api/discovery.ts';
+import type { KindMapper, RestMapping } from '../../../src/api/kind-mapper.ts';
 import type { AdmissionSuite } from '../../../src/api/types.ts';
 import type { AdmissionRequest, Decision } from '../../../src/api/admission-review.ts';
 import { compileSuite } from '../../../src/registry/compile.ts';

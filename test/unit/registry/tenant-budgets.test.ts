@@ -9,7 +9,7 @@
  */
 import { expect } from 'chai';
 import { PolicyRegistry } from '../../../src/registry/policies.ts';
-import { namespacedWebhook } from '../../../src/registry/namespaced.ts';
+import { namespacedWebhook } from '../../../src/registry/policy-webhook.ts';
 import { evaluationTotals } from '../../../src/policy/engine/rules.ts';
 import { COST_BUDGET_MESSAGE } from '../../../src/policy/cost/meter.ts';
 import type { AdmissionPolicy, PolicySpec } from '../../../src/api/types.ts';

@@ -1,5 +1,5 @@
 /**
- * Handler modules (src/custom) without a cluster: which modules of a folder load and which are
+ * Handler modules (src/handler-modules) without a cluster: which modules of a folder load and which are
  * refused and why (API version, names, shapes); a module's handler served through the registry as
  * a built-in is (config refused on apply by field, unknown names refused); and what a handler that
  * throws, rejects, answers nonsense or blocks its thread costs: the webhook's failurePolicy for
@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import client from 'prom-client';
-import { compatible, loadHandlerModules } from '../../../src/custom/modules.ts';
-import { startHandlerModules, type HandlerModules } from '../../../src/custom/serve.ts';
-import { HandlerRunner } from '../../../src/custom/runner.ts';
+import { compatible, loadHandlerModules } from '../../../src/handler-modules/modules.ts';
+import { startHandlerModules, type HandlerModules } from '../../../src/handler-modules/serve.ts';
+import { HandlerRunner } from '../../../src/handler-modules/runner.ts';
 import { compileSuite } from '../../../src/registry/compile.ts';
 import { followedFailurePolicy, type AdmissionRequest, type Decision } from '../../../src/api/admission-review.ts';
 import type { AdmissionSuite, FailurePolicy } from '../../../src/api/types.ts';

@@ -1,9 +1,9 @@
 /**
- * A tenant worker (see tenants.ts): evaluates one request's AdmissionPolicies at a time with a policy
+ * A tenant worker (see policy-workers.ts): evaluates one request's AdmissionPolicies at a time with a policy
  * registry of its own (compiled the same way), so a team's expressions never run on the thread that
  * answers probes, suites' webhooks and suite validation. Each request brings what its policies read
  * (Namespace, params, the schema an apply configuration merges by); `authorizer` checks go to the main
- * thread. Says which policy it is compiling (one that kills it is quarantined by tenants.ts). Makes
+ * thread. Says which policy it is compiling (one that kills it is quarantined by policy-workers.ts). Makes
  * no API call and opens no socket; decides nothing but the request.
  */
 import { parentPort, workerData } from 'node:worker_threads';
@@ -13,10 +13,10 @@ import type { ClusterView } from '../../handlers/handler.ts';
 import { LookupNotReady } from '../../handlers/handler.ts';
 import type { ParamsSource } from '../../registry/compile.ts';
 import { PolicyRegistry, type PolicyContext } from '../../registry/policies.ts';
-import { namespacedWebhook } from '../../registry/namespaced.ts';
+import { namespacedWebhook } from '../../registry/policy-webhook.ts';
 import { tuneHeapForAdmission } from '../v8-tuning.ts';
 import { signals } from '../../workers/kit.ts';
-import { documentOf, paramsKey, type FromTenantWorker, type TenantContext, type ToTenantWorker } from './tenants.ts';
+import { documentOf, paramsKey, type FromTenantWorker, type TenantContext, type ToTenantWorker } from './policy-workers.ts';
 import type { MergeSchema } from '../../policy/engine/apply-configuration.ts';
 
 const port = parentPort!;

@@ -1,7 +1,7 @@
 /**
  * The AdmissionPolicies' reconciler, level-based on one key: brings the policy registry up to date,
  * keeps the two `portcullis--namespaced` configurations (one per type while one is served; owned by the
- * CRD, so uninstalling removes them; registered only once self.ts' endpoint answers with a trusted
+ * CRD, so uninstalling removes them; registered only once suite-validation-webhook.ts' endpoint answers with a trusted
  * certificate), and writes each policy's status. A policy with params is served only once its recorded
  * author may read them (suite-author.ts). Run twice, it changes nothing the second time.
  */
@@ -24,8 +24,8 @@ import type { CaReconciler } from './ca.ts';
 import { setConditions, type ConditionInput } from './conditions.ts';
 import { CONFIGURATION_KINDS, namespacedConfiguration, type ObjectMetadata } from '../desired/objects.ts';
 import type { ReconcileResult } from './queue.ts';
-import { probeEndpointSoon, probeTarget } from './serving.ts';
-import { SELF_CERTIFICATE, selfServerName, selfServiceRef } from './self.ts';
+import { probeEndpointSoon, probeTarget } from './serving-certificates.ts';
+import { SELF_CERTIFICATE, selfServerName, selfServiceRef } from './suite-validation-webhook.ts';
 
 /** The work-queue key of the AdmissionPolicies; not a DNS label, so no suite can have it. */
 export const NAMESPACED_KEY = '#namespaced';
@@ -36,7 +36,7 @@ const AUTHOR_RETRY_MS = 2_000;
 /** With no CRD (or its cache not listed yet) there is nothing to serve; no watch tells us when one is installed, so look again. */
 const CRD_RETRY_MS = 5_000;
 
-export interface NamespacedReconcilerDeps {
+export interface AdmissionPolicyReconcilerDeps {
   kube: Kube;
   config: OperatorConfig;
   ca: CaReconciler;
@@ -46,7 +46,7 @@ export interface NamespacedReconcilerDeps {
   registry: PolicyRegistry;
   /** The API server's schemas, for status.typeChecking (absent: not type-checked, as in unit tests). */
   schemas?: SchemaSource & { epoch(): number };
-  /** The operator's own serving certificate, as served now (self.ts keeps it). */
+  /** The operator's own serving certificate, as served now (suite-validation-webhook.ts keeps it). */
   certificates: Pick<CertificateStore, 'served'>;
   cached: CacheLookup;
   /** Asks again whether a Mutating policy's author may still change what it changes (absent: never asked again, as in unit tests). */
@@ -74,15 +74,15 @@ interface AuthorCheck {
   refused: string[];
 }
 
-export class NamespacedReconciler {
-  private readonly deps: NamespacedReconcilerDeps;
+export class AdmissionPolicyReconciler {
+  private readonly deps: AdmissionPolicyReconcilerDeps;
   private readonly now: () => Date;
   /** The last type check of each policy, by namespace/name. */
   private readonly typeChecks = new TypeCheckMemo();
   /** The last answer about each Mutating policy's author, by namespace/name. */
   private readonly authorChecks = new Map<string, AuthorCheck>();
 
-  constructor(deps: NamespacedReconcilerDeps) {
+  constructor(deps: AdmissionPolicyReconcilerDeps) {
     this.deps = deps;
     this.now = deps.now ?? (() => new Date());
   }

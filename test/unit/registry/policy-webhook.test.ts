@@ -1,12 +1,12 @@
 /**
- * The AdmissionPolicies' registry and decision (src/registry/policies.ts, namespaced.ts): a policy
+ * The AdmissionPolicies' registry and decision (src/registry/policies.ts, policy-webhook.ts): a policy
  * applies to objects of its own namespace only, never to a cluster-scoped one (a Namespace's own
  * request carries its name as namespace); mutations chain in name order; the first denial answers,
  * naming its policy; the cluster admin's limits (no mutations, a cost budget) hold.
  */
 import { expect } from 'chai';
 import { PolicyRegistry } from '../../../src/registry/policies.ts';
-import { namespacedWebhook } from '../../../src/registry/namespaced.ts';
+import { namespacedWebhook } from '../../../src/registry/policy-webhook.ts';
 import type { AdmissionPolicy, PolicySpec } from '../../../src/api/types.ts';
 import type { PolicyLimits } from '../../../src/api/validate.ts';
 import type { Decision } from '../../../src/api/admission-review.ts';

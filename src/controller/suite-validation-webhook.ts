@@ -14,7 +14,7 @@ import type { Logger } from '../log.ts';
 import type { CaReconciler } from './ca.ts';
 import { operatorService, serviceClientConfig, type ObjectMetadata, type OwnerReference, type ServiceRef } from '../desired/objects.ts';
 import type { ReconcileResult } from './queue.ts';
-import { ensureLeaf, probeEndpointSoon, probeTarget, type ServeCertificate } from './serving.ts';
+import { ensureLeaf, probeEndpointSoon, probeTarget, type ServeCertificate } from './serving-certificates.ts';
 
 /** The work-queue key of the suite-validation webhook; not a DNS label, so no suite can have it. */
 export const SELF_KEY = '#self';
@@ -35,23 +35,23 @@ export function selfServerName(config: Pick<OperatorConfig, 'namespace'>): strin
 /** With no CRD there is nothing to validate; no watch tells us when one is installed, so look again. */
 const CRD_RETRY_MS = 5_000;
 
-export interface SelfReconcilerDeps {
+export interface SuiteValidationReconcilerDeps {
   kube: Kube;
   config: OperatorConfig;
   ca: CaReconciler;
   /** The operator's caches of what it made: read there, not from the API server, when they hold it. */
   cached: CacheLookup;
-  /** Serves the operator's certificate here at once (serving.ts); without it, only once its Secret's watch event arrives. */
+  /** Serves the operator's certificate here at once (serving-certificates.ts); without it, only once its Secret's watch event arrives. */
   serve?: ServeCertificate;
   log: Logger;
   now?: () => Date;
 }
 
-export class SelfReconciler {
-  private readonly deps: SelfReconcilerDeps;
+export class SuiteValidationReconciler {
+  private readonly deps: SuiteValidationReconcilerDeps;
   private readonly now: () => Date;
 
-  constructor(deps: SelfReconcilerDeps) {
+  constructor(deps: SuiteValidationReconcilerDeps) {
     this.deps = deps;
     this.now = deps.now ?? (() => new Date());
   }

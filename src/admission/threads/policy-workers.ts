@@ -3,7 +3,7 @@
  * writes the expressions, and any request in their namespace runs them: on the operator's main
  * thread, a flood of expensive requests in one namespace delayed the probes (every `Fail` webhook
  * then fails closed when the pods go NotReady), the suites' answers and the other teams'
- * policies. So the policies of a request are evaluated in tenant workers (tenant-worker.ts), each
+ * policies. So the policies of a request are evaluated in tenant workers (policy-worker.ts), each
  * with its own copy of the policies, and the requests wait in one queue per namespace:
  *
  * - a namespace has at most one request in a worker at a time, and the namespaces with requests
@@ -35,7 +35,7 @@ import type { ParamsSelection } from '../../api/params.ts';
 import type { PolicyRegistry } from '../../registry/policies.ts';
 import { appliesConfiguration } from '../../registry/compile.ts';
 import type { MergeSchema } from '../../policy/engine/apply-configuration.ts';
-import { policiesFor } from '../../registry/namespaced.ts';
+import { policiesFor } from '../../registry/policy-webhook.ts';
 import type { LogWriter } from '../../log.ts';
 import { PoolRestarts, Quarantine, type BackoffOptions, type WorkerWatcher } from '../../workers/restarts.ts';
 import { StateLog, WorkerThread, type Death, type KitSignal } from '../../workers/kit.ts';
@@ -87,7 +87,7 @@ export type FromTenantWorker =
 /** A params reference as a key (the same reference is sent and asked for). */
 export const paramsKey = (ref: ParamsRef) => JSON.stringify([ref.apiVersion, ref.kind, ref.namespace ?? '', ref.name ?? '', ref.selector ?? null]);
 
-export interface TenantPoolOptions {
+export interface PolicyWorkerPoolOptions {
   /** Workers evaluating at once (at least 1). */
   workers: number;
   /** Requests of one namespace that may wait; more are refused at once. */
@@ -105,14 +105,14 @@ export interface TenantPoolOptions {
   restFactor: number;
   /** When a worker that died is started again (RESTART_BACKOFF by default; tests shorten it). */
   restart?: Partial<BackoffOptions>;
-  /** The workers' entry (tenant-worker.ts; tests wrap it). */
+  /** The workers' entry (policy-worker.ts; tests wrap it). */
   entry?: URL;
 }
 
 /** Evaluations shorter than this never make their namespace rest. */
 const REST_AFTER_MS = 5;
 
-export const TENANT_POOL_DEFAULTS: TenantPoolOptions = { workers: 2, maxQueued: 64, maxWaitMs: 5_000, stuckAfterMs: 3_000, restFactor: 1 };
+export const TENANT_POOL_DEFAULTS: PolicyWorkerPoolOptions = { workers: 2, maxQueued: 64, maxWaitMs: 5_000, stuckAfterMs: 3_000, restFactor: 1 };
 
 interface Item {
   /** Its call's id in the worker it was sent to (0 until it is sent). */
@@ -137,17 +137,17 @@ interface Slot {
   stuck?: string;
 }
 
-const WORKER = workerEntry('tenant-worker', import.meta.url);
+const WORKER = workerEntry('policy-worker', import.meta.url);
 
 /** The failurePolicy answer (Fail) for a request whose policies could not be evaluated. */
 function refused(namespace: string, why: string): Decision {
   return errored(`the AdmissionPolicies of namespace ${namespace} could not be evaluated: ${why}`, 'Fail');
 }
 
-export class TenantPool {
+export class PolicyWorkerPool {
   private readonly registry: PolicyRegistry;
   private readonly log: LogWriter;
-  private readonly options: TenantPoolOptions;
+  private readonly options: PolicyWorkerPoolOptions;
   /** The policies as last synced, by namespace/name, and what is withheld (sent to a new worker as it starts). */
   private readonly policies = new Map<string, AdmissionPolicy>();
   private withheld: [string, FieldError][] = [];
@@ -169,7 +169,7 @@ export class TenantPool {
   private readonly restarts: PoolRestarts;
   private readonly watchers: WorkerWatcher[] = [];
 
-  constructor(registry: PolicyRegistry, log: LogWriter, options: Partial<TenantPoolOptions> = {}) {
+  constructor(registry: PolicyRegistry, log: LogWriter, options: Partial<PolicyWorkerPoolOptions> = {}) {
     this.registry = registry;
     this.log = log;
     this.options = { ...TENANT_POOL_DEFAULTS, ...options };
