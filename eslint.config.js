@@ -17,10 +17,7 @@ export default tseslint.config(
       // handler modules' JSON); strict mode and the type check hold the rest.
       '@typescript-eslint/no-explicit-any': 'off',
       // A leading underscore names what is taken out on purpose (`const { status: _status, ...rest }`).
-      '@typescript-eslint/no-unused-vars': [
-        'error',
-        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true },
-      ],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
       // Errors are rethrown in the API server's (or the command's) words on purpose: the caught one
       // is an implementation detail the user must not see as a cause.
       'preserve-caught-error': 'off',

@@ -123,15 +123,44 @@ try {
   });
   console.log(`populated: ${objects.length} objects in ${NAMESPACES} namespaces in ${((performance.now() - populated) / 1e3).toFixed(0)} s`);
 
-  operator = await startOperatorBundle(APP, controlPlane.kubeconfigPath, [`--serving-port=${SERVING_PORT}`, `--metrics-port=${METRICS_PORT}`, `--audit-interval=${INTERVAL}`, ...(CONTROL ? ['--audit=false'] : []), ...(TRACE ? ['--log-level=info'] : [])]);
+  operator = await startOperatorBundle(APP, controlPlane.kubeconfigPath, [
+    `--serving-port=${SERVING_PORT}`,
+    `--metrics-port=${METRICS_PORT}`,
+    `--audit-interval=${INTERVAL}`,
+    ...(CONTROL ? ['--audit=false'] : []),
+    ...(TRACE ? ['--log-level=info'] : []),
+  ]);
   const pid = operator.pid!;
   // AUDIT_TRACE=1: the operator's line per scan (with --log-level=info), as it comes.
-  if (TRACE) operator.stdout!.on('data', (chunk: Buffer) => chunk.toString().split('\n').filter((l) => l.includes('audit: scanned')).forEach((l) => console.log(`  ${((performance.now() - populated) / 1e3).toFixed(1)} s ${l}`)));
+  if (TRACE)
+    operator.stdout!.on('data', (chunk: Buffer) =>
+      chunk
+        .toString()
+        .split('\n')
+        .filter((l) => l.includes('audit: scanned'))
+        .forEach((l) => console.log(`  ${((performance.now() - populated) / 1e3).toFixed(1)} s ${l}`)),
+    );
   // The probe: a webhook every create in bench-probe goes through (its namespace is in no shard).
   await kube.core.createNamespace({ body: { metadata: { name: 'bench-probe' } } });
-  await applySuite(kube, suite('bench-probe', { webhooks: [{ name: 'probe', type: 'Validating', namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'bench-probe' } }, rules: configMaps, validations: [{ expression: "object.metadata.name != 'forbidden'", message: 'not that name' }] }] }));
+  await applySuite(
+    kube,
+    suite('bench-probe', {
+      webhooks: [
+        {
+          name: 'probe',
+          type: 'Validating',
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'bench-probe' } },
+          rules: configMaps,
+          validations: [{ expression: "object.metadata.name != 'forbidden'", message: 'not that name' }],
+        },
+      ],
+    }),
+  );
   for (let i = 0; ; i++) {
-    const refused = await kube.core.createNamespacedConfigMap({ namespace: 'bench-probe', dryRun: 'All', body: { metadata: { name: 'forbidden' } } }).then(() => false, () => true);
+    const refused = await kube.core.createNamespacedConfigMap({ namespace: 'bench-probe', dryRun: 'All', body: { metadata: { name: 'forbidden' } } }).then(
+      () => false,
+      () => true,
+    );
     if (refused) break;
     if (i > 600) throw new Error('the probe suite is not in force');
     await sleep(100);
@@ -173,12 +202,14 @@ try {
     stopCreates = true;
     const scan = await during;
     const ratio = quantile(scan, 0.99) / quantile(idle, 0.99);
-    console.log(`control (--audit=false): ${SUITES} suites Ready in ${auditSeconds.toFixed(1)} s; creates p99 ${quantile(idle, 0.99).toFixed(1)} ms idle, ${quantile(scan, 0.99).toFixed(1)} ms meanwhile (x${ratio.toFixed(2)}); RSS ${Math.max(...idleRss).toFixed(0)} -> ${Math.max(...scanRss).toFixed(0)} MB`);
+    console.log(
+      `control (--audit=false): ${SUITES} suites Ready in ${auditSeconds.toFixed(1)} s; creates p99 ${quantile(idle, 0.99).toFixed(1)} ms idle, ${quantile(scan, 0.99).toFixed(1)} ms meanwhile (x${ratio.toFixed(2)}); RSS ${Math.max(...idleRss).toFixed(0)} -> ${Math.max(...scanRss).toFixed(0)} MB`,
+    );
     console.log(JSON.stringify({ control: true, readySeconds: auditSeconds, creates: { idleP99: quantile(idle, 0.99), duringP99: quantile(scan, 0.99), p99Ratio: ratio } }));
   } else {
     // Status comes before the reports' writes: written once the count has stood still for 3 s.
     let writes = await metric('portcullis_audit_report_writes_total');
-    for (let still = 0; still < 6; ) {
+    for (let still = 0; still < 6;) {
       await sleep(500);
       const now = await metric('portcullis_audit_report_writes_total');
       still = now === writes ? still + 1 : 0;
@@ -236,11 +267,17 @@ try {
       secondScan: { seconds: secondSeconds, creates: { before: summary(beforeScan), during: summary(inScan), p99Ratio: summary(inScan).p99 / summary(beforeScan).p99 } },
       reportWrites: { firstScan: writesFirst, secondScan: writesSecond },
     };
-    console.log(`audit:        ${SUITES} suites over ${objects.length} objects judged in ${auditSeconds.toFixed(1)} s (${evaluated} object judgments held, ${failing} failing); every report written ${writtenSeconds.toFixed(1)} s after the apply`);
+    console.log(
+      `audit:        ${SUITES} suites over ${objects.length} objects judged in ${auditSeconds.toFixed(1)} s (${evaluated} object judgments held, ${failing} failing); every report written ${writtenSeconds.toFixed(1)} s after the apply`,
+    );
     console.log(`memory:       RSS ${figures.rssMb.idle.toFixed(0)} MB idle, ${figures.rssMb.peakDuringScan.toFixed(0)} MB at most during the scan (+${figures.rssMb.growth.toFixed(0)} MB)`);
-    console.log(`admission:    p99 ${figures.creates.idle.p99.toFixed(1)} ms idle, ${figures.creates.scan.p99.toFixed(1)} ms during the scan (x${figures.creates.p99Ratio.toFixed(2)}); p50 ${figures.creates.idle.p50.toFixed(1)} / ${figures.creates.scan.p50.toFixed(1)} ms`);
+    console.log(
+      `admission:    p99 ${figures.creates.idle.p99.toFixed(1)} ms idle, ${figures.creates.scan.p99.toFixed(1)} ms during the scan (x${figures.creates.p99Ratio.toFixed(2)}); p50 ${figures.creates.idle.p50.toFixed(1)} / ${figures.creates.scan.p50.toFixed(1)} ms`,
+    );
     const f2 = figures.secondScan;
-    console.log(`second scan:  ${f2.seconds.toFixed(1)} s (a full scan, nothing changed); creates p99 ${f2.creates.before.p99.toFixed(1)} ms before it, ${f2.creates.during.p99.toFixed(1)} ms during it (x${f2.creates.p99Ratio.toFixed(2)}, ${f2.creates.during.n} creates); p50 ${f2.creates.before.p50.toFixed(1)} / ${f2.creates.during.p50.toFixed(1)} ms`);
+    console.log(
+      `second scan:  ${f2.seconds.toFixed(1)} s (a full scan, nothing changed); creates p99 ${f2.creates.before.p99.toFixed(1)} ms before it, ${f2.creates.during.p99.toFixed(1)} ms during it (x${f2.creates.p99Ratio.toFixed(2)}, ${f2.creates.during.n} creates); p50 ${f2.creates.before.p50.toFixed(1)} / ${f2.creates.during.p50.toFixed(1)} ms`,
+    );
     console.log(`report writes: ${writesFirst} for the first scan, ${writesSecond} for the next with nothing changed`);
     console.log(JSON.stringify(figures));
   }

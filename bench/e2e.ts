@@ -53,7 +53,6 @@ const APP = fileURLToPath(new URL('../.local/e2e-app', import.meta.url));
 const OPERATOR_ARGS = process.env.E2E_OPERATOR_ARGS ? process.env.E2E_OPERATOR_ARGS.split(' ') : [];
 const SERVING_PORT = 19543;
 
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const namespaceOf = (kind: Kind) => `bench-${kind}`;
 const selector = (kind: Kind) => ({ matchLabels: { 'bench.portcullis.dev/kind': kind } });
@@ -319,7 +318,12 @@ try {
       none_p50_ms: round3(base.p50),
       none_p99_ms: round3(base.p99),
       native_over_vap_p50_ms: round3(added('native').p50 - added('vap').p50),
-      ...Object.fromEntries((['vap', 'native', 'portcullis', 'server', 'floor'] as const).flatMap((kind) => [[`${kind}_added_p50_ms`, round3(added(kind).p50)], [`${kind}_added_p99_ms`, round3(added(kind).p99)]])),
+      ...Object.fromEntries(
+        (['vap', 'native', 'portcullis', 'server', 'floor'] as const).flatMap((kind) => [
+          [`${kind}_added_p50_ms`, round3(added(kind).p50)],
+          [`${kind}_added_p99_ms`, round3(added(kind).p99)],
+        ]),
+      ),
       ratio_to_floor: round3(ratioFloor),
       server_ratio_to_floor: round3(ratioServer),
       ratio_to_vap: ratioVap === null ? null : round3(ratioVap),

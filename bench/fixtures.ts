@@ -10,7 +10,10 @@ function container(i: number) {
     image: `registry.example.com/team/app-${i}:1.${i}.0`,
     imagePullPolicy: 'IfNotPresent',
     ports: [{ containerPort: 8080 + i, protocol: 'TCP' }],
-    env: [{ name: 'MODE', value: 'production' }, { name: 'INDEX', value: String(i) }],
+    env: [
+      { name: 'MODE', value: 'production' },
+      { name: 'INDEX', value: String(i) },
+    ],
     resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
     securityContext: { runAsNonRoot: true, allowPrivilegeEscalation: false },
   };
@@ -58,14 +61,14 @@ export function podReview(containers: number): AdmissionReview {
 }
 
 const TEN_VALIDATIONS: WebhookSpec['validations'] = [
-  { expression: "object.metadata.labels.all(k, k.size() < 64)" },
-  { expression: "has(object.metadata.labels.team)", message: 'every Pod names its team' },
+  { expression: 'object.metadata.labels.all(k, k.size() < 64)' },
+  { expression: 'has(object.metadata.labels.team)', message: 'every Pod names its team' },
   { expression: 'object.spec.containers.all(c, c.image.startsWith("registry.example.com/"))', message: 'images come from registry.example.com' },
   { expression: 'object.spec.containers.all(c, has(c.resources.limits) && has(c.resources.limits.memory))' },
   { expression: 'object.spec.containers.all(c, c.securityContext.runAsNonRoot == true)' },
   { expression: 'object.spec.containers.all(c, c.securityContext.allowPrivilegeEscalation == false)' },
   { expression: 'object.spec.containers.size() <= 64' },
-  { expression: "!has(object.spec.hostNetwork) || object.spec.hostNetwork == false" },
+  { expression: '!has(object.spec.hostNetwork) || object.spec.hostNetwork == false' },
   { expression: 'object.spec.terminationGracePeriodSeconds <= 120' },
   { expression: "request.userInfo.username != 'system:anonymous'", messageExpression: "'anonymous users may not create ' + request.kind.kind" },
 ];
@@ -85,8 +88,7 @@ export function benchSuite(): AdmissionSuite {
           mutations: [
             { condition: "!('tier' in object.metadata.labels)", patch: [{ op: 'add', path: '/metadata/labels/tier', value: 'standard' }] },
             {
-              patchExpression:
-                'object.spec.containers.filter(c, c.imagePullPolicy != "Always").map(c, {"op": "replace", "path": "/spec/containers/" + string(object.spec.containers.indexOf(c)) + "/imagePullPolicy", "value": "Always"})',
+              patchExpression: 'object.spec.containers.filter(c, c.imagePullPolicy != "Always").map(c, {"op": "replace", "path": "/spec/containers/" + string(object.spec.containers.indexOf(c)) + "/imagePullPolicy", "value": "Always"})',
             },
           ],
         },
@@ -113,4 +115,3 @@ export function e2eSuite(namespaceSelector?: Record<string, unknown>): Admission
     },
   };
 }
-

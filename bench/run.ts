@@ -75,7 +75,6 @@ function loadReviewMicros(body: string): { parse: number; evaluate: number } {
   return { parse: best(() => JSON.parse(body)), evaluate: best(() => validate.admit(request)) };
 }
 
-
 async function load(port: number, ca: string, body: string, options: { overallRate?: number; seconds?: number } = {}): Promise<autocannon.Result> {
   const { overallRate, seconds = DURATION_S } = options;
   return autocannon({
@@ -167,9 +166,14 @@ const cpuUs = (kind: Kind) => (rounds[kind].every((r) => r.cpuUs !== undefined) 
 /** The round whose req/s is the median: its latencies are the ones reported. */
 const medianRound = (kind: Kind) => rounds[kind].reduce((best, r) => (Math.abs(r.result.requests.average - median(rps(kind))) < Math.abs(best.result.requests.average - median(rps(kind))) ? r : best)).result;
 const ratios = rps('portcullis').map((value, i) => value / ((rps('floor')[i]! + rps('floor')[i + 1]!) / 2));
-const row = (name: string, requests: number, r: autocannon.Result) =>
-  console.log(`${name.padEnd(28)} ${requests.toFixed(0).padStart(7)} req/s   p50 ${r.latency.p50.toFixed(2)} ms   p99 ${r.latency.p99.toFixed(2)} ms`);
-console.log(`per round, req/s: floor ${rps('floor').map((v) => v.toFixed(0)).join(' ')}; portcullis ${rps('portcullis').map((v) => v.toFixed(0)).join(' ')}`);
+const row = (name: string, requests: number, r: autocannon.Result) => console.log(`${name.padEnd(28)} ${requests.toFixed(0).padStart(7)} req/s   p50 ${r.latency.p50.toFixed(2)} ms   p99 ${r.latency.p99.toFixed(2)} ms`);
+console.log(
+  `per round, req/s: floor ${rps('floor')
+    .map((v) => v.toFixed(0))
+    .join(' ')}; portcullis ${rps('portcullis')
+    .map((v) => v.toFixed(0))
+    .join(' ')}`,
+);
 row('floor (bare HTTPS + parse)', median(rps('floor')), medianRound('floor'));
 row('portcullis', median(rps('portcullis')), medianRound('portcullis'));
 row('portcullis at 1,000 req/s', fixed.requests.average, fixed);

@@ -85,7 +85,10 @@ function percentile(sorted: number[], p: number): number {
 }
 
 function rssMB(pid: number): number {
-  const line = fs.readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
+  const line = fs
+    .readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'))!;
   return Number(line.split(/\s+/)[1]) / 1024;
 }
 
@@ -102,7 +105,17 @@ interface OperatorChild {
 async function startOperator(kubeconfig: string, servingPort: number, metricsPort: number): Promise<OperatorChild> {
   const child = spawn(
     process.execPath,
-    [...OPERATOR_NODE_FLAGS, ...(process.env.SCALE_NODE_FLAGS ? process.env.SCALE_NODE_FLAGS.split(' ') : []), MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--namespace=${NAMESPACE}`, `--serving-port=${servingPort}`, `--metrics-port=${metricsPort}`, ...(process.env.SCALE_OPERATOR_ARGS ? process.env.SCALE_OPERATOR_ARGS.split(' ') : [])],
+    [
+      ...OPERATOR_NODE_FLAGS,
+      ...(process.env.SCALE_NODE_FLAGS ? process.env.SCALE_NODE_FLAGS.split(' ') : []),
+      MAIN,
+      `--kubeconfig=${kubeconfig}`,
+      '--mode=local',
+      `--namespace=${NAMESPACE}`,
+      `--serving-port=${servingPort}`,
+      `--metrics-port=${metricsPort}`,
+      ...(process.env.SCALE_OPERATOR_ARGS ? process.env.SCALE_OPERATOR_ARGS.split(' ') : []),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'warn' } },
   );
   let output = '';
@@ -152,7 +165,12 @@ function watchReady(kubeConfig: k8s.KubeConfig, names: Set<string>): { readyAt: 
     try {
       const list = (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: AdmissionSuite[]; metadata: { resourceVersion: string } };
       for (const suite of list.items) seen(suite);
-      request = await watch.watch(`/apis/${GROUP}/${VERSION}/${PLURAL}`, { resourceVersion: list.metadata.resourceVersion }, (_type, suite: AdmissionSuite) => seen(suite), () => void restart());
+      request = await watch.watch(
+        `/apis/${GROUP}/${VERSION}/${PLURAL}`,
+        { resourceVersion: list.metadata.resourceVersion },
+        (_type, suite: AdmissionSuite) => seen(suite),
+        () => void restart(),
+      );
     } catch {
       void restart();
     }
@@ -245,21 +263,18 @@ function deniesAsExpected(name: string, bundle: string, port: number): Promise<b
   const request = requestFor('configmaps', 'CREATE', { object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'probe', namespace: 'default' }, data: { deny: 'yes' } } });
   const body = JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { ...request, uid: `scale-${name}`, dryRun: true } });
   return new Promise((resolve) => {
-    const req = https.request(
-      { host: '127.0.0.1', port, servername, ca: bundle, method: 'POST', path: admitPath(name, 'guard'), headers: { 'content-type': 'application/json' }, agent: false, timeout: 5000 },
-      (res) => {
-        let text = '';
-        res.on('data', (c) => (text += c));
-        res.on('end', () => {
-          try {
-            const review = JSON.parse(text);
-            resolve(res.statusCode === 200 && review.response?.allowed === false && String(review.response?.status?.message).includes(`denied by ${name}`));
-          } catch {
-            resolve(false);
-          }
-        });
-      },
-    );
+    const req = https.request({ host: '127.0.0.1', port, servername, ca: bundle, method: 'POST', path: admitPath(name, 'guard'), headers: { 'content-type': 'application/json' }, agent: false, timeout: 5000 }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => {
+        try {
+          const review = JSON.parse(text);
+          resolve(res.statusCode === 200 && review.response?.allowed === false && String(review.response?.status?.message).includes(`denied by ${name}`));
+        } catch {
+          resolve(false);
+        }
+      });
+    });
     req.on('error', () => resolve(false));
     req.on('timeout', () => req.destroy());
     req.end(body);

@@ -37,13 +37,10 @@ const large = JSON.stringify(largeReview);
 
 function post(port: number, agent: https.Agent, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = https.request(
-      { host: '127.0.0.1', port, path: '/admit/bench/guards', method: 'POST', servername: SERVER_NAME, ca: ca.certPem, agent, headers: { 'content-type': 'application/json' } },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode!));
-      },
-    );
+    const req = https.request({ host: '127.0.0.1', port, path: '/admit/bench/guards', method: 'POST', servername: SERVER_NAME, ca: ca.certPem, agent, headers: { 'content-type': 'application/json' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
     req.on('error', reject);
     req.end(body);
   });
@@ -92,7 +89,9 @@ async function round(kind: Kind) {
     typicalP99Ms: Number(at(0.99).toFixed(1)),
     typicalMaxMs: Number(latencies.at(-1)!.toFixed(1)),
   };
-  console.log(`${kind}: ${LARGE_CLIENTS} clients sending ${(large.length / 2 ** 20).toFixed(1)} MiB reviews (${largeAnswered} answered in ${SECONDS} s); typical reviews every 20 ms: p50 ${figures.typicalP50Ms} ms, p99 ${figures.typicalP99Ms} ms, max ${figures.typicalMaxMs} ms (${latencies.length})`);
+  console.log(
+    `${kind}: ${LARGE_CLIENTS} clients sending ${(large.length / 2 ** 20).toFixed(1)} MiB reviews (${largeAnswered} answered in ${SECONDS} s); typical reviews every 20 ms: p50 ${figures.typicalP50Ms} ms, p99 ${figures.typicalP99Ms} ms, max ${figures.typicalMaxMs} ms (${latencies.length})`,
+  );
   return figures;
 }
 

@@ -212,7 +212,10 @@ try {
     return times;
   };
   const kubectl = controlPlane.binaries.kubectl;
-  const apply = (objects: object[], args: string[] = []) => () => kubectlApply(kubectl, controlPlane.kubeconfigPath, objects, args);
+  const apply =
+    (objects: object[], args: string[] = []) =>
+    () =>
+      kubectlApply(kubectl, controlPlane.kubeconfigPath, objects, args);
   const appliedConfigMaps = Array.from({ length: APPLIED }, (_, i) => configMap(`a${i}`));
   const appliedSuites = Array.from({ length: APPLIED }, (_, i) => suite(`a${i}`, i));
   const configMaps = await phase(creates((i) => kube.core.createNamespacedConfigMap({ namespace: NAMESPACE, body: configMap(`c${i}`) })));
@@ -246,8 +249,14 @@ try {
   console.log(`validation webhook (operator's own), ${CREATES} creates: ${pair(figures.ours.creates)}`);
   console.log(`create request (API server's):   ConfigMap ${pair(figures.apiServerRequest.configMapCreate)}; suite ${pair(figures.apiServerRequest.suiteCreate)}`);
   console.log(`create (client's):               ConfigMap ${pair(figures.client.configMapCreate)}; suite ${pair(figures.client.suiteCreate)}`);
-  const cpu = (c: Record<string, number>) => Object.entries(c).map(([k, v]) => `${k} ${v}`).join(', ');
-  for (const [what, f] of [['kubectl apply --dry-run=server -f', figures.dryRun], ['kubectl apply -f', figures.apply]] as const) {
+  const cpu = (c: Record<string, number>) =>
+    Object.entries(c)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+  for (const [what, f] of [
+    ['kubectl apply --dry-run=server -f', figures.dryRun],
+    ['kubectl apply -f', figures.apply],
+  ] as const) {
     console.log(`${what} of ${APPLIED}: ConfigMaps ${f.configMapsMs} ms, suites ${f.suitesMs} ms (x${f.ratio}); CPU s: ConfigMaps ${cpu(f.cpuSeconds.configMaps)}; suites ${cpu(f.cpuSeconds.suites)}`);
   }
   console.log(JSON.stringify(figures));

@@ -146,7 +146,7 @@ const FLAGS: Record<string, { help: string; /** true/false: may be given bare, m
     },
   },
   'ca-duration': { help: "the operator CA's lifetime (87600h)", set: (c, v) => (c.caDurationMs = duration(v, 'ca-duration')) },
-  'ca-renew-before': { help: "rotate the CA when this much of its life remains (a third of it)", set: (c, v) => (c.caRenewBeforeMs = duration(v, 'ca-renew-before')) },
+  'ca-renew-before': { help: 'rotate the CA when this much of its life remains (a third of it)', set: (c, v) => (c.caRenewBeforeMs = duration(v, 'ca-renew-before')) },
   'ca-overlap': { help: 'how long a new CA is trusted before it signs, and an old one after (1m)', set: (c, v) => (c.caOverlapMs = duration(v, 'ca-overlap')) },
   'lease-duration': { help: 'leader election lease (15s)', set: (c, v) => (c.leaseDurationMs = duration(v, 'lease-duration')) },
   'renew-deadline': { help: 'leader election renew deadline (10s)', set: (c, v) => (c.renewDeadlineMs = duration(v, 'renew-deadline')) },
@@ -168,7 +168,7 @@ const FLAGS: Record<string, { help: string; /** true/false: may be given bare, m
     },
   },
   'admission-thread': {
-    help: 'whether the admission endpoint is served from a thread of its own rather than the operator\'s main thread: true or false (true)',
+    help: "whether the admission endpoint is served from a thread of its own rather than the operator's main thread: true or false (true)",
     boolean: true,
     set: (c, v) => (c.admissionThread = bool(v, 'admission-thread')),
   },
@@ -181,14 +181,14 @@ const FLAGS: Record<string, { help: string; /** true/false: may be given bare, m
     set: (c, v) => (c.reviewWorkers = wholeNumber(v, 'review-workers', 1, 64)),
   },
   'namespaced-policy-mutations': {
-    help: 'whether Mutating AdmissionPolicies (teams\' policies in their namespaces) are served: true or false (true)',
+    help: "whether Mutating AdmissionPolicies (teams' policies in their namespaces) are served: true or false (true)",
     set: (c, v) => {
       if (v !== 'true' && v !== 'false') throw new Error(`--namespaced-policy-mutations must be true or false, not ${v}`);
       c.namespacedPolicyMutations = v === 'true';
     },
   },
   'namespaced-policy-cost-budget': {
-    help: 'the CEL cost one AdmissionPolicy may spend on one request, in the API server\'s units; past it the request is denied (1000000)',
+    help: "the CEL cost one AdmissionPolicy may spend on one request, in the API server's units; past it the request is denied (1000000)",
     set: (c, v) => (c.namespacedPolicyCostBudget = wholeNumber(v, 'namespaced-policy-cost-budget', 1, 10_000_000, "(the API server's own budget)")),
   },
   'namespaced-policy-namespace-cost-budget': {
@@ -234,15 +234,15 @@ const FLAGS: Record<string, { help: string; /** true/false: may be given bare, m
   },
   'policy-reports': { help: 'also write audit results as wgpolicyk8s.io/v1alpha2 PolicyReports, whose CRDs must be installed (false)', boolean: true, set: (c, v) => (c.policyReports = bool(v, 'policy-reports')) },
   'namespaced-policy-author-recheck': {
-    help: "how often the author of each Mutating AdmissionPolicy is asked again whether they may still update and patch what it changes, and the author of each suite with params whether they may still read them; one whose author may not is not served (2m)",
+    help: 'how often the author of each Mutating AdmissionPolicy is asked again whether they may still update and patch what it changes, and the author of each suite with params whether they may still read them; one whose author may not is not served (2m)',
     set: (c, v) => (c.namespacedPolicyAuthorRecheckMs = duration(v, 'namespaced-policy-author-recheck')),
   },
   'namespaced-policy-max-bytes': {
-    help: "the largest AdmissionPolicy spec, serialized as JSON, in bytes; a larger one is refused on apply (65536)",
+    help: 'the largest AdmissionPolicy spec, serialized as JSON, in bytes; a larger one is refused on apply (65536)',
     set: (c, v) => (c.namespacedPolicyMaxBytes = wholeNumber(v, 'namespaced-policy-max-bytes', 1024, 1_048_576)),
   },
   'handler-modules': {
-    help: "a folder of handler modules loaded at start (each *.js, *.mjs, *.ts file, or package with a main, exporting apiVersion and handlers named by their domain, such as acme.dev/UniqueIngressHost); each runs in a worker thread of its own (none)",
+    help: 'a folder of handler modules loaded at start (each *.js, *.mjs, *.ts file, or package with a main, exporting apiVersion and handlers named by their domain, such as acme.dev/UniqueIngressHost); each runs in a worker thread of its own (none)',
     set: (c, v) => (c.handlerModules = v),
   },
   'handler-budget': {

@@ -82,7 +82,11 @@ async function read(minor: string | undefined): Promise<BundledFile> {
       components[name] = prune(all[name]!, refs);
       queue.push(...refs);
     }
-    const sorted = Object.fromEntries(Object.keys(components).sort().map((n) => [n, components[n]!]));
+    const sorted = Object.fromEntries(
+      Object.keys(components)
+        .sort()
+        .map((n) => [n, components[n]!]),
+    );
     return { kubernetes: gitVersion, kinds, components: sorted };
   } finally {
     await controlPlane.stop();

@@ -51,7 +51,11 @@ export function valueRows(valuesText: string): ValueRow[] {
     path.push({ indent, key });
     const dotted = path.map((p) => p.key);
     const value = dotted.reduce<unknown>((node, k) => (node as Record<string, unknown> | undefined)?.[k], values);
-    const writtenInline = trimmed.slice(key.length + 1).replace(/\s#.*$/, '').trim() !== '';
+    const writtenInline =
+      trimmed
+        .slice(key.length + 1)
+        .replace(/\s#.*$/, '')
+        .trim() !== '';
     const section = !writtenInline && value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length > 0;
     if (!section) {
       rows.push({ key: dotted.join('.'), default: inline(value), description: comment.join(' ') });

@@ -41,7 +41,7 @@ export function parseOperatorHelp(help: string): { intro: string; flags: Operato
     if (!match) throw new Error(`cannot read this line of the operator's --help as a flag: ${JSON.stringify(line)}`);
     flags.push({ name: match[1]!, env: `PORTCULLIS_${match[1]!.toUpperCase().replaceAll('-', '_')}`, help: match[2]! });
   }
-  if (flags.length === 0) throw new Error('the operator\'s --help lists no flags');
+  if (flags.length === 0) throw new Error("the operator's --help lists no flags");
   const outro = lines.slice(end + 1).filter((line) => line.trim() && !/^\s+--version\b/.test(line));
   return { intro: lines[0]!, flags, outro };
 }

@@ -130,13 +130,20 @@ function cell(s: string): string {
 
 /** Text indented to continue a list item; blank lines stay blank (no trailing spaces to drift on). */
 function indent(block: string, by: string): string {
-  return block.split('\n').map((line) => (line ? by + line : line)).join('\n');
+  return block
+    .split('\n')
+    .map((line) => (line ? by + line : line))
+    .join('\n');
 }
 
 /** A description, its paragraphs kept (a literal block's blank lines), each line as text. */
 function prose(description: string): string {
   // A line that opens with # would become a heading inside the list item.
-  return description.trim().split('\n').map((line) => text(line.trimEnd()).replace(/^(\s*)#/, '$1\\#')).join('\n');
+  return description
+    .trim()
+    .split('\n')
+    .map((line) => text(line.trimEnd()).replace(/^(\s*)#/, '$1\\#'))
+    .join('\n');
 }
 
 /** n things, singular when n is 1. */
@@ -151,7 +158,11 @@ function value(v: unknown): string {
 
 /** The anchor of a field or object path: spec.webhooks[].rules[] -> spec-webhooks-rules; the top level's is top-level. */
 export function anchor(fieldPath: string, prefix = ''): string {
-  const slug = fieldPath.replace(/\[\]|\{\}/g, '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+  const slug = fieldPath
+    .replace(/\[\]|\{\}/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
   return prefix + (slug || 'top-level');
 }
 
@@ -256,7 +267,11 @@ function constraints(schema: Schema, of = ''): string[] {
     else add('x-kubernetes-preserve-unknown-fields');
   }
   if (schema.nullable) add('may be null');
-  for (const [keyword, alternatives] of [['any of', schema.anyOf], ['one of the schemas', schema.oneOf], ['all of', schema.allOf]] as const) {
+  for (const [keyword, alternatives] of [
+    ['any of', schema.anyOf],
+    ['one of the schemas', schema.oneOf],
+    ['all of', schema.allOf],
+  ] as const) {
     if (alternatives) add(`${keyword}: ${alternatives.map((a) => code(JSON.stringify(a))).join(', ')}`);
   }
   if (schema.not) add(`not ${code(JSON.stringify(schema.not))}`);
@@ -334,18 +349,25 @@ function versionPart(crd: Crd, version: Version, prefix: string, level: number, 
 
   const columns = version.additionalPrinterColumns ?? [];
   out.push(`${h(0)} <a id="${use(`${prefix}printer-columns`)}"></a>Printer columns`);
-  out.push(columns.length
-    ? `What \`kubectl get ${crd.spec.names.plural}\` shows besides the name (priority above 0: with \`-o wide\` only).\n\n` +
-      table(['Column', 'Type', 'JSONPath', 'Priority', 'Description'], columns.map((c) => [
-        text(c.name), c.format ? `${c.type} (${c.format})` : c.type, code(c.jsonPath), String(c.priority ?? 0), c.description ? text(c.description) : '',
-      ]))
-    : 'None: `kubectl get` shows the name and age.');
+  out.push(
+    columns.length
+      ? `What \`kubectl get ${crd.spec.names.plural}\` shows besides the name (priority above 0: with \`-o wide\` only).\n\n` +
+          table(
+            ['Column', 'Type', 'JSONPath', 'Priority', 'Description'],
+            columns.map((c) => [text(c.name), c.format ? `${c.type} (${c.format})` : c.type, code(c.jsonPath), String(c.priority ?? 0), c.description ? text(c.description) : '']),
+          )
+      : 'None: `kubectl get` shows the name and age.',
+  );
 
   const all = sections('', root, -1);
   out.push(`${h(0)} <a id="${use(`${prefix}contents`)}"></a>Contents`);
-  out.push(all.map((s) => {
-    return `${'  '.repeat(Math.max(0, s.depth))}- [${s.path ? code(s.path) : 'Top level'}](#${link(s.path)})`;
-  }).join('\n'));
+  out.push(
+    all
+      .map((s) => {
+        return `${'  '.repeat(Math.max(0, s.depth))}- [${s.path ? code(s.path) : 'Top level'}](#${link(s.path)})`;
+      })
+      .join('\n'),
+  );
 
   for (const section of all) {
     const id = use(link(section.path));
@@ -373,30 +395,36 @@ export function renderCrdReference(yamlText: string, options: ReferenceOptions):
   const out: string[] = [];
   out.push(`<!-- Generated from ${options.source} by \`${options.regenerate}\` (tools/crd-reference.ts). Do not edit: edit the CRD, and run \`${options.regenerate}\`. -->`);
   out.push(`# ${names.kind}`);
-  out.push(`${code(`${crd.spec.group}/${served.join(', ')}`)} · ${crd.spec.scope === 'Cluster' ? 'cluster-scoped' : 'namespaced'} · the API server's schema, from [${code(options.source)}](${sourceLink}): every field below is what it accepts and checks.`);
+  out.push(
+    `${code(`${crd.spec.group}/${served.join(', ')}`)} · ${crd.spec.scope === 'Cluster' ? 'cluster-scoped' : 'namespaced'} · the API server's schema, from [${code(options.source)}](${sourceLink}): every field below is what it accepts and checks.`,
+  );
   const rootDescription = versions[0]!.schema!.openAPIV3Schema!.description;
   if (rootDescription?.trim()) out.push(prose(rootDescription));
 
-  const subresources = (v: Version) => [
-    ...(v.subresources?.status ? ['status'] : []),
-    ...(v.subresources?.scale ? [`scale (spec ${v.subresources.scale.specReplicasPath ?? '-'}, status ${v.subresources.scale.statusReplicasPath ?? '-'})`] : []),
-  ].join(', ') || 'none';
+  const subresources = (v: Version) =>
+    [...(v.subresources?.status ? ['status'] : []), ...(v.subresources?.scale ? [`scale (spec ${v.subresources.scale.specReplicasPath ?? '-'}, status ${v.subresources.scale.statusReplicasPath ?? '-'})`] : [])].join(', ') || 'none';
   const versionRows = versions.map((v) => {
     const flags = [v.served !== false ? 'served' : 'not served', ...(v.storage ? ['storage'] : []), ...(v.deprecated ? ['deprecated'] : [])];
     return `${code(v.name)} (${flags.join(', ')}${v.deprecationWarning ? `: ${text(v.deprecationWarning)}` : ''})`;
   });
   out.push(`## <a id="overview"></a>Overview`);
-  out.push(([
-    ['Kind', `${code(names.kind)}${names.listKind ? ` (list: ${code(names.listKind)})` : ''}`],
-    ['Group', code(crd.spec.group)],
-    ['Versions', versionRows.join('; ')],
-    ['Scope', crd.spec.scope === 'Cluster' ? 'Cluster (no namespace)' : 'Namespaced'],
-    ['Resource', `${code(names.plural)}${names.singular ? ` (singular ${code(names.singular)})` : ''}`],
-    ['Short names', names.shortNames?.length ? names.shortNames.map(code).join(', ') : 'none'],
-    ['Categories', names.categories?.length ? `${names.categories.map(code).join(', ')} (\`kubectl get ${names.categories[0]}\` lists it)` : 'none'],
-    ['Subresources', versions.map((v) => (versions.length > 1 ? `${code(v.name)}: ${subresources(v)}` : subresources(v))).join('; ')],
-    ['CRD', code(crd.metadata.name)],
-  ] as const).map(([name, detail]) => `- **${name}**: ${detail}`).join('\n'));
+  out.push(
+    (
+      [
+        ['Kind', `${code(names.kind)}${names.listKind ? ` (list: ${code(names.listKind)})` : ''}`],
+        ['Group', code(crd.spec.group)],
+        ['Versions', versionRows.join('; ')],
+        ['Scope', crd.spec.scope === 'Cluster' ? 'Cluster (no namespace)' : 'Namespaced'],
+        ['Resource', `${code(names.plural)}${names.singular ? ` (singular ${code(names.singular)})` : ''}`],
+        ['Short names', names.shortNames?.length ? names.shortNames.map(code).join(', ') : 'none'],
+        ['Categories', names.categories?.length ? `${names.categories.map(code).join(', ')} (\`kubectl get ${names.categories[0]}\` lists it)` : 'none'],
+        ['Subresources', versions.map((v) => (versions.length > 1 ? `${code(v.name)}: ${subresources(v)}` : subresources(v))).join('; ')],
+        ['CRD', code(crd.metadata.name)],
+      ] as const
+    )
+      .map(([name, detail]) => `- **${name}**: ${detail}`)
+      .join('\n'),
+  );
 
   const ids = new Set(['overview']);
   if (versions.length === 1) {
@@ -434,11 +462,13 @@ export function renderReferenceIndex(pages: { yamlText: string; options: Referen
     ];
   });
   const upstream = index.upstream.map((s) => `[${code(path.posix.basename(s))}](${path.posix.relative(path.posix.dirname(index.file), s)})`).join(', ');
-  return [
-    `<!-- Generated by \`${index.regenerate}\` (tools/crd-reference.ts) from the CRDs it lists. Do not edit: edit the CRDs, and run \`${index.regenerate}\`. -->`,
-    '# API reference',
-    `The custom resources Portcullis serves, every field with its type, whether it is required, its default and the validation the API server applies, generated from the CRDs in ${code('crds/')} by ${code(index.regenerate)}; a test fails when a page and its CRD disagree. ${code('kubectl explain')} shows the same descriptions from a cluster.`,
-    table(['Kind', 'API version', 'Scope', 'Short names', 'What it is'], rows),
-    `The report CRDs in ${code('crds/')} (${upstream}) are upstream's, as published: their projects document them.`,
-  ].join('\n\n') + '\n';
+  return (
+    [
+      `<!-- Generated by \`${index.regenerate}\` (tools/crd-reference.ts) from the CRDs it lists. Do not edit: edit the CRDs, and run \`${index.regenerate}\`. -->`,
+      '# API reference',
+      `The custom resources Portcullis serves, every field with its type, whether it is required, its default and the validation the API server applies, generated from the CRDs in ${code('crds/')} by ${code(index.regenerate)}; a test fails when a page and its CRD disagree. ${code('kubectl explain')} shows the same descriptions from a cluster.`,
+      table(['Kind', 'API version', 'Scope', 'Short names', 'What it is'], rows),
+      `The report CRDs in ${code('crds/')} (${upstream}) are upstream's, as published: their projects document them.`,
+    ].join('\n\n') + '\n'
+  );
 }

@@ -20,13 +20,22 @@ export function githubSlug(text: string): string {
 
 /** A heading's text as a forge renders it: links as their text, no HTML tags, no code or emphasis marks. */
 export function headingText(markdown: string): string {
-  return markdown
-    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
-    .split(/(`+[^`]*`+)/)
-    // Odd parts are code spans, whose text is literal (`<webhook>` stays); tags and emphasis go elsewhere.
-    .map((part, i) => (i % 2 === 1 ? part.replace(/`/g, '') : part.replace(/<[^>]+>/g, '').replace(/(\*\*|__)(.+?)\1/g, '$2').replace(/\*(.+?)\*/g, '$1')))
-    .join('')
-    .trim();
+  return (
+    markdown
+      .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
+      .split(/(`+[^`]*`+)/)
+      // Odd parts are code spans, whose text is literal (`<webhook>` stays); tags and emphasis go elsewhere.
+      .map((part, i) =>
+        i % 2 === 1
+          ? part.replace(/`/g, '')
+          : part
+              .replace(/<[^>]+>/g, '')
+              .replace(/(\*\*|__)(.+?)\1/g, '$2')
+              .replace(/\*(.+?)\*/g, '$1'),
+      )
+      .join('')
+      .trim()
+  );
 }
 
 /** The lines of a Markdown text outside fenced code blocks, with their 1-based numbers. */

@@ -45,7 +45,10 @@ export default defineConfig({
   // Headings get GitHub's anchors, so that a link written for the forge (`concepts.md#params`) lands on the site too.
   markdown: { anchor: { slugify: githubSlug } },
   themeConfig: {
-    nav: [{ text: 'Guide', link: '/getting-started' }, { text: 'API reference', link: '/reference/README' }],
+    nav: [
+      { text: 'Guide', link: '/getting-started' },
+      { text: 'API reference', link: '/reference/README' },
+    ],
     sidebar: [
       { text: 'Guide', items: pages },
       { text: 'Reference', items: reference },

@@ -44,14 +44,7 @@ export interface LargeBodies {
  * a small review is read, judged and answered in the tick its last chunk arrives. After another
  * failure the rest of the body is left unread (the answer closes the connection).
  */
-export function readJsonBody(
-  request: IncomingMessage,
-  limit: number,
-  done: (body: string | Buffer) => void,
-  failed: (error: ReviewError) => void,
-  bytesFrom = Infinity,
-  large?: LargeBodies,
-): void {
+export function readJsonBody(request: IncomingMessage, limit: number, done: (body: string | Buffer) => void, failed: (error: ReviewError) => void, bytesFrom = Infinity, large?: LargeBodies): void {
   const type = request.headers['content-type'];
   if (!isJson(type)) return failed(new ReviewError(REVIEW_ERRORS.BAD_CONTENT_TYPE, type ?? 'none'));
   const tooLarge = () => new ReviewError(REVIEW_ERRORS.BODY_TOO_LARGE, `${limit} bytes`);
@@ -85,7 +78,10 @@ export function readJsonBody(
     done(received >= bytesFrom ? bytes : bytes.toString('utf8'));
   };
   // A client gone mid-body leaves nobody to answer: the socket is already closed (a place held is given back on 'close').
-  request.on('data', onData).on('end', onEnd).on('error', () => request.off('data', onData).off('end', onEnd));
+  request
+    .on('data', onData)
+    .on('end', onEnd)
+    .on('error', () => request.off('data', onData).off('end', onEnd));
 }
 
 /** A large body with no place: the rest of it read and dropped as it comes (nothing held), then refused (BUSY). */

@@ -110,14 +110,7 @@ export class AdmissionChain {
     }
   }
 
-  private answer(
-    reply: Reply,
-    started: number,
-    apiVersion: string,
-    request: Pick<AdmissionRequest, 'uid' | 'operation'> & Partial<AdmissionRequest>,
-    webhook: ServedWebhook,
-    decision: Decision,
-  ): void {
+  private answer(reply: Reply, started: number, apiVersion: string, request: Pick<AdmissionRequest, 'uid' | 'operation'> & Partial<AdmissionRequest>, webhook: ServedWebhook, decision: Decision): void {
     const { uid, operation } = request;
     const outcome = outcomeOf(decision);
     webhook.observer.answered(operation, outcome, (performance.now() - started) / 1e3, webhook.failurePolicy);

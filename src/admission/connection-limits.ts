@@ -88,13 +88,7 @@ export class ConnectionLimits {
   private readonly onNearing: (kind: ConnectionKind, cause: string) => void;
 
   /** `onNearing` is told each warning as it is logged (at most once per LOG_MS): the operator raises an Event from it. */
-  constructor(
-    limits: ConnectionLimitsOptions,
-    sizing: ConnectionSizing,
-    log: LogWriter,
-    onChange: (counts: ConnectionCounts) => void = () => undefined,
-    onNearing: (kind: ConnectionKind, cause: string) => void = () => undefined,
-  ) {
+  constructor(limits: ConnectionLimitsOptions, sizing: ConnectionSizing, log: LogWriter, onChange: (counts: ConnectionCounts) => void = () => undefined, onNearing: (kind: ConnectionKind, cause: string) => void = () => undefined) {
     this.sizing = sizing;
     this.log = log;
     this.onChange = onChange;
@@ -128,15 +122,23 @@ export class ConnectionLimits {
     if (kind === 'apiserver') {
       const allowance = this.apiServerAllowance();
       if (holding >= allowance && !this.shedFrom(held!)) {
-        return this.refuse(socket, kind, `the API server's address ${address} holds ${holding} connections, all of which have served requests: its allowance is ${allowance} (${CONNECTIONS_PER_WEBHOOK} per webhook served, and ${this.perAddress})`);
+        return this.refuse(
+          socket,
+          kind,
+          `the API server's address ${address} holds ${holding} connections, all of which have served requests: its allowance is ${allowance} (${CONNECTIONS_PER_WEBHOOK} per webhook served, and ${this.perAddress})`,
+        );
       }
-      this.nearing.apiserver = holding + 1 >= WARN_AT * allowance ? `the API server's address ${address} holds ${holding + 1} of its allowance of ${allowance} connections (${CONNECTIONS_PER_WEBHOOK} per webhook served, and ${this.perAddress}); beyond it, connections from there that have served no request are closed, then new ones refused` : this.nearing.apiserver;
+      this.nearing.apiserver =
+        holding + 1 >= WARN_AT * allowance
+          ? `the API server's address ${address} holds ${holding + 1} of its allowance of ${allowance} connections (${CONNECTIONS_PER_WEBHOOK} per webhook served, and ${this.perAddress}); beyond it, connections from there that have served no request are closed, then new ones refused`
+          : this.nearing.apiserver;
     } else {
       if (holding >= this.perAddress) return this.refuse(socket, kind, `${address} holds ${holding} connections, its share of ${this.perAddress} (--max-connections-per-address)`);
       if (this.count.other >= this.max && !this.makeRoom(holding + 1)) {
         return this.refuse(socket, kind, `${this.count.other} connections from addresses other than the API server's reached the cap of ${this.max}, and none holding more than ${address} has one that served no request`);
       }
-      if (this.count.other + 1 >= WARN_AT * this.max) this.nearing.other = `${this.count.other + 1} connections from addresses other than the API server's, of the cap of ${this.max}; beyond it, connections that have served no request are closed, then new ones refused`;
+      if (this.count.other + 1 >= WARN_AT * this.max)
+        this.nearing.other = `${this.count.other + 1} connections from addresses other than the API server's, of the cap of ${this.max}; beyond it, connections that have served no request are closed, then new ones refused`;
       else if (holding + 1 >= WARN_AT * this.perAddress) this.nearing.other = `${address} holds ${holding + 1} connections of its share of ${this.perAddress} (--max-connections-per-address); beyond it, its new connections are refused`;
     }
     if (!held) this.byAddress.set(address, (held = { kind, sockets: new Map(), unserved: 0 }));

@@ -77,15 +77,13 @@ export const denied = (message: string, reason: Reason = 'Forbidden'): Decision 
   message,
 });
 
-export const patched = (patch: JsonPatchOperation[]): Decision =>
-  patch.length ? { allowed: true, patch } : { allowed: true };
+export const patched = (patch: JsonPatchOperation[]): Decision => (patch.length ? { allowed: true, patch } : { allowed: true });
 
 /**
  * A handler or expression that failed, answered according to the webhook's failurePolicy.
  * Declarative rules fail as ValidatingAdmissionPolicy does (Invalid, 422); handlers as Forbidden.
  */
-export const errored = (message: string, failurePolicy: 'Fail' | 'Ignore', reason: Reason = 'Forbidden'): Decision =>
-  markFailed(failurePolicy === 'Ignore' ? { allowed: true } : denied(message, reason));
+export const errored = (message: string, failurePolicy: 'Fail' | 'Ignore', reason: Reason = 'Forbidden'): Decision => markFailed(failurePolicy === 'Ignore' ? { allowed: true } : denied(message, reason));
 
 /**
  * Decisions that are an error answered by failurePolicy rather than the rules' verdict (for the

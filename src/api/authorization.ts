@@ -82,9 +82,11 @@ export interface Authorizer {
 export function authorizationKey(attributes: AuthorizationAttributes): string {
   const { user, resource: r, nonResource: n } = attributes;
   const groups = user.groups?.length ? [...user.groups].sort() : [];
-  const extra = user.extra ? Object.keys(user.extra).sort().map((k) => [k, [...(user.extra![k] ?? [])].sort()]) : [];
-  const check = r
-    ? ['r', r.verb, r.group, r.resource, r.subresource, r.namespace, r.name, r.fieldSelector ?? '', r.labelSelector ?? '']
-    : ['n', n?.verb ?? '', n?.path ?? ''];
+  const extra = user.extra
+    ? Object.keys(user.extra)
+        .sort()
+        .map((k) => [k, [...(user.extra![k] ?? [])].sort()])
+    : [];
+  const check = r ? ['r', r.verb, r.group, r.resource, r.subresource, r.namespace, r.name, r.fieldSelector ?? '', r.labelSelector ?? ''] : ['n', n?.verb ?? '', n?.path ?? ''];
   return JSON.stringify([user.username, user.uid ?? '', groups, extra, check]);
 }

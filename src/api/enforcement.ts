@@ -66,19 +66,15 @@ export function mutatingPolicyObstacles(webhook: WebhookSpec): { field: string; 
 }
 
 /** Why a suite's AdmissionExceptions keep an Auto webhook served by the operator, and do not apply to a Native one. */
-export const EXCEPTIONS_NOT_NATIVE =
-  'the suite accepts AdmissionExceptions, which apply where the operator answers the webhook; they are not compiled into a ValidatingAdmissionPolicy yet';
+export const EXCEPTIONS_NOT_NATIVE = 'the suite accepts AdmissionExceptions, which apply where the operator answers the webhook; they are not compiled into a ValidatingAdmissionPolicy yet';
 
 /** Why native enforcement is asked of an operator that does not enforce natively. */
-export const NATIVE_ENFORCEMENT_OFF =
-  "this operator does not enforce natively (it runs without --native-enforcement, the chart's nativeEnforcement.enabled, which needs the grants of deploy/optional/native-enforcement.yaml)";
+export const NATIVE_ENFORCEMENT_OFF = "this operator does not enforce natively (it runs without --native-enforcement, the chart's nativeEnforcement.enabled, which needs the grants of deploy/optional/native-enforcement.yaml)";
 
 /** On apply, where native enforcement is off: each webhook that asks for Native, refused with why (Auto is served by webhook). */
 export function nativeEnforcementOff(suite: Pick<AdmissionSuite, 'spec'>): { field: string; message: string }[] {
   return (suite.spec?.webhooks ?? []).flatMap((webhook, i) =>
-    requestedEnforcement(suite, webhook) === 'Native'
-      ? [{ field: webhook.enforcement === 'Native' ? `spec.webhooks[${i}].enforcement` : 'spec.enforcement', message: `Invalid value: "Native": ${NATIVE_ENFORCEMENT_OFF}` }]
-      : [],
+    requestedEnforcement(suite, webhook) === 'Native' ? [{ field: webhook.enforcement === 'Native' ? `spec.webhooks[${i}].enforcement` : 'spec.enforcement', message: `Invalid value: "Native": ${NATIVE_ENFORCEMENT_OFF}` }] : [],
   );
 }
 
@@ -98,7 +94,6 @@ export function plannedEnforcement(suite: Pick<AdmissionSuite, 'spec'>, webhook:
   // A Native webhook with obstacles is refused on apply (api/validate.ts); here only Auto gets this far.
   return { enforcement: 'Webhook', reason: obstacles.map((o) => `${o.field}: ${o.reason}`).join('; ') };
 }
-
 
 /**
  * The webhooks of `suite` that ask for Native and are new or changed since `old` (the whole

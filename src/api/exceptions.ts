@@ -25,7 +25,6 @@ export const EXCEPTIONS = {
   clusterCrd: `clusteradmissionexceptions.${GROUP}`,
 } as const;
 
-
 export interface ExceptionMatch {
   names?: string[];
   kinds?: string[];
@@ -219,10 +218,12 @@ export function validateException(
   else if (requestedEnforcement(context.suite!, webhook) === 'Native') err('spec.webhook', `webhook ${spec.webhook} is enforced natively (enforcement: Native): ${EXCEPTIONS_NOT_NATIVE} (enforcement: Auto or Webhook applies them)`);
   else if (podSecurity) errors.push(...podSecurityProblems(spec));
   else if (spec.podSecurity !== undefined) err('spec.podSecurity', `webhook ${spec.webhook}'s handler is not ${POD_SECURITY_HANDLER}: podSecurity applies to a PodSecurity webhook only`);
-  else if (webhook.type !== 'Validating' || webhook.handler || !webhook.validations?.length) err('spec.webhook', `webhook ${spec.webhook} has no CEL validations: exceptions apply to a Validating webhook's validations, or to a PodSecurity webhook's controls, only`);
+  else if (webhook.type !== 'Validating' || webhook.handler || !webhook.validations?.length)
+    err('spec.webhook', `webhook ${spec.webhook} has no CEL validations: exceptions apply to a Validating webhook's validations, or to a PodSecurity webhook's controls, only`);
   else {
     (spec.validations ?? []).forEach((index, i) => {
-      if (!Number.isInteger(index) || index < 0 || index >= webhook.validations!.length) err(`spec.validations[${i}]`, `webhook ${spec.webhook} has ${webhook.validations!.length} validations (indexes 0 to ${webhook.validations!.length - 1})`);
+      if (!Number.isInteger(index) || index < 0 || index >= webhook.validations!.length)
+        err(`spec.validations[${i}]`, `webhook ${spec.webhook} has ${webhook.validations!.length} validations (indexes 0 to ${webhook.validations!.length - 1})`);
     });
   }
   return errors;

@@ -35,11 +35,7 @@ function conditionOf(resources: readonly { group: string; resource: string }[]):
   return {
     name: 'portcullis-self-protection',
     expression: resources
-      .map(({ group, resource }) =>
-        resource === '*'
-          ? `!(request.resource.group == ${literal(group)})`
-          : `!(request.resource.group == ${literal(group)} && request.resource.resource == ${literal(resource)})`,
-      )
+      .map(({ group, resource }) => (resource === '*' ? `!(request.resource.group == ${literal(group)})` : `!(request.resource.group == ${literal(group)} && request.resource.resource == ${literal(resource)})`))
       .join(' && '),
   };
 }

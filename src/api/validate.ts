@@ -26,9 +26,7 @@ const REASONS = new Set(['Unauthorized', 'Forbidden', 'Invalid', 'RequestEntityT
 
 export function validateSuiteName(name: string): FieldError[] {
   // The suite name is part of DNS names (service, webhook names) and of configuration names.
-  return DNS1123_LABEL.test(name) && name.length <= 40
-    ? []
-    : [{ field: 'metadata.name', message: 'must be a DNS label of at most 40 characters' }];
+  return DNS1123_LABEL.test(name) && name.length <= 40 ? [] : [{ field: 'metadata.name', message: 'must be a DNS label of at most 40 characters' }];
 }
 
 /**
@@ -102,7 +100,7 @@ export function validateSpec(spec: SuiteSpec | undefined, operatorNamespace?: st
 export function paramsRefusal(ref: Omit<ParamsRef, 'name'>, operatorNamespace: string): string | undefined {
   const coreSecrets = ref.apiVersion === 'v1' && ref.kind === 'Secret';
   if (coreSecrets && (!ref.namespace || ref.namespace === operatorNamespace)) {
-    return `Secrets ${ref.namespace ? `in the operator's namespace (${operatorNamespace})` : 'of all namespaces (the operator\'s included)'} are never served as params`;
+    return `Secrets ${ref.namespace ? `in the operator's namespace (${operatorNamespace})` : "of all namespaces (the operator's included)"} are never served as params`;
   }
   return undefined;
 }
@@ -185,7 +183,7 @@ function validateMutationForm(m: Mutation, path: string): FieldError[] {
     if (m.jsonPatch !== undefined || m.applyConfiguration !== undefined) errors.push({ field: path, message: 'jsonPatch and applyConfiguration need patchType' });
     return errors;
   }
-  if (m.condition !== undefined) errors.push({ field: `${path}.condition`, message: 'a MutatingAdmissionPolicy mutation has no condition: use the webhook\'s matchConditions' });
+  if (m.condition !== undefined) errors.push({ field: `${path}.condition`, message: "a MutatingAdmissionPolicy mutation has no condition: use the webhook's matchConditions" });
   if (m.patchType === 'JSONPatch') {
     if (typeof m.jsonPatch?.expression !== 'string' || m.jsonPatch.expression.trim() === '') errors.push({ field: `${path}.jsonPatch`, message: 'must be specified when patchType is JSONPatch' });
     if (m.applyConfiguration !== undefined) errors.push({ field: `${path}.applyConfiguration`, message: 'must not be specified when patchType is JSONPatch' });

@@ -71,7 +71,7 @@ export const isConflict = (err: unknown) => statusCode(err) === 409;
 /** The object, or undefined when it does not exist. */
 export async function getObject<T extends KubeObject>(kube: Kube, header: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<T | undefined> {
   try {
-    return (await kube.objects.read(header as Parameters<k8s.KubernetesObjectApi["read"]>[0])) as T;
+    return (await kube.objects.read(header as Parameters<k8s.KubernetesObjectApi['read']>[0])) as T;
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
@@ -219,11 +219,7 @@ function lastWrittenByOurApply(existing: KubeObject, digest: string): boolean {
  * the API server (undefined when it does not exist, or when no one was seen to have the name: the
  * caller then writes it with applyNew). The caller decides what a foreign one means.
  */
-export async function readOurs<T extends KubeObject>(
-  kube: Kube,
-  desired: { apiVersion: string; kind: string; metadata: Metadata & { name: string } },
-  cached?: CacheLookup,
-): Promise<T | undefined> {
+export async function readOurs<T extends KubeObject>(kube: Kube, desired: { apiVersion: string; kind: string; metadata: Metadata & { name: string } }, cached?: CacheLookup): Promise<T | undefined> {
   const known = cached?.(desired);
   if (known && isOurs(known, desired)) return known as T;
   if (!known && cached?.free?.(desired)) return undefined;

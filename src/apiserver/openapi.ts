@@ -8,20 +8,7 @@
  */
 import { getJson, NotFound } from './get-json.ts';
 import type * as k8s from '@kubernetes/client-node';
-import {
-  documentPath,
-  FRESH_MS,
-  groupVersionKey,
-  kindSchemaIn,
-  kindsIn,
-  PATHS_KEY,
-  type GroupVersionKind,
-  type KindSchema,
-  type OpenApiPaths,
-  type OpenApiSchema,
-  type ResourceList,
-  type SchemaChange,
-} from './openapi-state.ts';
+import { documentPath, FRESH_MS, groupVersionKey, kindSchemaIn, kindsIn, PATHS_KEY, type GroupVersionKind, type KindSchema, type OpenApiPaths, type OpenApiSchema, type ResourceList, type SchemaChange } from './openapi-state.ts';
 
 /** How often a schema miss may make `/openapi/v3` be asked again before its FRESH_MS are up. */
 const MISS_REFRESH_MS = 1_000;

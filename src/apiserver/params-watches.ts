@@ -28,9 +28,7 @@ export interface ObjectRef {
  * A params collection as a copy elsewhere (the admission thread) keeps it: `synced` once its cache
  * has listed (with every object then), `object` for each change after.
  */
-export type ParamsChange =
-  | { type: 'synced'; key: string; namespaced: boolean; objects: k8s.KubernetesObject[] }
-  | { type: 'object'; key: string; object: k8s.KubernetesObject; deleted: boolean };
+export type ParamsChange = { type: 'synced'; key: string; namespaced: boolean; objects: k8s.KubernetesObject[] } | { type: 'object'; key: string; object: k8s.KubernetesObject; deleted: boolean };
 
 /** Whether a watched collection can be read: `unreadable` says why (the API server's words). */
 export type Readiness = { state: 'ready' } | { state: 'loading' } | { state: 'unreadable'; reason: string };
@@ -149,9 +147,12 @@ export class ObjectWatches {
       // Not served (yet): the CRD may come later. Looked up again with backoff.
       collection.error = `cannot watch ${ref.kind} (${ref.apiVersion}): ${errorMessage(err)}`;
       this.log.warn('cannot watch params', { apiVersion: ref.apiVersion, kind: ref.kind, error: collection.error });
-      setTimeout(() => {
-        if (!this.stopped) void this.start(ref, collection, attempt + 1);
-      }, backoffMs(attempt, WATCH_RESTART)).unref();
+      setTimeout(
+        () => {
+          if (!this.stopped) void this.start(ref, collection, attempt + 1);
+        },
+        backoffMs(attempt, WATCH_RESTART),
+      ).unref();
       return;
     }
     collection.error = undefined;
@@ -178,5 +179,3 @@ export class ObjectWatches {
     for (const listener of this.listeners) listener({ type: 'synced', key, namespaced: resource.namespaced, objects: cache.list() });
   }
 }
-
-

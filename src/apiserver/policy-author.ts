@@ -61,9 +61,7 @@ export class PolicyAuthorRights {
       pairs.map(async (pair) => {
         const [resource, subresource] = splitResource(pair.resource);
         try {
-          const decisions = await Promise.all(
-            VERBS.map((verb) => this.authorizer.check({ user, resource: { verb, group: pair.group, resource, subresource, namespace, name: '' } })),
-          );
+          const decisions = await Promise.all(VERBS.map((verb) => this.authorizer.check({ user, resource: { verb, group: pair.group, resource, subresource, namespace, name: '' } })));
           const denied = VERBS.filter((_, i) => !decisions[i]!.allowed);
           return denied.length === 0 ? undefined : { refused: `user "${user.username}" may not ${denied.join(' or ')} ${describe(pair)} in namespace ${namespace}` };
         } catch (err) {

@@ -73,12 +73,20 @@ export class AuditResults {
 
   /** `target`'s results for the object `ref` names, if it judged it. */
   resultsOf(ref: ObjectRef, target: string): CheckResult[] | undefined {
-    return this.byNamespace.get(ref.namespace ?? '')?.get(ref.uid)?.byTarget.get(target)?.results;
+    return this.byNamespace
+      .get(ref.namespace ?? '')
+      ?.get(ref.uid)
+      ?.byTarget.get(target)?.results;
   }
 
   /** Whether `target` judged the object `ref` names (its uid, in its namespace). */
   judges(ref: ObjectRef, target: string): boolean {
-    return this.byNamespace.get(ref.namespace ?? '')?.get(ref.uid)?.byTarget.has(target) === true;
+    return (
+      this.byNamespace
+        .get(ref.namespace ?? '')
+        ?.get(ref.uid)
+        ?.byTarget.has(target) === true
+    );
   }
 
   /** Forgets an object (deleted). */
@@ -174,7 +182,14 @@ export class AuditResults {
   failingObjects(targets: string[]): number {
     let n = 0;
     for (const objects of this.byNamespace.values()) {
-      for (const judged of objects.values()) if (targets.some((t) => { const r = judged.byTarget.get(t); return counted(r) && failing(r); })) n += 1;
+      for (const judged of objects.values())
+        if (
+          targets.some((t) => {
+            const r = judged.byTarget.get(t);
+            return counted(r) && failing(r);
+          })
+        )
+          n += 1;
     }
     return n;
   }

@@ -88,7 +88,7 @@ const OBJECT_REQUEST_FIELDS = new Set(['kind', 'resource', 'name', 'namespace', 
  */
 export function requestOnlyReads(programs: (Program | undefined)[]): string | undefined {
   const reads = new ActivationReads(programs);
-  if (reads.uses('authorizer')) return "asks authorizer, which answers for the requesting user";
+  if (reads.uses('authorizer')) return 'asks authorizer, which answers for the requesting user';
   if (!reads.uses('request')) return undefined;
   const request = reads.of('request');
   if (request === true || request === undefined) return 'reads the whole request';
@@ -313,13 +313,15 @@ export function suiteTargets(suite: AdmissionSuite, config: OperatorConfig, cont
       // A suite's status is cluster-wide, read by its author; each namespace's Report, by those who read the namespace.
       reader: { user: recordedAuthor(suite.metadata), scope: 'count' },
       rules: createRules(entry.rules ?? []),
-      judge: excepted(suite, spec, context, judgeWith(checks, warnOnly, failurePolicy, (request, labels) => notCalledBecause(entry, request, labels) === undefined, {
-        skip: conditionsSkip([...(entry.matchConditions ?? []), ...(spec.handler ? [] : (spec.matchConditions ?? []))], params) ?? (typeof evaluated === 'string' ? evaluated : undefined),
-        matchers: [
-          registeredConditions(name, spec.rules, entry.matchConditions ?? [], failurePolicy, context.operatorNamespace ?? config.namespace),
-          ...(typeof evaluated === 'string' ? [] : [evaluated]),
-        ],
-      })),
+      judge: excepted(
+        suite,
+        spec,
+        context,
+        judgeWith(checks, warnOnly, failurePolicy, (request, labels) => notCalledBecause(entry, request, labels) === undefined, {
+          skip: conditionsSkip([...(entry.matchConditions ?? []), ...(spec.handler ? [] : (spec.matchConditions ?? []))], params) ?? (typeof evaluated === 'string' ? evaluated : undefined),
+          matchers: [registeredConditions(name, spec.rules, entry.matchConditions ?? [], failurePolicy, context.operatorNamespace ?? config.namespace), ...(typeof evaluated === 'string' ? [] : [evaluated])],
+        }),
+      ),
     });
   });
   return targets;

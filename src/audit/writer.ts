@@ -13,7 +13,9 @@ import type { AuditResults } from './results.ts';
 /** Namespaces whose reports are written at once. */
 const WRITES_IN_FLIGHT = 4;
 
-const SELECTOR = Object.entries(MANAGED_BY).map(([k, v]) => `${k}=${v}`).join(',');
+const SELECTOR = Object.entries(MANAGED_BY)
+  .map(([k, v]) => `${k}=${v}`)
+  .join(',');
 
 export class ReportWriter {
   private readonly kube: Kube;

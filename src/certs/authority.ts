@@ -35,7 +35,12 @@ const KEYS = { cert: 'tls.crt', key: 'tls.key', nextCert: 'next.crt', nextKey: '
 export const CA_ANNOTATIONS = { nextSince: 'admission.portcullis.dev/next-ca-since', previousSince: 'admission.portcullis.dev/previous-ca-since' } as const;
 
 export function bundleOf(state: CaState): string {
-  return [state.current.certPem, state.next?.certPem, state.previousCertPem].filter(Boolean).map((pem) => pem!.trim()).join('\n') + '\n';
+  return (
+    [state.current.certPem, state.next?.certPem, state.previousCertPem]
+      .filter(Boolean)
+      .map((pem) => pem!.trim())
+      .join('\n') + '\n'
+  );
 }
 
 export function materialOf(state: CaState): CaMaterial {
@@ -96,12 +101,7 @@ export interface RotationFacts {
   anyLeafSignedBy(certPem: string): boolean;
 }
 
-export type RotationStep =
-  | { kind: 'create' }
-  | { kind: 'add-next' }
-  | { kind: 'promote' }
-  | { kind: 'drop-previous' }
-  | { kind: 'wait'; untilMs: number };
+export type RotationStep = { kind: 'create' } | { kind: 'add-next' } | { kind: 'promote' } | { kind: 'drop-previous' } | { kind: 'wait'; untilMs: number };
 
 /**
  * The next step of the CA's life: create; when the current CA is due, add a successor to the

@@ -124,7 +124,7 @@ export function read(der: Buffer, offset = 0): Element {
 /** The values inside a constructed one. */
 export function children(element: Element): Element[] {
   const out: Element[] = [];
-  for (let offset = 0; offset < element.content.length; ) {
+  for (let offset = 0; offset < element.content.length;) {
     const child = read(element.content, offset);
     out.push(child);
     offset += child.raw.length;

@@ -222,10 +222,7 @@ export async function issueLeaf(ca: KeyPairPem, req: LeafRequest): Promise<Issue
   const usages: string[] = [];
   if (req.usage !== 'client') usages.push(OID.serverAuth);
   if (req.usage !== 'server') usages.push(OID.clientAuth);
-  const altNames = [
-    ...(req.dnsNames ?? []).map((name) => der.implicit(2, der.ia5Content(name))),
-    ...(req.ipAddresses ?? []).map((ip) => der.implicit(7, parseAddr(ip).bytes)),
-  ];
+  const altNames = [...(req.dnsNames ?? []).map((name) => der.implicit(2, der.ia5Content(name))), ...(req.ipAddresses ?? []).map((ip) => der.implicit(7, parseAddr(ip).bytes))];
   const cert = await signed({
     serial: positiveSerial(),
     issuer: issuer.subject,

@@ -62,10 +62,7 @@ export const wouldDeny = (results: CheckResult[]) => results.some((r) => r.resul
 
 /** The params collections the suites and policies name (a policy's params are of its own namespace). */
 function paramsRefs(suites: AdmissionSuite[], policies: AdmissionPolicy[]): ParamsRef[] {
-  return [
-    ...suites.flatMap((s) => s.spec.webhooks.flatMap((w) => (w.params ? [w.params] : []))),
-    ...policies.flatMap((p) => (p.spec.params ? [{ ...p.spec.params, namespace: p.metadata.namespace }] : [])),
-  ];
+  return [...suites.flatMap((s) => s.spec.webhooks.flatMap((w) => (w.params ? [w.params] : []))), ...policies.flatMap((p) => (p.spec.params ? [{ ...p.spec.params, namespace: p.metadata.namespace }] : []))];
 }
 
 /** Every object of `path`, each given the apiVersion and kind a LIST's items leave out. */

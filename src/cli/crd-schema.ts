@@ -52,7 +52,23 @@ interface Crd {
 }
 
 /** ObjectMeta's fields: strict decoding refuses any other under metadata. */
-const OBJECT_META = new Set(['name', 'generateName', 'namespace', 'selfLink', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'labels', 'annotations', 'ownerReferences', 'finalizers', 'managedFields']);
+const OBJECT_META = new Set([
+  'name',
+  'generateName',
+  'namespace',
+  'selfLink',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'labels',
+  'annotations',
+  'ownerReferences',
+  'finalizers',
+  'managedFields',
+]);
 
 /** The error types after which the API server runs no CEL rule (apiextensions' hasBlockingErr). */
 type ErrorType = 'NotSupported' | 'Required' | 'TooLong' | 'TooMany' | 'TypeInvalid' | 'Invalid' | 'Duplicate';

@@ -70,7 +70,18 @@ export async function startDev(options: DevOptions): Promise<DevLoop> {
     new Promise<void>((resolve, reject) => {
       const started = spawn(
         process.execPath,
-        [MAIN, `--kubeconfig=${kubeconfig}`, '--mode=local', `--namespace=${DEFAULTS.namespace}`, `--serving-port=${ports.serving}`, `--metrics-port=${ports.metrics}`, `--handler-modules=${folder}`, '--lease-duration=4s', '--renew-deadline=3s', '--retry-period=500ms'],
+        [
+          MAIN,
+          `--kubeconfig=${kubeconfig}`,
+          '--mode=local',
+          `--namespace=${DEFAULTS.namespace}`,
+          `--serving-port=${ports.serving}`,
+          `--metrics-port=${ports.metrics}`,
+          `--handler-modules=${folder}`,
+          '--lease-duration=4s',
+          '--renew-deadline=3s',
+          '--retry-period=500ms',
+        ],
         { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORTCULLIS_LOG_FORMAT: 'text', PORTCULLIS_LOG_LEVEL: process.env.PORTCULLIS_LOG_LEVEL ?? 'info' } },
       );
       child = started;

@@ -27,10 +27,12 @@ function readText(file: string): string {
 /** Every document of `text` (YAML or JSON), read from `file` (the name errors give); empty documents are skipped. */
 function parseDocuments(text: string, file: string): KubeObject[] {
   try {
-    return (yaml.loadAll(text) as unknown[]).filter((d): d is KubeObject => d !== null && d !== undefined).map((d) => {
-      if (typeof d !== 'object' || Array.isArray(d)) throw new Error('a document is not an object');
-      return d as KubeObject;
-    });
+    return (yaml.loadAll(text) as unknown[])
+      .filter((d): d is KubeObject => d !== null && d !== undefined)
+      .map((d) => {
+        if (typeof d !== 'object' || Array.isArray(d)) throw new Error('a document is not an object');
+        return d as KubeObject;
+      });
   } catch (err) {
     throw new Error(`${file}: ${errorMessage(err).split('\n')[0]}`);
   }
@@ -173,9 +175,7 @@ export const isPolicy = (d: KubeObject) => ofGroup(d, POLICY_KIND);
  */
 export function splitSuites(documents: KubeObject[], namespace = 'default'): { suites: AdmissionSuite[]; policies: AdmissionPolicy[]; objects: KubeObject[] } {
   const suites = documents.filter(isSuite) as unknown as AdmissionSuite[];
-  const policies = (documents.filter(isPolicy) as unknown as AdmissionPolicy[]).map((p) =>
-    p.metadata?.namespace ? p : ({ ...p, metadata: { ...p.metadata, namespace } } as AdmissionPolicy),
-  );
+  const policies = (documents.filter(isPolicy) as unknown as AdmissionPolicy[]).map((p) => (p.metadata?.namespace ? p : ({ ...p, metadata: { ...p.metadata, namespace } } as AdmissionPolicy)));
   const objects = documents.filter((d) => !isSuite(d) && !isPolicy(d));
   return { suites, policies, objects };
 }

@@ -125,7 +125,11 @@ function webhookOf(source: Source, constraint: KubeObject, resources: Resources,
       { name: 'anyObject', expression: 'request.operation == "DELETE" && object == null ? oldObject : object' },
       ...(source.variables ?? []),
     ],
-    validations: (source.validations ?? []).map((v) => ({ expression: v.expression ?? '', ...(v.message !== undefined ? { message: v.message } : {}), ...(v.messageExpression !== undefined ? { messageExpression: v.messageExpression } : {}) })),
+    validations: (source.validations ?? []).map((v) => ({
+      expression: v.expression ?? '',
+      ...(v.message !== undefined ? { message: v.message } : {}),
+      ...(v.messageExpression !== undefined ? { messageExpression: v.messageExpression } : {}),
+    })),
     validationActions: actions,
   };
   return { webhook, notes };
@@ -231,5 +235,7 @@ export function celLiteral(value: unknown): string {
   if (typeof value === 'boolean') return String(value);
   if (typeof value === 'number') return Number.isInteger(value) ? String(value) : /[.eE]/.test(String(value)) ? String(value) : `${value}.0`;
   if (Array.isArray(value)) return `[${value.map((v) => `dyn(${celLiteral(v)})`).join(', ')}]`;
-  return `{${Object.entries(value as Record<string, unknown>).map(([k, v]) => `${JSON.stringify(k)}: dyn(${celLiteral(v)})`).join(', ')}}`;
+  return `{${Object.entries(value as Record<string, unknown>)
+    .map(([k, v]) => `${JSON.stringify(k)}: dyn(${celLiteral(v)})`)
+    .join(', ')}}`;
 }

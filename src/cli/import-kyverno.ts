@@ -1,18 +1,10 @@
 /**
- * `portcullis import` of Kyverno's ClusterPolicy and Policy (kyverno.io/v1, v2beta1) with CEL rules
- * (`validate.cel`): a ClusterPolicy becomes one AdmissionSuite, a webhook per rule; a namespaced
- * Policy an AdmissionPolicy per rule in its namespace. Each answers as Kyverno's engine answers
- * (pkg/engine/handlers/validation/validate_cel.go, pkg/engine/utils/match.go): the rule's
- * match/exclude (any/all, kinds with Kyverno's group/version/kind/subresource and wildcards, names,
- * namespaces, annotations, selectors, operations, subjects) said as one matchCondition, its celPreconditions as
- * matchConditions, its CEL variables, expressions (the rule's message where one has none), audit
- * annotations and params; the rules Kyverno generates for pod controllers (pkg/autogen/v1) made as
- * Kyverno makes them; applyRules One; Enforce as Deny, Audit as Audit (and Warn with emitWarning),
- * per namespace with the overrides. What is not CEL
- * (patterns, deny, foreach, JMESPath preconditions, context, mutate, generate, verifyImages, roles)
- * is not approximated: that rule is left out and said in `notes`. Pure: objects in, suites,
- * policies and notes out. It does not touch the VAP and ValidatingPolicy import (native/import.ts)
- * or Gatekeeper's (import-gatekeeper.ts).
+ * `portcullis import` of Kyverno's ClusterPolicy and Policy (kyverno.io/v1, v2beta1) with CEL rules: a
+ * ClusterPolicy becomes one AdmissionSuite (a webhook per rule), a namespaced Policy an AdmissionPolicy
+ * per rule, each answering as Kyverno's engine does (match/exclude, celPreconditions, variables,
+ * autogen rules for pod controllers, applyRules One, Enforce/Audit per namespace; docs/offline.md).
+ * What is not CEL is left out and said in `notes`, never approximated. Pure: objects in, suites,
+ * policies and notes out; the VAP, ValidatingPolicy and Gatekeeper imports are not its.
  */
 import type { AdmissionPolicy, AdmissionSuite, LabelSelector, MatchCondition, NamedRuleWithOperations, Validation, ValidationAction, WebhookSpec } from '../api/types.ts';
 import { API_VERSION, KIND, POLICY_KIND } from '../api/types.ts';
@@ -139,7 +131,16 @@ export function importKyverno(objects: KubeObject[]): KyvernoImport {
         apiVersion: API_VERSION,
         kind: POLICY_KIND,
         metadata: { name: uniqueName(`${name}-${ruleName}`, policyNames), namespace },
-        spec: { type: 'Validating', typeCheckErrors: 'Warn', rules, ...(matchConditions ? { matchConditions } : {}), ...(params ? { params } : {}), ...(variables ? { variables } : {}), ...(validations ? { validations } : {}), validationActions },
+        spec: {
+          type: 'Validating',
+          typeCheckErrors: 'Warn',
+          rules,
+          ...(matchConditions ? { matchConditions } : {}),
+          ...(params ? { params } : {}),
+          ...(variables ? { variables } : {}),
+          ...(validations ? { validations } : {}),
+          validationActions,
+        },
       } as unknown as AdmissionPolicy;
       out.policies.push({ policy: policyObject, source: `${label} rule ${ruleName}` });
     }
@@ -392,7 +393,11 @@ function parseKind(input: string): [string, string, string, string] {
 }
 
 /** Kyverno's wildcard (ext/wildcard: `*` any run, `?` one character) as an anchored regular expression. */
-const globRegex = (glob: string): string => `^${glob.split('').map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.+^${}()|[\]\\]/g, '\\$&'))).join('')}$`;
+const globRegex = (glob: string): string =>
+  `^${glob
+    .split('')
+    .map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.+^${}()|[\]\\]/g, '\\$&')))
+    .join('')}$`;
 
 /** The wildcard on two literals, where the import itself must know (a kind that names Pod). */
 const wildcard = (pattern: string, text: string): boolean => new RegExp(globRegex(pattern), 's').test(text);

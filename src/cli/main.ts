@@ -233,7 +233,7 @@ async function loadKubeConfig(kubeconfig: string | undefined, needs: string): Pr
 async function strictSchemas(values: Values): Promise<StrictSchemas> {
   const kubeconfig = values.kubeconfig;
   if (kubeconfig !== undefined) {
-    if (values['kube-version'] !== undefined) throw new UsageError('give --kube-version (bundled schemas) or --kubeconfig (a cluster\'s), not both');
+    if (values['kube-version'] !== undefined) throw new UsageError("give --kube-version (bundled schemas) or --kubeconfig (a cluster's), not both");
     const [config, { OpenApiSchemas }] = await Promise.all([loadKubeConfig(kubeconfig, '--strict needs a cluster to read schemas from'), import('../apiserver/openapi.ts')]);
     return { source: new OpenApiSchemas(config), from: `the cluster of ${kubeconfig} publishes none` };
   }
@@ -355,7 +355,10 @@ async function test(targets: string[], values: Values): Promise<number> {
   const rows: Row[] = [];
   // Handler modules (src/handler-modules): served as the operator serves them, each module in a worker of its own; a module refused is said on stderr.
   const dir = values['handler-modules'];
-  const modules = dir === undefined ? undefined : await (await import('../handler-modules/serve.ts')).startHandlerModules(dir, { budgetMs: DEFAULTS.handlerBudgetMs, log: { ...QUIET, error: (message, fields) => process.stderr.write(`${message}: ${JSON.stringify(fields)}\n`) } });
+  const modules =
+    dir === undefined
+      ? undefined
+      : await (await import('../handler-modules/serve.ts')).startHandlerModules(dir, { budgetMs: DEFAULTS.handlerBudgetMs, log: { ...QUIET, error: (message, fields) => process.stderr.write(`${message}: ${JSON.stringify(fields)}\n`) } });
   try {
     for (const file of files) rows.push(...(await runTestFile(file, { objects, ...(values.namespace ? { namespace: values.namespace } : {}) })));
   } finally {
@@ -394,7 +397,7 @@ async function scanCommand(targets: string[], values: Values, operatorNamespace:
 
 /** `portcullis dev` (dev.ts): runs until SIGINT or SIGTERM. */
 async function dev(rest: string[], values: Values): Promise<number> {
-  if (rest.length !== 1) throw new UsageError('dev needs one MODULE (a module\'s folder or file)');
+  if (rest.length !== 1) throw new UsageError("dev needs one MODULE (a module's folder or file)");
   const { startDev } = await import('./dev.ts');
   const loop = await startDev({ module: rest[0]!, suites: values.suite ?? [], kubeconfig: values.kubeconfig, say: (line) => process.stdout.write(`${line}\n`) });
   await new Promise<void>((resolve) => {

@@ -83,7 +83,9 @@ const BUILT_IN: Record<string, Record<string, string>> = {
 /** The built-in kinds that are cluster-scoped, by `group/kind`, as `kubectl api-resources --namespaced=false` lists them. */
 const CLUSTER_SCOPED = new Set([
   ...['ComponentStatus', 'Namespace', 'Node', 'PersistentVolume'].map((k) => `/${k}`),
-  ...['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding'].map((k) => `admissionregistration.k8s.io/${k}`),
+  ...['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding'].map(
+    (k) => `admissionregistration.k8s.io/${k}`,
+  ),
   'apiextensions.k8s.io/CustomResourceDefinition',
   'apiregistration.k8s.io/APIService',
   'authentication.k8s.io/SelfSubjectReview',

@@ -64,7 +64,11 @@ function table(result: ScanResult): string {
     }
   }
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r.cells[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   const out = rows.length ? [line(header)] : [];
   for (const r of rows) out.push(line(r.cells), ...r.notes.map((n) => `  ${n}`));
   const { objects, judged, denied } = summary(result);

@@ -90,7 +90,11 @@ interface Located {
 export async function scan(input: ScanInput): Promise<ScanResult> {
   const namespace = input.namespace ?? 'default';
   const suiteDocuments = input.suites.flatMap(objectFiles).flatMap((file) => readLocatedDocuments(file).map((document) => ({ file, document })));
-  const { suites, policies, objects: suiteObjects } = splitSuites(
+  const {
+    suites,
+    policies,
+    objects: suiteObjects,
+  } = splitSuites(
     suiteDocuments.map((d) => d.document.object),
     namespace,
   );
@@ -135,23 +139,25 @@ export async function scan(input: ScanInput): Promise<ScanResult> {
       ...(objectNamespace ? { namespace: objectNamespace } : {}),
       name: String(object.metadata?.name ?? ''),
       operation: oldObject ? 'UPDATE' : 'CREATE',
-      judgements: evaluation.webhooks.filter((w) => w.called).map((w) => {
-        const response = w.review?.response;
-        return {
-          suite: w.suite,
-          webhook: w.webhook,
-          fullName: w.fullName,
-          type: w.type,
-          ...(w.policies ? { policies: w.policies } : {}),
-          allowed: response?.allowed ?? false,
-          ...(response?.status?.message !== undefined ? { message: response.status.message } : {}),
-          ...(response?.status?.code !== undefined ? { code: response.status.code } : {}),
-          warnings: response?.warnings ?? [],
-          // As the API server records them in the audit log: each key under the webhook's name.
-          auditAnnotations: Object.fromEntries(Object.entries(response?.auditAnnotations ?? {}).map(([key, value]) => [`${w.fullName}/${key}`, value])),
-          patched: response?.patch !== undefined,
-        };
-      }),
+      judgements: evaluation.webhooks
+        .filter((w) => w.called)
+        .map((w) => {
+          const response = w.review?.response;
+          return {
+            suite: w.suite,
+            webhook: w.webhook,
+            fullName: w.fullName,
+            type: w.type,
+            ...(w.policies ? { policies: w.policies } : {}),
+            allowed: response?.allowed ?? false,
+            ...(response?.status?.message !== undefined ? { message: response.status.message } : {}),
+            ...(response?.status?.code !== undefined ? { code: response.status.code } : {}),
+            warnings: response?.warnings ?? [],
+            // As the API server records them in the audit log: each key under the webhook's name.
+            auditAnnotations: Object.fromEntries(Object.entries(response?.auditAnnotations ?? {}).map(([key, value]) => [`${w.fullName}/${key}`, value])),
+            patched: response?.patch !== undefined,
+          };
+        }),
       allowed: evaluation.allowed,
       ...(evaluation.message !== undefined ? { message: evaluation.message } : {}),
     });
@@ -180,7 +186,10 @@ async function refuseInvalid(documents: Located[], namespace: string, operatorNa
     for (const e of schemaErrors) errors.push(`${where(d, e.path)}: ${String(object.kind)} ${JSON.stringify((object.metadata as { name?: string } | undefined)?.name ?? '')} is invalid: ${e.text}`);
     if (schemaErrors.length === 0 && (isSuite(object) || isPolicy(object))) stored.push(d);
   }
-  const { suites, policies } = splitSuites(stored.map((d) => d.document.object), namespace);
+  const { suites, policies } = splitSuites(
+    stored.map((d) => d.document.object),
+    namespace,
+  );
   for (const refusal of await new OfflineCluster(suites, [], operatorNamespace, policies).refusals()) {
     const at = stored.find((d) => {
       const metadata = d.document.object.metadata as { name?: string; namespace?: string } | undefined;

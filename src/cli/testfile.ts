@@ -114,7 +114,11 @@ export async function runTestFile(file: string, options: TestOptions = {}): Prom
     };
     for (const [key, expected] of Object.entries(expect.webhooks ?? {})) {
       const run = findRun(evaluation, key);
-      rows.push(run ? row(key, expected, actualOf(run)) : { file, case: name, target: key, expected: summary(expected), got: 'no such webhook', pass: false, diff: [`no webhook ${key} in ${evaluation.webhooks.map((w) => `${w.suite}/${w.webhook}`).join(', ')}`] });
+      rows.push(
+        run
+          ? row(key, expected, actualOf(run))
+          : { file, case: name, target: key, expected: summary(expected), got: 'no such webhook', pass: false, diff: [`no webhook ${key} in ${evaluation.webhooks.map((w) => `${w.suite}/${w.webhook}`).join(', ')}`] },
+      );
     }
     const { webhooks: _webhooks, ...overall } = expect;
     if (Object.keys(overall).length) rows.push(row('(request)', overall, requestResult(evaluation)));

@@ -55,9 +55,7 @@ function missingField(webhooks: { webhook: WebhookSpec; path: string }[], missin
   for (const { webhook, path } of webhooks) {
     const params = webhook.params && missing.kind === webhook.params.kind && webhook.params.apiVersion === (missing.group ? `${missing.group}/${missing.version}` : missing.version);
     if (params) return `${path}.params`;
-    const at = (webhook.rules ?? []).findIndex(
-      (r) => (r.apiGroups ?? []).includes(missing.group) && (r.apiVersions ?? []).includes(missing.version) && (missing.resource === undefined || (r.resources ?? []).includes(missing.resource)),
-    );
+    const at = (webhook.rules ?? []).findIndex((r) => (r.apiGroups ?? []).includes(missing.group) && (r.apiVersions ?? []).includes(missing.version) && (missing.resource === undefined || (r.resources ?? []).includes(missing.resource)));
     if (at >= 0) return `${path}.rules[${at}]`;
   }
   return 'spec';
@@ -88,10 +86,7 @@ async function typeErrors(suites: AdmissionSuite[], policies: AdmissionPolicy[],
     const { warnings, errors, complete } = await check(noticing.source);
     for (const w of warnings) process.stdout.write(`${file}: warning: ${what}: ${warningLine(w)}\n`);
     if (!complete) process.stdout.write(`${file}: warning: ${what}: some kinds or schemas could not be read from the cluster; they were not checked\n`);
-    const problems = [
-      ...errors.map((e) => `${e.field}: ${e.message}`),
-      ...[...noticing.missing].map(([words, m]) => `${missingField(webhooks, m)}: --strict: no schema for ${words} to type-check against (${schemas.from})`),
-    ];
+    const problems = [...errors.map((e) => `${e.field}: ${e.message}`), ...[...noticing.missing].map(([words, m]) => `${missingField(webhooks, m)}: --strict: no schema for ${words} to type-check against (${schemas.from})`)];
     if (problems.length) refusals.set(key, `${what} is invalid: ${problems.join('; ')}`);
   }
 }
@@ -107,10 +102,11 @@ function exceptionProblem(exception: AdmissionException | ClusterAdmissionExcept
   const name = JSON.stringify(exception.metadata?.name ?? '');
   const cluster = exception.kind === CLUSTER_EXCEPTION_KIND;
   const suite = suites.find((s) => s.metadata.name === exception.spec?.suite);
-  const errors = validateException(
-    (cluster ? exception : { ...exception, metadata: { ...exception.metadata, namespace } }) as AdmissionException | ClusterAdmissionException,
-    { protectedNamespaces: protectedNamespaces(operatorNamespace), suite, namespaceLabels: { 'kubernetes.io/metadata.name': namespace } },
-  ).filter((e) => suite || e.field !== 'spec.suite');
+  const errors = validateException((cluster ? exception : { ...exception, metadata: { ...exception.metadata, namespace } }) as AdmissionException | ClusterAdmissionException, {
+    protectedNamespaces: protectedNamespaces(operatorNamespace),
+    suite,
+    namespaceLabels: { 'kubernetes.io/metadata.name': namespace },
+  }).filter((e) => suite || e.field !== 'spec.suite');
   const kind = cluster ? CLUSTER_EXCEPTION_KIND : EXCEPTION_KIND;
   if (errors.length) return { refused: true, text: `${kind} ${name} is invalid: ${errors.map((e) => `${e.field}: ${e.message}`).join('; ')}` };
   const unchecked = suite ? '' : ` (its suite ${exception.spec.suite} is not in this file: its webhook and validations are checked on apply)`;

@@ -236,7 +236,14 @@ export class AdmissionPolicyReconciler {
     const ref = selfServiceRef(config);
     const wanted = (['Mutating', 'Validating'] as const).map((type) => ({
       type,
-      configuration: namespacedConfiguration(type, served.filter((p) => p.type === type), metadata, ref, config, ca.bundle),
+      configuration: namespacedConfiguration(
+        type,
+        served.filter((p) => p.type === type),
+        metadata,
+        ref,
+        config,
+        ca.bundle,
+      ),
     }));
     if (wanted.some((w) => w.configuration)) {
       // Registered only once the operator's endpoint answers, on the API server's own path, with the certificate the bundle trusts.

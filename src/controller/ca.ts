@@ -7,17 +7,7 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { CA_SECRET, MANAGED_BY_LABELS, NAMESPACED, SUITE_LABEL, SUITE_VALIDATION } from '../api/names.ts';
-import {
-  caFromSecret,
-  caToSecret,
-  materialOf,
-  newCA,
-  nextRotationStep,
-  type CaMaterial,
-  type CaSettings,
-  type CaState,
-  type RotationFacts,
-} from '../certs/authority.ts';
+import { caFromSecret, caToSecret, materialOf, newCA, nextRotationStep, type CaMaterial, type CaSettings, type CaState, type RotationFacts } from '../certs/authority.ts';
 import { isSignedBy } from '../certs/x509.ts';
 import type { CertificateStore } from '../certs/store.ts';
 import { apply, getObject, type Kube, type KubeObject } from '../apiserver/client.ts';
@@ -71,7 +61,13 @@ export function cachedRotationFacts({ secrets, suites, configurations, certifica
         cache
           .list()
           .filter((c) => c.metadata?.name === SUITE_VALIDATION.configuration || c.metadata?.name === NAMESPACED.configuration || suites.get(c.metadata?.labels?.[SUITE_LABEL] ?? '') !== undefined)
-          .every((c) => (c.webhooks ?? []).every((w) => Buffer.from(w.clientConfig?.caBundle ?? '', 'base64').toString().includes(certPem.trim()))),
+          .every((c) =>
+            (c.webhooks ?? []).every((w) =>
+              Buffer.from(w.clientConfig?.caBundle ?? '', 'base64')
+                .toString()
+                .includes(certPem.trim()),
+            ),
+          ),
       ),
     anyLeafSignedBy: (certPem) =>
       secrets.list().some((s) => s.metadata?.name !== CA_SECRET && s.data?.['tls.crt'] && isSignedBy(Buffer.from(s.data['tls.crt'], 'base64').toString(), certPem)) ||

@@ -65,7 +65,7 @@ export class EventRecorder {
       apiVersion: 'events.k8s.io/v1',
       kind: 'Event',
       // client-go's naming: <object>.<unix nanos in hex>.
-      metadata: { name: `${regarding.name}.${(BigInt(now.getTime()) * 1_000_000n + process.hrtime.bigint() % 1_000_000n).toString(16)}`, namespace: EVENT_NAMESPACE },
+      metadata: { name: `${regarding.name}.${(BigInt(now.getTime()) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n)).toString(16)}`, namespace: EVENT_NAMESPACE },
       eventTime: now.toISOString().replace('Z', '000Z'),
       reportingController: 'admission.portcullis.dev/operator',
       reportingInstance: this.instance,

@@ -66,10 +66,13 @@ export class WorkQueue {
     const existing = this.timers.get(key);
     if (existing && existing.due <= due) return;
     if (existing) clearTimeout(existing.timer);
-    const timer = setTimeout(() => {
-      this.timers.delete(key);
-      this.add(key);
-    }, Math.min(delayMs, 2 ** 31 - 1));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(key);
+        this.add(key);
+      },
+      Math.min(delayMs, 2 ** 31 - 1),
+    );
     timer.unref();
     this.timers.set(key, { timer, due });
   }

@@ -179,15 +179,10 @@ export class SuiteReconciler {
           ? `the admission endpoint does not serve generation ${generation} of the suite yet`
           : await probeEndpointSoon(target, servingNames(suite, this.deps.config)[0]!, ca.bundle, serving.certPem);
     if (probe !== true) {
-      await this.writeStatus(
-        suite,
-        [
-          certificateReady,
-          { type: 'WebhooksRegistered', status: 'False', reason: 'WaitingForEndpoint', message: probe },
-          { type: 'Ready', status: 'False', reason: 'WaitingForEndpoint', message: probe },
-        ],
-        { certificate: certificateStatus, ...typeChecking },
-      );
+      await this.writeStatus(suite, [certificateReady, { type: 'WebhooksRegistered', status: 'False', reason: 'WaitingForEndpoint', message: probe }, { type: 'Ready', status: 'False', reason: 'WaitingForEndpoint', message: probe }], {
+        certificate: certificateStatus,
+        ...typeChecking,
+      });
       return { requeueAfterMs: ENDPOINT_RETRY_MS };
     }
 
@@ -216,18 +211,24 @@ export class SuiteReconciler {
     const ready: ConditionInput = quarantined
       ? { type: 'Ready', status: 'False', reason: 'Quarantined', message: `quarantined, its webhooks answered by their failurePolicy: ${quarantined}` }
       : awaiting.length > 0
-        ? { type: 'Ready', status: 'False', reason: 'WaitingForNativePolicy', message: `the native enforcement process (the portcullis-native Deployment) has not written the ValidatingAdmissionPolicy and binding of webhook(s) ${awaiting.join(', ')} yet` }
-      : notNative.length > 0
-        ? { type: 'Ready', status: 'False', reason: 'NotEnforcedNatively', message: `served by webhook instead: ${notNative.map((p) => `webhook ${p.webhook.name}: ${p.reason}`).join('; ')}` }
-        : unreadable.length > 0
-          ? { type: 'Ready', status: 'False', reason: 'ParamsUnavailable', message: `the operator cannot read the params of ${unreadable.join('; ')}` }
-          : { type: 'Ready', status: 'True', reason: 'Ready', message: 'the suite is served and registered' };
+        ? {
+            type: 'Ready',
+            status: 'False',
+            reason: 'WaitingForNativePolicy',
+            message: `the native enforcement process (the portcullis-native Deployment) has not written the ValidatingAdmissionPolicy and binding of webhook(s) ${awaiting.join(', ')} yet`,
+          }
+        : notNative.length > 0
+          ? { type: 'Ready', status: 'False', reason: 'NotEnforcedNatively', message: `served by webhook instead: ${notNative.map((p) => `webhook ${p.webhook.name}: ${p.reason}`).join('; ')}` }
+          : unreadable.length > 0
+            ? { type: 'Ready', status: 'False', reason: 'ParamsUnavailable', message: `the operator cannot read the params of ${unreadable.join('; ')}` }
+            : { type: 'Ready', status: 'True', reason: 'Ready', message: 'the suite is served and registered' };
     const registered = `${webhooks.length - native} webhook(s) registered${native > 0 ? `, ${native} enforced natively by the API server` : ''}`;
-    await this.writeStatus(
-      suite,
-      [certificateReady, { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: registered }, ready],
-      { certificate: certificateStatus, webhooks, webhookCount: webhooks.length, ...typeChecking },
-    );
+    await this.writeStatus(suite, [certificateReady, { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: registered }, ready], {
+      certificate: certificateStatus,
+      webhooks,
+      webhookCount: webhooks.length,
+      ...typeChecking,
+    });
     if (handover !== undefined) return { requeueAfterMs: handover };
     if (params.some(({ readiness }) => readiness.state !== 'ready')) return { requeueAfterMs: PARAMS_RETRY_MS };
     const renewal = Math.max(1000, serving.renewalTime.getTime() - this.now().getTime());
@@ -259,7 +260,6 @@ export class SuiteReconciler {
     );
     return { requeueAfterMs: this.deps.authorRecheckMs ?? CONFLICT_RETRY_MS };
   }
-
 
   /**
    * status.typeChecking, as ValidatingAdmissionPolicy's: the expressions that fail to type-check

@@ -193,11 +193,7 @@ export class AuthorGate<T extends Gated> {
    * keeps the generation but may record another author, whose answer is not the first one's).
    */
   private static same(latest: Gated, object: Gated): boolean {
-    return (
-      latest.metadata.uid === object.metadata.uid &&
-      (latest.metadata.generation ?? 0) === (object.metadata.generation ?? 0) &&
-      JSON.stringify(recordedAuthor(latest.metadata)) === JSON.stringify(recordedAuthor(object.metadata))
-    );
+    return latest.metadata.uid === object.metadata.uid && (latest.metadata.generation ?? 0) === (object.metadata.generation ?? 0) && JSON.stringify(recordedAuthor(latest.metadata)) === JSON.stringify(recordedAuthor(object.metadata));
   }
 
   private apply(object: T, clearance: Clearance): void {

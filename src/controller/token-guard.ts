@@ -68,7 +68,11 @@ export class TokenGuardKeeper {
         if (!isConflict(err)) throw err;
       }
       this.deps.log.warn('token guard put back', { kind });
-      await this.deps.events.warnOn(regarding, 'TokenGuardRestored', `the token guard's ${kind} ${TOKEN_GUARD} was deleted and has been put back as it was last seen; find out who deleted it (the API server's audit log): while it was missing the operator's token could register webhooks served anywhere`);
+      await this.deps.events.warnOn(
+        regarding,
+        'TokenGuardRestored',
+        `the token guard's ${kind} ${TOKEN_GUARD} was deleted and has been put back as it was last seen; find out who deleted it (the API server's audit log): while it was missing the operator's token could register webhooks served anywhere`,
+      );
     }
   }
 }

@@ -7,16 +7,7 @@
  * talks to the API server, and nothing here may import the rooms that use it (controller, audit, cli).
  */
 import { API_VERSION, KIND, type AdmissionSuite, type RuleWithOperations, type WebhookSpec, type WebhookType } from '../api/types.ts';
-import {
-  admitPath,
-  configurationName,
-  defaultServiceName,
-  MANAGED_BY_LABELS,
-  NAMESPACED,
-  POD_LABELS,
-  SUITE_LABEL,
-  webhookFullName,
-} from '../api/names.ts';
+import { admitPath, configurationName, defaultServiceName, MANAGED_BY_LABELS, NAMESPACED, POD_LABELS, SUITE_LABEL, webhookFullName } from '../api/names.ts';
 import type { OperatorConfig } from '../config.ts';
 import type { KubeObject } from '../apiserver/client.ts';
 import { passedThroughConditions } from '../policy/engine/match-conditions.ts';
@@ -99,10 +90,7 @@ export function tlsSecret(metadata: ObjectMetadata, certPem: string, keyPem: str
  * Shared by the suites and the operator's own suite-validation webhook.
  */
 export function operatorService(metadata: ObjectMetadata, ref: ServiceRef, config: OperatorConfig): KubeObject {
-  const spec =
-    config.mode === 'local'
-      ? { type: 'ExternalName', externalName: 'localhost' }
-      : { type: 'ClusterIP', selector: { ...POD_LABELS }, ports: [{ name: 'https', port: ref.port, targetPort: config.servingPort, protocol: 'TCP' }] };
+  const spec = config.mode === 'local' ? { type: 'ExternalName', externalName: 'localhost' } : { type: 'ClusterIP', selector: { ...POD_LABELS }, ports: [{ name: 'https', port: ref.port, targetPort: config.servingPort, protocol: 'TCP' }] };
   return { apiVersion: 'v1', kind: 'Service', metadata, spec };
 }
 
@@ -171,12 +159,7 @@ export const CONFIGURATION_KINDS: Record<WebhookType, string> = {
  * chooses which webhooks are (all by default; those enforced natively are not, once their native
  * policy holds: controller/reconciler.ts).
  */
-export function webhookConfigurations(
-  suite: AdmissionSuite,
-  config: OperatorConfig,
-  caBundle: string,
-  registered: (webhook: WebhookSpec) => boolean = () => true,
-): Map<WebhookType, KubeObject> {
+export function webhookConfigurations(suite: AdmissionSuite, config: OperatorConfig, caBundle: string, registered: (webhook: WebhookSpec) => boolean = () => true): Map<WebhookType, KubeObject> {
   const out = new Map<WebhookType, KubeObject>();
   for (const type of ['Mutating', 'Validating'] as const) {
     const webhooks = suite.spec.webhooks.filter((w) => w.type === type && registered(w));
@@ -207,14 +190,7 @@ export interface ServedPolicy {
  * those policies' rules, namespaced resources only. The operator matches each policy's own rules
  * and objectSelector (registry/policy-webhook.ts). Undefined when no policy of this type is served.
  */
-export function namespacedConfiguration(
-  type: WebhookType,
-  policies: ServedPolicy[],
-  metadata: ObjectMetadata,
-  ref: ServiceRef,
-  config: OperatorConfig,
-  caBundle: string,
-): KubeObject | undefined {
+export function namespacedConfiguration(type: WebhookType, policies: ServedPolicy[], metadata: ObjectMetadata, ref: ServiceRef, config: OperatorConfig, caBundle: string): KubeObject | undefined {
   if (policies.length === 0) return undefined;
   const namespaces = [...new Set(policies.map((p) => p.namespace))].sort();
   const rules = new Map<string, RuleWithOperations>();

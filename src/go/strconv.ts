@@ -58,7 +58,9 @@ function roundHalfEven(num: bigint, den: bigint): bigint {
 /** Go's %.Nf; golang.org/x/text (the %f clause) drops the sign of -0, fmt (list members) keeps it. */
 export function fixed(d: number, precision: number, negativeZero: boolean): string {
   const { num, den } = exactFraction(d);
-  const digits = roundHalfEven(num * 10n ** BigInt(precision), den).toString().padStart(precision + 1, '0');
+  const digits = roundHalfEven(num * 10n ** BigInt(precision), den)
+    .toString()
+    .padStart(precision + 1, '0');
   const sign = d < 0 || (negativeZero && Object.is(d, -0)) ? '-' : '';
   return precision === 0 ? `${sign}${digits}` : `${sign}${digits.slice(0, -precision)}.${digits.slice(-precision)}`;
 }

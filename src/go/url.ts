@@ -23,7 +23,7 @@ function unhex(c: string): number {
 
 function shouldEscape(c: string, mode: Mode): boolean {
   if (isAlnum(c)) return false;
-  if ((mode === Mode.Host || mode === Mode.Zone) && "!$&'()*+,;=:[]<>\"".includes(c)) return false;
+  if ((mode === Mode.Host || mode === Mode.Zone) && '!$&\'()*+,;=:[]<>"'.includes(c)) return false;
   if ('-_.~'.includes(c)) return false;
   if ('$&+,/:;=?@'.includes(c)) {
     switch (mode) {
@@ -48,7 +48,7 @@ class UrlError extends Error {}
 function unescape(s: string, mode: Mode): string {
   let n = 0;
   let hasPlus = false;
-  for (let i = 0; i < s.length; ) {
+  for (let i = 0; i < s.length;) {
     const c = s[i]!;
     if (c === '%') {
       n++;

@@ -66,7 +66,7 @@ async function run(message: Extract<ToHandlerWorker, { type: 'run' }>): Promise<
     if (!isDecision(decision)) throw new Error(`it answered ${JSON.stringify(decision)?.slice(0, 100)}, not a decision ({allowed: boolean, ...})`);
     send({ type: 'answer', id, decision });
   } catch (err) {
-    send({ type: 'error', id, message: (errorMessage(err)).split('\n')[0]! });
+    send({ type: 'error', id, message: errorMessage(err).split('\n')[0]! });
   }
   kit.cleared(String(id));
 }

@@ -27,7 +27,6 @@ export interface LoadedModules {
 /** `acme.dev/UniqueIngressHost`: a DNS domain with at least one dot, a slash, then a name. Built-in names have no slash, so the two never meet. */
 const QUALIFIED = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+\/[A-Za-z][A-Za-z0-9_-]{0,62}$/;
 
-
 const MODULE_FILE = /\.(m?js|ts)$/;
 
 /** The module entries in `dir`, sorted: `*.js`, `*.mjs`, `*.ts` files (not `.d.ts`) and folders with a package.json naming their entry. */
@@ -120,9 +119,7 @@ export async function loadHandlerModules(dir: string, taken: ReadonlySet<string>
       refuse('it exports no handlers (export const handlers = [...])');
       continue;
     }
-    const problem =
-      handlers.map((h, i) => handlerProblem(h, `handlers[${i}]`)).find(Boolean) ??
-      handlers.map((h: CustomHandler<any>) => h.name).find((name, i, all) => names.has(name) || all.indexOf(name) !== i);
+    const problem = handlers.map((h, i) => handlerProblem(h, `handlers[${i}]`)).find(Boolean) ?? handlers.map((h: CustomHandler<any>) => h.name).find((name, i, all) => names.has(name) || all.indexOf(name) !== i);
     if (problem) {
       refuse(problem.includes(' ') ? problem : `handler ${problem} is served already (by another module or twice in this one)`);
       continue;

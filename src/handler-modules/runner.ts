@@ -21,9 +21,7 @@ export interface HandlerContext {
 }
 
 export type ToHandlerWorker =
-  | { type: 'run'; id: number; handler: string; side: 'validate' | 'mutate'; request: AdmissionRequest; config: SentConfig; context: HandlerContext }
-  | { type: 'ping'; id: number }
-  | { type: 'lookup'; change: LookupChange };
+  { type: 'run'; id: number; handler: string; side: 'validate' | 'mutate'; request: AdmissionRequest; config: SentConfig; context: HandlerContext } | { type: 'ping'; id: number } | { type: 'lookup'; change: LookupChange };
 
 /** A suite's config as sent to the worker: numbered (parsed there once per number), as given, and where it was compiled. */
 export interface SentConfig {
@@ -289,7 +287,11 @@ class ModuleWorker {
     if (!death.blamed) {
       const running = death.calls.find((call) => String(call.id) === death.suspect);
       const suspects = running ? [running.tag] : death.calls.map((call) => call.tag);
-      this.options.log.warn('handler module worker stopped while running a request; started again, nothing quarantined (a request can be made to stop it)', { module: this.module, handlers: [...new Set(suspects.map((s) => s.handler))], why: death.why });
+      this.options.log.warn('handler module worker stopped while running a request; started again, nothing quarantined (a request can be made to stop it)', {
+        module: this.module,
+        handlers: [...new Set(suspects.map((s) => s.handler))],
+        why: death.why,
+      });
     }
     this.options.died?.(this.module);
     const wait = this.restarts.died();

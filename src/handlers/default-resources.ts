@@ -117,11 +117,7 @@ function mutatePod(request: AdmissionRequest, config: DefaultResourcesConfig, vi
   if (notes.length === 0) return allowed();
   const value = `LimitRanger plugin set: ${notes.join('; ')}`;
   const annotations = metadataOf(request.object)?.annotations;
-  ops.push(
-    annotations
-      ? { op: 'add', path: pointer('metadata', 'annotations', LIMIT_RANGER_ANNOTATION), value }
-      : { op: 'add', path: '/metadata/annotations', value: { [LIMIT_RANGER_ANNOTATION]: value } },
-  );
+  ops.push(annotations ? { op: 'add', path: pointer('metadata', 'annotations', LIMIT_RANGER_ANNOTATION), value } : { op: 'add', path: '/metadata/annotations', value: { [LIMIT_RANGER_ANNOTATION]: value } });
   return patched(ops);
 }
 

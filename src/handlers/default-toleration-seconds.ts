@@ -33,9 +33,7 @@ export function missingTolerations(spec: PodSpec, config: DefaultTolerationSecon
     [NOT_READY_TAINT, config.notReadyTolerationSeconds],
     [UNREACHABLE_TAINT, config.unreachableTolerationSeconds],
   ];
-  return wanted
-    .filter(([key]) => !tolerates(existing, key))
-    .map(([key, seconds]) => ({ key, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: seconds }));
+  return wanted.filter(([key]) => !tolerates(existing, key)).map(([key, seconds]) => ({ key, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: seconds }));
 }
 
 export const defaultTolerationSeconds: Handler<DefaultTolerationSecondsConfig> = {
@@ -55,9 +53,7 @@ export const defaultTolerationSeconds: Handler<DefaultTolerationSecondsConfig> =
     if (!spec) return allowed();
     const missing = missingTolerations(spec, config);
     if (missing.length === 0) return allowed();
-    const ops: JsonPatchOperation[] = spec.tolerations
-      ? missing.map((toleration) => ({ op: 'add', path: '/spec/tolerations/-', value: toleration }))
-      : [{ op: 'add', path: '/spec/tolerations', value: missing }];
+    const ops: JsonPatchOperation[] = spec.tolerations ? missing.map((toleration) => ({ op: 'add', path: '/spec/tolerations/-', value: toleration })) : [{ op: 'add', path: '/spec/tolerations', value: missing }];
     return patched(ops);
   },
 };

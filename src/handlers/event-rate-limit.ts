@@ -182,7 +182,11 @@ function parseLimits(read: ConfigReader): Limit[] {
     const burst = limit.integer('burst', 0, 1);
     // ignored for Server, so not checked there (as upstream's validation)
     const cacheSize = limit.integer('cacheSize', 0, type === 'Server' ? -(2 ** 31) : 0);
-    for (const [field, value] of [['qps', qps], ['burst', burst], ['cacheSize', cacheSize]] as const) {
+    for (const [field, value] of [
+      ['qps', qps],
+      ['burst', burst],
+      ['cacheSize', cacheSize],
+    ] as const) {
       if (value > 2 ** 31 - 1) limit.error(field, 'must fit in a 32-bit integer');
     }
     if (!limit.has('qps')) limit.error('qps', 'must be positive');

@@ -103,10 +103,10 @@ function parseConfig(config: Record<string, unknown>): { config: ImagePolicyConf
   if (parsed && (parsed.protocol !== 'https:' || parsed.username || parsed.hash)) read.error('url', 'must be an https URL with no user or fragment');
   else if (parsed && !backendAllowed(parsed)) read.error('url', backendRefusal());
   const caBundle = read.string('caBundle', '') || undefined;
-  if (caBundle !== undefined && !caBundle.includes('-----BEGIN CERTIFICATE-----')) read.error('caBundle', 'must be PEM certificates (the CA the backend\'s serving certificate chains to)');
+  if (caBundle !== undefined && !caBundle.includes('-----BEGIN CERTIFICATE-----')) read.error('caBundle', "must be PEM certificates (the CA the backend's serving certificate chains to)");
   const timeoutSeconds = read.integer('timeoutSeconds', 4, 1);
   // Within the API server's longest webhook timeout (30 s); the webhook's own timeoutSeconds should exceed it.
-  if (timeoutSeconds > 29) read.error('timeoutSeconds', 'must be at most 29: the API server waits at most 30 s for a webhook (and the webhook\'s own timeoutSeconds should be longer than this)');
+  if (timeoutSeconds > 29) read.error('timeoutSeconds', "must be at most 29: the API server waits at most 30 s for a webhook (and the webhook's own timeoutSeconds should be longer than this)");
   const defaultAllow = read.raw('defaultAllow');
   if (defaultAllow !== undefined && typeof defaultAllow !== 'boolean') read.error('defaultAllow', 'must be true or false');
   return {
@@ -172,17 +172,13 @@ function post(config: ImagePolicyConfig, body: string, timeoutMs: number): Promi
   // Checked on apply too: a config parsed before is never taken past the list it was checked against.
   if (!backendAllowed(url)) return Promise.resolve({ error: `Post "${config.url}": not a backend --handler-backends allows`, retry: false });
   return new Promise((resolve) => {
-    const request = https.request(
-      url,
-      { method: 'POST', ca: config.caBundle, headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, timeout: timeoutMs },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        const textual = (response.headers['content-type'] ?? '').startsWith('text/');
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), textual }));
-        response.on('error', (err) => resolve({ error: `Post "${config.url}": ${err.message}`, retry: true }));
-      },
-    );
+    const request = https.request(url, { method: 'POST', ca: config.caBundle, headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, timeout: timeoutMs }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      const textual = (response.headers['content-type'] ?? '').startsWith('text/');
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), textual }));
+      response.on('error', (err) => resolve({ error: `Post "${config.url}": ${err.message}`, retry: true }));
+    });
     request.on('timeout', () => request.destroy(new Error('context deadline exceeded')));
     request.on('error', (err: NodeJS.ErrnoException) => {
       const port = url.port || '443';
@@ -239,9 +235,7 @@ async function review(config: ImagePolicyConfig, spec: Record<string, unknown>):
 /** The Pod annotation upstream sets when it fails open, as a patch. */
 function failedOpenPatch(request: AdmissionRequest): Decision['patch'] {
   const annotations = metadataOf(request.object)?.annotations;
-  return annotations
-    ? [{ op: 'add', path: pointer('metadata', 'annotations', FAILED_OPEN_ANNOTATION), value: 'true' }]
-    : [{ op: 'add', path: '/metadata/annotations', value: { [FAILED_OPEN_ANNOTATION]: 'true' } }];
+  return annotations ? [{ op: 'add', path: pointer('metadata', 'annotations', FAILED_OPEN_ANNOTATION), value: 'true' }] : [{ op: 'add', path: '/metadata/annotations', value: { [FAILED_OPEN_ANNOTATION]: 'true' } }];
 }
 
 async function judge(request: AdmissionRequest, config: ImagePolicyConfig, mutating: boolean): Promise<Decision> {

@@ -128,9 +128,6 @@ export const imageRegistryAllowlist: Handler<ImageRegistryAllowlistConfig> = {
     if (request.subResource && !(request.resource.resource === 'pods' && request.subResource === 'ephemeralcontainers')) return allowed();
     const found = violations(request, config);
     if (found.length === 0) return allowed();
-    return denied(
-      `ImageRegistryAllowlist: ${found.join('; ')}: not from an allowed registry (${config.registries.join(', ')}); ` +
-        'use images from an allowed registry, or add the registry to the webhook\'s config',
-    );
+    return denied(`ImageRegistryAllowlist: ${found.join('; ')}: not from an allowed registry (${config.registries.join(', ')}); ` + "use images from an allowed registry, or add the registry to the webhook's config");
   },
 };

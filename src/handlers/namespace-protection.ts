@@ -62,10 +62,7 @@ function labelsOf(request: AdmissionRequest, view: ClusterView): Record<string, 
 export function protection(request: AdmissionRequest, config: NamespaceProtectionConfig, view: ClusterView): string | undefined {
   const name = request.name ?? '';
   if (isNamespace(request.resource) && config.namespaces.includes(name)) {
-    return (
-      `namespace "${name}" is protected from deletion by the namespaces of this NamespaceProtection webhook's config; ` +
-      `to delete it, first remove "${name}" from that list in the AdmissionSuite`
-    );
+    return `namespace "${name}" is protected from deletion by the namespaces of this NamespaceProtection webhook's config; ` + `to delete it, first remove "${name}" from that list in the AdmissionSuite`;
   }
   if (isCRD(request.resource) && (config.customResourceDefinitions.includes('*') || config.customResourceDefinitions.includes(name))) {
     const lift = config.customResourceDefinitions.includes(name)

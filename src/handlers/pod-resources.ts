@@ -55,7 +55,6 @@ export function podTotals(spec: PodSpec, kind: 'requests' | 'limits'): Quantitie
   return total;
 }
 
-
 /** resource.PodRequests with its default options: podTotals of the requests, plus the Pod's overhead. */
 export function podRequests(spec: PodSpec & { overhead?: ResourceList }): Quantities {
   const total = podTotals(spec, 'requests');

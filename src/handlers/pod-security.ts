@@ -73,7 +73,10 @@ function excusesOf(excuse: PodSecurityExcuse, spec: Spec): ExcusesControl {
       images = new Map();
       visitContainers(spec, (c) => images!.set(nameOf(c), typeof c.image === 'string' ? c.image : ''));
     }
-    return excuse.coversControl(control, containers.map((name) => images!.get(name) ?? ''));
+    return excuse.coversControl(
+      control,
+      containers.map((name) => images!.get(name) ?? ''),
+    );
   };
 }
 
@@ -108,8 +111,7 @@ const labelsOf = (object: unknown): Labels => {
 const asObject = (value: unknown): Record<string, any> => (isPlainObject(value) ? value : {});
 
 const exempt = (reason: 'namespace' | 'user' | 'runtimeClass'): Decision => ({ allowed: true, auditAnnotations: { exempt: reason } });
-const withAnnotations = (decision: Decision, auditAnnotations: Record<string, string>): Decision =>
-  Object.keys(auditAnnotations).length ? { ...decision, auditAnnotations } : decision;
+const withAnnotations = (decision: Decision, auditAnnotations: Record<string, string>): Decision => (Object.keys(auditAnnotations).length ? { ...decision, auditAnnotations } : decision);
 
 /** The namespace's policy: its labels over the suite's base policy for it (none read when an entry says to ignore them). */
 function namespacePolicy(config: PodSecurityConfig, labels: Labels): { policy: Policy; base: Policy; errors: LabelError[] } {
@@ -216,9 +218,7 @@ function validateWorkload(request: AdmissionRequest, config: PodSecurityConfig, 
 /** A compact form of the policy an exempt namespace's labels set (its non-privileged modes that were labelled). */
 function exemptNamespaceWarning(name: string, policy: Policy, base: Policy, labels: Labels): string | undefined {
   if (fullyPrivileged(policy) || policyEquivalent(policy, base)) return undefined;
-  const parts = MODES.filter((mode) => policy[mode].level !== 'privileged' && (levelLabel(mode) in labels || versionLabel(mode) in labels)).map(
-    (mode) => `${mode}=${levelVersionString(policy[mode])}`,
-  );
+  const parts = MODES.filter((mode) => policy[mode].level !== 'privileged' && (levelLabel(mode) in labels || versionLabel(mode) in labels)).map((mode) => `${mode}=${levelVersionString(policy[mode])}`);
   return `namespace ${goQuote(name)} is exempt from Pod Security, and the policy (${parts.join(', ')}) will be ignored`;
 }
 

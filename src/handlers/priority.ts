@@ -72,8 +72,7 @@ function validatePriorityClass(request: AdmissionRequest, view: ClusterView): De
   return allowed();
 }
 
-const isPriorityClass = (request: AdmissionRequest) =>
-  request.resource.group === 'scheduling.k8s.io' && request.resource.resource === 'priorityclasses' && !request.subResource;
+const isPriorityClass = (request: AdmissionRequest) => request.resource.group === 'scheduling.k8s.io' && request.resource.resource === 'priorityclasses' && !request.subResource;
 
 export const priority: Handler<Record<string, never>> = {
   name: 'Priority',

@@ -313,7 +313,7 @@ export class Metrics {
 
   private readonly exceptionUses = new client.Counter({
     name: 'portcullis_exception_uses_total',
-    help: 'Requests an AdmissionException let through a suite webhook\'s validations, by the exception (namespace, exception), suite and webhook.',
+    help: "Requests an AdmissionException let through a suite webhook's validations, by the exception (namespace, exception), suite and webhook.",
     labelNames: ['namespace', 'exception', 'suite', 'webhook'],
     registers: [this.registry],
   });
@@ -412,7 +412,12 @@ export function recordConnections(metrics: Metrics, counts: { apiserver: number;
   let gauges = connectionGauges.get(metrics);
   if (!gauges) {
     gauges = {
-      held: new client.Gauge({ name: 'portcullis_admission_connections', help: "Connections the admission endpoint holds, by kind: apiserver (from the API server's addresses) and other.", labelNames: ['kind'], registers: [metrics.registry] }),
+      held: new client.Gauge({
+        name: 'portcullis_admission_connections',
+        help: "Connections the admission endpoint holds, by kind: apiserver (from the API server's addresses) and other.",
+        labelNames: ['kind'],
+        registers: [metrics.registry],
+      }),
       limit: new client.Gauge({
         name: 'portcullis_admission_connections_limit',
         help: "Connections the admission endpoint's limits allow each kind in all: apiserver (its allowance per address, which grows with the webhooks served, times its addresses), other (--max-connections).",

@@ -98,13 +98,19 @@ export function formatQuantity(q: Quantity): string {
       const unit = pow(1024n, power);
       if (abs.num % unit === 0n) return `${prefix}${abs.num / unit}${suffix}`;
     }
-    for (const [suffix, power] of Object.entries(DECIMAL).filter(([, p]) => p > 0).reverse()) {
+    for (const [suffix, power] of Object.entries(DECIMAL)
+      .filter(([, p]) => p > 0)
+      .reverse()) {
       const unit = pow(10n, power * 3);
       if (abs.num % unit === 0n) return `${prefix}${abs.num / unit}${suffix}`;
     }
     return `${prefix}${abs.num}`;
   }
-  for (const [suffix, power] of [['m', 3], ['u', 6], ['n', 9]] as const) {
+  for (const [suffix, power] of [
+    ['m', 3],
+    ['u', 6],
+    ['n', 9],
+  ] as const) {
     const scaled = abs.num * pow(10n, power);
     if (scaled % abs.den === 0n) return `${prefix}${scaled / abs.den}${suffix}`;
   }

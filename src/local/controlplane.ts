@@ -196,17 +196,7 @@ export interface ApiServerFiles {
 }
 
 /** The kube-apiserver flags both clusters share; authorization and admission are the caller's. */
-export function apiServerArgs(p: {
-  etcdClientPort: number;
-  certDir: string;
-  files: ApiServerFiles;
-  port: number;
-  address: string;
-  serviceRange: string;
-  issuer: string;
-  auditPolicyPath: string;
-  auditLogPath: string;
-}): string[] {
+export function apiServerArgs(p: { etcdClientPort: number; certDir: string; files: ApiServerFiles; port: number; address: string; serviceRange: string; issuer: string; auditPolicyPath: string; auditLogPath: string }): string[] {
   return [
     `--etcd-servers=http://127.0.0.1:${p.etcdClientPort}`,
     `--cert-dir=${p.certDir}`,

@@ -33,8 +33,7 @@ export async function installForLocalRun(config: k8s.KubeConfig, namespace: stri
   // As `kubectl apply -f deploy/` on an API server before 1.36: what it does not serve (the
   // MutatingAdmissionPolicies that record authors) is left out, and no author is waited for.
   const discovery = config.makeApiClient(Discovery);
-  const served = async (object: k8s.KubernetesObject) =>
-    (await discovery.lookup(object.apiVersion!, object.kind!).catch((err: unknown) => (statusCode(err) === 404 ? undefined : Promise.reject(err)))) !== undefined;
+  const served = async (object: k8s.KubernetesObject) => (await discovery.lookup(object.apiVersion!, object.kind!).catch((err: unknown) => (statusCode(err) === 404 ? undefined : Promise.reject(err)))) !== undefined;
   let recording = false;
   for (const file of AUTHOR_GUARD_FILES) {
     for (const object of k8s.loadAllYaml(fs.readFileSync(file, 'utf8')) as (k8s.KubernetesObject & Record<string, unknown>)[]) {

@@ -62,9 +62,7 @@ export async function watchClusterState(kubeConfig: KubeConfig, kube: Kube, conf
   // The shared lookup caches: watched only while a served suite uses a handler that reads the kind.
   const lookups = new LookupCaches(kube, componentLogger('lookups'));
   // Teams' handler modules (src/handler-modules), served before any suite is compiled; each module runs in a worker of its own, with copies of the lookups it reads.
-  const handlerModules = config.handlerModules
-    ? await startHandlerModules(config.handlerModules, { budgetMs: config.handlerBudgetMs, log: componentLogger('handler-modules'), registry: metrics.registry, lookups })
-    : undefined;
+  const handlerModules = config.handlerModules ? await startHandlerModules(config.handlerModules, { budgetMs: config.handlerBudgetMs, log: componentLogger('handler-modules'), registry: metrics.registry, lookups }) : undefined;
   const view: ClusterView = {
     namespace: (name) => namespaces.get(name) as Record<string, any> | undefined,
     limitRanges: (namespace) => limitRanges.list().filter((lr) => lr.metadata?.namespace === namespace) as Record<string, any>[],

@@ -128,12 +128,7 @@ export function schemaPoll(serving: Pick<Serving, 'schemas'>, watches: Watches):
 }
 
 /** The metrics that read the elector, the queue, the caches and the audit. */
-export function attachMetrics(
-  config: OperatorConfig,
-  elector: Pick<LeaderElector, 'isLeader'>,
-  queue: WorkQueue,
-  parts: { owned: Owned; registries: Registries; serving: Serving; metrics: Metrics },
-): void {
+export function attachMetrics(config: OperatorConfig, elector: Pick<LeaderElector, 'isLeader'>, queue: WorkQueue, parts: { owned: Owned; registries: Registries; serving: Serving; metrics: Metrics }): void {
   const { owned, serving, metrics } = parts;
   const { auditor } = parts.registries;
   const thread = serving.thread;

@@ -33,7 +33,9 @@ export interface NativeProcess {
 }
 
 const ours = (object: KubernetesObject) => object.metadata?.labels?.['app.kubernetes.io/managed-by'] === MANAGED_BY_LABELS['app.kubernetes.io/managed-by'];
-const managedSelector = Object.entries(MANAGED_BY_LABELS).map(([k, v]) => `${k}=${v}`).join(',');
+const managedSelector = Object.entries(MANAGED_BY_LABELS)
+  .map(([k, v]) => `${k}=${v}`)
+  .join(',');
 
 /**
  * The policy the serving operator's dry runs patch: never bound, so it enforces nothing. Owned by
@@ -83,8 +85,18 @@ export async function startNativeEnforcement(config: OperatorConfig, kubeConfig:
     if (suite) wake(suite);
   };
   const natives = {
-    policy: watchCache<KubernetesObject>(kubeConfig, { path: `${registration}/validatingadmissionpolicies`, list: () => kube.admissionregistration.listValidatingAdmissionPolicy() as Promise<KubernetesListObject<KubernetesObject>>, log, onChange: policyEvent('policy') }),
-    binding: watchCache<KubernetesObject>(kubeConfig, { path: `${registration}/validatingadmissionpolicybindings`, list: () => kube.admissionregistration.listValidatingAdmissionPolicyBinding() as Promise<KubernetesListObject<KubernetesObject>>, log, onChange: policyEvent('binding') }),
+    policy: watchCache<KubernetesObject>(kubeConfig, {
+      path: `${registration}/validatingadmissionpolicies`,
+      list: () => kube.admissionregistration.listValidatingAdmissionPolicy() as Promise<KubernetesListObject<KubernetesObject>>,
+      log,
+      onChange: policyEvent('policy'),
+    }),
+    binding: watchCache<KubernetesObject>(kubeConfig, {
+      path: `${registration}/validatingadmissionpolicybindings`,
+      list: () => kube.admissionregistration.listValidatingAdmissionPolicyBinding() as Promise<KubernetesListObject<KubernetesObject>>,
+      log,
+      onChange: policyEvent('binding'),
+    }),
   };
   guard = new TokenGuardKeeper({ kube, caches: natives, events, log: componentLogger('token-guard') });
   // Our webhook configurations, read only: a policy goes once its webhook has been registered a while.
@@ -93,8 +105,20 @@ export async function startNativeEnforcement(config: OperatorConfig, kubeConfig:
     if (suite) wake(suite);
   };
   const configurations = {
-    MutatingWebhookConfiguration: watchCache<KubernetesObject>(kubeConfig, { path: `${registration}/mutatingwebhookconfigurations`, labelSelector: managedSelector, list: () => kube.admissionregistration.listMutatingWebhookConfiguration({ labelSelector: managedSelector }) as Promise<KubernetesListObject<KubernetesObject>>, log, onChange: configurationEvent }),
-    ValidatingWebhookConfiguration: watchCache<KubernetesObject>(kubeConfig, { path: `${registration}/validatingwebhookconfigurations`, labelSelector: managedSelector, list: () => kube.admissionregistration.listValidatingWebhookConfiguration({ labelSelector: managedSelector }) as Promise<KubernetesListObject<KubernetesObject>>, log, onChange: configurationEvent }),
+    MutatingWebhookConfiguration: watchCache<KubernetesObject>(kubeConfig, {
+      path: `${registration}/mutatingwebhookconfigurations`,
+      labelSelector: managedSelector,
+      list: () => kube.admissionregistration.listMutatingWebhookConfiguration({ labelSelector: managedSelector }) as Promise<KubernetesListObject<KubernetesObject>>,
+      log,
+      onChange: configurationEvent,
+    }),
+    ValidatingWebhookConfiguration: watchCache<KubernetesObject>(kubeConfig, {
+      path: `${registration}/validatingwebhookconfigurations`,
+      labelSelector: managedSelector,
+      list: () => kube.admissionregistration.listValidatingWebhookConfiguration({ labelSelector: managedSelector }) as Promise<KubernetesListObject<KubernetesObject>>,
+      log,
+      onChange: configurationEvent,
+    }),
   };
   const byKind = new Map<string, WatchedCache<KubernetesObject>>([[NATIVE_KINDS.policy, natives.policy], [NATIVE_KINDS.binding, natives.binding], ...Object.entries(configurations)]);
   const cached: CacheLookup = (header) => {
@@ -132,7 +156,7 @@ export async function startNativeEnforcement(config: OperatorConfig, kubeConfig:
     ],
     log,
   });
-  const work = queue = new WorkQueue(
+  const work = (queue = new WorkQueue(
     async (key) => {
       if (key === TOKEN_GUARD_KEY) return guard!.reconcile();
       if (key === ORPHANS_KEY) return sweeper.reconcile();
@@ -147,7 +171,7 @@ export async function startNativeEnforcement(config: OperatorConfig, kubeConfig:
       onRecovered: () => undefined,
     },
     { concurrency: config.maxConcurrentReconciles },
-  );
+  ));
   work.setActive(false);
   const elector = new LeaderElector(
     kube,

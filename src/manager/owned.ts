@@ -41,7 +41,9 @@ interface OwnedKind {
   wakes: Wakes;
 }
 
-const managedSelector = Object.entries(MANAGED_BY_LABELS).map(([k, v]) => `${k}=${v}`).join(',');
+const managedSelector = Object.entries(MANAGED_BY_LABELS)
+  .map(([k, v]) => `${k}=${v}`)
+  .join(',');
 
 export interface Owned {
   suites: WatchedCache<AdmissionSuite>;
@@ -85,12 +87,44 @@ function ownedKinds(kube: Kube, config: OperatorConfig): OwnedKind[] {
     { apiVersion, kind: 'AdmissionPolicy', relation: 'for', path: `/apis/${apiVersion}/${POLICY_PLURAL}`, list: () => custom(POLICY_PLURAL), wakes: 'policy' },
     { apiVersion: 'v1', kind: 'Secret', relation: 'owns', path: `/api/v1/namespaces/${ns}/secrets`, namespace: ns, list: () => listed(kube.core.listNamespacedSecret({ namespace: ns, ...ours })), ...ours, wakes: 'secret' },
     { apiVersion: 'v1', kind: 'Service', relation: 'owns', path: `/api/v1/namespaces/${ns}/services`, namespace: ns, list: () => listed(kube.core.listNamespacedService({ namespace: ns, ...ours })), ...ours, wakes: 'service' },
-    { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', relation: 'owns', path: `${registration}/mutatingwebhookconfigurations`, list: () => listed(kube.admissionregistration.listMutatingWebhookConfiguration(ours)), ...ours, wakes: 'configuration' },
-    { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', relation: 'owns', path: `${registration}/validatingwebhookconfigurations`, list: () => listed(kube.admissionregistration.listValidatingWebhookConfiguration(ours)), ...ours, wakes: 'configuration' },
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingWebhookConfiguration',
+      relation: 'owns',
+      path: `${registration}/mutatingwebhookconfigurations`,
+      list: () => listed(kube.admissionregistration.listMutatingWebhookConfiguration(ours)),
+      ...ours,
+      wakes: 'configuration',
+    },
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      relation: 'owns',
+      path: `${registration}/validatingwebhookconfigurations`,
+      list: () => listed(kube.admissionregistration.listValidatingWebhookConfiguration(ours)),
+      ...ours,
+      wakes: 'configuration',
+    },
     ...(config.nativeEnforcement
       ? ([
-          { apiVersion: NATIVE_API_VERSION, kind: NATIVE_KINDS.policy, relation: 'reads', path: `${registration}/validatingadmissionpolicies`, list: () => listed(kube.admissionregistration.listValidatingAdmissionPolicy(ours)), ...ours, wakes: 'native' },
-          { apiVersion: NATIVE_API_VERSION, kind: NATIVE_KINDS.binding, relation: 'reads', path: `${registration}/validatingadmissionpolicybindings`, list: () => listed(kube.admissionregistration.listValidatingAdmissionPolicyBinding(ours)), ...ours, wakes: 'native' },
+          {
+            apiVersion: NATIVE_API_VERSION,
+            kind: NATIVE_KINDS.policy,
+            relation: 'reads',
+            path: `${registration}/validatingadmissionpolicies`,
+            list: () => listed(kube.admissionregistration.listValidatingAdmissionPolicy(ours)),
+            ...ours,
+            wakes: 'native',
+          },
+          {
+            apiVersion: NATIVE_API_VERSION,
+            kind: NATIVE_KINDS.binding,
+            relation: 'reads',
+            path: `${registration}/validatingadmissionpolicybindings`,
+            list: () => listed(kube.admissionregistration.listValidatingAdmissionPolicyBinding(ours)),
+            ...ours,
+            wakes: 'native',
+          },
         ] satisfies OwnedKind[])
       : []),
   ];

@@ -60,9 +60,7 @@ export function makeRegistries(config: OperatorConfig, kube: Kube, state: Cluste
     mergeSchemas: { schema: (kind) => schemas.schema(kind) },
   });
   // A webhook's series go with it (a suite deleted, or a webhook removed from one).
-  registry.subscribe((change) =>
-    'removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name))),
-  );
+  registry.subscribe((change) => ('removed' in change ? metrics.forget(change.removed) : metrics.forget(change.suite.metadata.name, new Set(change.suite.spec.webhooks.map((w) => w.name)))));
   registry.subscribe(() => state.lookups.use(registry.lookups()));
 
   // The teams' AdmissionPolicies: compiled as a suite's webhooks, within the limits the cluster admin set.

@@ -47,13 +47,7 @@ export interface Serving {
   close(): Promise<void>;
 }
 
-export async function startServing(
-  config: OperatorConfig,
-  kubeConfig: KubeConfig,
-  kube: Kube,
-  parts: { state: ClusterState; registries: Registries; certificates: CertificateStore; metrics: Metrics },
-  hold: boolean,
-): Promise<Serving> {
+export async function startServing(config: OperatorConfig, kubeConfig: KubeConfig, kube: Kube, parts: { state: ClusterState; registries: Registries; certificates: CertificateStore; metrics: Metrics }, hold: boolean): Promise<Serving> {
   const { state, certificates, metrics } = parts;
   const { registry, policyRegistry, auditor } = parts.registries;
   // Asked with the operator's own credentials (never the test's stand-in for CEL's authorizer).

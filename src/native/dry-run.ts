@@ -41,7 +41,9 @@ export async function nativeRefusal(kube: Kube, config: Pick<OperatorConfig, 'na
   } catch (err) {
     const code = statusCode(err);
     if (code !== 422 && code !== 400) throw err;
-    return describeError(err).replace(/^\d+: /, '').replaceAll(`"${NATIVE_DRY_RUN}"`, `"${policy.metadata.name}"`);
+    return describeError(err)
+      .replace(/^\d+: /, '')
+      .replaceAll(`"${NATIVE_DRY_RUN}"`, `"${policy.metadata.name}"`);
   }
 }
 

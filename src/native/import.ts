@@ -54,8 +54,7 @@ export interface Imported {
 
 const isKyvernoPolicy = (object: ImportableObject): boolean => (object.apiVersion ?? '').split('/')[0] === KYVERNO_GROUP && object.kind === 'ValidatingPolicy';
 
-export const isImportable = (object: ImportableObject): boolean =>
-  (VERSIONS.has(object.apiVersion ?? '') && (object.kind === 'ValidatingAdmissionPolicy' || object.kind === 'ValidatingAdmissionPolicyBinding')) || isKyvernoPolicy(object);
+export const isImportable = (object: ImportableObject): boolean => (VERSIONS.has(object.apiVersion ?? '') && (object.kind === 'ValidatingAdmissionPolicy' || object.kind === 'ValidatingAdmissionPolicyBinding')) || isKyvernoPolicy(object);
 
 /** Each policy of `objects` with at least one binding, as a suite named after it. */
 export function importPolicies(objects: ImportableObject[]): Imported {
@@ -246,7 +245,13 @@ export function intersectRules(a: NamedRuleWithOperations, b: NamedRuleWithOpera
 
 /** A binding's name as a webhook's (a DNS label, 63 at most), unique in its suite. */
 export function uniqueName(binding: string, taken: Set<string>): string {
-  const base = binding.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63).replace(/-+$/, '') || 'binding';
+  const base =
+    binding
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 63)
+      .replace(/-+$/, '') || 'binding';
   let name = base;
   for (let n = 2; taken.has(name); n++) name = `${base.slice(0, 63 - String(n).length - 1).replace(/-+$/, '')}-${n}`;
   taken.add(name);

@@ -233,7 +233,16 @@ function measure(evaluate: () => Decision | Promise<Decision>, observer: Webhook
  * and, where AdmissionExceptions may apply (`excusing`), the ones that cover the request, whose
  * use the answer then says (excused).
  */
-function withContext(rules: AuthorizingRulesAdmit, spec: WebhookSpec, failurePolicy: FailurePolicy, view: ClusterView, params: ParamsSource, exceptions: { excusing: Excusing; observer: WebhookObserver } | undefined, context: CompileContext, observer: WebhookObserver) {
+function withContext(
+  rules: AuthorizingRulesAdmit,
+  spec: WebhookSpec,
+  failurePolicy: FailurePolicy,
+  view: ClusterView,
+  params: ParamsSource,
+  exceptions: { excusing: Excusing; observer: WebhookObserver } | undefined,
+  context: CompileContext,
+  observer: WebhookObserver,
+) {
   const judged = withSchema(bound(rules, spec, failurePolicy, view, params), spec, failurePolicy, context, observer);
   if (!exceptions) return judged;
   const { excusing } = exceptions;
@@ -403,9 +412,7 @@ function compileHandler(
   // A handler that asks the API server runs until its questions are answered, with a view that asks.
   const run = handler.asks
     ? (request: AdmissionRequest) =>
-        evaluateAuthorizing(answerers, (session) =>
-          side.call(handler, request, parsed.config, { ...view, authorize: (checks) => session.decideAll(checks), restMappings: (kinds) => session.restMappings(kinds) }),
-        )
+        evaluateAuthorizing(answerers, (session) => side.call(handler, request, parsed.config, { ...view, authorize: (checks) => session.decideAll(checks), restMappings: (kinds) => session.restMappings(kinds) }))
     : exceptions && handler === podSecurity
       ? excusedPodSecurity(parsed.config as PodSecurityConfig, view, exceptions)
       : (request: AdmissionRequest) => side.call(handler, request, parsed.config, view);

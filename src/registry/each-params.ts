@@ -57,7 +57,7 @@ function mutateEach(request: AdmissionRequest, objects: Record<string, unknown>[
   const step = (i: number): Decision | Promise<Decision> => {
     for (; i < objects.length; i++) {
       const decision = evaluate({ ...request, object: working }, objects[i]!);
-      if (decision instanceof Promise) return decision.then((d) => (apply(d) ?? step(i + 1)));
+      if (decision instanceof Promise) return decision.then((d) => apply(d) ?? step(i + 1));
       const answer = apply(decision);
       if (answer) return answer;
     }

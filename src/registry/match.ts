@@ -23,7 +23,7 @@ export interface RegisteredWebhook {
 export function notCalledBecause(webhook: RegisteredWebhook, request: AdmissionRequest, namespaceLabels: Record<string, string> | undefined): string | undefined {
   if (!(webhook.rules ?? []).some((rule) => ruleMatches(rule, request))) return 'no rule matches the request';
   if (namespaceLabels && !selects(webhook.namespaceSelector, namespaceLabels)) return 'namespaceSelector does not select the namespace';
-  const labels = (object: unknown) => ((object as { metadata?: { labels?: Record<string, string> } } | null | undefined)?.metadata?.labels ?? {});
+  const labels = (object: unknown) => (object as { metadata?: { labels?: Record<string, string> } } | null | undefined)?.metadata?.labels ?? {};
   // The API server calls the webhook when either the object or the old object is selected.
   const candidates = [request.object, request.oldObject].filter((o) => o);
   if (candidates.length && !candidates.some((o) => selects(webhook.objectSelector, labels(o)))) return 'objectSelector does not select the object';
@@ -59,13 +59,7 @@ export function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest)
  * Answers why the webhook would not be called (a condition false, or errored), or undefined when
  * it would. `owner` names the suite (or `admissionpolicies`) for the probe's messages.
  */
-export function compileMatchConditions(
-  owner: string,
-  rules: RuleWithOperations[],
-  conditions: MatchCondition[],
-  failurePolicy: FailurePolicy,
-  operatorNamespace: string,
-): (request: AdmissionRequest) => Promise<string | undefined> {
+export function compileMatchConditions(owner: string, rules: RuleWithOperations[], conditions: MatchCondition[], failurePolicy: FailurePolicy, operatorNamespace: string): (request: AdmissionRequest) => Promise<string | undefined> {
   if (conditions.length === 0) return async () => undefined;
   const probe = compileSuite(
     {

@@ -68,12 +68,7 @@ export function policiesFor(request: AdmissionRequest, type: WebhookType, polici
   if (type === 'Mutating' && neverMutated(request)) return [];
   return policies
     .served(namespace)
-    .filter(
-      (p) =>
-        p.type === type &&
-        notCalledBecause({ name: p.name, rules: p.rules, objectSelector: p.objectSelector }, request, undefined) === undefined &&
-        !p.excludeResourceRules.some((rule) => ruleMatches(rule, request)),
-    );
+    .filter((p) => p.type === type && notCalledBecause({ name: p.name, rules: p.rules, objectSelector: p.objectSelector }, request, undefined) === undefined && !p.excludeResourceRules.some((rule) => ruleMatches(rule, request)));
 }
 
 /** A denial says which policy denied (they share one registered webhook name). */

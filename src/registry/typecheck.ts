@@ -148,7 +148,10 @@ async function typesOf(gvk: GroupVersionKind, source: SchemaSource): Promise<Sch
 
 /** A warning in one line, for an apply's answer or a terminal: its field, then each kind's first line (the caret lines stay in status). */
 export function warningLine(warning: ExpressionWarning): string {
-  return `${warning.fieldRef}: ${warning.warning.split('\n\n').map((kind) => kind.split('\n')[0]).join('; ')}`;
+  return `${warning.fieldRef}: ${warning.warning
+    .split('\n\n')
+    .map((kind) => kind.split('\n')[0])
+    .join('; ')}`;
 }
 
 /** What a type check puts in an object's status: `typeChecking`, or nothing (the last report stands). */

@@ -52,7 +52,9 @@ describe(`the API server is never the client refused: ${SUITES.length} suites of
 
   after(async function () {
     for (const suite of SUITES) await deleteSuite(suite);
-    await cluster().kube.core.deleteNamespace({ name: NS }).catch(() => undefined);
+    await cluster()
+      .kube.core.deleteNamespace({ name: NS })
+      .catch(() => undefined);
     await operator?.stop();
   });
 

@@ -86,7 +86,14 @@ describe(`the API server is never the client refused: ${SUITES} suites each answ
   after(async function () {
     this.timeout(600_000);
     await pool(names, 16, (name) => deleteSuite(name));
-    await pool(names, 16, async (name) => void (await cluster().kube.core.deleteNamespace({ name }).catch(() => undefined)));
+    await pool(
+      names,
+      16,
+      async (name) =>
+        void (await cluster()
+          .kube.core.deleteNamespace({ name })
+          .catch(() => undefined)),
+    );
     await operator?.stop();
   });
 

@@ -95,7 +95,8 @@ describe('background audit: each stored object judged as a create of it would be
     results = await eventually(
       async () => {
         const found = await reportResults(NS);
-        for (const name of ['public', 'no-owner', 'no-size-ignore', 'no-size-fail']) if (resultsFor(found, name).length === 0) throw new Error(`${name} not reported yet: ${JSON.stringify(found.map((r) => [r.resources[0]?.name, r.policy, r.result]))}`);
+        for (const name of ['public', 'no-owner', 'no-size-ignore', 'no-size-fail'])
+          if (resultsFor(found, name).length === 0) throw new Error(`${name} not reported yet: ${JSON.stringify(found.map((r) => [r.resources[0]?.name, r.policy, r.result]))}`);
         return found;
       },
       { what: 'the audit results in the Report' },

@@ -79,10 +79,10 @@ describe('background audit: a built-in handler, and PolicyReports beside OpenRep
 
   it('writes the same results as a wgpolicyk8s.io PolicyReport', async function () {
     const strip = (r: Result[]) => r.map(({ policy, rule, result, message, resources }) => ({ policy, rule, result, message, name: resources[0]?.name })).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
-    await eventually(
-      async () => expect(strip(await results('wgpolicyk8s.io', 'v1alpha2', 'policyreports'))).to.deep.equal(strip(await results('openreports.io', 'v1alpha1', 'reports'))),
-      { what: 'the PolicyReport to hold the same results', timeoutMs: 60_000 },
-    );
+    await eventually(async () => expect(strip(await results('wgpolicyk8s.io', 'v1alpha2', 'policyreports'))).to.deep.equal(strip(await results('openreports.io', 'v1alpha1', 'reports'))), {
+      what: 'the PolicyReport to hold the same results',
+      timeoutMs: 60_000,
+    });
     const [report] = ((await cluster().kube.custom.listNamespacedCustomObject({ group: 'wgpolicyk8s.io', version: 'v1alpha2', plural: 'policyreports', namespace: NS })) as { items: k8s.KubernetesObject[] }).items;
     expect(report?.metadata?.name).to.equal('portcullis');
   });

@@ -71,13 +71,20 @@ describe('background audit metrics: objects judged and failing, scans and report
       version: VERSION,
       plural: POLICY_PLURAL,
       namespace: NS,
-      body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionPolicy', metadata: { name: POLICY, namespace: NS }, spec: { type: 'Validating', rules: configmaps, validations: [{ expression: "object.metadata.name != 'bad-1'", message: 'not bad-1' }] } },
+      body: {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'AdmissionPolicy',
+        metadata: { name: POLICY, namespace: NS },
+        spec: { type: 'Validating', rules: configmaps, validations: [{ expression: "object.metadata.name != 'bad-1'", message: 'not bad-1' }] },
+      },
     });
   });
 
   after(async function () {
     await deleteSuite(SUITE);
-    await cluster().kube.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: NS, name: POLICY }).catch(() => undefined);
+    await cluster()
+      .kube.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: NS, name: POLICY })
+      .catch(() => undefined);
     await leader?.stop();
     await follower?.stop();
   });

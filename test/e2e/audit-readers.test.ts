@@ -156,7 +156,10 @@ describe('background audit: an author sees only what it may list, and reports ho
 
   after(async function () {
     await deleteSuite(SUITE);
-    for (const name of ['bit-blind', 'bit-sighted']) await cluster().kube.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: NS, name }).catch(() => undefined);
+    for (const name of ['bit-blind', 'bit-sighted'])
+      await cluster()
+        .kube.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: NS, name })
+        .catch(() => undefined);
     await operator.stop();
   });
 
@@ -266,6 +269,8 @@ describe('background audit: an author sees only what it may list, and reports ho
       { what: "the later create's live result" },
     );
     const ofRealTwo = (await resultsOf(NS)).filter((r) => r.resources[0]?.name === 'real-two');
-    expect(ofRealTwo.map((r) => r.message).join(' | ')).to.contain('it holds stored-word').and.not.contain('forged-word');
+    expect(ofRealTwo.map((r) => r.message).join(' | '))
+      .to.contain('it holds stored-word')
+      .and.not.contain('forged-word');
   });
 });

@@ -96,7 +96,9 @@ describe('background audit: OpenReports of the objects already there', function 
     await createConfigMap(NS, 'fixed');
     await createConfigMap(NS, 'good', {}, { owner: 'team-a' });
     await createConfigMap(OTHER, 'elsewhere');
-    await cluster().kube.core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'audit-secret' }, stringData: { password: 'hunter2' } } }).catch(() => undefined);
+    await cluster()
+      .kube.core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'audit-secret' }, stringData: { password: 'hunter2' } } })
+      .catch(() => undefined);
     operator = await startTestOperator({ audit: true });
     await waitForSuiteValidation(operator);
     await createSuite(SUITE, spec);
@@ -104,7 +106,9 @@ describe('background audit: OpenReports of the objects already there', function 
 
   after(async function () {
     await deleteSuite(SUITE);
-    await cluster().kube.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: NS, name: 'team-size' }).catch(() => undefined);
+    await cluster()
+      .kube.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: NS, name: 'team-size' })
+      .catch(() => undefined);
     await operator.stop();
   });
 
@@ -141,14 +145,14 @@ describe('background audit: OpenReports of the objects already there', function 
     expect(JSON.stringify(await reports(NS))).to.not.contain('hunter2');
   });
 
-  it('kubectl get reports -A shows each report\'s summary', async function () {
+  it("kubectl get reports -A shows each report's summary", async function () {
     const listed = await kubectl(['get', 'reports', '-A']);
     expect(listed.code, listed.stderr).to.equal(0);
     expect(listed.stdout).to.match(/NAMESPACE\s+NAME\s+PASS\s+FAIL\s+WARN\s+ERROR\s+SKIP/);
     expect(listed.stdout).to.match(new RegExp(`${NS}\\s+portcullis\\s+`));
   });
 
-  it('says in the suite\'s status how many objects fail, per webhook', async function () {
+  it("says in the suite's status how many objects fail, per webhook", async function () {
     const suite = await eventually(
       async () => {
         const s = await getSuite(SUITE);
@@ -165,10 +169,7 @@ describe('background audit: OpenReports of the objects already there', function 
 
   it('turns a fixed object to pass within seconds, without waiting for the next scan', async function () {
     expect(find(await resultsOf(NS), 'fixed', 'validations[0]')).to.include({ result: 'warn' });
-    await cluster().kube.core.patchNamespacedConfigMap(
-      { namespace: NS, name: 'fixed', body: { metadata: { labels: { owner: 'team-b' } } } },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-    );
+    await cluster().kube.core.patchNamespacedConfigMap({ namespace: NS, name: 'fixed', body: { metadata: { labels: { owner: 'team-b' } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
     await eventually(async () => expect(find(await resultsOf(NS), 'fixed', 'validations[0]')).to.include({ result: 'pass' }), { what: 'the fixed object to pass', timeoutMs: 60_000 });
   });
 
@@ -187,7 +188,7 @@ describe('background audit: OpenReports of the objects already there', function 
         if (!find(found, 'bad', 'validations[0]', `${NS}/team-size`)) throw new Error('not reported yet');
         return found;
       },
-      { what: 'the policy\'s results', timeoutMs: 60_000 },
+      { what: "the policy's results", timeoutMs: 60_000 },
     );
     expect(find(results, 'bad', 'validations[0]', `${NS}/team-size`)).to.include({ result: 'fail', message: 'no configmap may be called bad' });
     expect(find(results, 'good', 'validations[0]', `${NS}/team-size`)).to.include({ result: 'pass' });
@@ -202,7 +203,7 @@ describe('background audit: OpenReports of the objects already there', function 
     );
   });
 
-  it('records what a rule in shadow mode (Audit) let through at admission, beside the scan\'s skip', async function () {
+  it("records what a rule in shadow mode (Audit) let through at admission, beside the scan's skip", async function () {
     await apply(cluster().kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'mallory', namespace: NS }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['create'] }] });
     await apply(cluster().kube, {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -211,10 +212,13 @@ describe('background audit: OpenReports of the objects already there', function 
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'mallory' },
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'mallory' }],
     });
-    await eventually(async () => {
-      const created = await kubectl(['create', 'configmap', 'by-mallory', '-n', NS, '--as=mallory']);
-      if (created.code !== 0 && !created.stderr.includes('AlreadyExists')) throw new Error(created.stderr);
-    }, { what: 'mallory to create a configmap' });
+    await eventually(
+      async () => {
+        const created = await kubectl(['create', 'configmap', 'by-mallory', '-n', NS, '--as=mallory']);
+        if (created.code !== 0 && !created.stderr.includes('AlreadyExists')) throw new Error(created.stderr);
+      },
+      { what: 'mallory to create a configmap' },
+    );
     const results = await eventually(
       async () => {
         const found = (await resultsOf(NS)).filter((r) => r.policy === `${SUITE}/audited` && r.resources[0]?.name === 'by-mallory');
@@ -227,12 +231,17 @@ describe('background audit: OpenReports of the objects already there', function 
     expect(live).to.include({ rule: 'validations[0]', result: 'fail', message: 'mallory may not write configmaps (audited)' });
     expect(live.properties).to.include({ action: 'Audit' });
     // The scan judges the stored object too, and cannot tell who wrote it.
-    await eventually(async () => {
-      const scanned = (await resultsOf(NS)).find((r) => r.policy === `${SUITE}/audited` && r.resources[0]?.name === 'by-mallory' && r.properties?.origin === 'audit');
-      expect(scanned?.result).to.equal('skip');
-    }, { what: 'the scan\'s skip for the same object', timeoutMs: 60_000 });
+    await eventually(
+      async () => {
+        const scanned = (await resultsOf(NS)).find((r) => r.policy === `${SUITE}/audited` && r.resources[0]?.name === 'by-mallory' && r.properties?.origin === 'audit');
+        expect(scanned?.result).to.equal('skip');
+      },
+      { what: "the scan's skip for the same object", timeoutMs: 60_000 },
+    );
     // A request by anyone else leaves no live failure.
-    await cluster().kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'by-admin' } } }).catch(() => undefined);
+    await cluster()
+      .kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: 'by-admin' } } })
+      .catch(() => undefined);
     await new Promise((r) => setTimeout(r, 2500));
     expect((await resultsOf(NS)).filter((r) => r.resources[0]?.name === 'by-admin' && r.properties?.origin === 'admission' && r.policy === `${SUITE}/audited`)).to.deep.equal([]);
   });

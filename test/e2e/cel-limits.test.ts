@@ -106,7 +106,9 @@ describe('CEL at the API server limits: a namespace admin cannot stop the operat
 
   it('takes the chain the API server takes at its limit, and refuses one past it in the API server words', async function () {
     expect(await apiServerWords(chain(AT_LIMIT, 'a'))).to.equal(undefined);
-    expect(await apiServerWords(chain(AT_LIMIT + 1, 'a'))).to.contain(`spec.validations[0].expression`).and.contain(DEPTH_WORDS);
+    expect(await apiServerWords(chain(AT_LIMIT + 1, 'a')))
+      .to.contain(`spec.validations[0].expression`)
+      .and.contain(DEPTH_WORDS);
 
     await eventually(() => create('at-limit', chain(AT_LIMIT, 'refuse-me')), { what: 'the policy at the limit to be admitted', timeoutMs: 120_000 });
     await servedAndRefusing('at-limit', 'refuse-me');
@@ -114,7 +116,9 @@ describe('CEL at the API server limits: a namespace admin cannot stop the operat
     await createConfigMap(TEAM, 'welcome');
 
     const past = await refusal(() => create('past-limit', chain(AT_LIMIT + 1, 'refuse-me')));
-    expect(past?.message ?? 'admitted').to.contain('spec.validations[0].expression').and.contain(DEPTH_WORDS);
+    expect(past?.message ?? 'admitted')
+      .to.contain('spec.validations[0].expression')
+      .and.contain(DEPTH_WORDS);
     alive();
   });
 

@@ -41,7 +41,9 @@ describe('CEL type errors: the API server’s words, line, column and caret', fu
 
   it('portcullis validate refuses a suite with such an expression in the API server’s words', async function () {
     const row = TYPE_ERRORS.find((r) => r.name === 'line-2')!;
-    const file = files.write([{ apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: 'cel-type' }, spec: { webhooks: [{ name: 'w', type: 'Validating', rules: configMaps, validations: [{ expression: row.expression }] }] } }]);
+    const file = files.write([
+      { apiVersion: 'admission.portcullis.dev/v1alpha1', kind: 'AdmissionSuite', metadata: { name: 'cel-type' }, spec: { webhooks: [{ name: 'w', type: 'Validating', rules: configMaps, validations: [{ expression: row.expression }] }] } },
+    ]);
     const result = await runCli(['validate', file]);
     expect(result.code, result.stdout + result.stderr).to.equal(1);
     expect(result.stdout).to.contain(`AdmissionSuite "cel-type" is invalid: spec.webhooks[0].validations[0].expression: ${await apiServerWords(row.expression)}\n`);

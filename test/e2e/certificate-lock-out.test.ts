@@ -64,7 +64,7 @@ describe('lifecycle: a suite opted into CertificateSigningRequests, the operator
     await operator?.stop();
   });
 
-  it('refuses every CSR its rules match while no replica answers, a kubelet\'s client certificate request included; deleting the suite gives them back', async function () {
+  it("refuses every CSR its rules match while no replica answers, a kubelet's client certificate request included; deleting the suite gives them back", async function () {
     await operator!.stop();
     operator = undefined;
     const refused = await eventually(

@@ -48,11 +48,14 @@ describe('charts/portcullis: the Helm chart', function () {
     expect(result.stdout).to.contain('0 chart(s) failed');
   });
 
-  it("renders with its defaults exactly what deploy/ installs, but the Namespace (helm install --create-namespace)", async function () {
+  it('renders with its defaults exactly what deploy/ installs, but the Namespace (helm install --create-namespace)', async function () {
     const chart = await render();
     const deploy = new Map<string, Manifest>();
     // deploy/'s numbered files, as `kubectl apply -f deploy/` reads them (not its optional/ folder).
-    const files = fs.readdirSync(path.join(ROOT, 'deploy'), { withFileTypes: true }).filter((f) => f.isFile()).map((f) => f.name);
+    const files = fs
+      .readdirSync(path.join(ROOT, 'deploy'), { withFileTypes: true })
+      .filter((f) => f.isFile())
+      .map((f) => f.name);
     for (const file of files.sort()) for (const [k, o] of parse(fs.readFileSync(path.join(ROOT, 'deploy', file), 'utf8'))) deploy.set(k, o);
     deploy.delete('Namespace portcullis-system');
     expect([...chart.keys()].sort()).to.deep.equal([...deploy.keys()].sort());
@@ -60,7 +63,7 @@ describe('charts/portcullis: the Helm chart', function () {
     // (That files/crd.yaml is crds/'s, byte for byte, is test/e2e/manifests-drift.test.ts's.)
   });
 
-  it('leaves out the guards\' MutatingAdmissionPolicies for Kubernetes 1.35, which does not serve them, and nothing else', async function () {
+  it("leaves out the guards' MutatingAdmissionPolicies for Kubernetes 1.35, which does not serve them, and nothing else", async function () {
     const newest = await render();
     const result = await helm(['template', 'portcullis', CHART, '--namespace', 'portcullis-system', '--kube-version', '1.35.4']);
     expect(result.code, result.stderr).to.equal(0);
@@ -83,13 +86,41 @@ describe('charts/portcullis: the Helm chart', function () {
     const chart = parse(
       (
         await helm([
-          'template', 'portcullis', CHART, '--namespace', 'policy',
-          '--set', 'image.repository=registry.example.com/portcullis', '--set', 'image.digest=sha256:' + 'a'.repeat(64),
-          '--set', 'replicaCount=3', '--set', 'leaderElection.leaseDuration=30s', '--set', 'logLevel=debug', '--set', 'extraArgs[0]=--shutdown-delay=8s',
-          '--set', 'nodeSelector.pool=system', '--set', 'priorityClassName=system-cluster-critical',
-          '--set', 'metrics.service.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true',
-          '--set', 'crds.install=false', '--set', 'networkPolicy.enabled=false', '--set', 'podDisruptionBudget.enabled=false',
-          '--set', 'namespacedPolicies.mutations=false', '--set', 'namespacedPolicies.costBudget=50000',
+          'template',
+          'portcullis',
+          CHART,
+          '--namespace',
+          'policy',
+          '--set',
+          'image.repository=registry.example.com/portcullis',
+          '--set',
+          'image.digest=sha256:' + 'a'.repeat(64),
+          '--set',
+          'replicaCount=3',
+          '--set',
+          'leaderElection.leaseDuration=30s',
+          '--set',
+          'logLevel=debug',
+          '--set',
+          'extraArgs[0]=--shutdown-delay=8s',
+          '--set',
+          'nodeSelector.pool=system',
+          '--set',
+          'priorityClassName=system-cluster-critical',
+          '--set',
+          'metrics.service.enabled=true',
+          '--set',
+          'metrics.serviceMonitor.enabled=true',
+          '--set',
+          'crds.install=false',
+          '--set',
+          'networkPolicy.enabled=false',
+          '--set',
+          'podDisruptionBudget.enabled=false',
+          '--set',
+          'namespacedPolicies.mutations=false',
+          '--set',
+          'namespacedPolicies.costBudget=50000',
         ])
       ).stdout,
     );
@@ -166,8 +197,10 @@ describe('charts/portcullis: the Helm chart', function () {
     const policyReports = await render('audit.interval=5m', 'audit.reports.policyReports=true');
     expect(args(policyReports)).to.deep.equal(['--mode=cluster', '--audit-interval=5m', '--policy-reports']);
     expect(crds(policyReports)).to.deep.equal([
-      'CustomResourceDefinition clusterpolicyreports.wgpolicyk8s.io', 'CustomResourceDefinition clusterreports.openreports.io',
-      'CustomResourceDefinition policyreports.wgpolicyk8s.io', 'CustomResourceDefinition reports.openreports.io',
+      'CustomResourceDefinition clusterpolicyreports.wgpolicyk8s.io',
+      'CustomResourceDefinition clusterreports.openreports.io',
+      'CustomResourceDefinition policyreports.wgpolicyk8s.io',
+      'CustomResourceDefinition reports.openreports.io',
     ]);
     expect(groups(policyReports, 'portcullis-operator')).to.include.members(['openreports.io', 'wgpolicyk8s.io']);
     expect(groups(policyReports, 'portcullis-reports-view')).to.deep.equal(['openreports.io', 'wgpolicyk8s.io']);

@@ -125,14 +125,21 @@ describe('portcullis audit: the background audit, from the command line', functi
     fs.writeFileSync(file, [SUITE_OBJECT, POLICY_OBJECT].map((o) => yaml.dump(o)).join('---\n'));
     await ensureNamespace(NS, { ...LABEL });
     await ensureNamespace(OTHER, { ...LABEL, team: 'blue' });
-    for (const [namespace, name] of [[NS, 'bad'], [NS, 'good'], [NS, 'owned'], [OTHER, 'elsewhere']] as const) {
+    for (const [namespace, name] of [
+      [NS, 'bad'],
+      [NS, 'good'],
+      [NS, 'owned'],
+      [OTHER, 'elsewhere'],
+    ] as const) {
       await deleteIfExists(cluster().kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace } });
     }
     await createConfigMap(NS, 'bad');
     await createConfigMap(NS, 'good', {}, { owner: 'team-a' });
     await createConfigMap(NS, 'owned', {}, { owner: 'team-a' });
     await createConfigMap(OTHER, 'elsewhere', {}, { owner: 'team-b' });
-    await cluster().kube.core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'cli-audit-secret' }, stringData: { password: 'hunter2' } } }).catch(() => undefined);
+    await cluster()
+      .kube.core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'cli-audit-secret' }, stringData: { password: 'hunter2' } } })
+      .catch(() => undefined);
     // The background audit judges a suite or policy only for an author it may ask about: the install's guards record them.
     await recordAuthors();
     operator = await startTestOperator({ audit: true });
@@ -150,7 +157,9 @@ describe('portcullis audit: the background audit, from the command line', functi
 
   after(async function () {
     await deleteSuite(SUITE);
-    await cluster().kube.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: NS, name: POLICY }).catch(() => undefined);
+    await cluster()
+      .kube.custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, plural: POLICY_PLURAL, namespace: NS, name: POLICY })
+      .catch(() => undefined);
     await deleteIfExists(cluster().kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'cli-audit-admin' } });
     await operator?.stop();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -190,7 +199,10 @@ describe('portcullis audit: the background audit, from the command line', functi
 
     const run = await runCli(['audit', '--kubeconfig', kubeconfig, '-o', 'json', file]);
     expect(run.code, run.stdout + run.stderr).to.equal(1);
-    const output = JSON.parse(run.stdout) as { webhooks: { policy: string; evaluated: number; denied: number; objects: { kind: string; name: string; namespace?: string; results: { rule: string; result: string; message?: string }[] }[] }[]; problems: string[] };
+    const output = JSON.parse(run.stdout) as {
+      webhooks: { policy: string; evaluated: number; denied: number; objects: { kind: string; name: string; namespace?: string; results: { rule: string; result: string; message?: string }[] }[] }[];
+      problems: string[];
+    };
     expect(output.problems).to.deep.equal([]);
     const found = new Set(output.webhooks.flatMap((w) => w.objects.flatMap((o) => o.results.map((r) => key(w.policy, o, r.rule, r.result, r.message)))));
     expect([...found].sort()).to.deep.equal([...reported].sort());

@@ -55,10 +55,7 @@ describe('portcullis compile: the native objects a suite becomes, to commit inst
     expect(result.code, result.stderr).to.equal(0);
     expect(result.stderr).to.equal('portcullis: compiled/labels: stays a webhook: handler: the built-in handler RequiredLabels runs in the operator; a native policy holds only CEL\n');
     applied = (JSON.parse(result.stdout) as { items: KubeObject[] }).items;
-    expect(applied.map((o) => `${o.kind} ${o.metadata?.name}`)).to.deep.equal([
-      'ValidatingAdmissionPolicy no-forbidden.compiled.admission.portcullis.dev',
-      'ValidatingAdmissionPolicyBinding no-forbidden.compiled.admission.portcullis.dev',
-    ]);
+    expect(applied.map((o) => `${o.kind} ${o.metadata?.name}`)).to.deep.equal(['ValidatingAdmissionPolicy no-forbidden.compiled.admission.portcullis.dev', 'ValidatingAdmissionPolicyBinding no-forbidden.compiled.admission.portcullis.dev']);
     const file = path.join(dir, 'native.json');
     fs.writeFileSync(file, result.stdout);
     const kubectlApply = await kubectl(['apply', '-f', file]);

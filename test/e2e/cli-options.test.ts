@@ -15,8 +15,7 @@ import { API_VERSION, KIND, type AdmissionSuite } from '../../src/api/types.ts';
 
 const NS = 'cli-options';
 const NAME = 'options-probe';
-const DESCRIBE =
-  "request.options.kind + ' ' + request.options.apiVersion + ' dryRun=' + (has(request.options.dryRun) ? string(size(request.options.dryRun)) : 'none') + ' fields=' + string(size(request.options))";
+const DESCRIBE = "request.options.kind + ' ' + request.options.apiVersion + ' dryRun=' + (has(request.options.dryRun) ? string(size(request.options.dryRun)) : 'none') + ' fields=' + string(size(request.options))";
 const rules = [{ operations: ['CREATE', 'UPDATE', 'DELETE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }];
 // Denies a write whose data holds `deny`, and the delete of probe-false: nothing else in the namespace.
 const validation = { expression: "!((object != null && has(object.data) && 'deny' in object.data) || (object == null && oldObject.metadata.name == 'probe-false'))", messageExpression: DESCRIBE };

@@ -53,13 +53,16 @@ describe('portcullis scan: helm template of the chart, with the samples', functi
     await operator?.stop();
   });
 
-  it('admits the chart as it ships (exit 0), and denies it with 6 replicas (exit 1) at the Deployment\'s line, in the samples\' words', async function () {
+  it("admits the chart as it ships (exit 0), and denies it with 6 replicas (exit 1) at the Deployment's line, in the samples' words", async function () {
     const shipped = await runCli(['scan', '--suites', 'config/samples', '-'], REPO, await render());
     expect(shipped.stderr).to.equal('');
     expect(shipped.code, shipped.stdout).to.equal(0);
     expect(shipped.stdout).to.not.match(/^DENIED/m);
     const deployment = rows(shipped.stdout, `Deployment ${NS}/portcullis-operator`);
-    expect(deployment.map((r) => r[3]), shipped.stdout).to.include.members(['replica-guard/replica-limit', 'pod-security/pod-security']);
+    expect(
+      deployment.map((r) => r[3]),
+      shipped.stdout,
+    ).to.include.members(['replica-guard/replica-limit', 'pod-security/pod-security']);
     expect(deployment.every((r) => r[0] === 'ADMITTED')).to.equal(true);
 
     const text = await render('replicaCount=6');
@@ -67,7 +70,13 @@ describe('portcullis scan: helm template of the chart, with the samples', functi
     const denied = await runCli(['scan', '--suites', 'config/samples', '-'], REPO, text);
     expect(denied.code, denied.stdout + denied.stderr).to.equal(1);
     // The document's first line is its apiVersion, the line before its kind.
-    expect(rows(denied.stdout, `Deployment ${NS}/portcullis-operator`).find((r) => r[3] === 'replica-guard/replica-limit')).to.deep.equal(['DENIED', `Deployment ${NS}/portcullis-operator`, `(stdin):${line}`, 'replica-guard/replica-limit', 'replicas must be no greater than 5']);
+    expect(rows(denied.stdout, `Deployment ${NS}/portcullis-operator`).find((r) => r[3] === 'replica-guard/replica-limit')).to.deep.equal([
+      'DENIED',
+      `Deployment ${NS}/portcullis-operator`,
+      `(stdin):${line}`,
+      'replica-guard/replica-limit',
+      'replicas must be no greater than 5',
+    ]);
     expect(denied.stdout).to.match(/ 1 denied\n$/);
   });
 

@@ -79,21 +79,28 @@ describe('portcullis (the command) against the API server', function () {
       const offline = await runCli(['validate', file]);
       expect(offline.code, `${name}: ${offline.stdout}${offline.stderr}`).to.equal(1);
       // said at the line of the field refused
-      const message = offline.stdout.trim().slice(file.length).replace(/^:\d+: document 1: /, '');
+      const message = offline.stdout
+        .trim()
+        .slice(file.length)
+        .replace(/^:\d+: document 1: /, '');
       expect(message, name).to.match(new RegExp(`^AdmissionSuite "${name}" is invalid: spec\\.`));
 
-      const applied = await eventually(
-        async () => (await refusal(() => cluster().kube.custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: suite }))) ?? Promise.reject(new Error('admitted')),
-        { what: `${name} to be refused` },
-      );
+      const applied = await eventually(async () => (await refusal(() => cluster().kube.custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: suite }))) ?? Promise.reject(new Error('admitted')), {
+        what: `${name} to be refused`,
+      });
       expect(applied.message, name).to.equal(`admission webhook "${SUITE_VALIDATION.webhook}" denied the request: ${message}`);
       expect(await getSuite(name)).to.equal(undefined);
     }
   });
 
-  it('validate --strict type-checks against the cluster\'s schemas: what applying with typeCheckErrors: Deny refuses, in its words; a warning it only prints', async function () {
+  it("validate --strict type-checks against the cluster's schemas: what applying with typeCheckErrors: Deny refuses, in its words; a warning it only prints", async function () {
     const deployments = [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
-    const typo = { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionSuite', metadata: { name: 'cli-typo' }, spec: { webhooks: [{ name: 'w', type: 'Validating', rules: deployments, validations: [{ expression: 'object.replicas <= 5' }] }] } };
+    const typo = {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'AdmissionSuite',
+      metadata: { name: 'cli-typo' },
+      spec: { webhooks: [{ name: 'w', type: 'Validating', rules: deployments, validations: [{ expression: 'object.replicas <= 5' }] }] },
+    };
     const file = path.join(dir, 'cli-typo.yaml');
     fs.writeFileSync(file, yaml.dump(typo));
     const kubeconfig = cluster().controlPlane.kubeconfigPath;
@@ -102,12 +109,15 @@ describe('portcullis (the command) against the API server', function () {
     expect(strict.code, strict.stdout + strict.stderr).to.equal(1);
     expect(strict.stdout).to.contain(`${file}: warning: AdmissionSuite "cli-typo": spec.webhooks[0].validations[0].expression: apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'`);
     // at the line of the expression refused
-    const message = strict.stdout.split('\n').find((l) => l.startsWith(`${file}:`) && l.includes(': document 1: AdmissionSuite'))!.slice(file.length).replace(/^:\d+: document 1: /, '');
+    const message = strict.stdout
+      .split('\n')
+      .find((l) => l.startsWith(`${file}:`) && l.includes(': document 1: AdmissionSuite'))!
+      .slice(file.length)
+      .replace(/^:\d+: document 1: /, '');
 
     const applied = await eventually(
       async () =>
-        (await refusal(() => cluster().kube.custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: { ...typo, spec: { ...typo.spec, typeCheckErrors: 'Deny' } } }))) ??
-        Promise.reject(new Error('admitted')),
+        (await refusal(() => cluster().kube.custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, body: { ...typo, spec: { ...typo.spec, typeCheckErrors: 'Deny' } } }))) ?? Promise.reject(new Error('admitted')),
       { what: 'the typo to be refused with typeCheckErrors: Deny' },
     );
     expect(applied.message).to.equal(`admission webhook "${SUITE_VALIDATION.webhook}" denied the request: ${message}`);
@@ -117,13 +127,18 @@ describe('portcullis (the command) against the API server', function () {
     fs.writeFileSync(file, yaml.dump(partial));
     const warned = await runCli(['validate', '--strict', '--kubeconfig', kubeconfig, file]);
     expect(warned.code, warned.stdout + warned.stderr).to.equal(0);
-    expect(warned.stdout).to.contain("warning: AdmissionSuite \"cli-partial\": spec.webhooks[0].validations[0].expression: /v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'spec'");
+    expect(warned.stdout).to.contain('warning: AdmissionSuite "cli-partial": spec.webhooks[0].validations[0].expression: /v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field \'spec\'');
     expect(warned.stdout).to.contain('AdmissionSuite "cli-partial" is valid');
   });
 
   it("eval's rejection is the API server's: code and message", async function () {
     expect((await kubectl(['apply', '-f', 'config/samples/replica-limit.yaml'])).code).to.equal(0);
-    const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: NS }, spec: { replicas: 6, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] } } } };
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: NS },
+      spec: { replicas: 6, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] } } },
+    };
     const file = path.join(dir, 'deployment.yaml');
     fs.writeFileSync(file, yaml.dump(deployment));
     const evaluated = JSON.parse((await runCli(['eval', '--suite', 'config/samples/replica-limit.yaml', '--object', file])).stdout);
@@ -145,7 +160,17 @@ describe('portcullis (the command) against the API server', function () {
 
   it("eval's patched object is what the API server stored, mutated by the same webhooks", async function () {
     expect((await kubectl(['apply', '-f', 'config/samples/team-label.yaml'])).code).to.equal(0);
-    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app', namespace: NS, labels: { tier: 'web' } }, spec: { containers: [{ name: 'app', image: 'nginx:1.27', imagePullPolicy: 'IfNotPresent' }, { name: 'log', image: 'fluentbit:3', imagePullPolicy: 'Never' }] } };
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'app', namespace: NS, labels: { tier: 'web' } },
+      spec: {
+        containers: [
+          { name: 'app', image: 'nginx:1.27', imagePullPolicy: 'IfNotPresent' },
+          { name: 'log', image: 'fluentbit:3', imagePullPolicy: 'Never' },
+        ],
+      },
+    };
     const file = path.join(dir, 'pod.yaml');
     fs.writeFileSync(file, yaml.dump(pod));
     const evaluated = JSON.parse((await runCli(['eval', '--suite', 'config/samples/team-label.yaml', '--object', file])).stdout);

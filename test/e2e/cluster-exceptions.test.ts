@@ -48,8 +48,7 @@ const body = (name: string, spec: Partial<ExceptionSpec>) => ({
   metadata: { name },
   spec: { suite: SUITE, webhook: 'team-label', reason: REASON, expires: '2099-01-01T00:00:00Z', ...spec },
 });
-const createClusterException = (kube: Kube, name: string, spec: Partial<ExceptionSpec>) =>
-  kube.custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: CLUSTER_EXCEPTION_PLURAL, body: body(name, spec) });
+const createClusterException = (kube: Kube, name: string, spec: Partial<ExceptionSpec>) => kube.custom.createClusterCustomObject({ group: GROUP, version: VERSION, plural: CLUSTER_EXCEPTION_PLURAL, body: body(name, spec) });
 
 const createUnlabelled = (namespace: string) => kubectl(['create', 'configmap', 'unlabelled', '-n', namespace, '--from-literal=a=b', '--dry-run=server']);
 
@@ -67,14 +66,32 @@ describe('ClusterAdmissionExceptions: cluster-wide grants, by namespace selector
     for (const name of [GRANTER, OWNER]) await kube.core.createNamespacedServiceAccount({ namespace: A, body: { metadata: { name } } }).catch(() => undefined);
     const subject = (name: string) => [{ kind: 'ServiceAccount', name, namespace: A }];
     await kube.objects
-      .create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'cexc-granter' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'portcullis-cluster-exception-author' }, subjects: subject(GRANTER) } as never)
+      .create({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'cexc-granter' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'portcullis-cluster-exception-author' },
+        subjects: subject(GRANTER),
+      } as never)
       .catch(() => undefined);
     // And `edit` cluster-wide: a cluster exception lets through only what its writer could write everywhere (exception-author-rights.test.ts).
     await kube.objects
-      .create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'cexc-granter-edit' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' }, subjects: subject(GRANTER) } as never)
+      .create({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'cexc-granter-edit' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+        subjects: subject(GRANTER),
+      } as never)
       .catch(() => undefined);
     await kube.objects
-      .create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'cexc-owner', namespace: A }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' }, subjects: subject(OWNER) } as never)
+      .create({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'cexc-owner', namespace: A },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'admin' },
+        subjects: subject(OWNER),
+      } as never)
       .catch(() => undefined);
     operator = await startTestOperator();
     await waitForSuiteValidation(operator);

@@ -122,9 +122,7 @@ describe('CONNECT (exec, attach, port-forward) through the real API server', fun
 
     const privileged = await refused(NS.dev, 'privileged', 'exec');
     expect(privileged.status).to.equal(403);
-    expect(privileged.body.message).to.equal(
-      'admission webhook "escalating.connect.admission.portcullis.dev" denied the request: pods "privileged" is forbidden: cannot exec into or attach to a privileged container',
-    );
+    expect(privileged.body.message).to.equal('admission webhook "escalating.connect.admission.portcullis.dev" denied the request: pods "privileged" is forbidden: cannot exec into or attach to a privileged container');
     const hostPid = await refused(NS.dev, 'host-pid', 'attach');
     expect(hostPid.status).to.equal(403);
     expect(hostPid.body.message).to.contain('pods "host-pid" is forbidden: cannot exec into or attach to a container using host pid');

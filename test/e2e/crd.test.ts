@@ -42,7 +42,10 @@ describe('the AdmissionSuite CRD, enforced by the API server', function () {
   it('merges webhooks by name under server-side apply: two appliers each keep their own', async function () {
     // Both name a webhook that objectSelector keeps from matching anything: only the stored object matters here.
     const never = { objectSelector: { matchLabels: { 'crd-e2e': 'never' } } };
-    for (const [manager, webhook] of [['team-a', 'from-a'], ['team-b', 'from-b']]) {
+    for (const [manager, webhook] of [
+      ['team-a', 'from-a'],
+      ['team-b', 'from-b'],
+    ]) {
       const result = await kubectl(['apply', '--server-side', `--field-manager=${manager}`, '-f', '-'], manifest('crd-merged', { webhooks: [validating(webhook!, never)] }));
       expect(result.code, result.stderr).to.equal(0);
     }

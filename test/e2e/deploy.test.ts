@@ -86,14 +86,17 @@ describe('deploy/: the install manifests', function () {
     }
   });
 
-  it('show each Report\'s summary in `kubectl get reports -A`', async function () {
+  it("show each Report's summary in `kubectl get reports -A`", async function () {
     const body = { apiVersion: 'openreports.io/v1alpha1', kind: 'Report', metadata: { name: 'deploy-test', namespace: 'default' }, summary: { pass: 3, fail: 1, warn: 0, error: 0, skip: 2 }, results: [] };
     const created = await kubectl(['create', '-f', '-'], JSON.stringify(body));
     expect(created.code, created.stderr).to.equal(0);
     try {
       const listed = await kubectl(['get', 'reports', '-A']);
       expect(listed.code, listed.stderr).to.equal(0);
-      const [header, ...rows] = listed.stdout.trim().split('\n').map((line) => line.trim().split(/\s+/));
+      const [header, ...rows] = listed.stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.trim().split(/\s+/));
       expect(header).to.deep.equal(['NAMESPACE', 'NAME', 'PASS', 'FAIL', 'WARN', 'ERROR', 'SKIP', 'AGE']);
       expect(rows.find((row) => row[1] === 'deploy-test')?.slice(0, 7)).to.deep.equal(['default', 'deploy-test', '3', '1', '0', '0', '2']);
     } finally {

@@ -232,7 +232,22 @@ function auditAnnotations(events: AuditEvent[], row: PolicyRow, namespace: strin
  */
 const NEWER_SEMANTICS: [rows: string[], why: string][] = [
   [
-    ['eq-map-string', 'eq-map-int', 'eq-map-list', 'eq-list-string', 'eq-list-map', 'eq-variable-map', 'eq-old-object', 'eq-optional-elements', 'eq-optional-map', 'eq-optional-index', 'eq-comprehension', 'eq-comprehension-filter', 'eq-comprehension-two-var', 'eq-match-condition'],
+    [
+      'eq-map-string',
+      'eq-map-int',
+      'eq-map-list',
+      'eq-list-string',
+      'eq-list-map',
+      'eq-variable-map',
+      'eq-old-object',
+      'eq-optional-elements',
+      'eq-optional-map',
+      'eq-optional-index',
+      'eq-comprehension',
+      'eq-comprehension-filter',
+      'eq-comprehension-two-var',
+      'eq-match-condition',
+    ],
     '== between a map or list and a value of another type: an error (no such overload) on 1.37, false on 1.35',
   ],
   [['err-or-value', 'err-or-value-map'], 'orValue() on a value that is not optional: an error on 1.37, the value itself on 1.35'],
@@ -296,7 +311,12 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
     // WEBHOOKS_PER_SUITE, each ending with a probe of its own. The same suites again, enforced
     // natively, in NATIVE_NS (without the row of a reason VAP refuses on write).
     // The native policies and bindings of the accepted rows, as a user would import them: one file, the command.
-    const sources = tempFolder('diff-import-', { 'policies.yaml': accepted.flatMap((row) => nativePolicy(row, IMPORT_NS)).map((o) => yaml.dump(o)).join('---\n') });
+    const sources = tempFolder('diff-import-', {
+      'policies.yaml': accepted
+        .flatMap((row) => nativePolicy(row, IMPORT_NS))
+        .map((o) => yaml.dump(o))
+        .join('---\n'),
+    });
     const importedRun = await runCli(['import', path.join(sources, 'policies.yaml')]);
     expect(importedRun.stderr, 'what import could not carry over').to.equal('');
     expect(importedRun.code, 'import exit code').to.equal(0);
@@ -454,7 +474,13 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
       params: { apiVersion: 'v1', kind: 'ConfigMap', name: 'limits', notFoundAction: action },
       validations: [{ expression: 'true' }],
     }));
-    const create = (objectLabel: string) => rawRequest('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles?dryRun=All', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `diff-cluster-${objectLabel.toLowerCase()}`, labels: { [label]: objectLabel } }, rules: [] });
+    const create = (objectLabel: string) =>
+      rawRequest('POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles?dryRun=All', {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: `diff-cluster-${objectLabel.toLowerCase()}`, labels: { [label]: objectLabel } },
+        rules: [],
+      });
     try {
       for (const object of objects) await apply(kube, object);
       await createSuite('diff-cluster', { webhooks });
@@ -491,7 +517,10 @@ describe('Differential: AdmissionSuite validations against the API server’s ow
           const native = auditAnnotations(events, row, NATIVE_NS, webhookFullName(nativeSuiteOf.get(row.name)!, row.name));
           const fromImport = auditAnnotations(events, row, IMPORT_NS, webhookFullName(importSuiteOf.get(row.name)!, row.name));
           expect(vap.length, `${row.name}: requests audited`).to.equal(row.steps.length);
-          expect(vap.some((a) => Object.keys(a).length > 0), `${row.name}: the oracle annotated`).to.equal(true);
+          expect(
+            vap.some((a) => Object.keys(a).length > 0),
+            `${row.name}: the oracle annotated`,
+          ).to.equal(true);
           expect(hook, `${row.name}: audit annotations ${JSON.stringify({ hook, vap })}`).to.deep.equal(vap);
           expect(native, `${row.name}: audit annotations, enforced natively ${JSON.stringify({ native, vap })}`).to.deep.equal(vap);
           expect(fromImport, `${row.name}: audit annotations, imported ${JSON.stringify({ fromImport, vap })}`).to.deep.equal(vap);

@@ -38,8 +38,7 @@ function coreEvent(namespace: string): Record<string, unknown> {
     source: { component: 'erl-test' },
   };
 }
-const createEvent = (namespace: string, as?: string, query = ''): Promise<RawResponse> =>
-  rawRequest('POST', `/api/v1/namespaces/${namespace}/events${query}`, coreEvent(namespace), as ? { as } : {});
+const createEvent = (namespace: string, as?: string, query = ''): Promise<RawResponse> => rawRequest('POST', `/api/v1/namespaces/${namespace}/events${query}`, coreEvent(namespace), as ? { as } : {});
 
 /** Creates core Events in `namespace` (as `as`) until one is refused; the refusal, and how many were admitted in a row before it. */
 async function untilRefused(namespace: string, as?: string): Promise<{ refusal: RawResponse; admitted: number }> {
@@ -56,8 +55,7 @@ async function untilRefused(namespace: string, as?: string): Promise<{ refusal: 
   );
 }
 
-const message = (webhook: string, type: string, key: string) =>
-  `admission webhook "${webhook}.${SUITE}.admission.portcullis.dev" denied the request: Too many requests: limit reached on type ${type} for key ${key}`;
+const message = (webhook: string, type: string, key: string) => `admission webhook "${webhook}.${SUITE}.admission.portcullis.dev" denied the request: Too many requests: limit reached on type ${type} for key ${key}`;
 
 describe('EventRateLimit through the real API server', function () {
   let operator: Operator;

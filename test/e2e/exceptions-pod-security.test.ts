@@ -60,8 +60,7 @@ const exceptionBody = (name: string, spec: Partial<ExceptionSpec>) => ({
   metadata: { name, namespace: NS },
   spec: { suite: SUITE, webhook: WEBHOOK, reason: REASON, expires: '2099-01-01T00:00:00Z', ...spec },
 });
-const createException = (name: string, spec: Partial<ExceptionSpec>) =>
-  cluster().kube.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: EXCEPTION_PLURAL, namespace: NS, body: exceptionBody(name, spec) });
+const createException = (name: string, spec: Partial<ExceptionSpec>) => cluster().kube.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, plural: EXCEPTION_PLURAL, namespace: NS, body: exceptionBody(name, spec) });
 
 describe('AdmissionExceptions for PodSecurity: per control and per image', function () {
   let operator: Operator;

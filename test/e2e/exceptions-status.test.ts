@@ -130,7 +130,9 @@ describe('AdmissionException status: uses, last use and expiry, in status and in
       { what: `status.uses to reach ${USES}` },
     );
     expect(status.uses).to.equal(USES);
-    expect(Date.parse(status.lastUsed!), 'status.lastUsed').to.be.at.least(Math.floor(before / 1000) * 1000).and.below(expiresAt);
+    expect(Date.parse(status.lastUsed!), 'status.lastUsed')
+      .to.be.at.least(Math.floor(before / 1000) * 1000)
+      .and.below(expiresAt);
 
     const shown = await columns(true);
     expect(shown).to.include({ NAME: EXCEPTION, SUITE, WEBHOOK: 'team-label', EXPIRES: expires, USES: String(USES), EXPIRED: 'False', 'LAST-USED': shown['LAST-USED'] });

@@ -95,7 +95,12 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
     });
     // The exception role bound where the granter may grant: its own namespace, and kube-system (to show a protected namespace is refused whatever RBAC says).
     // And `edit` in its namespace: an exception lets through only what its writer could write (exception-author-rights.test.ts).
-    for (const object of [binding(A, 'exc-granter', 'portcullis-exception-author', GRANTER), binding(A, 'exc-granter-edit', 'edit', GRANTER), binding('kube-system', 'exc-granter', 'portcullis-exception-author', GRANTER), binding(A, 'exc-owner', 'admin', OWNER)]) {
+    for (const object of [
+      binding(A, 'exc-granter', 'portcullis-exception-author', GRANTER),
+      binding(A, 'exc-granter-edit', 'edit', GRANTER),
+      binding('kube-system', 'exc-granter', 'portcullis-exception-author', GRANTER),
+      binding(A, 'exc-owner', 'admin', OWNER),
+    ]) {
       await kube.objects.create(object).catch(() => undefined);
     }
     // The audit on, scanning every few seconds: an exception changes no audited object, so only a scan judges its objects again.
@@ -113,7 +118,14 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
   after(async function () {
     const { kube } = cluster();
     for (const namespace of [A, B]) await deleteIfExists(kube, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: STORED, namespace } });
-    for (const [namespace, name] of [[A, 'legacy-config'], [A, 'audit-legacy'], [A, 'past-protected'], ['kube-system', 'in-kube-system'], [A, 'no-reason'], [A, 'by-admin']] as const) {
+    for (const [namespace, name] of [
+      [A, 'legacy-config'],
+      [A, 'audit-legacy'],
+      [A, 'past-protected'],
+      ['kube-system', 'in-kube-system'],
+      [A, 'no-reason'],
+      [A, 'by-admin'],
+    ] as const) {
       await deleteIfExists(kube, { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionException', metadata: { name, namespace } });
     }
     await deleteIfExists(kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'exc-granter', namespace: 'kube-system' } });
@@ -193,9 +205,12 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
 
   it('cannot be created by a namespace admin who was not given the exception role', async function () {
     // The admin binding is in force: the aggregated view of exceptions reaches it.
-    await eventually(async () => {
-      await owner.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, plural: EXCEPTION_PLURAL, namespace: A });
-    }, { what: 'the admin role to read exceptions' });
+    await eventually(
+      async () => {
+        await owner.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, plural: EXCEPTION_PLURAL, namespace: A });
+      },
+      { what: 'the admin role to read exceptions' },
+    );
     const refused = await refusal(() => createAs(owner, A, 'by-admin', {}));
     expect(refused?.code, refused?.message).to.equal(403);
     expect(refused?.message).to.contain('cannot create resource "admissionexceptions"');
@@ -209,7 +224,13 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
     // A user bound to `edit` in the namespace: it reads exceptions (aggregated to view and edit), never creates one.
     const { kube } = cluster();
     await kube.objects
-      .create({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'exc-editor', namespace: A }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' }, subjects: [{ kind: 'User', name: 'exc-editor', apiGroup: 'rbac.authorization.k8s.io' }] } as never)
+      .create({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'exc-editor', namespace: A },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+        subjects: [{ kind: 'User', name: 'exc-editor', apiGroup: 'rbac.authorization.k8s.io' }],
+      } as never)
       .catch(() => undefined);
     await eventually(async () => expect(await canI('exc-editor', 'list', A)).to.equal('yes'), { what: 'edit to read exceptions' });
     expect(await canI('exc-editor', 'create', A)).to.equal('no');
@@ -224,7 +245,11 @@ describe('AdmissionExceptions: granted, expiring, in their own namespace only', 
     expect(noReason?.message).to.contain('spec.reason: Required value');
     // Nothing of them stored.
     const { kube } = cluster();
-    for (const [namespace, name] of [[A, 'past-protected'], ['kube-system', 'in-kube-system'], [A, 'no-reason']] as const) {
+    for (const [namespace, name] of [
+      [A, 'past-protected'],
+      ['kube-system', 'in-kube-system'],
+      [A, 'no-reason'],
+    ] as const) {
       expect(await refusal(() => kube.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: EXCEPTION_PLURAL, namespace, name }))).to.deep.include({ code: 404 });
     }
   });

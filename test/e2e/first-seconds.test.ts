@@ -21,10 +21,12 @@ const CRD = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefini
 
 function readyz(port: number): Promise<number> {
   return new Promise((resolve) => {
-    http.get({ host: '127.0.0.1', port, path: '/readyz' }, (res) => {
-      res.resume();
-      resolve(res.statusCode!);
-    }).on('error', () => resolve(0));
+    http
+      .get({ host: '127.0.0.1', port, path: '/readyz' }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      })
+      .on('error', () => resolve(0));
   });
 }
 
@@ -58,7 +60,17 @@ describe('first seconds: an operator started before its CRD', function () {
     const metricsPort = await freePort();
     child = spawn(
       process.execPath,
-      [MAIN, `--kubeconfig=${controlPlane.kubeconfigPath}`, '--mode=local', `--namespace=${OPERATOR_NAMESPACE}`, `--serving-port=${servingPort}`, `--metrics-port=${metricsPort}`, '--lease-duration=4s', '--renew-deadline=3s', '--retry-period=500ms'],
+      [
+        MAIN,
+        `--kubeconfig=${controlPlane.kubeconfigPath}`,
+        '--mode=local',
+        `--namespace=${OPERATOR_NAMESPACE}`,
+        `--serving-port=${servingPort}`,
+        `--metrics-port=${metricsPort}`,
+        '--lease-duration=4s',
+        '--renew-deadline=3s',
+        '--retry-period=500ms',
+      ],
       { env: { ...process.env, PORTCULLIS_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const restarts: Restart[] = [];
@@ -83,7 +95,7 @@ describe('first seconds: an operator started before its CRD', function () {
         if (child!.exitCode !== null) throw new Error(`the operator exited: ${output}`);
         expect(await readyz(metricsPort), 'ready while the suite list fails').to.equal(503);
         const last = restarts.at(-1);
-        if (!last || last.delayMs < WATCH_RESTART.maxMs * 0.75) throw new Error(`delays so far: ${restarts.map((r) => r.delayMs).join(", ")}; operator output: ${output.slice(-1500)}`);
+        if (!last || last.delayMs < WATCH_RESTART.maxMs * 0.75) throw new Error(`delays so far: ${restarts.map((r) => r.delayMs).join(', ')}; operator output: ${output.slice(-1500)}`);
       },
       { what: 'the suite watch to back off to its cap', timeoutMs: 60_000, intervalMs: 250 },
     );

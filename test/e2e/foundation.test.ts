@@ -99,9 +99,7 @@ describe('Foundation: one suite admitting end to end through the real API server
           type: 'Mutating',
           rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
           objectSelector: { matchExpressions: [{ key: 'portcullis-test', operator: 'In', values: ['mutate'] }] },
-          mutations: [
-            { condition: "!('team' in object.metadata.labels)", patch: [{ op: 'add', path: '/metadata/labels/team', value: 'unassigned' }] },
-          ],
+          mutations: [{ condition: "!('team' in object.metadata.labels)", patch: [{ op: 'add', path: '/metadata/labels/team', value: 'unassigned' }] }],
         },
       ],
     });
@@ -129,7 +127,7 @@ describe('Foundation: one suite admitting end to end through the real API server
         {
           name: 'bad',
           type: 'Validating',
-          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] },],
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
           validations: [{ expression: 'object.spec.replicas <= 5' }, { expression: 'object.metadata.name.startsWith(' }],
         },
       ],

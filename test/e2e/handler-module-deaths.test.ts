@@ -126,8 +126,14 @@ describe('a handler that keeps killing its worker is answered by failurePolicy e
       await Promise.all([otherCreates, probing]);
     }
 
-    expect(killerAnswers.every((m) => m.includes('internal error: handler e2e.portcullis.dev/Exits')), 'every request refused by failurePolicy Fail').to.equal(true);
-    expect(killerAnswers.filter((m) => m.includes('quarantined')), 'nothing quarantined').to.deep.equal([]);
+    expect(
+      killerAnswers.every((m) => m.includes('internal error: handler e2e.portcullis.dev/Exits')),
+      'every request refused by failurePolicy Fail',
+    ).to.equal(true);
+    expect(
+      killerAnswers.filter((m) => m.includes('quarantined')),
+      'nothing quarantined',
+    ).to.deep.equal([]);
     expect(await moduleDeaths(metricsPort), 'each death counted').to.be.at.least(killed());
     const ready = (await waitForCondition('wq-killer', 'Ready', 'True')).status?.conditions?.find((c) => c.type === 'Ready');
     expect(ready?.reason, 'its suite is served as it is').to.not.equal('Quarantined');

@@ -159,7 +159,7 @@ describe('handler modules through the real API server', function () {
     expect(customHandlerNames()).to.have.members([UNIQUE, 'example.portcullis.dev/ReplicasQuota', 'e2e.portcullis.dev/Throws', 'e2e.portcullis.dev/Spins', 'e2e.portcullis.dev/Allows']);
   });
 
-  it('passes the examples\' own checks as their users run them: npm run typecheck (against the package\'s .d.ts), npm test (the handler), npm run test:suite (portcullis test --handler-modules)', async function () {
+  it("passes the examples' own checks as their users run them: npm run typecheck (against the package's .d.ts), npm test (the handler), npm run test:suite (portcullis test --handler-modules)", async function () {
     this.timeout(120_000);
     for (const example of [EXAMPLE, QUOTA_EXAMPLE]) {
       await npm(await builtExample(example), 'run', 'typecheck'); // a type error throws, with tsc's words
@@ -181,13 +181,13 @@ describe('handler modules through the real API server', function () {
     expect(await getSuite('hmod-unknown')).to.equal(undefined);
   });
 
-  it('UniqueIngressHost (the example, built with npm): admits a unique host, refuses a host another namespace\'s Ingress has', async function () {
+  it("UniqueIngressHost (the example, built with npm): admits a unique host, refuses a host another namespace's Ingress has", async function () {
     await duplicateHostRefused('hmod-unique', NS.a, NS.b, 'shop.hmod.example');
     const admitted = await createIngress(NS.b, ingress('other', 'other.hmod.example'));
     expect(admitted.metadata?.name).to.equal('other');
   });
 
-  it('ReplicasQuota (the second example): admits Deployments up to the namespace\'s total, refuses past it, scale included', async function () {
+  it("ReplicasQuota (the second example): admits Deployments up to the namespace's total, refuses past it, scale included", async function () {
     await createSuite('hmod-quota', {
       webhooks: [moduleWebhook('replicas', [NS.quota], 'apps', ['deployments', 'deployments/scale'], { name: 'example.portcullis.dev/ReplicasQuota', config: { maxReplicas: 4 } })],
     });
@@ -213,7 +213,16 @@ describe('handler modules through the real API server', function () {
       ],
     });
     await createSuite('hmod-other', {
-      webhooks: [{ name: 'words', type: 'Validating', failurePolicy: 'Fail', namespaceSelector: only(NS.other), rules: [configMapRule], validations: [{ expression: "!has(object.data) || !('forbidden' in object.data)", message: 'no forbidden key' }] }],
+      webhooks: [
+        {
+          name: 'words',
+          type: 'Validating',
+          failurePolicy: 'Fail',
+          namespaceSelector: only(NS.other),
+          rules: [configMapRule],
+          validations: [{ expression: "!has(object.data) || !('forbidden' in object.data)", message: 'no forbidden key' }],
+        },
+      ],
     });
     await Promise.all(['hmod-faults', 'hmod-other'].map((name) => waitForCondition(name, 'Ready', 'True')));
     // The other suite is called (registered) before anything is timed.

@@ -276,10 +276,7 @@ describe('built-in handlers through the real API server', function () {
     expect(defaulted.spec!.containers[0]!.resources).to.deep.equal({ requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '500m', memory: '256Mi' } });
     expect(defaulted.metadata!.annotations!['kubernetes.io/limit-ranger']).to.equal('LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app');
 
-    const over = await refused(
-      () => createPod(NS.limits, podBody(unique('limits'), { containers: [{ name: 'app', image: IMAGE, resources: { limits: { cpu: '2' } } }] })),
-      'a container with a 2 CPU limit',
-    );
+    const over = await refused(() => createPod(NS.limits, podBody(unique('limits'), { containers: [{ name: 'app', image: IMAGE, resources: { limits: { cpu: '2' } } }] })), 'a container with a 2 CPU limit');
     expect(over.code).to.equal(403);
     expect(over.message).to.contain('admission webhook "bounds.handlers-limits.admission.portcullis.dev" denied the request: pods "');
     expect(over.message).to.contain('is forbidden: maximum cpu usage per Container is 1, but limit is 2');
@@ -328,10 +325,7 @@ describe('built-in handlers through the real API server', function () {
     expect(external.code).to.equal(403);
     expect(external.message).to.contain('is forbidden: Use of external IPs is denied by admission control');
     // An UPDATE that keeps the external IPs it had is allowed.
-    const kept = await core.patchNamespacedService(
-      { namespace: NS.more, name: 'external-before', body: { metadata: { labels: { touched: 'yes' } } } },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-    );
+    const kept = await core.patchNamespacedService({ namespace: NS.more, name: 'external-before', body: { metadata: { labels: { touched: 'yes' } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
     expect(kept.spec!.externalIPs).to.deep.equal(['192.0.2.10']);
 
     const registry = await refused(() => cluster().apps.createNamespacedDeployment({ namespace: NS.more, body: nginx(unique('nginx')) }), 'a Deployment of docker.io/library/nginx');

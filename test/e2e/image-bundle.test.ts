@@ -80,11 +80,18 @@ describe('the image bundle (tools/build.ts) run as the image runs it', function 
     };
     walk((JSON.parse(listed.stdout) as { dependencies?: Record<string, never> }).dependencies);
     const libraries = sbom.components.filter((c) => c.type === 'library');
-    expect(libraries.filter((c) => !installed.has(`${c.name}@${c.version}`)).map((c) => `${c.name}@${c.version}`), 'listed but not a production dependency').to.deep.equal([]);
+    expect(
+      libraries.filter((c) => !installed.has(`${c.name}@${c.version}`)).map((c) => `${c.name}@${c.version}`),
+      'listed but not a production dependency',
+    ).to.deep.equal([]);
     const { dependencies } = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     const version = (name: string) => (JSON.parse(fs.readFileSync(path.join(REPO, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
     // The operator's direct dependencies are in the bundles (each is imported by src/), so each is listed.
-    for (const name of Object.keys(dependencies)) expect(libraries.map((c) => `${c.name}@${c.version}`), name).to.include(`${name}@${version(name)}`);
+    for (const name of Object.keys(dependencies))
+      expect(
+        libraries.map((c) => `${c.name}@${c.version}`),
+        name,
+      ).to.include(`${name}@${version(name)}`);
     expect(sbom.components.find((c) => c.name === 'node')).to.include({ type: 'platform', version: process.version.slice(1) });
   });
 

@@ -207,7 +207,9 @@ describe('ImagePolicyWebhook against the in-tree plugin, one ImageReview backend
       if (JSON.stringify(sentByThem) !== JSON.stringify(sentByUs)) differing.push(`${row.name}: reviews sent\n  reference:  ${JSON.stringify(sentByThem)}\n  portcullis: ${JSON.stringify(sentByUs)}`);
     }
     backend.mode = 'answer';
-    process.stdout.write(`\n      ImagePolicyWebhook: ${ROWS.length} run, ${ROWS.length - differing.length} agreed (${refused} refused by the in-tree plugin; ${ROWS.filter((r) => r.fixedFailure).length} with a fixed message where it quotes the failure)\n`);
+    process.stdout.write(
+      `\n      ImagePolicyWebhook: ${ROWS.length} run, ${ROWS.length - differing.length} agreed (${refused} refused by the in-tree plugin; ${ROWS.filter((r) => r.fixedFailure).length} with a fixed message where it quotes the failure)\n`,
+    );
     expect(differing, differing.join('\n')).to.deep.equal([]);
     expect(refused).to.equal(5);
   });

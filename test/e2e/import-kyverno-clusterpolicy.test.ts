@@ -41,10 +41,15 @@ const NODE_PORT = 'Services of type NodePort are not allowed.';
 
 const POLICIES = [
   clusterPolicy('disallow-host-path', 'host-path', ['Pod'], [{ expression: 'object.spec.?volumes.orValue([]).all(volume, size(volume) == 0 || !has(volume.hostPath))', message: HOST_PATH }]),
-  clusterPolicy('disallow-latest-tag', 'require-and-validate-image-tag', ['Pod'], [
-    { expression: "object.spec.containers.all(container, container.image.contains(':'))", message: NO_TAG },
-    { expression: "object.spec.containers.all(container, !container.image.endsWith(':latest'))", message: LATEST },
-  ]),
+  clusterPolicy(
+    'disallow-latest-tag',
+    'require-and-validate-image-tag',
+    ['Pod'],
+    [
+      { expression: "object.spec.containers.all(container, container.image.contains(':'))", message: NO_TAG },
+      { expression: "object.spec.containers.all(container, !container.image.endsWith(':latest'))", message: LATEST },
+    ],
+  ),
   clusterPolicy('require-labels', 'check-for-labels', ['Pod'], [{ expression: "object.metadata.?labels[?'app.kubernetes.io/name'].orValue('') != \"\"", message: NAME_LABEL }]),
   clusterPolicy('restrict-node-port', 'validate-nodeport', ['Service'], [{ expression: "has(object.spec.type) ? (object.spec.type != 'NodePort') : true", message: NODE_PORT }]),
 ];
@@ -55,14 +60,29 @@ const hostPath: k8s.V1Volume[] = [{ name: 'host', hostPath: { path: '/var/lib' }
 const emptyDir: k8s.V1Volume[] = [{ name: 'scratch', emptyDir: {} }];
 
 type Create = (name: string) => Promise<unknown>;
-const createPod = (spec: k8s.V1PodSpec, labels: Record<string, string> = LABELS): Create => (name) => cluster().kube.core.createNamespacedPod({ namespace: NS, body: { metadata: { name, labels }, spec } });
-const createDeployment = (spec: k8s.V1PodSpec): Create => (name) =>
-  cluster().apps.createNamespacedDeployment({ namespace: NS, body: { metadata: { name }, spec: { replicas: 0, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name, ...LABELS } }, spec } } } });
-const createCronJob = (spec: k8s.V1PodSpec): Create => (name) =>
-  cluster().kubeConfig.makeApiClient(k8s.BatchV1Api).createNamespacedCronJob({ namespace: NS, body: { metadata: { name }, spec: { schedule: '0 0 1 1 *', suspend: true, jobTemplate: { spec: { template: { metadata: { labels: LABELS }, spec: { ...spec, restartPolicy: 'Never' } } } } } } });
-const createService = (type: string | undefined): Create => (name) => cluster().kube.core.createNamespacedService({ namespace: NS, body: { metadata: { name }, spec: { ...(type ? { type } : {}), ports: [{ port: 80 }], selector: { app: 'x' } } } });
+const createPod =
+  (spec: k8s.V1PodSpec, labels: Record<string, string> = LABELS): Create =>
+  (name) =>
+    cluster().kube.core.createNamespacedPod({ namespace: NS, body: { metadata: { name, labels }, spec } });
+const createDeployment =
+  (spec: k8s.V1PodSpec): Create =>
+  (name) =>
+    cluster().apps.createNamespacedDeployment({ namespace: NS, body: { metadata: { name }, spec: { replicas: 0, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name, ...LABELS } }, spec } } } });
+const createCronJob =
+  (spec: k8s.V1PodSpec): Create =>
+  (name) =>
+    cluster()
+      .kubeConfig.makeApiClient(k8s.BatchV1Api)
+      .createNamespacedCronJob({
+        namespace: NS,
+        body: { metadata: { name }, spec: { schedule: '0 0 1 1 *', suspend: true, jobTemplate: { spec: { template: { metadata: { labels: LABELS }, spec: { ...spec, restartPolicy: 'Never' } } } } } },
+      });
+const createService =
+  (type: string | undefined): Create =>
+  (name) =>
+    cluster().kube.core.createNamespacedService({ namespace: NS, body: { metadata: { name }, spec: { ...(type ? { type } : {}), ports: [{ port: 80 }], selector: { app: 'x' } } } });
 
-describe('portcullis import of Kyverno ClusterPolicies with CEL rules: the suites answer as the policies\' kyverno tests say', function () {
+describe("portcullis import of Kyverno ClusterPolicies with CEL rules: the suites answer as the policies' kyverno tests say", function () {
   this.timeout(300_000);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-import-kyverno-cpol-'));
   let operator: Operator | undefined;
@@ -80,7 +100,7 @@ describe('portcullis import of Kyverno ClusterPolicies with CEL rules: the suite
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('imports each policy whole; its suite denies what the kyverno test says fails, in the rule\'s words, and admits what passes', async function () {
+  it("imports each policy whole; its suite denies what the kyverno test says fails, in the rule's words, and admits what passes", async function () {
     const source = path.join(dir, 'policies.yaml');
     fs.writeFileSync(source, POLICIES.map((p) => yaml.dump(p)).join('---\n'));
     const imported = await runCli(['import', '-o', 'json', source]);
@@ -120,7 +140,15 @@ describe('portcullis import of Kyverno ClusterPolicies with CEL rules: the suite
       ['Pod myapp-pod2 (latest)', createPod(podSpec('nginx:latest')), `fail: ${LATEST}`],
       ['Deployment latest', createDeployment(podSpec('nginx:latest')), `fail: ${LATEST}`],
       ['Pod badpod (no name label)', createPod(podSpec('nginx:1.27'), { app: 'web' }), `fail: ${NAME_LABEL}`],
-      ['Deployment without the name label on its template', (name) => cluster().apps.createNamespacedDeployment({ namespace: NS, body: { metadata: { name }, spec: { replicas: 0, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: podSpec('nginx:1.27') } } } }), `fail: ${NAME_LABEL}`],
+      [
+        'Deployment without the name label on its template',
+        (name) =>
+          cluster().apps.createNamespacedDeployment({
+            namespace: NS,
+            body: { metadata: { name }, spec: { replicas: 0, selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: podSpec('nginx:1.27') } } },
+          }),
+        `fail: ${NAME_LABEL}`,
+      ],
       ['Service badservice (NodePort)', createService('NodePort'), `fail: ${NODE_PORT}`],
       ['Service goodservice01 (ClusterIP)', createService('ClusterIP'), 'pass'],
       ['Service goodservice02 (no type)', createService(undefined), 'pass'],

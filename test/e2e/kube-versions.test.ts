@@ -35,7 +35,12 @@ describe("the AdmissionPolicy guard on this API server's Kubernetes version", fu
     await expectAppliedAsServed(applied, 2);
     await ensureNamespace(NS);
     const { kube } = cluster();
-    await apply(kube, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: WRITER, namespace: NS }, rules: [{ apiGroups: ['admission.portcullis.dev'], resources: ['admissionpolicies'], verbs: ['get', 'create', 'delete'] }] });
+    await apply(kube, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: WRITER, namespace: NS },
+      rules: [{ apiGroups: ['admission.portcullis.dev'], resources: ['admissionpolicies'], verbs: ['get', 'create', 'delete'] }],
+    });
     await apply(kube, {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',

@@ -17,7 +17,9 @@ describe('leader election: stopping hands the lease over', function () {
   const leases = () => cluster().kubeConfig.makeApiClient(k8s.CoordinationV1Api);
 
   after(async function () {
-    await leases().deleteNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: LEASE }).catch(() => undefined);
+    await leases()
+      .deleteNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: LEASE })
+      .catch(() => undefined);
   });
 
   it('leaves the lease unheld after every stop, renewals in flight or not', async function () {

@@ -88,7 +88,10 @@ describe('lifecycle: registration only when serving', function () {
     // A reconcile woken with nothing to change (an annotation on the suite) sends no write at all:
     // what it would apply is what this operator last applied, and the objects are still at that version.
     const suiteReconciles = async () =>
-      (await scrape(metricsPort)).get('portcullis_reconcile_duration_seconds')!.samples.filter((s) => s.name.endsWith('_count') && s.labels.kind === 'suite').reduce((sum, s) => sum + s.value, 0);
+      (await scrape(metricsPort))
+        .get('portcullis_reconcile_duration_seconds')!
+        .samples.filter((s) => s.name.endsWith('_count') && s.labels.kind === 'suite')
+        .reduce((sum, s) => sum + s.value, 0);
     const reconcilesBefore = await suiteReconciles();
     const writesBefore = second.kube.writes.count;
     await cluster().kube.custom.patchClusterCustomObject(
@@ -111,10 +114,7 @@ describe('lifecycle: registration only when serving', function () {
     );
     const metricsPort = await freePort();
     third = await startTestOperator({ servingPort: port, metricsPort });
-    await eventually(
-      async () => expect(((await getObject(cluster().kube, configHeader)) as typeof before).webhooks[0]!.timeoutSeconds).to.equal(timeout),
-      { what: 'the changed configuration applied again' },
-    );
+    await eventually(async () => expect(((await getObject(cluster().kube, configHeader)) as typeof before).webhooks[0]!.timeoutSeconds).to.equal(timeout), { what: 'the changed configuration applied again' });
     await waitForCondition(SUITE, 'Ready', 'True');
     // The Secret and the Service are as the last apply left them: only the configuration was sent.
     expect(third.kube.writes.count, 'writes of the restarted operator').to.equal(1);

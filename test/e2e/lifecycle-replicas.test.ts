@@ -30,10 +30,7 @@ describe('lifecycle: two replicas, one leader', function () {
     await ensureNamespace(NS);
     servingPort = await freePort();
     const args = ['--lease-duration=4s', '--renew-deadline=3s', '--retry-period=500ms'];
-    replicas = [
-      await spawnOperator({ servingPort, metricsPort: await freePort(), extra: args }),
-      await spawnOperator({ servingPort, metricsPort: await freePort(), extra: args }),
-    ];
+    replicas = [await spawnOperator({ servingPort, metricsPort: await freePort(), extra: args }), await spawnOperator({ servingPort, metricsPort: await freePort(), extra: args })];
     await createSuite(SUITE, {
       webhooks: [
         {
@@ -63,16 +60,22 @@ describe('lifecycle: two replicas, one leader', function () {
   });
 
   it('both replicas answer admission requests on the shared port', async function () {
-    const caBundle = Buffer.from(
-      (await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: `portcullis-${SUITE}` })).webhooks![0]!.clientConfig.caBundle!,
-      'base64',
-    ).toString();
+    const caBundle = Buffer.from((await cluster().admissionregistration.readValidatingWebhookConfiguration({ name: `portcullis-${SUITE}` })).webhooks![0]!.clientConfig.caBundle!, 'base64').toString();
     const review = JSON.stringify(fixtures.deploymentCreate());
     // Fresh connections from fresh source ports: the kernel spreads them over both listeners.
     for (let i = 0; i < 60; i++) {
       await new Promise<void>((resolve, reject) => {
         const req = https.request(
-          { host: '127.0.0.1', port: servingPort, path: `/admit/${SUITE}/no-forbidden`, method: 'POST', servername: `portcullis-${SUITE}.${OPERATOR_NAMESPACE}.svc`, ca: caBundle, agent: false, headers: { 'content-type': 'application/json' } },
+          {
+            host: '127.0.0.1',
+            port: servingPort,
+            path: `/admit/${SUITE}/no-forbidden`,
+            method: 'POST',
+            servername: `portcullis-${SUITE}.${OPERATOR_NAMESPACE}.svc`,
+            ca: caBundle,
+            agent: false,
+            headers: { 'content-type': 'application/json' },
+          },
           (res) => {
             res.resume();
             res.on('end', () => resolve());

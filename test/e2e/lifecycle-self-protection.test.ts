@@ -41,20 +41,28 @@ describe('lifecycle: self-protection with the operator stopped', function () {
     await operator.stop();
     operator = undefined;
     // The API server sees the webhook and cannot reach it: ordinary writes now fail closed.
-    await eventually(async () => {
-      const refused = await refusal(() => createConfigMap(NS, `probe-${Date.now()}`));
-      if (!refused) throw new Error('a ConfigMap was admitted with the Fail webhook unreachable');
-    }, { what: 'the unreachable Fail webhook to refuse ordinary writes' });
+    await eventually(
+      async () => {
+        const refused = await refusal(() => createConfigMap(NS, `probe-${Date.now()}`));
+        if (!refused) throw new Error('a ConfigMap was admitted with the Fail webhook unreachable');
+      },
+      { what: 'the unreachable Fail webhook to refuse ordinary writes' },
+    );
   });
 
   after(async function () {
     await deleteSuite(SUITE);
-    await eventually(async () => {
-      if (await getObject(cluster().kube, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: `portcullis-${SUITE}` } })) {
-        throw new Error('configuration still registered');
-      }
-    }, { what: 'garbage collection of the match-everything configuration', timeoutMs: 60_000 });
-    await cluster().kube.core.deleteNode({ name: 'worker-1' }).catch(() => undefined);
+    await eventually(
+      async () => {
+        if (await getObject(cluster().kube, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: `portcullis-${SUITE}` } })) {
+          throw new Error('configuration still registered');
+        }
+      },
+      { what: 'garbage collection of the match-everything configuration', timeoutMs: 60_000 },
+    );
+    await cluster()
+      .kube.core.deleteNode({ name: 'worker-1' })
+      .catch(() => undefined);
     await operator?.stop();
   });
 

@@ -12,7 +12,7 @@ import { REFERENCE_DIR, REGENERATE, renderManifests, ROOT } from '../../tools/ma
 describe('install manifests rendered from config/base and crds/', function () {
   this.timeout(600_000);
 
-  it('deploy/, the chart\'s CRD copies and docs/reference/ are exactly what their sources render', async function () {
+  it("deploy/, the chart's CRD copies and docs/reference/ are exactly what their sources render", async function () {
     const rendered = await renderManifests();
     for (const [file, text] of rendered) {
       const target = path.join(ROOT, file);
@@ -20,13 +20,17 @@ describe('install manifests rendered from config/base and crds/', function () {
       expect(fs.readFileSync(target, 'utf8') === text, `${file} differs from what its source renders: edit the source (its header names it) and run \`${REGENERATE}\``).to.equal(true);
     }
     // Nothing in deploy/ that no source renders: `kubectl apply -f deploy/` would install it.
-    const strays = fs.readdirSync(path.join(ROOT, 'deploy'), { recursive: true, withFileTypes: true })
+    const strays = fs
+      .readdirSync(path.join(ROOT, 'deploy'), { recursive: true, withFileTypes: true })
       .filter((entry) => entry.isFile())
       .map((entry) => path.relative(ROOT, path.join(entry.parentPath, entry.name)))
       .filter((file) => !rendered.has(file));
     expect(strays, `rendered from no source; remove them or add their source to config/base and tools/manifests.ts`).to.deep.equal([]);
     // Nor a reference page of a CRD no longer rendered: it would document what the API server no longer serves.
-    const pages = fs.readdirSync(path.join(ROOT, REFERENCE_DIR)).map((name) => `${REFERENCE_DIR}/${name}`).filter((file) => !rendered.has(file));
+    const pages = fs
+      .readdirSync(path.join(ROOT, REFERENCE_DIR))
+      .map((name) => `${REFERENCE_DIR}/${name}`)
+      .filter((file) => !rendered.has(file));
     expect(pages, `rendered from no CRD; remove them or add their CRD to tools/manifests.ts`).to.deep.equal([]);
   });
 });

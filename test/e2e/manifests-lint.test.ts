@@ -79,14 +79,26 @@ describe('the install manifests, linted by checkov', function () {
     const paths = files.map((entry) => path.join(entry.parentPath, entry.name));
     const objects = paths.reduce((n, file) => n + objectCount(fs.readFileSync(file, 'utf8')), 0);
     // Each file named: checkov skips every file of a folder it walks when the path has a dot-folder in it (a checkout under ~/.cache, say).
-    await lint(paths.flatMap((file) => ['-f', file]), objects);
+    await lint(
+      paths.flatMap((file) => ['-f', file]),
+      objects,
+    );
   });
 
   it('the Helm chart, rendered with its metrics Service and ServiceMonitor and the PolicyReport CRDs and grants too, passes', async function () {
     const helm = await ensureHelm();
     const rendered = await run(helm, [
-      'template', 'portcullis', path.join(ROOT, 'charts/portcullis'), '--namespace', 'portcullis-system',
-      '--set', 'metrics.service.enabled=true', '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'audit.reports.policyReports=true',
+      'template',
+      'portcullis',
+      path.join(ROOT, 'charts/portcullis'),
+      '--namespace',
+      'portcullis-system',
+      '--set',
+      'metrics.service.enabled=true',
+      '--set',
+      'metrics.serviceMonitor.enabled=true',
+      '--set',
+      'audit.reports.policyReports=true',
     ]);
     expect(rendered.code, rendered.stderr).to.equal(0);
     expect(rendered.stdout).to.contain('kind: ServiceMonitor');
@@ -98,7 +110,12 @@ describe('the install manifests, linted by checkov', function () {
   it('fails where a check is not skipped: a Deployment without resources or probes is reported', async function () {
     // Guards the lint itself: the same configuration reports what it should.
     const file = path.join(scratch, 'bare.yaml');
-    fs.writeFileSync(file, 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bare, namespace: lint}\nspec:\n  selector: {matchLabels: {app: bare}}\n  template:\n    metadata: {labels: {app: bare}}\n    spec:\n      containers: [{name: app, image: "example/app@sha256:' + 'a'.repeat(64) + '"}]\n');
+    fs.writeFileSync(
+      file,
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bare, namespace: lint}\nspec:\n  selector: {matchLabels: {app: bare}}\n  template:\n    metadata: {labels: {app: bare}}\n    spec:\n      containers: [{name: app, image: "example/app@sha256:' +
+        'a'.repeat(64) +
+        '"}]\n',
+    );
     const result = await run(checkov, ['--config-file', path.join(ROOT, '.checkov.yaml'), '-f', file, '-o', 'json']);
     expect(result.code).to.not.equal(0);
     const failed = (reportOf(result).results.failed_checks ?? []).map((c) => c.check_id);

@@ -120,7 +120,18 @@ const DEPLOYMENT_SPEC = {
     spec: { containers: [{ name: 'app', image: 'nginx', args: ['-x'], ports: [{ containerPort: 80 }], env: [{ name: 'A', value: '1' }] }] },
   },
 };
-const WIDGET_SPEC = { size: 1, items: [{ name: 'a', value: '1' }, { name: 'b', value: '2' }], tags: ['x'], steps: ['one'], config: { a: '1' }, settings: { k: 'v' }, extra: { n: 1 } };
+const WIDGET_SPEC = {
+  size: 1,
+  items: [
+    { name: 'a', value: '1' },
+    { name: 'b', value: '2' },
+  ],
+  tags: ['x'],
+  steps: ['one'],
+  config: { a: '1' },
+  settings: { k: 'v' },
+  extra: { n: 1 },
+};
 
 /** `Object.spec.template.spec` and the like, for the rows' long paths. */
 const POD = 'Object.spec.template.spec';
@@ -345,7 +356,10 @@ describe('MutatingAdmissionPolicy differential: ApplyConfiguration mutations in 
     // as JSON, unchanged: the client's typed apply would drop the schema's x-kubernetes-* keys
     const crdPath = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions`;
     const existing = await rawRequest('GET', `${crdPath}/${CRD.metadata.name}`);
-    const written = existing.status === 200 ? await rawRequest('PUT', `${crdPath}/${CRD.metadata.name}`, { ...CRD, metadata: { ...CRD.metadata, resourceVersion: (existing.body.metadata as { resourceVersion: string }).resourceVersion } }) : await rawRequest('POST', crdPath, CRD);
+    const written =
+      existing.status === 200
+        ? await rawRequest('PUT', `${crdPath}/${CRD.metadata.name}`, { ...CRD, metadata: { ...CRD.metadata, resourceVersion: (existing.body.metadata as { resourceVersion: string }).resourceVersion } })
+        : await rawRequest('POST', crdPath, CRD);
     expect(written.status, JSON.stringify(written.body)).to.be.below(300);
     await eventually(
       async () => {

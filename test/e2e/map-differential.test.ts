@@ -338,7 +338,12 @@ describe('MutatingAdmissionPolicy differential: JSONPatch mutations in a suite a
     for (const ns of [NATIVE_NS, HOOK_NS, PARAMS_NS, TEAM_NS, COMPILED_NS]) await ensureNamespace(ns);
     if (native) {
       // The suite's webhooks as `portcullis compile` writes them (Auto: it writes a MAP of each), applied with kubectl
-      const suite = { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionSuite', metadata: { name: `${SUITE}-compiled` }, spec: { enforcement: 'Auto', webhooks: ROWS.flatMap(suiteWebhooks).map((w) => ({ ...w, namespaceSelector: onlyNamespace(COMPILED_NS) })) } };
+      const suite = {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'AdmissionSuite',
+        metadata: { name: `${SUITE}-compiled` },
+        spec: { enforcement: 'Auto', webhooks: ROWS.flatMap(suiteWebhooks).map((w) => ({ ...w, namespaceSelector: onlyNamespace(COMPILED_NS) })) },
+      };
       const folder = tempFolder('map-diff-compile-', { 'suite.json': JSON.stringify(suite) });
       const result = await runCli(['compile', '-o', 'json', `${folder}/suite.json`]);
       expect(result.code, result.stderr).to.equal(0);

@@ -34,7 +34,30 @@ const spec: SuiteSpec = {
 };
 
 /** The labels a series may carry: nothing that names an object, a namespace or a request. */
-const BOUNDED_LABELS = new Set(['suite', 'webhook', 'operation', 'decision', 'failure_policy', 'code', 'kind', 'ca', 'result', 'condition', 'status', 'version', 'node_version', 'le', 'quantile', 'space', 'type', 'major', 'minor', 'patch', 'gc', 'worker']);
+const BOUNDED_LABELS = new Set([
+  'suite',
+  'webhook',
+  'operation',
+  'decision',
+  'failure_policy',
+  'code',
+  'kind',
+  'ca',
+  'result',
+  'condition',
+  'status',
+  'version',
+  'node_version',
+  'le',
+  'quantile',
+  'space',
+  'type',
+  'major',
+  'minor',
+  'patch',
+  'gc',
+  'worker',
+]);
 
 describe('Metrics: /metrics after real admissions through the API server', function () {
   let operator: Operator;
@@ -81,7 +104,9 @@ describe('Metrics: /metrics after real admissions through the API server', funct
     expect(requests('broken', { decision: 'allowed', operation: 'CREATE' })).to.equal(0);
 
     const failures = sampleValue(metrics, 'portcullis_admission_failure_policy_total', { suite: SUITE, webhook: 'broken', failure_policy: 'Ignore' });
-    const errors = sampleValue(metrics, 'portcullis_admission_requests_total', { suite: SUITE, webhook: 'broken', operation: 'CREATE', decision: 'error' })! + (sampleValue(metrics, 'portcullis_admission_requests_total', { suite: SUITE, webhook: 'broken', operation: 'UPDATE', decision: 'error' }) ?? 0);
+    const errors =
+      sampleValue(metrics, 'portcullis_admission_requests_total', { suite: SUITE, webhook: 'broken', operation: 'CREATE', decision: 'error' })! +
+      (sampleValue(metrics, 'portcullis_admission_requests_total', { suite: SUITE, webhook: 'broken', operation: 'UPDATE', decision: 'error' }) ?? 0);
     expect(failures).to.equal(errors);
 
     const histogram = metrics.get('portcullis_admission_request_duration_seconds')!;
@@ -136,7 +161,17 @@ describe('Metrics: /metrics after real admissions through the API server', funct
   });
 
   it("counts the operator's own validation webhook as every webhook is (suite label empty), so its latency shows beside the suites'", async function () {
-    const spec: SuiteSpec = { webhooks: [{ name: 'noop', type: 'Validating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], namespaceSelector: { matchLabels: { 'metrics-e2e': 'none' } }, validations: [{ expression: 'true' }] }] };
+    const spec: SuiteSpec = {
+      webhooks: [
+        {
+          name: 'noop',
+          type: 'Validating',
+          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+          namespaceSelector: { matchLabels: { 'metrics-e2e': 'none' } },
+          validations: [{ expression: 'true' }],
+        },
+      ],
+    };
     const labels = { suite: '', webhook: SUITE_VALIDATION.webhook };
     await eventually(
       async () => {
@@ -151,16 +186,22 @@ describe('Metrics: /metrics after real admissions through the API server', funct
   });
 
   it('says which replica leads, what it wrote, and how the suites stand', async function () {
-    const metrics = await eventually(async () => {
-      const scraped = await scrape(metricsPort);
-      if (sampleValue(scraped, 'portcullis_leader') !== 1) throw new Error('not leading yet');
-      return scraped;
-    }, { what: 'the leader gauge to be 1' });
+    const metrics = await eventually(
+      async () => {
+        const scraped = await scrape(metricsPort);
+        if (sampleValue(scraped, 'portcullis_leader') !== 1) throw new Error('not leading yet');
+        return scraped;
+      },
+      { what: 'the leader gauge to be 1' },
+    );
     expect(sampleValue(metrics, 'portcullis_api_writes_total')).to.be.greaterThan(0);
     // The leader reconciled the suite, the CA and its own webhook, and timed each.
     for (const kind of ['suite', 'ca', 'suite-validation']) {
       const reconciles = metrics.get('portcullis_reconcile_duration_seconds')!.samples.filter((s) => s.name.endsWith('_count') && s.labels.kind === kind && s.labels.result !== 'error');
-      expect(reconciles.reduce((sum, s) => sum + s.value, 0), kind).to.be.greaterThan(0);
+      expect(
+        reconciles.reduce((sum, s) => sum + s.value, 0),
+        kind,
+      ).to.be.greaterThan(0);
     }
     expect(sampleValue(metrics, 'portcullis_workqueue_depth')).to.be.a('number');
     expect(sampleValue(metrics, 'portcullis_suites', { condition: 'Ready', status: 'True' })).to.be.at.least(1);
@@ -176,7 +217,7 @@ describe('Metrics: /metrics after real admissions through the API server', funct
     expect(sampleValue(await scrape(metricsPort), 'portcullis_leader'), 'after handing over').to.equal(0);
   });
 
-  it("the strict parser refuses what Prometheus refuses (so the scrapes above prove the format)", function () {
+  it('the strict parser refuses what Prometheus refuses (so the scrapes above prove the format)', function () {
     expect(() => parseExposition('a_total{x="1"} 1\n# TYPE a_total counter\n')).to.throw(/TYPE after samples/);
     expect(() => parseExposition('# TYPE h histogram\nh_bucket{le="1"} 2\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n')).to.throw(/not cumulative/);
     expect(() => parseExposition('a{x="\\q"} 1\n')).to.throw(/bad escape/);

@@ -19,7 +19,18 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RULES = path.join(ROOT, 'charts/portcullis/files/portcullis.rules.yaml');
 const RULES_TEST = path.join(ROOT, 'test/monitoring/portcullis.rules.test.yaml');
 const DASHBOARD = path.join(ROOT, 'charts/portcullis/files/grafana-dashboard.json');
-const ALERTS = ['PortcullisCertificateExpiringSoon', 'PortcullisCACertificateExpiringSoon', 'PortcullisCertificateRotationFailing', 'PortcullisWebhookErrors', 'PortcullisWebhookLatencyHigh', 'PortcullisSuiteNotReady', 'PortcullisNoLeader', 'PortcullisAuditFailuresIncreased', 'PortcullisAuditStalled', 'PortcullisConnectionsNearLimit'];
+const ALERTS = [
+  'PortcullisCertificateExpiringSoon',
+  'PortcullisCACertificateExpiringSoon',
+  'PortcullisCertificateRotationFailing',
+  'PortcullisWebhookErrors',
+  'PortcullisWebhookLatencyHigh',
+  'PortcullisSuiteNotReady',
+  'PortcullisNoLeader',
+  'PortcullisAuditFailuresIncreased',
+  'PortcullisAuditStalled',
+  'PortcullisConnectionsNearLimit',
+];
 
 const run = (binary: string, args: string[]) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
@@ -43,7 +54,11 @@ describe('monitoring: alert rules (promtool) and the Grafana dashboard', functio
 
   it('each alert fires on the series it is meant for, and not on healthy ones (promtool test rules)', async function () {
     const tested = (yaml.load(fs.readFileSync(RULES_TEST, 'utf8')) as { tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[] }).tests.flatMap((t) => t.alert_rule_test);
-    for (const alert of ALERTS) expect(tested.some((t) => t.alertname === alert && t.exp_alerts.length > 0), `${alert} is tested firing`).to.equal(true);
+    for (const alert of ALERTS)
+      expect(
+        tested.some((t) => t.alertname === alert && t.exp_alerts.length > 0),
+        `${alert} is tested firing`,
+      ).to.equal(true);
     const result = await run(promtool, ['test', 'rules', RULES_TEST]);
     expect(result.code, result.stdout + result.stderr).to.equal(0);
     expect(result.stdout).to.contain('SUCCESS');
@@ -78,7 +93,10 @@ describe('monitoring: alert rules (promtool) and the Grafana dashboard', functio
     const exprs = [...dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)), ...(yaml.load(fs.readFileSync(RULES, 'utf8')) as { groups: { rules: { expr: string }[] }[] }).groups.flatMap((g) => g.rules.map((r) => r.expr))];
     const named = new Set(exprs.flatMap((expr) => expr.match(/portcullis_[a-z0-9_]+/g) ?? []));
     expect(named.size).to.be.at.least(15);
-    expect([...named].filter((name) => !exposed.has(name)), 'metrics named but not exposed').to.deep.equal([]);
+    expect(
+      [...named].filter((name) => !exposed.has(name)),
+      'metrics named but not exposed',
+    ).to.deep.equal([]);
     // Every dashboard query is valid PromQL to Prometheus' own parser (promtool's promql formatter).
     for (const expr of exprs) {
       const result = await run(promtool, ['--experimental', 'promql', 'format', expr.replaceAll('$__rate_interval', '5m').replaceAll('$suite', '.*')]);

@@ -46,8 +46,7 @@ const WEBHOOKS: WebhookSpec[] = [
     ...scoped('pull'),
     mutations: [
       {
-        patchExpression:
-          'object.spec.containers.map(c, {"op": "add", "path": "/spec/containers/" + string(object.spec.containers.indexOf(c)) + "/imagePullPolicy", "value": "Always"})',
+        patchExpression: 'object.spec.containers.map(c, {"op": "add", "path": "/spec/containers/" + string(object.spec.containers.indexOf(c)) + "/imagePullPolicy", "value": "Always"})',
       },
     ],
   },
@@ -110,7 +109,13 @@ describe('Mutations through the real API server', function () {
       namespace: NS,
       body: {
         metadata: { name: unique('pull'), labels: { [LABEL]: 'pull' } },
-        spec: { containers: [{ name: 'a', image: IMAGE, imagePullPolicy: 'Never' }, { name: 'b', image: IMAGE }, { name: 'c', image: IMAGE, imagePullPolicy: 'IfNotPresent' }] },
+        spec: {
+          containers: [
+            { name: 'a', image: IMAGE, imagePullPolicy: 'Never' },
+            { name: 'b', image: IMAGE },
+            { name: 'c', image: IMAGE, imagePullPolicy: 'IfNotPresent' },
+          ],
+        },
       },
     });
     expect(pod.spec!.containers.map((c) => c.imagePullPolicy)).to.deep.equal(['Always', 'Always', 'Always']);

@@ -65,16 +65,14 @@ async function waitReady(namespace: string, name: string): Promise<AdmissionPoli
 async function configuration(kind: 'Mutating' | 'Validating'): Promise<k8s.V1MutatingWebhookConfiguration | undefined> {
   try {
     const admission = cluster().admissionregistration;
-    return kind === 'Mutating'
-      ? await admission.readMutatingWebhookConfiguration({ name: NAMESPACED.configuration })
-      : await admission.readValidatingWebhookConfiguration({ name: NAMESPACED.configuration });
+    return kind === 'Mutating' ? await admission.readMutatingWebhookConfiguration({ name: NAMESPACED.configuration }) : await admission.readValidatingWebhookConfiguration({ name: NAMESPACED.configuration });
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
   }
 }
 
-describe('AdmissionPolicies: a team\'s own rules in its namespace', function () {
+describe("AdmissionPolicies: a team's own rules in its namespace", function () {
   let operator: Operator;
   let member: Kube;
 
@@ -99,7 +97,7 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
         const answer = (await kubectl(['auth', 'can-i', 'create', `${POLICY_PLURAL}.${GROUP}`, '-n', TEAM, '--as', `system:serviceaccount:${TEAM}:${MEMBER}`])).stdout.trim();
         if (answer !== 'yes') throw new Error(`can-i create: ${answer}`);
       },
-      { what: "the controller manager to aggregate portcullis-admissionpolicies-admin into the admin role" },
+      { what: 'the controller manager to aggregate portcullis-admissionpolicies-admin into the admin role' },
     );
     member = connect(await serviceAccountKubeConfig(TEAM, MEMBER));
 
@@ -137,8 +135,12 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     for (const namespace of [TEAM, OTHER, THIRD]) await kube.core.deleteNamespace({ name: namespace }).catch(() => undefined);
   });
 
-  it('lets a namespace admin create policies that deny and mutate there; the team\'s policies mutate first, in name order, then the cluster suite (which has the last word)', async function () {
-    for (const [name, spec] of [['deny-forbidden', denyForbidden], ['b-second', append('b')], ['a-first', append('a')]] as const) {
+  it("lets a namespace admin create policies that deny and mutate there; the team's policies mutate first, in name order, then the cluster suite (which has the last word)", async function () {
+    for (const [name, spec] of [
+      ['deny-forbidden', denyForbidden],
+      ['b-second', append('b')],
+      ['a-first', append('a')],
+    ] as const) {
       await member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody(name, spec) });
     }
     for (const name of ['deny-forbidden', 'a-first', 'b-second']) {
@@ -147,9 +149,7 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     }
 
     const denied = await eventually(
-      async () =>
-        (await refusal(() => member.core.createNamespacedConfigMap({ namespace: TEAM, body: { metadata: { name: 'forbidden', labels: { [LABEL]: 'true' } }, data: { forbidden: 'x' } } }))) ??
-        Promise.reject(new Error('admitted')),
+      async () => (await refusal(() => member.core.createNamespacedConfigMap({ namespace: TEAM, body: { metadata: { name: 'forbidden', labels: { [LABEL]: 'true' } }, data: { forbidden: 'x' } } }))) ?? Promise.reject(new Error('admitted')),
       { what: "the team's validating policy to deny" },
     );
     expect(denied.message).to.contain(`admission webhook "${NAMESPACED.webhook}" denied the request: AdmissionPolicy deny-forbidden: no key named forbidden in this namespace`);
@@ -166,7 +166,7 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     expect(other.metadata?.annotations?.order, "the cluster suite's mutation only").to.equal('cluster');
   });
 
-  it('registers one configuration per type, for the namespaces that have policies and the resources they name, sorting before every suite\'s', async function () {
+  it("registers one configuration per type, for the namespaces that have policies and the resources they name, sorting before every suite's", async function () {
     const mutating = await configuration('Mutating');
     expect(mutating, 'the Mutating portcullis--namespaced').to.not.equal(undefined);
     expect(NAMESPACED.configuration < `portcullis-${SUITE}`).to.equal(true);
@@ -182,18 +182,14 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     expect(elsewhere?.code).to.equal(403);
     expect(elsewhere?.message).to.contain(`cannot create resource "${POLICY_PLURAL}"`);
 
-    const broken = await refusal(() =>
-      member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody('broken', { ...denyForbidden, validations: [{ expression: 'object.data.size() >' }] }) }),
-    );
+    const broken = await refusal(() => member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody('broken', { ...denyForbidden, validations: [{ expression: 'object.data.size() >' }] }) }));
     expect(broken?.message).to.contain('AdmissionPolicy "broken" is invalid: spec.validations[0].expression');
-    const reaching = await refusal(() =>
-      member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody('reaching', { ...denyForbidden, params: { apiVersion: 'v1', kind: 'ConfigMap', namespace: OTHER, name: 'limits' } }) }),
-    );
+    const reaching = await refusal(() => member.custom.createNamespacedCustomObject({ ...ref(TEAM), body: policyBody('reaching', { ...denyForbidden, params: { apiVersion: 'v1', kind: 'ConfigMap', namespace: OTHER, name: 'limits' } }) }));
     expect(reaching?.message).to.contain("spec.params.namespace: must be the policy's own namespace");
     expect((await listPolicies(TEAM)).map((p) => p.metadata.name).sort()).to.deep.equal(['a-first', 'b-second', 'deny-forbidden']);
   });
 
-  it('type-checks a policy as a suite\'s webhook: a definite error is accepted with warnings by default (as a VAP) and reported in its status; with typeCheckErrors: Deny it is refused on apply naming the field', async function () {
+  it("type-checks a policy as a suite's webhook: a definite error is accepted with warnings by default (as a VAP) and reported in its status; with typeCheckErrors: Deny it is refused on apply naming the field", async function () {
     const deployments = [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }];
     const typo: PolicySpec = { type: 'Validating', rules: deployments, objectSelector: selected, validations: [{ expression: 'object.replicas <= 5' }] };
     const undefinedField = "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas'";
@@ -216,7 +212,7 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     await cluster().kube.custom.deleteNamespacedCustomObject({ ...ref(TEAM), name: 'typo' });
   });
 
-  it('removes a namespace\'s policies with the namespace and nothing else; the configurations go with the last policy of their type', async function () {
+  it("removes a namespace's policies with the namespace and nothing else; the configurations go with the last policy of their type", async function () {
     await cluster().kube.custom.createNamespacedCustomObject({ ...ref(THIRD), body: policyBody('third-deny', denyForbidden) });
     await waitReady(THIRD, 'third-deny');
 
@@ -239,19 +235,25 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     expect((await cluster().kube.core.readNamespacedConfigMap({ namespace: OTHER, name: 'elsewhere' })).metadata?.name).to.equal('elsewhere');
 
     // No mutating policy is left: its configuration is gone; the validating one now names only THIRD.
-    await eventually(async () => {
-      if (await configuration('Mutating')) throw new Error('the Mutating configuration is still there');
-      const validating = await configuration('Validating');
-      const values = validating?.webhooks?.[0]?.namespaceSelector?.matchExpressions?.find((e) => e.operator === 'In')?.values;
-      if (JSON.stringify(values) !== JSON.stringify([THIRD])) throw new Error(`Validating namespaces: ${JSON.stringify(values)}`);
-    }, { what: 'the configurations to follow the policies that remain' });
+    await eventually(
+      async () => {
+        if (await configuration('Mutating')) throw new Error('the Mutating configuration is still there');
+        const validating = await configuration('Validating');
+        const values = validating?.webhooks?.[0]?.namespaceSelector?.matchExpressions?.find((e) => e.operator === 'In')?.values;
+        if (JSON.stringify(values) !== JSON.stringify([THIRD])) throw new Error(`Validating namespaces: ${JSON.stringify(values)}`);
+      },
+      { what: 'the configurations to follow the policies that remain' },
+    );
     const denied = await refusal(() => cluster().kube.core.createNamespacedConfigMap({ namespace: THIRD, body: { metadata: { name: 'x', labels: { [LABEL]: 'true' } }, data: { forbidden: 'x' } } }));
     expect(denied?.message).to.contain('AdmissionPolicy third-deny');
 
     await cluster().kube.custom.deleteNamespacedCustomObject({ ...ref(THIRD), name: 'third-deny' });
-    await eventually(async () => {
-      if (await configuration('Validating')) throw new Error('the Validating configuration is still there');
-    }, { what: 'the last configuration to go with the last policy' });
+    await eventually(
+      async () => {
+        if (await configuration('Validating')) throw new Error('the Validating configuration is still there');
+      },
+      { what: 'the last configuration to go with the last policy' },
+    );
     const admitted = await cluster().kube.core.createNamespacedConfigMap({ namespace: THIRD, body: { metadata: { name: 'y', labels: { [LABEL]: 'true' } }, data: { forbidden: 'x' } } });
     expect(admitted.metadata?.name).to.equal('y');
   });
@@ -272,16 +274,19 @@ describe('AdmissionPolicies: a team\'s own rules in its namespace', function () 
     );
     expect(limited.status).to.equal('False');
     expect(limited.message).to.contain('--namespaced-policy-mutations=false');
-    await eventually(async () => {
-      if (await configuration('Mutating')) throw new Error('the Mutating configuration is still there');
-    }, { what: 'the Mutating configuration to go: nothing of the policy is served' });
+    await eventually(
+      async () => {
+        if (await configuration('Mutating')) throw new Error('the Mutating configuration is still there');
+      },
+      { what: 'the Mutating configuration to go: nothing of the policy is served' },
+    );
     await waitForSuiteValidation(operator);
     const refused = await refusal(() => cluster().kube.custom.createNamespacedCustomObject({ ...ref(THIRD), body: policyBody('b-second', append('b')) }));
     expect(refused?.message).to.contain('AdmissionPolicy "b-second" is invalid: spec.type: Mutating policies are turned off');
     await cluster().kube.custom.deleteNamespacedCustomObject({ ...ref(THIRD), name: 'a-first' });
   });
 
-  it('answers a policy refused by the API server\'s own schema with its message (the CRD\'s rules)', async function () {
+  it("answers a policy refused by the API server's own schema with its message (the CRD's rules)", async function () {
     const err = await refusal(() => cluster().kube.custom.createNamespacedCustomObject({ ...ref(THIRD), body: policyBody('clusterwide', { ...denyForbidden, rules: [{ ...configMaps[0]!, scope: 'Cluster' }] }) }));
     expect(err?.message).to.contain('spec.rules[0].scope');
   });

@@ -83,8 +83,12 @@ describe("native enforcement's writes are not the serving pods' (issue 49, attac
     await deleteSuite(SUITE);
     await deleteSuite(HELD);
     await operator?.stop();
-    await admin().objects.delete(header('ValidatingAdmissionPolicy', webhookFullName(HELD, 'deny'))).catch(() => undefined);
-    await admin().admissionregistration.deleteValidatingWebhookConfiguration({ name: 'portcullis-steal' }).catch(() => undefined);
+    await admin()
+      .objects.delete(header('ValidatingAdmissionPolicy', webhookFullName(HELD, 'deny')))
+      .catch(() => undefined);
+    await admin()
+      .admissionregistration.deleteValidatingWebhookConfiguration({ name: 'portcullis-steal' })
+      .catch(() => undefined);
   });
 
   it("the serving pods' token cannot delete or edit the token guard, nor write an admission policy, so a webhook sent outside stays refused", async function () {
@@ -95,7 +99,11 @@ describe("native enforcement's writes are not the serving pods' (issue 49, attac
     expect(await attempt(() => asOperator.objects.patch(loosened, undefined, undefined, 'thief', undefined, k8s.PatchStrategy.MergePatch))).to.contain('cannot patch resource "validatingadmissionpolicybindings"');
     const emptied = { ...header('ValidatingAdmissionPolicy', TOKEN_GUARD), spec: { validations: [{ expression: 'true' }] } };
     expect(await attempt(() => asOperator.objects.patch(emptied, undefined, undefined, 'thief', undefined, k8s.PatchStrategy.MergePatch))).to.contain('cannot patch resource "validatingadmissionpolicies"');
-    const policy = { ...header('ValidatingAdmissionPolicy', 'w.native-identity-thief.admission.portcullis.dev'), metadata: { name: 'w.native-identity-thief.admission.portcullis.dev', labels: OURS }, spec: { matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['secrets'] }] }, validations: [{ expression: 'false' }] } };
+    const policy = {
+      ...header('ValidatingAdmissionPolicy', 'w.native-identity-thief.admission.portcullis.dev'),
+      metadata: { name: 'w.native-identity-thief.admission.portcullis.dev', labels: OURS },
+      spec: { matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['secrets'] }] }, validations: [{ expression: 'false' }] },
+    };
     expect(await attempt(() => asOperator.objects.create(policy))).to.contain('cannot create resource "validatingadmissionpolicies"');
     const binding = { ...header('ValidatingAdmissionPolicyBinding', TOKEN_GUARD + '-off'), spec: { policyName: TOKEN_GUARD, validationActions: ['Audit'] } };
     expect(await attempt(() => asOperator.objects.create(binding))).to.contain('cannot create resource "validatingadmissionpolicybindings"');
@@ -116,7 +124,7 @@ describe("native enforcement's writes are not the serving pods' (issue 49, attac
     expect(registered).to.contain('may only register webhooks served by Services named portcullis-* in portcullis-system');
   });
 
-  it('the native identity writes a suite\'s native policy and binding, which the API server enforces; the serving token dry-runs one', async function () {
+  it("the native identity writes a suite's native policy and binding, which the API server enforces; the serving token dry-runs one", async function () {
     operator = await startTestOperator({ nativeEnforcement: true }, {}, cluster().kubeConfig, await serviceAccountKubeConfig(OPERATOR_NAMESPACE, NATIVE_NAME, '(is deploy/optional/native-enforcement.yaml applied?)'));
     await waitForSuiteValidation(operator);
     await createSuite(SUITE, { failurePolicy: 'Fail', webhooks: [webhook] });
@@ -142,7 +150,10 @@ describe("native enforcement's writes are not the serving pods' (issue 49, attac
 
     // A name someone else holds: never taken over by the native process, reported by the serving operator.
     const held = webhookFullName(HELD, 'deny');
-    await admin().objects.create({ ...header('ValidatingAdmissionPolicy', held), spec: { matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: ['theirs.example.com'], apiVersions: ['v1'], resources: ['gadgets'] }] }, validations: [{ expression: 'true' }] } });
+    await admin().objects.create({
+      ...header('ValidatingAdmissionPolicy', held),
+      spec: { matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: ['theirs.example.com'], apiVersions: ['v1'], resources: ['gadgets'] }] }, validations: [{ expression: 'true' }] },
+    });
     await createSuite(HELD, { failurePolicy: 'Fail', webhooks: [webhook] });
     const conflict = await eventually(
       async () => {
@@ -188,7 +199,7 @@ describe("native enforcement's writes are not the serving pods' (issue 49, attac
     );
   });
 
-  it('the image\'s entry point with --role=native runs only that: ready on its health port, nothing on the admission port', async function () {
+  it("the image's entry point with --role=native runs only that: ready on its health port, nothing on the admission port", async function () {
     const servingPort = await freePort();
     const native = await spawnOperator({ servingPort, metricsPort: await freePort(), extra: ['--role=native'] });
     try {

@@ -37,9 +37,7 @@ type Owned = KubeObject & { metadata: { ownerReferences?: { uid: string; kind: s
 let serial = 0;
 /** Creates a ConfigMap the webhook `of` selects; resolves to the API server's refusal, or undefined when admitted. */
 function createSelected(of: string, data: Record<string, string>) {
-  return refusal(() =>
-    cluster().kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: `cm-${++serial}`, labels: { [LABEL]: of } }, data } }),
-  );
+  return refusal(() => cluster().kube.core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: `cm-${++serial}`, labels: { [LABEL]: of } }, data } }));
 }
 
 async function registeredWebhooks(suite: string): Promise<string[]> {
@@ -96,14 +94,7 @@ describe('native enforcement (suites as ValidatingAdmissionPolicies)', function 
       },
       { what: 'the deleted policy to be put back' },
     );
-    await cluster().kube.objects.patch(
-      { ...header('ValidatingAdmissionPolicyBinding', name), spec: { validationActions: ['Audit'] } },
-      undefined,
-      undefined,
-      'someone',
-      undefined,
-      'application/merge-patch+json' as never,
-    );
+    await cluster().kube.objects.patch({ ...header('ValidatingAdmissionPolicyBinding', name), spec: { validationActions: ['Audit'] } }, undefined, undefined, 'someone', undefined, 'application/merge-patch+json' as never);
     await eventually(
       async () => {
         const binding = await getObject<Owned>(cluster().kube, header('ValidatingAdmissionPolicyBinding', name));
@@ -217,7 +208,9 @@ describe('native enforcement (suites as ValidatingAdmissionPolicies)', function 
       expect(errorStatus(error).message).to.contain('spec.webhooks[0].enforcement: Invalid value: "Native": this operator does not enforce natively (it runs without --native-enforcement');
       await createSuite('native-off', spec([webhook('deny-off')], { enforcement: 'Auto' }));
       const ready = await waitForCondition('native-off', 'Ready', 'True');
-      expect(ready.status?.webhooks?.map((w) => [w.enforcement, w.reason])).to.deep.equal([['Webhook', 'this operator does not enforce natively (it runs without --native-enforcement, the chart\'s nativeEnforcement.enabled, which needs the grants of deploy/optional/native-enforcement.yaml)']]);
+      expect(ready.status?.webhooks?.map((w) => [w.enforcement, w.reason])).to.deep.equal([
+        ['Webhook', "this operator does not enforce natively (it runs without --native-enforcement, the chart's nativeEnforcement.enabled, which needs the grants of deploy/optional/native-enforcement.yaml)"],
+      ]);
       const denied = await eventually(async () => (await createSelected('deny-off', { forbidden: 'x' })) ?? Promise.reject(new Error('admitted')), { what: 'the webhook to deny' });
       expect(denied.message).to.equal(`admission webhook "${webhookFullName('native-off', 'deny-off')}" denied the request: ${MESSAGE}`);
     } finally {
@@ -234,15 +227,16 @@ describe('native enforcement (suites as ValidatingAdmissionPolicies)', function 
     // expression of that kind (cel.bind was, until refused as the API server refuses it), so the
     // refusal comes from the API server.
     const name = 'native-refused-by-api';
-    const bound = (enforcement: 'Native' | 'Auto') =>
-      webhook('deny-bound', { enforcement, validations: [{ expression: "has(object.data) ? 'forbidden' in object.data ? false : true : true", message: MESSAGE }] });
+    const bound = (enforcement: 'Native' | 'Auto') => webhook('deny-bound', { enforcement, validations: [{ expression: "has(object.data) ? 'forbidden' in object.data ? false : true : true", message: MESSAGE }] });
     let error: unknown;
     try {
       await createSuite(name, spec([bound('Native')]));
     } catch (err) {
       error = err;
     }
-    expect(errorStatus(error).message).to.match(/spec\.webhooks\[0\]: the API server refuses it as a ValidatingAdmissionPolicy \(enforcement: Native\): ValidatingAdmissionPolicy.admissionregistration.k8s.io "deny-bound\.native-refused-by-api\.admission\.portcullis\.dev" is invalid: spec\.validations\[0\]\.expression: Invalid value: .*Syntax error/);
+    expect(errorStatus(error).message).to.match(
+      /spec\.webhooks\[0\]: the API server refuses it as a ValidatingAdmissionPolicy \(enforcement: Native\): ValidatingAdmissionPolicy.admissionregistration.k8s.io "deny-bound\.native-refused-by-api\.admission\.portcullis\.dev" is invalid: spec\.validations\[0\]\.expression: Invalid value: .*Syntax error/,
+    );
     expect(await getSuite(name)).to.equal(undefined);
 
     await createSuite(name, spec([bound('Auto')]));

@@ -48,7 +48,10 @@ ${broken ? 'export const version: number = HANDLER_API_VERSION;' : ''}
 
 /** Every file under `dir`, relative to it. */
 function filesUnder(dir: string): string[] {
-  return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)));
+  return fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)));
 }
 
 describe('the npm package, installed from its tarball in an empty folder outside the repository', function () {
@@ -81,7 +84,7 @@ describe('the npm package, installed from its tarball in an empty folder outside
     expect(result.stdout).to.match(/(\d+) of \1 expectations met/);
   });
 
-  it('refuses a broken suite: exit 1, the field path and the compiler\'s words', async function () {
+  it("refuses a broken suite: exit 1, the field path and the compiler's words", async function () {
     fs.writeFileSync(path.join(folder, 'broken.yaml'), BROKEN_SUITE);
     const result = await runIn(folder, 'npx', ['--no', 'portcullis', 'validate', 'broken.yaml']);
     expect(result.code).to.equal(1);
@@ -89,7 +92,8 @@ describe('the npm package, installed from its tarball in an empty folder outside
   });
 
   it('loads portcullis/sdk in Node: its helpers are functions, HANDLER_API_VERSION a MAJOR.MINOR', async function () {
-    const script = "const sdk = await import('portcullis/sdk'); console.log(JSON.stringify({ deny: typeof sdk.deny, allow: typeof sdk.allow, patch: typeof sdk.patch, version: sdk.HANDLER_API_VERSION, decision: sdk.deny(403, 'Forbidden', 'no') }));";
+    const script =
+      "const sdk = await import('portcullis/sdk'); console.log(JSON.stringify({ deny: typeof sdk.deny, allow: typeof sdk.allow, patch: typeof sdk.patch, version: sdk.HANDLER_API_VERSION, decision: sdk.deny(403, 'Forbidden', 'no') }));";
     const result = await runIn(folder, 'node', ['--input-type=module', '-e', script]);
     expect(result.code, result.stderr).to.equal(0);
     expect(JSON.parse(result.stdout)).to.deep.equal({ deny: 'function', allow: 'function', patch: 'function', version: '1.0', decision: { allowed: false, code: 403, reason: 'Forbidden', message: 'no' } });
@@ -109,7 +113,10 @@ describe('the npm package, installed from its tarball in an empty folder outside
 
   it('ships JavaScript with types, the samples, and no TypeScript source', function () {
     const files = filesUnder(installed);
-    expect(files.filter((file) => /\.[cm]?tsx?$/.test(file) && !/\.d\.[cm]?ts$/.test(file)), 'TypeScript sources').to.deep.equal([]);
+    expect(
+      files.filter((file) => /\.[cm]?tsx?$/.test(file) && !/\.d\.[cm]?ts$/.test(file)),
+      'TypeScript sources',
+    ).to.deep.equal([]);
     expect(files).to.include.members([path.join('dist', 'cli', 'main.js'), path.join('dist', 'sdk', 'index.js'), path.join('dist', 'sdk', 'index.d.ts'), path.join('config', 'samples', 'replica-limit.yaml')]);
     // Of test/, only the Go module `portcullis dev` builds its local control plane from (with no cluster given).
     const repositoryOnly = files.filter((file) => /^(test|bench|tools|docs|examples|src)\//.test(file) && !file.startsWith(path.join('test', 'controlplane') + path.sep));

@@ -37,19 +37,24 @@ function rulesFor(user: string): Record<string, unknown>[] {
   if (user === 'non-deleter') return [{ apiGroups: [''], resources: CORE, verbs: READ_WRITE }, { apiGroups: ['apps'], resources: APPS, verbs: READ_WRITE }, ...status];
   const spared = { 'non-pod-deleter': 'pods', 'non-rc-deleter': 'replicationcontrollers', 'non-node-deleter': 'nodes' }[user]!;
   const full = (resources: string[]) => resources.filter((r) => r !== spared).flatMap((r) => [r, `${r}/finalizers`]);
-  return [
-    { apiGroups: [''], resources: full(CORE), verbs: ['*'] },
-    { apiGroups: ['apps'], resources: full(APPS), verbs: ['*'] },
-    { apiGroups: [''], resources: [spared], verbs: READ_WRITE },
-    ...status,
-  ];
+  return [{ apiGroups: [''], resources: full(CORE), verbs: ['*'] }, { apiGroups: ['apps'], resources: full(APPS), verbs: ['*'] }, { apiGroups: [''], resources: [spared], verbs: READ_WRITE }, ...status];
 }
 const USERS = ['super', 'non-deleter', 'non-pod-deleter', 'non-rc-deleter', 'non-node-deleter'];
 
 /** Upstream's owners: two ReplicationControllers, a DaemonSet and a Node, real on each side (their uids differ). */
 const OWNERS: KubeObject[] = [
-  { apiVersion: 'v1', kind: 'ReplicationController', metadata: { name: 'rc1', namespace: NS }, spec: { replicas: 0, selector: { app: 'rc1' }, template: { metadata: { labels: { app: 'rc1' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } } } },
-  { apiVersion: 'v1', kind: 'ReplicationController', metadata: { name: 'rc2', namespace: NS }, spec: { replicas: 0, selector: { app: 'rc2' }, template: { metadata: { labels: { app: 'rc2' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } } } },
+  {
+    apiVersion: 'v1',
+    kind: 'ReplicationController',
+    metadata: { name: 'rc1', namespace: NS },
+    spec: { replicas: 0, selector: { app: 'rc1' }, template: { metadata: { labels: { app: 'rc1' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } } },
+  },
+  {
+    apiVersion: 'v1',
+    kind: 'ReplicationController',
+    metadata: { name: 'rc2', namespace: NS },
+    spec: { replicas: 0, selector: { app: 'rc2' }, template: { metadata: { labels: { app: 'rc2' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } } },
+  },
   {
     apiVersion: 'apps/v1',
     kind: 'DaemonSet',
@@ -147,9 +152,7 @@ function ownerReferences(side: Side, refs: Ref[]): Record<string, unknown>[] {
 
 function dependent(c: Case, side: Side, name: string, refs: Ref[]): Record<string, unknown> {
   const metadata = { name, namespace: NS, labels: LABEL, ...(refs.length ? { ownerReferences: ownerReferences(side, refs) } : {}) };
-  return c.resource === 'configmaps'
-    ? { apiVersion: 'v1', kind: 'ConfigMap', metadata, data: { a: 'b' } }
-    : { apiVersion: 'v1', kind: 'Pod', metadata, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
+  return c.resource === 'configmaps' ? { apiVersion: 'v1', kind: 'ConfigMap', metadata, data: { a: 'b' } } : { apiVersion: 'v1', kind: 'Pod', metadata, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
 }
 
 /** What is compared of an answer: its code and message, without the webhook's wrapper. */

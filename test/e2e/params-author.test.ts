@@ -151,7 +151,10 @@ describe('Issue 49 attack 3: a suite is served only while its recorded author ma
     for (const name of ['author-leak', 'author-ok', 'author-probe']) await deleteSuite(name);
     // Put back as deploy/ has it, for the tests after this one.
     await applyGuard();
-    for (const namespace of [VICTIM, ATTACK, READ]) await cluster().kube.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+    for (const namespace of [VICTIM, ATTACK, READ])
+      await cluster()
+        .kube.core.deleteNamespace({ name: namespace })
+        .catch(() => undefined);
   });
 
   describe("with no operator answering: deploy/06's guard", function () {
@@ -235,11 +238,13 @@ describe('Issue 49 attack 3: a suite is served only while its recorded author ma
         },
         { what: "the suite's configuration to be removed" },
       );
-      for (const [as, namespace] of [[attacker, ATTACK], [reader, READ]] as [Kube, string][]) {
+      for (const [as, namespace] of [
+        [attacker, ATTACK],
+        [reader, READ],
+      ] as [Kube, string][]) {
         const message = await createConfigMap(as, namespace);
         expect(message ?? '').to.not.contain(PASSWORD);
       }
     });
   });
 });
-

@@ -104,7 +104,10 @@ describe("deploy/'s params guard: the API server checks a suite author's access 
     expect(edit.code).to.not.equal(0);
     expect(edit.stderr).to.contain(`user "bob" may not get ConfigMap (v1) secret-limits in namespace ${NS}`);
     expect((await getSuite(SUITE))!.spec.timeoutSeconds).to.equal(5);
-    const repoint = await kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=bob', '--as=bob', '-f', '-'], manifest({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'kube-system', name: 'extension-apiserver-authentication' }, 7));
+    const repoint = await kubectl(
+      ['apply', '--server-side', '--force-conflicts', '--field-manager=bob', '--as=bob', '-f', '-'],
+      manifest({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'kube-system', name: 'extension-apiserver-authentication' }, 7),
+    );
     expect(repoint.code).to.not.equal(0);
     expect(repoint.stderr).to.contain('user "bob" may not get ConfigMap (v1) extension-apiserver-authentication in namespace kube-system');
   });

@@ -49,16 +49,22 @@ describe('params of a CRD kind, read by the operator once a cluster admin grants
     guardWasApplied = lifted.stdout.includes('deleted');
     // The API server drops a deleted binding from its admission a moment later (it refreshes its
     // compiled policies on a period): until then the operator's first Service would be refused.
-    await eventually(async () => {
-      const probe = await kubectl(['create', 'service', 'externalname', 'portcullis-guard-lifted', '--external-name', 'localhost', '-n', OPERATOR_NAMESPACE, '--dry-run=server', '--as', OPERATOR_USER]);
-      if (probe.code !== 0) throw new Error(probe.stderr);
-    }, { what: "the API server to drop the token guard's binding" });
+    await eventually(
+      async () => {
+        const probe = await kubectl(['create', 'service', 'externalname', 'portcullis-guard-lifted', '--external-name', 'localhost', '-n', OPERATOR_NAMESPACE, '--dry-run=server', '--as', OPERATOR_USER]);
+        if (probe.code !== 0) throw new Error(probe.stderr);
+      },
+      { what: "the API server to drop the token guard's binding" },
+    );
 
     await apply(cluster().kube, CRD);
-    await eventually(async () => {
-      const listed = await kubectl(['get', 'replicalimits.policy.example.com', '-A']);
-      if (listed.code !== 0) throw new Error(listed.stderr);
-    }, { what: 'the ReplicaLimit CRD to be served' });
+    await eventually(
+      async () => {
+        const listed = await kubectl(['get', 'replicalimits.policy.example.com', '-A']);
+        if (listed.code !== 0) throw new Error(listed.stderr);
+      },
+      { what: 'the ReplicaLimit CRD to be served' },
+    );
     await ensureNamespace(NS);
     await apply(cluster().kube, { apiVersion: 'policy.example.com/v1', kind: 'ReplicaLimit', metadata: { name: 'limits', namespace: NS }, spec: { max: 2 } });
 
@@ -71,7 +77,9 @@ describe('params of a CRD kind, read by the operator once a cluster admin grants
     await operator?.stop();
     await kubectl(['delete', '-f', 'config/samples/params-rbac.yaml', '--ignore-not-found']);
     await deleteIfExists(cluster().kube, CRD);
-    await cluster().kube.core.deleteNamespace({ name: NS }).catch(() => undefined);
+    await cluster()
+      .kube.core.deleteNamespace({ name: NS })
+      .catch(() => undefined);
     if (guardWasApplied) {
       const restored = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', 'deploy/04-token-guard.yaml']);
       expect(restored.code, restored.stderr).to.equal(0);
@@ -102,25 +110,24 @@ describe('params of a CRD kind, read by the operator once a cluster admin grants
     expect(ready.message).to.contain('admission.portcullis.dev/aggregate-to-params: "true"');
     // Registered all the same: with failurePolicy Fail, a Deployment it matches is refused for want of its params.
     expect(condition(waiting, 'WebhooksRegistered')?.status).to.equal('True');
-    const meanwhile = await eventually(
-      async () => (await refusal(() => cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment('meanwhile', 1) }))) ?? Promise.reject(new Error('admitted')),
-      { what: 'the webhook to refuse for want of its params' },
-    );
+    const meanwhile = await eventually(async () => (await refusal(() => cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment('meanwhile', 1) }))) ?? Promise.reject(new Error('admitted')), {
+      what: 'the webhook to refuse for want of its params',
+    });
     expect(meanwhile.message).to.contain('params of webhook replica-limit are not available');
 
     const granted = await kubectl(['apply', '-f', 'config/samples/params-rbac.yaml']);
     expect(granted.code, granted.stderr).to.equal(0);
-    await eventually(async () => {
-      const answer = (await kubectl(['auth', 'can-i', 'list', 'replicalimits.policy.example.com', '--as', OPERATOR_USER])).stdout.trim();
-      if (answer !== 'yes') throw new Error(`can-i list: ${answer}`);
-    }, { what: 'the controller manager to aggregate the sample role into portcullis-operator-params' });
+    await eventually(
+      async () => {
+        const answer = (await kubectl(['auth', 'can-i', 'list', 'replicalimits.policy.example.com', '--as', OPERATOR_USER])).stdout.trim();
+        if (answer !== 'yes') throw new Error(`can-i list: ${answer}`);
+      },
+      { what: 'the controller manager to aggregate the sample role into portcullis-operator-params' },
+    );
     const served = await waitForCondition(SUITE, 'Ready', 'True');
     expect(condition(served, 'Ready')?.reason).to.equal('Ready');
 
-    const denied = await eventually(
-      async () => (await refusal(() => cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment('three', 3) }))) ?? Promise.reject(new Error('admitted')),
-      { what: 'the denial' },
-    );
+    const denied = await eventually(async () => (await refusal(() => cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment('three', 3) }))) ?? Promise.reject(new Error('admitted')), { what: 'the denial' });
     expect(denied.message).to.contain('replicas must be no greater than 2');
     const two = await cluster().apps.createNamespacedDeployment({ namespace: NS, body: deployment('two', 2) });
     expect(two.spec?.replicas).to.equal(2);

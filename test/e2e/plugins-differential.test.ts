@@ -48,10 +48,7 @@ const WEBHOOKS: WebhookSpec[] = [
   hook('pod-toleration-restriction', 'Mutating', 'PodTolerationRestriction', [rule(['CREATE', 'UPDATE'], '', ['pods'])], PTR_CONFIG),
   hook('extended-resource-toleration', 'Mutating', 'ExtendedResourceToleration', [rule(['CREATE', 'UPDATE'], '', ['pods'])]),
   hook('default-storage-class', 'Mutating', 'DefaultStorageClass', [rule(['CREATE'], '', ['persistentvolumeclaims'])]),
-  hook('soiup', 'Mutating', 'StorageObjectInUseProtection', [
-    rule(['CREATE'], '', ['persistentvolumes', 'persistentvolumeclaims']),
-    rule(['CREATE'], 'storage.k8s.io', ['volumeattributesclasses']),
-  ]),
+  hook('soiup', 'Mutating', 'StorageObjectInUseProtection', [rule(['CREATE'], '', ['persistentvolumes', 'persistentvolumeclaims']), rule(['CREATE'], 'storage.k8s.io', ['volumeattributesclasses'])]),
   hook('runtime-class', 'Mutating', 'RuntimeClass', [rule(['CREATE'], '', ['pods'])]),
   hook('default-ingress-class', 'Mutating', 'DefaultIngressClass', [rule(['CREATE'], 'networking.k8s.io', ['ingresses'])]),
   hook('pod-topology-labels', 'Mutating', 'PodTopologyLabels', [rule(['CREATE'], '', ['pods', 'pods/binding'])]),
@@ -67,8 +64,7 @@ const WEBHOOKS: WebhookSpec[] = [
   hook('certificate-subject-restriction', 'Validating', 'CertificateSubjectRestriction', [rule(['CREATE'], 'certificates.k8s.io', ['certificatesigningrequests'])]),
 ];
 
-const unscopedHook = (name: string, type: 'Mutating' | 'Validating', handler: string, rules: RuleWithOperations[], config?: Record<string, unknown>) =>
-  hook(name, type, handler, rules, config, UNSCOPED_LABEL);
+const unscopedHook = (name: string, type: 'Mutating' | 'Validating', handler: string, rules: RuleWithOperations[], config?: Record<string, unknown>) => hook(name, type, handler, rules, config, UNSCOPED_LABEL);
 /**
  * The suite that stands in for the unscoped reference's plugins, mutating ones in the in-tree
  * order (LimitRanger, AlwaysPullImages, PodNodeSelector, DefaultTolerationSeconds), each on the
@@ -139,9 +135,7 @@ describe('the plugin differential: built-in handlers against the in-tree plugins
   before(async function () {
     reference = await referenceCluster();
     unscopedReference = await unscopedReferenceCluster();
-    await Promise.all(
-      [cluster().kube, reference.kube, unscopedReference.kube].map((kube) => apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } })),
-    );
+    await Promise.all([cluster().kube, reference.kube, unscopedReference.kube].map((kube) => apply(kube, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } })));
     // The certificate rows' users, the same on both sides.
     for (const kube of [cluster().kube, reference.kube]) for (const object of CERTIFICATE_USERS_RBAC) await apply(kube, object);
     operator = await startTestOperator();

@@ -87,10 +87,7 @@ interface Sides {
 
 /** The same request to both API servers, and what each answered. */
 async function both(sides: Sides, method: string, path: string, body?: unknown, user: RequestOptions = {}): Promise<{ reference: Outcome; ours: Outcome }> {
-  const [reference, ours] = await Promise.all([
-    rawRequestTo(sides.reference.kubeConfig, method, path, body, user),
-    rawRequestTo(sides.ours.kubeConfig, method, path, body, user),
-  ]);
+  const [reference, ours] = await Promise.all([rawRequestTo(sides.reference.kubeConfig, method, path, body, user), rawRequestTo(sides.ours.kubeConfig, method, path, body, user)]);
   return { reference: outcome(reference, 'reference'), ours: outcome(ours, 'ours') };
 }
 
@@ -128,7 +125,6 @@ interface AuditEvent {
   annotations?: Record<string, string>;
   requestURI: string;
 }
-
 
 /** An event's PodSecurity annotations, keyed as upstream names them (each side's prefix taken off). */
 function annotationsOf(event: AuditEvent, prefix: string): Record<string, string> {
@@ -205,11 +201,7 @@ describe('PodSecurity against the in-tree plugin', function () {
           name: WEBHOOK,
           type: 'Validating',
           failurePolicy: 'Fail',
-          rules: [
-            rule('', ['pods', 'pods/ephemeralcontainers', 'namespaces', 'replicationcontrollers', 'podtemplates']),
-            rule('apps', ['deployments', 'replicasets', 'statefulsets', 'daemonsets']),
-            rule('batch', ['jobs', 'cronjobs']),
-          ],
+          rules: [rule('', ['pods', 'pods/ephemeralcontainers', 'namespaces', 'replicationcontrollers', 'podtemplates']), rule('apps', ['deployments', 'replicasets', 'statefulsets', 'daemonsets']), rule('batch', ['jobs', 'cronjobs'])],
           namespaceSelector: { matchLabels: SELECTED },
           handler: { name: 'PodSecurity', config: { exemptions: REFERENCE_POD_SECURITY_EXEMPTIONS } },
         },
@@ -297,7 +289,9 @@ describe('PodSecurity against the in-tree plugin', function () {
         // The progress, and the first difference in full: what the in-tree log holds that ours does not, and the reverse.
         const first = unlike[0];
         const only = (a: string[] = [], b: string[] = []) => a.filter((e) => !b.includes(e)).slice(0, 3);
-        const sample = first ? `; in ${first}: ${inTree.get(first)?.length ?? 0} in-tree events, ${ours.get(first)?.length ?? 0} ours; in-tree only ${JSON.stringify(only(inTree.get(first), ours.get(first)))}, ours only ${JSON.stringify(only(ours.get(first), inTree.get(first)))}` : '';
+        const sample = first
+          ? `; in ${first}: ${inTree.get(first)?.length ?? 0} in-tree events, ${ours.get(first)?.length ?? 0} ours; in-tree only ${JSON.stringify(only(inTree.get(first), ours.get(first)))}, ours only ${JSON.stringify(only(ours.get(first), inTree.get(first)))}`
+          : '';
         expect(unlike, `namespaces whose creates were audited differently (${unlike.length} of ${namespaces.size})${sample}`).to.deep.equal([]);
         console.log(`      audit annotations of the ${audited} creates (about ${Math.round(perNamespace)} a namespace): the same on both sides`);
       },
@@ -377,23 +371,14 @@ describe('PodSecurity against the in-tree plugin', function () {
 
   it('warns of the existing pods a tightened enforce level would refuse, as the in-tree plugin does', async function () {
     // Pods stored while the namespace is privileged: two with the same violation (one warning, named by the first by name), one with another.
-    const pods = [
-      pod('psa-warn-b', {}, PRIVILEGED),
-      pod('psa-warn-a', {}, PRIVILEGED),
-      pod('psa-warn-host', { hostNetwork: true }),
-      pod('psa-warn-fine', {}, RESTRICTED_CONTAINER),
-    ];
+    const pods = [pod('psa-warn-b', {}, PRIVILEGED), pod('psa-warn-a', {}, PRIVILEGED), pod('psa-warn-host', { hostNetwork: true }), pod('psa-warn-fine', {}, RESTRICTED_CONTAINER)];
     for (const body of pods) {
       const created = await both(sides, 'POST', `/api/v1/namespaces/${WARN_NS}/pods`, body);
       expect(created.reference.status, body.metadata.name).to.equal(201);
       expect(created.ours, body.metadata.name).to.deep.equal(created.reference);
     }
     const tightened = await bothPatch(sides, `/api/v1/namespaces/${WARN_NS}?dryRun=All`, { metadata: { labels: { [label('enforce')]: 'baseline', [label('enforce-version')]: 'v1.37' } } });
-    expect(tightened.reference.warnings).to.deep.equal([
-      `existing pods in namespace "${WARN_NS}" violate the new PodSecurity enforce level "baseline:v1.37"`,
-      'psa-warn-a (and 1 other pod): privileged',
-      'psa-warn-host: host namespaces',
-    ]);
+    expect(tightened.reference.warnings).to.deep.equal([`existing pods in namespace "${WARN_NS}" violate the new PodSecurity enforce level "baseline:v1.37"`, 'psa-warn-a (and 1 other pod): privileged', 'psa-warn-host: host namespaces']);
     // Portcullis reads the namespace's pods from the operator's Pod cache (the shared lookup caches).
     expect(tightened.ours, 'the namespace change warning').to.deep.equal(tightened.reference);
   });

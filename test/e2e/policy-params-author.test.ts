@@ -149,7 +149,11 @@ describe('Issue 49 attack 3: an AdmissionPolicy is served only while its recorde
 
   after(async function () {
     const { kube } = cluster();
-    for (const [namespace, name] of [[ATTACK, 'leak'], [READ, 'shown']]) await kube.custom.deleteNamespacedCustomObject({ ...ref(namespace!), name: name! }).catch(() => undefined);
+    for (const [namespace, name] of [
+      [ATTACK, 'leak'],
+      [READ, 'shown'],
+    ])
+      await kube.custom.deleteNamespacedCustomObject({ ...ref(namespace!), name: name! }).catch(() => undefined);
     // Nothing left pointing at this file's operator, whatever failed above.
     for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
       await deleteIfExists(kube, { apiVersion: 'admissionregistration.k8s.io/v1', kind, metadata: { name: NAMESPACED.configuration } });

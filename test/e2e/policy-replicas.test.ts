@@ -75,13 +75,17 @@ describe('AdmissionPolicies: every replica withholds what the leader withholds',
   });
 
   after(async function () {
-    await cluster().kube.custom.deleteNamespacedCustomObject({ ...ref, name: POLICY }).catch(() => undefined);
-    await cluster().kube.core.deleteNamespace({ name: NS }).catch(() => undefined);
+    await cluster()
+      .kube.custom.deleteNamespacedCustomObject({ ...ref, name: POLICY })
+      .catch(() => undefined);
+    await cluster()
+      .kube.core.deleteNamespace({ name: NS })
+      .catch(() => undefined);
     for (const replica of replicas) await replica.process.kill('SIGTERM');
     replicas = [];
   });
 
-  it("does not apply, on the follower either, a Mutating policy whose author may no longer change what it changes", async function () {
+  it('does not apply, on the follower either, a Mutating policy whose author may no longer change what it changes', async function () {
     const { kube } = cluster();
     // The leader: the replica whose port the configurations name.
     const lease = () => cluster().kubeConfig.makeApiClient(k8s.CoordinationV1Api).readNamespacedLease({ namespace: OPERATOR_NAMESPACE, name: 'portcullis-operator' });
@@ -134,7 +138,10 @@ describe('AdmissionPolicies: every replica withholds what the leader withholds',
       { what: "the teams' Mutating configuration to be registered" },
     );
     // Control: served on both replicas while its author may change ConfigMaps.
-    for (const [who, replica] of [['leader', leader], ['follower', follower]] as const) {
+    for (const [who, replica] of [
+      ['leader', leader],
+      ['follower', follower],
+    ] as const) {
       await eventually(async () => expect(await mutateOn(replica.servingPort, caPem), who).to.deep.equal({ allowed: true, patched: true }), { what: `the ${who} to apply the policy` });
     }
 

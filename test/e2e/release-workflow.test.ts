@@ -22,9 +22,7 @@ const ACTIONLINT = 'github.com/rhysd/actionlint/cmd/actionlint@v1.7.12';
 
 function actionlint(files: string[]): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    execFile('go', ['run', ACTIONLINT, '-no-color', ...files], { cwd: os.tmpdir(), timeout: 300_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }),
-    );
+    execFile('go', ['run', ACTIONLINT, '-no-color', ...files], { cwd: os.tmpdir(), timeout: 300_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` }));
   });
 }
 
@@ -45,11 +43,17 @@ describe('the release workflow', function () {
   const text = fs.readFileSync(file, 'utf8');
   const workflow = yaml.load(text) as Workflow;
   const steps = (job: string) => workflow.jobs[job]!.steps;
-  const runs = (job: string) => steps(job).map((s) => s.run ?? '').join('\n');
+  const runs = (job: string) =>
+    steps(job)
+      .map((s) => s.run ?? '')
+      .join('\n');
   const uses = (job: string) => steps(job).map((s) => s.uses?.split('@')[0]);
 
   it('passes actionlint, which finds the error in a broken copy', async function () {
-    const files = fs.readdirSync(WORKFLOWS).filter((f) => /\.ya?ml$/.test(f)).map((f) => path.join(WORKFLOWS, f));
+    const files = fs
+      .readdirSync(WORKFLOWS)
+      .filter((f) => /\.ya?ml$/.test(f))
+      .map((f) => path.join(WORKFLOWS, f));
     const clean = await actionlint(files);
     expect(clean.output).to.equal('');
     expect(clean.code).to.equal(0);

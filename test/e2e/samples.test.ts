@@ -42,7 +42,15 @@ const createDeployment = (name: string, replicas: number) => () => cluster().app
 const createPod = (name: string, labels?: Record<string, string>) =>
   cluster().kube.core.createNamespacedPod({
     namespace: NS,
-    body: { metadata: { name, ...(labels ? { labels } : {}) }, spec: { containers: [{ name: 'a', image: 'nginx:1.27' }, { name: 'b', image: 'busybox:1.36', imagePullPolicy: 'Never' }] } },
+    body: {
+      metadata: { name, ...(labels ? { labels } : {}) },
+      spec: {
+        containers: [
+          { name: 'a', image: 'nginx:1.27' },
+          { name: 'b', image: 'busybox:1.36', imagePullPolicy: 'Never' },
+        ],
+      },
+    },
   });
 
 describe('config/samples, applied as they are', function () {
@@ -56,8 +64,12 @@ describe('config/samples, applied as they are', function () {
 
   after(async function () {
     for (const name of ['replica-guard', 'pod-defaults', 'platform-guards', 'team-limits', 'pod-security', 'owner-references', 'certificate-plugins', ...PLUGIN_SAMPLES.map((p) => p.suite)]) await deleteSuite(name);
-    await cluster().kube.core.deleteNamespace({ name: PRODUCTION_NS }).catch(() => undefined);
-    await cluster().kube.core.deleteNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: 'replica-limits' }).catch(() => undefined);
+    await cluster()
+      .kube.core.deleteNamespace({ name: PRODUCTION_NS })
+      .catch(() => undefined);
+    await cluster()
+      .kube.core.deleteNamespacedConfigMap({ namespace: OPERATOR_NAMESPACE, name: 'replica-limits' })
+      .catch(() => undefined);
     await operator.stop();
   });
 
@@ -94,11 +106,14 @@ describe('config/samples, applied as they are', function () {
     after(() => deleteSuite('pod-defaults'));
 
     it('labels a Pod without a team `team: unassigned`, keeps a team it has, and makes every container pull always', async function () {
-      const pod = await eventually(async () => {
-        const created = await createPod(`unlabelled-${Date.now().toString(36)}`);
-        if (!created.metadata?.labels) throw new Error('not mutated yet');
-        return created;
-      }, { what: 'the mutation to be in force' });
+      const pod = await eventually(
+        async () => {
+          const created = await createPod(`unlabelled-${Date.now().toString(36)}`);
+          if (!created.metadata?.labels) throw new Error('not mutated yet');
+          return created;
+        },
+        { what: 'the mutation to be in force' },
+      );
       expect(pod.metadata?.labels).to.deep.equal({ team: 'unassigned' });
       expect(pod.spec?.containers.map((c) => c.imagePullPolicy)).to.deep.equal(['Always', 'Always']);
       const labelled = await createPod('team-core', { team: 'core' });
@@ -111,19 +126,28 @@ describe('config/samples, applied as they are', function () {
       const result = await kubectl(['apply', '-n', NS, '-f', 'config/samples/team-policies.yaml']);
       expect(result.code, result.stderr).to.equal(0);
       expect(result.stdout).to.contain('admissionpolicy.admission.portcullis.dev/replica-limit created');
-      await eventually(async () => {
-        const table = await kubectl(['get', 'apol', '-n', NS, '--no-headers']);
-        const rows = table.stdout.trim().split('\n').map((line) => line.trim().split(/\s+/));
-        if (rows.length !== 2 || rows.some((row) => row[2] !== 'True')) throw new Error(table.stdout + table.stderr);
-      }, { what: 'both policies to show Ready in kubectl get apol' });
+      await eventually(
+        async () => {
+          const table = await kubectl(['get', 'apol', '-n', NS, '--no-headers']);
+          const rows = table.stdout
+            .trim()
+            .split('\n')
+            .map((line) => line.trim().split(/\s+/));
+          if (rows.length !== 2 || rows.some((row) => row[2] !== 'True')) throw new Error(table.stdout + table.stderr);
+        },
+        { what: 'both policies to show Ready in kubectl get apol' },
+      );
     });
     after(async function () {
       await kubectl(['delete', '-n', NS, '-f', 'config/samples/team-policies.yaml', '--ignore-not-found']);
       // With the last policy, the operator removes portcullis--namespaced (nothing left pointing at this file's operator).
-      await eventually(async () => {
-        const left = await kubectl(['get', 'mutatingwebhookconfigurations,validatingwebhookconfigurations', '--field-selector', 'metadata.name=portcullis--namespaced', '--no-headers']);
-        if (left.stdout.trim()) throw new Error(left.stdout);
-      }, { what: 'the portcullis--namespaced configurations to go with the last policy' });
+      await eventually(
+        async () => {
+          const left = await kubectl(['get', 'mutatingwebhookconfigurations,validatingwebhookconfigurations', '--field-selector', 'metadata.name=portcullis--namespaced', '--no-headers']);
+          if (left.stdout.trim()) throw new Error(left.stdout);
+        },
+        { what: 'the portcullis--namespaced configurations to go with the last policy' },
+      );
     });
 
     it('labels a Deployment of the namespace with its team and refuses more than three replicas, saying so', async function () {
@@ -314,7 +338,11 @@ describe('config/samples, applied as they are', function () {
     });
 
     it('kubectl apply prints the lock-out warning for each of its three webhooks', function () {
-      for (const [webhook, handler] of [['approval', 'CertificateApproval'], ['signing', 'CertificateSigning'], ['subject-restriction', 'CertificateSubjectRestriction']]) {
+      for (const [webhook, handler] of [
+        ['approval', 'CertificateApproval'],
+        ['signing', 'CertificateSigning'],
+        ['subject-restriction', 'CertificateSubjectRestriction'],
+      ]) {
         expect(applied.stderr).to.match(new RegExp(`Warning: spec\\.webhooks\\[\\d\\] \\(${webhook}\\): handler ${handler} is sent CertificateSigningRequests.*kubelets' client and serving certificates included`));
       }
     });

@@ -20,10 +20,12 @@ const SUITE = 'draining';
 
 function get(port: number, path: string): Promise<number> {
   return new Promise((resolve) => {
-    http.get({ host: '127.0.0.1', port, path }, (res) => {
-      res.resume();
-      resolve(res.statusCode!);
-    }).on('error', () => resolve(0));
+    http
+      .get({ host: '127.0.0.1', port, path }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      })
+      .on('error', () => resolve(0));
   });
 }
 

@@ -75,7 +75,7 @@ describe('suite validation on apply', function () {
     const result = await kubectl(['apply', '-f', '-'], manifest);
     expect(result.code).to.not.equal(0);
     expect(result.stderr).to.contain("spec.webhooks[0].handler.config.namespaces[1]: the operator's own namespace is never sent to a suite's webhooks");
-    expect(result.stderr).to.contain('spec.webhooks[0].handler.config.namespaces[2]: kube-system is never sent to a suite\'s webhooks');
+    expect(result.stderr).to.contain("spec.webhooks[0].handler.config.namespaces[2]: kube-system is never sent to a suite's webhooks");
     expect(result.stderr).to.not.contain('namespaces[0]');
     expect(await getSuite('protect-unseen')).to.equal(undefined);
   });

@@ -12,15 +12,19 @@ import { MANAGED_BY_LABELS } from '../../src/api/names.ts';
 import { logger } from '../../src/log.ts';
 
 const service = (name: string, selector: Record<string, string>, labels: Record<string, string> = {}) =>
-  ({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: OPERATOR_NAMESPACE, labels }, spec: { ports: [{ port: 443, targetPort: 9443 }], selector } }) as KubeObject & { apiVersion: string; kind: string; metadata: { name: string; namespace: string } };
+  ({ apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: OPERATOR_NAMESPACE, labels }, spec: { ports: [{ port: 443, targetPort: 9443 }], selector } }) as KubeObject & {
+    apiVersion: string;
+    kind: string;
+    metadata: { name: string; namespace: string };
+  };
 
-describe('taken names: written without a read, never over someone else\'s object', function () {
+describe("taken names: written without a read, never over someone else's object", function () {
   const made: KubeObject[] = [];
   after(async function () {
     for (const object of made) await deleteIfExists(cluster().kube, object as never);
   });
 
-  it('knows every name of a collection, anyone\'s, as objects come and go', async function () {
+  it("knows every name of a collection, anyone's, as objects come and go", async function () {
     const names = watchTakenNames(cluster().kubeConfig, `/api/v1/namespaces/${OPERATOR_NAMESPACE}/services`, logger);
     try {
       await eventually(async () => expect(names.taken('names-test-a', OPERATOR_NAMESPACE)).to.not.equal(undefined), { what: 'the first list' });

@@ -45,19 +45,9 @@ const ATTACKS: [name: string, spec: PolicySpec, guardWords: string, operatorWord
     'may not reach RBAC objects',
     'may not reach rolebindings (rbac.authorization.k8s.io): RBAC objects grant rights',
   ],
-  [
-    'make-me-cluster-admin',
-    mutating('rbac.authorization.k8s.io', 'rolebindings', [{ op: 'replace', path: '/roleRef/name', value: 'cluster-admin' }]),
-    'may not reach RBAC objects',
-    'RBAC objects grant rights',
-  ],
+  ['make-me-cluster-admin', mutating('rbac.authorization.k8s.io', 'rolebindings', [{ op: 'replace', path: '/roleRef/name', value: 'cluster-admin' }]), 'may not reach RBAC objects', 'RBAC objects grant rights'],
   ['bigger-quota', mutating('', 'resourcequotas', [{ op: 'replace', path: '/spec/hard/pods', value: '100k' }]), 'ResourceQuotas', 'ResourceQuotas bound what every team may use'],
-  [
-    'my-endpoint',
-    mutating('discovery.k8s.io', 'endpointslices', [{ op: 'add', path: '/endpoints/-', value: { addresses: ['10.0.0.66'] } }]),
-    'EndpointSlices',
-    "EndpointSlices route a Service's traffic",
-  ],
+  ['my-endpoint', mutating('discovery.k8s.io', 'endpointslices', [{ op: 'add', path: '/endpoints/-', value: { addresses: ['10.0.0.66'] } }]), 'EndpointSlices', "EndpointSlices route a Service's traffic"],
   [
     'my-node',
     mutating('', 'pods/binding', [{ op: 'replace', path: '/target/name', value: 'control-plane' }]),
@@ -144,10 +134,13 @@ async function guardInForce(): Promise<void> {
 
 async function deletePolicies(): Promise<void> {
   const list = (await cluster().kube.custom.listNamespacedCustomObject(ref)) as { items: { metadata: { name: string } }[] };
-  for (const policy of list.items) await cluster().kube.custom.deleteNamespacedCustomObject({ ...ref, name: policy.metadata.name }).catch(() => undefined);
+  for (const policy of list.items)
+    await cluster()
+      .kube.custom.deleteNamespacedCustomObject({ ...ref, name: policy.metadata.name })
+      .catch(() => undefined);
 }
 
-describe("A namespace admin reaches nothing through AdmissionPolicies that it could not reach directly", function () {
+describe('A namespace admin reaches nothing through AdmissionPolicies that it could not reach directly', function () {
   let owner: Kube;
   let ownerConfig: k8s.KubeConfig;
   let writer: Kube;
@@ -161,7 +154,9 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
 
   after(async function () {
     await deletePolicies().catch(() => undefined);
-    await cluster().kube.core.deleteNamespace({ name: SHOP }).catch(() => undefined);
+    await cluster()
+      .kube.core.deleteNamespace({ name: SHOP })
+      .catch(() => undefined);
   });
 
   describe("with no operator answering: the API server's own guard", function () {
@@ -268,10 +263,7 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
             type: 'Mutating',
             rules: rule('', 'configmaps'),
             namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': SHOP } },
-            mutations: [
-              { condition: '!has(object.metadata.labels)', patch: [{ op: 'add', path: '/metadata/labels', value: {} }] },
-              { patch: [{ op: 'add', path: '/metadata/labels/cluster-mark', value: 'set' }] },
-            ],
+            mutations: [{ condition: '!has(object.metadata.labels)', patch: [{ op: 'add', path: '/metadata/labels', value: {} }] }, { patch: [{ op: 'add', path: '/metadata/labels/cluster-mark', value: 'set' }] }],
           },
         ],
       });
@@ -355,7 +347,7 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
       await owner.custom.deleteNamespacedCustomObject({ ...ref, name: 'asks' });
     });
 
-    it("stops serving a Mutating policy once its author may no longer change what it changes (the API server records the author)", async function () {
+    it('stops serving a Mutating policy once its author may no longer change what it changes (the API server records the author)', async function () {
       const { kube } = cluster();
       await kube.core.createNamespacedServiceAccount({ namespace: SHOP, body: { metadata: { name: 'lead' } } });
       const grant = {
@@ -399,20 +391,22 @@ describe("A namespace admin reaches nothing through AdmissionPolicies that it co
       const readyOf = async (name: string) =>
         ((await kube.custom.getNamespacedCustomObject({ ...ref, name })) as { status?: { conditions?: { type: string; reason: string; message: string }[] } }).status?.conditions?.find((c) => c.type === 'Ready');
       // Created in the same second, they keep their place by name: count-4 waits.
-      await eventually(async () => {
-        expect((await readyOf('count-4'))?.reason).to.equal('ExceedsLimits');
-        expect((await readyOf('count-4'))?.message).to.contain(`namespace ${SHOP} already has 3 policies served`);
-        expect((await readyOf('count-1'))?.reason).to.equal('Served');
-      }, { what: 'the fourth policy to wait for room' });
+      await eventually(
+        async () => {
+          expect((await readyOf('count-4'))?.reason).to.equal('ExceedsLimits');
+          expect((await readyOf('count-4'))?.message).to.contain(`namespace ${SHOP} already has 3 policies served`);
+          expect((await readyOf('count-1'))?.reason).to.equal('Served');
+        },
+        { what: 'the fourth policy to wait for room' },
+      );
       const admitted = await kube.core.createNamespacedConfigMap({ namespace: SHOP, dryRun: 'All', body: { metadata: { name: 'count-4' } } });
       expect(admitted.metadata?.name, 'the waiting policy is not enforced').to.equal('count-4');
 
       await kube.custom.deleteNamespacedCustomObject({ ...ref, name: 'count-1' });
       await eventually(async () => expect((await readyOf('count-4'))?.reason).to.equal('Served'), { what: 'the fourth policy to be served once room is made' });
-      const denied = await eventually(
-        async () => (await refusal(() => kube.core.createNamespacedConfigMap({ namespace: SHOP, dryRun: 'All', body: { metadata: { name: 'count-4' } } }))) ?? Promise.reject(new Error('admitted')),
-        { what: 'the fourth policy to be enforced' },
-      );
+      const denied = await eventually(async () => (await refusal(() => kube.core.createNamespacedConfigMap({ namespace: SHOP, dryRun: 'All', body: { metadata: { name: 'count-4' } } }))) ?? Promise.reject(new Error('admitted')), {
+        what: 'the fourth policy to be enforced',
+      });
       expect(denied.message).to.contain('AdmissionPolicy count-4: not count-4');
       for (const name of ['count-2', 'count-3', 'count-4']) await kube.custom.deleteNamespacedCustomObject({ ...ref, name });
     });

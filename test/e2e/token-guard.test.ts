@@ -68,10 +68,14 @@ describe("deploy/'s token guard: the operator's ServiceAccount token writes only
 
   after(async function () {
     for (const name of ['vendor-webhook', 'portcullis-guard-check']) {
-      await admin().admissionregistration.deleteValidatingWebhookConfiguration({ name }).catch(() => undefined);
+      await admin()
+        .admissionregistration.deleteValidatingWebhookConfiguration({ name })
+        .catch(() => undefined);
     }
     for (const object of [report('portcullis'), report('portcullis-1'), report('portcullis-vendor'), report('portcullis', {}, null), report('portcullis-1', {}, null)]) {
-      await admin().objects.delete(object).catch(() => undefined);
+      await admin()
+        .objects.delete(object)
+        .catch(() => undefined);
     }
   });
 
@@ -91,9 +95,7 @@ describe("deploy/'s token guard: the operator's ServiceAccount token writes only
     expect(first).to.contain('may only write its own');
     const named = await attempt(() => asOperator.objects.create(webhookConfiguration('portcullis-steal', { url: 'https://attacker.example.invalid/' }, OURS)));
     expect(named).to.contain('may only register webhooks served by Services named portcullis-* in portcullis-system');
-    const elsewhere = await attempt(() =>
-      asOperator.objects.create(webhookConfiguration('portcullis-steal', { service: { namespace: 'default', name: 'portcullis-x', port: 443 } }, OURS)),
-    );
+    const elsewhere = await attempt(() => asOperator.objects.create(webhookConfiguration('portcullis-steal', { service: { namespace: 'default', name: 'portcullis-x', port: 443 } }, OURS)));
     expect(elsewhere).to.contain('may only register webhooks served by Services named portcullis-* in portcullis-system');
   });
 
@@ -102,7 +104,14 @@ describe("deploy/'s token guard: the operator's ServiceAccount token writes only
     const removed = await attempt(() => asOperator.admissionregistration.deleteValidatingWebhookConfiguration({ name: 'vendor-webhook' }));
     expect(removed).to.contain('may only write its own');
     const relabelled = await attempt(() =>
-      asOperator.objects.patch({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: 'vendor-webhook', labels: OURS } }, undefined, undefined, 'thief', undefined, k8s.PatchStrategy.MergePatch),
+      asOperator.objects.patch(
+        { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: 'vendor-webhook', labels: OURS } },
+        undefined,
+        undefined,
+        'thief',
+        undefined,
+        k8s.PatchStrategy.MergePatch,
+      ),
     );
     expect(relabelled).to.contain('may only write its own');
     expect((await admin().admissionregistration.readValidatingWebhookConfiguration({ name: 'vendor-webhook' })).metadata?.labels ?? {}).to.deep.equal({});
@@ -115,7 +124,7 @@ describe("deploy/'s token guard: the operator's ServiceAccount token writes only
     expect(external).to.contain('may only make ClusterIP Services in front of the operator');
   });
 
-  it("refuses to write reports that are not its own, and writes its own", async function () {
+  it('refuses to write reports that are not its own, and writes its own', async function () {
     // Reports an earlier test's operator left in this cluster (an audit stopped before it cleaned up) would be in the way.
     for (const name of ['portcullis', 'portcullis-1', 'portcullis-vendor']) {
       for (const namespace of [REPORT_NS, null]) await deleteIfExists(admin(), { apiVersion: 'openreports.io/v1alpha1', kind: namespace ? 'Report' : 'ClusterReport', metadata: { name, ...(namespace ? { namespace } : {}) } });
@@ -167,15 +176,34 @@ describe("deploy/'s token guard: the operator's ServiceAccount token writes only
 
   it('a default install grants no write of admission policies, which no guard can narrow: native enforcement is opt-in', async function () {
     const rule = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['secrets'] };
-    const policy = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: 'w.guard-check.admission.portcullis.dev', labels: OURS }, spec: { matchConstraints: { resourceRules: [rule] }, validations: [{ expression: 'false' }] } };
-    const binding = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'w.guard-check.admission.portcullis.dev', labels: OURS }, spec: { policyName: 'w.guard-check.admission.portcullis.dev', validationActions: ['Deny'] } };
+    const policy = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: 'w.guard-check.admission.portcullis.dev', labels: OURS },
+      spec: { matchConstraints: { resourceRules: [rule] }, validations: [{ expression: 'false' }] },
+    };
+    const binding = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: 'w.guard-check.admission.portcullis.dev', labels: OURS },
+      spec: { policyName: 'w.guard-check.admission.portcullis.dev', validationActions: ['Deny'] },
+    };
     expect(await attempt(() => asOperator.objects.create(policy))).to.contain('cannot create resource "validatingadmissionpolicies"');
     expect(await attempt(() => asOperator.objects.create(binding))).to.contain('cannot create resource "validatingadmissionpolicybindings"');
     // Why it must stay opt-in: the API server sends no write of a policy to a policy, so a guard
     // such as this one (which refuses other kinds' writes not named as ours) never sees it.
     const probe = 'guard-check-policy-writes';
     const guard = [
-      { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: probe }, spec: { failurePolicy: 'Fail', matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] }, validations: [{ expression: "!object.metadata.name.startsWith('guard-check-')", message: 'guarded' }] } },
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        metadata: { name: probe },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] },
+          validations: [{ expression: "!object.metadata.name.startsWith('guard-check-')", message: 'guarded' }],
+        },
+      },
       { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: probe }, spec: { policyName: probe, validationActions: ['Deny'] } },
     ];
     const guarded = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'guard-check-cm', namespace: 'default' } };

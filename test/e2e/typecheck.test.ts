@@ -217,10 +217,10 @@ const GROUPS: Group[] = [
       { expression: 'int(params.data.max) > 0' },
       { expression: 'params.data.max > 0' },
       { expression: 'params.spec.max > 0' },
-      { expression: "object.data.x == params.data.x" },
+      { expression: 'object.data.x == params.data.x' },
       // Gatekeeper's idiom: null beside an object of a schema is typed null by cel-go, and not reported.
       { expression: '(!has(params.data) ? null : params) == null || true' },
-      { expression: "(!has(params.data) ? null : params.metadata) == null || true" },
+      { expression: '(!has(params.data) ? null : params.metadata) == null || true' },
     ],
   },
   {
@@ -355,7 +355,9 @@ describe('type checking against the OpenAPI schemas, compared with the native Va
     await applyCrd(CRD);
     await eventually(
       async () => {
-        const resources = await cluster().kube.objects.list('typecheck.example.com/v1', 'Widget').catch((err: unknown) => Promise.reject(err as Error));
+        const resources = await cluster()
+          .kube.objects.list('typecheck.example.com/v1', 'Widget')
+          .catch((err: unknown) => Promise.reject(err as Error));
         return resources;
       },
       { what: 'the Widget CRD to be served' },
@@ -409,14 +411,12 @@ describe('type checking against the OpenAPI schemas, compared with the native Va
     expect(warned).to.be.lessThan(rows);
   });
 
-  it('accepts by default, as the API server accepts a VAP, an expression that fails on every kind, with the warning in the apply\'s answer and in status; refuses it with typeCheckErrors: Deny, naming the field', async function () {
+  it("accepts by default, as the API server accepts a VAP, an expression that fails on every kind, with the warning in the apply's answer and in status; refuses it with typeCheckErrors: Deny, naming the field", async function () {
     const deployments = GROUPS[0]!;
     const typo = { ...suiteSpec(deployments), webhooks: [{ ...suiteSpec(deployments).webhooks[0]!, validations: [{ expression: 'object.spec.replicas <= 5' }, { expression: 'object.replicas <= 5' }] }] };
     const accepted = await rawRequest('POST', `/apis/${GROUP}/${VERSION}/${PLURAL}`, { apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionSuite', metadata: { name: 'tc-warned' }, spec: typo });
     expect(accepted.status, JSON.stringify(accepted.body)).to.equal(201);
-    expect(accepted.warnings).to.deep.equal([
-      "spec.webhooks[0].validations[1].expression: apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas' (see status.typeChecking)",
-    ]);
+    expect(accepted.warnings).to.deep.equal(["spec.webhooks[0].validations[1].expression: apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'replicas' (see status.typeChecking)"]);
     expect((await suiteWarnings('tc-warned')).map((w) => w.fieldRef)).to.deep.equal(['spec.webhooks[0].validations[1].expression']);
     await deleteSuite('tc-warned');
 

@@ -24,7 +24,10 @@ describe('uninstall: kubectl delete -f deploy/ with the operator stopped', funct
     const applied = await kubectl(['apply', '--server-side', '--force-conflicts', '-f', 'deploy/']);
     await expectAppliedAsServed(applied, 4);
     const operator = await startTestOperator();
-    for (const [name, type] of [['leftover-validating', 'Validating'], ['leftover-mutating', 'Mutating']] as const) {
+    for (const [name, type] of [
+      ['leftover-validating', 'Validating'],
+      ['leftover-mutating', 'Mutating'],
+    ] as const) {
       await createSuite(name, {
         failurePolicy: 'Fail',
         webhooks: [
@@ -52,10 +55,9 @@ describe('uninstall: kubectl delete -f deploy/ with the operator stopped', funct
 
     await eventually(
       async () => {
-        const left = [
-          ...(await admissionregistration.listValidatingWebhookConfiguration({ labelSelector: managed })).items,
-          ...(await admissionregistration.listMutatingWebhookConfiguration({ labelSelector: managed })).items,
-        ].map((c) => c.metadata?.name);
+        const left = [...(await admissionregistration.listValidatingWebhookConfiguration({ labelSelector: managed })).items, ...(await admissionregistration.listMutatingWebhookConfiguration({ labelSelector: managed })).items].map(
+          (c) => c.metadata?.name,
+        );
         if (left.length) throw new Error(`configurations left: ${left.join(', ')}`);
         try {
           await kube.core.readNamespace({ name: OPERATOR_NAMESPACE });

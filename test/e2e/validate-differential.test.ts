@@ -89,16 +89,32 @@ const CASES: [string, Layer, Doc][] = [
   // the operator's other checks
   ['an unknown handler', 'webhook', suite('d-no-handler', { webhooks: [{ ...hookWithoutValidations, handler: { name: 'NoSuchHandler' } }] })],
   ["a Service outside the operator's namespace", 'webhook', suite('d-foreign-service', { service: { namespace: 'default', name: 'hooks' }, webhooks: [hook()] })],
-  ['a handler config naming kube-system', 'webhook', suite('d-handler-config', { webhooks: [{ ...hookWithoutValidations, rules: [{ operations: ['DELETE'], apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'] }], handler: { name: 'NamespaceProtection', config: { namespaces: ['team-a', 'kube-system'] } } }] })],
+  [
+    'a handler config naming kube-system',
+    'webhook',
+    suite('d-handler-config', {
+      webhooks: [
+        { ...hookWithoutValidations, rules: [{ operations: ['DELETE'], apiGroups: [''], apiVersions: ['v1'], resources: ['namespaces'] }], handler: { name: 'NamespaceProtection', config: { namespaces: ['team-a', 'kube-system'] } } },
+      ],
+    }),
+  ],
   ['an AdmissionPolicy in kube-system', 'webhook', policy('d-policy-system', validatingPolicy(), 'kube-system')],
   // valid
   ['a minimal suite', 'valid', suite('d-ok-minimal', { webhooks: [hook()] })],
   ['a suite served at a URL', 'valid', suite('d-ok-url', { url: 'https://hooks.example.com:9443', webhooks: [hook()] })],
   ['a Mutating suite', 'valid', suite('d-ok-mutating', { webhooks: [mutating({ mutations: [{ patch: [{ op: 'add', path: '/metadata/labels', value: { team: 'x' } }] }] })] })],
   ['a handler', 'valid', suite('d-ok-handler', { webhooks: [{ name: 'pull', type: 'Mutating', rules: pods, handler: { name: 'AlwaysPullImages' } }] })],
-  ['Warn and Audit, bounds at their limits', 'valid', suite('d-ok-bounds', { timeoutSeconds: 30, webhooks: [hook({ timeoutSeconds: 1, validationActions: ['Warn', 'Audit'], matchConditions: Array.from({ length: 63 }, (_, i) => ({ name: `c${i}`, expression: 'true' })) })] })],
+  [
+    'Warn and Audit, bounds at their limits',
+    'valid',
+    suite('d-ok-bounds', { timeoutSeconds: 30, webhooks: [hook({ timeoutSeconds: 1, validationActions: ['Warn', 'Audit'], matchConditions: Array.from({ length: 63 }, (_, i) => ({ name: `c${i}`, expression: 'true' })) })] }),
+  ],
   ['a certificate with renewBefore', 'valid', suite('d-ok-certificate', { certificate: { duration: '48h', renewBefore: '24h', keyAlgorithm: 'RSA' }, webhooks: [hook()] })],
-  ['variables and audit annotations, a null field', 'valid', suite('d-ok-variables', { failurePolicy: null, webhooks: [hook({ variables: [{ name: 'n', expression: 'object.metadata.name' }], auditAnnotations: [{ key: 'name', valueExpression: 'string(variables.n)' }] })] })],
+  [
+    'variables and audit annotations, a null field',
+    'valid',
+    suite('d-ok-variables', { failurePolicy: null, webhooks: [hook({ variables: [{ name: 'n', expression: 'object.metadata.name' }], auditAnnotations: [{ key: 'name', valueExpression: 'string(variables.n)' }] })] }),
+  ],
   ['a suite with a status', 'valid', suite('d-ok-status', { webhooks: [hook()] }, { status: { webhookCount: 1 } })],
   ['a validating AdmissionPolicy', 'valid', policy('d-ok-policy', validatingPolicy({ validations: [{ expression: "has(object.metadata.labels) && 'team' in object.metadata.labels", message: 'needs a team label' }] }))],
   ['a mutating AdmissionPolicy', 'valid', policy('d-ok-policy-mutating', { type: 'Mutating', rules: pods, mutations: [{ patchExpression: '[]' }] })],
@@ -110,7 +126,12 @@ function apiServerErrors(stderr: string): string[] {
   if (unknown.length) return unknown;
   const body = /is invalid: ([\s\S]*)$/.exec(stderr.trim())?.[1];
   if (body === undefined) return [];
-  return body.startsWith('\n') ? body.split('\n* ').slice(1).map((e) => e.trim()) : [body.trim()];
+  return body.startsWith('\n')
+    ? body
+        .split('\n* ')
+        .slice(1)
+        .map((e) => e.trim())
+    : [body.trim()];
 }
 
 describe('portcullis validate against kubectl apply --dry-run=server', function () {

@@ -37,7 +37,7 @@ const TABLE: [typeof POD, string][] = [
   [INGRESS, 'object.spec.tls.all(t, t.hosts.size() > "1")'],
 ];
 
-describe('validate --strict: the bundled schemas answer as the API server\'s', function () {
+describe("validate --strict: the bundled schemas answer as the API server's", function () {
   const files = scratchFiles('portcullis-strict-e2e-');
   // The run's control plane is the newest bundled unless PORTCULLIS_KUBE_VERSION says otherwise.
   const minor = KUBE_VERSION ?? bundledKubeVersions().at(-1)!;

@@ -16,20 +16,7 @@ import path from 'node:path';
 import { CNI_NETWORK, HOST_PATHS, NETNS, type Layout } from './layout.ts';
 
 /** The executables a run starts (by basename); only these are ever killed by command line. */
-const OUR_PROGRAMS = new Set([
-  'etcd',
-  'kube-apiserver',
-  'kube-controller-manager',
-  'kube-scheduler',
-  'kubelet',
-  'kube-proxy',
-  'containerd',
-  'containerd-shim-runc-v2',
-  'containerd-shim',
-  'node',
-  'nsenter',
-  'setpriv',
-]);
+const OUR_PROGRAMS = new Set(['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet', 'kube-proxy', 'containerd', 'containerd-shim-runc-v2', 'containerd-shim', 'node', 'nsenter', 'setpriv']);
 
 export interface CleanupReport {
   killed: number;
@@ -233,7 +220,12 @@ function unmountUnder(dir: string): number {
 }
 
 function netnsExists(): boolean {
-  return fs.existsSync(`/run/netns/${NETNS}`) || run('ip', ['netns', 'list']).stdout.split('\n').some((l) => l.split(' ')[0] === NETNS);
+  return (
+    fs.existsSync(`/run/netns/${NETNS}`) ||
+    run('ip', ['netns', 'list'])
+      .stdout.split('\n')
+      .some((l) => l.split(' ')[0] === NETNS)
+  );
 }
 
 function removeCgroups(): number {

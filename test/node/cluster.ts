@@ -17,35 +17,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { issueLeaf, type KeyPairPem } from '../../src/certs/x509.ts';
 import { ensureBinaries, ensureNodeBinaries, type ControlPlaneBinaries, type NodeBinaries } from '../../src/local/binaries.ts';
-import {
-  apiServerArgs,
-  etcdArgs,
-  tail,
-  terminate,
-  tiedToUs,
-  waitApiServerReady,
-  writeApiServerPki,
-  writeKubeconfig,
-  type ApiServerFiles,
-} from '../../src/local/controlplane.ts';
+import { apiServerArgs, etcdArgs, tail, terminate, tiedToUs, waitApiServerReady, writeApiServerPki, writeKubeconfig, type ApiServerFiles } from '../../src/local/controlplane.ts';
 import { cleanupNode, leftovers } from './cleanup.ts';
 import { ensureNodeImages, IMAGES, run, type ImageArchive } from './images.ts';
-import {
-  API_PORT,
-  CLUSTER_CIDR,
-  CNI_NETWORK,
-  defaultDir,
-  KUBELET_SYSCTLS,
-  KUBERNETES_SERVICE_IP,
-  layout,
-  NETNS,
-  NODE_BRIDGE,
-  NODE_IP,
-  NODE_NAME,
-  NODE_PREFIX,
-  SERVICE_CIDR,
-  type Layout,
-} from './layout.ts';
+import { API_PORT, CLUSTER_CIDR, CNI_NETWORK, defaultDir, KUBELET_SYSCTLS, KUBERNETES_SERVICE_IP, layout, NETNS, NODE_BRIDGE, NODE_IP, NODE_NAME, NODE_PREFIX, SERVICE_CIDR, type Layout } from './layout.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SETUP = path.join(HERE, 'setup.sh');
@@ -108,8 +83,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
   setup();
   takeLock(l);
   const previous = cleanupNode(l);
-  if (previous.killed || previous.containers || previous.unmounted || previous.cgroups || previous.netns)
-    log(`cluster: cleaned up a previous run (${JSON.stringify(previous)})`);
+  if (previous.killed || previous.containers || previous.unmounted || previous.cgroups || previous.netns) log(`cluster: cleaned up a previous run (${JSON.stringify(previous)})`);
   mark('machine ready (packages, previous run cleaned)');
 
   const binaries = { ...(await ensureBinaries()), ...(await ensureNodeBinaries()) };
@@ -615,7 +589,7 @@ function exec(command: string, args: string[]): Promise<string> {
 function execResult(command: string, args: string[], options: { input?: string; timeoutMs?: number }): Promise<CommandResult> {
   return new Promise((resolve) => {
     const child = execFile(command, args, { env: { ...process.env, PATH }, timeout: options.timeoutMs ?? 60_000, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout, stderr: stderr || (err && code === 1 ? err.message : '') });
     });
     // A command that exits without reading its input (iptables-save) must not fail the caller with EPIPE.

@@ -41,11 +41,7 @@ export function cacheRoot(): string {
 /** buildah with this harness's own storage; BUILDAH_ISOLATION=chroot for any `bud`/`run`. */
 export function buildah(args: string[], options: { cwd?: string } = {}): Promise<string> {
   const storage = path.join(cacheRoot(), 'buildah');
-  return run(
-    'buildah',
-    ['--storage-driver', 'vfs', '--root', path.join(storage, 'root'), '--runroot', path.join(storage, 'runroot'), ...args],
-    { cwd: options.cwd, env: { ...process.env, BUILDAH_ISOLATION: 'chroot' } },
-  );
+  return run('buildah', ['--storage-driver', 'vfs', '--root', path.join(storage, 'root'), '--runroot', path.join(storage, 'runroot'), ...args], { cwd: options.cwd, env: { ...process.env, BUILDAH_ISOLATION: 'chroot' } });
 }
 
 interface ImageSpec {
@@ -102,7 +98,9 @@ export async function ensureNodeImages(log: (line: string) => void): Promise<Ima
   const self = fs.readFileSync(fileURLToPath(import.meta.url));
   const out: ImageArchive[] = [];
   for (const spec of SPECS) {
-    const hash = createHash('sha256').update(self).update(JSON.stringify({ name: spec.name, config: spec.config }));
+    const hash = createHash('sha256')
+      .update(self)
+      .update(JSON.stringify({ name: spec.name, config: spec.config }));
     for (const input of spec.inputs) hash.update(input).update(fs.readFileSync(input));
     const base = spec.name.replace(/^localhost\//, '').replace(/[:/]/g, '-');
     const archive = path.join(dir, `${base}-${hash.digest('hex').slice(0, 16)}.tar`);

@@ -132,8 +132,7 @@ function appInputs(): string[] {
 function nodePlatformPackage(): { dir: string; version: string } {
   const dir = path.join(REPO, 'node_modules', 'node', 'node_modules', `node-${process.platform}-${process.arch}`);
   const manifest = path.join(dir, 'package.json');
-  if (!fs.existsSync(path.join(dir, 'bin', 'node')))
-    throw new Error(`no Node binary at ${dir}/bin/node: run npm ci (the devDependency "node" installs its platform package there)`);
+  if (!fs.existsSync(path.join(dir, 'bin', 'node'))) throw new Error(`no Node binary at ${dir}/bin/node: run npm ci (the devDependency "node" installs its platform package there)`);
   return { dir, version: (JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version };
 }
 
@@ -199,14 +198,7 @@ async function ensureBaseImage(dir: string, key: string, log: (line: string) => 
     container = (await buildah(['from', '--pull-never', 'scratch'])).trim();
     await buildah(['add', container, debian, '/']);
     await buildah(['add', container, overlay, '/']);
-    await buildah([
-      'config',
-      '--env', 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-      '--env', `NODE_VERSION=${node.version}`,
-      '--cmd', '["node"]',
-      '--label', `${BASE_KEY_LABEL}=${key}`,
-      container,
-    ]);
+    await buildah(['config', '--env', 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', '--env', `NODE_VERSION=${node.version}`, '--cmd', '["node"]', '--label', `${BASE_KEY_LABEL}=${key}`, container]);
     await buildah(['commit', '--rm', '--quiet', container, BASE_NAMES[0]!]);
     container = '';
     for (const alias of BASE_NAMES.slice(1)) await buildah(['tag', BASE_NAMES[0]!, alias]);
@@ -241,10 +233,7 @@ async function npmBuildMounts(staging: string): Promise<string[]> {
 async function budOperatorImage(name: string): Promise<void> {
   const staging = fs.mkdtempSync(path.join(os.tmpdir(), 'portcullis-bud-'));
   try {
-    await buildah(
-      ['bud', '--isolation', 'chroot', '--pull-never', '--layers=false', ...(await npmBuildMounts(staging)), '-f', path.join(REPO, 'Dockerfile'), '-t', name, REPO],
-      { cwd: REPO },
-    );
+    await buildah(['bud', '--isolation', 'chroot', '--pull-never', '--layers=false', ...(await npmBuildMounts(staging)), '-f', path.join(REPO, 'Dockerfile'), '-t', name, REPO], { cwd: REPO });
   } finally {
     fs.rmSync(staging, { recursive: true, force: true });
   }

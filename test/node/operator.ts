@@ -106,8 +106,7 @@ export async function waitSuiteReady(name: string, timeoutMs = 60_000): Promise<
     async () => {
       const suite = await getJson(['get', 'admissionsuite', name]);
       const ready = suite.status?.conditions?.find((c: { type: string }) => c.type === 'Ready');
-      if (ready?.status !== 'True' || suite.status.observedGeneration !== suite.metadata.generation)
-        throw new Error(`Ready: ${ready?.status} ${ready?.reason}: ${ready?.message}`);
+      if (ready?.status !== 'True' || suite.status.observedGeneration !== suite.metadata.generation) throw new Error(`Ready: ${ready?.status} ${ready?.reason}: ${ready?.message}`);
     },
     { what: `the suite ${name} to be Ready`, timeoutMs, intervalMs: 100 },
   );
@@ -387,9 +386,7 @@ async function ours(kinds: string): Promise<string[]> {
   return list.items
     .filter(
       (o: { metadata: { name: string; labels?: Record<string, string> } }) =>
-        o.metadata.name.startsWith('portcullis') ||
-        o.metadata.labels?.['app.kubernetes.io/managed-by'] === 'portcullis' ||
-        o.metadata.labels?.['app.kubernetes.io/name'] === 'portcullis',
+        o.metadata.name.startsWith('portcullis') || o.metadata.labels?.['app.kubernetes.io/managed-by'] === 'portcullis' || o.metadata.labels?.['app.kubernetes.io/name'] === 'portcullis',
     )
     .map((o: { kind: string; metadata: { name: string; namespace?: string } }) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`);
 }

@@ -32,7 +32,10 @@ export async function expectAppliedAsServed(result: CommandResult, expectedMissi
     return;
   }
   expect(result.stderr.match(NOT_SERVED) ?? [], result.stderr).to.have.length(expectedMissing);
-  const rest = result.stderr.replace(NOT_SERVED, '').replace(/^error: /, '').replace(/[[\],\s]/g, '');
+  const rest = result.stderr
+    .replace(NOT_SERVED, '')
+    .replace(/^error: /, '')
+    .replace(/[[\],\s]/g, '');
   expect(rest, `nothing but the MutatingAdmissionPolicies is reported:\n${result.stderr}`).to.equal('');
   expect(result.code).to.equal(1);
 }

@@ -14,12 +14,7 @@ import { eventually } from './wait.ts';
 import { SUITE_VALIDATION } from '../../src/api/names.ts';
 
 /** `kubeConfig`: who the operator is (the test's admin by default; operatorKubeConfig() for its ServiceAccount); `nativeKubeConfig`, who the native process is. */
-export async function startTestOperator(
-  overrides: Partial<OperatorConfig> = {},
-  options: StartOptions = {},
-  kubeConfig: KubeConfig = cluster().kubeConfig,
-  nativeKubeConfig: KubeConfig = kubeConfig,
-): Promise<Operator> {
+export async function startTestOperator(overrides: Partial<OperatorConfig> = {}, options: StartOptions = {}, kubeConfig: KubeConfig = cluster().kubeConfig, nativeKubeConfig: KubeConfig = kubeConfig): Promise<Operator> {
   const config: OperatorConfig = {
     ...DEFAULTS,
     namespace: OPERATOR_NAMESPACE,

@@ -47,7 +47,9 @@ export function podSecurityFixtures(): PodSecurityFixture[] {
       for (const expect of ['pass', 'fail'] as const) {
         let files: string[];
         try {
-          files = readdirSync(join(root, level, version, expect)).filter((f) => f.endsWith('.yaml')).sort();
+          files = readdirSync(join(root, level, version, expect))
+            .filter((f) => f.endsWith('.yaml'))
+            .sort();
         } catch {
           continue; // some versions have no failing fixtures of their own
         }

@@ -40,32 +40,35 @@ export function parseExposition(text: string): Map<string, Family> {
     }
     return found;
   };
-  text.split('\n').slice(0, -1).forEach((line, index) => {
-    const at = `line ${index + 1} (${JSON.stringify(line)})`;
-    if (line.startsWith('#')) {
-      const match = /^# (HELP|TYPE) (\S+) ?(.*)$/.exec(line);
-      if (!match) return; // a plain comment
-      const [, keyword, name, rest] = match as unknown as [string, string, string, string];
-      if (!METRIC_NAME.test(name)) throw new Error(`${at}: bad metric name`);
-      const target = family(name, at);
-      if (keyword === 'HELP') {
-        if (target.help !== undefined) throw new Error(`${at}: second HELP`);
-        if (/\\[^\\n]/.test(rest.replaceAll('\\\\', ''))) throw new Error(`${at}: bad escape in HELP`);
-        target.help = rest.replaceAll('\\n', '\n').replaceAll('\\\\', '\\');
-      } else {
-        if (!TYPES.has(rest)) throw new Error(`${at}: unknown type ${rest}`);
-        if (target.samples.length) throw new Error(`${at}: TYPE after samples`);
-        target.type = rest as Family['type'];
+  text
+    .split('\n')
+    .slice(0, -1)
+    .forEach((line, index) => {
+      const at = `line ${index + 1} (${JSON.stringify(line)})`;
+      if (line.startsWith('#')) {
+        const match = /^# (HELP|TYPE) (\S+) ?(.*)$/.exec(line);
+        if (!match) return; // a plain comment
+        const [, keyword, name, rest] = match as unknown as [string, string, string, string];
+        if (!METRIC_NAME.test(name)) throw new Error(`${at}: bad metric name`);
+        const target = family(name, at);
+        if (keyword === 'HELP') {
+          if (target.help !== undefined) throw new Error(`${at}: second HELP`);
+          if (/\\[^\\n]/.test(rest.replaceAll('\\\\', ''))) throw new Error(`${at}: bad escape in HELP`);
+          target.help = rest.replaceAll('\\n', '\n').replaceAll('\\\\', '\\');
+        } else {
+          if (!TYPES.has(rest)) throw new Error(`${at}: unknown type ${rest}`);
+          if (target.samples.length) throw new Error(`${at}: TYPE after samples`);
+          target.type = rest as Family['type'];
+        }
+        return;
       }
-      return;
-    }
-    if (line.trim() === '') return; // (allowed, and ignored)
-    const sample = parseSample(line, at);
-    const key = `${sample.name}${JSON.stringify(Object.entries(sample.labels).sort())}`;
-    if (seen.has(key)) throw new Error(`${at}: duplicate series`);
-    seen.add(key);
-    family(familyName(sample.name, families), at).samples.push(sample);
-  });
+      if (line.trim() === '') return; // (allowed, and ignored)
+      const sample = parseSample(line, at);
+      const key = `${sample.name}${JSON.stringify(Object.entries(sample.labels).sort())}`;
+      if (seen.has(key)) throw new Error(`${at}: duplicate series`);
+      seen.add(key);
+      family(familyName(sample.name, families), at).samples.push(sample);
+    });
   for (const f of families.values()) if (f.type === 'histogram') checkHistogram(f);
   return families;
 }
@@ -150,9 +153,7 @@ function checkHistogram(f: Family): void {
 
 /** The value of the one sample of `name` whose labels include `labels`; undefined when none; throws when several. */
 export function sampleValue(families: Map<string, Family>, name: string, labels: Record<string, string> = {}): number | undefined {
-  const matches = [...families.values()]
-    .flatMap((f) => f.samples)
-    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  const matches = [...families.values()].flatMap((f) => f.samples).filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
   if (matches.length > 1) throw new Error(`${matches.length} samples of ${name} match ${JSON.stringify(labels)}`);
   return matches[0]?.value;
 }

@@ -36,12 +36,7 @@ export const RECREATED_DEFAULT_ON = [
   'CertificateSubjectRestriction',
 ];
 /** In-tree plugins that built-in handlers re-create and that kube-apiserver leaves off unless asked. */
-export const RECREATED_DEFAULT_OFF = [
-  'PodTolerationRestriction',
-  'LimitPodHardAntiAffinityTopology',
-  'ExtendedResourceToleration',
-  'OwnerReferencesPermissionEnforcement',
-];
+export const RECREATED_DEFAULT_OFF = ['PodTolerationRestriction', 'LimitPodHardAntiAffinityTopology', 'ExtendedResourceToleration', 'OwnerReferencesPermissionEnforcement'];
 
 /** What the test run's own API server turns off: the defaults of local mode plus every plugin we re-create. */
 export const PORTCULLIS_SIDE_DISABLED = [...DEFAULT_DISABLED_PLUGINS, ...RECREATED_DEFAULT_ON];

@@ -75,7 +75,10 @@ describe('admission: the API server is never the client refused', function () {
     const apiServer = keepingClient(endpoint, '127.0.0.1');
     clients.push(apiServer);
     const first = statuses(await apiServer.burst(API_SERVER_CONNECTIONS));
-    expect(first.filter((s) => s !== 200), 'answers other than 200').to.deep.equal([]);
+    expect(
+      first.filter((s) => s !== 200),
+      'answers other than 200',
+    ).to.deep.equal([]);
     expect(apiServer.opened()).to.equal(API_SERVER_CONNECTIONS);
     expect(endpoint.server.connectionCounts()).to.include({ apiserver: API_SERVER_CONNECTIONS, other: 0 });
 
@@ -89,7 +92,10 @@ describe('admission: the API server is never the client refused', function () {
 
     // Every connection the API server keeps is answered on again, and it opens new ones too.
     const again = statuses(await apiServer.burst(API_SERVER_CONNECTIONS));
-    expect(again.filter((s) => s !== 200), 'answers other than 200').to.deep.equal([]);
+    expect(
+      again.filter((s) => s !== 200),
+      'answers other than 200',
+    ).to.deep.equal([]);
     expect(apiServer.closed()).to.equal(0);
     const more = keepingClient(endpoint, '127.0.0.1');
     clients.push(more);

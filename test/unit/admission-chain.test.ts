@@ -55,7 +55,7 @@ describe('admission: the per-request chain', function () {
     expect(refused.body.response.status.message).to.match(/^AdmissionSuite "guards" is invalid: spec\.webhooks\[0\]\.validations\[0\]\.expression: /);
   });
 
-  it('decides a large suite-validation body here (the review worker holds only the suites\' webhooks)', async function () {
+  it("decides a large suite-validation body here (the review worker holds only the suites' webhooks)", async function () {
     const suite = broken();
     suite.metadata.annotations = { padding: 'x'.repeat(LARGE_BODY) };
     const reply = await endpoint.post(SUITE_VALIDATION.path, JSON.stringify(suiteReview(suite, 'large-1')));

@@ -142,7 +142,13 @@ describe('admission: sockets from one address cannot keep another out', function
     const answered = await endpoint.post('/admit/guards/replicas', review());
     expect(answered.status).to.equal(200);
     expect(answered.body.response.uid).to.equal(fixtures.deploymentCreate().request!.uid);
-    expect(await settledWithin(held.map((h) => h.closed), 1, 5000)).to.equal(1);
+    expect(
+      await settledWithin(
+        held.map((h) => h.closed),
+        1,
+        5000,
+      ),
+    ).to.equal(1);
   });
 
   it("holds at most an address's share of connections, and makes room at the cap from the address holding the most", async function () {
@@ -162,7 +168,13 @@ describe('admission: sockets from one address cannot keep another out', function
     // A client from 127.0.0.1 is answered; the room is made from 127.0.0.2 (six), not 127.0.0.3 (two).
     expect((await endpoint.post('/admit/guards/replicas', review())).status).to.equal(200);
     const greedyHeld = greedy.filter((_, i) => outcomes[i] === 'held');
-    expect(await settledWithin(greedyHeld.map((h) => h.closed), 1, 5000)).to.equal(1);
+    expect(
+      await settledWithin(
+        greedyHeld.map((h) => h.closed),
+        1,
+        5000,
+      ),
+    ).to.equal(1);
     expect(modest.map((h) => h.isClosed())).to.deep.equal([false, false]);
   });
 
@@ -179,7 +191,13 @@ describe('admission: sockets from one address cannot keep another out', function
     const first = open(3);
     expect((await Promise.all(first.map((h) => h.opened))).sort()).to.deep.equal(['held', 'held', 'refused']);
     // The server closes the two at its headers timeout: their places are free again.
-    expect(await settledWithin(first.map((h) => h.closed), 3, 10_000)).to.equal(3);
+    expect(
+      await settledWithin(
+        first.map((h) => h.closed),
+        3,
+        10_000,
+      ),
+    ).to.equal(3);
     const second = open(2);
     expect(await Promise.all(second.map((h) => h.opened))).to.deep.equal(['held', 'held']);
     // The client closes one: its place is free again.

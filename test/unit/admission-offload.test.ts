@@ -172,14 +172,11 @@ describe('admission: large reviews are judged by a pool of review workers, and w
   /** A POST as endpoint.post, with the answer's headers. */
   const post = (body: string, path = '/admit/guards/context') =>
     new Promise<{ status: number; retryAfter?: string; body: any }>((resolve, reject) => {
-      const req = https.request(
-        { host: '127.0.0.1', port: endpoint.port, path, method: 'POST', servername: SERVER_NAME, ca: endpoint.caPem, agent: false, headers: { 'content-type': 'application/json' } },
-        (res) => {
-          let text = '';
-          res.on('data', (chunk) => (text += chunk));
-          res.on('end', () => resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'], body: JSON.parse(text) }));
-        },
-      );
+      const req = https.request({ host: '127.0.0.1', port: endpoint.port, path, method: 'POST', servername: SERVER_NAME, ca: endpoint.caPem, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'], body: JSON.parse(text) }));
+      });
       req.on('error', reject);
       req.end(body);
     });
@@ -245,7 +242,7 @@ describe('admission: large reviews are judged by a pool of review workers, and w
     // Their clients gone, their places are free again (once the server has seen them go).
     for (const socket of readers) socket.destroy();
     let answer = refused;
-    for (const deadline = Date.now() + 10_000; answer.status !== 200 && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 10_000; answer.status !== 200 && Date.now() < deadline;) {
       await new Promise((r) => setTimeout(r, 50));
       answer = await post(large());
     }

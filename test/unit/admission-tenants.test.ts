@@ -28,7 +28,7 @@ const configMap = (namespace: string, name = 'c') => requestFor('configmaps', 'C
 const FORTY = `[${Array.from({ length: 40 }, (_, i) => i).join(',')}]`;
 const SLOW = Array.from({ length: 16 }, () => ({ expression: `${FORTY}.all(i, ${FORTY}.all(j, ${FORTY}.all(k, i + j + k >= 0)))`, message: 'never' }));
 
-describe('admission/threads/tenants: the teams\' policies in workers of their own, namespaces in turn', function () {
+describe("admission/threads/tenants: the teams' policies in workers of their own, namespaces in turn", function () {
   this.timeout(30_000);
   let pool: PolicyWorkerPool | undefined;
   afterEach(async () => {
@@ -161,7 +161,10 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
       // as OpenApiSchemas names the document it read: the workers are sent it once, then its name with each request
       source: '/openapi/v3/api/v1?hash=one',
       components: {
-        ConfigMap: { type: 'object', properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { allOf: [{ $ref: '#/components/schemas/Meta' }] }, data: { type: 'object', additionalProperties: { type: 'string' } } } },
+        ConfigMap: {
+          type: 'object',
+          properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { allOf: [{ $ref: '#/components/schemas/Meta' }] }, data: { type: 'object', additionalProperties: { type: 'string' } } },
+        },
         Meta: { type: 'object', properties: { name: { type: 'string' }, namespace: { type: 'string' }, finalizers: { type: 'array', items: { type: 'string', default: '' }, 'x-kubernetes-list-type': 'set' } } },
       },
     };
@@ -173,7 +176,10 @@ describe('admission/threads/tenants: the teams\' policies in workers of their ow
         return schema;
       },
     };
-    const registry = registryWith([policy('shop', 'finalize', { type: 'Mutating', rules: configMaps, mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: "Object{metadata: Object.metadata{finalizers: ['shop.example/b']}}" } }] })], { mergeSchemas });
+    const registry = registryWith(
+      [policy('shop', 'finalize', { type: 'Mutating', rules: configMaps, mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression: "Object{metadata: Object.metadata{finalizers: ['shop.example/b']}}" } }] })],
+      { mergeSchemas },
+    );
     expect(registry.get('shop', 'finalize')?.errors).to.deep.equal([]);
     pool = new PolicyWorkerPool(registry, quiet, { workers: 1 });
     const request = configMap('shop');

@@ -20,7 +20,6 @@ import { fixtures } from '../fixtures/reviews.ts';
 import { APPS, components, deployments, URL_V1 } from '../fixtures/openapi-apps.ts';
 import { poster, SERVER_NAME, type TestEndpoint } from '../support/endpoint.ts';
 
-
 function mutating(name: string, expression: string, failurePolicy: 'Fail' | 'Ignore'): WebhookSpec {
   return { name, type: 'Mutating', failurePolicy, rules: deployments, mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression } }] } as WebhookSpec;
 }

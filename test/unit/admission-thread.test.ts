@@ -91,14 +91,11 @@ describe('admission: the endpoint served from a thread of its own', function () 
 
   const post = (path: string, body: string) =>
     new Promise<{ status: number; body: any; headers: Record<string, unknown> }>((resolve, reject) => {
-      const req = https.request(
-        { host: '127.0.0.1', port: thread.port, path, method: 'POST', servername: SERVER_NAME, ca: ca.certPem, agent: false, headers: { 'content-type': 'application/json' } },
-        (res) => {
-          let text = '';
-          res.on('data', (chunk) => (text += chunk));
-          res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined, headers: res.headers }));
-        },
-      );
+      const req = https.request({ host: '127.0.0.1', port: thread.port, path, method: 'POST', servername: SERVER_NAME, ca: ca.certPem, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined, headers: res.headers }));
+      });
       req.on('error', reject);
       req.end(body);
     });

@@ -143,7 +143,10 @@ function linksOf(markdown: string): string[] {
 function expectLinksResolve(markdown: string, name: string) {
   const anchors = anchorsOf(markdown);
   expect(anchors.length, `${name} has anchors`).to.be.above(0);
-  expect(anchors.filter((id, i) => anchors.indexOf(id) !== i), `${name}: anchors defined twice`).to.deep.equal([]);
+  expect(
+    anchors.filter((id, i) => anchors.indexOf(id) !== i),
+    `${name}: anchors defined twice`,
+  ).to.deep.equal([]);
   const defined = new Set(anchors);
   const dangling = [...new Set(linksOf(markdown))].filter((id) => !defined.has(id));
   expect(dangling, `${name}: links to anchors that do not exist`).to.deep.equal([]);
@@ -178,8 +181,7 @@ describe('tools/crd-reference', function () {
   });
 
   it('gives each field its path, type, required, default, description and validation', function () {
-    expect(entry('spec.size')).to.include('(integer, format `int32`, **required**)').and.include('Default: `3`')
-      .and.include('- minimum 1').and.include('- maximum 10');
+    expect(entry('spec.size')).to.include('(integer, format `int32`, **required**)').and.include('Default: `3`').and.include('- minimum 1').and.include('- maximum 10');
     // Plain text: <name> is not an HTML tag, * is not emphasis.
     expect(entry('spec.size')).to.include('How many &lt;name&gt;s, \\* for all.');
     expect(entry('spec.mode')).to.include('(string)').and.include('Default: `Fast`').and.include('- one of `Fast`, `Slow`');
@@ -187,11 +189,9 @@ describe('tools/crd-reference', function () {
     expect(entry('spec.port')).to.include('(integer or string)');
     expect(entry('spec.note')).to.include('- may be null').and.include('  \\# not a heading');
     expect(entry('spec.extra')).to.include('(object)').and.include('any fields, kept as given (x-kubernetes-preserve-unknown-fields)');
-    expect(entry('spec.tags')).to.include('(array of string)').and.include('- at most 5 items').and.include('list type `set`')
-      .and.include('- each item: one of `a`, `b`').and.include('- each item: at most 8 characters');
+    expect(entry('spec.tags')).to.include('(array of string)').and.include('- at most 5 items').and.include('list type `set`').and.include('- each item: one of `a`, `b`').and.include('- each item: at most 8 characters');
     expect(entry('spec.labels')).to.include('(map of string to string)').and.include('- each value: at most 16 characters');
-    expect(entry('spec.parts')).to.include('(array of [object](#spec-parts), **required**)').and.include('- at least 1 item')
-      .and.include('list type `map`: items keyed by `id`');
+    expect(entry('spec.parts')).to.include('(array of [object](#spec-parts), **required**)').and.include('- at least 1 item').and.include('list type `map`: items keyed by `id`');
     expect(entry('spec.parts[].grid')).to.include('(array of array of [object](#spec-parts-grid))');
     expect(entry('spec.byName')).to.include('(map of string to [object](#spec-byname))');
     expect(entry('status.seen')).to.include('(string, format `date-time`)');
@@ -199,7 +199,7 @@ describe('tools/crd-reference', function () {
     expect(entry('spec.mode')).not.to.include('required');
   });
 
-  it('lists an object\'s own rules in its section, a multi-line rule as a block', function () {
+  it("lists an object's own rules in its section, a multi-line rule as a block", function () {
     expect(page).to.include('- CEL rule `self.size > 0 || !has(self.parts)`; message: parts need a size; reason: `FieldValueForbidden`; field path: `.parts`');
     expect(page).to.include("- CEL rule; message expression: `'bad id ' + self.id`:\n\n  ```cel\n  self.id != 'x' &&\n  self.id != 'y'\n  ```");
     const parts = page.slice(page.indexOf('<a id="spec-parts"></a>'));
@@ -207,9 +207,14 @@ describe('tools/crd-reference', function () {
   });
 
   it('has a section per object level, spec and status at the top, with contents that link to each', function () {
-    for (const [heading, id] of [['## <a id="spec"></a>`spec`', 'spec'], ['## <a id="status"></a>`status`', 'status'],
-      ['### <a id="spec-parts"></a>`spec.parts[]`', 'spec-parts'], ['### <a id="spec-parts-grid"></a>`spec.parts[].grid[][]`', 'spec-parts-grid'],
-      ['### <a id="spec-byname"></a>`spec.byName{}`', 'spec-byname'], ['## <a id="top-level"></a>Top level', 'top-level']]) {
+    for (const [heading, id] of [
+      ['## <a id="spec"></a>`spec`', 'spec'],
+      ['## <a id="status"></a>`status`', 'status'],
+      ['### <a id="spec-parts"></a>`spec.parts[]`', 'spec-parts'],
+      ['### <a id="spec-parts-grid"></a>`spec.parts[].grid[][]`', 'spec-parts-grid'],
+      ['### <a id="spec-byname"></a>`spec.byName{}`', 'spec-byname'],
+      ['## <a id="top-level"></a>Top level', 'top-level'],
+    ]) {
       expect(page).to.include(`\n${heading}\n`);
       expect(page.slice(page.indexOf('Contents'))).to.include(`](#${id})`);
     }
@@ -246,11 +251,18 @@ describe('tools/crd-reference', function () {
     });
 
     it('name every field they declare, with its path', function () {
-      for (const { yamlText, options: { source }, markdown } of pages) {
+      for (const {
+        yamlText,
+        options: { source },
+        markdown,
+      } of pages) {
         const crd = yaml.load(yamlText) as { spec: { versions: { schema: { openAPIV3Schema: Schema } }[] } };
         const paths = declaredPaths(crd.spec.versions[0]!.schema.openAPIV3Schema, '');
         // Guards the walk: it reaches fields nested in lists.
-        expect(paths.filter((p) => p.endsWith('rules[].operations')), source).to.have.length.above(0);
+        expect(
+          paths.filter((p) => p.endsWith('rules[].operations')),
+          source,
+        ).to.have.length.above(0);
         const missing = paths.filter((p) => !markdown.includes(`**\`${p}\`**`));
         expect(missing, `${source}: fields its reference leaves out`).to.deep.equal([]);
       }
@@ -258,7 +270,11 @@ describe('tools/crd-reference', function () {
     });
 
     it('link only to anchors that exist', function () {
-      for (const { options: { file }, markdown } of pages) expectLinksResolve(markdown, file);
+      for (const {
+        options: { file },
+        markdown,
+      } of pages)
+        expectLinksResolve(markdown, file);
     });
 
     it('are listed by the index, whose links reach the pages and the files they name', function () {

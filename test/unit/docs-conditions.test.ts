@@ -91,7 +91,7 @@ describe('docs/conditions.md: every condition and reason the operator writes', f
     expect([...written.events.keys()]).to.include.members(['ReconcileFailed', 'CertificateIssued']);
   });
 
-  it('reads a ternary\'s reasons and names what a page leaves out', function () {
+  it("reads a ternary's reasons and names what a page leaves out", function () {
     const code = writtenIn([
       {
         file: 'x.ts',
@@ -99,10 +99,7 @@ describe('docs/conditions.md: every condition and reason the operator writes', f
       },
     ]);
     const page = '# C\n## Condition types\n### `Ready`\n## Reasons\n### `ExceedsLimits`\nOn `Ready`.\n### `InvalidSpec`\nOn `WebhooksRegistered`.\n## Events\n';
-    expect(undocumented(code, page)).to.deep.equal([
-      'reason InvalidSpec: its section does not say it is written on `Ready`',
-      'Event reason CertificateIssued: no "### CertificateIssued" under "## Events"',
-    ]);
+    expect(undocumented(code, page)).to.deep.equal(['reason InvalidSpec: its section does not say it is written on `Ready`', 'Event reason CertificateIssued: no "### CertificateIssued" under "## Events"']);
   });
 
   it(`${PAGE} documents each one, with the condition types it is written on`, function () {

@@ -75,12 +75,7 @@ describe('docs: every link and anchor resolves in the repository', function () {
       '--type-check-errorsdeny-and-more',
     ]);
     expect([...anchorsOf('## <a id="spec"></a>`spec`\nsee `<a id="not-one">`')]).to.deep.equal(['spec']);
-    expect(linksOf('[a](x.md#y) and `[b](code.md)` and ![i](img.png "t")\n```\n[c](fenced.md)\n```\n[d]: ref.md\n<a href="h.md">h</a>').map((l) => l.target)).to.deep.equal([
-      'x.md#y',
-      'img.png',
-      'ref.md',
-      'h.md',
-    ]);
+    expect(linksOf('[a](x.md#y) and `[b](code.md)` and ![i](img.png "t")\n```\n[c](fenced.md)\n```\n[d]: ref.md\n<a href="h.md">h</a>').map((l) => l.target)).to.deep.equal(['x.md#y', 'img.png', 'ref.md', 'h.md']);
   });
 
   it('flags a dead file, a missing anchor, a path out of the repository and ../shared', function () {
@@ -99,9 +94,7 @@ describe('docs: every link and anchor resolves in the repository', function () {
     // The anchor check on a page that exists: README.md has no such heading.
     const onDisk = disk(ROOT);
     const page = { read: (f: string) => (f === 'docs/x.md' ? '[r](../README.md#no-such-heading-here) [t](../README.md#portcullis)' : onDisk.read(f)), exists: onDisk.exists };
-    expect(brokenLinks('docs/x.md', page)).to.deep.equal([
-      'docs/x.md:1: ../README.md#no-such-heading-here: no heading or anchor #no-such-heading-here in README.md',
-    ]);
+    expect(brokenLinks('docs/x.md', page)).to.deep.equal(['docs/x.md:1: ../README.md#no-such-heading-here: no heading or anchor #no-such-heading-here in README.md']);
   });
 
   it('docs/ holds the pages its index maps', function () {

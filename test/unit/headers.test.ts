@@ -28,7 +28,6 @@ const LONG_HEADERS = new Set([
   'audit/targets.ts',
   'handlers/deny-escalating-exec.ts',
   'policy/celjs/syntax-errors.ts',
-  'cli/import-kyverno.ts',
   'cli/replay.ts',
   'controller/exception-status.ts',
   'policy/engine/apply-configuration.ts',

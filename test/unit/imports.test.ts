@@ -185,13 +185,18 @@ describe('imports of src/', () => {
     const unplaced = files.filter((f) => policyFloor(f) === -1);
     expect(unplaced, 'files of src/policy outside a known floor (add the folder to POLICY_FLOORS and docs/layout.md)').to.deep.equal([]);
     const upward = files.flatMap((file) =>
-      graph.get(file)!.filter((t) => {
-        const to = policyFloor(t);
-        return to !== undefined && to < policyFloor(file)!;
-      }).map((t) => `${file} imports ${t}`),
+      graph
+        .get(file)!
+        .filter((t) => {
+          const to = policyFloor(t);
+          return to !== undefined && to < policyFloor(file)!;
+        })
+        .map((t) => `${file} imports ${t}`),
     );
     expect(upward, 'imports that go up a floor').to.deep.equal([]);
-    const outside = [...graph].flatMap(([file, targets]) => (policyFloor(file) === undefined ? [] : targets.filter((t) => t.startsWith('src/') && !t.startsWith('src/policy/') && !/^src\/(api|kubernetes|go)\//.test(t)).map((t) => `${file} imports ${t}`)));
+    const outside = [...graph].flatMap(([file, targets]) =>
+      policyFloor(file) === undefined ? [] : targets.filter((t) => t.startsWith('src/') && !t.startsWith('src/policy/') && !/^src\/(api|kubernetes|go)\//.test(t)).map((t) => `${file} imports ${t}`),
+    );
     expect(outside, 'src/policy imports only src/api, src/kubernetes and src/go beside itself').to.deep.equal([]);
   });
 });

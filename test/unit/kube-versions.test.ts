@@ -9,7 +9,11 @@ import fs from 'node:fs';
 import { olderKubeVersions } from '../../src/local/binaries.ts';
 
 const read = (file: string) => fs.readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
-const moduleMinor = (goMod: string) => /^require k8s\.io\/kubernetes v1\.(\d+)\.\d+$|^\tk8s\.io\/kubernetes v1\.(\d+)\.\d+$/m.exec(goMod)?.slice(1).find((m) => m !== undefined);
+const moduleMinor = (goMod: string) =>
+  /^require k8s\.io\/kubernetes v1\.(\d+)\.\d+$|^\tk8s\.io\/kubernetes v1\.(\d+)\.\d+$/m
+    .exec(goMod)
+    ?.slice(1)
+    .find((m) => m !== undefined);
 
 describe('supported Kubernetes versions', function () {
   const older = olderKubeVersions();

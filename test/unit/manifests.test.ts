@@ -14,7 +14,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const IMAGE_REPOSITORY = 'ghcr.io/portcullis-dev/operator';
 
 describe('install manifests', function () {
-  it('name one version everywhere, and the image under the project\'s registry path', function () {
+  it("name one version everywhere, and the image under the project's registry path", function () {
     const version = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
     const chart = k8s.loadYaml<{ version: string; appVersion: string }>(fs.readFileSync(path.join(root, 'charts/portcullis/Chart.yaml'), 'utf8'));
     const values = k8s.loadYaml<{ image: { repository: string; tag: string } }>(fs.readFileSync(path.join(root, 'charts/portcullis/values.yaml'), 'utf8'));

@@ -40,7 +40,9 @@ describe('operator command line', function () {
     expect(config([], { PORTCULLIS_HANDLER_MODULES: '/handlers' }).handlerModules).to.equal('/handlers');
     expect(() => parseCommandLine(['--handler-budget=11s'], {})).to.throw('--handler-budget must be from 1ms to 10s (the API server waits at most 30s, 10s by default), not 11s');
     expect(() => parseCommandLine(['--handler-budget=soon'], {})).to.throw('--handler-budget must be a duration such as 87600h, not soon');
-    expect((parseCommandLine(['--help'], {}) as { help: string }).help).to.contain('--handler-modules=').and.contain('--handler-budget=');
+    expect((parseCommandLine(['--help'], {}) as { help: string }).help)
+      .to.contain('--handler-modules=')
+      .and.contain('--handler-budget=');
   });
 
   it('takes the backends handlers may call, none by default, refusing an entry that is not an https URL prefix', function () {

@@ -96,14 +96,11 @@ describe('worker restarts: the admission thread', function () {
 
   const post = (path: string, body: string) =>
     new Promise<{ status: number; body: any }>((resolve, reject) => {
-      const req = https.request(
-        { host: '127.0.0.1', port: thread.port, path, method: 'POST', servername: SERVER_NAME, ca: ca.certPem, agent: false, headers: { 'content-type': 'application/json' } },
-        (res) => {
-          let text = '';
-          res.on('data', (chunk) => (text += chunk));
-          res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
-        },
-      );
+      const req = https.request({ host: '127.0.0.1', port: thread.port, path, method: 'POST', servername: SERVER_NAME, ca: ca.certPem, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }));
+      });
       req.on('error', reject);
       req.end(body);
     });
@@ -231,10 +228,12 @@ describe('worker restarts: handler modules’ workers', function () {
     }
     expect(answers).to.deep.equal(Array(20).fill('handler acme.dev/Exits was not answered: its worker stopped (exit code 7)'));
     expect(deaths, 'each death counted').to.have.length(20);
-    expect(failures.filter((f) => !f.endsWith(' lost')), 'every failure was the worker lost under it').to.deep.equal([]);
+    expect(
+      failures.filter((f) => !f.endsWith(' lost')),
+      'every failure was the worker lost under it',
+    ).to.deep.equal([]);
   });
 });
-
 
 /** Watched deaths and quarantines of one pool, as the operator's metrics and status see them. */
 function watched() {

@@ -53,11 +53,7 @@ function validate(request: AdmissionRequest, config: ReplicasQuotaConfig, view: 
   const used = others.reduce((sum, d) => sum + replicasOf(d), 0);
   const limit = limitOf(namespace, config, view);
   if (used + asked <= limit) return allow();
-  return deny(
-    403,
-    'Forbidden',
-    `exceeded quota: the Deployments of namespace ${namespace} may have ${limit} replicas in total; ${used} are used by ${others.length} other Deployment(s), and ${name} asks for ${asked}`,
-  );
+  return deny(403, 'Forbidden', `exceeded quota: the Deployments of namespace ${namespace} may have ${limit} replicas in total; ${used} are used by ${others.length} other Deployment(s), and ${name} asks for ${asked}`);
 }
 
 export const replicasQuota: CustomHandler<ReplicasQuotaConfig> = {

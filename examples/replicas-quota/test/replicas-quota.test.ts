@@ -42,7 +42,10 @@ const config = (raw: Record<string, unknown>) => {
 };
 
 test('exports one domain-qualified handler that reads the Deployment cache', () => {
-  assert.deepEqual(handlers.map((h) => h.name), ['example.portcullis.dev/ReplicasQuota']);
+  assert.deepEqual(
+    handlers.map((h) => h.name),
+    ['example.portcullis.dev/ReplicasQuota'],
+  );
   assert.deepEqual(replicasQuota.lookups, ['Deployment']);
 });
 

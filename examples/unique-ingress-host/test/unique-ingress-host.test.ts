@@ -42,7 +42,10 @@ const config = (raw: Record<string, unknown> = {}) => {
 
 test('exports what the operator loads: the API version and the handler, domain-qualified', () => {
   assert.match(apiVersion, /^1\.\d+$/);
-  assert.deepEqual(handlers.map((h) => h.name), ['example.portcullis.dev/UniqueIngressHost']);
+  assert.deepEqual(
+    handlers.map((h) => h.name),
+    ['example.portcullis.dev/UniqueIngressHost'],
+  );
   assert.deepEqual(uniqueIngressHost.lookups, ['Ingress']);
 });
 

@@ -8,13 +8,9 @@ import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from 
 import type { KindMapper, RestMapping } from '../../api/kind-mapper.ts';
 
 /** `id` is the asking thread's own (the review it judges); `check` tells its questions apart. */
-export type Question =
-  | { type: 'authorize'; id: number; check: number; attributes: AuthorizationAttributes }
-  | { type: 'map'; id: number; check: number; group: string; version: string; kind: string };
+export type Question = { type: 'authorize'; id: number; check: number; attributes: AuthorizationAttributes } | { type: 'map'; id: number; check: number; group: string; version: string; kind: string };
 
-export type QuestionAnswer =
-  | { type: 'authorized'; id: number; check: number; decision?: AuthorizationDecision; error?: string }
-  | { type: 'mapped'; id: number; check: number; mappings?: RestMapping[]; error?: string };
+export type QuestionAnswer = { type: 'authorized'; id: number; check: number; decision?: AuthorizationDecision; error?: string } | { type: 'mapped'; id: number; check: number; mappings?: RestMapping[]; error?: string };
 
 interface Waiting<T> {
   resolve(value: T): void;

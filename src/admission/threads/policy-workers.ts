@@ -463,7 +463,12 @@ export class PolicyWorkerPool {
   private putInQuarantine(policy: AdmissionPolicy): void {
     const { namespace, name } = policy.metadata;
     this.held.add(namespace);
-    this.log.error('AdmissionPolicy quarantined: it stopped a tenant worker again and again; the requests it matches are refused by failurePolicy until it changes', { namespace, policy: name, generation: policy.metadata.generation, why: this.quarantine.why(policyKey(policy)) });
+    this.log.error('AdmissionPolicy quarantined: it stopped a tenant worker again and again; the requests it matches are refused by failurePolicy until it changes', {
+      namespace,
+      policy: name,
+      generation: policy.metadata.generation,
+      why: this.quarantine.why(policyKey(policy)),
+    });
     this.state.drop(`${namespace}/${name}`, { type: 'removed', namespace, name });
     for (const watcher of this.watchers) watcher.quarantined?.('tenant', `${namespace}/${name}`);
   }

@@ -120,7 +120,16 @@ export class Evaluator {
 
   constructor(checks: Check[]) {
     this.maxMinor = Math.max(...checks.map((c) => c.versions[c.versions.length - 1]!.minimumVersion));
-    const ordered = [...checks.filter((c) => c.level === 'baseline').map((c) => c.id).sort(byBytes), ...checks.filter((c) => c.level === 'restricted').map((c) => c.id).sort(byBytes)];
+    const ordered = [
+      ...checks
+        .filter((c) => c.level === 'baseline')
+        .map((c) => c.id)
+        .sort(byBytes),
+      ...checks
+        .filter((c) => c.level === 'restricted')
+        .map((c) => c.id)
+        .sort(byBytes),
+    ];
     const byId = new Map(checks.map((c) => [c.id, c]));
     this.controls = new Set(checks.map((c) => controlOf(c.id)));
     for (let minor = 0; minor <= this.maxMinor; minor++) {
@@ -133,8 +142,14 @@ export class Evaluator {
       const pick = (keep: (id: string) => boolean) => ordered.filter((id) => active.has(id) && keep(id));
       const baseline = pick((id) => byId.get(id)!.level === 'baseline');
       const restricted = pick((id) => byId.get(id)!.level === 'restricted' || !overridden.has(id));
-      this.baseline.set(minor, baseline.map((id) => active.get(id)!.checkPod));
-      this.restricted.set(minor, restricted.map((id) => active.get(id)!.checkPod));
+      this.baseline.set(
+        minor,
+        baseline.map((id) => active.get(id)!.checkPod),
+      );
+      this.restricted.set(
+        minor,
+        restricted.map((id) => active.get(id)!.checkPod),
+      );
       this.baselineControls.set(minor, baseline.map(controlOf));
       this.restrictedControls.set(minor, restricted.map(controlOf));
     }

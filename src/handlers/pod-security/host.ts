@@ -15,7 +15,9 @@ const hostNamespaces1_0: CheckPod = (_meta, spec) => {
 const volumesOf = (spec: Record<string, any>): Record<string, any>[] => (Array.isArray(spec.volumes) ? spec.volumes.filter((v: unknown) => v && typeof v === 'object') : []);
 
 const hostPathVolumes1_0: CheckPod = (_meta, spec) => {
-  const names = volumesOf(spec).filter((v) => v.hostPath != null).map((v) => String(v.name ?? ''));
+  const names = volumesOf(spec)
+    .filter((v) => v.hostPath != null)
+    .map((v) => String(v.name ?? ''));
   return names.length ? forbidden('hostPath volumes', `${pluralize('volume', 'volumes', names.length)} ${joinQuote(names)}`) : ALLOWED;
 };
 
@@ -31,11 +33,7 @@ const hostPorts1_0: CheckPod = (_meta, spec) => {
   });
   if (!bad.length) return ALLOWED;
   const distinct = sortedSet(ports);
-  return forbidden(
-    'hostPort',
-    `${containersNamed(bad)} ${pluralize('uses', 'use', bad.length)} ${pluralize('hostPort', 'hostPorts', distinct.length)} ${distinct.join(', ')}`,
-    bad,
-  );
+  return forbidden('hostPort', `${containersNamed(bad)} ${pluralize('uses', 'use', bad.length)} ${pluralize('hostPort', 'hostPorts', distinct.length)} ${distinct.join(', ')}`, bad);
 };
 
 /** The hosts an httpGet or tcpSocket handler names (probes and lifecycle handlers alike). */

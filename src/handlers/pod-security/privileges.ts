@@ -38,9 +38,7 @@ const capabilitiesBaseline1_0: CheckPod = (_meta, spec) => {
       nonDefault.push(...added);
     }
   });
-  return bad.length
-    ? forbidden('non-default capabilities', `${containersNamed(bad)} must not include ${joinQuote(sortedSet(nonDefault))} in securityContext.capabilities.add`, bad)
-    : ALLOWED;
+  return bad.length ? forbidden('non-default capabilities', `${containersNamed(bad)} must not include ${joinQuote(sortedSet(nonDefault))} in securityContext.capabilities.add`, bad) : ALLOWED;
 };
 
 const capabilitiesRestricted1_22: CheckPod = (_meta, spec) => {

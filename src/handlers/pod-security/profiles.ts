@@ -8,8 +8,7 @@
 import { goQuote } from '../../go/strconv.ts';
 import { ALLOWED, byBytes, containersNamed, forbidden, inUserNamespace, isWindows, joinQuote, nameOf, pluralize, sortedSet, visitContainers, type Check, type CheckPod, type Meta } from './checks.ts';
 
-const annotationsOf = (meta: Meta): [string, string][] =>
-  meta.annotations && typeof meta.annotations === 'object' ? Object.entries(meta.annotations).map(([k, v]) => [k, String(v ?? '')]) : [];
+const annotationsOf = (meta: Meta): [string, string][] => (meta.annotations && typeof meta.annotations === 'object' ? Object.entries(meta.annotations).map(([k, v]) => [k, String(v ?? '')]) : []);
 const typeOf = (profile: any): string => (typeof profile?.type === 'string' ? profile.type : '');
 
 // AppArmor ------------------------------------------------------------------------------------

@@ -8,8 +8,27 @@ import { ALLOWED, forbidden, joinQuote, pluralize, sortedSet, type Check, type C
 const ALLOWED_SOURCES = ['configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral', 'image', 'persistentVolumeClaim', 'projected', 'secret'];
 /** The restricted sources in the order upstream names the first one a volume sets. */
 const NAMED_SOURCES = [
-  'hostPath', 'gcePersistentDisk', 'awsElasticBlockStore', 'gitRepo', 'nfs', 'iscsi', 'glusterfs', 'rbd', 'flexVolume', 'cinder', 'cephfs',
-  'flocker', 'fc', 'azureFile', 'vsphereVolume', 'quobyte', 'azureDisk', 'photonPersistentDisk', 'portworxVolume', 'scaleIO', 'storageos',
+  'hostPath',
+  'gcePersistentDisk',
+  'awsElasticBlockStore',
+  'gitRepo',
+  'nfs',
+  'iscsi',
+  'glusterfs',
+  'rbd',
+  'flexVolume',
+  'cinder',
+  'cephfs',
+  'flocker',
+  'fc',
+  'azureFile',
+  'vsphereVolume',
+  'quobyte',
+  'azureDisk',
+  'photonPersistentDisk',
+  'portworxVolume',
+  'scaleIO',
+  'storageos',
 ];
 
 const restrictedVolumes1_0: CheckPod = (_meta, spec) => {
@@ -29,6 +48,4 @@ const restrictedVolumes1_0: CheckPod = (_meta, spec) => {
   );
 };
 
-export const VOLUME_CHECKS: Check[] = [
-  { id: 'restrictedVolumes', level: 'restricted', versions: [{ minimumVersion: 0, checkPod: restrictedVolumes1_0, overrideCheckIDs: ['hostPathVolumes'] }] },
-];
+export const VOLUME_CHECKS: Check[] = [{ id: 'restrictedVolumes', level: 'restricted', versions: [{ minimumVersion: 0, checkPod: restrictedVolumes1_0, overrideCheckIDs: ['hostPathVolumes'] }] }];

@@ -77,7 +77,10 @@ function walk(node: unknown, variables: ReadonlySet<string>, locals: ReadonlySet
     walk(args[1], variables, locals);
     const parts = args[2] as RawNode[];
     // The iteration variables: one (element, or a map's key) or two (index or key, then the value).
-    const names = parts.slice(0, parts.length === 2 ? 1 : 2).filter((p) => p?.op === 'id').map((p) => p.args as string);
+    const names = parts
+      .slice(0, parts.length === 2 ? 1 : 2)
+      .filter((p) => p?.op === 'id')
+      .map((p) => p.args as string);
     const inner = new Set(locals);
     for (const name of names) inner.delete(name);
     // A key of a map is a string, never compared across kinds as a request value would be: naming it too is harmless.

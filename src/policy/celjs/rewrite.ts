@@ -131,7 +131,7 @@ export function rewriteForCelJs(source: string): Rewritten {
   // Tokens [from, to) with the source between them, each literal aggregate rendered by `aggregate`.
   const render = (from: number, to: number): string => {
     let out = '';
-    for (let k = from; k < to; ) {
+    for (let k = from; k < to;) {
       if (k > from) out += source.slice(tokens[k - 1]!.end, tokens[k]!.start);
       const message = messageAt(k);
       if (message) {
@@ -294,7 +294,7 @@ function bytesLiteral(literal: string): Uint8Array | undefined {
   if (!/[^\x00-\x7f]/.test(content)) return undefined;
   const out: number[] = [];
   const encoder = new TextEncoder();
-  for (let i = 0; i < content.length; ) {
+  for (let i = 0; i < content.length;) {
     if (content[i] !== '\\') {
       const cp = content.codePointAt(i)!;
       const ch = String.fromCodePoint(cp);

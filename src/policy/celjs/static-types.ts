@@ -20,5 +20,8 @@ export function concrete(type: string): boolean {
 
 /** A static type as cel-go prints it in overload errors: list<int> -> list(int). */
 export function celGoType(type: string): string {
-  return type.replaceAll('<', '(').replaceAll('>', ')').replace(/^null$/, 'null_type');
+  return type
+    .replaceAll('<', '(')
+    .replaceAll('>', ')')
+    .replace(/^null$/, 'null_type');
 }

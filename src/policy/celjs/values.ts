@@ -170,16 +170,7 @@ export function celEquals(a: unknown, b: unknown): boolean {
 
 /** Values CEL orders with <, as the lists and sort functions require. */
 export function isComparable(v: unknown): boolean {
-  return (
-    typeof v === 'bigint' ||
-    typeof v === 'number' ||
-    typeof v === 'string' ||
-    typeof v === 'boolean' ||
-    v instanceof UnsignedInt ||
-    v instanceof Uint8Array ||
-    v instanceof Date ||
-    v instanceof Duration
-  );
+  return typeof v === 'bigint' || typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean' || v instanceof UnsignedInt || v instanceof Uint8Array || v instanceof Date || v instanceof Duration;
 }
 
 /** cel-go's (Go) type name of a value that cannot be a comprehension's range. */

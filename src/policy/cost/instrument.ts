@@ -21,7 +21,6 @@ export const runtimeCharges = {
   sized: new WeakMap<object, (operands: unknown[], result: unknown) => number>(),
 };
 
-
 /**
  * Instruments a checked program for cost and returns it wrapped: same call signature, `ast` and
  * `check` as cel-js's. Call once per program, after `check()` (checking again would undo the
@@ -304,8 +303,7 @@ class Instrumenter {
     // one against a scalar or a short literal (the size that counts is the smaller one's)
     const small = (n: Node | undefined) => SCALAR_TYPES.has(type(n)) || (n?.op === 'value' && typeof n.args === 'string' && traverse(n.args.length) <= 1);
     if (op === 'in' ? !typedList : op !== '+' && ((op !== '==' && op !== '!=' && !typedSequence) || small(left) || small(right))) return;
-    const extraCost = (l: unknown, r: unknown) =>
-      typeof l === 'string' || typeof l === 'object' || typeof r === 'object' ? operatorCost(op, l, r, typedSequence, typedList) - 1 : 0;
+    const extraCost = (l: unknown, r: unknown) => (typeof l === 'string' || typeof l === 'object' || typeof r === 'object' ? operatorCost(op, l, r, typedSequence, typedList) - 1 : 0);
     runtimeCharges.sized.set(node, (operands) => extraCost(operands[0], operands[1]));
     node.handle = ((l: unknown, r: unknown, ast: unknown, ev: unknown) => {
       const result = handle(l, r, ast, ev);

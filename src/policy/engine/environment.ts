@@ -62,10 +62,7 @@ const ACTIVATION_VARIABLES = ['object', 'oldObject', 'params', 'namespaceObject'
  * The environment with every library; `variables` (name -> cel-js type) default to VAP's. Other
  * variables are for tests that run foreign expressions (the cel-spec conformance suite).
  */
-export function newEnvironment(
-  variables: Readonly<Record<string, string>> = Object.fromEntries(ACTIVATION_VARIABLES.map((n) => [n, 'dyn'])),
-  declareTypes?: (env: Environment) => void,
-): Environment {
+export function newEnvironment(variables: Readonly<Record<string, string>> = Object.fromEntries(ACTIVATION_VARIABLES.map((n) => [n, 'dyn'])), declareTypes?: (env: Environment) => void): Environment {
   const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false, limits: CEL_JS_LIMITS });
   registerAuthz(env); // first: its types are those of the variable `authorizer`
   declareTypes?.(env); // the object types some variables are declared with (typecheck/), before those variables
@@ -111,7 +108,10 @@ function validateCall(call: CallNode): void {
   validateSetsCall(call);
   validateConversionCall(call);
   if (call.name === 'format' && typeof call.receiver?.literal === 'string' && call.args.length === 1 && call.args[0]!.elements) {
-    checkFormatCall(call.receiver.literal, call.args[0]!.elements.map((e) => e.type));
+    checkFormatCall(
+      call.receiver.literal,
+      call.args[0]!.elements.map((e) => e.type),
+    );
   }
 }
 
@@ -199,12 +199,7 @@ export interface CompileOptions {
   patchTypes?: boolean;
 }
 
-function compileExpression(
-  expression: string,
-  field: string,
-  expect: ResultType[],
-  options: CompileOptions,
-): Program {
+function compileExpression(expression: string, field: string, expect: ResultType[], options: CompileOptions): Program {
   const environment = vapEnvironment(options.params !== false, options.authorizer !== false, options.variables !== false);
   let program: Program;
   try {

@@ -36,7 +36,6 @@ export type CompiledProgram = (activation: unknown) => unknown;
 /** The activation's variables a compiled program may read (dyn in VAP's environment). */
 const ROOT_VARIABLES = new Set(['object', 'oldObject', 'request', 'params', 'namespaceObject']);
 
-
 class Unsupported extends Error {}
 
 /**
@@ -68,7 +67,16 @@ export function compileProgram(ast: unknown, variables: ReadonlySet<string> = ne
 /** The generated function: on BAIL (or any error) the cost goes back to where it was, but for what the variables it read spent. */
 function makeFactory(body: string): (...helpers: unknown[]) => CompiledProgram {
   return new Function(
-    'K', 'M', 'X', 'B', 'N', 'hasOwn', 'size', 'within', 'matches', 'T',
+    'K',
+    'M',
+    'X',
+    'B',
+    'N',
+    'hasOwn',
+    'size',
+    'within',
+    'matches',
+    'T',
     `"use strict";\nreturn function compiled(A) {\nconst C = M.cost;\nlet S = 0, c;\ntry {\n${body}\n} catch (e) {\nM.cost = C + S;\nX.variables = S;\nthrow e;\n}\n};`,
   ) as (...helpers: unknown[]) => CompiledProgram;
 }
@@ -78,8 +86,7 @@ function makeFactory(body: string): (...helpers: unknown[]) => CompiledProgram {
  * absent (undefined), Object.prototype's (a function), or an object it has no type for (a JSON
  * object with its own "constructor" key).
  */
-const requireValue = (t: string) =>
-  `if (${t} === undefined || (typeof ${t} === 'object' ? ${t} !== null && (c = ${t}.constructor) !== Object && c !== Array && c !== undefined : typeof ${t} === 'function')) B();`;
+const requireValue = (t: string) => `if (${t} === undefined || (typeof ${t} === 'object' ? ${t} !== null && (c = ${t}.constructor) !== Object && c !== Array && c !== undefined : typeof ${t} === 'function')) B();`;
 
 /** JS text: `t` is a JSON map (cel-js's plain-object maps). */
 const isMapText = (t: string) => `typeof ${t} === 'object' && ${t} !== null && ((c = ${t}.constructor) === Object || c === undefined)`;
@@ -173,20 +180,39 @@ class Compiler {
       }
       case '==':
       case '!=':
-        return this.binary(node, scope, out, (l, r) => this.sameKind(l, r, true), (l, r) => `${l} ${node.op} ${r}`);
+        return this.binary(
+          node,
+          scope,
+          out,
+          (l, r) => this.sameKind(l, r, true),
+          (l, r) => `${l} ${node.op} ${r}`,
+        );
       case 'in':
         return this.membership(node, scope, out);
       case '[]':
         return this.index(node, scope, out);
       case '+':
         // strings only: int arithmetic has overflow errors, lists are copied
-        return this.binary(node, scope, out, (l, r) => `typeof ${l} === 'string' && typeof ${r} === 'string'`, (l, r) => `${l} + ${r}`);
+        return this.binary(
+          node,
+          scope,
+          out,
+          (l, r) => `typeof ${l} === 'string' && typeof ${r} === 'string'`,
+          (l, r) => `${l} + ${r}`,
+        );
       case 'call':
         return this.call(node, scope, out);
       case 'rcall':
         return this.receiverCall(node, scope, out);
       default:
-        if (COMPARISONS.has(node.op)) return this.binary(node, scope, out, (l, r) => this.sameKind(l, r, false), (l, r) => `${l} ${node.op} ${r}`);
+        if (COMPARISONS.has(node.op))
+          return this.binary(
+            node,
+            scope,
+            out,
+            (l, r) => this.sameKind(l, r, false),
+            (l, r) => `${l} ${node.op} ${r}`,
+          );
         throw new Unsupported();
     }
   }
@@ -244,10 +270,7 @@ class Compiler {
     if (!this.variables.has(name)) throw new Unsupported();
     const t = this.temp();
     const before = this.temp();
-    out.push(
-      `${before} = M.cost; try { ${t} = A.variables[${JSON.stringify(name)}]; } catch { S += M.cost - ${before}; B(); }`,
-      `S += M.cost - ${before}; ${requireValue(t)}`,
-    );
+    out.push(`${before} = M.cost; try { ${t} = A.variables[${JSON.stringify(name)}]; } catch { S += M.cost - ${before}; B(); }`, `S += M.cost - ${before}; ${requireValue(t)}`);
     return t;
   }
 
@@ -326,7 +349,14 @@ class Compiler {
       if (!elements.every((e) => e.op === 'value' && typeof e.args === 'string')) throw new Unsupported();
       list = this.constant(Object.freeze(elements.map((e) => e.args)));
     }
-    return this.binary(node, scope, out, (l) => `typeof ${l} === 'string'`, (l, r) => `within(${l}, ${r}, ${list !== undefined})`, list);
+    return this.binary(
+      node,
+      scope,
+      out,
+      (l) => `typeof ${l} === 'string'`,
+      (l, r) => `within(${l}, ${r}, ${list !== undefined})`,
+      list,
+    );
   }
 
   /** `m[key]` on a JSON map with a string key (as `m.key`), `l[i]` on a list with an int index in range. */

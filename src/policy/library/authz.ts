@@ -172,9 +172,7 @@ export function registerAuthz(env: Environment): void {
     return r.with({ labelSelector });
   });
 
-  env.registerFunction(`${PATH_CHECK}.check(string): ${DECISION}`, (p: PathCheckValue, verb: string) =>
-    decide(p.authorizer.session, { user: p.authorizer.user, nonResource: { verb, path: p.path } }),
-  );
+  env.registerFunction(`${PATH_CHECK}.check(string): ${DECISION}`, (p: PathCheckValue, verb: string) => decide(p.authorizer.session, { user: p.authorizer.user, nonResource: { verb, path: p.path } }));
   env.registerFunction(`${RESOURCE_CHECK}.check(string): ${DECISION}`, (r: ResourceCheckValue, verb: string) => {
     const resource: AuthorizationAttributes['resource'] = { verb, group: r.group, resource: r.resource, subresource: r.subresource, namespace: r.namespace, name: r.name };
     if (r.fieldSelector) resource.fieldSelector = r.fieldSelector;

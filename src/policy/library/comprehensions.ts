@@ -131,11 +131,7 @@ function typeCheck(checker: Checker, m: TwoVarMacro, ctx: Scope): TypeDecl {
     [first, second] = [concrete(checker, range.keyType), concrete(checker, range.valueType)];
     p.keyOf = keyParser(first);
   } else {
-    throw checker.createError(
-      'invalid_comprehension_range',
-      `expression of type '${goType(checker, range)}' cannot be range of a comprehension (must be list, map, or dynamic)`,
-      m.receiver,
-    );
+    throw checker.createError('invalid_comprehension_range', `expression of type '${goType(checker, range)}' cannot be range of a comprehension (must be list, map, or dynamic)`, m.receiver);
   }
   p.scope1 = ctx.forkWithVariable(p.var1, first);
   p.scope2 = p.scope1.forkWithVariable(p.var2, second);
@@ -156,8 +152,7 @@ function typeCheck(checker: Checker, m: TwoVarMacro, ctx: Scope): TypeDecl {
   else if (exprType.kind === 'map') {
     result = concrete(checker, exprType);
     p.entryKeyOf = keyParser(result.keyType!);
-  }
-  else if (exprType.kind === 'dyn') result = checker.registry.getMapType(dyn, dyn);
+  } else if (exprType.kind === 'dyn') result = checker.registry.getMapType(dyn, dyn);
   else throw checker.createError('no_matching_overload', `found no matching overload for 'cel.@mapInsert' applied to '(map(dyn, dyn), ${goType(checker, exprType)})'`, p.expr);
   if (p.filter) {
     const filterType = checker.check(p.filter, p.scope2);
@@ -171,7 +166,6 @@ function typeCheck(checker: Checker, m: TwoVarMacro, ctx: Scope): TypeDecl {
 
 // ---------------------------------------------------------------------------------------------
 // Evaluation
-
 
 /** Calls `each(first, second)` for every entry of a list or map; false from `each` stops. */
 function forEachEntry(range: unknown, keyOf: Parts['keyOf'], each: (first: unknown, second: unknown) => boolean): void {

@@ -80,9 +80,7 @@ export function registerFormat(env: Environment): void {
   for (const [name, format] of Object.entries(FORMATS)) {
     env.registerFunction(`FormatNamespace.${name}(): kubernetes.NamedFormat`, () => format);
   }
-  env.registerFunction('FormatNamespace.named(string): optional<kubernetes.NamedFormat>', (_: unknown, name: string) =>
-    Object.hasOwn(FORMATS, name) ? Optional.of(FORMATS[name]) : Optional.none(),
-  );
+  env.registerFunction('FormatNamespace.named(string): optional<kubernetes.NamedFormat>', (_: unknown, name: string) => (Object.hasOwn(FORMATS, name) ? Optional.of(FORMATS[name]) : Optional.none()));
   env.registerFunction('kubernetes.NamedFormat.validate(string): optional<list<string>>', (f: NamedFormat, s: string) => {
     const errs = f.validate(s);
     return errs.length ? Optional.of(errs) : Optional.none();

@@ -10,12 +10,7 @@ import { OPTIONAL_LIST, OPTIONAL_LIST_ENTRY, OPTIONAL_MAP_ENTRY, OBJECT_VALUE } 
 
 /** A type as cel-go's FormatCELType prints it in this validator's message. */
 function goType(type: string): string {
-  return type
-    .replaceAll('<', '(')
-    .replaceAll('>', ')')
-    .replaceAll('google.protobuf.Duration', 'duration')
-    .replaceAll('google.protobuf.Timestamp', 'timestamp')
-    .replaceAll('optional(', 'optional_type(');
+  return type.replaceAll('<', '(').replaceAll('>', ')').replaceAll('google.protobuf.Duration', 'duration').replaceAll('google.protobuf.Timestamp', 'timestamp').replaceAll('optional(', 'optional_type(');
 }
 
 const PLACEHOLDER = /\b[A-Z]\b/;
@@ -75,8 +70,7 @@ export function validateHomogeneousLiterals(root: unknown): void {
 /** The value type an optional entry contributes: T of optional<T> (cel-go checks an entry by it). */
 const entryType = (n: unknown) => /^optional<(.*)>$/.exec(typeOf(n))?.[1] ?? 'dyn';
 
-const callOf = (node: RawNode, name: string): RawNode[] | undefined =>
-  node.op === 'call' && Array.isArray(node.args) && node.args[0] === name ? (node.args[1] as RawNode[]) : undefined;
+const callOf = (node: RawNode, name: string): RawNode[] | undefined => (node.op === 'call' && Array.isArray(node.args) && node.args[0] === name ? (node.args[1] as RawNode[]) : undefined);
 
 /**
  * A list or map literal with optional entries, as celjs/rewrite.ts wrote it (a concatenation, a

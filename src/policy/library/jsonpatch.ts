@@ -71,7 +71,11 @@ export function validatePatchTypes(root: unknown, patchTypes: boolean): void {
 /** A cel-js type as cel-go's FormatCELType prints it: list(string), map(string, int), null_type. */
 export function celGoType(type: string): string {
   // a type parameter left unbound (the empty list's) is dyn to cel-go: `[]` is list(dyn)
-  return type.replaceAll('<', '(').replaceAll('>', ')').replace(/\bnull\b/g, 'null_type').replace(/\b[A-Z]\b/g, 'dyn');
+  return type
+    .replaceAll('<', '(')
+    .replaceAll('>', ')')
+    .replace(/\bnull\b/g, 'null_type')
+    .replace(/\b[A-Z]\b/g, 'dyn');
 }
 
 /** A checker's message with the functions' names as a policy wrote them (cel-js knows them by their rewritten names). */

@@ -27,7 +27,6 @@ import type { CallNode } from '../celjs/walk.ts';
 import { goSortSlice } from '../../go/sort.ts';
 import type { Checker, Evaluator, Node, Scope, TypeDecl } from '../celjs/types.ts';
 
-
 /** lists.range's limit (cel-go's defaultMaxRangeSize; Kubernetes does not set ListsMaxRangeSize). */
 const MAX_RANGE_SIZE = 1_000_000n;
 
@@ -65,7 +64,6 @@ function distinct(list: unknown[]): unknown[] {
   for (const v of list) if (!unique.some((u) => celEquals(v, u))) unique.push(v);
   return unique;
 }
-
 
 /** cel-go's sortListByAssociatedKeys: `list` in the order of `keys` (sort.Slice over the indices). */
 export function sortByKeys(list: unknown[], keys: unknown[]): unknown[] {
@@ -148,10 +146,7 @@ export function validateListsExtCall(call: CallNode): void {
   if (call.args.length !== 0) return;
   const element = elementType(call.receiver.type);
   if (element === undefined || !concrete(element)) return;
-  const refused =
-    (call.name === 'flatten' && !element.startsWith('list')) ||
-    (call.name === 'sort' && !SORTABLE.includes(element)) ||
-    (call.name === 'unwrapOpt' && !element.startsWith('optional'));
+  const refused = (call.name === 'flatten' && !element.startsWith('list')) || (call.name === 'sort' && !SORTABLE.includes(element)) || (call.name === 'unwrapOpt' && !element.startsWith('optional'));
   if (refused) throw celError(`found no matching overload for '${call.name}' applied to '${celGoType(call.receiver.type)}.()'`);
 }
 
@@ -208,11 +203,7 @@ function sortByTypeCheck(checker: Checker, m: SortByMacro, ctx: Scope): TypeDecl
   else if (target.kind === 'list') element = target.valueType ?? dyn;
   else if (target.kind === 'map') element = target.keyType ?? dyn;
   else {
-    throw checker.createError(
-      'invalid_comprehension_range',
-      `expression of type '${goType(target)}' cannot be range of a comprehension (must be list, map, or dynamic)`,
-      m.receiver,
-    );
+    throw checker.createError('invalid_comprehension_range', `expression of type '${goType(target)}' cannot be range of a comprehension (must be list, map, or dynamic)`, m.receiver);
   }
   p.scope = ctx.forkWithVariable(p.variable, element.kind === 'param' ? dyn : element);
   const key = checker.check(p.key, p.scope);

@@ -20,7 +20,6 @@ const COMPARABLE = ['int', 'uint', 'double', 'bool', 'google.protobuf.Duration',
 /** Element types `sum` adds. */
 const SUMMABLE = ['int', 'uint', 'double', 'google.protobuf.Duration'];
 
-
 function isSorted(list: unknown[]): boolean {
   let prev: unknown;
   let first = true;

@@ -133,7 +133,11 @@ const OPERATOR_NAMES: Record<string, string> = { '-': '_-_', '+': '_+_', '*': '_
  * either: cross-type equality is for dyn values). Other messages are returned as they are.
  */
 export function celGoOverloadMessage(message: string): string {
-  const goType = (t: string) => t.replaceAll('<', '(').replaceAll('>', ')').replace(/^null$/, 'null_type');
+  const goType = (t: string) =>
+    t
+      .replaceAll('<', '(')
+      .replaceAll('>', ')')
+      .replace(/^null$/, 'null_type');
   const unary = /^no such overload: ([-!])([\w.<>, ]+)$/.exec(message);
   if (unary) return `found no matching overload for '${unary[1]}_' applied to '(${goType(unary[2]!)})'`;
   const binary = /^no such overload: ([\w.<>, ]+?) (==|!=|<=|>=|<|>|\+|-|\*|\/|%|in) ([\w.<>, ]+)$/.exec(message);
@@ -157,7 +161,12 @@ export function celGoCheckMessage(err: unknown): string {
   const message = firstLine(err);
   const node = (err as { node?: CheckedCall } | null)?.node;
   if (/^found no matching overload for '/.test(message) && node && Array.isArray(node.args) && Array.isArray(node.argTypes)) {
-    const goType = (t: string | undefined) => (t ?? 'dyn').replaceAll('<', '(').replaceAll('>', ')').replaceAll('optional(', 'optional_type(').replace(/^null$/, 'null_type');
+    const goType = (t: string | undefined) =>
+      (t ?? 'dyn')
+        .replaceAll('<', '(')
+        .replaceAll('>', ')')
+        .replaceAll('optional(', 'optional_type(')
+        .replace(/^null$/, 'null_type');
     const args = node.argTypes.map((t) => goType(t?.name)).join(', ');
     if (node.op === 'rcall') {
       const [name, receiver] = node.args as [string, { checkedType?: { name?: string } } | undefined];

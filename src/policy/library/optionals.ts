@@ -148,7 +148,10 @@ function orValueOnDyn(node: RawNode): string | undefined {
   if (arg.op === 'map' || arg.op === 'list') {
     const name = arg.checkedType?.name ?? '';
     // an empty literal's parameters are unbound: dyn to cel-go
-    const goName = name.replace(/\b[A-Z]\b/g, 'dyn').replaceAll('<', '(').replaceAll('>', ')');
+    const goName = name
+      .replace(/\b[A-Z]\b/g, 'dyn')
+      .replaceAll('<', '(')
+      .replaceAll('>', ')');
     return goName || undefined;
   }
   if (arg.op === 'value' && arg.args !== null) return arg.checkedType?.name;

@@ -73,4 +73,3 @@ export function registerQuantity(env: Environment): void {
   env.registerFunction('kubernetes.Quantity.sub(int): kubernetes.Quantity', (a: QuantityValue, n: bigint) => new QuantityValue(goQuantityAdd(a.repr, { int: -n, scale: 0 }), a.digits + 1));
   env.registerOperator('kubernetes.Quantity == kubernetes.Quantity', (a: QuantityValue, b: QuantityValue) => a.equals(b));
 }
-

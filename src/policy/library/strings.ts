@@ -338,7 +338,7 @@ function clause(verb: string, precision: number | undefined, v: unknown): string
 function walkFormat(template: string, argCount: number, onClause: (verb: string, precision: number | undefined, index: number) => string): { text: string; used: number } {
   let text = '';
   let argIndex = 0;
-  for (let i = 0; i < template.length; ) {
+  for (let i = 0; i < template.length;) {
     if (template[i] !== '%') {
       text += template[i++];
       continue;
@@ -393,7 +393,15 @@ const CLAUSE_TYPES: Record<string, string[]> = {
   X: ['int', 'uint', 'string', 'bytes'],
   o: ['int', 'uint'],
 };
-const CLAUSE_NAMES: Record<string, string> = { d: 'decimal clause can only be used on integers', f: 'fixed-point clause can only be used on doubles', e: 'scientific clause can only be used on doubles', b: 'only integers and bools can be formatted as binary', x: 'only integers, byte buffers, and strings can be formatted as hex', X: 'only integers, byte buffers, and strings can be formatted as hex', o: 'octal clause can only be used on integers' };
+const CLAUSE_NAMES: Record<string, string> = {
+  d: 'decimal clause can only be used on integers',
+  f: 'fixed-point clause can only be used on doubles',
+  e: 'scientific clause can only be used on doubles',
+  b: 'only integers and bools can be formatted as binary',
+  x: 'only integers, byte buffers, and strings can be formatted as hex',
+  X: 'only integers, byte buffers, and strings can be formatted as hex',
+  o: 'octal clause can only be used on integers',
+};
 
 /** The kind of a static type name: list<int> -> list, map<string, int> -> map. */
 function kindOf(type: string): string {

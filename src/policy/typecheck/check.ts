@@ -137,8 +137,7 @@ function nullTernary(error: unknown, types: SchemaTypes, paramsTypes: SchemaType
   const [a, b] = [match[1]!, match[2]!];
   const other = a === 'null' ? b : b === 'null' ? a : undefined;
   if (other === undefined) return false;
-  const nullable = (t: string) =>
-    t === 'google.protobuf.Timestamp' || t === 'google.protobuf.Duration' || types.objects.has(t) || (t.startsWith('params.') && (paramsTypes?.objects.has(t.slice('params.'.length)) ?? false));
+  const nullable = (t: string) => t === 'google.protobuf.Timestamp' || t === 'google.protobuf.Duration' || types.objects.has(t) || (t.startsWith('params.') && (paramsTypes?.objects.has(t.slice('params.'.length)) ?? false));
   return nullable(other);
 }
 
@@ -313,7 +312,6 @@ function located(source: string, offset: number, message: string): string {
   return `ERROR: <input>:${line}:${column + 1}: ${message}\n | ${text}\n | ${'.'.repeat(column)}^`;
 }
 
-
 /** cel-js's check messages in cel-go's words. */
 function celGoMessage(error: unknown): string {
   const message = celGoCheckMessage(error);
@@ -322,19 +320,17 @@ function celGoMessage(error: unknown): string {
   const index = /^Cannot index type '(.*)'$/.exec(message);
   if (index) return `type '${index[1]}' does not support field selection`;
   // cel-go prints the well-known types by their CEL names, and null, against a schema's types, as `null`.
-  return message.replaceAll('google.protobuf.Timestamp', 'timestamp').replaceAll('google.protobuf.Duration', 'duration').replace(/^(found no matching overload .*)\bnull_type\b/, '$1null');
+  return message
+    .replaceAll('google.protobuf.Timestamp', 'timestamp')
+    .replaceAll('google.protobuf.Duration', 'duration')
+    .replace(/^(found no matching overload .*)\bnull_type\b/, '$1null');
 }
 
 /**
  * `has(x.f)`: cel-js accepts any field; cel-go refuses a field an object type does not have.
  * Checked here on the select chains from `object`, `oldObject` (and typed params) inside has().
  */
-function hasChecks(
-  types: SchemaTypes,
-  expressions: readonly Expression[],
-  failures: Map<string, { kind: GroupVersionKind; text: string; message: string }[]>,
-  gvk: GroupVersionKind,
-): void {
+function hasChecks(types: SchemaTypes, expressions: readonly Expression[], failures: Map<string, { kind: GroupVersionKind; text: string; message: string }[]>, gvk: GroupVersionKind): void {
   for (const expression of expressions) {
     if (failures.get(expression.field)?.some((f) => f.kind === gvk)) continue;
     for (const match of expression.source.matchAll(/\bhas\(\s*((?:old)?[oO]bject)((?:\s*\.\s*[A-Za-z_]\w*)+)\s*\)/g)) {

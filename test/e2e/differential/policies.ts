@@ -61,12 +61,7 @@ export interface PolicyRow {
   steps: Step[];
 }
 
-const cmLifecycle = (first: Record<string, string>, second: Record<string, string>): Step[] => [
-  { op: 'create', data: first },
-  { op: 'create', data: second },
-  { op: 'update', data: first },
-  { op: 'delete' },
-];
+const cmLifecycle = (first: Record<string, string>, second: Record<string, string>): Step[] => [{ op: 'create', data: first }, { op: 'create', data: second }, { op: 'update', data: first }, { op: 'delete' }];
 const replicasLifecycle = (...counts: number[]): Step[] => [...counts.map((replicas) => ({ op: 'create' as const, replicas })), { op: 'update', replicas: counts[0] }, { op: 'delete' }];
 
 /** The one reason the contract offers beyond VAP's: VAP refuses it on write, a suite answers 401. */
@@ -85,7 +80,12 @@ export const POLICIES: PolicyRow[] = [
     steps: replicasLifecycle(1, 2),
   },
   { name: 'all-keys', resource: 'configmaps', validations: [{ expression: "object.data.all(k, k.startsWith('app-'))" }], steps: cmLifecycle({ 'app-a': '1', b: '2' }, { 'app-a': '1' }) },
-  { name: 'exists-one', resource: 'configmaps', validations: [{ expression: "object.data.exists_one(k, object.data[k] == 'primary')", message: 'exactly one primary' }], steps: cmLifecycle({ a: 'primary', b: 'primary' }, { a: 'primary', b: 'replica' }) },
+  {
+    name: 'exists-one',
+    resource: 'configmaps',
+    validations: [{ expression: "object.data.exists_one(k, object.data[k] == 'primary')", message: 'exactly one primary' }],
+    steps: cmLifecycle({ a: 'primary', b: 'primary' }, { a: 'primary', b: 'replica' }),
+  },
   {
     name: 'filter-map',
     resource: 'configmaps',
@@ -154,7 +154,12 @@ export const POLICIES: PolicyRow[] = [
     validations: [{ expression: "!('system:masters' in request.userInfo.groups)", messageExpression: "'user ' + request.userInfo.username + ' is a cluster admin'" }],
     steps: [{ op: 'create', data: { a: '1' } }],
   },
-  { name: 'req-dry-run', resource: 'configmaps', validations: [{ expression: '!request.dryRun', message: 'dry run seen' }], steps: [{ op: 'create', data: { a: '1' }, dryRun: true }, { op: 'create', data: { a: '1' } }, { op: 'delete', dryRun: true }, { op: 'delete' }] },
+  {
+    name: 'req-dry-run',
+    resource: 'configmaps',
+    validations: [{ expression: '!request.dryRun', message: 'dry run seen' }],
+    steps: [{ op: 'create', data: { a: '1' }, dryRun: true }, { op: 'create', data: { a: '1' } }, { op: 'delete', dryRun: true }, { op: 'delete' }],
+  },
   {
     name: 'req-name',
     resource: 'configmaps',
@@ -254,7 +259,11 @@ export const POLICIES: PolicyRow[] = [
       { expression: 'has(object.data.a)', message: 'a is missing', reason: 'Forbidden' },
       { expression: 'has(object.data.b)', message: 'b is missing' },
     ],
-    steps: [{ op: 'create', data: { c: '1' } }, { op: 'create', data: { a: '1' } }, { op: 'create', data: { a: '1', b: '2' } }],
+    steps: [
+      { op: 'create', data: { c: '1' } },
+      { op: 'create', data: { a: '1' } },
+      { op: 'create', data: { a: '1', b: '2' } },
+    ],
   },
   {
     name: 'audit-annotations',
@@ -275,7 +284,15 @@ export const POLICIES: PolicyRow[] = [
   { name: 'err-overload-ignore', resource: 'configmaps', failurePolicy: 'Ignore', validations: [{ expression: 'object.data.a + 1 > 0', message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
   { name: 'err-div-zero', resource: 'deployments', validations: [{ expression: 'object.spec.replicas / (object.spec.replicas - 2) > 0', message: 'unreachable' }], steps: replicasLifecycle(2, 3) },
   { name: 'err-not-bool', resource: 'configmaps', validations: [{ expression: 'object.data.v', message: 'unreachable' }], steps: [{ op: 'create', data: { v: 'text' } }] },
-  { name: 'err-second-of-two', resource: 'configmaps', validations: [{ expression: 'has(object.data.a)', message: 'a is missing' }, { expression: "object.data.b == 'x'", message: 'b must be x' }], steps: cmLifecycle({ a: '1' }, { c: '1' }) },
+  {
+    name: 'err-second-of-two',
+    resource: 'configmaps',
+    validations: [
+      { expression: 'has(object.data.a)', message: 'a is missing' },
+      { expression: "object.data.b == 'x'", message: 'b must be x' },
+    ],
+    steps: cmLifecycle({ a: '1' }, { c: '1' }),
+  },
 
   // --- params and namespaceObject
   {
@@ -322,7 +339,13 @@ export const POLICIES: PolicyRow[] = [
     steps: cmLifecycle({ a: '1', b: '2' }, { a: '1' }),
   },
   { name: 'params-request-namespace-deny', resource: 'configmaps', params: { inRequestNamespace: true, notFoundAction: 'Deny' }, validations: [{ expression: 'true' }], steps: [{ op: 'create', data: { a: '1' } }] },
-  { name: 'params-request-namespace-allow', resource: 'configmaps', params: { inRequestNamespace: true, notFoundAction: 'Allow' }, validations: [{ expression: 'false', message: 'unreachable' }], steps: [{ op: 'create', data: { a: '1' } }] },
+  {
+    name: 'params-request-namespace-allow',
+    resource: 'configmaps',
+    params: { inRequestNamespace: true, notFoundAction: 'Allow' },
+    validations: [{ expression: 'false', message: 'unreachable' }],
+    steps: [{ op: 'create', data: { a: '1' } }],
+  },
   {
     name: 'params-request-namespace-selector',
     resource: 'configmaps',
@@ -367,7 +390,12 @@ export const POLICIES: PolicyRow[] = [
   {
     name: 'lib-regex',
     resource: 'configmaps',
-    validations: [{ expression: "object.data.version.matches('^v[0-9]+[.][0-9]+$')", messageExpression: "'version ' + object.data.version.find('[0-9]+') + ' parts ' + object.data.version.findAll('[0-9]+').join(',') + ' first ' + object.data.version.findAll('[0-9]+', 1).join(',')" }],
+    validations: [
+      {
+        expression: "object.data.version.matches('^v[0-9]+[.][0-9]+$')",
+        messageExpression: "'version ' + object.data.version.find('[0-9]+') + ' parts ' + object.data.version.findAll('[0-9]+').join(',') + ' first ' + object.data.version.findAll('[0-9]+', 1).join(',')",
+      },
+    ],
     steps: cmLifecycle({ version: 'v1.2.3' }, { version: 'v1.2' }),
   },
   {
@@ -389,7 +417,8 @@ export const POLICIES: PolicyRow[] = [
       {
         expression: "isURL(object.data.endpoint) && url(object.data.endpoint).getScheme() == 'https'",
         message: 'endpoint must be an https URL',
-        messageExpression: "'host ' + url(object.data.endpoint).getHost() + ' hostname ' + url(object.data.endpoint).getHostname() + ' port ' + url(object.data.endpoint).getPort() + ' path ' + url(object.data.endpoint).getEscapedPath() + ' x ' + url(object.data.endpoint).getQuery()['x'].join(',')",
+        messageExpression:
+          "'host ' + url(object.data.endpoint).getHost() + ' hostname ' + url(object.data.endpoint).getHostname() + ' port ' + url(object.data.endpoint).getPort() + ' path ' + url(object.data.endpoint).getEscapedPath() + ' x ' + url(object.data.endpoint).getQuery()['x'].join(',')",
       },
     ],
     steps: [{ op: 'create', data: { endpoint: 'http://example.com:8080/a%20b?x=1&x=2&y=3' } }, { op: 'create', data: { endpoint: 'not a url' } }, { op: 'create', data: { endpoint: 'https://example.com/' } }, { op: 'delete' }],
@@ -453,10 +482,20 @@ export const POLICIES: PolicyRow[] = [
   {
     name: 'double-to-string',
     resource: 'deployments',
-    validations: [{ expression: 'false', messageExpression: "string(double(object.spec.replicas) * 1000000.0) + ' ' + string(double(object.spec.replicas) / 3.0) + ' ' + string(double(object.spec.replicas) / 10000000.0) + ' ' + string(double(object.spec.replicas))" }],
+    validations: [
+      {
+        expression: 'false',
+        messageExpression: "string(double(object.spec.replicas) * 1000000.0) + ' ' + string(double(object.spec.replicas) / 3.0) + ' ' + string(double(object.spec.replicas) / 10000000.0) + ' ' + string(double(object.spec.replicas))",
+      },
+    ],
     steps: [{ op: 'create', replicas: 3 }],
   },
-  { name: 'lib-numeric-cross-type', resource: 'deployments', validations: [{ expression: 'object.spec.replicas < 2.5 && object.spec.replicas != 1.0', messageExpression: "'replicas ' + string(object.spec.replicas)" }], steps: replicasLifecycle(3, 1, 2) },
+  {
+    name: 'lib-numeric-cross-type',
+    resource: 'deployments',
+    validations: [{ expression: 'object.spec.replicas < 2.5 && object.spec.replicas != 1.0', messageExpression: "'replicas ' + string(object.spec.replicas)" }],
+    steps: replicasLifecycle(3, 1, 2),
+  },
   { name: 'write-strings-reverse', resource: 'configmaps', validations: [{ expression: "object.data.v.reverse() == 'x'" }], steps: [] },
   { name: 'write-regex-backreference', resource: 'configmaps', validations: [{ expression: "object.data.v.matches('(a)\\\\1')" }], steps: [] },
 
@@ -466,14 +505,20 @@ export const POLICIES: PolicyRow[] = [
     resource: 'configmaps',
     variables: [{ name: 'secrets', expression: "authorizer.group('').resource('secrets').namespace('diff-params').check('get')" }],
     validations: [{ expression: 'variables.secrets.allowed()', messageExpression: "'may not read secrets (' + variables.secrets.reason() + ', errored ' + string(variables.secrets.errored()) + ')'" }],
-    steps: [{ op: 'create', data: { a: '1' }, as: AUTHZ_USER }, { op: 'create', data: { a: '1' } }],
+    steps: [
+      { op: 'create', data: { a: '1' }, as: AUTHZ_USER },
+      { op: 'create', data: { a: '1' } },
+    ],
   },
   {
     name: 'authz-request-resource',
     resource: 'configmaps',
     operations: ['CREATE'],
     validations: [{ expression: "authorizer.requestResource.check('delete').allowed()", message: 'whoever creates it must be able to delete it' }],
-    steps: [{ op: 'create', data: { a: '1' }, as: AUTHZ_USER }, { op: 'create', data: { a: '1' } }],
+    steps: [
+      { op: 'create', data: { a: '1' }, as: AUTHZ_USER },
+      { op: 'create', data: { a: '1' } },
+    ],
   },
   {
     name: 'authz-service-account',
@@ -491,7 +536,10 @@ export const POLICIES: PolicyRow[] = [
     resource: 'configmaps',
     operations: ['CREATE'],
     validations: [{ expression: "!authorizer.path('/healthz').check('get').allowed() || authorizer.path('/metrics').check('get').allowed()", message: 'may read /healthz but not /metrics' }],
-    steps: [{ op: 'create', data: { a: '1' }, as: AUTHZ_USER }, { op: 'create', data: { a: '1' } }],
+    steps: [
+      { op: 'create', data: { a: '1' }, as: AUTHZ_USER },
+      { op: 'create', data: { a: '1' } },
+    ],
   },
   { name: 'write-authz-in-message', resource: 'configmaps', validations: [{ expression: 'false', messageExpression: "string(authorizer.path('/healthz').check('get').allowed())" }], steps: [] },
 
@@ -502,7 +550,10 @@ export const POLICIES: PolicyRow[] = [
     operations: ['CREATE', 'UPDATE'],
     matchConditions: [{ name: 'not-skipped', expression: '!has(object.data.skip)' }],
     validations: [{ expression: 'false', message: 'matched' }],
-    steps: [{ op: 'create', data: { skip: 'yes' } }, { op: 'update', data: { a: '1' } }],
+    steps: [
+      { op: 'create', data: { skip: 'yes' } },
+      { op: 'update', data: { a: '1' } },
+    ],
   },
   // Conditions that read params: webhook matchConditions cannot, so Portcullis evaluates them.
   {
@@ -511,7 +562,10 @@ export const POLICIES: PolicyRow[] = [
     params: { data: { exempt: 'gold' } },
     matchConditions: [{ name: 'not-exempt', expression: 'object.data.tier != params.data.exempt' }],
     validations: [{ expression: 'false', messageExpression: "'tier ' + object.data.tier + ' is matched'" }],
-    steps: [{ op: 'create', data: { tier: 'gold' } }, { op: 'create', data: { tier: 'silver' } }],
+    steps: [
+      { op: 'create', data: { tier: 'gold' } },
+      { op: 'create', data: { tier: 'silver' } },
+    ],
   },
   {
     name: 'match-params-error',
@@ -604,7 +658,15 @@ export const POLICIES: PolicyRow[] = [
     validations: [{ expression: "!(variables.again == 'x')", message: 'data is x' }],
     steps: [{ op: 'create', data: { a: '1' } }],
   },
-  { name: 'eq-old-object', resource: 'configmaps', validations: [{ expression: "oldObject == null || !(oldObject.data == 'x')", message: 'x' }], steps: [{ op: 'create', data: { a: '1' } }, { op: 'update', data: { a: '2' } }] },
+  {
+    name: 'eq-old-object',
+    resource: 'configmaps',
+    validations: [{ expression: "oldObject == null || !(oldObject.data == 'x')", message: 'x' }],
+    steps: [
+      { op: 'create', data: { a: '1' } },
+      { op: 'update', data: { a: '2' } },
+    ],
+  },
   // reached through optional steps and orValue (the public policies' `object.spec.?securityContext.?sysctls.orValue([])`)
   { name: 'eq-optional-elements', resource: 'deployments', validations: [{ expression: "object.spec.template.spec.?containers.orValue([]).all(c, c == '' || c.name == 'never')", message: 'x' }], steps: [{ op: 'create', replicas: 1 }] },
   { name: 'eq-optional-absent', resource: 'deployments', validations: [{ expression: "object.spec.template.spec.?sysctlsNowhere.orValue([]).all(c, c == '')", message: 'x' }], steps: [{ op: 'create', replicas: 1 }] },
@@ -666,7 +728,10 @@ export const POLICIES: PolicyRow[] = [
   {
     name: 'exclude-resource-rules',
     resource: 'configmaps',
-    excludeResourceRules: [{ operations: ['UPDATE'], resourceNames: ['exclude-resource-rules'] }, { operations: ['CREATE'], resourceNames: ['exclude-resource-rules-skip'] }],
+    excludeResourceRules: [
+      { operations: ['UPDATE'], resourceNames: ['exclude-resource-rules'] },
+      { operations: ['CREATE'], resourceNames: ['exclude-resource-rules-skip'] },
+    ],
     validations: [{ expression: 'object == null || !has(object.data.bad)', message: 'bad is not allowed' }],
     steps: [
       { op: 'create', data: { bad: '1' } },

@@ -111,13 +111,11 @@ export function patch(kind: string, name: string, body: Record<string, any>, sub
 }
 
 const IMAGE = 'registry.k8s.io/pause:3.10';
-const pod = (name: string, spec: Record<string, any> = {}, metadata: Record<string, any> = {}) =>
-  create('Pod', { name, ...metadata }, { spec: { containers: [{ name: 'container', image: IMAGE }], ...spec } });
+const pod = (name: string, spec: Record<string, any> = {}, metadata: Record<string, any> = {}) => create('Pod', { name, ...metadata }, { spec: { containers: [{ name: 'container', image: IMAGE }], ...spec } });
 
 // DefaultStorageClass ----------------------------------------------------------------------------
 const DEFAULT_SC = 'storageclass.kubernetes.io/is-default-class';
-const storageClass = (name: string, annotations?: Record<string, string>, rest: Record<string, any> = {}) =>
-  create('StorageClass', { name, ...(annotations ? { annotations } : {}) }, { provisioner: name, ...rest });
+const storageClass = (name: string, annotations?: Record<string, string>, rest: Record<string, any> = {}) => create('StorageClass', { name, ...(annotations ? { annotations } : {}) }, { provisioner: name, ...rest });
 const noDefaults = () => [storageClass('nondefault1', { [DEFAULT_SC]: 'false' }), storageClass('nondefault2'), storageClass('nondefault3', { [DEFAULT_SC]: '' })];
 const claim = (name: string, spec: Record<string, any> = {}, metadata: Record<string, any> = {}) =>
   create('PersistentVolumeClaim', { name, ...metadata }, { spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, ...spec } });
@@ -165,8 +163,7 @@ const defaultStorageClassRows: Row[] = [
 // DefaultIngressClass ----------------------------------------------------------------------------
 const DEFAULT_IC = 'ingressclass.kubernetes.io/is-default-class';
 const ingressClass = (name: string, annotations?: Record<string, string>) => create('IngressClass', { name, ...(annotations ? { annotations } : {}) }, { spec: { controller: 'example.com/ingress' } });
-const ingress = (name: string, spec: Record<string, any> = {}, metadata: Record<string, any> = {}) =>
-  create('Ingress', { name, ...metadata }, { spec: { defaultBackend: { service: { name: 'web', port: { number: 80 } } }, ...spec } });
+const ingress = (name: string, spec: Record<string, any> = {}, metadata: Record<string, any> = {}) => create('Ingress', { name, ...metadata }, { spec: { defaultBackend: { service: { name: 'web', port: { number: 80 } } }, ...spec } });
 const icNoDefaults = () => [ingressClass('ic-nondefault1', { [DEFAULT_IC]: 'false' }), ingressClass('ic-nondefault2')];
 
 const defaultIngressClassRows: Row[] = [
@@ -217,8 +214,7 @@ const resizeRows: Row[] = [
 ].map((row) => ({ plugin: 'PersistentVolumeClaimResize', ...row }));
 
 // StorageObjectInUseProtection -------------------------------------------------------------------
-const pv = (name: string, metadata: Record<string, any> = {}) =>
-  create('PersistentVolume', { name, ...metadata }, { spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: '/tmp/x' } } });
+const pv = (name: string, metadata: Record<string, any> = {}) => create('PersistentVolume', { name, ...metadata }, { spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: '/tmp/x' } } });
 const vac = (name: string, metadata: Record<string, any> = {}) => create('VolumeAttributesClass', { name, ...metadata }, { driverName: 'example.com/csi', parameters: { iops: '100' } });
 
 const protectionRows: Row[] = [
@@ -520,8 +516,7 @@ const topologyRows: Row[] = [
 
 // PodResizeValidator --------------------------------------------------------------------------------
 // Upstream's cases: a Pod bound to a Node (allocatable cpu 4, memory 8Gi), resized in place.
-const resizeNode = (name: string, os = 'linux') =>
-  create('Node', { name, labels: { 'kubernetes.io/os': os } }, { status: { capacity: { cpu: '4', memory: '8Gi', pods: '110' }, allocatable: { cpu: '4', memory: '8Gi', pods: '110' } } });
+const resizeNode = (name: string, os = 'linux') => create('Node', { name, labels: { 'kubernetes.io/os': os } }, { status: { capacity: { cpu: '4', memory: '8Gi', pods: '110' }, allocatable: { cpu: '4', memory: '8Gi', pods: '110' } } });
 const boundPod = (name: string, nodeName: string | undefined, extra: Record<string, any> = {}) =>
   pod(name, { ...(nodeName ? { nodeName } : {}), containers: [{ name: 'container', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }], ...extra });
 const resize = (name: string, requests: Record<string, string>): Request => ({
@@ -569,50 +564,50 @@ const podResizeRows: Row[] = [
 // REFERENCE_NODE_SELECTORS) unless its namespace says otherwise, the two NoExecute tolerations,
 // and imagePullPolicy Always; a row shows what its own plugin does on top.
 const unscoped = (kind: string, metadata: Record<string, any>, rest: Record<string, any> = {}) => create(kind, metadata, rest, UNSCOPED_LABEL);
-const upod = (name: string, spec: Record<string, any> = {}, metadata: Record<string, any> = {}) =>
-  unscoped('Pod', { name, ...metadata }, { spec: { containers: [{ name: 'container', image: IMAGE }], ...spec } });
+const upod = (name: string, spec: Record<string, any> = {}, metadata: Record<string, any> = {}) => unscoped('Pod', { name, ...metadata }, { spec: { containers: [{ name: 'container', image: IMAGE }], ...spec } });
 const unscopedNamespace = (name: string, annotations: Record<string, string> = {}) => unscoped('Namespace', { name, annotations });
 
 // AlwaysPullImages: upstream's TestAdmission, TestOtherResources and TestUpdatePod. TestValidate
 // (the validating side refusing a policy other than Always) cannot be reached through an API
 // server: the plugin's own mutation runs before its validation, and no later mutation is in play.
-const pullPolicies = (prefix: string) =>
-  [undefined, 'Never', 'IfNotPresent', 'Always'].map((imagePullPolicy, i) => ({ name: `${prefix}${i + 1}`, image: 'image', ...(imagePullPolicy ? { imagePullPolicy } : {}) }));
-const alwaysPullImagesRows: Row[] = ([
-  {
-    name: "every create request for a pod sets every container's image pull policy to Always",
-    upstream: true,
-    setup: [],
-    request: upod('api-1', { initContainers: pullPolicies('init'), containers: pullPolicies('ctr') }),
-    shows: '"imagePullPolicy":"Always"',
-  },
-  {
-    // Upstream's case is the exec subresource; ephemeralcontainers is the one that carries containers
-    // (with an image the Pod does not have: an UPDATE bringing no new image is skipped anyway).
-    name: 'pod subresource',
-    upstream: true,
-    setup: [upod('api-2')],
-    request: {
-      method: 'PATCH',
-      path: objectPath('Pod', 'api-2', 'ephemeralcontainers'),
-      body: { spec: { ephemeralContainers: [{ name: 'debugger', image: 'registry.k8s.io/pause:3.9', imagePullPolicy: 'Never' }] } },
-      contentType: 'application/strategic-merge-patch+json',
+const pullPolicies = (prefix: string) => [undefined, 'Never', 'IfNotPresent', 'Always'].map((imagePullPolicy, i) => ({ name: `${prefix}${i + 1}`, image: 'image', ...(imagePullPolicy ? { imagePullPolicy } : {}) }));
+const alwaysPullImagesRows: Row[] = (
+  [
+    {
+      name: "every create request for a pod sets every container's image pull policy to Always",
+      upstream: true,
+      setup: [],
+      request: upod('api-1', { initContainers: pullPolicies('init'), containers: pullPolicies('ctr') }),
+      shows: '"imagePullPolicy":"Always"',
     },
-    shows: '"imagePullPolicy":"Never"',
-  },
-  { name: 'update pod annotations (no new image)', upstream: true, setup: [upod('api-3')], request: patch('Pod', 'api-3', { metadata: { annotations: { test: 'test' } } }) },
-  {
-    name: 'update image',
-    upstream: true,
-    setup: [upod('api-4')],
-    request: {
-      method: 'PATCH',
-      path: objectPath('Pod', 'api-4'),
-      body: { spec: { containers: [{ name: 'container', image: 'registry.k8s.io/pause:3.9' }] } },
-      contentType: 'application/strategic-merge-patch+json',
+    {
+      // Upstream's case is the exec subresource; ephemeralcontainers is the one that carries containers
+      // (with an image the Pod does not have: an UPDATE bringing no new image is skipped anyway).
+      name: 'pod subresource',
+      upstream: true,
+      setup: [upod('api-2')],
+      request: {
+        method: 'PATCH',
+        path: objectPath('Pod', 'api-2', 'ephemeralcontainers'),
+        body: { spec: { ephemeralContainers: [{ name: 'debugger', image: 'registry.k8s.io/pause:3.9', imagePullPolicy: 'Never' }] } },
+        contentType: 'application/strategic-merge-patch+json',
+      },
+      shows: '"imagePullPolicy":"Never"',
     },
-  },
-] as Omit<Row, 'plugin'>[]).map((row) => ({ ...row, plugin: 'AlwaysPullImages', reference: 'unscoped' as const }));
+    { name: 'update pod annotations (no new image)', upstream: true, setup: [upod('api-3')], request: patch('Pod', 'api-3', { metadata: { annotations: { test: 'test' } } }) },
+    {
+      name: 'update image',
+      upstream: true,
+      setup: [upod('api-4')],
+      request: {
+        method: 'PATCH',
+        path: objectPath('Pod', 'api-4'),
+        body: { spec: { containers: [{ name: 'container', image: 'registry.k8s.io/pause:3.9' }] } },
+        contentType: 'application/strategic-merge-patch+json',
+      },
+    },
+  ] as Omit<Row, 'plugin'>[]
+).map((row) => ({ ...row, plugin: 'AlwaysPullImages', reference: 'unscoped' as const }));
 
 // DefaultTolerationSeconds: upstream's TestForgivenessAdmission. The API server refuses
 // tolerationSeconds on a toleration whose effect is not NoExecute, so where upstream's cases set
@@ -668,7 +663,12 @@ const podNodeSelectorRows: Row[] = [
   { name: 'a pod selector conflicting with the cluster default', upstream: false, ...pnsCase(11, undefined, { infra: 'true' }) },
   { name: 'a namespace annotation that is not a selector', upstream: false, ...pnsCase(13, 'env!=test', {}), knownDifference: PLAIN_ERROR_CODE },
   { name: 'a namespace annotation item without =', upstream: false, ...pnsCase(14, 'infra', {}), knownDifference: PLAIN_ERROR_CODE },
-  { name: 'an update is not looked at', upstream: false, setup: [unscopedNamespace('pns-12', { [NODE_SELECTOR]: 'infra=true' }), upod('pns-12', {}, { namespace: 'pns-12' })], request: patch('Pod', 'pns-12', { metadata: { labels: { touched: 'yes' } } }, undefined, 'pns-12') },
+  {
+    name: 'an update is not looked at',
+    upstream: false,
+    setup: [unscopedNamespace('pns-12', { [NODE_SELECTOR]: 'infra=true' }), upod('pns-12', {}, { namespace: 'pns-12' })],
+    request: patch('Pod', 'pns-12', { metadata: { labels: { touched: 'yes' } } }, undefined, 'pns-12'),
+  },
 ].map((row) => ({ ...row, plugin: 'PodNodeSelector', reference: 'unscoped' as const }));
 
 // DenyServiceExternalIPs: upstream's TestAdmission. Its update cases from a Service that already
@@ -717,8 +717,7 @@ const VALID_LIMIT_RANGE = [
   item('Pod', { max: { cpu: '200m', memory: '4Gi' }, min: { cpu: '50m', memory: '2Mi' } }),
   item('Container', { max: { cpu: '100m', memory: '2Gi' }, min: { cpu: '25m', memory: '1Mi' }, default: { cpu: '75m', memory: '10Mi' }, defaultRequest: { cpu: '50m', memory: '5Mi' } }),
 ];
-const claimIn = (name: string, namespace: string, storage: string) =>
-  unscoped('PersistentVolumeClaim', { name, namespace }, { spec: { storageClassName: '', accessModes: ['ReadWriteOnce'], resources: { requests: { storage } } } });
+const claimIn = (name: string, namespace: string, storage: string) => unscoped('PersistentVolumeClaim', { name, namespace }, { spec: { storageClassName: '', accessModes: ['ReadWriteOnce'], resources: { requests: { storage } } } });
 const limitRangerRows: Row[] = [
   { name: 'success: ctr-min-cpu-request', upstream: true, ...lrCase(1, ctr({ min: { cpu: '50m' } }), (ns) => validPod('ctr-min-cpu-request', ns, 1, { cpu: '100m' }, {})) },
   { name: 'success: ctr-max-cpu-ratio', upstream: true, ...lrCase(2, ctr({ maxLimitRequestRatio: { cpu: '1.5' } }), (ns) => validPod('ctr-max-cpu-ratio', ns, 1, { cpu: '500m' }, { cpu: '750m' })) },
@@ -756,11 +755,7 @@ const limitRangerRows: Row[] = [
     // first alone. Which is first is the plugin's informer's order, not fixed: the two refuse alike.
     name: 'two LimitRanges, each refusing: one answer',
     upstream: false,
-    setup: [
-      unscopedNamespace('lr-24'),
-      limitRange('lr-24', ctr({ max: { cpu: '100m' } })),
-      unscoped('LimitRange', { name: 'def', namespace: 'lr-24' }, { spec: { limits: ctr({ max: { cpu: '100m' } }) } }),
-    ],
+    setup: [unscopedNamespace('lr-24'), limitRange('lr-24', ctr({ max: { cpu: '100m' } })), unscoped('LimitRange', { name: 'def', namespace: 'lr-24' }, { spec: { limits: ctr({ max: { cpu: '100m' } }) } })],
     request: validPod('lr-two', 'lr-24', 1, {}, { cpu: '200m' }),
   },
   { name: "a Pod item's min with no request", upstream: false, ...lrCase(22, podItem({ min: { cpu: '100m' } }), (ns) => validPod('lr-no-request', ns, 1, {}, {})) },

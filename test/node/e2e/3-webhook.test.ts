@@ -33,8 +33,7 @@ function registration(name: string, caPem: string, objectSelector: object) {
   };
 }
 
-const configMap = (name: string, labels: Record<string, string> = {}) =>
-  JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS, labels }, data: { a: 'b' } });
+const configMap = (name: string, labels: Record<string, string> = {}) => JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: NS, labels }, data: { a: 'b' } });
 
 describe('node cluster: an admission webhook in a pod behind a ClusterIP Service', function () {
   let removeNamespace: () => Promise<void>;

@@ -56,9 +56,7 @@ describe('node cluster: pod lifecycle', function () {
     const pending = await eventually(
       async () => {
         const live = (await pods()).filter((p) => !p.metadata.deletionTimestamp);
-        const unschedulable = live.filter(
-          (p) => p.status.phase === 'Pending' && p.status.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable'),
-        );
+        const unschedulable = live.filter((p) => p.status.phase === 'Pending' && p.status.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable'));
         if (live.length !== 2 || unschedulable.length !== 2) throw new Error(`pods: ${JSON.stringify(live.map((p) => [p.metadata.name, p.status.phase]))}`);
         return live.map((p) => p.metadata.name);
       },

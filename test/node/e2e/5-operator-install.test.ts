@@ -14,20 +14,7 @@ import { eventually } from '../../support/wait.ts';
 import { nodeCluster } from '../hooks.ts';
 import { getJson, kc } from '../kubectl.ts';
 import { OPERATOR_NODE_FLAGS } from '../../../src/admission/v8-tuning.ts';
-import {
-  apiRequest,
-  applyDeploy,
-  ensureOperator,
-  leader,
-  operatorImage,
-  OPERATOR_NS,
-  operatorPods,
-  REPO,
-  seconds,
-  settledReplicas,
-  waitSuiteReady,
-  type ApiAnswer,
-} from '../operator.ts';
+import { apiRequest, applyDeploy, ensureOperator, leader, operatorImage, OPERATOR_NS, operatorPods, REPO, seconds, settledReplicas, waitSuiteReady, type ApiAnswer } from '../operator.ts';
 
 const SAMPLE = path.join(REPO, 'config', 'samples', 'replica-limit.yaml');
 const SAMPLE_WEBHOOK = 'replica-limit.replica-guard.admission.portcullis.dev';
@@ -77,8 +64,7 @@ describe('the operator installed with kubectl apply -f deploy/', function () {
     expect(manifest).to.match(/image: ghcr\.io\/portcullis-dev\/operator:0\.1\.0/);
     expect(image.name).to.equal('ghcr.io/portcullis-dev/operator:0.1.0');
     process.stderr.write(
-      `      image ${image.name}: ${(image.sizeBytes / 1e6).toFixed(0)} MB (layers uncompressed), archive ${(image.archiveBytes / 1e6).toFixed(0)} MB` +
-        `${image.built ? `, built: ${JSON.stringify(image.timings)}` : ' (cached)'}\n`,
+      `      image ${image.name}: ${(image.sizeBytes / 1e6).toFixed(0)} MB (layers uncompressed), archive ${(image.archiveBytes / 1e6).toFixed(0)} MB` + `${image.built ? `, built: ${JSON.stringify(image.timings)}` : ' (cached)'}\n`,
     );
     // The Node 24 binary alone is about 126 MB; the bundles (tools/build.ts) with their source maps
     // about 10 MB. node_modules (about 45 MB) back in the image would break this.
@@ -100,8 +86,7 @@ describe('the operator installed with kubectl apply -f deploy/', function () {
     const t0 = performance.now();
     const wall0 = Date.now();
     const applied = await applyDeploy();
-    for (const kind of ['namespace/portcullis-system', 'deployment.apps/portcullis-operator', 'poddisruptionbudget.policy/portcullis-operator'])
-      expect(applied).to.contain(kind);
+    for (const kind of ['namespace/portcullis-system', 'deployment.apps/portcullis-operator', 'poddisruptionbudget.policy/portcullis-operator']) expect(applied).to.contain(kind);
     // As a user would right after the install: the suite, once its CRD is served, applied again while
     // the API server answers that it cannot take AdmissionSuites yet (kc does; docs/operating.md).
     await kc(['wait', '--for=condition=Established', 'crd/admissionsuites.admission.portcullis.dev', '--timeout=30s'], undefined, 40_000);
@@ -109,7 +94,10 @@ describe('the operator installed with kubectl apply -f deploy/', function () {
     const appliedAt = performance.now() - t0;
     let suiteReadyAt = 0;
     const suiteReady = waitSuiteReady('replica-guard', 120_000).then(() => (suiteReadyAt = performance.now() - t0));
-    const answers = await loopCreates(t0, suiteReady.then(() => new Promise((r) => setTimeout(r, 3000))));
+    const answers = await loopCreates(
+      t0,
+      suiteReady.then(() => new Promise((r) => setTimeout(r, 3000))),
+    );
     const pods = await settledReplicas();
     // The API server's timestamps have whole seconds.
     const replicasReadyAt = Math.max(...pods.map((p) => Date.parse(p.status.conditions!.find((c) => c.type === 'Ready')!.lastTransitionTime!))) - wall0;
@@ -122,7 +110,10 @@ describe('the operator installed with kubectl apply -f deploy/', function () {
         `${answers.length} creates in a loop: ${answers.filter((a) => a.answer === 'admitted').length} admitted before registration, ` +
         `${answers.filter((a) => a.answer === 'policy').length} denied by the policy, ${failed.length} failed; leader ${lead.pod}\n`,
     );
-    expect(failed.map((a) => `${seconds(a.at)}: ${a.text}`), 'creates that failed instead of being judged').to.deep.equal([]);
+    expect(
+      failed.map((a) => `${seconds(a.at)}: ${a.text}`),
+      'creates that failed instead of being judged',
+    ).to.deep.equal([]);
     expect(firstPolicy, 'a denial by the suite').to.not.equal(undefined);
     // Once the policy answered, it answers every time.
     expect(answers.filter((a) => a.at > firstPolicy!.at && a.answer !== 'policy').map((a) => a.text)).to.deep.equal([]);
@@ -161,7 +152,13 @@ describe('the operator installed with kubectl apply -f deploy/', function () {
       }
       const facts = JSON.parse(
         await kc([
-          'exec', '-n', OPERATOR_NS, name, '--', '/usr/local/bin/node', '-e',
+          'exec',
+          '-n',
+          OPERATOR_NS,
+          name,
+          '--',
+          '/usr/local/bin/node',
+          '-e',
           `const fs = require('fs');
            const tryWrite = (p) => { try { fs.writeFileSync(p, 'x'); return 'written'; } catch (e) { return e.code; } };
            const exists = (p) => fs.existsSync(p);

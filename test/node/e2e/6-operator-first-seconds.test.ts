@@ -9,19 +9,7 @@
 import { expect } from 'chai';
 import { eventually } from '../../support/wait.ts';
 import { apply, kc } from '../kubectl.ts';
-import {
-  CreateLoad,
-  describeLoad,
-  ensureLoadNamespace,
-  ensureOperator,
-  LOAD_SUITE,
-  loadSuite,
-  OPERATOR_NS,
-  seconds,
-  summarize,
-  verdict,
-  waitSuiteReady,
-} from '../operator.ts';
+import { CreateLoad, describeLoad, ensureLoadNamespace, ensureOperator, LOAD_SUITE, loadSuite, OPERATOR_NS, seconds, summarize, verdict, waitSuiteReady } from '../operator.ts';
 
 /** Creates a second, as an open loop sends them. */
 const RATE = 20;

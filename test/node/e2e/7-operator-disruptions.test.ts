@@ -142,7 +142,7 @@ describe('the operator through pod deletions, a roll, a drain and a lost leader,
     );
     // The second eviction, asked right after the first, would have left no Ready replica.
     expect(refusals.length).to.be.above(0);
-    expect(refusals[0]).to.contain('Cannot evict pod as it would violate the pod\'s disruption budget');
+    expect(refusals[0]).to.contain("Cannot evict pod as it would violate the pod's disruption budget");
     expect(replaced.filter((n) => original.some((p) => p.metadata.name === n))).to.deep.equal([]);
     expectNoFailure(summary);
   });

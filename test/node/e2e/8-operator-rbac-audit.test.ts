@@ -66,7 +66,8 @@ interface Grant {
   nonResourceURL?: string;
 }
 
-const grantKey = (g: Grant) => (g.nonResourceURL ? `${g.verb} ${g.nonResourceURL}` : `${g.verb} ${g.apiGroup ? `${g.apiGroup}/` : ''}${g.resource}${g.namespace ? ` in ${g.namespace}` : ''}${g.resourceNames ? ` named ${g.resourceNames.join(',')}` : ''}`);
+const grantKey = (g: Grant) =>
+  g.nonResourceURL ? `${g.verb} ${g.nonResourceURL}` : `${g.verb} ${g.apiGroup ? `${g.apiGroup}/` : ''}${g.resource}${g.namespace ? ` in ${g.namespace}` : ''}${g.resourceNames ? ` named ${g.resourceNames.join(',')}` : ''}`;
 
 /** Every (verb, group, resource) deploy/02-rbac.yaml (and the optional native enforcement's file) grants the operator's ServiceAccount, through its bindings. */
 function grants(): Grant[] {
@@ -157,7 +158,7 @@ describe('the operator: least privilege, from the audit log', function () {
         namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': NS } },
         rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
         params: { apiVersion: 'v1', kind: 'ConfigMap', namespace: NS, name: 'rbac-params' },
-        validations: [{ expression: "object.metadata.name != params.data.forbidden", messageExpression: "'the name ' + params.data.forbidden + ' is forbidden'" }],
+        validations: [{ expression: 'object.metadata.name != params.data.forbidden', messageExpression: "'the name ' + params.data.forbidden + ' is forbidden'" }],
       },
       {
         name: 'stamp',
@@ -311,7 +312,11 @@ describe('the operator: least privilege, from the audit log', function () {
   it("a Service or configuration someone else holds under a suite's name is read, reported as a Conflict, and left alone", async function () {
     // A name no one holds is written without a read (src/apiserver/names.ts); a held one is read to say whose it is.
     const foreign = [
-      { suite: 'rbac-foreign-svc', type: 'Validating', object: { apiVersion: 'v1', kind: 'Service', metadata: { name: 'portcullis-rbac-foreign-svc', namespace: OPERATOR_NS }, spec: { ports: [{ port: 8443 }], selector: { app: 'theirs' } } } },
+      {
+        suite: 'rbac-foreign-svc',
+        type: 'Validating',
+        object: { apiVersion: 'v1', kind: 'Service', metadata: { name: 'portcullis-rbac-foreign-svc', namespace: OPERATOR_NS }, spec: { ports: [{ port: 8443 }], selector: { app: 'theirs' } } },
+      },
       ...(['Validating', 'Mutating'] as const).map((type) => ({
         suite: `rbac-foreign-${type.toLowerCase()}`,
         type,
@@ -393,7 +398,12 @@ describe('the operator: least privilege, from the audit log', function () {
       });
       // A name someone else holds, a policy's or a binding's, is read (get) to say whose it is, and left alone.
       const heldBinding = 'held.rbac-native-held-binding.admission.portcullis.dev';
-      await apply({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name: held }, spec: { matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: ['theirs.example.com'], apiVersions: ['v1'], resources: ['gadgets'] }] }, validations: [{ expression: 'true' }] } });
+      await apply({
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        metadata: { name: held },
+        spec: { matchConstraints: { resourceRules: [{ operations: ['CREATE'], apiGroups: ['theirs.example.com'], apiVersions: ['v1'], resources: ['gadgets'] }] }, validations: [{ expression: 'true' }] },
+      });
       await apply({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: heldBinding }, spec: { policyName: 'theirs.example.com', validationActions: ['Deny'] } });
       for (const holder of ['rbac-native-held', 'rbac-native-held-binding']) {
         await apply({ ...suite, metadata: { name: holder }, spec: { webhooks: [{ ...webhook, name: 'held' }] } });
@@ -455,7 +465,12 @@ describe('the operator: least privilege, from the audit log', function () {
         else ungranted.add(`${verb} ${e.requestURI}`);
       }
     }
-    process.stderr.write(`      ${events.length} requests of the operator, by verb and resource:\n${[...table].sort().map(([k, n]) => `        ${String(n).padStart(6)}  ${k}`).join('\n')}\n`);
+    process.stderr.write(
+      `      ${events.length} requests of the operator, by verb and resource:\n${[...table]
+        .sort()
+        .map(([k, n]) => `        ${String(n).padStart(6)}  ${k}`)
+        .join('\n')}\n`,
+    );
     expect([...ungranted], 'requests no rule of deploy/02-rbac.yaml grants').to.deep.equal([]);
 
     const allowed = new Set(RARELY_USED.map((r) => r.grant));

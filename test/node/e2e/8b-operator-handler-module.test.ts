@@ -48,7 +48,7 @@ describe("a handler module in the operator's image, on the real node", function 
     for (const remove of removals) await remove();
   });
 
-  it('built with the example\'s Dockerfile FROM the operator\'s image, it serves the module: a host another namespace has is refused, a unique one admitted', async function () {
+  it("built with the example's Dockerfile FROM the operator's image, it serves the module: a host another namespace has is refused, a unique one admitted", async function () {
     const image = await buildHandlerModuleImage(await operatorImage(), (line) => process.stderr.write(`      ${line}\n`));
     await nodeCluster().importImage(image.archive);
     await kc(['apply', '-f', LOOKUPS_RBAC]);

@@ -27,9 +27,7 @@ describe('the operator installed with helm install of the packaged chart', funct
   let dropNamespace: (() => Promise<void>) | undefined;
   const helm = (args: string[]) =>
     new Promise<string>((resolve, reject) => {
-      execFile(helmBinary, [...args, '--kubeconfig', nodeCluster().kubeconfigPath], { timeout: 240_000 }, (err, stdout, stderr) =>
-        err ? reject(new Error(`helm ${args.join(' ')}: ${stderr.trim() || err.message}`)) : resolve(stdout),
-      );
+      execFile(helmBinary, [...args, '--kubeconfig', nodeCluster().kubeconfigPath], { timeout: 240_000 }, (err, stdout, stderr) => (err ? reject(new Error(`helm ${args.join(' ')}: ${stderr.trim() || err.message}`)) : resolve(stdout)));
     });
 
   before(async function () {

@@ -27,7 +27,12 @@ const RULES: NamedRuleWithOperations[] = [
 
 function* requests(): Generator<AdmissionRequest> {
   for (const operation of ['CREATE', 'UPDATE', 'DELETE']) {
-    for (const [group, resource] of [['', 'pods'], ['', 'configmaps'], ['', 'namespaces'], ['apps', 'deployments']] as const) {
+    for (const [group, resource] of [
+      ['', 'pods'],
+      ['', 'configmaps'],
+      ['', 'namespaces'],
+      ['apps', 'deployments'],
+    ] as const) {
       for (const subResource of [undefined, 'status', 'scale']) {
         for (const namespace of ['', 'team']) {
           for (const name of ['a', 'b', 'c']) {
@@ -61,7 +66,10 @@ describe('portcullis import: a binding that narrows its policy, as one webhook',
           const expected = ruleMatches(a, request) && ruleMatches(b, request);
           if (expected) both++;
           const got = common !== undefined && ruleMatches(common, request);
-          expect(got, `${JSON.stringify(a)} and ${JSON.stringify(b)} on ${request.operation} ${request.resource.group}/${request.resource.resource}/${request.subResource ?? ''} ns=${request.namespace} name=${request.name}: ${JSON.stringify(common)}`).to.equal(expected);
+          expect(
+            got,
+            `${JSON.stringify(a)} and ${JSON.stringify(b)} on ${request.operation} ${request.resource.group}/${request.resource.resource}/${request.subResource ?? ''} ns=${request.namespace} name=${request.name}: ${JSON.stringify(common)}`,
+          ).to.equal(expected);
         }
       }
     }
@@ -81,7 +89,12 @@ describe('portcullis import: a binding that narrows its policy, as one webhook',
 
   it('says why a policy or binding is not carried over', function () {
     const rule = { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] };
-    const vap = (name: string, spec: Record<string, unknown> = {}) => ({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicy', metadata: { name }, spec: { matchConstraints: { resourceRules: [rule] }, validations: [{ expression: 'true' }], ...spec } });
+    const vap = (name: string, spec: Record<string, unknown> = {}) => ({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name },
+      spec: { matchConstraints: { resourceRules: [rule] }, validations: [{ expression: 'true' }], ...spec },
+    });
     const binding = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingAdmissionPolicyBinding', metadata: { name }, spec: { validationActions: ['Deny'], ...spec } });
     const { suites, notes } = importPolicies([
       vap('unbound'),

@@ -11,8 +11,7 @@ import { toCel } from '../../../src/policy/values/convert.ts';
 
 const evaluate = (expression: string) => {
   const condition = compile(expression, 'matchConditions[0]', ['bool']);
-  return (group: string, resource: string) =>
-    condition({ object: null, oldObject: null, params: null, namespaceObject: null, request: toCel({ operation: 'UPDATE', resource: { group, version: 'v1', resource } }), variables: {} } as never);
+  return (group: string, resource: string) => condition({ object: null, oldObject: null, params: null, namespaceObject: null, request: toCel({ operation: 'UPDATE', resource: { group, version: 'v1', resource } }), variables: {} } as never);
 };
 const sent = evaluate(SELF_PROTECTION_CONDITION.expression);
 const sentToCertificateHandler = evaluate(CSR_OPT_IN_CONDITION.expression);
@@ -35,7 +34,13 @@ describe('api/self-protection', function () {
   });
 
   it('the condition lets everything else through, same-named resources of other groups included', function () {
-    for (const [group, resource] of [['', 'configmaps'], ['apps', 'deployments'], ['coordination.k8s.io', 'leasecandidates'], ['example.com', 'nodes'], ['', 'leases']]) {
+    for (const [group, resource] of [
+      ['', 'configmaps'],
+      ['apps', 'deployments'],
+      ['coordination.k8s.io', 'leasecandidates'],
+      ['example.com', 'nodes'],
+      ['', 'leases'],
+    ]) {
       expect(sent(group!, resource!), `${group}/${resource}`).to.equal(true);
     }
   });

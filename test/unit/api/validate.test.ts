@@ -120,7 +120,7 @@ describe('suite validation', function () {
     });
   });
 
-  it('refuses variable names that are not CEL identifiers or repeat one, and empty messages, in VAP\'s words', function () {
+  it("refuses variable names that are not CEL identifiers or repeat one, and empty messages, in VAP's words", function () {
     const errors = compileSuite(
       suite({
         typeCheckErrors: 'Sometimes' as 'Warn',
@@ -136,7 +136,10 @@ describe('suite validation', function () {
               { name: 'ok', expression: '2' },
               { name: ' ', expression: ' ' },
             ],
-            validations: [{ expression: 'true', message: '  ' }, { expression: 'true', messageExpression: ' ' }],
+            validations: [
+              { expression: 'true', message: '  ' },
+              { expression: 'true', messageExpression: ' ' },
+            ],
           },
         ],
       }),

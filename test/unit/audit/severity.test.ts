@@ -23,7 +23,17 @@ const suite = (annotations: Record<string, string>): AdmissionSuite =>
   ({ apiVersion: `${GROUP}/${VERSION}`, kind: 'AdmissionSuite', metadata: { name: 'labels', uid: 'u', generation: 1, annotations }, spec: { webhooks: [webhook('team'), webhook('owner')] } }) as AdmissionSuite;
 
 const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'unlabelled', namespace: 'shop', uid: 'cm-1' }, data: {} };
-const request = { uid: 'r', kind: { group: '', version: 'v1', kind: 'ConfigMap' }, resource: { group: '', version: 'v1', resource: 'configmaps' }, name: 'unlabelled', namespace: 'shop', operation: 'CREATE', userInfo: {}, object: configMap, oldObject: null } as never;
+const request = {
+  uid: 'r',
+  kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+  resource: { group: '', version: 'v1', resource: 'configmaps' },
+  name: 'unlabelled',
+  namespace: 'shop',
+  operation: 'CREATE',
+  userInfo: {},
+  object: configMap,
+  oldObject: null,
+} as never;
 
 /** The report's results for the ConfigMap as `targets` judge it. */
 async function reported(targets: AuditTarget[]): Promise<Record<string, unknown>[]> {
@@ -39,11 +49,7 @@ async function reported(targets: AuditTarget[]): Promise<Record<string, unknown>
 
 describe('audit: severity and category in every report result', function () {
   it("carries a suite's severity and category into each of its webhooks' results, a webhook's own over the suite's", async function () {
-    const targets = suiteTargets(
-      suite({ 'portcullis.dev/severity': 'High', 'portcullis.dev/category': 'Best Practices', 'severity.portcullis.dev/owner': 'low', 'category.portcullis.dev/owner': 'Ownership' }),
-      DEFAULTS,
-      {},
-    );
+    const targets = suiteTargets(suite({ 'portcullis.dev/severity': 'High', 'portcullis.dev/category': 'Best Practices', 'severity.portcullis.dev/owner': 'low', 'category.portcullis.dev/owner': 'Ownership' }), DEFAULTS, {});
     const results = await reported(targets);
     expect(results.map((r) => [r.policy, r.result, r.severity, r.category])).to.deep.equal([
       ['labels/owner', 'fail', 'low', 'Ownership'],

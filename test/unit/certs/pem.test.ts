@@ -30,7 +30,7 @@ const ROWS: { name: string; text: string; go: { type: string; bytes: string; hea
   { name: 'an empty block', text: `-----BEGIN ${REQ}-----\n-----END ${REQ}-----\n`, go: { type: REQ, bytes: '', headers: 0 } },
 ];
 
-describe('certs/pem: Go\'s pem.Decode', function () {
+describe("certs/pem: Go's pem.Decode", function () {
   for (const row of ROWS) {
     it(row.name, function () {
       const found = decodePem(row.text);

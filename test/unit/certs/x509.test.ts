@@ -104,4 +104,3 @@ async function handshake(ca: KeyPairPem, leaf: KeyPairPem, target: { servername?
     server.close();
   }
 }
-

@@ -19,8 +19,18 @@ describe('portcullis audit, offline parts', function () {
 
   it('counts a fail or an error as a denial; a warning or a skip is not one', function () {
     expect(wouldDeny([{ rule: 'validations[0]', result: 'fail', message: 'no' }])).to.equal(true);
-    expect(wouldDeny([{ rule: 'validations[0]', result: 'pass' }, { rule: 'validations[1]', result: 'error', message: 'no such key' }])).to.equal(true);
-    expect(wouldDeny([{ rule: 'validations[0]', result: 'warn', message: 'hm' }, { rule: 'validations[1]', result: 'skip', message: 'reads request.userInfo' }])).to.equal(false);
+    expect(
+      wouldDeny([
+        { rule: 'validations[0]', result: 'pass' },
+        { rule: 'validations[1]', result: 'error', message: 'no such key' },
+      ]),
+    ).to.equal(true);
+    expect(
+      wouldDeny([
+        { rule: 'validations[0]', result: 'warn', message: 'hm' },
+        { rule: 'validations[1]', result: 'skip', message: 'reads request.userInfo' },
+      ]),
+    ).to.equal(false);
   });
 
   it('prints per webhook the objects evaluated and each failing check of those it would deny', function () {
@@ -33,7 +43,17 @@ describe('portcullis audit, offline parts', function () {
           evaluated: 3,
           denied: 1,
           objects: [
-            { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'shop', name: 'bad', uid: '1', results: [{ rule: 'validations[0]', result: 'fail', message: 'bad has no owner' }, { rule: 'validations[1]', result: 'skip', message: 'reads request.userInfo' }] },
+            {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              namespace: 'shop',
+              name: 'bad',
+              uid: '1',
+              results: [
+                { rule: 'validations[0]', result: 'fail', message: 'bad has no owner' },
+                { rule: 'validations[1]', result: 'skip', message: 'reads request.userInfo' },
+              ],
+            },
             { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'shop', name: 'good', uid: '2', results: [{ rule: 'validations[0]', result: 'pass' }] },
             { apiVersion: 'v1', kind: 'Namespace', name: 'shop', uid: '3', results: [{ rule: 'validations[0]', result: 'warn', message: 'hm' }] },
           ],
@@ -56,7 +76,7 @@ describe('portcullis audit, offline parts', function () {
     );
   });
 
-  it('reads a directory\'s YAML and JSON files in name order, test files left out', function () {
+  it("reads a directory's YAML and JSON files in name order, test files left out", function () {
     const tree = path.join(dir, 'tree');
     fs.mkdirSync(path.join(tree, 'sub'), { recursive: true });
     for (const name of ['b.yaml', 'a.json', 'sub/c.yml', 'x.portcullis-test.yaml', 'notes.md']) fs.writeFileSync(path.join(tree, name), '{}');

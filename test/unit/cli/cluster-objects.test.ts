@@ -38,7 +38,11 @@ describe('portcullis (the command): what the cluster knows', function () {
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('validates every file of config/samples with exit 0, naming each object it skipped', async function () {
-    const files = fs.readdirSync(SAMPLES).filter((name) => /\.(ya?ml|json)$/.test(name)).sort().map((name) => `config/samples/${name}`);
+    const files = fs
+      .readdirSync(SAMPLES)
+      .filter((name) => /\.(ya?ml|json)$/.test(name))
+      .sort()
+      .map((name) => `config/samples/${name}`);
     expect(files).to.include.members(['config/samples/params-rbac.yaml', 'config/samples/team-policies.yaml']);
     const result = await runCli(['validate', ...files]);
     expect(result.stderr).to.equal('');
@@ -52,13 +56,17 @@ describe('portcullis (the command): what the cluster knows', function () {
       'config/samples/team-policies.yaml: AdmissionPolicy "default-team-label" in namespace default is valid',
       'config/samples/team-policies.yaml: AdmissionPolicy "replica-limit" in namespace default is valid',
       'config/samples/replica-limit.yaml: AdmissionSuite "replica-guard" is valid',
-    ]) expect(lines).to.include(line);
+    ])
+      expect(lines).to.include(line);
     // one line per document of every file: valid, or skipped, and nothing refused
     expect(lines.filter((l) => l.endsWith(' is valid')).length).to.be.at.least(files.length - 1);
-    expect(lines.every((l) => / is valid$| skipped: not an AdmissionSuite or AdmissionPolicy$|: no AdmissionSuite or AdmissionPolicy$/.test(l)), result.stdout).to.equal(true);
+    expect(
+      lines.every((l) => / is valid$| skipped: not an AdmissionSuite or AdmissionPolicy$|: no AdmissionSuite or AdmissionPolicy$/.test(l)),
+      result.stdout,
+    ).to.equal(true);
   });
 
-  it('validate refuses an AdmissionPolicy that cannot work with the operator\'s words and exit 1; --namespace places the policies that name none', async function () {
+  it("validate refuses an AdmissionPolicy that cannot work with the operator's words and exit 1; --namespace places the policies that name none", async function () {
     const file = path.join(dir, 'policies.yaml');
     fs.writeFileSync(
       file,
@@ -90,7 +98,7 @@ spec:
     expect(shop.stdout).to.contain('AdmissionPolicy "replica-limit" in namespace shop is valid');
   });
 
-  it('eval runs AdmissionPolicies in the request\'s namespace before the suites, as the API server calls them', async function () {
+  it("eval runs AdmissionPolicies in the request's namespace before the suites, as the API server calls them", async function () {
     const object = path.join(dir, 'deployment.yaml');
     fs.writeFileSync(object, JSON.stringify(deployment('shop', 4)));
     const result = await runCli(['eval', '--suite', 'config/samples/team-policies.yaml', '--suite', 'config/samples/replica-limit.yaml', '--object', object]);
@@ -106,7 +114,7 @@ spec:
     expect(output.patchedObject.metadata.labels).to.deep.equal({ team: 'shop' });
   });
 
-  it('test runs the test file of the samples\' AdmissionPolicies', async function () {
+  it("test runs the test file of the samples' AdmissionPolicies", async function () {
     const result = await runCli(['test', 'config/samples/tests/team-policies.portcullis-test.yaml']);
     expect(result.stderr).to.equal('');
     expect(result.code, result.stdout).to.equal(0);
@@ -136,7 +144,7 @@ spec:
     expect(resource('admission.portcullis.dev/v1alpha1', 'AdmissionPolicy').resource).to.equal('admissionpolicies');
   });
 
-  it('a CRD among the objects names its kind\'s resource (spec.names.plural), not a guess', async function () {
+  it("a CRD among the objects names its kind's resource (spec.names.plural), not a guess", async function () {
     const crd = (await import('js-yaml')).load(MICE_CRD) as Record<string, unknown>;
     const mouse = { apiVersion: 'zoo.example.com/v1', kind: 'Mouse', metadata: { name: 'm', namespace: 'shop' } };
     const evaluation = await new OfflineCluster([], [crd]).evaluate({ object: mouse });
@@ -144,7 +152,7 @@ spec:
     expect(evaluation.request.requestResource?.resource).to.equal('mice');
   });
 
-  it('a CRD file given on the command line, and request.options, reach the suites\' rules and expressions', async function () {
+  it("a CRD file given on the command line, and request.options, reach the suites' rules and expressions", async function () {
     fs.writeFileSync(path.join(dir, 'mice-crd.yaml'), MICE_CRD);
     fs.writeFileSync(
       path.join(dir, 'suite.yaml'),

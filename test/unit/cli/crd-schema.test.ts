@@ -36,7 +36,7 @@ describe('the CRDs checked offline as the API server checks a create', function 
     expect(texts(suite({ webhooks: [hook({ objectSelector: { anything: { at: 'all' } } })] }))).to.deep.equal([]);
   });
 
-  it('refuses types, enums, bounds, lengths, patterns and required fields in the API server\'s words; after a blocking one, no rule runs', function () {
+  it("refuses types, enums, bounds, lengths, patterns and required fields in the API server's words; after a blocking one, no rule runs", function () {
     expect(texts(suite({ url: 'http://x', webhooks: [hook({ failurePolicy: 'fail' })] }))).to.deep.equal(['spec.webhooks[0].failurePolicy: Unsupported value: "fail": supported values: "Fail", "Ignore"', NOT_CHECKED]);
     expect(texts(suite({ webhooks: [hook({ timeoutSeconds: 99 })] }))).to.deep.equal(['spec.webhooks[0].timeoutSeconds: Invalid value: 99: spec.webhooks[0].timeoutSeconds in body should be less than or equal to 30']);
     expect(texts(suite({ webhooks: [hook({ timeoutSeconds: '5' })] }))).to.deep.equal(['spec.webhooks[0].timeoutSeconds: Invalid value: "string": spec.webhooks[0].timeoutSeconds in body must be of type integer: "string"', NOT_CHECKED]);
@@ -45,7 +45,7 @@ describe('the CRDs checked offline as the API server checks a create', function 
     expect(texts(suite({ webhooks: [{ name: 'w', type: 'Validating', validations: [{ expression: 'true' }] }] }))).to.deep.equal(['spec.webhooks[0].rules: Required value', NOT_CHECKED]);
     // a pattern is not blocking: the rules still run
     expect(texts(suite({ url: 'http://x', webhooks: [hook({ name: 'B' })] }))).to.deep.equal([
-      "spec.webhooks[0].name: Invalid value: \"B\": spec.webhooks[0].name in body should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'",
+      'spec.webhooks[0].name: Invalid value: "B": spec.webhooks[0].name in body should match \'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$\'',
       'spec.url: Invalid value: "http://x": must be an https URL with no user, query or fragment',
     ]);
   });
@@ -59,7 +59,9 @@ describe('the CRDs checked offline as the API server checks a create', function 
     expect(texts(suite({ webhooks: [hook({ validationActions: ['Deny', 'Warn'] })] }))).to.deep.equal(['spec.webhooks[0].validationActions: Invalid value: Deny and Warn may not be used together']);
     expect(texts(suite({ certificate: { duration: '24h', renewBefore: '24h' }, webhooks: [hook()] }))).to.deep.equal(['spec.certificate: Invalid value: renewBefore must be shorter than duration']);
     expect(texts(suite({ certificate: { duration: '48h', renewBefore: '24h' }, webhooks: [hook()] }))).to.deep.equal([]);
-    expect(texts(suite({ url: 'https://10.0.0.1:9443', webhooks: [hook()] }))).to.deep.equal(['spec.url: Invalid value: "https://10.0.0.1:9443": must name its host by DNS name, not an IP address: the API server sends no TLS server name to an IP']);
+    expect(texts(suite({ url: 'https://10.0.0.1:9443', webhooks: [hook()] }))).to.deep.equal([
+      'spec.url: Invalid value: "https://10.0.0.1:9443": must name its host by DNS name, not an IP address: the API server sends no TLS server name to an IP',
+    ]);
     expect(texts({ ...suite({ webhooks: [hook()] }), metadata: { name: 'Bad' } })).to.deep.equal([
       "metadata.name: Invalid value: \"Bad\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
       '<nil>: Invalid value: metadata.name must be a DNS label of at most 40 characters',

@@ -108,19 +108,27 @@ describe('portcullis eval, test and scan: AdmissionExceptions', function () {
 
   it('test: a PodSecurity exception for capabilities on one image admits NET_ADMIN for it, not for another image, not as root (times unquoted)', async function () {
     write('suite.yaml', [suite]);
-    const netTool = { ...exception, metadata: { name: 'net-tool', namespace: 'shop' }, spec: { suite: 'owners', webhook: 'pod-security', reason: 'needs NET_ADMIN', expires: '2030-01-01T00:00:00Z', podSecurity: { controls: ['capabilities'], images: ['registry.example.com/net/*'] } } };
-    const file = write('psa.portcullis-test.yaml', [
-      {
-        suites: ['suite.yaml'],
-        objects: [restricted('shop'), netTool],
-        now: '2029-01-01T00:00:00Z',
-        cases: [
-          { name: 'listed image', object: pod(TOOL), expect: { allowed: true, warnings: ['admitted by exception shop/net-tool (expires 2030-01-01T00:00:00Z): needs NET_ADMIN'] } },
-          { name: 'other image', object: pod('registry.example.com/web:1.0'), expect: { allowed: false } },
-          { name: 'as root', object: pod(TOOL, false), expect: { allowed: false } },
-        ],
-      },
-    ], true);
+    const netTool = {
+      ...exception,
+      metadata: { name: 'net-tool', namespace: 'shop' },
+      spec: { suite: 'owners', webhook: 'pod-security', reason: 'needs NET_ADMIN', expires: '2030-01-01T00:00:00Z', podSecurity: { controls: ['capabilities'], images: ['registry.example.com/net/*'] } },
+    };
+    const file = write(
+      'psa.portcullis-test.yaml',
+      [
+        {
+          suites: ['suite.yaml'],
+          objects: [restricted('shop'), netTool],
+          now: '2029-01-01T00:00:00Z',
+          cases: [
+            { name: 'listed image', object: pod(TOOL), expect: { allowed: true, warnings: ['admitted by exception shop/net-tool (expires 2030-01-01T00:00:00Z): needs NET_ADMIN'] } },
+            { name: 'other image', object: pod('registry.example.com/web:1.0'), expect: { allowed: false } },
+            { name: 'as root', object: pod(TOOL, false), expect: { allowed: false } },
+          ],
+        },
+      ],
+      true,
+    );
     expect(fs.readFileSync(file, 'utf8')).to.contain('now: 2029-01-01T00:00:00Z');
     const result = await runCli(['test', file]);
     expect(result.stdout).to.contain('3 of 3 expectations met');

@@ -54,7 +54,13 @@ describe('portcullis import of Gatekeeper', function () {
     expect(imported.code).to.equal(0);
     const suites = yaml.loadAll(imported.stdout) as { metadata: { name: string }; spec: { webhooks: { name: string; validationActions: string[] }[] } }[];
     expect(suites.map((s) => [s.metadata.name, s.spec.webhooks.map((w) => [w.name, w.validationActions])])).to.deep.equal([
-      ['teamlabels', [['prod-owner', ['Deny']], ['team-everywhere', ['Warn']]]],
+      [
+        'teamlabels',
+        [
+          ['prod-owner', ['Deny']],
+          ['team-everywhere', ['Warn']],
+        ],
+      ],
     ]);
     const suite = path.join(scratch(), 'suite.yaml');
     fs.writeFileSync(suite, imported.stdout);
@@ -105,7 +111,7 @@ describe('portcullis import of Gatekeeper', function () {
     expect((yaml.loadAll(imported.stdout) as { metadata: { name: string } }[]).map((s) => s.metadata.name)).to.deep.equal(['teamlabels']);
     expect(imported.stderr.trim().split('\n')).to.deep.equal([
       'portcullis: Missing/orphan: its ConstraintTemplate (kind Missing) is not among the objects given; not imported',
-      'portcullis: ConstraintTemplate/rego-only: it has only Rego, which a suite cannot run (only a K8sNativeValidation engine\'s CEL is carried over); not imported',
+      "portcullis: ConstraintTemplate/rego-only: it has only Rego, which a suite cannot run (only a K8sNativeValidation engine's CEL is carried over); not imported",
     ]);
   });
 });

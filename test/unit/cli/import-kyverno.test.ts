@@ -36,7 +36,12 @@ const pod = (name: string, namespace: string, spec: Record<string, unknown> = {}
 const hostPath = { volumes: [{ name: 'h', hostPath: { path: '/etc' } }] };
 const template = (spec: Record<string, unknown>) => ({ metadata: { labels: { app: 'a' } }, spec: { containers: [{ name: 'c', image: 'nginx' }], ...spec } });
 const deployment = (spec: Record<string, unknown>) => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', namespace: 'team' }, spec: { selector: { matchLabels: { app: 'a' } }, template: template(spec) } });
-const cronJob = (spec: Record<string, unknown>) => ({ apiVersion: 'batch/v1', kind: 'CronJob', metadata: { name: 'c', namespace: 'team' }, spec: { schedule: '* * * * *', jobTemplate: { spec: { template: template({ ...spec, restartPolicy: 'Never' }) } } } });
+const cronJob = (spec: Record<string, unknown>) => ({
+  apiVersion: 'batch/v1',
+  kind: 'CronJob',
+  metadata: { name: 'c', namespace: 'team' },
+  spec: { schedule: '* * * * *', jobTemplate: { spec: { template: template({ ...spec, restartPolicy: 'Never' }) } } },
+});
 
 describe('portcullis import of Kyverno ClusterPolicies and Policies', function () {
   this.timeout(120_000);
@@ -82,7 +87,7 @@ describe('portcullis import of Kyverno ClusterPolicies and Policies', function (
               match: { all: [{ resources: { kinds: ['v1/Pod'], namespaces: ['prod-?', 'live-*'] } }, { resources: { selector: { matchExpressions: [{ key: 'tier', operator: 'In', values: ['web'] }] } } }] },
               exclude: { any: [{ resources: { namespaces: ['prod-x'] } }, { resources: { annotations: { 'skip/*': 'y?s' } } }] },
               celPreconditions: [{ name: 'not-system', expression: "!object.metadata.name.startsWith('system-')" }],
-              validate: { cel: { expressions: [{ expression: "has(object.metadata.labels.team)", message: 'needs a team label' }] } },
+              validate: { cel: { expressions: [{ expression: 'has(object.metadata.labels.team)', message: 'needs a team label' }] } },
             },
             { ...podRule('audited', "object.metadata.name != 'watched'"), validate: { failureAction: 'Audit', message: 'watched', cel: { expressions: [{ expression: "object.metadata.name != 'watched'" }] } } },
           ],
@@ -145,17 +150,31 @@ describe('portcullis import of Kyverno ClusterPolicies and Policies', function (
 
   it("matches and excludes by subjects as Kyverno: a User and a ServiceAccount by the username, a Group by the user's groups, with wildcards", async function () {
     const run = await imported([
-      clusterPolicy('subjects', {
-        validationFailureAction: 'Enforce',
-        rules: [
-          {
-            ...podRule('users', HOST_PATH),
-            match: { any: [{ resources: { kinds: ['Pod'] }, subjects: [{ kind: 'User', name: 'ali?e' }, { kind: 'ServiceAccount', name: 'deploy*', namespace: 'ci' }] }] },
-            exclude: { any: [{ subjects: [{ kind: 'Group', name: 'system:masters' }] }] },
-          },
-          { ...podRule('everyone-but-system', HOST_PATH), match: { any: [{ resources: { kinds: ['Pod'] }, subjects: [{ kind: 'Group', name: 'system:auth*' }] }] }, exclude: { any: [{ subjects: [{ kind: 'User', name: 'system:*' }] }] } },
-        ],
-      }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' }),
+      clusterPolicy(
+        'subjects',
+        {
+          validationFailureAction: 'Enforce',
+          rules: [
+            {
+              ...podRule('users', HOST_PATH),
+              match: {
+                any: [
+                  {
+                    resources: { kinds: ['Pod'] },
+                    subjects: [
+                      { kind: 'User', name: 'ali?e' },
+                      { kind: 'ServiceAccount', name: 'deploy*', namespace: 'ci' },
+                    ],
+                  },
+                ],
+              },
+              exclude: { any: [{ subjects: [{ kind: 'Group', name: 'system:masters' }] }] },
+            },
+            { ...podRule('everyone-but-system', HOST_PATH), match: { any: [{ resources: { kinds: ['Pod'] }, subjects: [{ kind: 'Group', name: 'system:auth*' }] }] }, exclude: { any: [{ subjects: [{ kind: 'User', name: 'system:*' }] }] } },
+          ],
+        },
+        { 'pod-policies.kyverno.io/autogen-controllers': 'none' },
+      ),
     ]);
     expect(run.stderr).to.equal('');
     // eval's --user is in the group system:authenticated.
@@ -168,14 +187,22 @@ describe('portcullis import of Kyverno ClusterPolicies and Policies', function (
 
   it('applies only the first rule that applies under applyRules One, as Kyverno stops there', async function () {
     const run = await imported([
-      clusterPolicy('first-only', {
-        validationFailureAction: 'Enforce',
-        applyRules: 'One',
-        rules: [
-          { ...podRule('system-pods', "object.metadata.name != 'good'"), match: { any: [{ resources: { kinds: ['Pod'], namespaces: ['kube-*'] } }] }, celPreconditions: [{ name: 'not-static', expression: "object.metadata.name != 'static'" }] },
-          podRule('host-path', HOST_PATH),
-        ],
-      }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' }),
+      clusterPolicy(
+        'first-only',
+        {
+          validationFailureAction: 'Enforce',
+          applyRules: 'One',
+          rules: [
+            {
+              ...podRule('system-pods', "object.metadata.name != 'good'"),
+              match: { any: [{ resources: { kinds: ['Pod'], namespaces: ['kube-*'] } }] },
+              celPreconditions: [{ name: 'not-static', expression: "object.metadata.name != 'static'" }],
+            },
+            podRule('host-path', HOST_PATH),
+          ],
+        },
+        { 'pod-policies.kyverno.io/autogen-controllers': 'none' },
+      ),
     ]);
     expect(run.stderr).to.equal('');
     const which = async (object: unknown) => (await evaluate(run.file, object)).message?.replace(/^admission webhook "([^".]+)\..*$/, '$1');
@@ -185,16 +212,23 @@ describe('portcullis import of Kyverno ClusterPolicies and Policies', function (
     expect(await which(pod('static', 'kube-a', hostPath)), "the first's celPreconditions are not met: the second applies").to.equal('host-path');
   });
 
-  it('takes the failure action per namespace as Kyverno resolves it: the rule\'s overrides, then its failureAction, then the policy\'s overrides, then its action', async function () {
+  it("takes the failure action per namespace as Kyverno resolves it: the rule's overrides, then its failureAction, then the policy's overrides, then its action", async function () {
     const run = await imported([
-      clusterPolicy('per-namespace', {
-        validationFailureAction: 'Enforce',
-        validationFailureActionOverrides: [{ action: 'Audit', namespaces: ['dev-*'] }],
-        rules: [
-          { ...podRule('host-path', HOST_PATH), validate: { message: 'host-path refused', failureActionOverrides: [{ action: 'Enforce', namespaceSelector: { matchLabels: { strict: 'true' } } }], cel: { expressions: [{ expression: HOST_PATH }] } } },
-          { ...podRule('pinned', HOST_PATH), validate: { message: 'pinned refused', failureAction: 'Enforce', cel: { expressions: [{ expression: HOST_PATH }] } } },
-        ],
-      }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' }),
+      clusterPolicy(
+        'per-namespace',
+        {
+          validationFailureAction: 'Enforce',
+          validationFailureActionOverrides: [{ action: 'Audit', namespaces: ['dev-*'] }],
+          rules: [
+            {
+              ...podRule('host-path', HOST_PATH),
+              validate: { message: 'host-path refused', failureActionOverrides: [{ action: 'Enforce', namespaceSelector: { matchLabels: { strict: 'true' } } }], cel: { expressions: [{ expression: HOST_PATH }] } },
+            },
+            { ...podRule('pinned', HOST_PATH), validate: { message: 'pinned refused', failureAction: 'Enforce', cel: { expressions: [{ expression: HOST_PATH }] } } },
+          ],
+        },
+        { 'pod-policies.kyverno.io/autogen-controllers': 'none' },
+      ),
     ]);
     expect(run.stderr).to.equal('');
     expect(run.documents[0]!.spec.webhooks.map((w: { name: string; validationActions: string[] }) => [w.name, w.validationActions])).to.deep.equal([
@@ -211,22 +245,35 @@ describe('portcullis import of Kyverno ClusterPolicies and Policies', function (
 
   it("matches a namespaceSelector by the request's Namespace, which matchConditions cannot read, through a variable its validations are gated on", async function () {
     const run = await imported([
-      clusterPolicy('strict-namespaces', {
-        validationFailureAction: 'Enforce',
-        rules: [{ ...podRule('host-path', HOST_PATH), match: { any: [{ resources: { kinds: ['Pod'], namespaceSelector: { matchLabels: { strict: 'true' } } } }] } }],
-      }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' }),
+      clusterPolicy(
+        'strict-namespaces',
+        {
+          validationFailureAction: 'Enforce',
+          rules: [{ ...podRule('host-path', HOST_PATH), match: { any: [{ resources: { kinds: ['Pod'], namespaceSelector: { matchLabels: { strict: 'true' } } } }] } }],
+        },
+        { 'pod-policies.kyverno.io/autogen-controllers': 'none' },
+      ),
     ]);
     expect(run.stderr).to.equal('');
     const [webhook] = run.documents[0]!.spec.webhooks as { matchConditions?: unknown[]; variables: { name: string }[] }[];
     expect([webhook!.matchConditions, webhook!.variables.map((v) => v.name)]).to.deep.equal([undefined, ['kyverno_applies']]);
-    const namespaces = write([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'locked', labels: { strict: 'true' } } }, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'open' } }]);
+    const namespaces = write([
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'locked', labels: { strict: 'true' } } },
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'open' } },
+    ]);
     expect((await evaluate(run.file, pod('bad', 'locked', hostPath), ['--objects', namespaces])).allowed, 'a Namespace with the label').to.equal(false);
     expect((await evaluate(run.file, pod('bad', 'open', hostPath), ['--objects', namespaces])).allowed, 'one without').to.equal(true);
   });
 
   it('shortens a name too long for a suite and a message with line breaks, saying so', async function () {
     const long = 'disallow-security-context-constraint-anyuid';
-    const run = await imported([clusterPolicy(long, { validationFailureAction: 'Enforce', rules: [{ ...podRule('cel', HOST_PATH), validate: { message: 'no hostPath\nvolumes here\n', cel: { expressions: [{ expression: HOST_PATH }] } } }] }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' })]);
+    const run = await imported([
+      clusterPolicy(
+        long,
+        { validationFailureAction: 'Enforce', rules: [{ ...podRule('cel', HOST_PATH), validate: { message: 'no hostPath\nvolumes here\n', cel: { expressions: [{ expression: HOST_PATH }] } } }] },
+        { 'pod-policies.kyverno.io/autogen-controllers': 'none' },
+      ),
+    ]);
     expect(run.code).to.equal(1);
     expect(run.documents.map((d) => [d.metadata.name, d.spec.webhooks[0].validations[0].message])).to.deep.equal([['disallow-security-context-constraint-any', 'no hostPath volumes here']]);
     expect(run.stderr.trim().split('\n')).to.deep.equal([
@@ -237,18 +284,22 @@ describe('portcullis import of Kyverno ClusterPolicies and Policies', function (
 
   it('names every rule it cannot carry over and why, keeps the rest, and exits 1', async function () {
     const run = await imported([
-      clusterPolicy('mixed', {
-        validationFailureAction: 'Enforce',
-        rules: [
-          podRule('cel', HOST_PATH),
-          { name: 'pattern', match: { any: [{ resources: { kinds: ['Pod'] } }] }, validate: { pattern: { spec: { hostNetwork: false } } } },
-          { name: 'deny', match: { any: [{ resources: { kinds: ['Pod'] } }] }, validate: { deny: { conditions: { any: [{ key: '{{ request.operation }}', operator: 'Equals', value: 'DELETE' }] } } } },
-          { ...podRule('jmespath-preconditions', HOST_PATH), preconditions: { all: [{ key: '{{ request.operation }}', operator: 'NotEquals', value: 'DELETE' }] } },
-          { ...podRule('context', HOST_PATH), context: [{ name: 'cm', configMap: { name: 'c', namespace: 'd' } }] },
-          { ...podRule('roles', HOST_PATH), exclude: { any: [{ clusterRoles: ['cluster-admin'] }] } },
-          { name: 'mutate', match: { any: [{ resources: { kinds: ['Pod'] } }] }, mutate: { patchStrategicMerge: { metadata: { labels: { a: 'b' } } } } },
-        ],
-      }, { 'pod-policies.kyverno.io/autogen-controllers': 'none' }),
+      clusterPolicy(
+        'mixed',
+        {
+          validationFailureAction: 'Enforce',
+          rules: [
+            podRule('cel', HOST_PATH),
+            { name: 'pattern', match: { any: [{ resources: { kinds: ['Pod'] } }] }, validate: { pattern: { spec: { hostNetwork: false } } } },
+            { name: 'deny', match: { any: [{ resources: { kinds: ['Pod'] } }] }, validate: { deny: { conditions: { any: [{ key: '{{ request.operation }}', operator: 'Equals', value: 'DELETE' }] } } } },
+            { ...podRule('jmespath-preconditions', HOST_PATH), preconditions: { all: [{ key: '{{ request.operation }}', operator: 'NotEquals', value: 'DELETE' }] } },
+            { ...podRule('context', HOST_PATH), context: [{ name: 'cm', configMap: { name: 'c', namespace: 'd' } }] },
+            { ...podRule('roles', HOST_PATH), exclude: { any: [{ clusterRoles: ['cluster-admin'] }] } },
+            { name: 'mutate', match: { any: [{ resources: { kinds: ['Pod'] } }] }, mutate: { patchStrategicMerge: { metadata: { labels: { a: 'b' } } } } },
+          ],
+        },
+        { 'pod-policies.kyverno.io/autogen-controllers': 'none' },
+      ),
       clusterPolicy('background-only', { admission: false, rules: [podRule('cel', HOST_PATH)] }),
     ]);
     expect(run.code).to.equal(1);

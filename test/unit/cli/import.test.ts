@@ -36,8 +36,17 @@ describe('portcullis import', function () {
         validations: [{ expression: 'object.spec.replicas <= int(params.data.max)', messageExpression: "'at most ' + params.data.max" }],
       }),
       binding('replicas-deny', { policyName: 'replicas', validationActions: ['Deny'], paramRef: { name: 'limits', namespace: 'default', parameterNotFoundAction: 'Deny' } }),
-      binding('replicas.warn', { policyName: 'replicas', validationActions: ['Warn'], paramRef: { name: 'soft-limits', namespace: 'default', parameterNotFoundAction: 'Allow' }, matchResources: { resourceRules: [{ ...RULE, operations: ['UPDATE'] }] } }),
-      kyverno('labels', { validationActions: ['Audit'], matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }] }, validations: [{ expression: "'team' in object.metadata.?labels.orValue({})" }] }),
+      binding('replicas.warn', {
+        policyName: 'replicas',
+        validationActions: ['Warn'],
+        paramRef: { name: 'soft-limits', namespace: 'default', parameterNotFoundAction: 'Allow' },
+        matchResources: { resourceRules: [{ ...RULE, operations: ['UPDATE'] }] },
+      }),
+      kyverno('labels', {
+        validationActions: ['Audit'],
+        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }] },
+        validations: [{ expression: "'team' in object.metadata.?labels.orValue({})" }],
+      }),
     ]);
     const imported = await runCli(['import', source]);
     expect(imported.stderr).to.equal('');
@@ -72,7 +81,7 @@ describe('portcullis import', function () {
       'portcullis: ValidatingAdmissionPolicy/unbound: no binding names it, so the API server enforces it nowhere; not imported',
       'portcullis: ValidatingPolicy/envoy: its evaluation.mode is Envoy, not Kubernetes admission; not imported',
       // cel-go's words and place, as the API server refuses it (its caret lines included)
-      'portcullis: ValidatingPolicy/lookup: as a suite it would be refused on apply: AdmissionSuite "lookup" is invalid: spec.webhooks[0].validations[0].expression: compilation failed: ERROR: <input>:1:1: undeclared reference to \'resource\' (in container \'\')',
+      "portcullis: ValidatingPolicy/lookup: as a suite it would be refused on apply: AdmissionSuite \"lookup\" is invalid: spec.webhooks[0].validations[0].expression: compilation failed: ERROR: <input>:1:1: undeclared reference to 'resource' (in container '')",
       " | resource.Get('v1', 'configmaps', 'default', 'x').data.a == 'b'",
       ' | ^; not imported',
     ]);

@@ -49,9 +49,7 @@ cases:
     const result = await runCli(['test', file]);
     expect(result.code).to.equal(1);
     expect(result.stdout).to.match(/^FAIL\s+\S*wrong\.portcullis-test\.yaml\s+six replicas\s+replica-limit\s+denied: replicas must be no greater than 4\s+denied 422: replicas must be no greater than 5$/m);
-    expect(result.stdout).to.contain(
-      ['message:', '  - "replicas must be no greater than 4"', '  + "replicas must be no greater than 5"'].join('\n'),
-    );
+    expect(result.stdout).to.contain(['message:', '  - "replicas must be no greater than 4"', '  + "replicas must be no greater than 5"'].join('\n'));
     expect(result.stdout).to.contain(['allowed:', '  - false', '  + true'].join('\n'));
     expect(result.stdout).to.match(/\n0 of 2 expectations met\n$/);
   });
@@ -78,7 +76,7 @@ spec:
     expect(result.stdout).to.match(/broken\.yaml:9: document 1: AdmissionSuite "broken" is invalid: spec\.webhooks\[0\]\.validations\[0\]\.expression: /);
   });
 
-  it('validate says a CEL syntax error at the expression field\'s line, with the API server\'s line, column and caret within the expression', async function () {
+  it("validate says a CEL syntax error at the expression field's line, with the API server's line, column and caret within the expression", async function () {
     const row = SYNTAX_ERRORS.find((r) => r.name === 'line-2')!;
     const file = path.join(dir, 'syntax.yaml');
     fs.writeFileSync(
@@ -101,7 +99,7 @@ spec:
     expect(result.stdout).to.equal(`${file}:11: document 1: AdmissionSuite "syntax" is invalid: spec.webhooks[0].validations[0].expression: compilation failed: ${row.apiServer}\n`);
   });
 
-  it('eval prints each webhook\'s AdmissionReview response and the patched object as JSON', async function () {
+  it("eval prints each webhook's AdmissionReview response and the patched object as JSON", async function () {
     const pod = path.join(dir, 'pod.yaml');
     fs.writeFileSync(pod, 'apiVersion: v1\nkind: Pod\nmetadata: { name: p, namespace: shop }\nspec: { containers: [{ name: c, image: nginx, imagePullPolicy: IfNotPresent }] }\n');
     const result = await runCli(['eval', '--suite', 'config/samples/team-label.yaml', '--object', pod]);

@@ -60,7 +60,7 @@ describe('portcullis test --replay: audit events back into requests', function (
     expect(recordedOf(event('create', { responseStatus: undefined }))).to.deep.equal({ reason: 'no response status recorded' });
   });
 
-  it('rebuilds each write: the old object is the one the log last recorded stored, a patch\'s object its response', function () {
+  it("rebuilds each write: the old object is the one the log last recorded stored, a patch's object its response", function () {
     const created = deployment(2, { uid: 'u1', resourceVersion: '1' });
     const updated = deployment(3, { uid: 'u1', resourceVersion: '2' });
     const patched = deployment(4, { uid: 'u1', resourceVersion: '3', labels: { tier: 'web' } });
@@ -102,7 +102,10 @@ describe('portcullis test --replay: audit events back into requests', function (
         event('patch', { requestObject: { spec: { replicas: 9 } } as never, responseStatus: { code: 422, message: DENIAL } }),
         event('deletecollection', { objectRef: { resource: 'deployments', namespace: 'shop', apiGroup: 'apps', apiVersion: 'v1' } }),
         event('create', { requestObject: deployment(1), responseStatus: { code: 403, message: 'forbidden' } }),
-        event('update', { objectRef: { resource: 'deployments', namespace: 'shop', name: 'web', apiGroup: 'apps', apiVersion: 'v1', subresource: 'scale' }, requestObject: { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name: 'web' } } }),
+        event('update', {
+          objectRef: { resource: 'deployments', namespace: 'shop', name: 'web', apiGroup: 'apps', apiVersion: 'v1', subresource: 'scale' },
+          requestObject: { apiVersion: 'autoscaling/v1', kind: 'Scale', metadata: { name: 'web' } },
+        }),
         event('create', { requestURI: '/apis', objectRef: undefined, requestObject: deployment(1) }),
       ]),
     );
@@ -121,7 +124,12 @@ describe('portcullis test --replay: audit events back into requests', function (
     const stored = deployment(2, { name: 'web-x7k2p', generateName: 'web-' });
     const { requests } = replayable(
       lines([
-        event('create', { objectRef: { resource: 'deployments', namespace: 'shop', apiGroup: 'apps', apiVersion: 'v1' }, requestObject: deployment(2, { name: undefined, generateName: 'web-' }), responseObject: stored, responseStatus: { code: 201 } }),
+        event('create', {
+          objectRef: { resource: 'deployments', namespace: 'shop', apiGroup: 'apps', apiVersion: 'v1' },
+          requestObject: deployment(2, { name: undefined, generateName: 'web-' }),
+          responseObject: stored,
+          responseStatus: { code: 201 },
+        }),
         event('update', { objectRef: { resource: 'deployments', namespace: 'shop', name: 'web-x7k2p', apiGroup: 'apps', apiVersion: 'v1' }, requestObject: deployment(3, { name: 'web-x7k2p' }) }),
       ]),
     );

@@ -163,7 +163,13 @@ describe('portcullis scan (the command)', function () {
   it('judges an object as an UPDATE of its --old version (same apiVersion, kind, namespace and name)', async function () {
     const result = await scan(['--suites', 'suites/checks.yaml', 'manifests/app/deploy.yaml', '--old', 'old']);
     expect(result.code, result.stdout + result.stderr).to.equal(1);
-    expect(row(result.stdout, 'Deployment default/web (update)', 'scan-checks/no-scale-down')).to.deep.equal(['DENIED', 'Deployment default/web (update)', 'manifests/app/deploy.yaml:2', 'scan-checks/no-scale-down', 'may not scale down from 8']);
+    expect(row(result.stdout, 'Deployment default/web (update)', 'scan-checks/no-scale-down')).to.deep.equal([
+      'DENIED',
+      'Deployment default/web (update)',
+      'manifests/app/deploy.yaml:2',
+      'scan-checks/no-scale-down',
+      'may not scale down from 8',
+    ]);
   });
 
   it('reads standard input for -, as helm template | portcullis scan - gives it', async function () {
@@ -192,7 +198,7 @@ describe('portcullis scan (the command)', function () {
     expect(report).to.include({ tests: 3, failures: 2 });
   });
 
-  it('writes SARIF 2.1.0 that its JSON schema accepts: a result per denial and per warning, at the object\'s file and line', async function () {
+  it("writes SARIF 2.1.0 that its JSON schema accepts: a result per denial and per warning, at the object's file and line", async function () {
     const result = await scan(['--suites', 'suites', '--suites', REPLICA_LIMIT, 'manifests', '-o', 'sarif']);
     expect(result.code, result.stderr).to.equal(1);
     const log = JSON.parse(result.stdout);
@@ -218,7 +224,10 @@ describe('portcullis scan (the command)', function () {
     expect(output.summary).to.deep.equal({ objects: 5, judged: 2, denied: 1 });
     const configMap = output.objects.find((o: { kind: string }) => o.kind === 'ConfigMap');
     expect(configMap).to.deep.include({ file: 'manifests/app/deploy.yaml', line: 9, namespace: 'default', operation: 'CREATE', allowed: true });
-    expect(configMap.judgements[0]).to.deep.include({ webhook: 'legacy-key', warnings: ['key legacy is deprecated in settings'], auditAnnotations: {
+    expect(configMap.judgements[0]).to.deep.include({
+      webhook: 'legacy-key',
+      warnings: ['key legacy is deprecated in settings'],
+      auditAnnotations: {
         'legacy-key.scan-checks.admission.portcullis.dev/keys': '1',
         'legacy-key.scan-checks.admission.portcullis.dev/validation_failure': '[{"message":"key legacy is deprecated in settings","policy":"scan-checks","binding":"legacy-key","expressionIndex":0,"validationActions":["Warn","Audit"]}]',
       },
@@ -226,8 +235,11 @@ describe('portcullis scan (the command)', function () {
   });
 
   it('exits 2, naming the file (and the line), with no stack trace, on what it cannot read or a suite that would be refused', async function () {
-    fs.writeFileSync(path.join(dir, 'broken-suite.yaml'), CHECKS.replace('      type: Validating\n      rules:\n        - operations: ["UPDATE"]', '      type: Validating\n      failurePolicy: fail\n      rules:\n        - operations: ["UPDATE"]'));
-    fs.writeFileSync(path.join(dir, 'broken-cel.yaml'), CHECKS.replace("object.spec.replicas >= oldObject.spec.replicas", 'object.spec.replicas >= ('));
+    fs.writeFileSync(
+      path.join(dir, 'broken-suite.yaml'),
+      CHECKS.replace('      type: Validating\n      rules:\n        - operations: ["UPDATE"]', '      type: Validating\n      failurePolicy: fail\n      rules:\n        - operations: ["UPDATE"]'),
+    );
+    fs.writeFileSync(path.join(dir, 'broken-cel.yaml'), CHECKS.replace('object.spec.replicas >= oldObject.spec.replicas', 'object.spec.replicas >= ('));
     fs.writeFileSync(path.join(dir, 'no-kind.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: a }\n---\napiVersion: v1\nmetadata: { name: b }\n');
     fs.writeFileSync(path.join(dir, 'bad.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: [a }\n');
     const cases: [string[], RegExp][] = [
@@ -255,7 +267,7 @@ describe('portcullis scan (the command)', function () {
 describe('portcullis test -o junit|json', function () {
   this.timeout(60_000);
 
-  it('writes the test files\' results as JUnit XML a JUnit parser reads, and as JSON, each as many as the table\'s rows', async function () {
+  it("writes the test files' results as JUnit XML a JUnit parser reads, and as JSON, each as many as the table's rows", async function () {
     const table = await runCli(['test', 'config/samples/tests']);
     const rows = table.stdout.split('\n').filter((line) => /^(PASS|FAIL) /.test(line)).length;
     const junit = await runCli(['test', 'config/samples/tests', '-o', 'junit']);

@@ -17,7 +17,12 @@ const suite = {
   metadata: { name: 'owners' },
   spec: { exceptions: { allowed: true }, webhooks: [{ name: 'owner', type: 'Validating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], validations: [{ expression: 'true' }] }] },
 };
-const exception = (name: string, namespace: string, spec: Record<string, unknown>) => ({ apiVersion: API_VERSION, kind: 'AdmissionException', metadata: { name, namespace }, spec: { suite: 'owners', webhook: 'owner', reason: 'migration', expires: '2030-01-01T00:00:00Z', ...spec } });
+const exception = (name: string, namespace: string, spec: Record<string, unknown>) => ({
+  apiVersion: API_VERSION,
+  kind: 'AdmissionException',
+  metadata: { name, namespace },
+  spec: { suite: 'owners', webhook: 'owner', reason: 'migration', expires: '2030-01-01T00:00:00Z', ...spec },
+});
 
 describe('portcullis validate: AdmissionExceptions', function () {
   this.timeout(30_000);
@@ -42,7 +47,7 @@ describe('portcullis validate: AdmissionExceptions', function () {
     ]);
   });
 
-  it("checks one whose suite is elsewhere by its shape, and says the rest is checked on apply; refuses an unknown field as the API server does", async function () {
+  it('checks one whose suite is elsewhere by its shape, and says the rest is checked on apply; refuses an unknown field as the API server does', async function () {
     const alone = write('alone.yaml', [exception('alone', 'team-a', {})]);
     const ok = await runCli(['validate', alone]);
     expect(ok.code).to.equal(0);

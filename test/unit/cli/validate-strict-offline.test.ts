@@ -11,7 +11,12 @@ import { runCli, scratchFiles } from '../../support/cli.ts';
 
 /** The line (from 1) of `file` where `text` first stands. */
 function yamlLine(file: string, text: string): number {
-  return fs.readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes(text)) + 1;
+  return (
+    fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .findIndex((l) => l.includes(text)) + 1
+  );
 }
 
 /** Every minor of docs/install.md's supported range ('1.35', '1.36', ...), as users read it there. */
@@ -43,7 +48,9 @@ describe('portcullis validate --strict offline (bundled schemas)', function () {
       const refused = await runCli(['validate', '--strict', ...version, wrong]);
       expect(refused.code, refused.stdout + refused.stderr).to.equal(1);
       expect(refused.stdout).to.contain(`${wrong}: warning: AdmissionSuite "strict-offline": spec.webhooks[0].validations[0].expression: /v1, Kind=Pod: ERROR: <input>:1:12: undefined field 'containerz'`);
-      expect(refused.stdout).to.match(/document 1: AdmissionSuite "strict-offline" is invalid: spec\.webhooks\[0\]\.validations\[0\]\.expression: type checking failed on every kind the webhook matches \(\/v1, Kind=Pod\): undefined field 'containerz'/);
+      expect(refused.stdout).to.match(
+        /document 1: AdmissionSuite "strict-offline" is invalid: spec\.webhooks\[0\]\.validations\[0\]\.expression: type checking failed on every kind the webhook matches \(\/v1, Kind=Pod\): undefined field 'containerz'/,
+      );
 
       const right = files.write([suite('object.spec.containers.all(c, c.image != "")')]);
       const accepted = await runCli(['validate', '--strict', ...version, right]);
@@ -59,7 +66,9 @@ describe('portcullis validate --strict offline (bundled schemas)', function () {
     const strict = await runCli(['validate', '--strict', file]);
     expect(strict.code, strict.stdout + strict.stderr).to.equal(1);
     // at the line of the rule that names it
-    expect(strict.stdout).to.match(/:\d+: document 1: AdmissionSuite "strict-offline" is invalid: spec\.webhooks\[0\]\.rules\[0\]: --strict: no schema for resource example\.com\/v1 widgets to type-check against \(the built-in kinds of Kubernetes 1\.37 have none: give --kubeconfig FILE to read a cluster's, its CRDs included\)\n/);
+    expect(strict.stdout).to.match(
+      /:\d+: document 1: AdmissionSuite "strict-offline" is invalid: spec\.webhooks\[0\]\.rules\[0\]: --strict: no schema for resource example\.com\/v1 widgets to type-check against \(the built-in kinds of Kubernetes 1\.37 have none: give --kubeconfig FILE to read a cluster's, its CRDs included\)\n/,
+    );
     expect(strict.stdout.split(':')[1]).to.equal(String(yamlLine(file, 'apiGroups')));
 
     // a params kind alike: its expressions' params would go unchecked

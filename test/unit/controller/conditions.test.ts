@@ -30,10 +30,15 @@ describe('controller/conditions', function () {
       { type: 'Ready', status: 'False', reason: 'A', message: 'a', observedGeneration: 1, lastTransitionTime: '2025-12-31T00:00:00Z' },
     ];
     const copy = structuredClone(existing);
-    const out = setConditions(existing, [
-      { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: '1 webhook(s) registered' },
-      { type: 'Ready', status: 'True', reason: 'Ready', message: 'served' },
-    ], 2, t1);
+    const out = setConditions(
+      existing,
+      [
+        { type: 'WebhooksRegistered', status: 'True', reason: 'Registered', message: '1 webhook(s) registered' },
+        { type: 'Ready', status: 'True', reason: 'Ready', message: 'served' },
+      ],
+      2,
+      t1,
+    );
     expect(out.map((c) => c.type)).to.deep.equal(['CertificateReady', 'Ready', 'WebhooksRegistered']);
     expect(out[0]).to.deep.equal(existing[0]);
     expect(out[1]).to.include({ status: 'True', observedGeneration: 2, lastTransitionTime: '2026-01-02T00:00:00Z' });

@@ -42,10 +42,20 @@ describe('controller/dispatch', function () {
     expect([CA_KEY, SELF_KEY, 'guards'].map(alone)).to.deep.equal([true, false, false]);
   });
 
-  it('refuses a record where two reconcilers claim one key, or none takes the suites\' names, rather than running the wrong one', function () {
+  it("refuses a record where two reconcilers claim one key, or none takes the suites' names, rather than running the wrong one", function () {
     const none = async () => undefined;
-    const dispatch = () => new Dispatch(() => undefined, () => undefined);
-    const base = { ca: { key: CA_KEY, reconcile: none }, 'suite-validation': { key: SELF_KEY, reconcile: none }, orphans: { key: ORPHANS_KEY, reconcile: none }, namespaced: { key: NAMESPACED_KEY, reconcile: none }, suite: { reconcile: none } };
+    const dispatch = () =>
+      new Dispatch(
+        () => undefined,
+        () => undefined,
+      );
+    const base = {
+      ca: { key: CA_KEY, reconcile: none },
+      'suite-validation': { key: SELF_KEY, reconcile: none },
+      orphans: { key: ORPHANS_KEY, reconcile: none },
+      namespaced: { key: NAMESPACED_KEY, reconcile: none },
+      suite: { reconcile: none },
+    };
     expect(() => dispatch().register({ ...base, orphans: { key: SELF_KEY, reconcile: none } })).to.throw(`the key ${SELF_KEY} is claimed by both suite-validation and orphans`);
     expect(() => dispatch().register({ ...base, suite: { key: 'x', reconcile: none } })).to.throw('exactly one reconciler takes the keys no other claims, not 0');
   });

@@ -73,10 +73,12 @@ describe('controller/exception-status', function () {
     });
     for (let i = 0; i < 7; i++) replicas[0]!.writer.used('team-a', 'legacy');
     for (let i = 0; i < 5; i++) replicas[1]!.writer.used('team-a', 'legacy');
-    await eventually(async () => void expect(api.stored.status?.uses).to.equal(12), { what: 'both replicas\' uses written' });
-    expect(api.conflicts, 'the writes that met the other replica\'s').to.be.at.least(1);
+    await eventually(async () => void expect(api.stored.status?.uses).to.equal(12), { what: "both replicas' uses written" });
+    expect(api.conflicts, "the writes that met the other replica's").to.be.at.least(1);
     const lastUsed = Date.parse(api.stored.status!.lastUsed!);
-    expect(lastUsed).to.be.at.most(Date.now()).and.at.least(Date.now() - 60_000);
+    expect(lastUsed)
+      .to.be.at.most(Date.now())
+      .and.at.least(Date.now() - 60_000);
     expect(api.stored.status!.lastUsed).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     // Later uses add to the count again.
     replicas[1]!.writer.used('team-a', 'legacy');

@@ -58,10 +58,17 @@ function harness(suite: AdmissionSuite, existing: string[] = [], registered: str
     },
   } as unknown as Kube;
   const owned = existing.flatMap((name) =>
-    (['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'] as const).map((kind) => ({ apiVersion: 'admissionregistration.k8s.io/v1', kind, metadata: { name: webhookFullName('s', name), labels: { ...MANAGED_BY_LABELS, [SUITE_LABEL]: 's' } } })),
+    (['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'] as const).map((kind) => ({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind,
+      metadata: { name: webhookFullName('s', name), labels: { ...MANAGED_BY_LABELS, [SUITE_LABEL]: 's' } },
+    })),
   );
   const configuration = { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: configurationName('s') }, webhooks: registered.map((n) => ({ name: webhookFullName('s', n) })) };
-  const cached = Object.assign((header: { kind?: string; metadata?: { name?: string } }) => (header.kind === 'ValidatingWebhookConfiguration' && header.metadata?.name === configurationName('s') ? configuration : undefined) as KubeObject | undefined, { free: () => true }) as CacheLookup;
+  const cached = Object.assign(
+    (header: { kind?: string; metadata?: { name?: string } }) => (header.kind === 'ValidatingWebhookConfiguration' && header.metadata?.name === configurationName('s') ? configuration : undefined) as KubeObject | undefined,
+    { free: () => true },
+  ) as CacheLookup;
   const writer = new NativeWriter({
     kube,
     config: { namespace: 'portcullis-system' },
@@ -76,13 +83,13 @@ function harness(suite: AdmissionSuite, existing: string[] = [], registered: str
 }
 
 describe('the native writer (the native process, --role=native)', function () {
-  it("writes the policy and binding of a webhook the status says is Native and whose spec asked for it", async function () {
+  it('writes the policy and binding of a webhook the status says is Native and whose spec asked for it', async function () {
     const { writer, writes } = harness(suiteOf([native, plain], { native: ['native'], webhook: ['plain'] }));
     await writer.reconcile('s');
     expect(writes).to.deep.equal([`apply ValidatingAdmissionPolicy ${webhookFullName('s', 'native')}`, `apply ValidatingAdmissionPolicyBinding ${webhookFullName('s', 'native')}`]);
   });
 
-  it("writes nothing a status claims Native for a webhook whose spec did not ask, or cannot be native", async function () {
+  it('writes nothing a status claims Native for a webhook whose spec did not ask, or cannot be native', async function () {
     const { writer, writes } = harness(suiteOf([plain, handled], { native: ['plain', 'handled'] }));
     await writer.reconcile('s');
     expect(writes).to.deep.equal([]);

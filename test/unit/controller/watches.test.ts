@@ -13,18 +13,7 @@ import { CA_KEY } from '../../../src/controller/ca.ts';
 import { ORPHANS_KEY } from '../../../src/controller/orphans.ts';
 import { SELF_CERTIFICATE, SELF_KEY } from '../../../src/controller/suite-validation-webhook.ts';
 import { NAMESPACED_KEY } from '../../../src/controller/admission-policies.ts';
-import {
-  configurationWakes,
-  leadingWakes,
-  ORPHAN_SWEEP_AFTER_DELETE_MS,
-  secretWakes,
-  servedCertificateKey,
-  serviceWakes,
-  suiteWakes,
-  Watches,
-  type SecretObject,
-  type WatchState,
-} from '../../../src/controller/watches.ts';
+import { configurationWakes, leadingWakes, ORPHAN_SWEEP_AFTER_DELETE_MS, secretWakes, servedCertificateKey, serviceWakes, suiteWakes, Watches, type SecretObject, type WatchState } from '../../../src/controller/watches.ts';
 import { componentLogger } from '../../../src/log.ts';
 
 const state = (rotating: boolean, suites = ['a', 'b']): WatchState => ({ rotating: () => rotating, hasSuite: (n) => suites.includes(n), suiteNames: () => [...suites] });
@@ -39,15 +28,15 @@ describe('controller/watches', function () {
       expect(keys(suiteWakes('a', true, state(true)))).to.deep.equal([CA_KEY, `${ORPHANS_KEY}@${ORPHAN_SWEEP_AFTER_DELETE_MS}`]);
     });
 
-    it("the CA Secret wakes the CA first, then the suite-validation webhook and every suite (all sign with it)", function () {
+    it('the CA Secret wakes the CA first, then the suite-validation webhook and every suite (all sign with it)', function () {
       expect(keys(secretWakes(object(CA_SECRET), state(false)))).to.deep.equal([CA_KEY, SELF_KEY, NAMESPACED_KEY, 'a', 'b']);
     });
 
-    it("a serving Secret wakes its owner; any other Secret nothing; mid-rotation each also wakes the CA, first", function () {
+    it('a serving Secret wakes its owner; any other Secret nothing; mid-rotation each also wakes the CA, first', function () {
       const leaf = object(tlsSecretName('a'), { [SUITE_LABEL]: 'a' });
       expect(keys(secretWakes(leaf, state(false)))).to.deep.equal(['a']);
       expect(keys(secretWakes(leaf, state(true)))).to.deep.equal([CA_KEY, 'a']);
-      expect(keys(secretWakes(object(SUITE_VALIDATION.secret), state(false))), 'the AdmissionPolicies are served with the operator\'s certificate too').to.deep.equal([SELF_KEY, NAMESPACED_KEY]);
+      expect(keys(secretWakes(object(SUITE_VALIDATION.secret), state(false))), "the AdmissionPolicies are served with the operator's certificate too").to.deep.equal([SELF_KEY, NAMESPACED_KEY]);
       // Labelled for a suite but not named as its serving Secret: not one we serve from.
       expect(keys(secretWakes(object('other', { [SUITE_LABEL]: 'a' }), state(false)))).to.deep.equal([]);
       expect(keys(secretWakes(object('other'), state(true)))).to.deep.equal([CA_KEY]);

@@ -25,7 +25,7 @@ function suite(spec: Partial<AdmissionSuite['spec']> = {}, webhooks: Partial<Web
 
 /** The single webhook entry of the suite's one configuration of `type`. */
 function entries(s: AdmissionSuite, config: OperatorConfig, type: 'Validating' | 'Mutating' = 'Validating') {
-  return (webhookConfigurations(s, config, 'BUNDLE').get(type)!.webhooks as Record<string, any>[]);
+  return webhookConfigurations(s, config, 'BUNDLE').get(type)!.webhooks as Record<string, any>[];
 }
 
 describe('desired/objects', function () {
@@ -78,7 +78,7 @@ describe('desired/objects', function () {
       expect(entry!.clientConfig.service).to.deep.equal({ namespace: 'ops', name: 'portcullis-guards', path: '/admit/guards/w0', port: 18443 });
     });
 
-    it("with spec.url: that URL, its trailing slashes dropped, and no Service at all", function () {
+    it('with spec.url: that URL, its trailing slashes dropped, and no Service at all', function () {
       const s = suite({ url: 'https://admit.example.com:7443//' });
       expect(entries(s, cluster)[0]!.clientConfig).to.deep.equal({ url: 'https://admit.example.com:7443/admit/guards/w0', caBundle: Buffer.from('BUNDLE').toString('base64') });
       expect(service(s, cluster)).to.equal(undefined);
@@ -142,7 +142,18 @@ describe('desired/objects', function () {
     });
 
     it("sends only the namespaces that have policies, only the resources they name, namespaced only, to the operator's own Service", function () {
-      const configuration = namespacedConfiguration('Validating', [{ namespace: 'team-b', rules }, { namespace: 'team-a', rules: deployments }, { namespace: 'team-a', rules }], metadata, ref, cluster, 'BUNDLE')!;
+      const configuration = namespacedConfiguration(
+        'Validating',
+        [
+          { namespace: 'team-b', rules },
+          { namespace: 'team-a', rules: deployments },
+          { namespace: 'team-a', rules },
+        ],
+        metadata,
+        ref,
+        cluster,
+        'BUNDLE',
+      )!;
       expect(configuration).to.deep.include({ kind: 'ValidatingWebhookConfiguration' });
       expect((configuration.metadata as { name: string }).name).to.equal(NAMESPACED.configuration);
       const webhook = (configuration.webhooks as Record<string, any>[])[0]!;
@@ -163,7 +174,7 @@ describe('desired/objects', function () {
       expect(webhook.matchConditions).to.deep.equal([SELF_PROTECTION_CONDITION]);
     });
 
-    it('sorts before every suite\'s configuration, so the API server calls the teams\' mutations first and a suite\'s mutation has the last word', function () {
+    it("sorts before every suite's configuration, so the API server calls the teams' mutations first and a suite's mutation has the last word", function () {
       // A suite's name is a DNS label: it starts with a letter or a digit, both after '-'.
       for (const suite of ['a', 'zzz', 'portcullis', '0', '0-', 'a-b']) expect(NAMESPACED.configuration < `portcullis-${suite}`, suite).to.equal(true);
     });

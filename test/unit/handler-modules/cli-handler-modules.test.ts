@@ -54,7 +54,7 @@ cases:
 const workspace = (files: Record<string, string>) => tempFolder('cli-handler-modules-', files);
 
 describe('portcullis test --handler-modules', function () {
-  it('answers the cases by the module\'s handler, its lookups given as the test file\'s objects', async function () {
+  it("answers the cases by the module's handler, its lookups given as the test file's objects", async function () {
     const dir = workspace({ 'modules/twins.mjs': MODULE, 'suite.yaml': suite('acme.dev/NoTwins'), 'twins.portcullis-test.yaml': testFile("{ allowed: false, code: 403, message: 'an Ingress is named web' }") });
     const result = await runCli(['test', '--handler-modules', path.join(dir, 'modules'), dir]);
     expect(result.stderr).to.equal('');
@@ -77,7 +77,8 @@ describe('portcullis test --handler-modules', function () {
       'modules/twins.mjs': MODULE,
       'modules/future.mjs': "export const apiVersion = '2.0'; export const handlers = [];",
       'suite.yaml': suite('acme.dev/Throws'),
-      'twins.portcullis-test.yaml': "suites: [suite.yaml]\ncases:\n  - name: failed\n    object: { apiVersion: v1, kind: ConfigMap, metadata: { name: a, namespace: shop } }\n    expect: { webhooks: { check: { allowed: false, message: 'internal error: handler acme.dev/Throws failed: boom' } } }\n",
+      'twins.portcullis-test.yaml':
+        "suites: [suite.yaml]\ncases:\n  - name: failed\n    object: { apiVersion: v1, kind: ConfigMap, metadata: { name: a, namespace: shop } }\n    expect: { webhooks: { check: { allowed: false, message: 'internal error: handler acme.dev/Throws failed: boom' } } }\n",
     });
     const result = await runCli(['test', '--handler-modules', path.join(dir, 'modules'), dir]);
     expect(result.code).to.equal(0);

@@ -102,7 +102,10 @@ describe('handler modules: loading a folder', function () {
 
   it('stops the start at a folder that is not there, naming the flag', async function () {
     const missing = path.join(os.tmpdir(), 'no-such-handler-modules');
-    const failed = await loadHandlerModules(missing).then(() => undefined, (err: Error) => err.message);
+    const failed = await loadHandlerModules(missing).then(
+      () => undefined,
+      (err: Error) => err.message,
+    );
     expect(failed).to.equal(`--handler-modules=${missing}: no such folder`);
   });
 
@@ -185,12 +188,8 @@ describe('handler modules: served through the registry', function () {
   });
 
   it('refuses on apply a config its handler refuses (naming the field) and a qualified name no module serves', function () {
-    expect(compileSuite(suiteUsing('acme.dev/NoWord', 'Fail', { word: 'x', colour: 'red' })).errors).to.deep.equal([
-      { field: 'spec.webhooks[0].handler.config.colour', message: 'unknown field' },
-    ]);
-    expect(compileSuite(suiteUsing('acme.dev/Nope', 'Fail')).errors).to.deep.equal([
-      { field: 'spec.webhooks[0].handler.name', message: 'no handler named "acme.dev/Nope" is loaded (--handler-modules)' },
-    ]);
+    expect(compileSuite(suiteUsing('acme.dev/NoWord', 'Fail', { word: 'x', colour: 'red' })).errors).to.deep.equal([{ field: 'spec.webhooks[0].handler.config.colour', message: 'unknown field' }]);
+    expect(compileSuite(suiteUsing('acme.dev/Nope', 'Fail')).errors).to.deep.equal([{ field: 'spec.webhooks[0].handler.name', message: 'no handler named "acme.dev/Nope" is loaded (--handler-modules)' }]);
     expect(compileSuite(suiteUsing('Nope', 'Fail')).errors[0]!.message).to.equal('no built-in handler named "Nope"');
   });
 
@@ -232,9 +231,7 @@ describe('handler modules: served through the registry', function () {
     expect(spun.message).to.equal(`internal error: handler acme.dev/Spins did not answer within its budget of ${BUDGET_MS} ms`);
     // The blocked worker was stopped (no pong within PROBE_MS), saying so, and is started again at once.
     await eventually(async () => expect(warnings).to.have.length.at.least(1), { what: 'the stopped worker logged' });
-    expect(warnings).to.deep.equal([
-      { message: 'handler module worker stopped: a handler blocked it past its budget; started again', module: path.join(path.dirname(warnings[0]!.module as string), 'spin.mjs'), handler: 'acme.dev/Spins' },
-    ]);
+    expect(warnings).to.deep.equal([{ message: 'handler module worker stopped: a handler blocked it past its budget; started again', module: path.join(path.dirname(warnings[0]!.module as string), 'spin.mjs'), handler: 'acme.dev/Spins' }]);
     // Its module's other handler answers from the new worker (the old one would spin for ever).
     expect(await admit('acme.dev/SameModule', 'Fail')).to.deep.equal({ allowed: true });
     const again = await admit('acme.dev/Spins', 'Ignore');
@@ -247,7 +244,9 @@ describe('handler modules: what a handler reads', function () {
   it('sends the request with its Namespace and declared lookups taken from the caches, and waits on a lookup not synced', async function () {
     const runner = new HandlerRunner({ budgetMs: 2_000, log: SILENT });
     const dir = folder({
-      'reads.mjs': moduleText(`[${handlerText('acme.dev/Reads', "(req, c, view) => ({ allowed: true, warnings: [view.namespace('team-a')?.metadata.labels.team, String(view.list('Ingress').length), String(view.list('Ingress', 'team-b').length)] })", ", lookups: ['Ingress']")}]`),
+      'reads.mjs': moduleText(
+        `[${handlerText('acme.dev/Reads', "(req, c, view) => ({ allowed: true, warnings: [view.namespace('team-a')?.metadata.labels.team, String(view.list('Ingress').length), String(view.list('Ingress', 'team-b').length)] })", ", lookups: ['Ingress']")}]`,
+      ),
     });
     const { loaded } = await loadHandlerModules(dir);
     const proxy = runner.proxy(loaded[0]!);
@@ -256,13 +255,20 @@ describe('handler modules: what a handler reads', function () {
     try {
       const decision = await proxy.validate!(request(), proxy.parseConfig({}).config, view);
       expect(decision.warnings).to.deep.equal(['blue', '2', '1']);
-      expect(() => proxy.validate!(request(), proxy.parseConfig({}).config, { ...view, list: (kind) => { throw new LookupNotReady(kind); } })).to.throw(LookupNotReady);
+      expect(() =>
+        proxy.validate!(request(), proxy.parseConfig({}).config, {
+          ...view,
+          list: (kind) => {
+            throw new LookupNotReady(kind);
+          },
+        }),
+      ).to.throw(LookupNotReady);
     } finally {
       await runner.close();
     }
   });
 
-  it('keeps a copy of the declared lookups in the worker, from the caches\' changes, rather than sending them with each request', async function () {
+  it("keeps a copy of the declared lookups in the worker, from the caches' changes, rather than sending them with each request", async function () {
     const listeners: ((change: LookupChange) => void)[] = [];
     const ingress = (name: string, namespace: string) => ({ metadata: { name, namespace } });
     const source = {
@@ -288,7 +294,14 @@ describe('handler modules: what a handler reads', function () {
         listener({ type: 'object', kind: 'Ingress', object: ingress('a', 'team-a'), deleted: true });
       }
       expect((await proxy.validate!(request(), proxy.parseConfig({}).config, view)).warnings).to.deep.equal(['team-b/b', 'team-c/c']);
-      expect(() => proxy.validate!(request(), proxy.parseConfig({}).config, { ...view, list: (kind) => { throw new LookupNotReady(kind); } })).to.throw(LookupNotReady);
+      expect(() =>
+        proxy.validate!(request(), proxy.parseConfig({}).config, {
+          ...view,
+          list: (kind) => {
+            throw new LookupNotReady(kind);
+          },
+        }),
+      ).to.throw(LookupNotReady);
     } finally {
       await runner.close();
     }
@@ -325,9 +338,15 @@ describe('handler modules: what a handler reads', function () {
     const [exits, leaks] = (await loadHandlerModules(dir)).loaded.map((l) => runner.proxy(l));
     const config = exits!.parseConfig({}).config;
     try {
-      for (const [proxy, name] of [[exits!, 'exit'], [leaks!, 'leak']] as const) {
+      for (const [proxy, name] of [
+        [exits!, 'exit'],
+        [leaks!, 'leak'],
+      ] as const) {
         // Answered as a lost worker, not as a run past the budget ('did not answer within its budget'): at once, not at the budget.
-        const lost = await proxy.validate!(request(name), config, EMPTY_VIEW).then(() => undefined, (err: Error) => err.message);
+        const lost = await proxy.validate!(request(name), config, EMPTY_VIEW).then(
+          () => undefined,
+          (err: Error) => err.message,
+        );
         expect(lost).to.match(new RegExp(`^handler acme.dev/\\w+ was not answered: its worker (stopped|failed)`));
         expect((await proxy.validate!(request('fine'), config, EMPTY_VIEW)).allowed).to.equal(true);
       }
@@ -337,10 +356,12 @@ describe('handler modules: what a handler reads', function () {
     }
   });
 
-  it('parses the config in the worker with the context it was parsed with on apply (the operator\'s namespace)', async function () {
+  it("parses the config in the worker with the context it was parsed with on apply (the operator's namespace)", async function () {
     const runner = new HandlerRunner({ budgetMs: 2_000, log: SILENT });
     const dir = folder({
-      'context.mjs': moduleText(`[{ name: 'acme.dev/Context', resources: [{ group: '', resource: 'configmaps' }], parseConfig: (c, context) => ({ config: { where: context?.operatorNamespace ?? 'nowhere' }, errors: [] }), validate: (req, config) => ({ allowed: true, warnings: [config.where] }) }]`),
+      'context.mjs': moduleText(
+        `[{ name: 'acme.dev/Context', resources: [{ group: '', resource: 'configmaps' }], parseConfig: (c, context) => ({ config: { where: context?.operatorNamespace ?? 'nowhere' }, errors: [] }), validate: (req, config) => ({ allowed: true, warnings: [config.where] }) }]`,
+      ),
     });
     const proxy = runner.proxy((await loadHandlerModules(dir)).loaded[0]!);
     try {
@@ -358,7 +379,7 @@ describe('handler modules: what a handler reads', function () {
     expect(findHandler('acme.dev/One')).to.equal(undefined);
   });
 
-  it('gives handler authors the SDK helpers with the built-ins\' Handler type', function () {
+  it("gives handler authors the SDK helpers with the built-ins' Handler type", function () {
     const typed: CustomHandler<{ word: string }> = {
       name: 'acme.dev/Typed',
       resources: [{ group: '', resource: 'configmaps' }],

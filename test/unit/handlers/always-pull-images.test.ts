@@ -47,9 +47,7 @@ describe('handlers: AlwaysPullImages', function () {
     expect(decision).to.include({ allowed: false, code: 403, reason: 'Forbidden' });
     expect(decision.message).to.equal(`pods "${name}" is forbidden: spec.initContainers[0].imagePullPolicy: Unsupported value: "": supported values: "Always"`);
     (request.object as any).spec.initContainers = [];
-    expect(alwaysPullImages.validate!(request, {}, EMPTY_VIEW).message).to.equal(
-      `pods "${name}" is forbidden: spec.containers[0].imagePullPolicy: Unsupported value: "Never": supported values: "Always"`,
-    );
+    expect(alwaysPullImages.validate!(request, {}, EMPTY_VIEW).message).to.equal(`pods "${name}" is forbidden: spec.containers[0].imagePullPolicy: Unsupported value: "Never": supported values: "Always"`);
   });
 
   // upstream TestOtherResources: subresources are left alone (pods/ephemeralcontainers too)

@@ -71,7 +71,7 @@ const approve = (oldSigner: string, newSigner = oldSigner) => csrRequest('UPDATE
 const sign = (oldSigner: string, status: Record<string, unknown>, newSigner = oldSigner, oldStatus: Record<string, unknown> = APPROVED) => csrRequest('UPDATE', 'status', csr(newSigner, status), csr(oldSigner, oldStatus));
 
 describe('handlers: CertificateApproval', function () {
-  it('should deny request if user does not have permission for this signerName, in upstream\'s words, after asking for the signer and then its domain', async function () {
+  it("should deny request if user does not have permission for this signerName, in upstream's words, after asking for the signer and then its domain", async function () {
     const authorizer = new SignerAuthorizer(['approve notabc.com/xyz']);
     expect(await admitFor('CertificateApproval', authorizer)(approve('abc.com/xyz'))).to.deep.equal(FORBIDDEN('user not permitted to approve requests with signerName "abc.com/xyz"'));
     expect(authorizer.asked).to.deep.equal(['approve abc.com/xyz', 'approve abc.com/*']);
@@ -126,9 +126,7 @@ describe('handlers: CertificateSigning', function () {
 
   it('should deny request if user attempts to update signerName to a new value they *do* have permission to sign for', async function () {
     const admit = admitFor('CertificateSigning', new SignerAuthorizer(['sign allowed.com/xyz']));
-    expect(await admit(sign('notallowed.com/xyz', { ...APPROVED, certificate: 'ZGF0YQ==' }, 'allowed.com/xyz'))).to.deep.equal(
-      FORBIDDEN('user not permitted to sign requests with signerName "notallowed.com/xyz"'),
-    );
+    expect(await admit(sign('notallowed.com/xyz', { ...APPROVED, certificate: 'ZGF0YQ==' }, 'allowed.com/xyz'))).to.deep.equal(FORBIDDEN('user not permitted to sign requests with signerName "notallowed.com/xyz"'));
   });
 });
 
@@ -137,10 +135,8 @@ describe('handlers: CertificateSubjectRestriction', function () {
   const create = (signerName: string, request: string, subResource = '') => csrRequest('CREATE', subResource, csr(signerName, {}, request));
   const admit = admitFor('CertificateSubjectRestriction');
 
-  it('request for system:masters with the kube-apiserver-client signer: refused in upstream\'s words', async function () {
-    expect(await admit(create('kubernetes.io/kube-apiserver-client', pem(['dev', 'system:masters'])))).to.deep.equal(
-      FORBIDDEN('use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed'),
-    );
+  it("request for system:masters with the kube-apiserver-client signer: refused in upstream's words", async function () {
+    expect(await admit(create('kubernetes.io/kube-apiserver-client', pem(['dev', 'system:masters'])))).to.deep.equal(FORBIDDEN('use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed'));
   });
 
   it('some other signer, some other group, an ignored subresource: allowed', async function () {
@@ -150,8 +146,6 @@ describe('handlers: CertificateSubjectRestriction', function () {
   });
 
   it('invalid request: refused as upstream cannot parse it', async function () {
-    expect(await admit(create('kubernetes.io/kube-apiserver-client', Buffer.from('this is not a CSR').toString('base64')))).to.deep.equal(
-      FORBIDDEN('failed to parse CSR: PEM block type must be CERTIFICATE REQUEST'),
-    );
+    expect(await admit(create('kubernetes.io/kube-apiserver-client', Buffer.from('this is not a CSR').toString('base64')))).to.deep.equal(FORBIDDEN('failed to parse CSR: PEM block type must be CERTIFICATE REQUEST'));
   });
 });

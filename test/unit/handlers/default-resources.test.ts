@@ -71,7 +71,15 @@ function admit(pod: Pod, ranges: ReturnType<typeof limitRange>[], config = NO_CO
 describe('handlers: DefaultResources', function () {
   it('compares quantities exactly, as resource.Quantity does', function () {
     const q = (text: string) => parseQuantity(text)!;
-    const equal: [string, string][] = [['1.5Gi', '1536Mi'], ['1e3', '1k'], ['0.5', '500m'], ['1E', '1000P'], ['100m', '.1'], ['+2', '2000m'], ['1Ki', '1024']];
+    const equal: [string, string][] = [
+      ['1.5Gi', '1536Mi'],
+      ['1e3', '1k'],
+      ['0.5', '500m'],
+      ['1E', '1000P'],
+      ['100m', '.1'],
+      ['+2', '2000m'],
+      ['1Ki', '1024'],
+    ];
     for (const [a, b] of equal) expect(compare(q(a), q(b)), `${a} = ${b}`).to.equal(0);
     expect(compare(q('999m'), q('1'))).to.equal(-1);
     expect(compare(q('1Gi'), q('1G'))).to.equal(1);
@@ -183,7 +191,11 @@ describe('handlers: DefaultResources', function () {
       [validPod('pod-max-mem-request-limit', 3, req(compute('', '250Mi'), compute('', '500Mi'))), lr('Pod', NONE, compute('', '1Gi')), 'maximum memory usage per Pod is 1Gi, but limit is 1500Mi'],
       [validPod('pod-max-mem-limit', 3, req(NONE, compute('', '500Mi'))), lr('Pod', NONE, compute('', '1Gi')), 'but limit is 1500Mi'],
       [validPodInit(validPod('pod-init-max-mem-limit', 1, req(NONE, compute('', '500Mi'))), req(NONE, compute('', '1.5Gi'))), lr('Pod', NONE, compute('', '1Gi')), 'but limit is 1536Mi'],
-      [validPod('pod-max-mem-ratio', 3, req(compute('', '250Mi'), compute('', '500Mi'))), lr('Pod', NONE, compute('', '2Gi'), NONE, NONE, compute('', '1.5')), 'memory max limit to request ratio per Pod is 1.5, but provided ratio is 2.000000'],
+      [
+        validPod('pod-max-mem-ratio', 3, req(compute('', '250Mi'), compute('', '500Mi'))),
+        lr('Pod', NONE, compute('', '2Gi'), NONE, NONE, compute('', '1.5')),
+        'memory max limit to request ratio per Pod is 1.5, but provided ratio is 2.000000',
+      ],
       [validPod('ctr-1-min-local-ephemeral-storage-request', 1, req(storage('40Mi'), NONE)), lr('Container', storage('50Mi'), NONE), 'minimum ephemeral-storage usage per Container is 50Mi, but request is 40Mi'],
       [validPod('ctr-1-min-local-ephemeral-storage-request-limit', 1, req(storage('40Mi'), storage('100Mi'))), lr('Container', storage('50Mi'), NONE), 'but request is 40Mi'],
       [validPod('ctr-1-min-local-ephemeral-storage-no-request-limit', 1, req(NONE, NONE)), lr('Container', storage('50Mi'), NONE), 'No request is specified'],
@@ -335,14 +347,7 @@ describe('handlers: DefaultResources', function () {
         },
       },
     }).map((e) => e.field.replace('spec.webhooks[0].handler.config.', ''));
-    expect(fields).to.have.members([
-      'limits[0].max.cpu',
-      'limits[1].default',
-      'limits[2].type',
-      'limits[3].extra',
-      'limits[3].min.cpu',
-      'limits[3].maxLimitRequestRatio.cpu',
-    ]);
+    expect(fields).to.have.members(['limits[0].max.cpu', 'limits[1].default', 'limits[2].type', 'limits[3].extra', 'limits[3].min.cpu', 'limits[3].maxLimitRequestRatio.cpu']);
     expect(suiteErrors({ type: 'Validating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['services'] }], handler: { name: 'DefaultResources' } }).map((e) => e.field)).to.deep.equal([
       'spec.webhooks[0].rules[0]',
     ]);

@@ -174,7 +174,12 @@ describe('CONNECT in suites', function () {
     expect(webhook.lookups).to.deep.equal(['Pod']);
     expect(await webhook.admit(connect('exec', 'privileged'))).to.deep.equal(forbidden('privileged', PRIVILEGED));
     expect(await webhook.admit(connect('exec', 'plain'))).to.deep.equal({ allowed: true });
-    const unsynced: ClusterView = { ...VIEW, list: () => { throw new LookupNotReady('Pod'); } };
+    const unsynced: ClusterView = {
+      ...VIEW,
+      list: () => {
+        throw new LookupNotReady('Pod');
+      },
+    };
     const waiting = compileSuite(suite({ type: 'Validating', rules: [connectRule], handler: { name: 'DenyEscalatingExec' } }), { view: unsynced }).webhooks.get('w')!;
     expect(await waiting.admit(connect('exec', 'plain'))).to.include({ allowed: false, message: 'pods "plain" is forbidden: not yet ready to handle request' });
   });

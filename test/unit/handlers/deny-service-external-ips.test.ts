@@ -13,11 +13,7 @@ const svc = (...externalIPs: string[]) => ({
 });
 
 const validate = (object: unknown, oldObject?: unknown) =>
-  denyServiceExternalIPs.validate!(
-    requestFor('services', oldObject ? 'UPDATE' : 'CREATE', { object: object as Record<string, unknown>, oldObject: (oldObject as Record<string, unknown>) ?? null }),
-    {},
-    EMPTY_VIEW,
-  );
+  denyServiceExternalIPs.validate!(requestFor('services', oldObject ? 'UPDATE' : 'CREATE', { object: object as Record<string, unknown>, oldObject: (oldObject as Record<string, unknown>) ?? null }), {}, EMPTY_VIEW);
 
 describe('handlers: DenyServiceExternalIPs', function () {
   // upstream TestAdmission

@@ -77,11 +77,7 @@ describe('handlers: EventRateLimit', function () {
       ['event not blocked when tokens available', { server: 3 }, [ev]],
       ['non-event not blocked', { server: 3 }, [{ kind: 'NonEvent' }]],
       ['event blocked after tokens exhausted', { server: 3 }, [ev, ev, ev, blocked(ev)]],
-      [
-        'event not blocked by dry-run requests',
-        { server: 3 },
-        [ev, ev, { dryRun: true }, { dryRun: true }, { dryRun: true }, { dryRun: true }, ev, blocked(ev), { dryRun: true }],
-      ],
+      ['event not blocked by dry-run requests', { server: 3 }, [ev, ev, { dryRun: true }, { dryRun: true }, { dryRun: true }, { dryRun: true }, ev, blocked(ev), { dryRun: true }]],
       ['non-event not blocked after tokens exhausted', { server: 3 }, [ev, ev, ev, { kind: 'NonEvent' }]],
       ['non-events should not count against limit', { server: 3 }, [ev, ev, { kind: 'NonEvent' }, ev]],
       ['event accepted after token refill', { server: 3 }, [ev, ev, ev, blocked(ev), { delay: 1 }]],
@@ -123,9 +119,7 @@ describe('handlers: EventRateLimit', function () {
       expect(() => run({ server: 3 }, [ev, ev, ev, ev])).to.throw(/request 3 should have been admitted/);
       expect(() => run({ server: 3 }, [ev, blocked(ev)])).to.throw(/request 1 should have been blocked/);
       // without eviction B would still be blocked; with cacheSize 3 nothing is evicted and it is
-      expect(() => run({ server: 100, namespace: [3, 3] }, [ns('A'), ns('A'), ns('B'), ns('B'), ns('B'), ns('A'), blocked(ns('B')), blocked(ns('A')), ns('C'), blocked(ns('A')), ns('B')])).to.throw(
-        /request 10 should have been admitted/,
-      );
+      expect(() => run({ server: 100, namespace: [3, 3] }, [ns('A'), ns('A'), ns('B'), ns('B'), ns('B'), ns('A'), blocked(ns('B')), blocked(ns('A')), ns('C'), blocked(ns('A')), ns('B')])).to.throw(/request 10 should have been admitted/);
     });
   });
 
@@ -208,12 +202,7 @@ describe('handlers: EventRateLimit', function () {
         handler: {
           name: 'EventRateLimit',
           config: {
-            limits: [
-              { type: 'Cluster', qps: 0, burst: 1.5, cacheSize: -1, extra: true },
-              { type: 'User', burst: 1 },
-              { type: 'Server', qps: 1, burst: 1, cacheSize: -1 },
-              'Server',
-            ],
+            limits: [{ type: 'Cluster', qps: 0, burst: 1.5, cacheSize: -1, extra: true }, { type: 'User', burst: 1 }, { type: 'Server', qps: 1, burst: 1, cacheSize: -1 }, 'Server'],
             other: 1,
           },
         },

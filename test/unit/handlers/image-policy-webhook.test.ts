@@ -61,9 +61,7 @@ describe('handlers: ImagePolicyWebhook', function () {
   it("sends upstream's review (containers, then init containers; the image-policy annotations alone; the namespace) and admits what the backend allows", async function () {
     const annotations = { 'team.image-policy.k8s.io/ticket': 'T-1', 'example.com/other': 'x', [BREAK_GLASS]: 'false' };
     expect(await admitFor(config)(create(['registry.k8s.io/pause:3.10'], annotations, ['busybox']))).to.deep.equal({ allowed: true });
-    expect(backend.received).to.deep.equal([
-      { containers: [{ image: 'registry.k8s.io/pause:3.10' }, { image: 'busybox' }], annotations: { [BREAK_GLASS]: 'false', 'team.image-policy.k8s.io/ticket': 'T-1' }, namespace: 'team-a' },
-    ]);
+    expect(backend.received).to.deep.equal([{ containers: [{ image: 'registry.k8s.io/pause:3.10' }, { image: 'busybox' }], annotations: { [BREAK_GLASS]: 'false', 'team.image-policy.k8s.io/ticket': 'T-1' }, namespace: 'team-a' }]);
   });
 
   it("refuses what the backend denies, in upstream's words, with and without its reason", async function () {
@@ -132,7 +130,7 @@ describe('handlers: ImagePolicyWebhook', function () {
     expect(backend.received).to.deep.equal([{ containers: [{ image: 'acme/denied-debugger' }], namespace: 'team-a' }]);
   });
 
-  it("refuses on apply a config the plugin would not start with, naming the field", function () {
+  it('refuses on apply a config the plugin would not start with, naming the field', function () {
     const errors = compiled({ url: 'http://backend.example', allowTTL: 3600, retryBackoff: 'fast', timeoutSeconds: 60, color: 'blue' }).errors.map((e) => e.field);
     expect(errors).to.include.members([
       'spec.webhooks[0].handler.config.url',

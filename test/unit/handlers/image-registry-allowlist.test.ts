@@ -132,15 +132,24 @@ describe('handlers: ImageRegistryAllowlist', function () {
 
   it('a suite with a bad config, or pointed at resources without Pod templates, is refused, naming the field', function () {
     const rules = [{ operations: ['CREATE', 'UPDATE'], apiGroups: ['', 'apps', 'batch'], apiVersions: ['v1'], resources: ['pods', 'deployments', 'cronjobs'] }];
-    expect(suiteErrors({ type: 'Validating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods', 'replicationcontrollers'] }], handler: { name: 'ImageRegistryAllowlist', config: { registries: ['registry.k8s.io'] } } })).to.deep.equal([]);
+    expect(
+      suiteErrors({
+        type: 'Validating',
+        rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods', 'replicationcontrollers'] }],
+        handler: { name: 'ImageRegistryAllowlist', config: { registries: ['registry.k8s.io'] } },
+      }),
+    ).to.deep.equal([]);
     // apiGroups x resources: '' x deployments is not a workload the handler knows
-    expect(suiteErrors({ type: 'Validating', rules, handler: { name: 'ImageRegistryAllowlist', config: { registries: ['registry.k8s.io'] } } }).map((e) => e.message)).to.include('handler ImageRegistryAllowlist does not serve core/deployments');
+    expect(suiteErrors({ type: 'Validating', rules, handler: { name: 'ImageRegistryAllowlist', config: { registries: ['registry.k8s.io'] } } }).map((e) => e.message)).to.include(
+      'handler ImageRegistryAllowlist does not serve core/deployments',
+    );
     const podRules = [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }];
     expect(suiteErrors({ type: 'Validating', rules: podRules, handler: { name: 'ImageRegistryAllowlist' } }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].handler.config.registries']);
     expect(suiteErrors({ type: 'Validating', rules: podRules, handler: { name: 'ImageRegistryAllowlist', config: { registries: [] } } }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].handler.config.registries']);
-    expect(
-      suiteErrors({ type: 'Validating', rules: podRules, handler: { name: 'ImageRegistryAllowlist', config: { registries: ['nginx', 'ghcr.io/acme:v1', 'ghcr.io/acme'] } } }).map((e) => e.field),
-    ).to.deep.equal(['spec.webhooks[0].handler.config.registries[0]', 'spec.webhooks[0].handler.config.registries[1]']);
+    expect(suiteErrors({ type: 'Validating', rules: podRules, handler: { name: 'ImageRegistryAllowlist', config: { registries: ['nginx', 'ghcr.io/acme:v1', 'ghcr.io/acme'] } } }).map((e) => e.field)).to.deep.equal([
+      'spec.webhooks[0].handler.config.registries[0]',
+      'spec.webhooks[0].handler.config.registries[1]',
+    ]);
     expect(suiteErrors({ type: 'Mutating', rules: podRules, handler: { name: 'ImageRegistryAllowlist', config: { registries: ['ghcr.io'] } } }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].type']);
   });
 });

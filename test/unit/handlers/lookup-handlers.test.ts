@@ -23,7 +23,17 @@ const sc = (name: string, created: string, isDefault = true) => ({ metadata: { n
 
 describe('handlers: the lookup handlers', function () {
   it('refuse any config where they take none, and PodTolerationRestriction a bad toleration, naming the field', function () {
-    for (const name of ['Priority', 'RuntimeClass', 'DefaultStorageClass', 'DefaultIngressClass', 'PersistentVolumeClaimResize', 'StorageObjectInUseProtection', 'ExtendedResourceToleration', 'LimitPodHardAntiAffinityTopology', 'PodResizeValidator']) {
+    for (const name of [
+      'Priority',
+      'RuntimeClass',
+      'DefaultStorageClass',
+      'DefaultIngressClass',
+      'PersistentVolumeClaimResize',
+      'StorageObjectInUseProtection',
+      'ExtendedResourceToleration',
+      'LimitPodHardAntiAffinityTopology',
+      'PodResizeValidator',
+    ]) {
       expect(findHandler(name)!.parseConfig({ extra: 1 }).errors, name).to.deep.equal([{ field: 'extra', message: `${name} takes no configuration` }]);
     }
     const errors = suiteErrors({
@@ -78,7 +88,9 @@ describe('handlers: the lookup handlers', function () {
   });
 
   it('RuntimeClass: overhead and scheduling merged into the Pod; a differing preset overhead refused', function () {
-    const view = viewOf({ lookups: { RuntimeClass: [{ metadata: { name: 'kata' }, handler: 'kata', overhead: { podFixed: { cpu: '250m' } }, scheduling: { nodeSelector: { sandbox: 'yes' }, tolerations: [{ key: 'sandbox', operator: 'Exists' }] } }] } });
+    const view = viewOf({
+      lookups: { RuntimeClass: [{ metadata: { name: 'kata' }, handler: 'kata', overhead: { podFixed: { cpu: '250m' } }, scheduling: { nodeSelector: { sandbox: 'yes' }, tolerations: [{ key: 'sandbox', operator: 'Exists' }] } }] },
+    });
     const object = pod({ runtimeClassName: 'kata', containers: [{ name: 'a', image: 'nginx' }], nodeSelector: { zone: 'a' } });
     const stored = applied(object, runtimeClass.mutate!(requestFor('pods', 'CREATE', { object }), {}, view)) as { spec: Record<string, unknown> };
     expect(stored.spec.overhead).to.deep.equal({ cpu: '250m' });
@@ -87,18 +99,14 @@ describe('handlers: the lookup handlers', function () {
     const same = pod({ runtimeClassName: 'kata', containers: [{ name: 'a', image: 'nginx' }], overhead: { cpu: '0.25' } });
     expect(runtimeClass.validate!(requestFor('pods', 'CREATE', { object: same }), {}, view)).to.deep.equal({ allowed: true });
     const differs = pod({ runtimeClassName: 'kata', containers: [{ name: 'a', image: 'nginx' }], overhead: { cpu: '1' } });
-    expect(runtimeClass.mutate!(requestFor('pods', 'CREATE', { object: differs }), {}, view).message).to.equal(
-      "pods \"app\" is forbidden: pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead",
-    );
+    expect(runtimeClass.mutate!(requestFor('pods', 'CREATE', { object: differs }), {}, view).message).to.equal("pods \"app\" is forbidden: pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead");
   });
 
   it('PodTolerationRestriction: the cluster whitelist where the namespace has none; a namespace not yet cached is not ready', function () {
     const config = podTolerationRestriction.parseConfig({ whitelist: [{ key: 'allowed', operator: 'Exists' }] }).config;
     const view = viewOf({ namespaces: [namespace('team-a')] });
     const object = pod({ containers: [{ name: 'a', image: 'nginx' }], tolerations: [{ key: 'other', operator: 'Exists' }] });
-    expect(podTolerationRestriction.validate!(requestFor('pods', 'CREATE', { object }), config, view).message).to.equal(
-      'pod tolerations (possibly merged with namespace default tolerations) conflict with its cluster whitelist',
-    );
+    expect(podTolerationRestriction.validate!(requestFor('pods', 'CREATE', { object }), config, view).message).to.equal('pod tolerations (possibly merged with namespace default tolerations) conflict with its cluster whitelist');
     expect(() => podTolerationRestriction.validate!(requestFor('pods', 'CREATE', { object, namespace: 'new' }), config, view)).to.throw(LookupNotReady);
   });
 

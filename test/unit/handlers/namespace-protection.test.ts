@@ -23,7 +23,12 @@ const configMap = (labels?: Record<string, string>) => ({ apiVersion: 'v1', kind
 
 describe('handlers: NamespaceProtection', function () {
   const cases: { name: string; request: ReturnType<typeof requestFor>; config?: Record<string, unknown>; view?: ReturnType<typeof viewOf>; denied?: RegExp }[] = [
-    { name: 'denies DELETE of a configured namespace', request: requestFor('namespaces', 'DELETE', { oldObject: namespace('prod') }), config: { namespaces: ['prod'] }, denied: /namespace "prod" is protected from deletion.*to delete it, first remove "prod" from that list/ },
+    {
+      name: 'denies DELETE of a configured namespace',
+      request: requestFor('namespaces', 'DELETE', { oldObject: namespace('prod') }),
+      config: { namespaces: ['prod'] },
+      denied: /namespace "prod" is protected from deletion.*to delete it, first remove "prod" from that list/,
+    },
     { name: 'allows DELETE of a namespace that is neither configured nor labelled', request: requestFor('namespaces', 'DELETE', { oldObject: namespace('scratch') }), config: { namespaces: ['prod'] } },
     {
       name: 'denies DELETE of a namespace carrying the protection label, saying how to remove it',
@@ -39,7 +44,7 @@ describe('handlers: NamespaceProtection', function () {
     },
     { name: 'Kinitiras: a namespace without the label is not', request: requestFor('namespaces', 'DELETE', { oldObject: namespace('plain', undefined, { team: 'a' }) }), config: { protectionLabel: 'kinitiras.kcloudlabs.io/webhook' } },
     {
-      name: 'DELETE with no object: a namespace\'s labels come from the cache',
+      name: "DELETE with no object: a namespace's labels come from the cache",
       request: requestFor('namespaces', 'DELETE', { name: 'billing' }),
       view: viewOf({ namespaces: [namespace('billing', undefined, { [DEFAULT_PROTECTION_LABEL]: '' })] }),
       denied: /carries the label/,
@@ -47,7 +52,11 @@ describe('handlers: NamespaceProtection', function () {
     { name: 'DELETE with no object of a namespace the cache does not know, and not configured, is allowed', request: requestFor('namespaces', 'DELETE', { name: 'billing' }) },
     { name: 'DELETE with no object of a configured namespace is denied by name', request: requestFor('namespaces', 'DELETE', { name: 'prod' }), config: { namespaces: ['prod'] }, denied: /namespace "prod" is protected/ },
     // OpenKruise: CustomResourceDefinitions
-    { name: 'denies DELETE of any CRD by default', request: requestFor('customresourcedefinitions', 'DELETE', { oldObject: crd('widgets.example.com') }), denied: /CustomResourceDefinition "widgets.example.com" is protected from deletion \(deleting it would delete every object of its kind\); to delete it, first narrow/ },
+    {
+      name: 'denies DELETE of any CRD by default',
+      request: requestFor('customresourcedefinitions', 'DELETE', { oldObject: crd('widgets.example.com') }),
+      denied: /CustomResourceDefinition "widgets.example.com" is protected from deletion \(deleting it would delete every object of its kind\); to delete it, first narrow/,
+    },
     {
       name: 'denies DELETE of a listed CRD, saying to remove it from the list',
       request: requestFor('customresourcedefinitions', 'DELETE', { oldObject: crd('widgets.example.com') }),
@@ -96,16 +105,11 @@ describe('handlers: NamespaceProtection', function () {
       rules: anything,
       handler: { name: 'NamespaceProtection', config: { namespaces: 'prod', protectionLabel: 'not a label', customResourceDefinitions: [''], crds: true } },
     }).map((e) => e.field);
-    expect(fields).to.have.members([
-      'spec.webhooks[0].handler.config.namespaces',
-      'spec.webhooks[0].handler.config.protectionLabel',
-      'spec.webhooks[0].handler.config.customResourceDefinitions[0]',
-      'spec.webhooks[0].handler.config.crds',
-    ]);
+    expect(fields).to.have.members(['spec.webhooks[0].handler.config.namespaces', 'spec.webhooks[0].handler.config.protectionLabel', 'spec.webhooks[0].handler.config.customResourceDefinitions[0]', 'spec.webhooks[0].handler.config.crds']);
     expect(suiteErrors({ type: 'Mutating', rules: anything, handler: { name: 'NamespaceProtection' } }).map((e) => e.field)).to.deep.equal(['spec.webhooks[0].type']);
   });
 
-  it('refuses on apply the namespaces no suite webhook ever sees (the operator\'s, kube-system, kube-node-lease), naming each entry', function () {
+  it("refuses on apply the namespaces no suite webhook ever sees (the operator's, kube-system, kube-node-lease), naming each entry", function () {
     const suite = (namespaces: string[]): AdmissionSuite => ({
       apiVersion: 'admission.portcullis.dev/v1alpha1',
       kind: 'AdmissionSuite',

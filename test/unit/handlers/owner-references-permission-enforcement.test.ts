@@ -124,7 +124,9 @@ describe('handlers: OwnerReferencesPermissionEnforcement', function () {
       apiVersion: 'admission.portcullis.dev/v1alpha1',
       kind: 'AdmissionSuite',
       metadata: { name: 'gc', uid: 'u' },
-      spec: { webhooks: [{ name: 'o', type: 'Validating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], handler: { name: 'OwnerReferencesPermissionEnforcement', config: { x: 1 } } }] },
+      spec: {
+        webhooks: [{ name: 'o', type: 'Validating', rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }], handler: { name: 'OwnerReferencesPermissionEnforcement', config: { x: 1 } } }],
+      },
     });
     expect(suite.errors).to.deep.equal([{ field: 'spec.webhooks[0].handler.config.x', message: 'OwnerReferencesPermissionEnforcement takes no configuration' }]);
   });

@@ -28,7 +28,14 @@ const cases: Case[] = [
   { testName: 'TestNamespace node selector with whitespaces and no conflicts', defaultNodeSelector: '', namespaceNodeSelector: ' infra = false ', podNodeSelector: {}, mergedNodeSelector: { infra: 'false' }, admit: true },
   { testName: 'Default and namespace node selector, no conflicts', defaultNodeSelector: 'infra = false', namespaceNodeSelector: 'infra=true', podNodeSelector: {}, mergedNodeSelector: { infra: 'true' }, admit: true },
   { testName: 'Empty namespace node selector and no conflicts', defaultNodeSelector: 'infra = false', namespaceNodeSelector: '', podNodeSelector: {}, mergedNodeSelector: {}, admit: true },
-  { testName: 'TestNamespace and pod node selector, no conflicts', defaultNodeSelector: 'infra = false', namespaceNodeSelector: 'infra=true', podNodeSelector: { env: 'test' }, mergedNodeSelector: { infra: 'true', env: 'test' }, admit: true },
+  {
+    testName: 'TestNamespace and pod node selector, no conflicts',
+    defaultNodeSelector: 'infra = false',
+    namespaceNodeSelector: 'infra=true',
+    podNodeSelector: { env: 'test' },
+    mergedNodeSelector: { infra: 'true', env: 'test' },
+    admit: true,
+  },
   { testName: 'Conflicting pod and namespace node selector, one label', defaultNodeSelector: 'env = test', namespaceNodeSelector: 'infra=true', podNodeSelector: { infra: 'false' }, admit: false },
   { testName: 'Conflicting pod and namespace node selector, multiple labels', defaultNodeSelector: 'env=dev', namespaceNodeSelector: 'infra=false, env = test', podNodeSelector: { env: 'dev', color: 'blue' }, admit: false },
   {
@@ -40,7 +47,14 @@ const cases: Case[] = [
     mergedNodeSelector: { infra: 'false', env: 'dev', color: 'blue' },
     admit: true,
   },
-  { testName: 'Merged pod node selectors conflict with the whitelist', defaultNodeSelector: 'env=dev', namespaceNodeSelector: 'infra=false, env = dev', whitelist: 'env=dev, infra=true, color=blue', podNodeSelector: { env: 'dev', color: 'blue' }, admit: false },
+  {
+    testName: 'Merged pod node selectors conflict with the whitelist',
+    defaultNodeSelector: 'env=dev',
+    namespaceNodeSelector: 'infra=false, env = dev',
+    whitelist: 'env=dev, infra=true, color=blue',
+    podNodeSelector: { env: 'dev', color: 'blue' },
+    admit: false,
+  },
   { testName: 'Default node selector conflict with the whitelist', defaultNodeSelector: 'env=dev', whitelist: 'env=prd', podNodeSelector: {}, admit: false },
 ];
 

@@ -25,8 +25,7 @@ const config = (raw: Record<string, unknown> = {}): PodSecurityConfig => {
 };
 const PRIVILEGED = { securityContext: { privileged: true } };
 const RESTRICTED = { securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } } };
-const podWith = (container: Record<string, unknown> = {}, spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}) =>
-  pod({ containers: [{ name: 'app', image: 'nginx', ...container }], ...spec }, metadata);
+const podWith = (container: Record<string, unknown> = {}, spec: Record<string, unknown> = {}, metadata: Record<string, unknown> = {}) => pod({ containers: [{ name: 'app', image: 'nginx', ...container }], ...spec }, metadata);
 const nsView = (labels: Record<string, string>, pods: Record<string, unknown>[] = [], name = 'team-a') => viewOf({ namespaces: [namespace(name, undefined, labels)], lookups: { Pod: pods } });
 const validate = (request: AdmissionRequest, cfg: PodSecurityConfig, view = nsView({})) => podSecurity.validate!(request, cfg, view);
 
@@ -218,9 +217,7 @@ describe('handlers: PodSecurity', function () {
 
     it('an exempt namespace that sets a policy is told it will be ignored', function () {
       const cfg = config({ exemptions: { namespaces: ['team-a'] } });
-      expect(validate(update({}, { [L('enforce')]: 'restricted', [L('audit-version')]: 'v1.30' }), cfg).warnings).to.deep.equal([
-        'namespace "team-a" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored',
-      ]);
+      expect(validate(update({}, { [L('enforce')]: 'restricted', [L('audit-version')]: 'v1.30' }), cfg).warnings).to.deep.equal(['namespace "team-a" is exempt from Pod Security, and the policy (enforce=restricted:latest) will be ignored']);
     });
   });
 

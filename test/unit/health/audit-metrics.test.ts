@@ -45,7 +45,7 @@ describe('audit metrics: what a scrape reports of the background audit', () => {
     expect(counts.get('suite/guards/owner')).to.deep.equal(results.counts('suite/guards/owner'));
   });
 
-  it('the scanner counts every target\'s group (0 before it judged anything), sums its writers\' report writes, and marks a full scan with nothing to judge as done', async () => {
+  it("the scanner counts every target's group (0 before it judged anything), sums its writers' report writes, and marks a full scan with nothing to judge as done", async () => {
     const writers = [{ writes: 3 }, { writes: 4 }] as unknown as ReportWriter[];
     const scanner = new AuditScanner({} as Kube, componentLogger('audit-test'), writers, () => undefined, { intervalMs: 3_600_000 });
     scanner.setTargets([
@@ -76,7 +76,7 @@ describe('audit metrics: what a scrape reports of the background audit', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     await idle.idle();
     await idle.stop();
-    expect(idle.stats.lastScanAt, 'the interval\'s scans').to.be.greaterThan(started);
+    expect(idle.stats.lastScanAt, "the interval's scans").to.be.greaterThan(started);
     expect(idle.stats.scans, 'nothing judged: not a scan of the histogram').to.equal(0);
     expect(scanned).to.deep.equal([]);
   });

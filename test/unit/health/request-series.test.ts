@@ -14,7 +14,12 @@ describe('health: the request path series', () => {
 
     const text = await registry.metrics();
     expect(text).to.contain('# HELP test_seconds Test latency.\n# TYPE test_seconds histogram\n');
-    const line = (series: string) => text.split('\n').find((l) => l.startsWith(`${series} `) || l === series)?.split(' ').pop();
+    const line = (series: string) =>
+      text
+        .split('\n')
+        .find((l) => l.startsWith(`${series} `) || l === series)
+        ?.split(' ')
+        .pop();
     expect(line('test_seconds_bucket{suite="s",webhook="a",le="0.01"}'), 'a value equal to a bound falls in it').to.equal('2');
     expect(line('test_seconds_bucket{suite="s",webhook="a",le="0.1"}')).to.equal('3');
     expect(line('test_seconds_bucket{suite="s",webhook="a",le="1"}')).to.equal('4');

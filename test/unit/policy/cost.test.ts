@@ -63,7 +63,7 @@ describe('policy: cost limits', function () {
     ["object.s.lowerAscii().contains('b')", 2002],
     ["object.s.replace('a', 'b').size() > 0", 2004],
     ["object.s.indexOf('b') >= 0", 1003],
-    ["strings.quote(object.s).size() > 0", 1004],
+    ['strings.quote(object.s).size() > 0', 1004],
     ["sets.contains(object.n, ['1', '2'])", 2003],
     ["cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16')", 6],
     ['object.n.map(x, x.size()).sum() > 0', 15_004],
@@ -130,10 +130,7 @@ describe('policy: cost limits', function () {
   });
 
   it('gives messageExpressions what the validations left', function () {
-    const validations = [
-      ...Array.from({ length: 11 }, () => ({ expression: COSTLY })),
-      { expression: 'false', message: 'static', messageExpression: `${COSTLY} ? 'costly' : 'cheap'` },
-    ];
+    const validations = [...Array.from({ length: 11 }, () => ({ expression: COSTLY })), { expression: 'false', message: 'static', messageExpression: `${COSTLY} ? 'costly' : 'cheap'` }];
     const request = requestWith({ items: NEAR_LIMIT });
     const decision = compileRules('s', validating({ validations }), 'p', 'Fail')(request);
     expect(decision).to.include({ allowed: false, message: `failed messageExpression: ${COST_BUDGET_MESSAGE}` });
@@ -158,12 +155,7 @@ describe('policy: cost limits', function () {
     // 900,003 for the variable and 900,003 for the expression reading it: neither passes 1,000,000
     const both = compileRules('s', validating({ variables: [{ name: 'ok', expression: COSTLY }], validations: [{ expression: `variables.ok && ${COSTLY}` }] }), 'p', 'Fail');
     expect(both(request)).to.deep.equal({ allowed: true });
-    const runaway = compileRules(
-      's',
-      validating({ variables: [{ name: 'big', expression: 'object.spec.items.map(x, x).size()' }], validations: [{ expression: 'variables.big > 0' }] }),
-      'p',
-      'Fail',
-    );
+    const runaway = compileRules('s', validating({ variables: [{ name: 'big', expression: 'object.spec.items.map(x, x).size()' }], validations: [{ expression: 'variables.big > 0' }] }), 'p', 'Fail');
     expect(runaway(request).message).to.equal(`expression 'variables.big > 0' resulted in error: composited variable "big" fails to evaluate: ${COST_LIMIT_MESSAGE}`);
   });
 

@@ -29,7 +29,7 @@ const ints = (n: number) => Array.from({ length: n }, (_, i) => (i * 7919) % n);
 const shortStrings = (n: number) => Array.from({ length: n }, (_, i) => `s${i % 1000}`);
 const bigMap = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, `v${i}`]));
 
-describe('policy: a team\'s policy is charged by real sizes (strict cost)', function () {
+describe("policy: a team's policy is charged by real sizes (strict cost)", function () {
   this.timeout(20_000);
 
   it('charges sort() of a dyn list as the API server charges a typed one, where the API server charges it 1', function () {
@@ -90,7 +90,7 @@ describe('policy: a team\'s policy is charged by real sizes (strict cost)', func
     });
   }
 
-  it('keeps the API server\'s figures where they already bound the work (typed strings and lists)', function () {
+  it("keeps the API server's figures where they already bound the work (typed strings and lists)", function () {
     const input = { l: ints(2000), n: ints(1000).map(String), s: 'a'.repeat(10_000) };
     for (const expression of ["object.s.matches('a+b') || true", "object.n.all(x, x.startsWith('1') || true)", "object.s.lowerAscii().contains('b') || true", 'object.l.all(x, x >= 0)']) {
       const suite = run(expression, input, false).cost;

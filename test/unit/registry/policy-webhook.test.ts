@@ -76,7 +76,7 @@ describe('registry/namespaced: AdmissionPolicies', function () {
     expect(decide(registry({}, policy('team-a', 'excluding', excluding)), 'Validating', locked).message).to.equal('AdmissionPolicy excluding: nothing here');
   });
 
-  it("evaluates every matchCondition itself, those the API server could decide too (the registered webhook is shared, so none is handed to it)", function () {
+  it('evaluates every matchCondition itself, those the API server could decide too (the registered webhook is shared, so none is handed to it)', function () {
     const onlyUpdates: PolicySpec = { ...denyAll, matchConditions: [{ name: 'updates', expression: "request.operation == 'UPDATE'" }] };
     const policies = registry({}, policy('team-a', 'updates-only', onlyUpdates));
     expect(decide(policies, 'Validating').allowed, 'a CREATE is skipped').to.equal(true);
@@ -145,9 +145,13 @@ describe('registry/namespaced: AdmissionPolicies', function () {
     expect(policies.served('team-a')).to.deep.equal([]);
     expect(decide(policies, 'Validating').allowed).to.equal(true);
   });
-  describe('what a team may never mutate (issue: escalation through others\' writes)', function () {
+  describe("what a team may never mutate (issue: escalation through others' writes)", function () {
     const rules = (apiGroups: string[], resources: string[]) => [{ operations: ['CREATE', 'UPDATE'], apiGroups, apiVersions: ['*'], resources }];
-    const addSubject: PolicySpec = { type: 'Mutating', rules: rules(['rbac.authorization.k8s.io'], ['rolebindings']), mutations: [{ patch: [{ op: 'add', path: '/subjects/-', value: { kind: 'ServiceAccount', name: 'owner', namespace: 'team-a' } }] }] };
+    const addSubject: PolicySpec = {
+      type: 'Mutating',
+      rules: rules(['rbac.authorization.k8s.io'], ['rolebindings']),
+      mutations: [{ patch: [{ op: 'add', path: '/subjects/-', value: { kind: 'ServiceAccount', name: 'owner', namespace: 'team-a' } }] }],
+    };
 
     it('refuses a Mutating policy that names RBAC objects, quotas, limit ranges, endpoints, tokens or the Namespace, or any group by wildcard', function () {
       const cases: [string[], string[], RegExp][] = [
@@ -173,10 +177,10 @@ describe('registry/namespaced: AdmissionPolicies', function () {
       expect(registry({}, policy('team-a', 'sa', { ...addSubject, rules: rules([''], ['serviceaccounts']) })).get('team-a', 'sa')!.errors).to.deep.equal([]);
     });
 
-    it('refuses a Mutating policy naming more than 8 group/resource pairs, the most the API server\'s guard can check', function () {
+    it("refuses a Mutating policy naming more than 8 group/resource pairs, the most the API server's guard can check", function () {
       const nine = rules(['', 'apps'], ['pods', 'configmaps', 'secrets', 'services', 'deployments']);
       const compiled = registry({}, policy('team-a', 'wide', { ...label('k', 'v'), rules: nine })).get('team-a', 'wide')!;
-      expect(compiled.errors.map((e) => e.message)).to.deep.equal(['a Mutating policy may name at most 8 group/resource pairs (its author\'s right to update and patch each is checked), not 10']);
+      expect(compiled.errors.map((e) => e.message)).to.deep.equal(["a Mutating policy may name at most 8 group/resource pairs (its author's right to update and patch each is checked), not 10"]);
       expect(registry({}, policy('team-a', 'eight', { ...label('k', 'v'), rules: rules(['', 'apps'], ['pods', 'configmaps', 'secrets', 'services']) })).get('team-a', 'eight')!.errors).to.deep.equal([]);
     });
 
@@ -186,7 +190,12 @@ describe('registry/namespaced: AdmissionPolicies', function () {
       const policies = registry({}, policy('team-a', 'labels', label('k', 'v')));
       const compiled = policies.get('team-a', 'labels')!;
       compiled.rules = anything;
-      for (const [group, resource, sub] of [['rbac.authorization.k8s.io', 'rolebindings', ''], ['', 'resourcequotas', ''], ['discovery.k8s.io', 'endpointslices', ''], ['', 'serviceaccounts', 'token']] as const) {
+      for (const [group, resource, sub] of [
+        ['rbac.authorization.k8s.io', 'rolebindings', ''],
+        ['', 'resourcequotas', ''],
+        ['discovery.k8s.io', 'endpointslices', ''],
+        ['', 'serviceaccounts', 'token'],
+      ] as const) {
         const request = { ...configMap('team-a'), resource: { group, version: 'v1', resource }, ...(sub ? { subResource: sub } : {}) };
         const decision = decide(policies, 'Mutating', request);
         expect(decision.allowed, resource).to.equal(true);
@@ -249,7 +258,7 @@ describe('registry/namespaced: AdmissionPolicies', function () {
       return await namespacedWebhook('Mutating', policies).admit(request);
     };
 
-    it('refuses a mutation that makes the Pod violate the namespace\'s enforce level, naming the policy', async function () {
+    it("refuses a mutation that makes the Pod violate the namespace's enforce level, naming the policy", async function () {
       const decision = await decideWith('team-a', privileged);
       expect(decision.allowed).to.equal(false);
       expect(decision.message).to.equal('AdmissionPolicy escalate: its mutation makes the Pod violate PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)');

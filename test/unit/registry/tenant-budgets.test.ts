@@ -55,10 +55,10 @@ const denied = (name: string, message = COST_BUDGET_MESSAGE) => `AdmissionPolicy
 /** What the step that runs out adds past the budget (cel-go stops there too): a loop step, at most. */
 const STEP = 20;
 
-describe('registry: what a team\'s policies may spend on one request', function () {
+describe("registry: what a team's policies may spend on one request", function () {
   this.timeout(30_000);
 
-  describe('escapes of the API server\'s cost model, stopped within the budget', function () {
+  describe("escapes of the API server's cost model, stopped within the budget", function () {
     // Each would cost the API server (and did cost this operator) next to nothing while its work
     // grows with the request: a loop over a cheap step that hides a large one.
     const escapes: [string, string, Record<string, unknown>][] = [
@@ -119,7 +119,10 @@ describe('registry: what a team\'s policies may spend on one request', function 
       const spec = {
         type: 'Validating',
         rules: anything,
-        matchConditions: [{ name: 'a', expression: ALL }, { name: 'b', expression: ALL }],
+        matchConditions: [
+          { name: 'a', expression: ALL },
+          { name: 'b', expression: ALL },
+        ],
         validations: [{ expression: `!${ALL}`, messageExpression: `${ALL} ? 'costly' : 'cheap'` }],
         auditAnnotations: [{ key: 'c', valueExpression: `${ALL} ? 'yes' : 'no'` }],
       };
@@ -133,7 +136,7 @@ describe('registry: what a team\'s policies may spend on one request', function 
       expect(tight.cost).to.be.within(2_000_000, 2_000_000 + STEP);
     });
 
-    it('counts a Mutating policy\'s matchConditions and mutations against one budget', async function () {
+    it("counts a Mutating policy's matchConditions and mutations against one budget", async function () {
       const spec: PolicySpec = {
         type: 'Mutating',
         rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
@@ -181,7 +184,7 @@ describe('registry: what a team\'s policies may spend on one request', function 
     });
   });
 
-  describe('a deadline for the namespace\'s evaluation of one request', function () {
+  describe("a deadline for the namespace's evaluation of one request", function () {
     // (the test-wide check of the compiled shortcut evaluates every answer twice, on the same clock)
     before(() => verifyCompiled(false));
     after(() => verifyCompiled(true));
@@ -231,7 +234,7 @@ describe('registry: what a team\'s policies may spend on one request', function 
       expect(cut.cost).to.be.below(whole.cost / 2);
     });
 
-    it('does not count the time spent waiting for `authorizer` checks, nor a round\'s cost twice', async function () {
+    it("does not count the time spent waiting for `authorizer` checks, nor a round's cost twice", async function () {
       // two checks (350,000 each) in a budget of 1,000,000, each answered after a second, under a deadline of half a
       // second: the wait alone is past the deadline, the evaluation far within it on any machine
       const authorizer = { check: () => new Promise<{ allowed: boolean; reason: string; evaluationError: string }>((resolve) => setTimeout(() => resolve({ allowed: true, reason: '', evaluationError: '' }), 1000)) };
@@ -244,8 +247,8 @@ describe('registry: what a team\'s policies may spend on one request', function 
     });
   });
 
-  describe('a suite keeps the API server\'s semantics', function () {
-    it('charges a suite webhook\'s sort() on dyn 1, and its audit annotations a budget of their own, as the API server does', async function () {
+  describe("a suite keeps the API server's semantics", function () {
+    it("charges a suite webhook's sort() on dyn 1, and its audit annotations a budget of their own, as the API server does", async function () {
       const { compileRules } = await import('../../../src/policy/engine/rules.ts');
       const spec = { name: 'w', type: 'Validating' as const, rules: anything, validations: [{ expression: 'lists.range(40).all(i, object.data.l.sort()[0] == 0)' }] };
       const before = evaluationTotals.cost;

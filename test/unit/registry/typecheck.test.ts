@@ -8,7 +8,10 @@ import { typeCheckSuite, type SchemaSource } from '../../../src/registry/typeche
 import type { AdmissionSuite, RuleWithOperations, SuiteSpec } from '../../../src/api/types.ts';
 import type { GroupVersionKind } from '../../../src/policy/typecheck/check.ts';
 
-const object = (fields: Record<string, unknown>) => ({ type: 'object', properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object', properties: { name: { type: 'string' }, generateName: { type: 'string' } } }, ...fields } });
+const object = (fields: Record<string, unknown>) => ({
+  type: 'object',
+  properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object', properties: { name: { type: 'string' }, generateName: { type: 'string' } } }, ...fields },
+});
 
 /** Kinds `Thing0`..`Thing14` in group `g`, resource `thingN`; each has spec.replicas. */
 function source(asked: string[]): SchemaSource {
@@ -32,7 +35,7 @@ const suite = (rules: RuleWithOperations[], expression: string, extra: Partial<S
 const rule = (resources: string[], groups = ['g'], versions = ['v1']): RuleWithOperations => ({ operations: ['CREATE'], apiGroups: groups, apiVersions: versions, resources });
 
 describe('registry: a suite type-checked against the kinds its webhooks match', function () {
-  it('warns by default, as ValidatingAdmissionPolicy; with typeCheckErrors: Deny (or the operator\'s default Deny) refuses an expression that fails on every kind, naming the field and the kinds', async function () {
+  it("warns by default, as ValidatingAdmissionPolicy; with typeCheckErrors: Deny (or the operator's default Deny) refuses an expression that fails on every kind, naming the field and the kinds", async function () {
     const warnedByDefault = await typeCheckSuite(suite([rule(['thing1', 'thing2'])], 'object.replicas > 1'), source([]));
     expect(warnedByDefault.errors).to.deep.equal([]);
     expect(warnedByDefault.warnings.map((w) => w.fieldRef)).to.deep.equal(['spec.webhooks[0].validations[0].expression']);

@@ -41,15 +41,24 @@ describe('policy: CEL at the API server limits', function () {
   it('refuses one step past each depth limit in the API server words, naming the field', function () {
     for (const shape of LIMIT_SHAPES) {
       const past = shape.expression(shape.limit + 1);
-      expect(refusal(() => compile(past, 'spec.validations[0].expression', ['bool'])), shape.name).to.equal(`spec.validations[0].expression: compilation failed: ${shape.refusal}`);
+      expect(
+        refusal(() => compile(past, 'spec.validations[0].expression', ['bool'])),
+        shape.name,
+      ).to.equal(`spec.validations[0].expression: compilation failed: ${shape.refusal}`);
       // the first expression of the webhook compiled is its first matchCondition
-      expect(refusal(() => compileRules('s', webhookOf(past), 'spec.webhooks[0]', 'Fail')), shape.name).to.equal(`spec.webhooks[0].matchConditions[0].expression: compilation failed: ${shape.refusal}`);
+      expect(
+        refusal(() => compileRules('s', webhookOf(past), 'spec.webhooks[0]', 'Fail')),
+        shape.name,
+      ).to.equal(`spec.webhooks[0].matchConditions[0].expression: compilation failed: ${shape.refusal}`);
     }
   });
 
   it('refuses an expression of more than 100,000 code points in the API server words', function () {
     for (const shape of SIZE_SHAPES) {
-      expect(refusal(() => compile(shape.expression(1), 'm', ['string'])), shape.name).to.equal(`m: compilation failed: ${SIZE_REFUSAL}`);
+      expect(
+        refusal(() => compile(shape.expression(1), 'm', ['string'])),
+        shape.name,
+      ).to.equal(`m: compilation failed: ${SIZE_REFUSAL}`);
     }
     // code points, not UTF-16 units: 50,000 characters outside the BMP are 100,000 units
     expect(() => compile(`'${'😀'.repeat(49_990)}' != ''`, 'e', ['bool'])).not.to.throw();
@@ -70,5 +79,7 @@ describe('policy: CEL at the API server limits', function () {
 });
 
 function atRequest() {
-  return { uid: 'u', kind: { group: 'apps', version: 'v1', kind: 'Deployment' }, resource: { group: 'apps', version: 'v1', resource: 'deployments' }, operation: 'CREATE', userInfo: { username: 'u' } } as never as Parameters<ReturnType<typeof compileRules>>[0];
+  return { uid: 'u', kind: { group: 'apps', version: 'v1', kind: 'Deployment' }, resource: { group: 'apps', version: 'v1', resource: 'deployments' }, operation: 'CREATE', userInfo: { username: 'u' } } as never as Parameters<
+    ReturnType<typeof compileRules>
+  >[0];
 }

@@ -14,7 +14,7 @@ describe('celjs: one-variable macros over map literals keep the keys’ types', 
     expect(run("{1: 'a', 2: 'b'}.all(k, k > 0)")).to.equal(true);
     expect(run("{1: 'a', 2: 'b'}.map(k, k * 2)")).to.deep.equal([2n, 4n]);
     expect(String(run("{1u: 'a', 3u: 'b'}.filter(k, k > 2u)"))).to.equal('3');
-    expect(run("{true: 1, false: 2}.exists(k, k)")).to.equal(true);
+    expect(run('{true: 1, false: 2}.exists(k, k)')).to.equal(true);
   });
   it('leaves string keys, and a map literal that is not a macro’s range, as they were', function () {
     expect(run("{'a': 1, 'b': 2}.filter(k, k != 'a')")).to.deep.equal(['b']);

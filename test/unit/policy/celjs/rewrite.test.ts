@@ -67,7 +67,7 @@ describe('policy: the CEL front end (what cel-js does not parse)', function () {
   });
 
   it('selects of an optional whose value type is unbound (optional.none(), the empty map) as cel-go does', function () {
-    expect(evaluate("!optional.none().?spec.hasValue() && !optional.none()[?0].hasValue() && !{}.?k.missing.hasValue()")).to.equal(true);
+    expect(evaluate('!optional.none().?spec.hasValue() && !optional.none()[?0].hasValue() && !{}.?k.missing.hasValue()')).to.equal(true);
     expect(evaluate("{}.?k.optFlatMap(k, k.?sub).orValue('none') == 'none'")).to.equal(true);
   });
 

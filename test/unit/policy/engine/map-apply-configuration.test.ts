@@ -55,7 +55,7 @@ const SCHEMA: MergeSchema = {
   },
 };
 
-const inPodSelector = "Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{nodeSelector: object.spec.selector.matchLabels}}}}";
+const inPodSelector = 'Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{nodeSelector: object.spec.selector.matchLabels}}}}';
 
 function webhook(expression: string): WebhookSpec {
   return { name: 'w', type: 'Mutating', rules: [], mutations: [{ patchType: 'ApplyConfiguration', applyConfiguration: { expression } }] } as unknown as WebhookSpec;
@@ -67,13 +67,19 @@ const deployment = () => ({
   spec: {
     replicas: 1,
     selector: { matchLabels: { app: 'web' } },
-    template: { spec: { containers: [{ name: 'app', image: 'nginx', args: ['-x'], ports: [{ containerPort: 80, protocol: 'TCP' }] }, { name: 'side', image: 'busybox' }] } },
+    template: {
+      spec: {
+        containers: [
+          { name: 'app', image: 'nginx', args: ['-x'], ports: [{ containerPort: 80, protocol: 'TCP' }] },
+          { name: 'side', image: 'busybox' },
+        ],
+      },
+    },
   },
 });
 const request = () => ({ uid: 'u', operation: 'CREATE', kind: { group: 'apps', version: 'v1', kind: 'Deployment' }, object: deployment() }) as unknown as AdmissionRequest;
 /** `schema` null: none known (offline). */
-const admit = (expression: string, schema: MergeSchema | null = SCHEMA, failurePolicy: FailurePolicy = 'Fail') =>
-  compileRules('s', webhook(expression), 'spec.webhooks[0]', failurePolicy)(request(), { mergeSchema: schema ?? undefined });
+const admit = (expression: string, schema: MergeSchema | null = SCHEMA, failurePolicy: FailurePolicy = 'Fail') => compileRules('s', webhook(expression), 'spec.webhooks[0]', failurePolicy)(request(), { mergeSchema: schema ?? undefined });
 /** The object the decision's patch makes of the request's. */
 function patchedObject(decision: Decision): unknown {
   expect(decision.allowed, JSON.stringify(decision)).to.equal(true);
@@ -122,7 +128,10 @@ describe('policy: MutatingAdmissionPolicy ApplyConfiguration mutations', functio
       message: 'error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.selector',
     });
     expect(admit('Object{spec: Object.spec{bogus: 1}}')).to.deep.include({ allowed: false, message: 'error applying patch: failed to convert patch object to typed object: .spec.bogus: field not declared in schema' });
-    expect(admit("Object{spec: Object.spec{replicas: 'three'}}")).to.deep.include({ allowed: false, message: 'error applying patch: failed to convert patch object to typed object: .spec.replicas: expected numeric (int or float), got string' });
+    expect(admit("Object{spec: Object.spec{replicas: 'three'}}")).to.deep.include({
+      allowed: false,
+      message: 'error applying patch: failed to convert patch object to typed object: .spec.replicas: expected numeric (int or float), got string',
+    });
   });
   it('refuses an Object type name that does not match its path', function () {
     expect(admit('Object{spec: Object.spec{template: Object.spec.wrong{}}}')).to.deep.include({
@@ -145,7 +154,7 @@ describe('policy: MutatingAdmissionPolicy ApplyConfiguration mutations', functio
     expect(patchedObject(decision)).to.deep.equal(after);
     expect(decision.warnings?.[0]).to.contain('no schema of Deployment is known here');
   });
-  it('refuses a map literal in a map literal as the API server converts it (shallowly), and takes the request\'s own maps whole', function () {
+  it("refuses a map literal in a map literal as the API server converts it (shallowly), and takes the request's own maps whole", function () {
     expect(admit("Object{spec: Object.spec{extra: {'m': {'deep': 'x', 'a': 'y'}}}}", null)).to.deep.include({
       allowed: false,
       message: 'error applying patch: failed to convert patch object to typed object: .spec.extra.m: expected map, got &{map[a:y deep:x]}',
@@ -157,7 +166,10 @@ describe('policy: MutatingAdmissionPolicy ApplyConfiguration mutations', functio
   it('charges the expression to the cost budget, as a JSONPatch one is: out of budget refuses under Fail', function () {
     const spec = webhook("Object{metadata: Object.metadata{labels: object.items.map(i, string(i)).filter(s, s.startsWith('9')).map(s, s).exists(s, s == '999') ? {'seen': 'yes'} : {}}}");
     const many = { uid: 'u', operation: 'CREATE', kind: { group: '', version: 'v1', kind: 'ConfigMap' }, object: { metadata: { name: 'a' }, items: Array.from({ length: 1000 }, (_, i) => i) } } as unknown as AdmissionRequest;
-    expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 1000, strictCost: true })(many, {})).to.deep.include({ allowed: false, message: 'validation failed due to running out of cost budget, no further validation rules will be run' });
+    expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 1000, strictCost: true })(many, {})).to.deep.include({
+      allowed: false,
+      message: 'validation failed due to running out of cost budget, no further validation rules will be run',
+    });
     expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 10_000_000, strictCost: true })(many, {})).to.have.property('allowed', true);
   });
   it('is answered where a schema is held: never by the review worker, and forwarded from where none is set (the admission thread)', async function () {
@@ -172,7 +184,7 @@ describe('policy: MutatingAdmissionPolicy ApplyConfiguration mutations', functio
     if ('errors' in offline) throw new Error(JSON.stringify(offline.errors));
     expect((await offline.admit(request())).warnings?.[0]).to.contain('no schema of Deployment is known here');
   });
-  it('orders keyed items as structured-merge-diff does: the object\'s order, the patch\'s shared items in its order, new ones after the object\'s that precede them', function () {
+  it("orders keyed items as structured-merge-diff does: the object's order, the patch's shared items in its order, new ones after the object's that precede them", function () {
     const lhs = { apiVersion: 'apps/v1', kind: 'Deployment', spec: { template: { spec: { containers: [{ name: 'a' }, { name: 'b' }, { name: 'c' }] } } } };
     const rhs = { spec: { template: { spec: { containers: [{ name: 'b' }, { name: 'new' }, { name: 'a' }] } } } };
     const merged = applyConfiguration(lhs, rhs, SCHEMA) as typeof lhs;

@@ -12,8 +12,7 @@ import type { AdmissionRequest } from '../../../../src/api/admission-review.ts';
 function webhook(expression: string): WebhookSpec {
   return { name: 'w', type: 'Mutating', rules: [], mutations: [{ patchType: 'JSONPatch', jsonPatch: { expression } }] } as unknown as WebhookSpec;
 }
-const request = () =>
-  ({ uid: 'u', operation: 'CREATE', object: { metadata: { name: 'a', labels: { x: '1' } }, data: { k: 'v' }, list: [1, 2] } }) as unknown as AdmissionRequest;
+const request = () => ({ uid: 'u', operation: 'CREATE', object: { metadata: { name: 'a', labels: { x: '1' } }, data: { k: 'v' }, list: [1, 2] } }) as unknown as AdmissionRequest;
 const admit = (expression: string, failurePolicy: FailurePolicy = 'Fail') => compileRules('s', webhook(expression), 'spec.webhooks[0]', failurePolicy)(request());
 
 describe('policy: MutatingAdmissionPolicy JSONPatch mutations', function () {
@@ -27,7 +26,7 @@ describe('policy: MutatingAdmissionPolicy JSONPatch mutations', function () {
   it('leaves the object as it was when a test operation fails, with no error', function () {
     expect(admit("[JSONPatch{op: 'test', path: '/data/k', value: 'no'}, JSONPatch{op: 'add', path: '/data/z', value: 'z'}]")).to.deep.equal({ allowed: true });
   });
-  it('refuses a patch that does not apply in the API server\'s words under Fail, and admits unchanged under Ignore', function () {
+  it("refuses a patch that does not apply in the API server's words under Fail, and admits unchanged under Ignore", function () {
     expect(admit("[JSONPatch{op: 'add', path: '/spec/x', value: 1}]")).to.deep.include({ allowed: false, message: 'JSON Patch: add operation does not apply: doc is missing path: "/spec/x": missing value' });
     expect(admit("[JSONPatch{op: 'remove', path: '/data/nope'}]")).to.deep.include({ allowed: false, message: "JSON Patch: error in remove for path: '/data/nope': Unable to remove nonexistent key: nope: missing value" });
     expect(admit("[JSONPatch{op: 'add', path: '/spec/x', value: 1}]", 'Ignore')).to.deep.include({ allowed: true });
@@ -36,11 +35,15 @@ describe('policy: MutatingAdmissionPolicy JSONPatch mutations', function () {
     expect(admit("[JSONPatch{op: 'test', path: '/data/absent', value: null}, JSONPatch{op: 'add', path: '/data/z', value: 'z'}]")).to.deep.equal({ allowed: true });
     expect(admit("[JSONPatch{op: 'test', path: '/data/absent'}, JSONPatch{op: 'add', path: '/data/z', value: 'z'}]")).to.deep.include({ allowed: true, patch: [{ op: 'add', path: '/data/z', value: 'z' }] });
   });
-  it('answers a failed matchCondition of a MAP-form webhook 403, as the API server\'s MAP does', function () {
+  it("answers a failed matchCondition of a MAP-form webhook 403, as the API server's MAP does", function () {
     const spec = { ...webhook("[JSONPatch{op: 'add', path: '/data/z', value: 'z'}]"), matchConditions: [{ name: 'm', expression: "object.data.missing == 'x'" }] } as WebhookSpec;
-    expect(compileRules('s', spec, 'spec.webhooks[0]', 'Fail', undefined, { allMatchConditions: true })(request())).to.deep.include({ allowed: false, code: 403, message: "expression 'object.data.missing == 'x'' resulted in error: no such key: missing" });
+    expect(compileRules('s', spec, 'spec.webhooks[0]', 'Fail', undefined, { allMatchConditions: true })(request())).to.deep.include({
+      allowed: false,
+      code: 403,
+      message: "expression 'object.data.missing == 'x'' resulted in error: no such key: missing",
+    });
   });
-  it('replaces a missing key of an object, as the API server\'s library does', function () {
+  it("replaces a missing key of an object, as the API server's library does", function () {
     expect(admit("[JSONPatch{op: 'replace', path: '/data/new', value: 'n'}]")).to.deep.include({ allowed: true, patch: [{ op: 'add', path: '/data/new', value: 'n' }] });
   });
   it('refuses a field JSONPatch does not have, on compile', function () {
@@ -50,13 +53,16 @@ describe('policy: MutatingAdmissionPolicy JSONPatch mutations', function () {
     const spec = { name: 'w', type: 'Mutating', rules: [], mutations: [{ patchType: 'StrategicMerge', applyConfiguration: { expression: 'Object{}' } }] } as unknown as WebhookSpec;
     expect(() => compileRules('s', spec, 'spec.webhooks[0]', 'Fail')).to.throw('spec.webhooks[0].mutations[0].patchType: Unsupported value: must be JSONPatch or ApplyConfiguration');
   });
-  it('charges the expression to the policy\'s cost budget, as a team\'s validations are charged', function () {
+  it("charges the expression to the policy's cost budget, as a team's validations are charged", function () {
     const spec = webhook("object.items.map(i, JSONPatch{op: 'add', path: '/data/k' + string(i), value: 'x'})");
     const many = { uid: 'u', operation: 'CREATE', object: { metadata: { name: 'a' }, data: {}, items: Array.from({ length: 1000 }, (_, i) => i) } } as unknown as AdmissionRequest;
-    expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 1000, strictCost: true })(many)).to.deep.include({ allowed: false, message: 'validation failed due to running out of cost budget, no further validation rules will be run' });
+    expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 1000, strictCost: true })(many)).to.deep.include({
+      allowed: false,
+      message: 'validation failed due to running out of cost budget, no further validation rules will be run',
+    });
     expect(compileRules('s', spec, 'spec', 'Fail', undefined, { costBudget: 10_000_000, strictCost: true })(many)).to.have.property('allowed', true);
   });
-  it('drops an empty map one mutation added before the next reads it, for a built-in kind, as the API server\'s typed round trip does', function () {
+  it("drops an empty map one mutation added before the next reads it, for a built-in kind, as the API server's typed round trip does", function () {
     const spec = {
       name: 'w',
       type: 'Mutating',

@@ -6,17 +6,47 @@ import type { JsonPatchOperation } from '../../../../src/api/types.ts';
 
 const pod = () => ({
   metadata: { name: 'p', labels: { 'app.kubernetes.io/name': 'web' } },
-  spec: { containers: [{ name: 'a', image: 'x' }, { name: 'b', image: 'y' }], volumes: [{ name: 'v' }] },
+  spec: {
+    containers: [
+      { name: 'a', image: 'x' },
+      { name: 'b', image: 'y' },
+    ],
+    volumes: [{ name: 'v' }],
+  },
 });
 
 describe('policy: copy-on-write patches', function () {
   const cases: [string, JsonPatchOperation[]][] = [
     ['replace deep', [{ op: 'replace', path: '/spec/containers/1/image', value: 'z' }]],
     ['add to an escaped key', [{ op: 'add', path: '/metadata/labels/team~1tier', value: 'gold' }]],
-    ['remove and append', [{ op: 'remove', path: '/spec/volumes/0' }, { op: 'add', path: '/spec/containers/-', value: { name: 'c' } }]],
-    ['move and copy', [{ op: 'move', from: '/spec/volumes', path: '/spec/oldVolumes' }, { op: 'copy', from: '/metadata/labels', path: '/metadata/annotations' }]],
-    ['test then replace the root part', [{ op: 'test', path: '/metadata/name', value: 'p' }, { op: 'replace', path: '/metadata', value: { name: 'q' } }]],
-    ['an add, then a change inside what was added', [{ op: 'add', path: '/status', value: {} }, { op: 'add', path: '/status/phase', value: 'Pending' }]],
+    [
+      'remove and append',
+      [
+        { op: 'remove', path: '/spec/volumes/0' },
+        { op: 'add', path: '/spec/containers/-', value: { name: 'c' } },
+      ],
+    ],
+    [
+      'move and copy',
+      [
+        { op: 'move', from: '/spec/volumes', path: '/spec/oldVolumes' },
+        { op: 'copy', from: '/metadata/labels', path: '/metadata/annotations' },
+      ],
+    ],
+    [
+      'test then replace the root part',
+      [
+        { op: 'test', path: '/metadata/name', value: 'p' },
+        { op: 'replace', path: '/metadata', value: { name: 'q' } },
+      ],
+    ],
+    [
+      'an add, then a change inside what was added',
+      [
+        { op: 'add', path: '/status', value: {} },
+        { op: 'add', path: '/status/phase', value: 'Pending' },
+      ],
+    ],
   ];
   for (const [name, ops] of cases) {
     it(`${name}: the same result as applying to a deep copy, the original untouched`, function () {

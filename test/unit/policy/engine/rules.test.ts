@@ -22,12 +22,7 @@ describe('policy: validations', function () {
   });
 
   it('treats whole JSON numbers as int, as Kubernetes does', function () {
-    const admit = compileRules(
-      's',
-      validating({ validations: [{ expression: 'type(object.spec.replicas) == int && object.spec.replicas / 2 == 1 && object.spec.replicas % 2 == 1' }] }),
-      'p',
-      'Fail',
-    );
+    const admit = compileRules('s', validating({ validations: [{ expression: 'type(object.spec.replicas) == int && object.spec.replicas / 2 == 1 && object.spec.replicas % 2 == 1' }] }), 'p', 'Fail');
     expect(admit(request()).allowed).to.equal(true);
   });
 
@@ -66,7 +61,18 @@ describe('policy: validations', function () {
   });
 
   it('turns Warn into warnings and Audit into audit annotations, admitting', function () {
-    const admit = compileRules('s', validating({ validations: [{ expression: 'false', message: 'm1' }, { expression: 'false', message: 'm2' }], validationActions: ['Warn', 'Audit'] }), 'p', 'Fail');
+    const admit = compileRules(
+      's',
+      validating({
+        validations: [
+          { expression: 'false', message: 'm1' },
+          { expression: 'false', message: 'm2' },
+        ],
+        validationActions: ['Warn', 'Audit'],
+      }),
+      'p',
+      'Fail',
+    );
     const decision = admit(request());
     expect(decision.allowed).to.equal(true);
     expect(decision.warnings).to.deep.equal(['m1', 'm2']);
@@ -77,7 +83,12 @@ describe('policy: validations', function () {
   });
 
   it('evaluates every validation and answers with the first denial, as the API server does', function () {
-    const admit = compileRules('s', validating({ validations: [{ expression: 'true' }, { expression: 'false', message: 'second', reason: 'Forbidden' }, { expression: 'false', message: 'third' }], validationActions: ['Deny', 'Audit'] }), 'p', 'Fail');
+    const admit = compileRules(
+      's',
+      validating({ validations: [{ expression: 'true' }, { expression: 'false', message: 'second', reason: 'Forbidden' }, { expression: 'false', message: 'third' }], validationActions: ['Deny', 'Audit'] }),
+      'p',
+      'Fail',
+    );
     const decision = admit(request());
     expect(decision).to.include({ allowed: false, code: 403, message: 'second' });
     expect(JSON.parse(decision.auditAnnotations!.validation_failure!).map((f: { expressionIndex: number }) => f.expressionIndex)).to.deep.equal([1, 2]);
@@ -118,7 +129,13 @@ describe('policy: validations', function () {
   it('computes variables lazily and at most once per request', function () {
     const admit = compileRules(
       's',
-      validating({ variables: [{ name: 'r', expression: 'object.spec.replicas' }, { name: 'twice', expression: 'variables.r * 2' }], validations: [{ expression: 'variables.twice == 6 && variables.r == 3' }] }),
+      validating({
+        variables: [
+          { name: 'r', expression: 'object.spec.replicas' },
+          { name: 'twice', expression: 'variables.r * 2' },
+        ],
+        validations: [{ expression: 'variables.twice == 6 && variables.r == 3' }],
+      }),
       'p',
       'Fail',
     );
@@ -204,8 +221,7 @@ describe('policy: mutations', function () {
       's',
       mutating([
         {
-          patchExpression:
-            'object.spec.containers.map(c, {"op": "add", "path": "/spec/containers/" + string(object.spec.containers.indexOf(c)) + "/imagePullPolicy", "value": "Always"})',
+          patchExpression: 'object.spec.containers.map(c, {"op": "add", "path": "/spec/containers/" + string(object.spec.containers.indexOf(c)) + "/imagePullPolicy", "value": "Always"})',
         },
       ]),
       'p',

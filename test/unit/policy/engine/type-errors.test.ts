@@ -10,10 +10,12 @@ import { TYPE_ERRORS } from '../../../fixtures/cel-type-errors.ts';
 
 const FIELD = 'spec.webhooks[0].validations[0].expression';
 
-describe('type errors in the API server\'s words and place', function () {
+describe("type errors in the API server's words and place", function () {
   for (const row of TYPE_ERRORS) {
     it(`${row.name}: ${JSON.stringify(row.expression)}`, function () {
-      expect(() => compile(row.expression, FIELD, ['bool'])).to.throw().with.property('message', `${FIELD}: ${row.apiServer}`);
+      expect(() => compile(row.expression, FIELD, ['bool']))
+        .to.throw()
+        .with.property('message', `${FIELD}: ${row.apiServer}`);
     });
   }
 });

@@ -53,7 +53,10 @@ describe('policy: every validation holds, found in one pass', function () {
       [['object.spec.replicas <= 5', 'object.spec.replicas >= 1'], 5], // each within it, the two not
     ] as const) {
       const check = allHoldCheck(programs(...expressions))!;
-      expect(metered(budget, () => check({ object: object() })), expressions.join(' && ')).to.deep.equal({ result: false, cost: 0, limit: Infinity, overrunAt: -1 });
+      expect(
+        metered(budget, () => check({ object: object() })),
+        expressions.join(' && '),
+      ).to.deep.equal({ result: false, cost: 0, limit: Infinity, overrunAt: -1 });
     }
   });
 
@@ -100,7 +103,15 @@ describe('policy: every validation holds, found in one pass', function () {
         }
       };
       const fused = run((activation) => check(activation));
-      const oneByOne = run((activation) => programs.map((p) => { try { return p(activation as never); } catch (err) { return err; } }));
+      const oneByOne = run((activation) =>
+        programs.map((p) => {
+          try {
+            return p(activation as never);
+          } catch (err) {
+            return err;
+          }
+        }),
+      );
       const label = `${programs.map((p) => POOL.find((e) => compiled.get(e) === p)).join(' && ')} over ${JSON.stringify(object)} in ${budget}`;
       if (fused.result) {
         held++;

@@ -87,7 +87,7 @@ describe('policy: the compiled shortcut', () => {
       'object.spec.replicas in [1, 2]',
       "object.metadata.name.find('[a-z]+') == 'web'",
       'object.spec.containers.all(i, c, c.name != "")',
-      "[1, 2].all(x, x > 0)",
+      '[1, 2].all(x, x > 0)',
     ];
     for (const expression of others) expect(compileProgram(program(expression).ast), expression).to.equal(undefined);
   });
@@ -98,7 +98,7 @@ describe('policy: the compiled shortcut', () => {
     ['object.spec.containers.exists(c, c.securityContext.runAsNonRoot == false)', true, true],
     ['object.spec.containers.all(c, has(c.resources.limits) && has(c.resources.limits.memory))', 'bail', 'error: no such key: resources'],
     ['object.metadata.labels.all(k, k.size() < 64)', true, true],
-    ["has(object.metadata.labels.team) && !has(object.spec.hostNetwork)", true, true],
+    ['has(object.metadata.labels.team) && !has(object.spec.hostNetwork)', true, true],
     ['object.spec.terminationGracePeriodSeconds <= 120', true, true],
     ['object.spec.missing == 1', 'bail', 'error: no such key: missing'],
     // an int against a double: cel-go's cross-type comparison, left to cel-js

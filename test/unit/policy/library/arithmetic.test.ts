@@ -11,7 +11,7 @@ describe('policy library: arithmetic within cel-go ranges', function () {
     expect(evaluate('-7 / 2 == -3 && -7 % 3 == -1')).to.equal(true);
   });
 
-  it("words division and modulus by zero as cel-go", function () {
+  it('words division and modulus by zero as cel-go', function () {
     expect(evaluationError('object.n / 0 > 0', { n: 1 })).to.equal('division by zero');
     expect(evaluationError('object.n % 0 > 0', { n: 1 })).to.equal('modulus by zero');
   });

@@ -59,9 +59,7 @@ describe('policy library: authorizer', function () {
     const fake = new FakeAuthorizer((a) => (a.resource?.verb === 'create' ? ALLOW : DENY));
     const check = "authorizer.group('apps').resource('deployments').subresource('scale').namespace('team-b').name('api').check";
     expect(await decide(fake, `${check}('create').allowed()`)).to.deep.equal({ allowed: true });
-    expect(fake.calls).to.deep.equal([
-      { user: ADMIN, resource: { verb: 'create', group: 'apps', resource: 'deployments', subresource: 'scale', namespace: 'team-b', name: 'api' } },
-    ]);
+    expect(fake.calls).to.deep.equal([{ user: ADMIN, resource: { verb: 'create', group: 'apps', resource: 'deployments', subresource: 'scale', namespace: 'team-b', name: 'api' } }]);
     expect(await decide(fake, `${check}('delete').allowed()`)).to.include({ allowed: false, message: 'denied' });
     expect(await decide(fake, `${check}('create').reason() == 'RBAC: allowed by ClusterRoleBinding "x"'`)).to.deep.equal({ allowed: true });
     expect(await decide(fake, `!${check}('create').errored() && ${check}('create').error() == ''`)).to.deep.equal({ allowed: true });
@@ -103,9 +101,7 @@ describe('policy library: authorizer', function () {
     };
     const admit = admitWith(fake, { validations: [{ expression: "authorizer.requestResource.check('update').allowed()" }] });
     expect(await admit(scale)).to.deep.equal({ allowed: true });
-    expect(fake.calls).to.deep.equal([
-      { user: ADMIN, resource: { verb: 'update', group: 'extensions', resource: 'deployments', subresource: 'scale', namespace: 'team-a', name: 'web' } },
-    ]);
+    expect(fake.calls).to.deep.equal([{ user: ADMIN, resource: { verb: 'update', group: 'extensions', resource: 'deployments', subresource: 'scale', namespace: 'team-a', name: 'web' } }]);
   });
 
   it('authorizer.serviceAccount(ns, name) checks for system:serviceaccount:<ns>:<name> with its groups', async function () {
@@ -227,7 +223,7 @@ describe('policy library: authorizer', function () {
   it('answers synchronously when the checks of this request are not reached', function () {
     const fake = new FakeAuthorizer();
     const admit = admitWith(fake, { validations: [{ expression: "object.spec.replicas > 100 && authorizer.path('/x').check('get').allowed()" }] });
-    expect(admit(request())).to.include({ allowed: false, message: 'failed expression: object.spec.replicas > 100 && authorizer.path(\'/x\').check(\'get\').allowed()' });
+    expect(admit(request())).to.include({ allowed: false, message: "failed expression: object.spec.replicas > 100 && authorizer.path('/x').check('get').allowed()" });
     expect(fake.calls).to.have.length(0);
   });
 
@@ -241,7 +237,10 @@ describe('policy library: authorizer', function () {
       .to.throw(CompileError)
       .with.property('field', 'spec.webhooks[0].validations[0].messageExpression');
     const fake = new FakeAuthorizer();
-    const admit = admitWith(fake, { variables: [{ name: 'why', expression: "authorizer.path('/x').check('get').reason()" }], validations: [{ expression: "variables.why == ''", message: 'static', messageExpression: "'why: ' + variables.why" }] });
+    const admit = admitWith(fake, {
+      variables: [{ name: 'why', expression: "authorizer.path('/x').check('get').reason()" }],
+      validations: [{ expression: "variables.why == ''", message: 'static', messageExpression: "'why: ' + variables.why" }],
+    });
     expect(await admit(request())).to.include({ allowed: false, message: 'static' });
   });
 

@@ -17,9 +17,7 @@ describe('policy library: cidr', function () {
     expect(evaluate("cidr('192.168.0.0/24').containsCIDR('192.168.0.0/25')")).to.equal(true);
     expect(evaluate("cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.0/23'))")).to.equal(false);
     expect(evaluate("cidr('0.0.0.0/0').containsCIDR('10.0.0.0/8')")).to.equal(true);
-    expect(evaluationError("cidr('10.0.0.0/8').containsCIDR('bad')")).to.equal(
-      'network address parse error during conversion from string: network address parse error during conversion from string: netip.ParsePrefix("bad"): no \'/\'',
-    );
+    expect(evaluationError("cidr('10.0.0.0/8').containsCIDR('bad')")).to.equal('network address parse error during conversion from string: network address parse error during conversion from string: netip.ParsePrefix("bad"): no \'/\'');
   });
 
   it('gives the address, prefix length and masked network', function () {

@@ -31,7 +31,7 @@ describe('policy library: conversions as cel-go', function () {
     expect(evaluationError('uint(-1)')).to.equal('unsigned integer overflow');
   });
 
-  it("words string conversion errors as String.ConvertToType does", function () {
+  it('words string conversion errors as String.ConvertToType does', function () {
     const object = { s: 'nope' };
     expect(shownError('int(object.s) > 0', object)).to.equal("type conversion error from 'string' to 'int'");
     expect(shownError('uint(object.s) > 0u', object)).to.equal("type conversion error from 'string' to 'uint'");

@@ -25,7 +25,9 @@ export function compileError(expression: string): string {
   try {
     compile(expression, 'f');
   } catch (err) {
-    return firstLine(err).replace(/^f: compilation failed: /, '').replace(/^ERROR: <input>:\d+:\d+: /, '');
+    return firstLine(err)
+      .replace(/^f: compilation failed: /, '')
+      .replace(/^ERROR: <input>:\d+:\d+: /, '');
   }
   throw new Error(`'${expression}' compiled`);
 }

@@ -12,7 +12,8 @@ const problems = (expression: string, object?: unknown): string[] | undefined =>
   return result.hasValue() ? result.value() : undefined;
 };
 
-const LABEL = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const LABEL =
+  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
 describe('policy library: format', function () {
   it('gives none for a valid string and the problems for an invalid one', function () {
@@ -57,7 +58,7 @@ describe('policy library: format', function () {
     expect(evaluate("format.named('nope').hasValue()")).to.equal(false);
     expect(evaluate("format.dns1123Label() == format.named('dns1123Label').value()")).to.equal(true);
     expect(evaluate('!format.dns1123Label().validate(object.metadata.name).hasValue()', { metadata: { name: 'Bad_Name' } })).to.equal(false);
-    expect(evaluate("format.dns1123Label().validate(object.metadata.name).orValue([]).size()", { metadata: { name: 'ok' } })).to.equal(0n);
+    expect(evaluate('format.dns1123Label().validate(object.metadata.name).orValue([]).size()', { metadata: { name: 'ok' } })).to.equal(0n);
   });
 
   it('refuses an unknown format at compile time', function () {

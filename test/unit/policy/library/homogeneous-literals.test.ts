@@ -20,7 +20,7 @@ describe('policy library: homogeneous aggregate literals', function () {
     expect(compileError('[object.?a, optional.of(1)].size() > 0')).to.equal("expected type 'optional_type(dyn)' but found 'optional_type(int)'");
     expect(compileError("[{'a': 1}, {'a': 'x'}].size() > 0")).to.equal("expected type 'map(string, int)' but found 'map(string, string)'");
     expect(compileError("[[], ['a'], [1]].size() > 0")).to.equal("expected type 'list(string)' but found 'list(int)'");
-    expect(compileError("object.map(x, [x, 1]).size() > 0")).to.equal("expected type 'dyn' but found 'int'");
+    expect(compileError('object.map(x, [x, 1]).size() > 0')).to.equal("expected type 'dyn' but found 'int'");
   });
 
   it('refuses map literals with mixed key or value types', function () {

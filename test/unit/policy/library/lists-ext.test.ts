@@ -73,7 +73,12 @@ describe('policy library: lists extension', function () {
 
   it('sortBy orders by a key expression, equal keys in the order Go sort.Slice leaves them', function () {
     expect(evaluate('[1, 2].sortBy(x, -x)')).to.deep.equal([2n, 1n]);
-    expect(evaluate('object.sortBy(e, e.s).map(e, e.n)', [{ n: 'a', s: 2 }, { n: 'b', s: 1 }])).to.deep.equal(['b', 'a']);
+    expect(
+      evaluate('object.sortBy(e, e.s).map(e, e.n)', [
+        { n: 'a', s: 2 },
+        { n: 'b', s: 1 },
+      ]),
+    ).to.deep.equal(['b', 'a']);
     expect(evaluate('(true ? [2, 1] : [1]).sortBy(x, x)')).to.deep.equal([1n, 2n]);
     expect(evaluate('[].sortBy(x, x)')).to.deep.equal([]);
     // pdqsort is not stable: 20 elements with 4 distinct keys, as cel-go orders them

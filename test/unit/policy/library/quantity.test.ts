@@ -56,9 +56,7 @@ describe('policy library: quantity', function () {
 
   it('compares resources taken from the object', function () {
     const pod = { spec: { containers: [{ resources: { requests: { memory: '512Mi' }, limits: { memory: '1Gi' } } }] } };
-    expect(
-      evaluate('object.spec.containers.all(c, quantity(c.resources.requests.memory).isLessThan(quantity(c.resources.limits.memory)))', pod),
-    ).to.equal(true);
+    expect(evaluate('object.spec.containers.all(c, quantity(c.resources.requests.memory).isLessThan(quantity(c.resources.limits.memory)))', pod)).to.equal(true);
     expect(evaluate("object.spec.containers.map(c, quantity(c.resources.limits.memory)).all(q, q.compareTo(quantity('2Gi')) < 0)", pod)).to.equal(true);
   });
 });

@@ -120,9 +120,7 @@ describe('policy library: strings', function () {
     expect(compileError('"%j".format([1])')).to.equal('could not parse formatting clause: unrecognized formatting clause "j"');
     expect(compileError('"%".format([1])')).to.equal('unexpected end of string');
     expect(compileError('"%d".format(["x"])')).to.equal('error during formatting: decimal clause can only be used on integers, was given string');
-    expect(compileError('"%s".format([optional.of(1)])')).to.equal(
-      'error during formatting: string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given optional_type',
-    );
+    expect(compileError('"%s".format([optional.of(1)])')).to.equal('error during formatting: string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given optional_type');
   });
 
   it('format reports the same problems at run time for values it cannot see at compile time', function () {

@@ -20,7 +20,7 @@ describe('policy library: timestamps in time zones as cel-go', function () {
     expect(evaluate("timestamp('2009-12-31T23:31:30Z').getDayOfYear()")).to.equal(364n);
   });
 
-  it("words a bad zone as Go does", function () {
+  it('words a bad zone as Go does', function () {
     expect(evaluationError(`${T}.getHours('Mars/Olympus') > 0`)).to.equal('unknown time zone Mars/Olympus');
     expect(evaluationError(`${T}.getHours('x:00') > 0`)).to.equal('strconv.Atoi: parsing "x": invalid syntax');
     expect(evaluationError(`${T}.getHours('02:75') > 0`)).to.equal('timezone offset minutes out of range [0, 59]: 02:75');

@@ -23,7 +23,12 @@ describe('policy library: urls', function () {
   });
 
   it('decodes the query into lists of values per key, dropping malformed pairs', function () {
-    expect(evaluate("url('https://example.com/path?k1=a&k2=b&k2=c').getQuery()")).to.deep.equal(new Map([['k1', ['a']], ['k2', ['b', 'c']]]));
+    expect(evaluate("url('https://example.com/path?k1=a&k2=b&k2=c').getQuery()")).to.deep.equal(
+      new Map([
+        ['k1', ['a']],
+        ['k2', ['b', 'c']],
+      ]),
+    );
     expect(evaluate("url('https://example.com/path?k1=a;x&k%zz=b&k3=%20+x').getQuery()")).to.deep.equal(new Map([['k3', ['  x']]]));
     expect(evaluate("url('https://example.com/?x=1').getQuery()['x'][0] == '1'")).to.equal(true);
   });

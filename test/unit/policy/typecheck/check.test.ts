@@ -10,7 +10,15 @@ import type { WebhookSpec } from '../../../../src/api/types.ts';
 const meta: OpenApiSchema = { type: 'object', properties: { name: { type: 'string' }, generateName: { type: 'string' }, labels: { type: 'object', additionalProperties: { type: 'string' } } } };
 const components: Record<string, OpenApiSchema> = {
   Meta: meta,
-  Deployment: { type: 'object', properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { $ref: '#/components/schemas/Meta' }, spec: { type: 'object', properties: { replicas: { type: 'integer' }, containers: { type: 'array', items: { type: 'object', properties: { image: { type: 'string' } } } } } } } },
+  Deployment: {
+    type: 'object',
+    properties: {
+      apiVersion: { type: 'string' },
+      kind: { type: 'string' },
+      metadata: { $ref: '#/components/schemas/Meta' },
+      spec: { type: 'object', properties: { replicas: { type: 'integer' }, containers: { type: 'array', items: { type: 'object', properties: { image: { type: 'string' } } } } } },
+    },
+  },
   ConfigMap: { type: 'object', properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { $ref: '#/components/schemas/Meta' }, data: { type: 'object', additionalProperties: { type: 'string' } } } },
 };
 const deployment: CheckedKind = { gvk: { group: 'apps', version: 'v1', kind: 'Deployment' }, types: schemaTypes('Deployment', 'Deployment', components)! };
@@ -34,7 +42,10 @@ describe('policy/typecheck: expressions checked against the kinds a webhook matc
     const checked = typeCheckWebhook(
       webhook({
         matchConditions: [{ name: 'm', expression: 'object.spec.replica > 0' }],
-        variables: [{ name: 'r', expression: 'object.spec.replicas' }, { name: 'typo', expression: 'object.replicas' }],
+        variables: [
+          { name: 'r', expression: 'object.spec.replicas' },
+          { name: 'typo', expression: 'object.replicas' },
+        ],
         mutations: [{ condition: 'object.nope', patch: [] }],
         validations: [
           { expression: "variables.r == 'a'", messageExpression: "'n: ' + object.spec.replicas" },
@@ -88,7 +99,9 @@ describe('policy/typecheck: expressions checked against the kinds a webhook matc
 
   it("words two schema objects of different types compared as cel-go, at the operator (never cel-js' overload table)", function () {
     const [checked] = typeCheckWebhook(webhook({ validations: [{ expression: 'object.spec.replicas > 0 && object.spec != object.metadata' }] }), 'spec.webhooks[0]', [deployment]);
-    expect(checked!.warning).to.equal("apps/v1, Kind=Deployment: ERROR: <input>:1:41: found no matching overload for '_!=_' applied to '(Deployment.spec, Deployment.metadata)'\n | object.spec.replicas > 0 && object.spec != object.metadata\n | ........................................^\n");
+    expect(checked!.warning).to.equal(
+      "apps/v1, Kind=Deployment: ERROR: <input>:1:41: found no matching overload for '_!=_' applied to '(Deployment.spec, Deployment.metadata)'\n | object.spec.replicas > 0 && object.spec != object.metadata\n | ........................................^\n",
+    );
   });
 
   it('types params with their kind when known, dyn otherwise', function () {
