@@ -128,14 +128,7 @@ function mapApplyConfiguration(
   const ints = new IntsInPlace();
   let patch: Record<string, unknown>;
   try {
-    const activation = buildActivation(request, working, variables, context, ints, reads);
-    let result: unknown;
-    try {
-      result = mutation.applyProgram!(activation);
-    } catch (err) {
-      if (err instanceof CostBudgetError) throw err;
-      throw new MapMutationError(`expression '${mutation.expression}' resulted in error: ${celErrorText(err)}`);
-    }
+    const result = evaluateMapExpression(mutation, mutation.applyProgram!, buildActivation(request, working, variables, context, ints, reads));
     if (objectTypeName(result) === undefined) throw new MapMutationError(`unsupported return type from ApplyConfiguration expression: ${celTypeName(result)}`);
     const { json, mismatches } = applyConfigurationJson(result, reachableFrom([working, request.oldObject, context.params, context.namespaceObject]));
     if (mismatches.length) throw new MapMutationError(`type mismatch: ${mismatches.join('\n')}`);
@@ -150,6 +143,16 @@ function mapApplyConfiguration(
     throw new MapMutationError((err as Error).message);
   }
   return (jsonEqual(merged, working) ? working : merged) as NonNullable<AdmissionRequest['object']>;
+}
+
+/** A MAP-form expression's value; an error in it in the API server's words (the cost budget's passes through). */
+function evaluateMapExpression<A>(mutation: CompiledMutation, program: (activation: A) => unknown, activation: A): unknown {
+  try {
+    return program(activation);
+  } catch (err) {
+    if (err instanceof CostBudgetError) throw err;
+    throw new MapMutationError(`expression '${mutation.expression}' resulted in error: ${celErrorText(err)}`);
+  }
 }
 
 /** Whether a value is one of `roots`' own (found once, when first asked). */
@@ -191,14 +194,7 @@ function mapJsonPatch(
   const ints = new IntsInPlace();
   const ops: MapPatchOperation[] = [];
   try {
-    const activation = buildActivation(request, working, variables, context, ints, reads);
-    let result: unknown;
-    try {
-      result = mutation.jsonPatchProgram!(activation);
-    } catch (err) {
-      if (err instanceof CostBudgetError) throw err;
-      throw new MapMutationError(`expression '${mutation.expression}' resulted in error: ${celErrorText(err)}`);
-    }
+    const result = evaluateMapExpression(mutation, mutation.jsonPatchProgram!, buildActivation(request, working, variables, context, ints, reads));
     if (!Array.isArray(result)) throw new MapMutationError('type mismatch: JSONPatchType.expression should evaluate to array');
     for (const value of result) {
       if (!isJsonPatchValue(value)) throw new MapMutationError(`type mismatch: JSONPatchType.expression should evaluate to array of JSONPatch, got element of ${celTypeName(value)}`);
